@@ -1,0 +1,440 @@
+"""RFC 31 job constraints, compiled once and evaluated as int bitsets.
+
+Pure Python, stdlib only. See docs/constraints.md for the manifest syntax.
+
+    index = FleetIndex(workers)            # once per build
+    c = compile_constraint(job["constraints"], "jobs.api.constraints")
+    ok = c.mask(index)                     # bit i set = workers[i] matches
+    c.explain(index, i)                    # why workers[i] does not match ([] if it does)
+
+A set of workers is a Python int: bit i = the worker at list index i of the
+`workers` given to FleetIndex (workers.json order). and = &, or = |,
+not = all_mask & ~x. Big-int ops on 10,000 bits take about a microsecond, so
+a thousand constraints evaluate in milliseconds.
+
+RFC 31 rules followed (and where the RFC leaves a choice, ours):
+  * A constraint is an object with exactly ONE operator (RFC 31's
+    `{"operator": [values]}`; flux-core rejects more: "constraint must only
+    contain 1 element"). Several keys are an error that says to use "and".
+  * {} , {"and": []}, {"or": []} match every worker; {"not": []} matches none.
+  * {"not": [a, b]} is not(a and b) (flux-core does the same; the RFC shows one value).
+  * {"properties": []} matches every worker (no property required);
+    {"hostlist": []} and {"ranks": []} match no worker (an empty set of
+    allowed hosts / ranks, as in flux-core).
+  * A `properties` value starting with "^" requires the property to be absent.
+  * `null` as the whole constraint (an empty YAML key) means no constraint.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left, bisect_right
+from typing import Any, Iterable, Mapping
+
+from ._hostlist import HostlistError, expand_hostlist
+from ._idset import IdsetError, parse_idset_ranges
+
+__all__ = ["ConstraintError", "Constraint", "FleetIndex", "compile_constraint",
+           "worker_properties", "OPERATORS"]
+
+OPERATORS = ("and", "hostlist", "not", "or", "properties", "ranks")
+
+# Characters flux-core refuses in property names (RFC 20 query syntax), plus
+# whitespace; "^" only as the first character (negation).
+_BAD_PROPERTY_CHARS = set("!&'\"`|()^")
+
+
+class ConstraintError(ValueError):
+    """All problems found in one constraint: .errors is [(json_path, message)]."""
+
+    def __init__(self, errors: list[tuple[str, str]]):
+        self.errors = list(errors)
+        super().__init__("\n".join(f"{p}: {m}" for p, m in self.errors))
+
+
+def _bits_to_int(indices: Iterable[int], n: int) -> int:
+    """Bit positions -> int, in O(n/8 + len(indices)) rather than one big-int OR per bit."""
+    buf = bytearray((n + 7) >> 3)
+    for i in indices:
+        buf[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(buf, "little")
+
+
+def worker_properties(worker: Mapping[str, Any]) -> frozenset[str]:
+    """A worker's RFC 31 properties: its labels plus "key=value" per tag, all lower-cased.
+
+    Both tag key and value are lower-cased: constraint property names are
+    compared case-insensitively, so a tag value kept in upper case could never
+    be matched.
+    """
+    props = {str(label).lower() for label in (worker.get("labels") or ())}
+    for key, value in (worker.get("tags") or {}).items():
+        props.add(f"{str(key).lower()}={str(value).lower()}")
+    return frozenset(props)
+
+
+class FleetIndex:
+    """Bitset index over a list of workers (bit i = workers[i]).
+
+    Each worker is a mapping with `host` (str), optional `hostname` (str or
+    None), `position` (int; defaults to the list index), `labels` (iterable of
+    str) and `tags` (dict). Masks are built lazily and cached, so an index
+    should be built once per fleet and shared by all constraints.
+    """
+
+    def __init__(self, workers: Iterable[Mapping[str, Any]]):
+        self.workers = list(workers)
+        n = self.size = len(self.workers)
+        self.all_mask = (1 << n) - 1
+        self._props: list[frozenset[str]] = []
+        self._prop_idx: dict[str, list[int]] = {}
+        self._host_idx: dict[str, list[int]] = {}
+        self._rank_idx: dict[int, list[int]] = {}
+        self.positions: list[int] = []
+        for i, w in enumerate(self.workers):
+            props = worker_properties(w)
+            self._props.append(props)
+            for p in props:
+                self._prop_idx.setdefault(p, []).append(i)
+            for name in {str(w.get("host") or "").lower(), str(w.get("hostname") or "").lower()}:
+                if name:
+                    self._host_idx.setdefault(name, []).append(i)
+            pos = w.get("position", i)
+            self.positions.append(pos)
+            self._rank_idx.setdefault(pos, []).append(i)
+        self._prop_cache: dict[str, int] = {}
+        self._host_cache: dict[Any, int] = {}
+        self._rank_cache: dict[Any, int] = {}
+        self._pos_sorted = None
+        self._pos_keys: list[int] = []
+
+    def properties_of(self, i: int) -> frozenset[str]:
+        return self._props[i]
+
+    def host_names_of(self, i: int) -> tuple[str, ...]:
+        """The lower-cased names a hostlist can match for workers[i]: host, then hostname."""
+        w = self.workers[i]
+        return tuple(str(x).lower() for x in (w.get("host"), w.get("hostname")) if x)
+
+    def property_mask(self, name: str) -> int:
+        m = self._prop_cache.get(name)
+        if m is None:
+            m = self._prop_cache[name] = _bits_to_int(self._prop_idx.get(name.lower(), ()), self.size)
+        return m
+
+    def host_mask(self, names: Iterable[str]) -> int:
+        """Workers whose host or hostname (case-insensitive) is one of names."""
+        key = names if isinstance(names, (tuple, frozenset)) else None
+        m = self._host_cache.get(key) if key is not None else None
+        if m is None:
+            idx = self._host_idx
+            m = _bits_to_int((i for nm in names for i in idx.get(nm.lower(), ())), self.size)
+            if key is not None:
+                self._host_cache[key] = m
+        return m
+
+    def rank_mask(self, ids: Iterable[int]) -> int:
+        """Workers whose `position` is one of ids."""
+        idx = self._rank_idx
+        return _bits_to_int((i for r in ids for i in idx.get(r, ())), self.size)
+
+    def rank_ranges_mask(self, ranges: tuple[tuple[int, int], ...]) -> int:
+        """Workers whose `position` lies in one of the inclusive (lo, hi) ranges.
+
+        Cost is O(log n + matches) per range, whatever the range's size, so
+        "0-1000000" is as cheap as "0"; cached by the ranges tuple.
+        """
+        m = self._rank_cache.get(ranges)
+        if m is None:
+            if self._pos_sorted is None:
+                self._pos_sorted = sorted((p, i) for i, p in enumerate(self.positions) if isinstance(p, int))
+                self._pos_keys = [p for p, _ in self._pos_sorted]
+            ps, keys, sel = self._pos_sorted, self._pos_keys, []
+            for lo, hi in ranges:
+                sel.extend(i for _, i in ps[bisect_left(keys, lo):bisect_right(keys, hi)])
+            m = self._rank_cache[ranges] = _bits_to_int(sel, self.size)
+        return m
+
+
+# --- compiled nodes -------------------------------------------------------
+# Each node has .path, .mask(index) -> int (bitset algebra) and
+# .explain(index, i) -> [str] computed per worker WITHOUT the masks, so tests
+# can check the two against each other.
+
+class _Properties:
+    def __init__(self, path, items):
+        self.path = path
+        self.items = items  # [(item_path, name, negated)]
+
+    def mask(self, index):
+        all_ = m = index.all_mask
+        for _, name, neg in self.items:
+            pm = index.property_mask(name)
+            m &= (all_ ^ pm) if neg else pm
+        return m
+
+    def explain(self, index, i):
+        props = index.properties_of(i)
+        out = []
+        for ipath, name, neg in self.items:
+            if neg and name in props:
+                out.append(f"{ipath}: property {name} present but excluded (^{name})")
+            elif not neg and name not in props:
+                out.append(f"{ipath}: property {name} missing")
+        return out
+
+
+class _Hostlist:
+    def __init__(self, path, texts, hosts):
+        self.path = path
+        self.texts = texts            # the hostlist strings as written
+        self.hosts = frozenset(hosts)  # expanded, lower-cased
+
+    def mask(self, index):
+        return index.host_mask(self.hosts)
+
+    def explain(self, index, i):
+        names = index.host_names_of(i)
+        if any(n in self.hosts for n in names):
+            return []
+        w = index.workers[i]
+        who = f"host {w.get('host')}" + (f" (hostname {w.get('hostname')})" if w.get("hostname") else "")
+        if not self.hosts:
+            return [f"{self.path}: empty hostlist matches no worker ({who})"]
+        return [f"{self.path}: {who} not in hostlist {', '.join(self.texts)}"]
+
+
+class _Ranks:
+    def __init__(self, path, texts, ranges):
+        self.path = path
+        self.texts = texts
+        self.ranges = _merge_ranges(ranges)  # sorted, disjoint (lo, hi) tuple
+
+    def mask(self, index):
+        return index.rank_ranges_mask(self.ranges)
+
+    def explain(self, index, i):
+        pos = index.positions[i]
+        if isinstance(pos, int) and any(lo <= pos <= hi for lo, hi in self.ranges):
+            return []
+        if not self.ranges:
+            return [f"{self.path}: empty ranks match no worker (position {pos})"]
+        return [f"{self.path}: position {pos} not in ranks {', '.join(self.texts)}"]
+
+
+def _merge_ranges(ranges):
+    out = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+class _And:
+    def __init__(self, path, children):
+        self.path = path
+        self.children = children
+
+    def mask(self, index):
+        m = index.all_mask
+        for c in self.children:
+            m &= c.mask(index)
+        return m
+
+    def explain(self, index, i):
+        return [msg for c in self.children for msg in c.explain(index, i)]
+
+
+class _Or:
+    def __init__(self, path, children):
+        self.path = path
+        self.children = children
+
+    def mask(self, index):
+        if not self.children:
+            return index.all_mask  # RFC 31: {"or": []} matches anything
+        m = 0
+        for c in self.children:
+            m |= c.mask(index)
+        return m
+
+    def explain(self, index, i):
+        why = []
+        for c in self.children:
+            msgs = c.explain(index, i)
+            if not msgs:
+                return []
+            why.extend(msgs)
+        if not self.children:
+            return []
+        return [f"{self.path}: no alternative matched ({'; '.join(why)})"]
+
+
+class _Not:
+    """not(c1 and c2 ...); {"not": []} = not(true) = matches nothing (RFC 31)."""
+
+    def __init__(self, path, children):
+        self.path = path
+        self.children = children
+
+    def mask(self, index):
+        m = index.all_mask
+        for c in self.children:
+            m &= c.mask(index)
+        return index.all_mask ^ m
+
+    def explain(self, index, i):
+        if any(c.explain(index, i) for c in self.children):
+            return []  # some operand fails, so the negation holds
+        if not self.children:
+            return [f"{self.path}: empty not [] matches no worker"]
+        if len(self.children) == 1:
+            return [f"{self.children[0].path}: matched but must not"]
+        paths = ", ".join(c.path for c in self.children)
+        return [f"{self.path}: all of {paths} matched but must not (not [...] negates their and)"]
+
+
+class Constraint:
+    """A compiled constraint. .expr is the source object, .path its JSON path."""
+
+    def __init__(self, node, expr, path):
+        self._node = node
+        self.expr = expr
+        self.path = path
+
+    def mask(self, index: FleetIndex) -> int:
+        """Bitset of the workers in index that satisfy the constraint."""
+        return self._node.mask(index)
+
+    def explain(self, index: FleetIndex, i: int) -> list[str]:
+        """Why workers[i] fails, one string per failing leaf / sub-expression,
+        each starting with its JSON path; [] when the worker matches."""
+        return self._node.explain(index, i)
+
+    def matches(self, index: FleetIndex, i: int) -> bool:
+        return not self._node.explain(index, i)
+
+    def __repr__(self):
+        return f"Constraint({self.expr!r}, path={self.path!r})"
+
+
+# --- compilation ----------------------------------------------------------
+
+def _tname(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, Mapping):
+        return "object"
+    if isinstance(v, (list, tuple)):
+        return "list"
+    return type(v).__name__
+
+
+def _key_path(path: str, key: Any) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{key!r}]"
+
+
+def _compile(expr, path, errors):
+    """Compile expr; on problems append (path, message) to errors and return None."""
+    if not isinstance(expr, Mapping):
+        errors.append((path, f"must be a constraint object such as {{\"properties\": [\"ssd\"]}}, got {_tname(expr)}"))
+        return None
+    if not expr:
+        return _And(path, [])  # RFC 31: {} matches anything
+    if len(expr) > 1:
+        keys = ", ".join(sorted(str(k) for k in expr))
+        errors.append((path, f"a constraint object has exactly one operator (RFC 31), got {len(expr)}: {keys}; "
+                             "combine them with {\"and\": [{...}, {...}]}"))
+    nodes = [_compile_op(op, values, path, errors) for op, values in expr.items()]
+    return nodes[0] if len(nodes) == 1 else None
+
+
+def _compile_op(op, values, path, errors):
+    opath = _key_path(path, op)
+    if op not in OPERATORS:
+        errors.append((opath, f"unknown operator {op!r} (known: {', '.join(OPERATORS)})"))
+        return None
+    if not isinstance(values, (list, tuple)):
+        hint = f"; write [{json.dumps(values)}]" if isinstance(values, str) and op != "and" else ""
+        errors.append((opath, f"{op} takes a list, got {_tname(values)}{hint}"))
+        return None
+    nerr = len(errors)
+    if op in ("and", "or", "not"):
+        children = [_compile(v, f"{opath}[{k}]", errors) for k, v in enumerate(values)]
+        node = {"and": _And, "or": _Or, "not": _Not}[op](opath, children)
+    elif op == "properties":
+        node = _Properties(opath, _compile_properties(values, opath, errors))
+    elif op == "hostlist":
+        hosts = []
+        for k, v in enumerate(values):
+            if not isinstance(v, str):
+                errors.append((f"{opath}[{k}]", f"must be an RFC 29 hostlist string such as \"node[1-3]\", got {_tname(v)}"))
+                continue
+            try:
+                hosts.extend(h.lower() for h in expand_hostlist(v))
+            except HostlistError as e:
+                errors.append((f"{opath}[{k}]", str(e)))
+        node = _Hostlist(opath, [str(v) for v in values], hosts)
+    else:  # ranks
+        ranges = []
+        for k, v in enumerate(values):
+            if not isinstance(v, str):
+                hint = f"; write \"{v}\"" if isinstance(v, int) and not isinstance(v, bool) else ""
+                errors.append((f"{opath}[{k}]", f"must be an RFC 22 idset string such as \"0-3,7\", got {_tname(v)}{hint}"))
+                continue
+            try:
+                ranges.extend(parse_idset_ranges(v))
+            except IdsetError as e:
+                errors.append((f"{opath}[{k}]", str(e)))
+        node = _Ranks(opath, [str(v) for v in values], ranges)
+    return node if len(errors) == nerr else None
+
+
+def _compile_properties(values, opath, errors):
+    items = []
+    for k, v in enumerate(values):
+        ipath = f"{opath}[{k}]"
+        if not isinstance(v, str):
+            errors.append((ipath, f"a property must be a string, got {_tname(v)}"))
+            continue
+        neg = v.startswith("^")
+        name = (v[1:] if neg else v).lower()
+        if not name:
+            errors.append((ipath, f"empty property name in {v!r}"))
+            continue
+        bad = next((ch for ch in name if ch in _BAD_PROPERTY_CHARS or ch.isspace()), None)
+        if bad is not None:
+            errors.append((ipath, f"character {bad!r} not allowed in property {v!r}"
+                                  " ('^' only as the first character, meaning 'must not have')"))
+            continue
+        items.append((ipath, name, neg))
+    return items
+
+
+def compile_constraint(expr: Any, path: str = "constraints") -> Constraint:
+    """Validate and compile an RFC 31 constraint object.
+
+    path names the constraint in messages: "constraints" -> "$.constraints"
+    (a path already starting with "$" is used as is). Raises ConstraintError
+    listing every problem found, each as (json_path, message).
+    """
+    root = path if path.startswith("$") else f"$.{path}"
+    if expr is None:  # an empty YAML key: no constraint
+        return Constraint(_And(root, []), expr, root)
+    errors: list[tuple[str, str]] = []
+    node = _compile(expr, root, errors)
+    if errors:
+        raise ConstraintError(errors)
+    return Constraint(node, expr, root)
