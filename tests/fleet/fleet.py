@@ -253,11 +253,26 @@ def _descendants(roots: list[int]) -> list[int]:
     return out
 
 
-def _netns_pids(netns: str) -> list[int]:
-    if netns not in netns_list():
+def _ns_id(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _netns_pids(netns: str, members: list[int] = ()) -> list[int]:
+    """Pids in the named netns, or in the netns of any of ``members`` (works even after 'ip netns del')."""
+    wanted = {_ns_id(f"/run/netns/{netns}")} | {_ns_id(f"/proc/{p}/ns/net") for p in members}
+    wanted.discard(None)
+    wanted.discard(_ns_id("/proc/self/ns/net"))  # never the machine's own namespace
+    if not wanted:
         return []
-    proc = _run(["ip", "netns", "pids", netns], check=False)
-    return [int(p) for p in proc.stdout.split() if p.isdigit()]
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _ns_id(f"/proc/{entry}/ns/net") in wanted:
+            pids.append(int(entry))
+    return pids
 
 
 def _kill_all(pids: list[int], grace: float = 2.0) -> list[int]:
@@ -541,7 +556,7 @@ def _stop_host(h: dict, whole_netns: bool) -> list[int]:
     roots = host_sshd_pids(h)
     targets = roots + _descendants(roots)
     if whole_netns:
-        targets += _netns_pids(h["netns"])
+        targets += _netns_pids(h["netns"], roots)
     left = _kill_all(targets)
     for pf in (h["pid_file"], h["launch_pid_file"]):
         with contextlib.suppress(FileNotFoundError):
