@@ -281,7 +281,7 @@ def parse_quantity(value, kind):
 
 
 def _show(value, kind, unit_shown):
-    if value is None:
+    if value is None or value == "" or value == 0:
         return "unset"
     parsed = parse_quantity(value, kind)
     if parsed is None:

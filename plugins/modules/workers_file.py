@@ -21,14 +21,15 @@ description:
     validates them, and returns the workers to probe (filtered by O(labels) and O(hosts)) with the
     connection variables and inventory groups for M(ansible.builtin.add_host). Needs no prior build
     and no capacity in C(workers.json); C(host) (and C(labels)) are enough.
-  - With O(operation=write), takes the registered M(maand.core.worker_facts) result of every
+  - >-
+    With O(operation=write), takes the registered M(maand.core.worker_facts) result of every
     targeted worker, compares it with C(workers.json), returns one line per changed worker
     (for example C(10.0.0.1: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz)), and writes
-    C(memory) (V("<n> mb")), C(cpu) (V("<n> mhz")) and C(storage) (V("<n> mb"), total size of the
+    C(memory) (V(<n> mb)), C(cpu) (V(<n> mhz)) and C(storage) (V(<n> mb), total size of the
     filesystem holding C(/opt/worker) or C(/opt), when the worker has one) back into the entries.
   - Every other field, the order of the workers and of their keys, and the file's style (2-space
     JSON indent, trailing newline) are kept. Nothing is written as V(null) and no field is added
-    besides those three. A value already equal after unit conversion (V("8 gb") and 8192 MB) is
+    besides those three. A value already equal after unit conversion (V(8 gb) and 8192 MB) is
     left as written.
   - B(All or nothing.) If any targeted worker failed or was unreachable, nothing is written and
     the task fails listing every failed host by name with its reason.
