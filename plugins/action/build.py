@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Controller-side build: validate the bucket and write data/catalog.json (docs: plugins/modules/build.py)."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "default": "."},
+    "table_limit": {"type": "int", "default": 200},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
+        check_mode = bool(self._task.check_mode)
+        try:
+            outcome = _build.build(bucket_dir, check_mode=check_mode)
+        except _catalog.LockBusy as exc:
+            result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
+            return result
+
+        report = outcome.report
+        result["warnings"] = [str(w) for w in report.warnings]
+        result["bucket"] = bucket_dir
+        if not report.ok:
+            for problem in report.errors:
+                display.display(str(problem), color="red", stderr=True)
+            result.update(
+                failed=True,
+                changed=False,
+                errors=[p.as_dict() for p in report.errors],
+                msg="maand build found %d error%s in %s; nothing was written:\n%s" % (
+                    len(report.errors), "" if len(report.errors) == 1 else "s", bucket_dir, report.error_text()),
+            )
+            return result
+
+        catalog = outcome.catalog
+        table = _build.allocation_table(catalog, limit=args["table_limit"] or None)
+        for line in table:
+            display.display(line)
+        for line in outcome.changes:
+            display.display(line, color="yellow" if outcome.changed else None)
+        result.update(
+            changed=outcome.changed,
+            bucket_id=catalog["bucket_id"],
+            catalog_path=_catalog.catalog_path(bucket_dir),
+            allocations=len(catalog["allocations"]),
+            table=table,
+            changes=outcome.changes,
+            written=outcome.written,
+        )
+        if self._task.diff and outcome.changed:
+            before = _catalog.dumps(outcome.previous) if outcome.previous is not None else ""
+            result["diff"] = {
+                "before": before, "after": _catalog.dumps(catalog),
+                "before_header": "data/catalog.json (before)", "after_header": "data/catalog.json (after build)",
+            }
+        return result

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: build
+short_description: Validate a maand bucket and write its catalog
+version_added: 1.0.0
+description:
+  - Runs on the controller (an action plugin; no connection is opened).
+  - Reads the bucket's workspace, places every job on the workers whose labels hold all its selectors,
+    validates reservations against manifest bounds and worker capacity, ports, allocation counts and
+    command demands, and reports B(every) problem at once, each naming maand's error kind, the file,
+    the field and a fix.
+  - On success writes C(<bucket>/data/catalog.json) atomically under the bucket lock and prints the
+    allocation table. Nothing is written when there is any error.
+  - In check mode it validates and reports what would change in the catalog, writing nothing.
+author:
+  - maand.core contributors
+options:
+  bucket:
+    description: The bucket directory (holding C(maand.conf) and C(workspace/)).
+    type: path
+    default: .
+  table_limit:
+    description: Print at most this many allocation rows (0 prints all).
+    type: int
+    default: 200
+attributes:
+  check_mode:
+    support: full
+    description: Validates and shows the catalog changes without writing.
+  diff_mode:
+    support: full
+    description: Shows the catalog before and after.
+  platform:
+    platforms: posix
+    description: Runs on the controller only.
+requirements:
+  - jsonschema (controller)
+notes:
+  - The catalog format is documented in the collection README.
+"""
+
+EXAMPLES = r"""
+- name: Build the catalog of the bucket in /srv/bucket
+  maand.core.build:
+    bucket: /srv/bucket
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+bucket_id:
+  description: The bucket's stable UUID.
+  returned: success
+  type: str
+catalog_path:
+  description: Absolute path of the catalog file.
+  returned: success
+  type: str
+allocations:
+  description: Number of allocations in the catalog (active, disabled and removed).
+  returned: success
+  type: int
+table:
+  description: The allocation table, one line per allocation (job, worker, state, zone, memory, cpu, seq).
+  returned: success
+  type: list
+  elements: str
+changes:
+  description: What this build changes in the catalog, one line per change.
+  returned: success
+  type: list
+  elements: str
+written:
+  description: Whether the catalog file was written (false in check mode and when nothing changed).
+  returned: success
+  type: bool
+errors:
+  description: Every problem found, with kind, file, field, message and fix.
+  returned: failure
+  type: list
+  elements: dict
+"""

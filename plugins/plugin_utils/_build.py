@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Build: workspace files -> model -> placement -> validation -> catalog.
+
+`compute()` is read-only (the inventory plugin uses it); `build()` also writes the catalog, under
+the bucket lock, only when there is no error.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from . import _catalog
+from ._model import WORKERS_FILE, load_bucket
+from ._placement import place
+from ._problems import Report
+from ._validate import assign_ports, check_capacity, check_counts, deployment_sequence
+
+
+class BuildResult:
+    def __init__(self):
+        self.bucket = None
+        self.report = None
+        self.previous = None
+        self.placement = None
+        self.catalog = None
+        self.changes = []
+        self.changed = False
+        self.written = False
+
+
+def compute(bucket_dir, bucket_id=None):
+    """Validate the bucket and assemble the catalog it would produce, without writing anything.
+    `bucket_id` is used only when there is no previous catalog (None: leave it unset)."""
+    result = BuildResult()
+    report = result.report = Report()
+    try:
+        result.previous = _catalog.read_catalog(bucket_dir)
+    except _catalog.CatalogError as exc:
+        report.error("ErrInvalidCatalog", "data/catalog.json", "", str(exc),
+                     "restore it from a backup, or delete it (removed allocations and pool ports are then forgotten)")
+    bucket, _ = load_bucket(bucket_dir, report)
+    result.bucket = bucket
+    workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
+    placement = result.placement = place(bucket, result.previous, report)
+    ports = assign_ports(bucket, result.previous, report)
+    seq = deployment_sequence(bucket, report)
+    for alloc in placement.allocations:
+        if alloc.state != "removed":
+            alloc.deployment_seq = seq.get(alloc.job, 0)
+    if workers_loaded:
+        check_capacity(bucket, placement.allocations, report)
+        check_counts(bucket, placement.allocations, report)
+    if report.ok:
+        result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id)
+    return result
+
+
+def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
+    if previous and previous.get("bucket_id"):
+        bucket_id = previous["bucket_id"]
+    workers = [w.as_catalog() for w in bucket.workers] + placement.removed_workers
+    jobs = []
+    for name in sorted(bucket.jobs):
+        job = bucket.jobs[name]
+        jobs.append({
+            "name": name, "version": job.version, "selectors": list(job.selectors), "path": job.path,
+            "min_memory_mb": job.min_memory_mb, "max_memory_mb": job.max_memory_mb, "memory_mb": job.memory_mb,
+            "memory_source": job.memory_source, "min_cpu_mhz": job.min_cpu_mhz, "max_cpu_mhz": job.max_cpu_mhz,
+            "cpu_mhz": job.cpu_mhz, "cpu_source": job.cpu_source, "deployment_seq": seq.get(name, 0),
+            "ports": ports.get(name, {}), "removed": False, "restart_policy": job.restart_policy,
+            "restart_globs": job.restart_globs, "max_concurrent_starts": job.max_concurrent_starts,
+            "max_concurrent_upgrades": job.max_concurrent_upgrades, "min_allocations_count": job.min_allocations_count,
+            "health_check": job.health_check, "makefile": job.makefile, "vars": job.vars,
+            "commands": {c.name: {"executed_on": c.executed_on, "demands": {"job": c.demand_job,
+                                                                            "command": c.demand_command}}
+                         for c in job.commands.values()},
+        })
+    jobs.extend(placement.removed_jobs)
+    jobs.sort(key=lambda j: j["name"])
+    return {
+        "format": _catalog.CATALOG_FORMAT,
+        "bucket_id": bucket_id,
+        "job_config_selector": bucket.job_config_selector,
+        "job_config_file": bucket.job_config_file,
+        "bucket_vars": bucket.bucket_vars,
+        "port_min": bucket.port_min,
+        "port_max": bucket.port_max,
+        "workers": workers,
+        "jobs": jobs,
+        "allocations": [a.as_catalog() for a in placement.allocations],
+    }
+
+
+def build(bucket_dir, check_mode=False):
+    """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
+    written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
+    if check_mode:
+        result = compute(bucket_dir, bucket_id="(new)")
+        _finish(result)
+        return result
+    with _catalog.bucket_lock(bucket_dir):
+        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()))
+        _finish(result)
+        if result.catalog is not None and result.changed:
+            _catalog.write_catalog(bucket_dir, result.catalog)
+            result.written = True
+    return result
+
+
+def _finish(result):
+    if result.catalog is None:
+        return
+    result.changes = _catalog.diff_catalogs(result.previous, result.catalog)
+    before = _catalog.dumps(result.previous) if result.previous is not None else None
+    result.changed = before != _catalog.dumps(result.catalog)
+
+
+def allocation_table(catalog, limit=None):
+    """Rows for humans: job, worker, state, zone, memory, cpu, seq."""
+    header = ("JOB", "WORKER", "STATE", "ZONE", "MEMORY", "CPU", "SEQ")
+    rows = [header]
+    allocations = catalog["allocations"]
+    shown = allocations if limit is None else allocations[:limit]
+    for a in shown:
+        rows.append((a["job"], a["worker"], a["state"], a["zone"] or "-", "%.0f MB" % (a["memory_mb"] or 0),
+                     "%.0f MHz" % (a["cpu_mhz"] or 0), str(a["deployment_seq"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    if limit is not None and len(allocations) > limit:
+        lines.append("... %d more allocations (see data/catalog.json)" % (len(allocations) - limit))
+    return lines

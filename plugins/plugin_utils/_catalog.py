@@ -1,0 +1,145 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""The catalog: `<bucket>/data/catalog.json`, the persisted result of a build.
+
+JSON rather than SQLite: users script against it, it diffs well, and a whole bucket's catalog is
+small enough to rewrite on every build. Writes are atomic (temp file in the same folder, fsync,
+os.replace) and happen under an exclusive flock on `<bucket>/data/.lock`, so two runs on one
+bucket cannot interleave and a crash never leaves a truncated catalog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+
+CATALOG_FORMAT = 1
+DATA_DIR = "data"
+CATALOG_FILE = "catalog.json"
+LOCK_FILE = ".lock"
+
+
+class CatalogError(Exception):
+    pass
+
+
+class LockBusy(CatalogError):
+    pass
+
+
+def catalog_path(bucket_dir):
+    return os.path.join(bucket_dir, DATA_DIR, CATALOG_FILE)
+
+
+def read_catalog(bucket_dir):
+    """The previous catalog, or None before the first build. Raises CatalogError if unreadable."""
+    path = catalog_path(bucket_dir)
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            catalog = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CatalogError("%s/%s is unreadable: %s" % (DATA_DIR, CATALOG_FILE, exc))
+    if not isinstance(catalog, dict) or not isinstance(catalog.get("bucket_id"), str):
+        raise CatalogError("%s/%s is not a maand.core catalog (no bucket_id)" % (DATA_DIR, CATALOG_FILE))
+    for key in ("workers", "jobs", "allocations"):
+        if not isinstance(catalog.get(key, []), list):
+            raise CatalogError("%s/%s: %s must be a list" % (DATA_DIR, CATALOG_FILE, key))
+    return catalog
+
+
+def dumps(catalog):
+    return json.dumps(catalog, indent=2, sort_keys=True) + "\n"
+
+
+def atomic_write(path, text, mode=0o644):
+    """Write text to path so that readers see either the old or the new file, never a mix."""
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # persist the rename itself
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def write_catalog(bucket_dir, catalog):
+    """Atomically replace data/catalog.json. Call it while holding bucket_lock()."""
+    os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
+    atomic_write(catalog_path(bucket_dir), dumps(catalog))
+
+
+@contextlib.contextmanager
+def bucket_lock(bucket_dir, wait=False):
+    """Exclusive lock on the bucket's data/ folder. Raises LockBusy when another run holds it."""
+    os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
+    path = os.path.join(bucket_dir, DATA_DIR, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise LockBusy("another maand.core run holds %s/%s on this bucket; wait for it to finish" % (
+                    DATA_DIR, LOCK_FILE))
+            raise
+        yield
+    finally:
+        os.close(fd)
+
+
+def diff_catalogs(old, new):
+    """Human-readable lines describing what a build changes in the catalog."""
+    lines = []
+    if old is None:
+        lines.append("new catalog: bucket_id %s" % new["bucket_id"])
+        old = {"workers": [], "jobs": [], "allocations": []}
+    old_allocs = {(a["job"], a["worker"]): a for a in old.get("allocations", ())}
+    new_allocs = {(a["job"], a["worker"]): a for a in new["allocations"]}
+    for key in sorted(set(old_allocs) | set(new_allocs)):
+        before, after = old_allocs.get(key), new_allocs.get(key)
+        label = "allocation %s@%s" % key
+        if before is None:
+            lines.append("+ %s (%s)" % (label, after["state"]))
+        elif after is None:
+            lines.append("- %s (dropped from catalog)" % label)
+        elif before.get("state") != after["state"]:
+            lines.append("~ %s: %s -> %s" % (label, before.get("state"), after["state"]))
+    old_jobs = {j["name"]: j for j in old.get("jobs", ())}
+    for job in new["jobs"]:
+        before = old_jobs.get(job["name"])
+        if before is None:
+            continue
+        for key in ("version", "memory_mb", "cpu_mhz", "deployment_seq", "ports", "removed"):
+            if before.get(key) != job.get(key):
+                lines.append("~ job %s: %s %s -> %s" % (job["name"], key, before.get(key), job.get(key)))
+    old_workers = {w["host"]: w for w in old.get("workers", ())}
+    for worker in new["workers"]:
+        before = old_workers.get(worker["host"])
+        if before is None:
+            lines.append("+ worker %s" % worker["host"])
+            continue
+        for key in ("labels", "memory_mb", "cpu_mhz", "zone", "removed"):
+            if before.get(key) != worker.get(key):
+                lines.append("~ worker %s: %s %s -> %s" % (worker["host"], key, before.get(key), worker.get(key)))
+    for host in sorted(set(old_workers) - {w["host"] for w in new["workers"]}):
+        lines.append("- worker %s (dropped from catalog)" % host)
+    return lines

@@ -1,0 +1,551 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""The bucket model: read a maand bucket from disk into plain objects, collecting every problem.
+
+Nothing here writes anything. Files read (paths relative to the bucket):
+  maand.conf                              TOML: ssh_user, ssh_key, ssh_port, use_sudo, job_config_selector
+  workspace/workers.json                  hosts, labels, tags, capacity
+  workspace/jobs/<job>/manifest.json      + Makefile (or Makefile.tpl / Makefile.j2)
+  workspace/bucket.conf                   TOML: port_min/port_max, other keys are bucket vars
+  workspace/bucket.jobs[.<selector>].conf TOML: per-job memory/cpu reservations, other keys job vars
+  workspace/disabled.json                 drained jobs, allocations and workers
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+
+from . import _schemas
+from ._problems import Report
+from ._units import parse_cpu_mhz, parse_memory_mb, parse_version
+
+MAAND_CONF = "maand.conf"
+WORKERS_FILE = "workspace/workers.json"
+BUCKET_CONF = "workspace/bucket.conf"
+DISABLED_FILE = "workspace/disabled.json"
+JOBS_DIR = "workspace/jobs"
+
+MAAND_CONF_DEFAULTS = {
+    "ssh_user": "agent",
+    "ssh_key": "worker.key",
+    "ssh_port": 22,
+    "use_sudo": True,
+    "certs_ttl": 60,
+    "certs_renewal_buffer": 0,
+    "job_config_selector": "",
+}
+MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups"}
+DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
+
+# Job names become directory names on workers, group names and shell arguments: keep them plain.
+JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+# Worker hosts are IPs or DNS names (they become inventory host names and appear in paths).
+HOST_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.:-]{0,252}[A-Za-z0-9_])?$")
+SELECTOR_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
+PORT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+RESERVED_JOB_DIRS = ("data", "logs", "bin")
+MAKEFILES = ("Makefile", "Makefile.tpl", "Makefile.j2")
+COMMAND_EVENTS = frozenset(
+    {"post_build", "pre_deploy", "post_deploy", "job_control", "health_check", "cli",
+     "after_allocation_started", "after_allocation_stopped"}
+)
+
+
+class Worker:
+    __slots__ = ("host", "hostname", "labels", "tags", "zone", "position", "memory_mb", "cpu_mhz",
+                 "cores", "storage_mb", "index")
+
+    def as_catalog(self):
+        return {
+            "host": self.host, "hostname": self.hostname, "labels": list(self.labels), "tags": dict(self.tags),
+            "zone": self.zone, "position": self.position, "memory_mb": self.memory_mb, "cpu_mhz": self.cpu_mhz,
+            "cores": self.cores, "storage_mb": self.storage_mb, "removed": False,
+        }
+
+
+class Job:
+    __slots__ = ("name", "file", "path", "version", "version_given", "selectors", "min_memory_mb", "max_memory_mb",
+                 "memory_mb", "memory_source", "min_cpu_mhz", "max_cpu_mhz", "cpu_mhz", "cpu_source", "ports",
+                 "min_allocations_count", "max_concurrent_starts", "max_concurrent_upgrades", "restart_policy",
+                 "restart_globs", "commands", "health_check", "constraints", "hardware", "placement", "makefile",
+                 "vars", "manifest")
+
+
+class Command:
+    __slots__ = ("name", "executed_on", "demand_job", "demand_command", "min_version", "max_version")
+
+
+class Bucket:
+    """Everything read from one bucket directory."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        self.conf = dict(MAAND_CONF_DEFAULTS)
+        self.job_config_selector = ""
+        self.job_config_file = "bucket.jobs.conf"
+        self.bucket_vars = {}
+        self.port_min = DEFAULT_PORT_MIN
+        self.port_max = DEFAULT_PORT_MAX
+        self.port_range_problem = None  # reported only when a job asks the pool for a port (as maand)
+        self.workers = []
+        self.jobs = {}
+        self.job_configs = {}
+        self.disabled_jobs = {}  # job -> None (whole job) or set of hosts
+        self.disabled_workers = set()
+
+    @property
+    def ssh_key_path(self):
+        return os.path.join(self.path, "secrets", str(self.conf.get("ssh_key") or ""))
+
+
+def _read_text(bucket, rel, report, kind, required):
+    full = os.path.join(bucket.path, rel)
+    try:
+        with open(full, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        if required:
+            report.error(kind, rel, "", "file not found", "create %s (ansible-playbook maand.core.init)" % rel)
+        return None
+    except OSError as exc:
+        report.error(kind, rel, "", "cannot read: %s" % exc.strerror, "fix the file's permissions")
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.error(kind, rel, "", "not UTF-8 text (byte %d)" % exc.start, "save the file as UTF-8")
+        return None
+
+
+def _read_toml(bucket, rel, report, kind, required=False):
+    text = _read_text(bucket, rel, report, kind, required)
+    if text is None:
+        return None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        report.error(kind, rel, "", "invalid TOML: %s" % exc, "fix the TOML syntax at that line")
+        return None
+
+
+def _read_json(bucket, rel, report, kind, required=False):
+    text = _read_text(bucket, rel, report, kind, required)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        report.error(kind, rel, "", "invalid JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno),
+                     "fix the JSON syntax there")
+        return None
+
+
+def _schema_errors(document, schema, rel, kind, report, prefix=""):
+    problems = _schemas.check(document, schema)
+    for path, message in problems:
+        report.error(kind, rel, prefix + path[1:] if prefix else path, message,
+                     "correct the value's type or shape (see the maand.core README, bucket format)")
+    return bool(problems)
+
+
+def load_maand_conf(bucket, report):
+    conf = _read_toml(bucket, MAAND_CONF, report, "ErrInvalidMaandConf", required=True)
+    if conf is None:
+        return
+    for key in sorted(set(conf) - MAAND_CONF_KEYS):
+        report.warn("ErrInvalidMaandConf", MAAND_CONF, key, "unknown key kept but not used by maand.core",
+                    "remove it or check its spelling")
+    checks = {
+        "ssh_user": (str, "a user name string"), "ssh_key": (str, "a file name under secrets/"),
+        "ssh_port": (int, "an integer port"), "use_sudo": (bool, "true or false"),
+        "job_config_selector": (str, "a string such as \"prod\""),
+    }
+    for key, (typ, what) in checks.items():
+        if key in conf and (not isinstance(conf[key], typ) or (typ is int and isinstance(conf[key], bool))):
+            report.error("ErrInvalidMaandConf", MAAND_CONF, key, "expected %s, got %r" % (what, conf[key]),
+                         "set %s to %s" % (key, what))
+            conf.pop(key)
+    if isinstance(conf.get("ssh_port"), int) and not 0 < conf["ssh_port"] < 65536:
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "ssh_port", "port %d is out of range" % conf["ssh_port"],
+                     "use a port between 1 and 65535")
+    key_name = conf.get("ssh_key")
+    if isinstance(key_name, str) and (not key_name or "/" in key_name or key_name.startswith("..")):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", "%r is not a file name under secrets/" % key_name,
+                     "put the key in <bucket>/secrets/ and give only its file name")
+        conf.pop("ssh_key")
+    selector = conf.get("job_config_selector", "")
+    if isinstance(selector, str) and selector and not re.match(r"^[A-Za-z0-9_-]+$", selector):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "job_config_selector",
+                     "%r cannot be part of a file name" % selector, "use letters, digits, '-' or '_'")
+        conf.pop("job_config_selector")
+    bucket.conf.update(conf)
+    bucket.job_config_selector = bucket.conf.get("job_config_selector") or ""
+    bucket.job_config_file = (
+        "bucket.jobs.%s.conf" % bucket.job_config_selector if bucket.job_config_selector else "bucket.jobs.conf"
+    )
+
+
+def _port_number(value):
+    if isinstance(value, bool):
+        raise ValueError
+    number = int(value)  # maand's bucket.conf holds strings ("30000"); integers are accepted too
+    if not 0 < number < 65536:
+        raise ValueError
+    return number
+
+
+def load_bucket_conf(bucket, report):
+    conf = _read_toml(bucket, BUCKET_CONF, report, "ErrInvalidBucketConf") or {}
+    for key in ("port_min", "port_max"):
+        if key in conf:
+            try:
+                setattr(bucket, key, _port_number(conf[key]))
+            except (TypeError, ValueError):
+                bucket.port_range_problem = (key, "%s %r is not a port number (1-65535)" % (key, conf[key]))
+    if bucket.port_range_problem is None and bucket.port_min > bucket.port_max:
+        bucket.port_range_problem = ("port_min", "port_min %d is greater than port_max %d" % (bucket.port_min,
+                                                                                              bucket.port_max))
+    bucket.bucket_vars = {k: v for k, v in conf.items() if k not in ("port_min", "port_max")}
+
+
+def load_job_configs(bucket, report):
+    rel = "workspace/" + bucket.job_config_file
+    conf = _read_toml(bucket, rel, report, "ErrInvalidBucketJobsConf") or {}
+    if bucket.job_config_selector and not os.path.exists(os.path.join(bucket.path, rel)):
+        report.warn("ErrInvalidBucketJobsConf", rel, "", "job_config_selector is %r but this file does not exist: "
+                    "reservations fall back to manifest max" % bucket.job_config_selector,
+                    "create %s or fix job_config_selector in maand.conf" % rel)
+    for name, section in conf.items():
+        if not isinstance(section, dict):
+            report.error("ErrInvalidBucketJobsConf", rel, name, "expected a [%s] table, got %r" % (name, section),
+                         "write the job's settings under a [%s] section" % name)
+            continue
+        bucket.job_configs[name] = section
+
+
+def load_workers(bucket, report):
+    rel = WORKERS_FILE
+    document = _read_json(bucket, rel, report, "ErrInvalidWorkerJSON", required=True)
+    if document is None:
+        return
+    if _schema_errors(document, _schemas.WORKERS, rel, "ErrInvalidWorkerJSON", report):
+        return
+    known = frozenset(_schemas.WORKER_KEYS)
+    seen = {}
+    positions = {}
+    workers = []
+    for index, item in enumerate(document):
+        field = "[%d]" % index
+        extra = set(item) - known
+        if extra:
+            report.warn("ErrInvalidWorkerJSON", rel, field, "unknown keys kept but not used: %s" % ", ".join(sorted(extra)),
+                        "remove them or check their spelling")
+        host = item["host"]
+        if not HOST_NAME.match(host):
+            report.error("ErrInvalidWorkerJSON", rel, field + ".host", "%r is not an IP address or host name" % host,
+                         "use an address like 10.0.0.1 or a DNS name, without spaces or slashes")
+            continue
+        if host in seen:
+            report.error("ErrInvalidWorkerJSON", rel, field + ".host", "duplicate host %s (also at [%d])" % (host, seen[host]),
+                         "list each host once")
+            continue
+        seen[host] = index
+        worker = Worker()
+        worker.host = host
+        worker.hostname = item.get("hostname") or None
+        labels = {label.lower() for label in item.get("labels", ())}
+        labels.add("worker")
+        worker.labels = tuple(sorted(labels))
+        worker.tags = {str(k).lower(): str(v).lower() if isinstance(v, bool) else str(v)
+                       for k, v in (item.get("tags") or {}).items()}
+        worker.zone = worker.tags.get("zone", "")
+        worker.position = item.get("position", index)
+        if worker.position in positions:
+            report.error("ErrInvalidWorkerJSON", rel, field + ".position", "position %d is also used by %s" % (
+                worker.position, positions[worker.position]), "give every worker a distinct position, or omit it")
+        positions[worker.position] = host
+        for attr, key, parse in (("memory_mb", "memory", parse_memory_mb), ("cpu_mhz", "cpu", parse_cpu_mhz),
+                                 ("storage_mb", "storage", parse_memory_mb)):
+            value = None
+            if key in item:
+                try:
+                    value = parse(item[key]) or None  # 0 / "" means "not declared", as maand
+                except ValueError as exc:
+                    report.error("ErrInvalidWorkerJSON", rel, "%s.%s" % (field, key), str(exc),
+                                 "write e.g. \"8 gb\"" if key != "cpu" else "write e.g. \"4000 mhz\"")
+            setattr(worker, attr, value)
+        worker.cores = item.get("cores") or None
+        workers.append(worker)
+    workers.sort(key=lambda w: w.position)
+    for i, worker in enumerate(workers):
+        worker.index = i
+    bucket.workers = workers
+
+
+def _walk_job(bucket, name, rel_dir, report, manifest_rel):
+    """Check the job tree: reserved dirs, Makefile, symlinks that leave the job folder."""
+    root = os.path.join(bucket.path, rel_dir)
+    real_root = os.path.realpath(root)
+    makefile = None
+    for entry in MAKEFILES:
+        if os.path.isfile(os.path.join(root, entry)):
+            makefile = entry
+            break
+    if makefile is None:
+        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s has no Makefile" % name,
+                     "add %s/Makefile with start, stop and restart targets" % rel_dir)
+    for reserved in RESERVED_JOB_DIRS:
+        if os.path.lexists(os.path.join(root, reserved)):
+            report.error("ErrInvalidJob", rel_dir, reserved, "job %s: %s/ is reserved (created on workers at runtime)" % (
+                name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError as exc:
+            report.error("ErrInvalidJob", rel_dir, os.path.relpath(current, root), "cannot list: %s" % exc.strerror,
+                         "fix the permissions")
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                target = os.path.realpath(entry.path)
+                if target != real_root and not target.startswith(real_root + os.sep):
+                    report.error("ErrInvalidJob", rel_dir, os.path.relpath(entry.path, root),
+                                 "symlink leaves the job folder (points to %s)" % target,
+                                 "copy the file into the job folder instead of linking outside it")
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return makefile
+
+
+def _bounds(job, manifest, key, parse, rel, report):
+    spec = (manifest.get("resources") or {}).get(key) or {}
+    values = []
+    for side in ("min", "max"):
+        try:
+            values.append(parse(spec.get(side)))
+        except ValueError as exc:
+            report.error("ErrInvalidManifest", rel, "resources.%s.%s" % (key, side), "job %s: %s" % (job.name, exc),
+                         "use maand units (%s)" % ("mb, gb, tb" if key == "memory" else "mhz, ghz, thz"))
+            values.append(0.0)
+    low, high = values
+    if low and not high:
+        high = low  # maand: min set, max omitted or 0 -> max defaults to min
+    if low > high:
+        report.error("ErrInvalidManifest", rel, "resources.%s" % key, "job %s: min %.2f > max %.2f" % (job.name, low, high),
+                     "make resources.%s.min <= resources.%s.max" % (key, key))
+    return low, high
+
+
+def _reservation(bucket, job, key, unit, parse, low, high, report):
+    """Reservation = bucket override, else manifest max; the override must be within the bounds."""
+    section = bucket.job_configs.get(job.name) or {}
+    rel = "workspace/" + bucket.job_config_file
+    if key not in section:
+        return low, high, high, "manifest"
+    try:
+        requested = parse(section[key])
+    except ValueError as exc:
+        report.error("ErrInvalidBucketJobsConf", rel, "%s.%s" % (job.name, key), str(exc),
+                     "use maand units (%s)" % ("mb, gb, tb" if key == "memory" else "mhz, ghz, thz"))
+        return low, high, high, "manifest"
+    if low == 0 and high == 0:
+        low = high = requested
+    for bound, name, bad in ((high, "max", requested > high), (low, "min", requested < low)):
+        if bad:
+            report.error(
+                "ErrUnsupportedResourceConfiguration", rel, "%s.%s" % (job.name, key),
+                "%s, job %s %s_%s %.2f %s, requested %.2f %s" % (
+                    bucket.job_config_file, job.name, name, "memory_mb" if key == "memory" else "cpu_mhz", bound, unit,
+                    requested, unit),
+                "keep %s within the manifest's resources.%s min/max, or widen those bounds" % (key, key))
+    return low, high, requested, bucket.job_config_file
+
+
+def _load_commands(job, manifest, rel, report):
+    commands = {}
+    for name, spec in (manifest.get("commands") or {}).items():
+        field = "commands.%s" % name
+        if not name.startswith("command_"):
+            report.error("ErrInvalidJobCommandConfiguration", rel, field, "job %s: command name must start with command_" % job.name,
+                         "rename it to command_%s" % name)
+            continue
+        command = Command()
+        command.name = name
+        command.executed_on = list(spec.get("executed_on") or [])
+        bad = [e for e in command.executed_on if e not in COMMAND_EVENTS]
+        if bad:
+            report.error("ErrInvalidJobCommandConfiguration", rel, field + ".executed_on",
+                         "job %s: unknown events %s" % (job.name, ", ".join(bad)),
+                         "use events from: %s" % ", ".join(sorted(COMMAND_EVENTS)))
+        demands = spec.get("demands") or {}
+        command.demand_job = demands.get("job") or ""
+        command.demand_command = demands.get("command") or ""
+        config = demands.get("config") or {}
+        command.min_version = config.get("min_version")
+        command.max_version = config.get("max_version")
+        commands[name] = command
+    return commands
+
+
+def _int_field(manifest, names, default):
+    for name in names:
+        if name in manifest:
+            return manifest[name]
+    return default
+
+
+def load_job(bucket, name, report):
+    rel_dir = "%s/%s" % (JOBS_DIR, name)
+    rel = rel_dir + "/manifest.json"
+    if not JOB_NAME.match(name):
+        report.error("ErrInvalidJob", rel_dir, "", "job name %r is not allowed" % name,
+                     "rename the folder using letters, digits, '.', '_' or '-' (no spaces, slashes or shell characters)")
+        return None
+    if os.path.islink(os.path.join(bucket.path, rel_dir)):
+        report.error("ErrInvalidJob", rel_dir, "", "the job folder is a symlink", "make it a real folder in workspace/jobs")
+        return None
+    manifest = _read_json(bucket, rel, report, "ErrInvalidManifest", required=True)
+    makefile = _walk_job(bucket, name, rel_dir, report, rel)
+    if manifest is None:
+        return None
+    if not isinstance(manifest, dict):
+        report.error("ErrInvalidManifest", rel, "$", "expected a JSON object, got %s" % type(manifest).__name__,
+                     "wrap the manifest in { }")
+        return None
+    if _schema_errors(manifest, _schemas.MANIFEST, rel, "ErrInvalidManifest", report):
+        return None
+    extra = set(manifest) - set(_schemas.MANIFEST_KEYS)
+    if extra:
+        report.warn("ErrInvalidManifest", rel, "", "unknown keys kept but not used: %s" % ", ".join(sorted(extra)),
+                    "remove them or check their spelling")
+    job = Job()
+    job.name = name
+    job.file = rel
+    job.path = rel_dir
+    job.manifest = manifest
+    job.makefile = makefile
+    job.version_given = "version" in manifest
+    job.version = "0.0.0"
+    if job.version_given:
+        try:
+            job.version = str(parse_version(manifest["version"]))
+        except ValueError as exc:
+            report.error("ErrInvalidJobVersion", rel, "version", "job %s: %s" % (name, exc), "write e.g. \"1.2.0\"")
+    selectors = [s.lower() for s in manifest.get("selectors") or ()]
+    for selector in selectors:
+        if not SELECTOR_NAME.match(selector):
+            report.error("ErrInvalidManifest", rel, "selectors", "job %s: selector %r has spaces or odd characters" % (
+                name, selector), "use plain label names")
+    job.selectors = tuple(sorted(set(selectors or [name.lower()])))
+    low, high = _bounds(job, manifest, "memory", parse_memory_mb, rel, report)
+    job.min_memory_mb, job.max_memory_mb, job.memory_mb, job.memory_source = _reservation(
+        bucket, job, "memory", "mb", parse_memory_mb, low, high, report)
+    low, high = _bounds(job, manifest, "cpu", parse_cpu_mhz, rel, report)
+    job.min_cpu_mhz, job.max_cpu_mhz, job.cpu_mhz, job.cpu_source = _reservation(
+        bucket, job, "cpu", "mhz", parse_cpu_mhz, low, high, report)
+    job.ports = {}
+    for port_name, value in ((manifest.get("resources") or {}).get("ports") or {}).items():
+        field = "resources.ports.%s" % port_name
+        if not PORT_NAME.match(port_name):
+            report.error("ErrPortKeyFormat", rel, field, "job %s: port name %r must be a lowercase identifier" % (
+                name, port_name), "rename it like http_port")
+            continue
+        if value == {}:
+            job.ports[port_name] = None
+        elif isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
+            job.ports[port_name] = value
+        else:
+            report.error("ErrInvalidManifestPort", rel, field, "job %s: %r is neither {} nor a port number" % (name, value),
+                         "use {} to take a port from the bucket.conf pool, or a fixed port 1-65535")
+    job.min_allocations_count = manifest.get("min_allocations_count", 0)
+    job.max_concurrent_starts = _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0)
+    job.max_concurrent_upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1) or 1
+    job.restart_policy = manifest.get("restart_policy", "always")
+    job.restart_globs = list(manifest.get("restart_globs") or [])
+    if job.restart_globs and job.restart_policy != "reload":
+        report.error("ErrInvalidManifest", rel, "restart_globs", "job %s: restart_globs only apply with restart_policy "
+                     "reload (it is %s)" % (name, job.restart_policy),
+                     "set restart_policy to \"reload\" or remove restart_globs")
+    job.commands = _load_commands(job, manifest, rel, report)
+    job.health_check = manifest.get("health_check") or {}
+    job.constraints = manifest.get("constraints")
+    job.hardware = manifest.get("hardware")
+    job.placement = manifest.get("placement")
+    section = bucket.job_configs.get(name) or {}
+    job.vars = {k: v for k, v in section.items() if k not in ("memory", "cpu")}
+    return job
+
+
+def load_jobs(bucket, report):
+    root = os.path.join(bucket.path, JOBS_DIR)
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        report.warn("ErrInvalidJob", JOBS_DIR, "", "no jobs folder: nothing will be placed",
+                    "create %s/<job>/manifest.json" % JOBS_DIR)
+        return
+    except OSError as exc:
+        report.error("ErrInvalidJob", JOBS_DIR, "", "cannot list: %s" % exc.strerror, "fix the permissions")
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if not entry.is_dir():
+            report.warn("ErrInvalidJob", "%s/%s" % (JOBS_DIR, entry.name), "", "not a folder: ignored",
+                        "move stray files out of workspace/jobs")
+            continue
+        job = load_job(bucket, entry.name, report)
+        if job is not None:
+            bucket.jobs[job.name] = job
+    for name in sorted(set(bucket.job_configs) - set(bucket.jobs)):
+        report.warn("ErrInvalidBucketJobsConf", "workspace/" + bucket.job_config_file, name,
+                    "section for unknown job %s is ignored" % name, "remove it or fix the job name")
+
+
+def load_disabled(bucket, report):
+    rel = DISABLED_FILE
+    document = _read_json(bucket, rel, report, "ErrInvalidDisabledJSON")
+    if document is None:
+        return
+    if _schema_errors(document, _schemas.DISABLED, rel, "ErrInvalidDisabledJSON", report):
+        return
+    hosts = {w.host for w in bucket.workers}
+    for host in document.get("workers") or ():
+        if host not in hosts:
+            report.warn("ErrInvalidDisabledJSON", rel, "workers", "unknown worker %s is ignored" % host,
+                        "remove it or fix the host")
+        bucket.disabled_workers.add(host)
+    for job, spec in (document.get("jobs") or {}).items():
+        if job not in bucket.jobs:
+            report.warn("ErrInvalidDisabledJSON", rel, "jobs.%s" % job, "unknown job %s is ignored" % job,
+                        "remove it or fix the job name")
+        allocations = (spec or {}).get("allocations") or []
+        for host in allocations:
+            if host not in hosts:
+                report.warn("ErrInvalidDisabledJSON", rel, "jobs.%s.allocations" % job,
+                            "unknown worker %s is ignored" % host, "remove it or fix the host")
+        bucket.disabled_jobs[job] = set(allocations) if allocations else None
+
+
+def load_bucket(path, report=None):
+    """Read the whole bucket. Returns (Bucket, Report); check report.ok before using the bucket."""
+    report = report if report is not None else Report()
+    bucket = Bucket(path)
+    if not os.path.isdir(bucket.path):
+        report.error("ErrInvalidMaandConf", path, "", "bucket directory not found",
+                     "pass the bucket folder (the one holding maand.conf and workspace/)")
+        return bucket, report
+    load_maand_conf(bucket, report)
+    load_bucket_conf(bucket, report)
+    load_job_configs(bucket, report)
+    load_workers(bucket, report)
+    load_jobs(bucket, report)
+    load_disabled(bucket, report)
+    return bucket, report

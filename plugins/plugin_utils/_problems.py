@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Build problems: every error and warning names maand's error kind, the file, the field and a fix.
+
+Pure Python, no Ansible imports: shared by the build action, the inventory plugin and the tests.
+"""
+
+from __future__ import annotations
+
+# maand's error kinds (bucket/errors.go, build/errors.go), plus the ones this collection adds.
+KINDS = frozenset(
+    {
+        "ErrInvalidMaandConf",
+        "ErrInvalidBucketConf",
+        "ErrInvalidBucketJobsConf",
+        "ErrInvalidWorkerJSON",
+        "ErrInvalidDisabledJSON",
+        "ErrInvalidManifest",
+        "ErrInvalidJob",
+        "ErrInvalidJobCommandConfiguration",
+        "ErrInvalidJobCommandDemand",
+        "ErrLocked",
+        "ErrInvalidJobVersion",
+        "ErrJobCommandDemandVersionMismatch",
+        "ErrCircularJobCommandDependency",
+        "ErrUnsupportedResourceConfiguration",
+        "ErrInsufficientResource",
+        "ErrInsufficientAllocations",
+        "ErrPortKeyFormat",
+        "ErrInvalidManifestPort",
+        "ErrInvalidPortRange",
+        "ErrPortCollision",
+        "ErrPortRangeExhausted",
+        "ErrInvalidConstraint",
+        "ErrInvalidPlacement",
+        "ErrInvalidCatalog",
+    }
+)
+
+
+class Problem:
+    """One error or warning. `file` is relative to the bucket directory."""
+
+    __slots__ = ("kind", "file", "field", "message", "fix", "severity")
+
+    def __init__(self, kind, file, field, message, fix="", severity="error"):
+        if kind not in KINDS and severity == "error":
+            raise ValueError("unknown problem kind %r" % kind)
+        self.kind = kind
+        self.file = file
+        self.field = field
+        self.message = message
+        self.fix = fix
+        self.severity = severity
+
+    def __str__(self):
+        where = self.file + (": " + self.field if self.field else "")
+        text = "%s: %s: %s" % (self.kind, where, self.message)
+        if self.fix:
+            text += " (fix: %s)" % self.fix
+        return text
+
+    def __repr__(self):
+        return "Problem(%s)" % self
+
+    def as_dict(self):
+        return {s: getattr(self, s) for s in self.__slots__}
+
+
+class Report:
+    """Collects every problem of a run, so one build reports all of them at once."""
+
+    def __init__(self):
+        self.errors = []
+        self.warnings = []
+
+    def error(self, kind, file, field, message, fix=""):
+        self.errors.append(Problem(kind, file, field, message, fix))
+
+    def warn(self, kind, file, field, message, fix=""):
+        self.warnings.append(Problem(kind, file, field, message, fix, severity="warning"))
+
+    @property
+    def ok(self):
+        return not self.errors
+
+    def error_text(self):
+        return "\n".join(str(p) for p in self.errors)
+
+
+class BuildFailed(Exception):
+    """Raised by callers that want an exception; carries the whole report."""
+
+    def __init__(self, report):
+        self.report = report
+        count = len(report.errors)
+        super().__init__(
+            "maand build found %d error%s:\n%s" % (count, "" if count == 1 else "s", report.error_text())
+        )
