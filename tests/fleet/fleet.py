@@ -523,7 +523,9 @@ def up(state_dir, n_hosts: int, name: str | None = None, subnet: str | None = No
         known = []
         for h in hosts:
             hdir = Path(h["host_dir"])
-            Path(h["opt_dir"]).mkdir(parents=True, exist_ok=True)
+            if Path(h["opt_dir"]).is_dir():  # a fresh host starts with an empty /opt
+                shutil.rmtree(h["opt_dir"])
+            Path(h["opt_dir"]).mkdir(parents=True)
             for p in (Path(h["host_key"]), Path(h["host_key"] + ".pub")):
                 with contextlib.suppress(FileNotFoundError):
                     p.unlink()
