@@ -1,0 +1,625 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""The deploy plan: what a deploy does to every allocation, and in which order (pure Python).
+
+Inputs are plain data: the catalog (`data/catalog.json`), the content of every job tree hashed on
+the controller (`_deploy_files.hash_tree`), and what each worker reported about its promoted state
+(`/opt/worker/<bucket_id>/deploy/<job>.json`, one read per host). The output is a JSON-able dict:
+
+- `rows`: one per allocation in scope: the action (start, restart, reload, sync, skip, stop, remove,
+  purge, unreachable) and why;
+- `steps`: the ordered execution schedule. Step 0 reconciles (worker metadata, stop disabled,
+  remove removed, purge workers that left workers.json); then one step per rolling batch, waves in
+  `deployment_seq` order, batches of different jobs in the same wave run side by side;
+- `errors`: reasons to refuse the whole deploy before touching anything (bad options, bad
+  health_check, sync_only that would need a start);
+- `failures`: allocations that cannot be deployed this run (their worker is unreachable): the run
+  goes on for the others and fails at the end, naming them;
+- `prune`: catalog rows a successful run may drop without touching a worker.
+
+Nothing here performs I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from . import _deploy_files as files_mod
+
+ACTIONS = ("start", "restart", "reload", "sync", "skip", "stop", "remove", "purge", "unreachable")
+POLICIES = ("always", "reload", "never")
+ZERO_VERSION = "0.0.0"
+STATE_FORMAT = 1
+HEALTH_TYPES = ("tcp", "http")
+DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
+
+
+class PlanError(Exception):
+    """Input that cannot be planned at all (a broken catalog)."""
+
+
+# --- small pure helpers ---------------------------------------------------------------------------
+
+def batches(items, size):
+    """Split items into consecutive batches of at most size (0 or less = one batch of everything).
+
+    Every item appears exactly once, in the original order.
+    """
+    items = list(items)
+    if not items:
+        return []
+    if size is None or size <= 0 or size >= len(items):
+        return [items]
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def parse_jobs_filter(value, known_jobs):
+    """`maand_jobs` as given by the user (None, "a,b" or a list) -> (sorted set or None, errors)."""
+    if value is None or value == "" or value == []:
+        return None, []
+    if isinstance(value, dict):
+        # the inventory's maand_jobs (job records) reached us: no filter was given
+        return None, []
+    if isinstance(value, str):
+        names = [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        names = []
+        for v in value:
+            if not isinstance(v, str):
+                return None, ["maand_jobs: %r is not a job name; give a list of names or a comma-separated string" % (v,)]
+            names.extend(x.strip() for x in v.split(","))
+    else:
+        return None, ["maand_jobs: expected a list of job names or a comma-separated string, got %s" % type(value).__name__]
+    names = [n for n in names if n]
+    unknown = sorted(set(names) - set(known_jobs))
+    if unknown:
+        return None, ["maand_jobs: unknown job(s) %s; jobs in the catalog: %s" % (
+            ", ".join(unknown), ", ".join(sorted(known_jobs)) or "(none)")]
+    return sorted(set(names)), []
+
+
+def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_only):
+    """What an upgrade of a running allocation does: (action, matched paths). Mirrors maand."""
+    if sync_only:
+        return "sync", []
+    if policy == "never":
+        return "sync", []
+    if policy == "reload":
+        if version_only and not hash_changed:
+            return "reload", []
+        if not globs:
+            return "reload", []
+        matched = files_mod.match_any(globs, changed)
+        if matched:
+            return "restart", matched
+        return "reload", []
+    return "restart", []
+
+
+def resolve_health(job):
+    """A job's health_check -> (gate spec or None, errors). Port names resolve through job.ports."""
+    raw = job.get("health_check") or {}
+    name = job.get("name")
+    where = "jobs/%s/manifest.json health_check" % name
+    if not isinstance(raw, dict):
+        return None, ["%s: expected an object with \"checks\"" % where]
+    checks = raw.get("checks") or []
+    if not checks:
+        return None, []
+    if not isinstance(checks, list):
+        return None, ["%s.checks: expected a list of probes" % where]
+    errors = []
+    ports = job.get("ports") or {}
+    resolved = []
+    for i, check in enumerate(checks):
+        at = "%s.checks[%d]" % (where, i)
+        if not isinstance(check, dict):
+            errors.append("%s: expected an object like {\"type\": \"tcp\", \"port\": \"http_port\"}" % at)
+            continue
+        kind = check.get("type")
+        if kind not in HEALTH_TYPES:
+            errors.append("%s.type: %r is not supported by maand.core (use one of: %s)" % (at, kind, ", ".join(HEALTH_TYPES)))
+            continue
+        port = check.get("port")
+        if isinstance(port, str) and not port.isdigit():
+            if port not in ports:
+                errors.append("%s.port: %r is not a port of job %s (its ports: %s)" % (
+                    at, port, name, ", ".join(sorted(ports)) or "none"))
+                continue
+            port = ports[port]
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            errors.append("%s.port: expected a port name or number, got %r" % (at, port))
+            continue
+        if not 0 < port < 65536:
+            errors.append("%s.port: %d is not a valid port" % (at, port))
+            continue
+        probe = {"type": kind, "port": port}
+        if kind == "http":
+            probe["path"] = str(check.get("path") or "/")
+            if not probe["path"].startswith("/"):
+                probe["path"] = "/" + probe["path"]
+            probe["scheme"] = str(check.get("scheme") or "http")
+            if probe["scheme"] not in ("http", "https"):
+                errors.append("%s.scheme: %r must be http or https" % (at, probe["scheme"]))
+                continue
+            try:
+                probe["expect_status"] = int(check.get("expect_status") or 200)
+            except (TypeError, ValueError):
+                errors.append("%s.expect_status: expected an HTTP status code" % at)
+                continue
+        resolved.append(probe)
+    wait = raw.get("wait") or {}
+    spec = {"job": name, "checks": resolved}
+    for key, src, default in (("timeout_seconds", raw.get("timeout_seconds"), DEFAULT_HEALTH["timeout_seconds"]),
+                              ("attempts", wait.get("attempts") if isinstance(wait, dict) else None, DEFAULT_HEALTH["attempts"]),
+                              ("interval_seconds", wait.get("interval_seconds") if isinstance(wait, dict) else None,
+                               DEFAULT_HEALTH["interval_seconds"])):
+        value = default if src is None else src
+        try:
+            value = float(value) if key != "attempts" else int(value)
+        except (TypeError, ValueError):
+            errors.append("%s.%s: expected a number, got %r" % (where, key, src))
+            continue
+        if value < 0 or (key == "attempts" and value < 1):
+            errors.append("%s.%s: must be positive, got %r" % (where, key, src))
+            continue
+        spec[key] = value
+    if errors:
+        return None, errors
+    return spec, []
+
+
+def state_record(job, alloc_id, content, version, running, update_seq):
+    return {
+        "format": STATE_FORMAT,
+        "job": job,
+        "alloc_id": alloc_id,
+        "hash": content["hash"] if content else None,
+        "files": dict(content["files"]) if content else {},
+        "version": version,
+        "running": bool(running),
+        "update_seq": update_seq,
+    }
+
+
+def _short(h):
+    return (h or "-")[:12]
+
+
+def _fmt_paths(paths, limit=8):
+    if len(paths) <= limit:
+        return ", ".join(paths)
+    return "%s (+%d more)" % (", ".join(paths[:limit]), len(paths) - limit)
+
+
+# --- the plan -------------------------------------------------------------------------------------
+
+def compute_plan(catalog, content, states, hosts, options=None):
+    """Compute the deploy plan.
+
+    catalog: the catalog dict (docs/contract.md).
+    content: {job: {"hash": hex, "files": {rel: hex}}} for every non-removed job in scope; a job may
+        map to {"error": msg} when its tree could not be read.
+    states: {host: {"reachable": bool, "error": str, "worker": dict|None, "jobs": dict|None,
+        "deployed": {job: record}, "trees": [job names with a folder under jobs/]}}.
+    hosts: the hosts this run targets (after --limit); allocations elsewhere are out of scope.
+    options: {"jobs": filter value, "force": bool, "sync_only": bool}.
+    """
+    options = options or {}
+    if not isinstance(catalog, dict) or not catalog.get("bucket_id"):
+        raise PlanError("the catalog has no bucket_id: run the maand.core.build playbook first")
+    bucket_id = catalog["bucket_id"]
+    jobs = {j["name"]: j for j in catalog.get("jobs", [])}
+    workers = {w["host"]: w for w in catalog.get("workers", [])}
+    position = {w["host"]: (w.get("position") if w.get("position") is not None else 1 << 30, i)
+                for i, w in enumerate(catalog.get("workers", []))}
+    hosts = set(hosts)
+    errors = []
+    failures = []
+    rows = []
+    prune = []
+
+    jobs_filter, filter_errors = parse_jobs_filter(options.get("jobs"), jobs)
+    errors.extend(filter_errors)
+    force = bool(options.get("force"))
+    sync_only = bool(options.get("sync_only"))
+
+    def in_scope_job(name):
+        return jobs_filter is None or name in jobs_filter
+
+    # health gates, validated up front
+    gates = {}
+    for name, job in sorted(jobs.items()):
+        if job.get("removed") or not in_scope_job(name):
+            continue
+        spec, gate_errors = resolve_health(job)
+        errors.extend(gate_errors)
+        if spec:
+            gates[name] = spec
+        policy = job.get("restart_policy") or "always"
+        if policy not in POLICIES:
+            errors.append("jobs/%s/manifest.json restart_policy: %r is not one of %s" % (name, policy, ", ".join(POLICIES)))
+        for glob in job.get("restart_globs") or []:
+            try:
+                files_mod.validate_glob(glob)
+            except files_mod.GlobError as exc:
+                errors.append("jobs/%s/manifest.json restart_globs: %s" % (name, exc))
+
+    allocations = sorted(
+        (a for a in catalog.get("allocations", []) if a.get("worker") in hosts and in_scope_job(a.get("job"))),
+        key=lambda a: (a["job"], position.get(a["worker"], (1 << 30, 0)), a["worker"]))
+
+    # --- worker metadata (worker.json / jobs.json) ---
+    seen_seq = 0
+    for host in sorted(hosts):
+        st = states.get(host) or {}
+        w = st.get("worker") if isinstance(st.get("worker"), dict) else None
+        if w and isinstance(w.get("update_seq"), int):
+            seen_seq = max(seen_seq, w["update_seq"])
+
+    def desired_meta(host, seq):
+        worker = workers.get(host) or {}
+        worker_json = {"bucket_id": bucket_id, "worker": host, "labels": sorted(worker.get("labels") or []),
+                       "update_seq": seq}
+        entries = []
+        for a in catalog.get("allocations", []):
+            if a.get("worker") != host or a.get("state") == "removed":
+                continue
+            entries.append({"job": a["job"], "alloc_id": a.get("alloc_id"),
+                            "disabled": a.get("state") == "disabled",
+                            "version": (jobs.get(a["job"]) or {}).get("version") or ZERO_VERSION})
+        entries.sort(key=lambda e: e["job"])
+        return worker_json, {"bucket_id": bucket_id, "jobs": entries}
+
+    # --- per allocation decisions ---
+    reconcile = {}   # host -> [op]
+    rollout = {}     # job -> {"start": [op], "upgrade": [op], "sync": [op]}
+    dead_removed_workers = set()
+    removed_worker_hosts = set()
+    for host in sorted(hosts):
+        worker = workers.get(host)
+        if worker and worker.get("removed"):
+            removed_worker_hosts.add(host)
+
+    for alloc in allocations:
+        name, host, state = alloc["job"], alloc["worker"], alloc.get("state", "active")
+        job = jobs.get(name)
+        alloc_id = alloc.get("alloc_id")
+        st = states.get(host) or {}
+        reachable = st.get("reachable", False)
+        deployed = (st.get("deployed") or {}).get(name)
+        if deployed is not None and (not isinstance(deployed, dict) or deployed.get("format") != STATE_FORMAT):
+            deployed = None
+        trees = set(st.get("trees") or [])
+        row = {"job": name, "worker": host, "alloc_id": alloc_id, "state": state,
+               "wave": (job or {}).get("deployment_seq", 0), "paths": [],
+               "from_version": (deployed or {}).get("version"),
+               "to_version": (job or {}).get("version") or ZERO_VERSION}
+        rows.append(row)
+        if job is None:
+            row.update(action="skip", reason="job is not in the catalog's jobs list (rebuild the catalog)")
+            errors.append("catalog: allocation %s@%s names job %s, which has no job record; run maand.core.build"
+                          % (name, host, name))
+            continue
+        worker_removed = host in removed_worker_hosts
+
+        if state == "removed" or worker_removed:
+            why = ("worker left workers.json" if worker_removed else
+                   "job left the workspace" if job.get("removed") else
+                   "worker no longer matches the job's selectors")
+            if not reachable:
+                if worker_removed:
+                    row.update(action="remove", reason="%s; worker unreachable, assumed dead (files not cleaned): %s"
+                               % (why, st.get("error") or "unreachable"))
+                    dead_removed_workers.add(host)
+                    prune.append({"job": name, "worker": host})
+                else:
+                    row.update(action="unreachable", reason="%s; worker unreachable, cannot stop/remove: %s"
+                               % (why, st.get("error") or "unreachable"))
+                    failures.append({"job": name, "worker": host,
+                                     "msg": "cannot remove %s@%s: worker unreachable (%s)" % (name, host, st.get("error") or "")})
+                continue
+            if deployed is None and name not in trees:
+                row.update(action="skip", reason="%s; nothing deployed there" % why)
+                prune.append({"job": name, "worker": host})
+                continue
+            row.update(action="remove", reason="%s; %s" % (why, "stop, then delete job files (keep data/, logs/)"
+                                                           if (deployed or {}).get("running") else
+                                                           "delete job files (keep data/, logs/)"))
+            reconcile.setdefault(host, []).append({
+                "id": "%s@%s" % (name, host), "kind": "remove", "job": name, "host": host, "action": "remove",
+                "target": "stop" if (deployed or {}).get("running") else None, "sync": False,
+                "env": {"CURRENT_VERSION": (deployed or {}).get("version") or ZERO_VERSION,
+                        "NEW_VERSION": (deployed or {}).get("version") or ZERO_VERSION},
+                "record": None, "promote_now": False})
+            continue
+
+        if not reachable:
+            row.update(action="unreachable", reason="worker unreachable: %s" % (st.get("error") or "no answer"))
+            failures.append({"job": name, "worker": host,
+                             "msg": "%s@%s not deployed: worker unreachable (%s)" % (name, host, st.get("error") or "no answer")})
+            continue
+
+        cur = content.get(name) or {}
+        if cur.get("error"):
+            row.update(action="skip", reason="cannot read the job tree: %s" % cur["error"])
+            errors.append("job %s: %s" % (name, cur["error"]))
+            continue
+        new_version = job.get("version") or ZERO_VERSION
+        cur_version = (deployed or {}).get("version") or ZERO_VERSION
+        env = {"CURRENT_VERSION": cur_version, "NEW_VERSION": new_version}
+
+        if state == "disabled":
+            if deployed and deployed.get("running"):
+                row.update(action="stop", reason="disabled (was running)")
+                record = dict(deployed)
+                record["running"] = False
+                reconcile.setdefault(host, []).append({
+                    "id": "%s@%s" % (name, host), "kind": "stop", "job": name, "host": host, "action": "stop",
+                    "target": "stop", "sync": False, "env": {"CURRENT_VERSION": cur_version, "NEW_VERSION": cur_version},
+                    "record": record, "promote_now": True})
+            else:
+                row.update(action="skip", reason="disabled (not running)")
+            continue
+
+        # active
+        prev_files = (deployed or {}).get("files") or {}
+        hash_changed = deployed is None or deployed.get("hash") != cur.get("hash")
+        version_changed = deployed is not None and cur_version != new_version
+        changed = files_mod.changed_paths(prev_files, cur.get("files")) if deployed and hash_changed else []
+        reasons = []
+        if deployed is None:
+            reasons.append("new allocation")
+        elif hash_changed:
+            reasons.append("content changed: %s" % (_fmt_paths(changed) or "(file modes)"))
+        if deployed is not None and version_changed:
+            reasons.append("version %s -> %s" % (cur_version, new_version))
+        row["paths"] = changed
+        op = {"id": "%s@%s" % (name, host), "kind": "run", "job": name, "host": host, "src": job.get("path"),
+              "sync": bool(hash_changed), "env": env,
+              "record": state_record(name, alloc_id, cur, new_version, True, None),
+              "promote_now": name not in gates}
+        bucket = rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})
+        if deployed is None or not deployed.get("running"):
+            if deployed is not None:
+                reasons.insert(0, "not running (re-enabled or stopped)")
+            if sync_only:
+                row.update(action="start", reason="; ".join(reasons))
+                errors.append("maand_sync_only: %s@%s needs a start (%s); run the deploy without maand_sync_only"
+                              % (name, host, "; ".join(reasons)))
+                continue
+            op.update(action="start", target="start")
+            row.update(action="start", reason="; ".join(reasons))
+            bucket["start"].append(op)
+            continue
+        if not hash_changed and not version_changed and not force:
+            row.update(action="skip", reason="unchanged (hash %s, version %s)" % (_short(deployed.get("hash")), cur_version))
+            continue
+        if not hash_changed and not version_changed:
+            reasons.append("forced (maand_force)")
+        policy = job.get("restart_policy") or "always"
+        action, matched = lifecycle_action(policy, job.get("restart_globs") or [], changed, hash_changed,
+                                           version_changed and not hash_changed, sync_only)
+        if matched:
+            reasons.append("restart_globs matched: %s" % _fmt_paths(matched))
+        elif action == "reload" and job.get("restart_globs") and hash_changed:
+            reasons.append("no restart_globs matched")
+        if action == "sync":
+            reasons.append("maand_sync_only" if sync_only else "restart_policy never: files only")
+        op.update(action=action, target=None if action == "sync" else action)
+        row.update(action=action, reason="; ".join(reasons))
+        if action == "sync":
+            op["promote_now"] = True
+            bucket["sync"].append(op)
+        else:
+            bucket["upgrade"].append(op)
+
+    # removed workers: after their allocations, purge /opt/worker/<bucket_id> (keeps jobs/*/data, logs)
+    for host in sorted(removed_worker_hosts):
+        st = states.get(host) or {}
+        if not st.get("reachable"):
+            dead_removed_workers.add(host)
+            if jobs_filter is None:
+                rows.append({"job": None, "worker": host, "alloc_id": None, "state": "removed", "wave": None,
+                             "paths": [], "from_version": None, "to_version": None, "action": "purge",
+                             "reason": "worker left workers.json; unreachable, assumed dead (%s)" % (st.get("error") or "")})
+            continue
+        if jobs_filter is not None:
+            continue  # a filtered deploy cleans only the jobs it names
+        has_files = st.get("worker") is not None or st.get("deployed") or st.get("trees")
+        if has_files:
+            rows.append({"job": None, "worker": host, "alloc_id": None, "state": "removed", "wave": None,
+                         "paths": [], "from_version": None, "to_version": None, "action": "purge",
+                         "reason": "worker left workers.json: delete /opt/worker/%s except jobs/*/data and jobs/*/logs" % bucket_id})
+            reconcile.setdefault(host, []).append({
+                "id": "purge@%s" % host, "kind": "purge", "job": None, "host": host, "action": "purge",
+                "target": None, "sync": False, "env": {}, "record": None, "promote_now": False})
+
+    # --- schedule ---
+    has_job_work = bool(reconcile) or any(b["start"] or b["upgrade"] or b["sync"] for b in rollout.values())
+    meta_ops = {}
+    needs_meta = False
+    for host in sorted(hosts - removed_worker_hosts):
+        st = states.get(host) or {}
+        if not st.get("reachable") or host not in workers:
+            continue
+        want_worker, want_jobs = desired_meta(host, 0)
+        have_worker = dict(st.get("worker") or {})
+        have_worker["update_seq"] = 0
+        if have_worker != want_worker or st.get("jobs") != want_jobs:
+            needs_meta = True
+    bump = has_job_work or needs_meta
+    update_seq = seen_seq + 1 if bump else seen_seq
+    if bump:
+        for host in sorted(hosts - removed_worker_hosts):
+            st = states.get(host) or {}
+            if not st.get("reachable") or host not in workers:
+                continue
+            want_worker, want_jobs = desired_meta(host, update_seq)
+            if st.get("worker") != want_worker or st.get("jobs") != want_jobs:
+                meta_ops[host] = {"id": "meta@%s" % host, "kind": "meta", "job": None, "host": host, "action": "meta",
+                                  "target": None, "sync": False, "env": {}, "record": None, "promote_now": False,
+                                  "worker_json": want_worker, "jobs_json": want_jobs}
+    for job_ops in rollout.values():
+        for op in itertools.chain(job_ops["start"], job_ops["upgrade"], job_ops["sync"]):
+            op["record"]["update_seq"] = update_seq
+
+    steps = []
+    step0 = {}
+    for host in sorted(set(meta_ops) | set(reconcile)):
+        ops = ([meta_ops[host]] if host in meta_ops else [])
+        ops += sorted((o for o in reconcile.get(host, []) if o["kind"] == "stop"), key=lambda o: o["job"])
+        ops += sorted((o for o in reconcile.get(host, []) if o["kind"] == "remove"), key=lambda o: o["job"])
+        ops += [o for o in reconcile.get(host, []) if o["kind"] == "purge"]
+        step0[host] = ops
+    if step0:
+        steps.append({"index": 0, "wave": None, "last_in_wave": True, "label": "reconcile",
+                      "jobs": sorted({o["job"] for ops in step0.values() for o in ops if o["job"]}),
+                      "ops": step0, "gates": []})
+
+    waves = {}
+    for name, job_ops in rollout.items():
+        if job_ops["start"] or job_ops["upgrade"] or job_ops["sync"]:
+            waves.setdefault(jobs[name].get("deployment_seq", 0) or 0, []).append(name)
+    job_waves = {name: jobs[name].get("deployment_seq", 0) or 0 for name in jobs}
+    row_index = {(r["job"], r["worker"]): r for r in rows}
+    for wave in sorted(waves):
+        subs = {}
+        for name in sorted(waves[wave]):
+            job = jobs[name]
+            job_ops = rollout[name]
+            start_b = batches(job_ops["start"], int(job.get("max_concurrent_starts") or 0))
+            upgrade_size = job.get("max_concurrent_upgrades")
+            upgrade_b = batches(job_ops["upgrade"], 1 if upgrade_size is None else max(int(upgrade_size), 1))
+            seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
+            if job_ops["sync"]:
+                if seq:
+                    seq[0] = (seq[0][0], job_ops["sync"] + seq[0][1])
+                else:
+                    seq = [("sync", job_ops["sync"])]
+            total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
+            counter = {"start": 0, "upgrade": 0, "sync": 0}
+            out = []
+            for phase, ops in seq:
+                counter[phase] += 1
+                label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
+                lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
+                gate = None
+                if name in gates and lifecycle_hosts:
+                    gate = dict(gates[name], hosts=lifecycle_hosts)
+                for o in ops:
+                    row_index[(name, o["host"])]["batch"] = label
+                out.append({"label": label, "ops": ops, "gate": gate})
+            subs[name] = out
+        depth = max(len(v) for v in subs.values())
+        for i in range(depth):
+            ops_by_host = {}
+            labels, gate_list, step_jobs = [], [], []
+            for name in sorted(subs):
+                if i >= len(subs[name]):
+                    continue
+                sub = subs[name][i]
+                labels.append(sub["label"])
+                step_jobs.append(name)
+                if sub["gate"]:
+                    gate_list.append(sub["gate"])
+                for o in sub["ops"]:
+                    ops_by_host.setdefault(o["host"], []).append(o)
+            steps.append({"index": len(steps), "wave": wave, "last_in_wave": i == depth - 1,
+                          "label": "wave %d: %s" % (wave, "; ".join(labels)), "jobs": step_jobs,
+                          "ops": ops_by_host, "gates": gate_list})
+
+    plan = {
+        "bucket_id": bucket_id,
+        "update_seq": update_seq,
+        "previous_update_seq": seen_seq,
+        "options": {"jobs": jobs_filter, "force": force, "sync_only": sync_only},
+        "rows": rows,
+        "steps": steps if not errors else [],
+        "errors": errors,
+        "failures": failures,
+        "prune": prune,
+        "dead_workers": sorted(dead_removed_workers),
+        "job_waves": job_waves,
+        "has_work": bool(steps) and not errors,
+    }
+    plan["lines"] = render_plan(plan)
+    return plan
+
+
+def render_plan(plan):
+    """Human-readable plan lines (what --check --diff prints)."""
+    lines = []
+    work = plan["has_work"] or bool(plan["prune"])
+    head = "deploy plan for bucket %s: %s" % (
+        plan["bucket_id"], "changes required" if work else "no changes required")
+    if plan["update_seq"] != plan["previous_update_seq"]:
+        head += " (update_seq %d -> %d)" % (plan["previous_update_seq"], plan["update_seq"])
+    lines.append(head)
+    opts = plan["options"]
+    flags = [k for k in ("force", "sync_only") if opts.get(k)]
+    if opts.get("jobs") or flags:
+        lines.append("options: jobs=%s%s" % (",".join(opts["jobs"]) if opts.get("jobs") else "all",
+                                             "".join(" %s" % f for f in flags)))
+    by_wave = {}
+    for row in plan["rows"]:
+        key = "reconcile" if row["action"] in ("stop", "remove", "purge") or row["state"] != "active" else row["wave"]
+        by_wave.setdefault(key, []).append(row)
+    order = (["reconcile"] if "reconcile" in by_wave else []) + sorted(k for k in by_wave if k != "reconcile")
+    for key in order:
+        lines.append("reconcile (removed / disabled):" if key == "reconcile" else "wave %s (deployment_seq):" % key)
+        for row in by_wave[key]:
+            extra = ""
+            if row.get("batch") and row["action"] not in ("skip",):
+                extra = "  [%s]" % row["batch"]
+            lines.append("  %-16s %-16s %-11s %s%s" % (row["job"] or "*", row["worker"], row["action"],
+                                                        row.get("reason", ""), extra))
+    if plan["prune"]:
+        lines.append("catalog: %d removed allocation row(s) leave data/catalog.json after cleanup" % len(plan["prune"]))
+    for f in plan["failures"]:
+        lines.append("FAILED: %s" % f["msg"])
+    for e in plan["errors"]:
+        lines.append("ERROR: %s" % e)
+    return lines
+
+
+# --- results bookkeeping (used by the gate and finish actions) -------------------------------------
+
+def block_after_failures(failed_jobs, job_waves, step_wave, last_in_wave, blocked):
+    """Jobs that must not run further: every failed job, and, once a wave that had a failure is
+    over, every job of a later wave."""
+    blocked = set(blocked) | set(failed_jobs)
+    if step_wave is not None and last_in_wave:
+        if any(job_waves.get(j, 0) == step_wave for j in failed_jobs):
+            blocked |= {j for j, w in job_waves.items() if w > step_wave}
+    return sorted(blocked)
+
+
+def prune_catalog(catalog, cleaned, dead_workers=()):
+    """The catalog after a deploy cleaned removed allocations.
+
+    cleaned: [{"job", "worker"}] allocation rows whose cleanup succeeded (or that had nothing to
+    clean); dead_workers: removed workers assumed dead (all their rows go). Only rows in state
+    "removed" (or on a removed worker) are ever dropped. Afterwards, removed workers and removed jobs
+    that no longer hold any allocation row are dropped too. Returns a new dict; the input is kept.
+    """
+    dead = set(dead_workers)
+    removed_workers = {w["host"] for w in catalog.get("workers", []) if w.get("removed")}
+    drop = {(c["job"], c["worker"]) for c in cleaned}
+    allocations = []
+    for a in catalog.get("allocations", []):
+        key = (a.get("job"), a.get("worker"))
+        removable = a.get("state") == "removed" or a.get("worker") in removed_workers
+        if removable and (key in drop or (a.get("worker") in dead and a.get("worker") in removed_workers)):
+            continue
+        allocations.append(a)
+    holding_workers = {a["worker"] for a in allocations}
+    holding_jobs = {a["job"] for a in allocations}
+    new = dict(catalog)
+    new["allocations"] = allocations
+    new["workers"] = [w for w in catalog.get("workers", []) if not w.get("removed") or w["host"] in holding_workers]
+    new["jobs"] = [j for j in catalog.get("jobs", []) if not j.get("removed") or j["name"] in holding_jobs]
+    return new

@@ -1,0 +1,447 @@
+"""Unit tests for the deploy plan core: batching, hashing, restart_globs, plan decisions, catalog prune."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_files as F
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
+
+BID = "11111111-2222-4333-8444-555555555555"
+
+
+# --- batching ----------------------------------------------------------------------------------
+
+@given(st.lists(st.integers(), unique=True, max_size=40), st.integers(min_value=-2, max_value=50))
+@settings(max_examples=300, deadline=None)
+def test_batches_cover_every_item_once_in_order_and_respect_size(items, size):
+    out = P.batches(items, size)
+    flat = [x for b in out for x in b]
+    assert flat == items  # every item exactly once, stable order
+    assert all(b for b in out)  # no empty batch
+    if size > 0:
+        assert all(len(b) <= size for b in out)
+        assert len(out) == (-(-len(items) // size) if items else 0)
+    else:
+        assert len(out) == (1 if items else 0)
+
+
+def test_batches_examples():
+    assert P.batches(["a", "b", "c"], 0) == [["a", "b", "c"]]
+    assert P.batches(["a", "b", "c"], 2) == [["a", "b"], ["c"]]
+    assert P.batches([], 3) == []
+
+
+# --- hashing -----------------------------------------------------------------------------------
+
+def _tree(tmp_path, files):
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path
+
+
+def test_hash_tree_lists_files_and_skips_runtime_dirs(tmp_path):
+    root = _tree(tmp_path, {"Makefile": "x", "conf/a.conf": "1", "data/db": "keep", "logs/l": "l", "bin/b": "b",
+                            "conf/data/nested": "n"})
+    h = F.hash_tree(str(root))
+    assert sorted(h["files"]) == ["Makefile", "conf/a.conf", "conf/data/nested"]
+    assert h["hash"] == F.tree_hash(h["files"])
+
+
+def test_hash_changes_with_content_mode_add_remove(tmp_path):
+    root = _tree(tmp_path, {"Makefile": "x", "a": "1"})
+    base = F.hash_tree(str(root))["hash"]
+    (root / "a").write_text("2")
+    h2 = F.hash_tree(str(root))
+    assert h2["hash"] != base
+    os.chmod(root / "a", 0o755)
+    h3 = F.hash_tree(str(root))
+    assert h3["hash"] != h2["hash"]
+    assert F.changed_paths(h2["files"], h3["files"]) == ["a"]
+    (root / "b").write_text("")
+    h4 = F.hash_tree(str(root))
+    assert F.changed_paths(h3["files"], h4["files"]) == ["b"]
+    (root / "a").unlink()
+    assert F.changed_paths(h4["files"], F.hash_tree(str(root))["files"]) == ["a"]
+
+
+def test_hash_tree_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(F.ContentError, match="does not exist"):
+        F.hash_tree(str(tmp_path / "nope"))
+
+
+@given(st.dictionaries(st.text("abc/", min_size=1, max_size=6), st.text("0123456789abcdef", min_size=4, max_size=4),
+                       max_size=8))
+def test_tree_hash_is_order_independent(files):
+    items = list(files.items())
+    assert F.tree_hash(dict(items)) == F.tree_hash(dict(reversed(items)))
+
+
+# --- restart_globs -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern,rel,expected", [
+    ("nginx.conf", "nginx.conf", True),
+    ("nginx.conf", "conf/nginx.conf", True),        # literal matches the base name
+    ("*.conf", "conf/a.conf", True),                # no slash: base name
+    ("*.conf", "a.txt", False),
+    ("conf/*.conf", "conf/a.conf", True),
+    ("conf/*.conf", "conf/sub/a.conf", False),      # * never crosses /
+    ("conf/", "conf/sub/a", True),                  # trailing slash: folder prefix
+    ("conf/**", "conf/sub/a", True),
+    ("conf/**", "confx/a", False),
+    ("**/*.conf", "a/b/c.conf", True),
+    ("**/etc/*.conf", "etc/x.conf", True),
+    ("**/etc/*.conf", "var/x.conf", False),
+    ("templates/**/*.tpl", "templates/a/b.tpl", True),
+    ("templates/**.tpl", "templates/a/b.tpl", False),   # as maand: the suffix is matched as a whole glob
+    ("?.txt", "a.txt", True),
+    ("[ab].txt", "c.txt", False),
+    ("[!ab].txt", "c.txt", True),
+    ("Makefile", "sub/Makefile", True),
+])
+def test_glob_match(pattern, rel, expected):
+    assert F.glob_match(pattern, rel) is expected
+
+
+def test_match_any_keeps_order_and_uniqueness():
+    assert F.match_any(["*.conf", "a.conf"], ["b.txt", "a.conf", "c.conf", "a.conf"]) == ["a.conf", "c.conf"]
+    assert F.match_any([], ["a"]) == []
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "[abc", "x\\"])
+def test_validate_glob_rejects_malformed(bad):
+    with pytest.raises(F.GlobError):
+        F.validate_glob(bad)
+
+
+# --- policy --------------------------------------------------------------------------------------
+
+def test_lifecycle_action_mirrors_maand():
+    assert P.lifecycle_action("always", [], ["a"], True, False, False) == ("restart", [])
+    assert P.lifecycle_action("never", [], ["a"], True, False, False) == ("sync", [])
+    assert P.lifecycle_action("reload", [], ["a"], True, False, False) == ("reload", [])
+    assert P.lifecycle_action("reload", ["*.conf"], ["x.conf", "y"], True, False, False) == ("restart", ["x.conf"])
+    assert P.lifecycle_action("reload", ["*.conf"], ["y"], True, False, False) == ("reload", [])
+    assert P.lifecycle_action("reload", ["*.conf"], [], False, True, False) == ("reload", [])  # version only
+    assert P.lifecycle_action("always", [], ["a"], True, False, True) == ("sync", [])  # sync_only
+
+
+# --- plan --------------------------------------------------------------------------------------
+
+def job(name, **kw):
+    rec = {"name": name, "version": "1.0.0", "path": "workspace/jobs/%s" % name, "deployment_seq": 0,
+           "restart_policy": "always", "restart_globs": [], "max_concurrent_starts": 0,
+           "max_concurrent_upgrades": 1, "health_check": {}, "ports": {}, "removed": False}
+    rec.update(kw)
+    return rec
+
+
+def catalog(jobs, allocs, workers=("h1", "h2", "h3"), removed_workers=()):
+    ws = [{"host": h, "labels": ["worker"], "position": i, "removed": False} for i, h in enumerate(workers)]
+    ws += [{"host": h, "labels": ["worker"], "position": None, "removed": True} for h in removed_workers]
+    return {"format": 1, "bucket_id": BID, "workers": ws, "jobs": jobs,
+            "allocations": [{"job": j, "worker": w, "alloc_id": "%s-%s" % (j, w), "state": s, "deployment_seq": 0}
+                            for j, w, s in allocs]}
+
+
+def content(*names, files=None):
+    out = {}
+    for n in names:
+        f = dict(files or {"Makefile": "m1", "conf/a.conf": "c1"})
+        out[n] = {"hash": F.tree_hash(f), "files": f}
+    return out
+
+
+def record(name, cont, version="1.0.0", running=True, host="h1"):
+    return P.state_record(name, "%s-%s" % (name, host), cont[name], version, running, 1)
+
+
+def states(hosts, deployed=None, unreachable=()):
+    out = {}
+    for h in hosts:
+        if h in unreachable:
+            out[h] = {"reachable": False, "error": "ssh: connect refused"}
+        else:
+            d = (deployed or {}).get(h, {})
+            out[h] = {"reachable": True, "worker": None, "jobs": None, "deployed": d, "trees": sorted(d)}
+    return out
+
+
+def actions(plan):
+    return {(r["job"], r["worker"]): r["action"] for r in plan["rows"]}
+
+
+def test_first_deploy_starts_everything_in_one_step_with_meta():
+    cat = catalog([job("api"), job("web")], [("api", "h1", "active"), ("api", "h2", "active"), ("web", "h1", "active")])
+    plan = P.compute_plan(cat, content("api", "web"), states(["h1", "h2", "h3"]), ["h1", "h2", "h3"])
+    assert not plan["errors"]
+    assert actions(plan) == {("api", "h1"): "start", ("api", "h2"): "start", ("web", "h1"): "start"}
+    assert plan["update_seq"] == 1
+    assert [s["label"] for s in plan["steps"]][0] == "reconcile"
+    assert set(plan["steps"][0]["ops"]) == {"h1", "h2", "h3"}  # worker.json/jobs.json everywhere
+    wave = plan["steps"][1]
+    assert [o["id"] for o in wave["ops"]["h1"]] == ["api@h1", "web@h1"]
+    assert all(o["target"] == "start" and o["sync"] and o["promote_now"] for ops in wave["ops"].values() for o in ops)
+    assert wave["ops"]["h1"][0]["env"] == {"CURRENT_VERSION": "0.0.0", "NEW_VERSION": "1.0.0"}
+    assert plan["has_work"]
+
+
+def _deployed_everywhere(cat, cont, hosts):
+    d = {}
+    for a in cat["allocations"]:
+        if a["state"] == "active":
+            d.setdefault(a["worker"], {})[a["job"]] = record(a["job"], cont, host=a["worker"])
+    st = states(hosts, d)
+    for h in hosts:
+        w, j = None, None
+        st[h]["worker"], st[h]["jobs"] = w, j
+    return st
+
+
+def _settle(cat, cont, hosts):
+    """States as a successful deploy leaves them (meta written too)."""
+    st = _deployed_everywhere(cat, cont, hosts)
+    plan = P.compute_plan(cat, cont, st, hosts)
+    for h, ops in (plan["steps"][0]["ops"] if plan["steps"] else {}).items():
+        for o in ops:
+            if o["kind"] == "meta":
+                st[h]["worker"] = o["worker_json"]
+                st[h]["jobs"] = o["jobs_json"]
+    return st
+
+
+def test_unchanged_is_all_skip_and_no_steps():
+    cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active")])
+    cont = content("api")
+    st = _settle(cat, cont, ["h1", "h2"])
+    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    assert set(actions(plan).values()) == {"skip"}
+    assert plan["steps"] == [] and not plan["has_work"]
+    assert plan["update_seq"] == plan["previous_update_seq"]
+    assert "no changes required" in plan["lines"][0]
+
+
+def test_content_change_restarts_in_batches_of_max_concurrent_upgrades_with_paths():
+    cat = catalog([job("api", max_concurrent_upgrades=2)], [("api", h, "active") for h in ("h1", "h2", "h3")])
+    cont = content("api")
+    st = _settle(cat, cont, ["h1", "h2", "h3"])
+    new = content("api", files={"Makefile": "m1", "conf/a.conf": "c2", "new.txt": "n"})
+    plan = P.compute_plan(cat, new, st, ["h1", "h2", "h3"])
+    assert set(actions(plan).values()) == {"restart"}
+    rows = {r["worker"]: r for r in plan["rows"]}
+    assert rows["h1"]["paths"] == ["conf/a.conf", "new.txt"]
+    assert "content changed: conf/a.conf, new.txt" in rows["h1"]["reason"]
+    rollout = [s for s in plan["steps"] if s["wave"] is not None]
+    assert [sorted(s["ops"]) for s in rollout] == [["h1", "h2"], ["h3"]]
+    assert [s["last_in_wave"] for s in rollout] == [False, True]
+
+
+def test_version_bump_with_reload_policy_and_globs():
+    j = job("web", restart_policy="reload", restart_globs=["*.conf"], version="1.1.0")
+    cat = catalog([j], [("web", "h1", "active"), ("web", "h2", "active")])
+    cont = content("web")
+    st = _settle(cat, cont, ["h1", "h2"])
+    # version only -> reload
+    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    assert set(actions(plan).values()) == {"reload"}
+    row = plan["rows"][0]
+    assert "version 1.0.0 -> 1.1.0" in row["reason"]
+    op = plan["steps"][-1]["ops"]["h2"][0]
+    assert op["env"] == {"CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.1.0"} and op["sync"] is False
+    # a .conf changed -> restart, naming the match
+    new = content("web", files={"Makefile": "m1", "conf/a.conf": "c9"})
+    plan = P.compute_plan(cat, new, st, ["h1", "h2"])
+    assert set(actions(plan).values()) == {"restart"}
+    assert "restart_globs matched: conf/a.conf" in plan["rows"][0]["reason"]
+    # only the Makefile changed -> reload
+    new = content("web", files={"Makefile": "m2", "conf/a.conf": "c1"})
+    plan = P.compute_plan(cat, new, st, ["h1", "h2"])
+    assert set(actions(plan).values()) == {"reload"}
+
+
+def test_never_policy_syncs_files_only_and_promotes_immediately():
+    cat = catalog([job("cfg", restart_policy="never")], [("cfg", "h1", "active")])
+    cont = content("cfg")
+    st = _settle(cat, cont, ["h1"])
+    new = content("cfg", files={"x": "1"})
+    plan = P.compute_plan(cat, new, st, ["h1"])
+    assert actions(plan) == {("cfg", "h1"): "sync"}
+    op = plan["steps"][-1]["ops"]["h1"][0]
+    assert op["target"] is None and op["sync"] and op["promote_now"]
+
+
+def test_disabled_running_is_stopped_and_not_synced_then_reenable_starts():
+    cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active")])
+    cont = content("api")
+    st = _settle(cat, cont, ["h1", "h2"])
+    cat2 = copy.deepcopy(cat)
+    cat2["allocations"][1]["state"] = "disabled"
+    plan = P.compute_plan(cat2, content("api", files={"changed": "1"}), st, ["h1", "h2"])
+    assert actions(plan)[("api", "h2")] == "stop"
+    ops = [o for ops in plan["steps"][0]["ops"].values() for o in ops if o["kind"] != "meta"]
+    assert [(o["kind"], o["target"], o["record"]["running"]) for o in ops] == [("stop", "stop", False)]
+    assert not any(o["host"] == "h2" for s in plan["steps"][1:] for ops in s["ops"].values() for o in ops)
+    # after the stop: disabled and not running -> skip
+    st["h2"]["deployed"]["api"]["running"] = False
+    plan = P.compute_plan(cat2, cont, st, ["h1", "h2"])
+    assert actions(plan)[("api", "h2")] == "skip"
+    # re-enabled -> start, no sync when content is unchanged
+    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    assert actions(plan)[("api", "h2")] == "start"
+    op = [o for s in plan["steps"] for o in s["ops"].get("h2", []) if o["kind"] == "run"][0]
+    assert op["target"] == "start" and op["sync"] is False
+
+
+def test_removed_allocation_and_removed_worker():
+    cat = catalog([job("api"), job("old", removed=True)],
+                  [("api", "h1", "active"), ("old", "h1", "removed"), ("api", "h9", "removed")],
+                  workers=("h1",), removed_workers=("h9",))
+    cont = content("api", "old")
+    d = {"h1": {"api": record("api", cont), "old": record("old", cont)}, "h9": {"api": record("api", cont, host="h9")}}
+    st = states(["h1", "h9"], d)
+    plan = P.compute_plan(cat, content("api"), st, ["h1", "h9"])
+    acts = actions(plan)
+    assert acts[("old", "h1")] == "remove" and acts[("api", "h9")] == "remove" and acts[(None, "h9")] == "purge"
+    step0 = plan["steps"][0]["ops"]
+    assert [o["kind"] for o in step0["h9"]] == ["remove", "purge"]
+    assert [o["target"] for o in step0["h1"] if o["kind"] == "remove"] == ["stop"]
+
+
+def test_unreachable_removed_worker_is_assumed_dead_and_unreachable_active_fails_only_its_allocs():
+    cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active"), ("api", "h9", "removed")],
+                  workers=("h1", "h2"), removed_workers=("h9",))
+    st = states(["h1", "h2", "h9"], unreachable=("h2", "h9"))
+    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2", "h9"])
+    acts = actions(plan)
+    assert acts[("api", "h1")] == "start"
+    assert acts[("api", "h2")] == "unreachable"
+    assert [f["worker"] for f in plan["failures"]] == ["h2"]
+    assert "api@h2 not deployed: worker unreachable" in plan["failures"][0]["msg"]
+    assert plan["dead_workers"] == ["h9"] and {"job": "api", "worker": "h9"} in plan["prune"]
+    assert plan["has_work"]
+
+
+def test_removed_with_nothing_deployed_is_only_pruned():
+    cat = catalog([job("api")], [("api", "h1", "removed")], workers=("h1",))
+    plan = P.compute_plan(cat, content(), states(["h1"]), ["h1"])
+    assert actions(plan) == {("api", "h1"): "skip"}
+    assert plan["prune"] == [{"job": "api", "worker": "h1"}]
+
+
+def test_limit_only_plans_targeted_hosts():
+    cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active")])
+    plan = P.compute_plan(cat, content("api"), states(["h1", "h2"]), ["h2"])
+    assert list(actions(plan)) == [("api", "h2")]
+
+
+def test_jobs_filter_force_and_sync_only():
+    cat = catalog([job("api"), job("web", restart_policy="reload")], [("api", "h1", "active"), ("web", "h1", "active")])
+    cont = content("api", "web")
+    st = _settle(cat, cont, ["h1"])
+    plan = P.compute_plan(cat, cont, st, ["h1"], {"jobs": "web", "force": True})
+    assert actions(plan) == {("web", "h1"): "reload"}
+    assert "forced" in plan["rows"][0]["reason"]
+    plan = P.compute_plan(cat, cont, st, ["h1"], {"jobs": ["nope"]})
+    assert plan["errors"] and "unknown job(s) nope" in plan["errors"][0] and not plan["steps"]
+    # sync_only refuses when a start is needed
+    plan = P.compute_plan(cat, cont, states(["h1"]), ["h1"], {"sync_only": True})
+    assert any("maand_sync_only" in e and "needs a start" in e for e in plan["errors"])
+    assert plan["steps"] == []
+    plan = P.compute_plan(cat, content("api", "web", files={"z": "1"}), st, ["h1"], {"sync_only": True})
+    assert set(actions(plan).values()) == {"sync"}
+
+
+def test_inventory_job_records_are_not_a_filter():
+    assert P.parse_jobs_filter({"api": {}}, ["api"]) == (None, [])
+    assert P.parse_jobs_filter("a, b", ["a", "b"]) == (["a", "b"], [])
+    assert P.parse_jobs_filter(3, ["a"])[1]
+
+
+def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
+    hc = {"checks": [{"type": "tcp", "port": "http_port"}, {"type": "http", "port": 8080, "path": "health"}],
+          "wait": {"attempts": 3, "interval_seconds": 0.5}}
+    cat = catalog([job("db", deployment_seq=0), job("api", deployment_seq=1, health_check=hc, ports={"http_port": 30001},
+                                                    max_concurrent_starts=1)],
+                  [("db", "h1", "active"), ("api", "h1", "active"), ("api", "h2", "active")])
+    plan = P.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
+    waves = [s["wave"] for s in plan["steps"]]
+    assert waves == [None, 0, 1, 1]
+    gates = plan["steps"][2]["gates"]
+    assert gates[0]["checks"] == [{"type": "tcp", "port": 30001},
+                                  {"type": "http", "port": 8080, "path": "/health", "scheme": "http", "expect_status": 200}]
+    assert gates[0]["hosts"] == ["h1"] and gates[0]["attempts"] == 3
+    assert plan["steps"][2]["ops"]["h1"][0]["promote_now"] is False  # promoted after the gate
+
+
+@pytest.mark.parametrize("hc,msg", [
+    ({"checks": [{"type": "ssh", "command": "true"}]}, "not supported"),
+    ({"checks": [{"type": "tcp", "port": "nope"}]}, "is not a port of job api"),
+    ({"checks": [{"type": "tcp", "port": 8080}], "wait": {"attempts": 0}}, "must be positive"),
+])
+def test_bad_health_check_is_a_clear_error(hc, msg):
+    cat = catalog([job("api", health_check=hc)], [("api", "h1", "active")])
+    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    assert any(msg in e and "jobs/api/manifest.json health_check" in e for e in plan["errors"])
+    assert plan["steps"] == []
+
+
+def test_block_after_failures():
+    waves = {"db": 0, "cache": 0, "api": 1, "web": 2}
+    assert P.block_after_failures(["db"], waves, 0, False, []) == ["db"]
+    assert P.block_after_failures(["db"], waves, 0, True, []) == ["api", "db", "web"]
+    assert P.block_after_failures([], waves, 0, True, ["x"]) == ["x"]
+
+
+def test_prune_catalog_drops_only_cleaned_removed_rows():
+    cat = catalog([job("api"), job("old", removed=True)],
+                  [("api", "h1", "active"), ("old", "h1", "removed"), ("api", "h9", "removed"), ("api", "h2", "removed")],
+                  workers=("h1", "h2"), removed_workers=("h9",))
+    before = copy.deepcopy(cat)
+    new = P.prune_catalog(cat, [{"job": "old", "worker": "h1"}, {"job": "api", "worker": "h1"}], dead_workers=["h9"])
+    assert cat == before  # input untouched
+    assert [(a["job"], a["worker"]) for a in new["allocations"]] == [("api", "h1"), ("api", "h2")]
+    assert [w["host"] for w in new["workers"]] == ["h1", "h2"]
+    assert [j["name"] for j in new["jobs"]] == ["api"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["h1", "h2", "h3"]),
+                          st.sampled_from(["active", "disabled", "removed"])), unique_by=lambda t: t[:2]),
+       st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["h1", "h2", "h3"]))))
+def test_prune_never_drops_non_removed_rows(allocs, cleaned):
+    cat = catalog([job("a"), job("b"), job("c")], allocs)
+    new = P.prune_catalog(cat, [{"job": j, "worker": w} for j, w in cleaned])
+    kept = {(a["job"], a["worker"]) for a in new["allocations"]}
+    for j, w, s in allocs:
+        if s != "removed" or (j, w) not in set(cleaned):
+            assert (j, w) in kept
+
+
+@given(st.integers(min_value=1, max_value=7), st.integers(min_value=0, max_value=4), st.integers(min_value=0, max_value=4))
+@settings(max_examples=60, deadline=None)
+def test_every_changed_allocation_is_scheduled_exactly_once(n_hosts, starts, upgrades):
+    hosts = ["h%d" % i for i in range(n_hosts)]
+    cat = catalog([job("a", max_concurrent_starts=starts, max_concurrent_upgrades=upgrades or 1)],
+                  [("a", h, "active") for h in hosts], workers=hosts)
+    cont = content("a")
+    st_ = _settle(cat, cont, hosts)
+    # half the hosts are new (no record), half are upgraded
+    for h in hosts[::2]:
+        st_[h]["deployed"] = {}
+    new = content("a", files={"changed": "1"})
+    plan = P.compute_plan(cat, new, st_, hosts)
+    scheduled = [o["id"] for s in plan["steps"] for ops in s["ops"].values() for o in ops if o["kind"] == "run"]
+    assert sorted(scheduled) == sorted("a@%s" % h for h in hosts)
+    for s in plan["steps"]:
+        run = [o for ops in s["ops"].values() for o in ops if o["kind"] == "run"]
+        kinds = {o["action"] for o in run}
+        if kinds == {"start"} and starts:
+            assert len(run) <= starts
+        if kinds == {"restart"}:
+            assert len(run) <= (upgrades or 1)
