@@ -106,6 +106,9 @@ def _string_items(text: str, root: str, errors: list) -> list[tuple[str, str]]:
             if not key:
                 errors.append((root, f"expected key=value, got {tok!r}"))
                 continue
+            if "=" in val:
+                errors.append((f"{root}.{key}", f"bad value {val!r}: separate key=value pairs with spaces"))
+                continue
             items.append([key, val])
         elif tok.isalpha() and items and items[-1][1][-1:].isdigit():
             items[-1][1] += " " + tok  # "3 gb"
