@@ -8,7 +8,6 @@ Documentation: plugins/modules/workers_file.py. The pure functions below are uni
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import glob
 import hashlib
