@@ -247,6 +247,7 @@ def test_facts_then_build(fleet3, tmp_path):
                             capture_output=True, text=True, env=ansible_env(tmp_path), cwd=tmp_path,
                             timeout=180)
     assert before.returncode != 0, "build must need worker capacity first:\n" + before.stdout
+    assert "must specify memory" in before.stdout + before.stderr, before.stdout
     assert not (bucket / "data" / "catalog.json").exists()
 
     proc = run_facts(bucket, "-e", "maand_build=true", tmp_path=tmp_path)
