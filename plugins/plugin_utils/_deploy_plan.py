@@ -571,7 +571,19 @@ def render_plan(plan):
     order = (["reconcile"] if "reconcile" in by_wave else []) + sorted(k for k in by_wave if k != "reconcile")
     for key in order:
         lines.append("reconcile (removed / disabled):" if key == "reconcile" else "wave %s (deployment_seq):" % key)
-        for row in by_wave[key]:
+        rows = by_wave[key]
+        by_job = {}
+        for row in rows:
+            by_job.setdefault(row["job"], []).append(row)
+        for row in rows:
+            group = by_job.get(row["job"])
+            if (group and len(group) > 1 and row["job"] is not None
+                    and all(r["action"] == "skip" and r["reason"] == group[0]["reason"] for r in group)):
+                lines.append("  %-16s %-16s %-11s %s" % (row["job"], "(%d workers)" % len(group), "skip", row["reason"]))
+                by_job[row["job"]] = None
+                continue
+            if group is None:
+                continue
             extra = ""
             if row.get("batch") and row["action"] not in ("skip",):
                 extra = "  [%s]" % row["batch"]
@@ -623,3 +635,39 @@ def prune_catalog(catalog, cleaned, dead_workers=()):
     new["workers"] = [w for w in catalog.get("workers", []) if not w.get("removed") or w["host"] in holding_workers]
     new["jobs"] = [j for j in catalog.get("jobs", []) if not j.get("removed") or j["name"] in holding_jobs]
     return new
+
+
+def _reg(hostvars, host, name):
+    try:
+        value = hostvars[host].get(name)
+    except Exception:  # pragma: no cover - hostvars of an unknown host
+        value = None
+    return value if isinstance(value, dict) else {}
+
+
+def item_results(hostvars, hosts, name):
+    """{op id: result} from a looped, registered task on every host."""
+    out = {}
+    for host in hosts:
+        reg = _reg(hostvars, host, name)
+        results = reg.get("results")
+        if results is None and reg.get("unreachable"):
+            out.setdefault("__host__" + host, reg)
+        for item in results or []:
+            op = item.get("item") or {}
+            if isinstance(op, dict) and op.get("id"):
+                out[op["id"]] = item
+    return out
+
+
+def outcome(item):
+    """(ok, message) of one registered loop item."""
+    if item is None:
+        return False, "no result (the task did not run on this host)"
+    if item.get("unreachable"):
+        return False, "worker unreachable: %s" % (item.get("msg") or "").strip()
+    if item.get("failed"):
+        return False, (item.get("msg") or "failed").strip()
+    if item.get("skipped"):
+        return None, item.get("msg") or item.get("skip_reason") or "skipped"
+    return True, ""

@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Take or release the bucket's deploy lock (docs: plugins/modules/deploy_lock.py)."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "required": True},
+    "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
+}
+
+
+def run_pid():
+    """The ansible-playbook process: actions run in a worker process forked from it."""
+    return os.getppid()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+        if not os.path.isdir(bucket):
+            result.update(failed=True, msg="bucket folder %s does not exist (maand_bucket_dir)" % bucket)
+            return result
+        pid = run_pid()
+        result.update(changed=False, pid=pid, lock=_deploy_lock.lock_path(bucket))
+        try:
+            if args["state"] == "present":
+                taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(self._task.check_mode))
+                result.update(taken=taken, msg=note)
+            else:
+                if self._task.check_mode:
+                    result["msg"] = "check mode: lock untouched"
+                else:
+                    released = _deploy_lock.release(bucket, pid)
+                    result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
+        except _deploy_lock.DeployLocked as exc:
+            result.update(failed=True, msg="deploy refused: %s" % exc)
+        except OSError as exc:
+            result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
+        return result

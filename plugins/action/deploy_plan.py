@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Compute (and in check/diff mode show) the deploy plan on the controller (docs: plugins/modules/deploy_plan.py)."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import (
+    _catalog,
+    _deploy_files,
+    _deploy_lock,
+    _deploy_plan,
+)
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "required": True},
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "jobs": {"type": "raw"},
+    "force": {"type": "bool", "default": False},
+    "sync_only": {"type": "bool", "default": False},
+    "state_var": {"type": "str", "default": "_maand_state"},
+    "check_inventory": {"type": "bool", "default": True},
+}
+
+
+def _host_state(hostvars, host, var):
+    try:
+        hv = hostvars[host]
+        reg = hv.get(var)
+    except Exception:  # pragma: no cover - hostvars of an unknown host
+        reg = None
+    if not isinstance(reg, dict):
+        return {"reachable": False, "error": "its state was not read (host skipped or failed earlier)"}
+    if reg.get("unreachable"):
+        return {"reachable": False, "error": (reg.get("msg") or "unreachable").strip().splitlines()[-1]}
+    if reg.get("failed") or not isinstance(reg.get("state"), dict):
+        return {"reachable": False, "error": (reg.get("msg") or "state read failed").strip()}
+    state = dict(reg["state"])
+    state["reachable"] = True
+    return state
+
+
+def inventory_drift(catalog, hostvars, hosts):
+    """Differences between what the inventory computes from the workspace now and the built catalog."""
+    want = {}
+    for a in catalog.get("allocations", []):
+        want.setdefault(a["worker"], set()).add((a["job"], a.get("state", "active")))
+    drift = []
+    for host in sorted(hosts):
+        try:
+            allocs = hostvars[host].get("maand_allocations")
+        except Exception:  # pragma: no cover
+            allocs = None
+        if allocs is None:
+            continue
+        have = {(a.get("job"), a.get("state", "active")) for a in allocs if isinstance(a, dict)}
+        if have != want.get(host, set()):
+            extra = sorted("%s(%s)" % x for x in have - want.get(host, set()))
+            missing = sorted("%s(%s)" % x for x in want.get(host, set()) - have)
+            drift.append("%s: workspace has %s, catalog has %s" % (
+                host, ", ".join(extra) or "-", ", ".join(missing) or "-"))
+    return drift
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def _fail(self, result, bucket, msg, plan=None):
+        # a refused deploy must not keep the bucket locked until the playbook exits
+        if not self._task.check_mode:
+            try:
+                _deploy_lock.release(bucket, os.getppid())
+            except OSError:
+                pass
+        result.update(failed=True, changed=False, msg=msg)
+        if plan is not None:
+            result["plan"] = plan
+            for line in plan["lines"]:
+                display.display(line, color="red" if line.startswith(("ERROR", "FAILED")) else None)
+        return result
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+        try:
+            catalog = _catalog.read_catalog(bucket)
+        except _catalog.CatalogError as exc:
+            return self._fail(result, bucket, "%s: %s" % (bucket, exc))
+        if catalog is None:
+            return self._fail(result, bucket, "%s/data/catalog.json does not exist: run `ansible-playbook -i %s/maand.yml "
+                              "maand.core.build` first" % (bucket, bucket))
+        hostvars = task_vars.get("hostvars") or {}
+        hosts = args["hosts"]
+        if args["check_inventory"]:
+            drift = inventory_drift(catalog, hostvars, hosts)
+            if drift:
+                return self._fail(result, bucket, "the workspace changed since the last build; run the maand.core.build "
+                                  "playbook, then deploy again:\n  " + "\n  ".join(drift))
+        jobs_filter, errors = _deploy_plan.parse_jobs_filter(args["jobs"], [j["name"] for j in catalog.get("jobs", [])])
+        if errors:
+            return self._fail(result, bucket, "; ".join(errors))
+        content = {}
+        for job in catalog.get("jobs", []):
+            if job.get("removed") or (jobs_filter is not None and job["name"] not in jobs_filter):
+                continue
+            path = os.path.join(bucket, job.get("path") or os.path.join("workspace", "jobs", job["name"]))
+            try:
+                content[job["name"]] = _deploy_files.hash_tree(path)
+            except _deploy_files.ContentError as exc:
+                content[job["name"]] = {"error": str(exc)}
+        states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
+        try:
+            plan = _deploy_plan.compute_plan(catalog, content, states, hosts,
+                                             {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"]})
+        except _deploy_plan.PlanError as exc:
+            return self._fail(result, bucket, str(exc))
+        if plan["errors"]:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
+                              plan=plan)
+        work = plan["has_work"] or bool(plan["prune"])
+        result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
+                      msg=plan["lines"][0])
+        if self._task.diff:
+            result["diff"] = {"prepared": "\n".join(plan["lines"]) + "\n"}
+        else:
+            for line in plan["lines"]:
+                display.display(line, color="yellow" if work and line.startswith("  ") and " skip " not in line else None)
+        return result

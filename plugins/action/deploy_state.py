@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Read a worker's promoted deploy state in one SSH round trip (docs: plugins/modules/deploy_state.py)."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote
+
+ARGUMENT_SPEC = {
+    "bucket_id": {"type": "str", "required": True},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True  # read-only
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if not args["bucket_id"] or "/" in args["bucket_id"] or args["bucket_id"] in (".", ".."):
+            result.update(failed=True, msg="bucket_id %r is not a bucket id; run the maand.core.build playbook first"
+                          % args["bucket_id"])
+            return result
+        cmd = _deploy_remote.read_command(_deploy_remote.interpreter(task_vars), args["bucket_id"])
+        res = self._low_level_execute_command(cmd, sudoable=True)
+        data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                                "reading %s" % _deploy_remote.worker_root(args["bucket_id"]))
+        if err:
+            result.update(failed=True, msg=err)
+            return result
+        result.update(changed=False, state=data)
+        if data.get("bad"):
+            result["warnings"] = ["unreadable deploy state ignored (treated as not deployed): %s" % ", ".join(data["bad"])]
+        return result
