@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Run a Makefile target of a deployed job on a worker (docs: plugins/modules/deploy_job.py)."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote
+
+TARGETS = ["start", "stop", "restart", "reload", "status"]
+ARGUMENT_SPEC = {
+    "bucket_id": {"type": "str", "required": True},
+    "job": {"type": "str", "required": True},
+    "target": {"type": "str", "required": True, "choices": TARGETS},
+    "version": {"type": "str", "default": "0.0.0"},
+    "timeout": {"type": "int", "default": 600},
+    "tail": {"type": "int", "default": 20},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        target = args["target"]
+        if self._task.check_mode and target != "status":
+            result.update(changed=True, skipped=False, msg="check mode: would run make %s" % target)
+            return result
+        op = {"id": "%s@%s" % (args["job"], task_vars.get("inventory_hostname")), "kind": "run", "job": args["job"],
+              "host": task_vars.get("inventory_hostname"), "target": target,
+              "env": {"CURRENT_VERSION": args["version"], "NEW_VERSION": args["version"]}, "promote_now": False}
+        res = self._low_level_execute_command(
+            _deploy_remote.apply_command(_deploy_remote.interpreter(task_vars)), sudoable=True,
+            in_data=_deploy_remote.apply_request(args["bucket_id"], op, timeout=args["timeout"], tail=args["tail"]))
+        answer, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                                  "make %s for %s" % (target, op["id"]))
+        if err:
+            result.update(failed=True, msg=err)
+            return result
+        tail = answer.get("output_tail") or []
+        result.update(changed=target != "status" and bool(answer.get("changed")), output=tail, target=target)
+        if not answer.get("ok"):
+            result.update(failed=True, rc=answer.get("rc"), msg=(answer.get("msg") or "failed") + (
+                "\n--- last lines of output ---\n" + "\n".join(tail) if tail else ""))
+        else:
+            result["msg"] = "\n".join(tail) if target == "status" else "make %s ok" % target
+        return result
