@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: deploy_finish
+short_description: "Finish a deploy: catalog cleanup, unlock, report"
+version_added: 1.0.0
+description:
+  - "Internal last step of the C(maand.core.deploy) role, run once on the controller."
+  - "Drops from C(data/catalog.json) the removed allocations whose cleanup succeeded (and removed workers assumed dead), then removed workers and jobs that hold no rows any more; releases the deploy lock; fails listing every problem of the run (unreachable workers, failed targets, failed health gates, jobs not deployed because an earlier wave failed)."
+author:
+  - maand.core contributors
+options:
+  bucket:
+    description: The bucket directory.
+    type: path
+    required: true
+  plan:
+    description: The plan.
+    type: dict
+    required: true
+  gate:
+    description: The last step's gate result.
+    type: raw
+  hosts:
+    description: Hosts of the play.
+    type: list
+    elements: str
+    required: true
+  release:
+    description: Release the deploy lock.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - An action plugin; see docs/deploy.md for the deploy design.
+"""
+
+EXAMPLES = r"""
+- name: Finish
+  maand.core.deploy_finish:
+    bucket: "{{ maand_bucket_dir }}"
+    plan: "{{ _maand_plan.plan }}"
+    gate: "{{ _maand_gate | default({}) }}"
+    hosts: "{{ ansible_play_hosts_all }}"
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+pruned:
+  description: Allocations (job@worker) dropped from the catalog.
+  returned: always
+  type: list
+  elements: str
+summary:
+  description: Count of allocations per action.
+  returned: always
+  type: str
+"""

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: deploy_gate
+short_description: "Collect a deploy step's results and run its health gates"
+version_added: 1.0.0
+description:
+  - "Internal step of the C(maand.core.deploy) role, run once per step on the controller."
+  - "Reads the registered rsync/apply/promote results of every host, marks jobs whose operations failed, runs the tcp/http health probes of the jobs in the step (all checks on all hosts of the batch, retried C(wait.attempts) times C(wait.interval_seconds) apart), and returns which allocations to promote and which jobs are blocked (a failed job, and every job of a later wave once a wave had a failure)."
+  - "Fails (the role ignores it so the run goes on for other jobs) when this step produced a new failure."
+author:
+  - maand.core contributors
+options:
+  step:
+    description: The plan step.
+    type: dict
+    required: true
+  job_waves:
+    description: Job name -> deployment_seq.
+    type: dict
+    default: {}
+  previous:
+    description: The previous step's result (accumulated failures).
+    type: raw
+  hosts:
+    description: Hosts of the play.
+    type: list
+    elements: str
+    required: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - An action plugin; see docs/deploy.md for the deploy design.
+"""
+
+EXAMPLES = r"""
+- name: Gate
+  maand.core.deploy_gate:
+    step: "{{ maand_step }}"
+    previous: "{{ _maand_gate | default({}) }}"
+    hosts: "{{ ansible_play_hosts_all }}"
+  register: _maand_gate
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+blocked:
+  description: Jobs that must not run further in this deploy.
+  returned: always
+  type: list
+  elements: str
+promote:
+  description: Host -> promote operations for allocations that passed their gate.
+  returned: always
+  type: dict
+"""

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: deploy_job
+short_description: "Run a Makefile target of a deployed job on a worker"
+version_added: 1.0.0
+description:
+  - "Runs C(make <target>) in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION)=C(NEW_VERSION)=the job's version. Used by the C(maand.core.job) playbook."
+  - "Does not change the deploy state. C(status) never reports a change."
+author:
+  - maand.core contributors
+options:
+  bucket_id:
+    description: The bucket id.
+    type: str
+    required: true
+  job:
+    description: The job.
+    type: str
+    required: true
+  target:
+    description: The Makefile target.
+    type: str
+    required: true
+    choices: [start, stop, restart, reload, status]
+  version:
+    description: The job version passed as CURRENT_VERSION and NEW_VERSION.
+    type: str
+    default: 0.0.0
+  timeout:
+    description: Seconds the target may run.
+    type: int
+    default: 600
+  tail:
+    description: Lines of output returned.
+    type: int
+    default: 20
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - An action plugin; see docs/deploy.md for the deploy design.
+"""
+
+EXAMPLES = r"""
+- name: Restart api
+  maand.core.deploy_job:
+    bucket_id: "{{ maand_bucket_id }}"
+    job: api
+    target: restart
+"""
+
+RETURN = r"""
+output:
+  description: Last lines of the target's output.
+  returned: success
+  type: list
+  elements: str
+"""

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: deploy_lock
+short_description: "Take or release a bucket's deploy lock"
+version_added: 1.0.0
+description:
+  - "Runs on the controller (no connection). Used by the C(maand.core.deploy) role; run it once, delegated to localhost."
+  - "C(state=present) writes C(<bucket>/data/deploy.lock) naming the ansible-playbook process (pid, start time, host). A lock whose owner is alive makes the task fail (the deploy refuses to start); a lock whose owner is gone is stale and is taken over."
+  - "The lock lives as long as the playbook run: it is released by C(state=absent) (the role's finish step) or becomes stale when the process exits."
+  - "In check mode it only verifies that the lock is free."
+author:
+  - maand.core contributors
+options:
+  bucket:
+    description: The bucket directory.
+    type: path
+    required: true
+  state:
+    description: C(present) takes the lock, C(absent) releases it if this run holds it.
+    type: str
+    choices: [present, absent]
+    default: present
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - An action plugin; see docs/deploy.md for the deploy design.
+"""
+
+EXAMPLES = r"""
+- name: Take the deploy lock
+  maand.core.deploy_lock:
+    bucket: "{{ maand_bucket_dir }}"
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+taken:
+  description: Whether this call created the lock file.
+  returned: state=present
+  type: bool
+pid:
+  description: The pid recorded as the owner (the ansible-playbook process).
+  returned: always
+  type: int
+"""

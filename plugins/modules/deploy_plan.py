@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: deploy_plan
+short_description: "Compute the deploy plan of a maand bucket"
+version_added: 1.0.0
+description:
+  - "Runs on the controller. Reads C(<bucket>/data/catalog.json), hashes every job tree file by file, and combines that with the worker states registered by M(maand.core.deploy_state) to decide, for every allocation, start, restart, reload, sync, skip, stop, remove or purge, and why."
+  - "Refuses (fails, changing nothing, releasing the deploy lock) on bad options, unknown jobs, invalid health checks, a workspace that changed since the last build, or C(sync_only) when a start would be needed."
+  - "In diff mode the plan is returned as a prepared diff (printed by C(--diff)); otherwise its lines are printed. In check mode C(changed) tells whether the deploy would change anything."
+author:
+  - maand.core contributors
+options:
+  bucket:
+    description: The bucket directory.
+    type: path
+    required: true
+  hosts:
+    description: The hosts of this run (after C(--limit)); allocations on other workers are out of scope.
+    type: list
+    elements: str
+    required: true
+  jobs:
+    description: Job filter, a list or a comma-separated string. A dict (the inventory's job records) means all jobs.
+    type: raw
+  force:
+    description: Redo the lifecycle of unchanged active allocations.
+    type: bool
+    default: false
+  sync_only:
+    description: Rsync and promote without lifecycle; refuse when a start is needed.
+    type: bool
+    default: false
+  state_var:
+    description: Name of the registered M(maand.core.deploy_state) result on each host.
+    type: str
+    default: _maand_state
+  check_inventory:
+    description: Refuse when the inventory's allocations differ from the catalog's (workspace changed since the build).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+notes:
+  - An action plugin; see docs/deploy.md for the deploy design.
+"""
+
+EXAMPLES = r"""
+- name: Compute the deploy plan
+  maand.core.deploy_plan:
+    bucket: "{{ maand_bucket_dir }}"
+    hosts: "{{ ansible_play_hosts_all }}"
+  register: _maand_plan
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+plan:
+  description: The plan (rows, steps, failures, prune, lines); see docs/deploy.md.
+  returned: always
+  type: dict
+"""

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: deploy_state
+short_description: "Read a worker's promoted deploy state"
+version_added: 1.0.0
+description:
+  - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json) and every C(deploy/<job>.json) in one SSH round trip (a small C(python3 -c) program; no module transfer)."
+  - "Read-only; runs in check mode."
+author:
+  - maand.core contributors
+options:
+  bucket_id:
+    description: The bucket id (catalog C(bucket_id)).
+    type: str
+    required: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - An action plugin; see docs/deploy.md for the deploy design.
+"""
+
+EXAMPLES = r"""
+- name: Read the deploy state
+  maand.core.deploy_state:
+    bucket_id: "{{ maand_bucket_id }}"
+  register: _maand_state
+"""
+
+RETURN = r"""
+state:
+  description: C(exists), C(worker), C(jobs), C(deployed) (job -> record), C(trees) (job folders present), C(bad) (unreadable files).
+  returned: success
+  type: dict
+"""
