@@ -22,9 +22,10 @@ description:
     of the job), C(label_<label>) and C(zone_<zone>). A name that is not a valid group name as it stands
     (characters other than a-z, 0-9 and _) has those characters replaced by C(_) and C(_<8 hex digits of
     its SHA-1>) appended, so C(api-staging) becomes C(job_api_staging_<hash>) and never collides with C(api_staging)."
-  - "Host variables: C(maand_worker), C(maand_allocations), C(maand_bucket_id), C(maand_bucket_dir) and the
-    connection variables from maand.conf. Variables on C(all): C(maand_workspace_ok), C(maand_jobs),
-    C(maand_bucket_id), C(maand_bucket_dir)."
+  - "Host variables: C(maand_worker), C(maand_allocations), C(maand_catalog_jobs) (the catalog records of the
+    jobs allocated on that host), C(maand_bucket_id), C(maand_bucket_dir) and the connection variables from
+    maand.conf. Variables on C(all): C(maand_workspace_ok), C(maand_bucket_id), C(maand_bucket_dir).
+    The whole job table is in C(data/catalog.json)."
 author:
   - maand.core contributors
 requirements:
@@ -143,8 +144,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
         inventory.add_group("maand_workers")
         inventory.add_group("maand_removed_workers")
+        # Only small values on "all": ansible-inventory --list copies group vars into every host, so a
+        # job table here would be copied 10,000 times. Job records go to the hosts that run them.
         for name, value in (("maand_workspace_ok", True), ("maand_bucket_dir", data["bucket_dir"]),
-                            ("maand_bucket_id", bucket_id), ("maand_jobs", jobs)):
+                            ("maand_bucket_id", bucket_id)):
             inventory.set_variable("all", name, value)
 
         per_worker = {}
@@ -190,6 +193,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                                            "removed")
             })
             inventory.set_variable(host, "maand_allocations", allocations)
+            inventory.set_variable(host, "maand_catalog_jobs", {a["job"]: jobs[a["job"]] for a in allocations
+                                                                if a["job"] in jobs})
             if compose or groups or keyed_groups:
                 hostvars = inventory.get_host(host).get_vars()
                 self._set_composite_vars(compose, hostvars, host, strict=strict)

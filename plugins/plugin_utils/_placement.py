@@ -11,15 +11,18 @@ instead of ten million label comparisons.
 from __future__ import annotations
 
 import hashlib
-import uuid
+
+# Byte 6 high nibble = 3 (version), byte 8 top bits = 10 (RFC 4122 variant), as Go's uuid does.
+_VERSION_CLEAR = ~((0xF0 << 72) | (0xC0 << 56)) & ((1 << 128) - 1)
+_VERSION_SET = (0x30 << 72) | (0x80 << 56)
 
 
 def alloc_id(job, host):
     """maand's stable allocation id: an MD5-based (version 3 style) UUID of "<job>|<worker host>"."""
-    digest = bytearray(hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest())
-    digest[6] = (digest[6] & 0x0F) | 0x30
-    digest[8] = (digest[8] & 0x3F) | 0x80
-    return str(uuid.UUID(bytes=bytes(digest)))
+    value = int.from_bytes(hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest(), "big")
+    value = (value & _VERSION_CLEAR) | _VERSION_SET
+    text = "%032x" % value
+    return "%s-%s-%s-%s-%s" % (text[:8], text[8:12], text[12:16], text[16:20], text[20:])
 
 
 def iter_bits(mask):

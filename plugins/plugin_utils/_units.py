@@ -10,6 +10,7 @@ Versions: "1" -> 1.0.0, "v2.1" -> 2.1.0, "2.0.0-rc1" valid, "1.2.3.4" invalid.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MEMORY_UNITS = {"mb": 1.0, "gb": 1024.0, "tb": 1024.0 * 1024.0}
@@ -30,6 +31,12 @@ def _parse_quantity(value, units, example):
         return float(value)
     if not isinstance(value, str):
         raise ValueError("expected a string like %r, got %s" % (example, type(value).__name__))
+    return _parse_text(value, example)
+
+
+@functools.lru_cache(maxsize=4096)  # fleets repeat the same few strings ("64 gb") thousands of times
+def _parse_text(value, example):
+    units = MEMORY_UNITS if example.endswith("mb") else CPU_UNITS
     if not value.strip():
         return 0.0
     match = _QUANTITY.match(value)
