@@ -102,12 +102,14 @@ def main():
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         rss = subprocess.run(
+            # VmHWM (peak RSS of this process image); ru_maxrss would include the parent's peak after fork+exec
             [sys.executable, "-c",
-             "import resource,sys; sys.path.insert(0, %r)\n"
+             "import sys; sys.path.insert(0, %r)\n"
+             "hwm = lambda: [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
              "from ansible_collections.maand.core.plugins.plugin_utils import _build\n"
-             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+             "before = hwm()\n"
              "_build.compute(%r)\n"
-             "print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)" % (COLLECTIONS, bucket)],
+             "print(before, hwm())" % (COLLECTIONS, bucket)],
             capture_output=True, text=True, check=True).stdout.split()
         variant = "with constraints" if args.constraints else "labels only"
         print("bucket: %d workers, %d jobs, %d labels (%s) -> %d allocations" % (
