@@ -20,7 +20,7 @@ ARGUMENT_SPEC = {
 
 def sync_failed(task_vars, op_id):
     """True when this step's rsync of op_id failed on this host (the op must not run)."""
-    reg = (task_vars or {}).get("_maand_sync") or {}
+    reg = (task_vars or {}).get("deploy_sync_result") or {}
     for item in reg.get("results") or []:
         if (item.get("item") or {}).get("id") == op_id and (item.get("failed") or item.get("unreachable")):
             return item.get("msg") or "rsync failed"

@@ -45,7 +45,7 @@ class ActionModule(ActionBase):
         for job, msgs in sorted((gate.get("failed_by_job") or {}).items()):
             problems += msgs
         # promotions of the last step
-        for op_id, item in item_results(hostvars, args["hosts"], "_maand_promote").items():
+        for op_id, item in item_results(hostvars, args["hosts"], "deploy_promote_result").items():
             op = item.get("item") or {}
             if op.get("step") != gate.get("step"):
                 continue

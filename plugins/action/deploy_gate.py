@@ -98,7 +98,7 @@ class ActionModule(ActionBase):
 
         # promotions of the previous step
         prev_index = prev.get("step")
-        for op_id, item in item_results(hostvars, hosts, "_maand_promote").items():
+        for op_id, item in item_results(hostvars, hosts, "deploy_promote_result").items():
             op = item.get("item") or {}
             if op.get("step") != prev_index:
                 continue
@@ -106,8 +106,8 @@ class ActionModule(ActionBase):
             if ok is False:
                 fail_job(op.get("job"), "%s: promote failed: %s" % (op_id, msg))
 
-        syncs = item_results(hostvars, hosts, "_maand_sync")
-        applies = item_results(hostvars, hosts, "_maand_apply")
+        syncs = item_results(hostvars, hosts, "deploy_sync_result")
+        applies = item_results(hostvars, hosts, "deploy_apply_result")
         ok_ops = []
         for host, ops in sorted((step.get("ops") or {}).items()):
             for op in ops:

@@ -25,7 +25,7 @@ ARGUMENT_SPEC = {
     "jobs": {"type": "raw"},
     "force": {"type": "bool", "default": False},
     "sync_only": {"type": "bool", "default": False},
-    "state_var": {"type": "str", "default": "_maand_state"},
+    "state_var": {"type": "str", "default": "deploy_state_read"},
     "check_inventory": {"type": "bool", "default": True},
 }
 

@@ -49,9 +49,9 @@ notes:
 EXAMPLES = r"""
 - name: Apply
   maand.core.deploy_apply:
-    bucket_id: "{{ _maand_plan.plan.bucket_id }}"
+    bucket_id: "{{ deploy_plan_result.plan.bucket_id }}"
     op: "{{ item }}"
-  loop: "{{ maand_step.ops[inventory_hostname] | default([]) }}"
+  loop: "{{ deploy_step.ops[inventory_hostname] | default([]) }}"
 """
 
 RETURN = r"""

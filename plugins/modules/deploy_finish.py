@@ -49,8 +49,8 @@ EXAMPLES = r"""
 - name: Finish
   maand.core.deploy_finish:
     bucket: "{{ maand_bucket_dir }}"
-    plan: "{{ _maand_plan.plan }}"
-    gate: "{{ _maand_gate | default({}) }}"
+    plan: "{{ deploy_plan_result.plan }}"
+    gate: "{{ deploy_gate_result | default({}) }}"
     hosts: "{{ ansible_play_hosts_all }}"
   run_once: true
   delegate_to: localhost

@@ -45,10 +45,10 @@ notes:
 EXAMPLES = r"""
 - name: Gate
   maand.core.deploy_gate:
-    step: "{{ maand_step }}"
-    previous: "{{ _maand_gate | default({}) }}"
+    step: "{{ deploy_step }}"
+    previous: "{{ deploy_gate_result | default({}) }}"
     hosts: "{{ ansible_play_hosts_all }}"
-  register: _maand_gate
+  register: deploy_gate_result
   run_once: true
   delegate_to: localhost
 """

@@ -38,7 +38,7 @@ options:
   state_var:
     description: Name of the registered M(maand.core.deploy_state) result on each host.
     type: str
-    default: _maand_state
+    default: deploy_state_read
   check_inventory:
     description: Refuse when the inventory's allocations differ from the catalog's (workspace changed since the build).
     type: bool
@@ -59,7 +59,7 @@ EXAMPLES = r"""
   maand.core.deploy_plan:
     bucket: "{{ maand_bucket_dir }}"
     hosts: "{{ ansible_play_hosts_all }}"
-  register: _maand_plan
+  register: deploy_plan_result
   run_once: true
   delegate_to: localhost
 """

@@ -33,7 +33,7 @@ EXAMPLES = r"""
 - name: Read the deploy state
   maand.core.deploy_state:
     bucket_id: "{{ maand_bucket_id }}"
-  register: _maand_state
+  register: deploy_state_read
 """
 
 RETURN = r"""
