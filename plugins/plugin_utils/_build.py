@@ -28,6 +28,7 @@ class BuildResult:
         self.changes = []
         self.changed = False
         self.written = False
+        self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
 
 
 def compute(bucket_dir, bucket_id=None):
@@ -57,6 +58,20 @@ def compute(bucket_dir, bucket_id=None):
     return result
 
 
+def explain_short_jobs(result, limit=20):
+    """Explanation text for every job that got fewer active allocations than it asked for
+    (placement.count or min_allocations_count); only those, so a normal build pays nothing."""
+    from . import _explain
+
+    if result.placement is None or result.placement.scheduler is None:
+        return {}
+    out = {}
+    for name in _explain.short_jobs(result.bucket, result.placement):
+        out[name] = _explain.explain_lines(result.bucket, result.placement, name, show="rejected", limit=limit)
+    result.explanations = out
+    return out
+
+
 def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
     if previous and previous.get("bucket_id"):
         bucket_id = previous["bucket_id"]
@@ -77,6 +92,8 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
                                                                             "command": c.demand_command}}
                          for c in job.commands.values()},
         })
+        if job.rules is not None and not job.rules.plain:
+            jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them
     jobs.extend(placement.removed_jobs)
     jobs.sort(key=lambda j: j["name"])
     return {

@@ -28,6 +28,7 @@ RFC 31 rules followed (and where the RFC leaves a choice, ours):
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, Mapping
 
@@ -107,6 +108,15 @@ class FleetIndex:
         self._rank_cache: dict[Any, int] = {}
         self._pos_sorted = None
         self._pos_keys: list[int] = []
+        self._group_cache: dict[tuple, int] = {}
+
+    def group_mask(self, name: str, group: "Constraint") -> int:
+        """A named group's mask, evaluated once per fleet however many jobs use it."""
+        key = (name, id(group))
+        m = self._group_cache.get(key)
+        if m is None:
+            m = self._group_cache[key] = group.mask(self)
+        return m
 
     def properties_of(self, i: int) -> frozenset[str]:
         return self._props[i]
@@ -296,6 +306,30 @@ class _Not:
         return [f"{self.path}: all of {paths} matched but must not (not [...] negates their and)"]
 
 
+class _Group:
+    """maand extension: {"group": ["fast-network", ...]} = and of named, precompiled constraints
+    (maand.conf [constraint_groups]). Only compiled when compile_constraint() is given `groups`,
+    so plain RFC 31 input never sees it."""
+
+    def __init__(self, path, items):
+        self.path = path
+        self.items = items  # [(item_path, name, Constraint)]
+
+    def mask(self, index):
+        m = index.all_mask
+        for _, name, group in self.items:
+            m &= index.group_mask(name, group)
+        return m
+
+    def explain(self, index, i):
+        out = []
+        for ipath, name, group in self.items:
+            msgs = group.explain(index, i)
+            if msgs:
+                out.append(f"{ipath}: group {name} not matched ({'; '.join(msgs)})")
+        return out
+
+
 class Constraint:
     """A compiled constraint. .expr is the source object, .path its JSON path."""
 
@@ -346,7 +380,7 @@ def _key_path(path: str, key: Any) -> str:
     return f"{path}[{key!r}]"
 
 
-def _compile(expr, path, errors):
+def _compile(expr, path, errors, groups=None):
     """Compile expr; on problems append (path, message) to errors and return None."""
     if not isinstance(expr, Mapping):
         errors.append((path, f"must be a constraint object such as {{\"properties\": [\"ssd\"]}}, got {_tname(expr)}"))
@@ -357,14 +391,15 @@ def _compile(expr, path, errors):
         keys = ", ".join(sorted(str(k) for k in expr))
         errors.append((path, f"a constraint object has exactly one operator (RFC 31), got {len(expr)}: {keys}; "
                              "combine them with {\"and\": [{...}, {...}]}"))
-    nodes = [_compile_op(op, values, path, errors) for op, values in expr.items()]
+    nodes = [_compile_op(op, values, path, errors, groups) for op, values in expr.items()]
     return nodes[0] if len(nodes) == 1 else None
 
 
-def _compile_op(op, values, path, errors):
+def _compile_op(op, values, path, errors, groups=None):
     opath = _key_path(path, op)
-    if op not in OPERATORS:
-        errors.append((opath, f"unknown operator {op!r} (known: {', '.join(OPERATORS)})"))
+    known = OPERATORS if groups is None else tuple(sorted(OPERATORS + ("group",)))
+    if op not in known:
+        errors.append((opath, f"unknown operator {op!r} (known: {', '.join(known)})"))
         return None
     if not isinstance(values, (list, tuple)):
         hint = f"; write [{json.dumps(values)}]" if isinstance(values, str) and op != "and" else ""
@@ -372,10 +407,12 @@ def _compile_op(op, values, path, errors):
         return None
     nerr = len(errors)
     if op in ("and", "or", "not"):
-        children = [_compile(v, f"{opath}[{k}]", errors) for k, v in enumerate(values)]
+        children = [_compile(v, f"{opath}[{k}]", errors, groups) for k, v in enumerate(values)]
         node = {"and": _And, "or": _Or, "not": _Not}[op](opath, children)
     elif op == "properties":
         node = _Properties(opath, _compile_properties(values, opath, errors))
+    elif op == "group":
+        node = _Group(opath, _compile_groups(values, opath, errors, groups))
     elif op == "hostlist":
         hosts = []
         for k, v in enumerate(values):
@@ -383,7 +420,7 @@ def _compile_op(op, values, path, errors):
                 errors.append((f"{opath}[{k}]", f"must be an RFC 29 hostlist string such as \"node[1-3]\", got {_tname(v)}"))
                 continue
             try:
-                hosts.extend(h.lower() for h in expand_hostlist(v))
+                hosts.extend(_expand_lower(v))
             except HostlistError as e:
                 errors.append((f"{opath}[{k}]", str(e)))
         node = _Hostlist(opath, [str(v) for v in values], hosts)
@@ -400,6 +437,27 @@ def _compile_op(op, values, path, errors):
                 errors.append((f"{opath}[{k}]", str(e)))
         node = _Ranks(opath, [str(v) for v in values], ranges)
     return node if len(errors) == nerr else None
+
+
+@lru_cache(maxsize=1024)  # a thousand jobs often repeat the same few hostlists
+def _expand_lower(text):
+    return tuple(h.lower() for h in expand_hostlist(text))
+
+
+def _compile_groups(values, opath, errors, groups):
+    items = []
+    for k, v in enumerate(values):
+        ipath = f"{opath}[{k}]"
+        if not isinstance(v, str):
+            errors.append((ipath, f"a group name must be a string, got {_tname(v)}"))
+        elif v not in groups:
+            known = ", ".join(sorted(groups)) or "none defined"
+            errors.append((ipath, f"unknown constraint group {v!r} (known: {known})"))
+        elif groups[v] is None:
+            errors.append((ipath, f"constraint group {v!r} is itself invalid (see its own error)"))
+        else:
+            items.append((ipath, v, groups[v]))
+    return items
 
 
 def _compile_properties(values, opath, errors):
@@ -423,18 +481,22 @@ def _compile_properties(values, opath, errors):
     return items
 
 
-def compile_constraint(expr: Any, path: str = "constraints") -> Constraint:
+def compile_constraint(expr: Any, path: str = "constraints", groups: Mapping | None = None) -> Constraint:
     """Validate and compile an RFC 31 constraint object.
 
     path names the constraint in messages: "constraints" -> "$.constraints"
     (a path already starting with "$" is used as is). Raises ConstraintError
     listing every problem found, each as (json_path, message).
+
+    groups (maand extension): name -> compiled Constraint (or None for a group
+    that failed to compile). Only when given is the extra operator
+    {"group": [names]} accepted; without it the input is plain RFC 31.
     """
     root = path if path.startswith("$") else f"$.{path}"
     if expr is None:  # an empty YAML key: no constraint
         return Constraint(_And(root, []), expr, root)
     errors: list[tuple[str, str]] = []
-    node = _compile(expr, root, errors)
+    node = _compile(expr, root, errors, groups)
     if errors:
         raise ConstraintError(errors)
     return Constraint(node, expr, root)

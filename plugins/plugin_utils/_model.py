@@ -10,6 +10,8 @@ Nothing here writes anything. Files read (paths relative to the bucket):
   workspace/bucket.conf                   TOML: port_min/port_max, other keys are bucket vars
   workspace/bucket.jobs[.<selector>].conf TOML: per-job memory/cpu reservations, other keys job vars
   workspace/disabled.json                 drained jobs, allocations and workers
+maand.conf may also hold `hardware` (bucket-wide hardware minimums) and `[constraint_groups]`
+(named RFC 31 constraints); see docs/placement.md.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class Job:
                  "memory_mb", "memory_source", "min_cpu_mhz", "max_cpu_mhz", "cpu_mhz", "cpu_source", "ports",
                  "min_allocations_count", "max_concurrent_starts", "max_concurrent_upgrades", "restart_policy",
                  "restart_globs", "commands", "health_check", "constraints", "hardware", "placement", "makefile",
-                 "vars", "manifest")
+                 "vars", "manifest", "rules")
 
 
 class Command:
@@ -478,6 +480,7 @@ def load_job(bucket, name, report):
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
     job.placement = manifest.get("placement")
+    job.rules = None  # compiled by _select.compile_rules once every job is loaded
     section = bucket.job_configs.get(name) or {}
     job.vars = {k: v for k, v in section.items() if k not in ("memory", "cpu")}
     return job
@@ -548,4 +551,7 @@ def load_bucket(path, report=None):
     load_workers(bucket, report)
     load_jobs(bucket, report)
     load_disabled(bucket, report)
+    from . import _select  # late import: _select reads names from this module
+
+    _select.compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
     return bucket, report

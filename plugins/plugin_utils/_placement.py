@@ -76,6 +76,8 @@ class Placement:
         self.placed = {}  # job -> bitset of workers holding a non-removed allocation
         self.removed_workers = []  # catalog worker records of workers that left workers.json
         self.removed_jobs = []  # catalog job records of jobs that left the workspace
+        self.scheduler = None  # _select.Scheduler: traces for on-demand explanations (_explain.py)
+        self.fleet = None
 
 
 def _disabled(bucket, job, host):
@@ -88,21 +90,25 @@ def _disabled(bucket, job, host):
 
 
 def place(bucket, previous, report, select=None):
-    """Match jobs to workers. `select(job, fleet, eligible_mask) -> placed_mask` lets richer rules
-    (constraints, counts) narrow the choice; by default every eligible worker is used, as maand."""
+    """Match jobs to workers. Every worker whose labels hold the job's selectors, as maand, narrowed by
+    the job's constraints, hardware and placement block (_select.py) when it has them; jobs are placed
+    in an order that puts with / scale_with / avoid targets first. `select(job, fleet, eligible_mask)
+    -> placed_mask` can narrow the result further (a hook for callers and tests)."""
+    from . import _explain, _select  # late: _select imports _model
+
     fleet = Fleet(bucket.workers)
     result = Placement()
+    result.fleet = fleet
+    scheduler = result.scheduler = _select.Scheduler(bucket, fleet, previous)
     current = {}
-    for name in sorted(bucket.jobs):
+    for name in _select.placement_order(bucket, report):
         job = bucket.jobs[name]
-        eligible = fleet.selector_mask(job.selectors)
-        result.eligible[name] = eligible
-        placed = select(job, fleet, eligible) if select else eligible
+        placed = scheduler.place_job(job, report)
+        result.eligible[name] = scheduler.traces[name].selector
+        if select:
+            placed = select(job, fleet, placed)
+            scheduler.traces[name].placed = placed
         result.placed[name] = placed
-        if not eligible:
-            report.warn("ErrInsufficientAllocations", job.file, "selectors",
-                        "job %s matches no worker (selectors: %s)" % (name, ", ".join(job.selectors)),
-                        "label a worker with %s in workspace/workers.json, or change selectors" % ", ".join(job.selectors))
         for index in iter_bits(placed):
             worker = fleet.workers[index]
             alloc = Allocation()
@@ -117,6 +123,31 @@ def place(bucket, previous, report, select=None):
             alloc.worker_index = index
             alloc.version = job.version
             current[(name, worker.host)] = alloc
+    for name in sorted(bucket.jobs):
+        job = bucket.jobs[name]
+        trace = scheduler.traces[name]
+        rules = getattr(job, "rules", None)
+        if rules is not None and rules.broken:
+            continue  # its rule errors are reported already
+        if trace.short is not None:
+            count, available = trace.short
+            report.error("ErrInsufficientAllocations", job.file, "$.placement.count",
+                         "job %s needs %d workers (placement.count), only %d eligible; %s" % (
+                             name, count, available, _explain.summary(bucket, result, name)),
+                         "lower count, or make more workers eligible (ansible-playbook maand.core.explain "
+                         "-e job=%s shows every rule that rejects each worker)" % name)
+        elif not result.placed[name] and not (rules is not None and rules.count == 0):
+            if not trace.selector:
+                report.warn("ErrInsufficientAllocations", job.file, "selectors",
+                            "job %s matches no worker (selectors: %s): %s" % (
+                                name, ", ".join(job.selectors), _explain.summary(bucket, result, name)),
+                            "label a worker with %s in workspace/workers.json, or change selectors" % ", ".join(
+                                job.selectors))
+            else:
+                report.warn("ErrInsufficientAllocations", job.file, _explain.first_rejecting_field(bucket, result, name),
+                            "job %s matches no worker: %s" % (name, _explain.summary(bucket, result, name)),
+                            "ansible-playbook maand.core.explain -e job=%s lists every rule that rejects each worker"
+                            % name)
     _carry_removed(bucket, previous, current, result)
     removed_worker_rank = {w["host"]: i for i, w in enumerate(result.removed_workers)}
     last = len(bucket.workers)

@@ -149,6 +149,8 @@ def check_counts(bucket, allocations, report):
             counts[alloc.job] = counts.get(alloc.job, 0) + 1
     for name in sorted(bucket.jobs):
         job = bucket.jobs[name]
+        if getattr(job, "rules", None) is not None and job.rules.broken:
+            continue  # its rule errors explain it already
         wanted = job.min_allocations_count or 0
         if counts.get(name, 0) < wanted:
             report.error("ErrInsufficientAllocations", job.file, "min_allocations_count",
