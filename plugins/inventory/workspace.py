@@ -48,14 +48,18 @@ options:
 """
 
 EXAMPLES = r"""
-# <bucket>/maand.yml
+# <bucket>/maand.yml: the bucket is this file's folder
 plugin: maand.core.workspace
 
-# elsewhere/prod.maand.yml: a bucket kept in another folder, plus a constructed group
-plugin: maand.core.workspace
-bucket: ../buckets/prod
-groups:
-  big_workers: maand_worker.memory_mb >= 16384
+# A second file, elsewhere/prod.maand.yml, could point at a bucket kept in another folder and add
+# constructed groups:
+#   plugin: maand.core.workspace
+#   bucket: ../buckets/prod
+#   groups:
+#     big_workers: maand_worker.memory_mb >= 16384
+#   keyed_groups:
+#     - key: maand_worker.tags.rack
+#       prefix: rack
 """
 
 import hashlib
