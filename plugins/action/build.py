@@ -40,9 +40,15 @@ class ActionModule(ActionBase):
         report = outcome.report
         result["warnings"] = [str(w) for w in report.warnings]
         result["bucket"] = bucket_dir
+        # Explanations only for jobs with fewer allocations than they asked for: computed on demand
+        explanations = _build.explain_short_jobs(outcome)
+        result["explanations"] = explanations
         if not report.ok:
             for problem in report.errors:
                 display.display(str(problem), color="red", stderr=True)
+            for name in sorted(explanations):
+                for line in explanations[name]:
+                    display.display(line, color="yellow", stderr=True)
             result.update(
                 failed=True,
                 changed=False,
@@ -58,6 +64,9 @@ class ActionModule(ActionBase):
             display.display(line)
         for line in outcome.changes:
             display.display(line, color="yellow" if outcome.changed else None)
+        for name in sorted(explanations):
+            for line in explanations[name]:
+                display.display(line, color="yellow")
         result.update(
             changed=outcome.changed,
             bucket_id=catalog["bucket_id"],

@@ -10,7 +10,8 @@ short_description: Validate a maand bucket and write its catalog
 version_added: 1.0.0
 description:
   - Runs on the controller (an action plugin; no connection is opened).
-  - Reads the bucket's workspace, places every job on the workers whose labels hold all its selectors,
+  - Reads the bucket's workspace, places every job on the workers whose labels hold all its selectors
+    (narrowed by the job's RFC 31 C(constraints), C(hardware) minimums and C(placement) block, see docs/placement.md),
     validates reservations against manifest bounds and worker capacity, ports, allocation counts and
     command demands, and reports B(every) problem at once, each naming maand's error kind, the file,
     the field and a fix.
@@ -79,6 +80,13 @@ written:
   description: Whether the catalog file was written (false in check mode and when nothing changed).
   returned: success
   type: bool
+explanations:
+  description: >-
+    For every job that got fewer active allocations than it asked for (placement.count or min_allocations_count):
+    its summary line and the rejected workers with every rule that rejects them (at most 20; the
+    maand.core.explain playbook shows all).
+  returned: when the bucket was read (not when the lock is busy)
+  type: dict
 errors:
   description: Every problem found, with kind, file, field, message and fix.
   returned: failure

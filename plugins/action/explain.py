@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: maand.core contributors
+# Apache License 2.0 (see LICENSE)
+"""Controller-side placement explanation (docs: plugins/modules/explain.py). Read-only."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _explain
+from ansible_collections.maand.core.plugins.plugin_utils._model import WORKERS_FILE
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "default": "."},
+    "job": {"type": "str"},
+    "workers": {"type": "list", "elements": "str"},
+    "show": {"type": "str", "default": "all", "choices": ["all", "placed", "rejected"]},
+    "limit": {"type": "int", "default": 0},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
+        # compute() never writes; placement runs even when validation fails (e.g. a worker over
+        # capacity), so an invalid bucket can still be explained
+        outcome = _build.compute(bucket_dir)
+        report = outcome.report
+        result.update(changed=False, bucket=bucket_dir, build_ok=report.ok,
+                      build_errors=[p.as_dict() for p in report.errors],
+                      warnings=[str(w) for w in report.warnings])
+        bucket, placement = outcome.bucket, outcome.placement
+        if bucket is None or placement is None or any(p.file == WORKERS_FILE and p.kind == "ErrInvalidWorkerJSON"
+                                                       for p in report.errors):
+            result.update(failed=True, msg="cannot explain: the bucket does not load:\n%s" % report.error_text())
+            return result
+        if not report.ok:
+            display.display("the build has %d error%s (placement is explained anyway):" % (
+                len(report.errors), "" if len(report.errors) == 1 else "s"), color="red")
+            for problem in report.errors:
+                display.display("  " + str(problem), color="red")
+        name = args["job"]
+        if not name:
+            lines = [_explain.summary(bucket, placement, job) for job in sorted(bucket.jobs)]
+            for line in lines:
+                display.display(line)
+            result.update(summary=lines, msg="%d jobs" % len(lines))
+            return result
+        if name not in bucket.jobs:
+            result.update(failed=True, msg="unknown job %r (jobs: %s)" % (name, ", ".join(sorted(bucket.jobs))))
+            return result
+        hosts = args["workers"]
+        if hosts:
+            unknown = sorted(set(hosts) - {w.host for w in bucket.workers})
+            if unknown:
+                result.update(failed=True, msg="unknown workers: %s" % ", ".join(unknown))
+                return result
+        lines = _explain.explain_lines(bucket, placement, name, hosts=hosts, show=args["show"],
+                                       limit=args["limit"] or None)
+        for line in lines:
+            display.display(line)
+        workers = []
+        wanted = set(hosts) if hosts else None
+        for worker in bucket.workers:
+            if wanted is not None and worker.host not in wanted:
+                continue
+            status, reasons = _explain.explain_worker(bucket, placement, name, worker.index)
+            if (args["show"] == "placed" and not status.startswith("placed")) or (
+                    args["show"] == "rejected" and status.startswith("placed")):
+                continue
+            workers.append({"worker": worker.host, "position": worker.position, "status": status, "reasons": reasons})
+            if args["limit"] and len(workers) >= args["limit"]:
+                break
+        result.update(summary=[lines[0]], explanation=lines, workers=workers, msg=lines[0])
+        return result
