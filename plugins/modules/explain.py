@@ -13,7 +13,7 @@ description:
   - Computes the placement exactly as C(maand.core.build) would (selectors, RFC 31 constraints, hardware,
     the placement block, disabled.json, the previous catalog for sticky choices) and, for one job, lists every
     worker with placed or not and B(every) rule that rejects it, not only the first, with numbers.
-  - Without O(job), prints one summary line per job, such as C(api: 3/10 workers: 4 missing label prod, 2 mem < 3G, 1 disabled).
+  - "Without O(job), prints one summary line per job, such as C(api: 3/10 workers: 4 missing label prod, 2 mem < 3G, 1 disabled)."
   - Works on a bucket whose validation fails (for example a worker over capacity), as long as workers.json loads;
     the build errors are shown first.
   - See C(docs/placement.md) in the collection.
