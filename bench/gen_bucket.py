@@ -59,8 +59,12 @@ def generate(path, workers=10000, jobs=1000, labels=50, seed=7, constraints=Fals
         if constraints:
             manifest["selectors"] = manifest["selectors"][:1]
             manifest["constraints"] = {"and": [
-                {"properties": ["^l%02d" % rnd.randrange(labels), "zone=z%d" % (j % 3)]},
-                {"or": [{"properties": [rnd.choice(names)]}, {"hostlist": ["10.0.[0-255].[1-50]"]}]},
+                # exclude a label other than the selector (excluding the selector would leave nothing)
+                {"properties": ["^" + rnd.choice([n for n in names if n != manifest["selectors"][0]]),
+                                "zone=z%d" % (j % 3)]},
+                # one bracket group per hostlist expression (RFC 29); hosts are 10.0.<0-39>.<0-255>
+                {"or": [{"properties": [rnd.choice(names)]}, {"hostlist": ["10.0.%d.[0-255]" % rnd.randrange(40)]},
+                        {"ranks": ["%d-%d" % (start, start + workers // 10) for start in [rnd.randrange(workers)]]}]},
             ]}
             manifest["hardware"] = "mem=16G cores=8"
             if j % 10 == 0:

@@ -28,6 +28,7 @@ RFC 31 rules followed (and where the RFC leaves a choice, ours):
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, Mapping
@@ -43,6 +44,7 @@ OPERATORS = ("and", "hostlist", "not", "or", "properties", "ranks")
 # Characters flux-core refuses in property names (RFC 20 query syntax), plus
 # whitespace; "^" only as the first character (negation).
 _BAD_PROPERTY_CHARS = set("!&'\"`|()^")
+_BAD_PROPERTY_RE = re.compile(r"[!&'\"`|()^\s]")
 
 
 class ConstraintError(ValueError):
@@ -69,8 +71,9 @@ def worker_properties(worker: Mapping[str, Any]) -> frozenset[str]:
     be matched.
     """
     props = {str(label).lower() for label in (worker.get("labels") or ())}
-    for key, value in (worker.get("tags") or {}).items():
-        props.add(f"{str(key).lower()}={str(value).lower()}")
+    tags = worker.get("tags")
+    if tags:
+        props.update(f"{key}={value}".lower() for key, value in tags.items())  # = lower(key) "=" lower(value)
     return frozenset(props)
 
 
@@ -87,27 +90,26 @@ class FleetIndex:
         self.workers = list(workers)
         n = self.size = len(self.workers)
         self.all_mask = (1 << n) - 1
-        self._props: list[frozenset[str]] = []
-        self._prop_idx: dict[str, list[int]] = {}
-        self._host_idx: dict[str, list[int]] = {}
-        self._rank_idx: dict[int, list[int]] = {}
-        self.positions: list[int] = []
-        for i, w in enumerate(self.workers):
-            props = worker_properties(w)
-            self._props.append(props)
+        self._props: list[frozenset[str]] = [worker_properties(w) for w in self.workers]
+        prop_idx: dict[str, list[int]] = {}
+        for i, props in enumerate(self._props):
             for p in props:
-                self._prop_idx.setdefault(p, []).append(i)
-            for name in {str(w.get("host") or "").lower(), str(w.get("hostname") or "").lower()}:
-                if name:
-                    self._host_idx.setdefault(name, []).append(i)
-            pos = w.get("position", i)
-            self.positions.append(pos)
-            self._rank_idx.setdefault(pos, []).append(i)
+                idx = prop_idx.get(p)
+                if idx is None:
+                    prop_idx[p] = [i]
+                else:
+                    idx.append(i)
+        self._prop_idx = prop_idx
+        # host and rank indexes are built on first use: most fleets never see a hostlist or ranks
+        self._host_idx: dict[str, list[int]] | None = None
+        self._rank_idx: dict[int, list[int]] | None = None
+        self.positions: list[int] = [w.get("position", i) for i, w in enumerate(self.workers)]
         self._prop_cache: dict[str, int] = {}
         self._host_cache: dict[Any, int] = {}
         self._rank_cache: dict[Any, int] = {}
         self._pos_sorted = None
         self._pos_keys: list[int] = []
+        self._pos_runs = False
         self._group_cache: dict[tuple, int] = {}
 
     def group_mask(self, name: str, group: "Constraint") -> int:
@@ -138,6 +140,12 @@ class FleetIndex:
         m = self._host_cache.get(key) if key is not None else None
         if m is None:
             idx = self._host_idx
+            if idx is None:
+                idx = self._host_idx = {}
+                for i, w in enumerate(self.workers):
+                    for name in {str(w.get("host") or "").lower(), str(w.get("hostname") or "").lower()}:
+                        if name:
+                            idx.setdefault(name, []).append(i)
             m = _bits_to_int((i for nm in names for i in idx.get(nm.lower(), ())), self.size)
             if key is not None:
                 self._host_cache[key] = m
@@ -146,6 +154,10 @@ class FleetIndex:
     def rank_mask(self, ids: Iterable[int]) -> int:
         """Workers whose `position` is one of ids."""
         idx = self._rank_idx
+        if idx is None:
+            idx = self._rank_idx = {}
+            for i, pos in enumerate(self.positions):
+                idx.setdefault(pos, []).append(i)
         return _bits_to_int((i for r in ids for i in idx.get(r, ())), self.size)
 
     def rank_ranges_mask(self, ranges: tuple[tuple[int, int], ...]) -> int:
@@ -159,10 +171,21 @@ class FleetIndex:
             if self._pos_sorted is None:
                 self._pos_sorted = sorted((p, i) for i, p in enumerate(self.positions) if isinstance(p, int))
                 self._pos_keys = [p for p, _ in self._pos_sorted]
-            ps, keys, sel = self._pos_sorted, self._pos_keys, []
-            for lo, hi in ranges:
-                sel.extend(i for _, i in ps[bisect_left(keys, lo):bisect_right(keys, hi)])
-            m = self._rank_cache[ranges] = _bits_to_int(sel, self.size)
+                # Usual case (workers listed by position): the k-th smallest position is bit k, so a
+                # range of positions is a contiguous run of bits: two shifts instead of one op per worker.
+                self._pos_runs = all(i == k for k, (_, i) in enumerate(self._pos_sorted))
+            ps, keys = self._pos_sorted, self._pos_keys
+            if self._pos_runs:
+                m = 0
+                for lo, hi in ranges:
+                    a, b = bisect_left(keys, lo), bisect_right(keys, hi)
+                    m |= ((1 << b) - 1) ^ ((1 << a) - 1)
+            else:
+                sel = []
+                for lo, hi in ranges:
+                    sel.extend(i for _, i in ps[bisect_left(keys, lo):bisect_right(keys, hi)])
+                m = _bits_to_int(sel, self.size)
+            self._rank_cache[ranges] = m
         return m
 
 
@@ -472,7 +495,8 @@ def _compile_properties(values, opath, errors):
         if not name:
             errors.append((ipath, f"empty property name in {v!r}"))
             continue
-        bad = next((ch for ch in name if ch in _BAD_PROPERTY_CHARS or ch.isspace()), None)
+        found = _BAD_PROPERTY_RE.search(name)  # one C-level scan instead of a Python loop per character
+        bad = found.group(0) if found else None
         if bad is not None:
             errors.append((ipath, f"character {bad!r} not allowed in property {v!r}"
                                   " ('^' only as the first character, meaning 'must not have')"))

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import hashlib
 
-# Byte 6 high nibble = 3 (version), byte 8 top bits = 10 (RFC 4122 variant), as Go's uuid does.
-_VERSION_CLEAR = ~((0xF0 << 72) | (0xC0 << 56)) & ((1 << 128) - 1)
-_VERSION_SET = (0x30 << 72) | (0x80 << 56)
-
-
 def alloc_id(job, host):
     """maand's stable allocation id: an MD5-based (version 3 style) UUID of "<job>|<worker host>"."""
-    value = int.from_bytes(hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest(), "big")
-    value = (value & _VERSION_CLEAR) | _VERSION_SET
-    text = "%032x" % value
+    digest = bytearray(hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest())
+    digest[6] = (digest[6] & 0x0F) | 0x30  # version 3
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    text = digest.hex()
     return "%s-%s-%s-%s-%s" % (text[:8], text[8:12], text[12:16], text[16:20], text[20:])
 
 
@@ -109,20 +105,24 @@ def place(bucket, previous, report, select=None):
             placed = select(job, fleet, placed)
             scheduler.traces[name].placed = placed
         result.placed[name] = placed
-        for index in iter_bits(placed):
-            worker = fleet.workers[index]
+        disabled = scheduler.traces[name].disabled  # the same rule as _disabled(), as a bitset
+        workers = fleet.workers
+        memory_mb, cpu_mhz, version = job.memory_mb, job.cpu_mhz, job.version
+        for index in _select.iter_bits(placed):
+            worker = workers[index]
+            host = worker.host
             alloc = Allocation()
             alloc.job = name
-            alloc.worker = worker.host
-            alloc.alloc_id = alloc_id(name, worker.host)
-            alloc.state = "disabled" if _disabled(bucket, name, worker.host) else "active"
+            alloc.worker = host
+            alloc.alloc_id = alloc_id(name, host)
+            alloc.state = "disabled" if disabled and disabled >> index & 1 else "active"
             alloc.zone = worker.zone
             alloc.deployment_seq = 0
-            alloc.memory_mb = job.memory_mb
-            alloc.cpu_mhz = job.cpu_mhz
+            alloc.memory_mb = memory_mb
+            alloc.cpu_mhz = cpu_mhz
             alloc.worker_index = index
-            alloc.version = job.version
-            current[(name, worker.host)] = alloc
+            alloc.version = version
+            current[(name, host)] = alloc
     for name in sorted(bucket.jobs):
         job = bucket.jobs[name]
         trace = scheduler.traces[name]

@@ -19,9 +19,10 @@ from __future__ import annotations
 import graphlib
 import heapq
 import math
+from functools import lru_cache
 
 from ._constraints import ConstraintError, FleetIndex, compile_constraint
-from ._hardware import HardwareError, HardwareIndex, hardware_mask, merge_hardware, parse_hardware
+from ._hardware import HardwareError, HardwareIndex, format_hardware, hardware_mask, merge_hardware, parse_hardware
 from ._model import MAAND_CONF
 
 PLACEMENT_KEYS = ("avoid", "count", "scale_with", "spread_by", "strategy", "with")
@@ -51,12 +52,11 @@ class Rules:
 
     def as_catalog(self):
         """Extra keys for the job's catalog record (only for jobs that use the new fields)."""
-        from ._hardware import format_hardware
         out = {}
         if self.constraint is not None:
             out["constraints"] = self.constraint.expr
         if self.hardware:
-            out["hardware"] = format_hardware(self.hardware)
+            out["hardware"] = _format_hardware(tuple(self.hardware.items()))
         placement = {k: v for k, v in (("count", self.count), ("strategy", self.strategy),
                                        ("spread_by", self.spread_by), ("with", self.with_job),
                                        ("scale_with", self.scale_with), ("avoid", list(self.avoid) or None))
@@ -64,6 +64,11 @@ class Rules:
         if placement:
             out["placement"] = placement
         return out
+
+
+@lru_cache(maxsize=256)  # jobs mostly share a few hardware settings
+def _format_hardware(items):
+    return format_hardware(dict(items))
 
 
 def _fix_for(message, what):
