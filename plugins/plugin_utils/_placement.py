@@ -68,7 +68,7 @@ class Placement:
 
     def __init__(self):
         self.allocations = []
-        self.eligible = {}  # job -> bitset of workers the job's rules accept
+        self.eligible = {}  # job -> bitset of workers every rule accepts (before capacity / count)
         self.placed = {}  # job -> bitset of workers holding a non-removed allocation
         self.removed_workers = []  # catalog worker records of workers that left workers.json
         self.removed_jobs = []  # catalog job records of jobs that left the workspace
@@ -100,7 +100,7 @@ def place(bucket, previous, report, select=None):
     for name in _select.placement_order(bucket, report):
         job = bucket.jobs[name]
         placed = scheduler.place_job(job, report)
-        result.eligible[name] = scheduler.traces[name].selector
+        result.eligible[name] = scheduler.traces[name].eligible
         if select:
             placed = select(job, fleet, placed)
             scheduler.traces[name].placed = placed

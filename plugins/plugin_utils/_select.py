@@ -420,7 +420,7 @@ class Scheduler:
         sel = trace.selector = self.fleet.selector_mask(job.selectors)
         trace.disabled = self.disabled_for(name)
         if rules is None or rules.plain:
-            placed = sel
+            placed = trace.eligible = sel
         elif rules.broken:
             placed = 0
         else:

@@ -339,3 +339,17 @@ def test_mask_speed_1000_constraints_10000_workers():
     print(f"mask(): cold {1000 * (t1 - t0):.1f} ms, warm {1000 * (t2 - t1):.1f} ms")
     # Target is well under 100 ms; the bound is loose so a slow CI box does not flake.
     assert t2 - t1 < 0.5
+
+
+@given(st.integers(1, 60), st.lists(st.tuples(st.integers(0, 70), st.integers(0, 30)), max_size=4), st.randoms())
+def test_rank_ranges_as_bit_runs_match_the_per_worker_rule(n, ranges, rnd):
+    # workers listed by position use the bit-run shortcut; a shuffled list uses the per-worker path
+    ordered = [W("h%d" % i, i * 2) for i in range(n)]  # gaps in positions too
+    shuffled = list(ordered)
+    rnd.shuffle(shuffled)
+    texts = ["%d-%d" % (lo, lo + width) for lo, width in ranges]
+    for fleet in (ordered, shuffled):
+        index = FleetIndex(fleet)
+        mask = compile_constraint({"ranks": texts}).mask(index)
+        want = [any(lo <= w["position"] <= lo + width for lo, width in ranges) for w in fleet]
+        assert [bool(mask >> i & 1) for i in range(len(fleet))] == want
