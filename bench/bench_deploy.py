@@ -47,6 +47,7 @@ def env():
     e.setdefault("ANSIBLE_CONFIG", str(REPO / "ansible.cfg"))
     e.setdefault("ANSIBLE_COLLECTIONS_PATH", str(REPO / ".collections"))
     e["ANSIBLE_FORCE_COLOR"] = "0"
+    e.setdefault("ANSIBLE_PYTHON_INTERPRETER", "/usr/bin/python3")  # the fleet targets' python (docs: tests/fleet)
     return e
 
 
