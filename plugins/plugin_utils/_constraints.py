@@ -405,7 +405,7 @@ def _key_path(path: str, key: Any) -> str:
 
 def _compile(expr, path, errors, groups=None):
     """Compile expr; on problems append (path, message) to errors and return None."""
-    if not isinstance(expr, Mapping):
+    if not (type(expr) is dict or isinstance(expr, Mapping)):  # dict first: ABC checks are slow
         errors.append((path, f"must be a constraint object such as {{\"properties\": [\"ssd\"]}}, got {_tname(expr)}"))
         return None
     if not expr:
@@ -446,7 +446,7 @@ def _compile_op(op, values, path, errors, groups=None):
                 hosts.extend(_expand_lower(v))
             except HostlistError as e:
                 errors.append((f"{opath}[{k}]", str(e)))
-        node = _Hostlist(opath, [str(v) for v in values], hosts)
+        node = _Hostlist(opath, [str(v) for v in values], _frozen(tuple(hosts)))
     else:  # ranks
         ranges = []
         for k, v in enumerate(values):
@@ -460,6 +460,11 @@ def _compile_op(op, values, path, errors, groups=None):
                 errors.append((f"{opath}[{k}]", str(e)))
         node = _Ranks(opath, [str(v) for v in values], ranges)
     return node if len(errors) == nerr else None
+
+
+@lru_cache(maxsize=1024)
+def _frozen(hosts):
+    return frozenset(hosts)
 
 
 @lru_cache(maxsize=1024)  # a thousand jobs often repeat the same few hostlists

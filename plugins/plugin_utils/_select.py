@@ -71,6 +71,18 @@ def _format_hardware(items):
     return format_hardware(dict(items))
 
 
+def _parse_job_hardware(value):
+    """parse_hardware, cached for strings (fleets of jobs share a few); the result is read-only."""
+    if isinstance(value, str):
+        return _parse_hardware_text(value)
+    return parse_hardware(value, "hardware")
+
+
+@lru_cache(maxsize=256)
+def _parse_hardware_text(value):
+    return parse_hardware(value, "hardware")
+
+
 def _fix_for(message, what):
     """The fix part of a library message ("...; write [\"ssd\"]") or a generic one."""
     for marker in ("; write ", "; combine ", "write "):
@@ -143,7 +155,7 @@ def _compile_job(bucket, job, groups, default_hw, report):
                 report.error("ErrInvalidConstraint", rel, jpath, "job %s: %s" % (name, message),
                              _fix_for(message, _CONSTRAINT_FIX))
     try:
-        own = parse_hardware(job.hardware, "hardware")
+        own = _parse_job_hardware(job.hardware)
     except HardwareError as exc:
         rules.broken = True
         own = {}
