@@ -151,11 +151,11 @@ def test_no_explanations_computed_for_a_healthy_build(tmp_path, monkeypatch):
     assert result.report.ok and _build.explain_short_jobs(result) == {} and calls == []
 
 
-def _playbook(*extra):
+def _playbook(*extra, name="maand.core.explain"):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_STDOUT_CALLBACK="default")
-    return subprocess.run(["ansible-playbook", "maand.core.explain", *extra], env=env, capture_output=True,
+    return subprocess.run(["ansible-playbook", name, *extra], env=env, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -174,4 +174,18 @@ def test_explain_playbook_on_an_invalid_capacity_bucket(tmp_path):
     assert "a: 5/10 workers: 4 missing label prod, 1 disabled" in proc.stdout
     proc = _playbook("-e", "maand_bucket=%s" % tmp_path, "-e", "job=nope")
     assert proc.returncode != 0 and "unknown job 'nope'" in proc.stdout
+    assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
+
+
+@pytest.mark.slow
+def test_build_playbook_prints_the_explanation_of_a_short_job(tmp_path):
+    jobs = {"api": {"selectors": ["prod"], "placement": {"count": 8}}, "gpu": {"selectors": ["gpu"]}}
+    make_bucket(tmp_path, FLEET, jobs, maand_conf=CONF, disabled=DISABLED)
+    proc = _playbook("-e", "maand_bucket=%s" % tmp_path, name="maand.core.build")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "job api needs 8 workers (placement.count), only 5 eligible" in out
+    assert "api: 5/10 workers (count 8): 4 missing label prod, 1 disabled" in out
+    assert "  10.0.0.4 (position 3): not placed" in out and "missing label prod (selectors)" in out
+    assert "job gpu matches no worker (selectors: gpu): gpu: 0/10 workers: 10 missing label gpu" in out
     assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
