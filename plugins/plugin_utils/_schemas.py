@@ -83,9 +83,8 @@ MANIFEST = {
         },
         "health_check": {"type": "object"},
         "certs": {"type": "object"},
-        "constraints": {"type": "object"},
-        "hardware": {"type": ["string", "object"]},
-        "placement": {"type": "object"},
+        # constraints, hardware and placement are checked by _select.compile_rules, whose errors carry
+        # the JSON path inside the expression and a specific fix.
     },
 }
 
