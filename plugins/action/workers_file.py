@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core developers
-# Apache License 2.0 (see galaxy.yml)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of the facts flow: read workers.json for the inventory, write probed capacity back.
 
 Documentation: plugins/modules/workers_file.py. The pure functions below are unit-tested directly.

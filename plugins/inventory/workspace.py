@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ description:
     maand.conf. Variables on C(all): C(maand_workspace_ok), C(maand_bucket_id), C(maand_bucket_dir).
     The whole job table is in C(data/catalog.json)."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 requirements:
   - jsonschema (controller); fastjsonschema is used when installed, for speed
 extends_documentation_fragment:

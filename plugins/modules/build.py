@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ description:
     allocation table. Nothing is written when there is any error.
   - In check mode it validates and reports what would change in the catalog, writing nothing.
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket:
     description: The bucket directory (holding C(maand.conf) and C(workspace/)).

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ description:
   - "Make targets run in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION) and C(NEW_VERSION) in the environment. A failing target reports its output tail; a missing target or Makefile is reported as such."
   - "An operation whose rsync failed in the same step is skipped."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket_id:
     description: The bucket id.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ description:
   - "Internal last step of the C(maand.core.deploy) role, run once on the controller."
   - "Drops from C(data/catalog.json) the removed allocations whose cleanup succeeded (and removed workers assumed dead), then removed workers and jobs that hold no rows any more; releases the deploy lock; fails listing every problem of the run (unreachable workers, failed targets, failed health gates, jobs not deployed because an earlier wave failed)."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket:
     description: The bucket directory.

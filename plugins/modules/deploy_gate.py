@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ description:
   - "Reads the registered rsync/apply/promote results of every host, marks jobs whose operations failed, runs the tcp/http health probes of the jobs in the step (all checks on all hosts of the batch, retried C(wait.attempts) times C(wait.interval_seconds) apart), and returns which allocations to promote and which jobs are blocked (a failed job, and every job of a later wave once a wave had a failure)."
   - "Fails (the role ignores it so the run goes on for other jobs) when this step produced a new failure."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   step:
     description: The plan step.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ description:
   - "Runs C(make <target>) in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION)=C(NEW_VERSION)=the job's version. Used by the C(maand.core.job) playbook."
   - "Does not change the deploy state. C(status) never reports a change."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket_id:
     description: The bucket id.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ description:
   - "The lock lives as long as the playbook run: it is released by C(state=absent) (the role's finish step) or becomes stale when the process exits."
   - "In check mode it only verifies that the lock is free."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket:
     description: The bucket directory.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ description:
   - "Refuses (fails, changing nothing, releasing the deploy lock) on bad options, unknown jobs, invalid health checks, a workspace that changed since the last build, or C(sync_only) when a start would be needed."
   - "In diff mode the plan is returned as a prepared diff (printed by C(--diff)); otherwise its lines are printed. In check mode C(changed) tells whether the deploy would change anything."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket:
     description: The bucket directory.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ description:
   - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json) and every C(deploy/<job>.json) in one SSH round trip (a small C(python3 -c) program; no module transfer)."
   - "Read-only; runs in check mode."
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket_id:
     description: The bucket id (catalog C(bucket_id)).

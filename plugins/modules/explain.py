@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ description:
     the build errors are shown first.
   - See C(docs/placement.md) in the collection.
 author:
-  - maand.core contributors
+  - maand.core developers (@maand-sh)
 options:
   bucket:
     description: The bucket directory (holding C(maand.conf) and C(workspace/)).

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: maand.core developers
-# Apache License 2.0 (see galaxy.yml)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -26,7 +26,7 @@ description:
   - Uses only the Python standard library; works with Python 3.6 and later on the worker.
   - Only reads; never changes the worker.
 author:
-  - maand.core developers
+  - maand.core developers (@maand-sh)
 options:
   storage_paths:
     description:

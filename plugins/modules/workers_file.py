@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# Copyright: maand.core developers
-# Apache License 2.0 (see galaxy.yml)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 # This is a documentation stub: the work is done by the action plugin plugins/action/workers_file.py,
 # on the controller (like ansible.builtin.debug).
@@ -40,7 +40,7 @@ description:
     bucket lock C(<bucket>/data/.lock) shared with C(maand.core.build).
   - Unchanged values give C(changed=false) and nothing is written.
 author:
-  - maand.core developers
+  - maand.core developers (@maand-sh)
 options:
   bucket:
     description:

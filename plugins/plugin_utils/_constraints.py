@@ -1,3 +1,7 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
 """RFC 31 job constraints, compiled once and evaluated as int bitsets.
 
 Pure Python, stdlib only. See docs/constraints.md for the manifest syntax.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Content hashing of job trees and restart_globs matching (pure Python, no ansible imports).
 
 A job's content is hashed on the controller, file by file, so the deploy plan can tell which paths

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The deploy lock: one deploy per bucket at a time, held for the whole ansible-playbook run.
 
 `<bucket>/data/deploy.lock` holds JSON naming the owning process (the ansible-playbook process:

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The deploy plan: what a deploy does to every allocation, and in which order (pure Python).
 
 Inputs are plain data: the catalog (`data/catalog.json`), the content of every job tree hashed on

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The small Python programs the deploy runs on workers, and helpers to call them (no ansible imports).
 
 They run as `python3 -c <program>` over the task's existing SSH connection (no module transfer), with

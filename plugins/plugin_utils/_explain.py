@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Why a job is (not) placed on each worker: every rule that rejects it, not only the first.
 
 Computed on demand from the Trace the scheduler kept per job (_select.py), never for every

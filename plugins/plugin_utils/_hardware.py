@@ -1,3 +1,7 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
 """Juju-style generic hardware constraints: mem, cpu, cores, storage.
 
 Pure Python, stdlib only. See docs/constraints.md.

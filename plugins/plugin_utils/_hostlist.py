@@ -1,3 +1,7 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
 """RFC 29 hostlists: "foo[1-3,7]-ib,bar" <-> ["foo1-ib", "foo2-ib", ...].
 
 Pure Python, stdlib only (python-hostlist was evaluated and rejected: it fails

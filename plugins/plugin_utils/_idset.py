@@ -1,3 +1,7 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
 """RFC 22 idset strings: "0-3,7" <-> [0, 1, 2, 3, 7].
 
 Pure Python, stdlib only. Used by the `ranks` constraint operator (RFC 31).

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """JSON Schemas for the bucket's JSON files, and a checker that reports errors with JSON paths.
 
 jsonschema gives every error with its path; it is slow on a 10,000-worker workers.json (~0.6 s),

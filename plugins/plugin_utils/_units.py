@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: maand.core contributors
-# Apache License 2.0 (see LICENSE)
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """maand's resource units and job versions, exactly as the Go tool parses them.
 
 Memory: mb, gb, tb (1 gb = 1024 mb); cpu: mhz, ghz, thz (1 ghz = 1000 mhz); case-insensitive,
