@@ -37,6 +37,7 @@ attributes:
     support: full
     description: Shows the catalog before and after.
   platform:
+    support: full
     platforms: posix
     description: Runs on the controller only.
 requirements:

@@ -9,8 +9,12 @@ module: deploy_apply
 short_description: "Apply one planned deploy operation on a worker"
 version_added: 1.0.0
 description:
-  - "Internal step of the C(maand.core.deploy) role. Runs one operation from the plan on the worker over the existing SSH connection: write worker.json/jobs.json (C(meta)), run a Makefile target and promote (C(run), C(stop)), write the promoted state (C(promote)), stop and delete a removed job's files except C(data/) and C(logs/) (C(remove)), or clean a worker that left workers.json (C(purge))."
-  - "Make targets run in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION) and C(NEW_VERSION) in the environment. A failing target reports its output tail; a missing target or Makefile is reported as such."
+  - "Internal step of the C(maand.core.deploy) role. Runs one operation from the plan on the worker over the existing
+    SSH connection: write worker.json/jobs.json (C(meta)), run a Makefile target and promote (C(run), C(stop)), write
+    the promoted state (C(promote)), stop and delete a removed job's files except C(data/) and C(logs/) (C(remove)),
+    or clean a worker that left workers.json (C(purge))."
+  - "Make targets run in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION) and C(NEW_VERSION) in the
+    environment. A failing target reports its output tail; a missing target or Makefile is reported as such."
   - "An operation whose rsync failed in the same step is skipped."
 author:
   - maand.core developers (@maand-sh)
@@ -37,11 +41,15 @@ options:
     default: 20
 attributes:
   check_mode:
-    support: full
+    support: none
+    description: Not supported; in check mode the task is skipped (the role plans in check mode instead).
   diff_mode:
     support: none
+    description: Reports the steps run, not a diff.
   platform:
+    support: full
     platforms: posix
+    description: Runs on the controller; the work is done on the worker over its SSH connection.
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

@@ -10,7 +10,10 @@ short_description: "Finish a deploy: catalog cleanup, unlock, report"
 version_added: 1.0.0
 description:
   - "Internal last step of the C(maand.core.deploy) role, run once on the controller."
-  - "Drops from C(data/catalog.json) the removed allocations whose cleanup succeeded (and removed workers assumed dead), then removed workers and jobs that hold no rows any more; releases the deploy lock; fails listing every problem of the run (unreachable workers, failed targets, failed health gates, jobs not deployed because an earlier wave failed)."
+  - "Drops from C(data/catalog.json) the removed allocations whose cleanup succeeded (and removed workers assumed
+    dead), then removed workers and jobs that hold no rows any more; releases the deploy lock; fails listing every
+    problem of the run (unreachable workers, failed targets, failed health gates, jobs not deployed because an earlier
+    wave failed)."
 author:
   - maand.core developers (@maand-sh)
 options:
@@ -37,10 +40,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reports the outcome without cleaning state or releasing the lock.
   diff_mode:
     support: none
+    description: Reports a summary, not a diff.
   platform:
+    support: full
     platforms: posix
+    description: Runs on the controller only.
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

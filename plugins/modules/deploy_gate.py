@@ -10,7 +10,10 @@ short_description: "Collect a deploy step's results and run its health gates"
 version_added: 1.0.0
 description:
   - "Internal step of the C(maand.core.deploy) role, run once per step on the controller."
-  - "Reads the registered rsync/apply/promote results of every host, marks jobs whose operations failed, runs the tcp/http health probes of the jobs in the step (all checks on all hosts of the batch, retried C(wait.attempts) times C(wait.interval_seconds) apart), and returns which allocations to promote and which jobs are blocked (a failed job, and every job of a later wave once a wave had a failure)."
+  - "Reads the registered rsync/apply/promote results of every host, marks jobs whose operations failed, runs the
+    tcp/http health probes of the jobs in the step (all checks on all hosts of the batch, retried C(wait.attempts)
+    times C(wait.interval_seconds) apart), and returns which allocations to promote and which jobs are blocked (a
+    failed job, and every job of a later wave once a wave had a failure)."
   - "Fails (the role ignores it so the run goes on for other jobs) when this step produced a new failure."
 author:
   - maand.core developers (@maand-sh)
@@ -34,10 +37,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: It only reads step results and probes health checks, so check mode behaves the same.
   diff_mode:
     support: none
+    description: Reports failures, not a diff.
   platform:
+    support: full
     platforms: posix
+    description: Runs on the controller only.
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

@@ -9,7 +9,8 @@ module: deploy_job
 short_description: "Run a Makefile target of a deployed job on a worker"
 version_added: 1.0.0
 description:
-  - "Runs C(make <target>) in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION)=C(NEW_VERSION)=the job's version. Used by the C(maand.core.job) playbook."
+  - "Runs C(make <target>) in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION)=C(NEW_VERSION)=the job's
+    version. Used by the C(maand.core.job) playbook."
   - "Does not change the deploy state. C(status) never reports a change."
 author:
   - maand.core developers (@maand-sh)
@@ -42,10 +43,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Reports the C(make) target it would run without running it (C(status) still runs).
   diff_mode:
     support: none
+    description: Reports the target output, not a diff.
   platform:
+    support: full
     platforms: posix
+    description: Runs on the controller; the work is done on the worker over its SSH connection.
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

@@ -10,7 +10,9 @@ short_description: "Take or release a bucket's deploy lock"
 version_added: 1.0.0
 description:
   - "Runs on the controller (no connection). Used by the C(maand.core.deploy) role; run it once, delegated to localhost."
-  - "C(state=present) writes C(<bucket>/data/deploy.lock) naming the ansible-playbook process (pid, start time, host). A lock whose owner is alive makes the task fail (the deploy refuses to start); a lock whose owner is gone is stale and is taken over."
+  - "C(state=present) writes C(<bucket>/data/deploy.lock) naming the ansible-playbook process (pid, start time, host).
+    A lock whose owner is alive makes the task fail (the deploy refuses to start); a lock whose owner is gone is stale
+    and is taken over."
   - "The lock lives as long as the playbook run: it is released by C(state=absent) (the role's finish step) or becomes stale when the process exits."
   - "In check mode it only verifies that the lock is free."
 author:
@@ -28,10 +30,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Checks whether the lock could be taken and leaves it untouched.
   diff_mode:
     support: none
+    description: Reports the lock state, not a diff.
   platform:
+    support: full
     platforms: posix
+    description: Runs on the controller only.
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

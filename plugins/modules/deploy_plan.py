@@ -9,9 +9,13 @@ module: deploy_plan
 short_description: "Compute the deploy plan of a maand bucket"
 version_added: 1.0.0
 description:
-  - "Runs on the controller. Reads C(<bucket>/data/catalog.json), hashes every job tree file by file, and combines that with the worker states registered by M(maand.core.deploy_state) to decide, for every allocation, start, restart, reload, sync, skip, stop, remove or purge, and why."
-  - "Refuses (fails, changing nothing, releasing the deploy lock) on bad options, unknown jobs, invalid health checks, a workspace that changed since the last build, or C(sync_only) when a start would be needed."
-  - "In diff mode the plan is returned as a prepared diff (printed by C(--diff)); otherwise its lines are printed. In check mode C(changed) tells whether the deploy would change anything."
+  - "Runs on the controller. Reads C(<bucket>/data/catalog.json), hashes every job tree file by file, and combines
+    that with the worker states registered by M(maand.core.deploy_state) to decide, for every allocation, start,
+    restart, reload, sync, skip, stop, remove or purge, and why."
+  - "Refuses (fails, changing nothing, releasing the deploy lock) on bad options, unknown jobs, invalid health checks,
+    a workspace that changed since the last build, or C(sync_only) when a start would be needed."
+  - "In diff mode the plan is returned as a prepared diff (printed by C(--diff)); otherwise its lines are printed. In
+    check mode C(changed) tells whether the deploy would change anything."
 author:
   - maand.core developers (@maand-sh)
 options:
@@ -46,10 +50,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Computes the plan and reports it as the changes a deploy would make.
   diff_mode:
     support: full
+    description: Returns the plan lines as the diff.
   platform:
+    support: full
     platforms: posix
+    description: Runs on the controller only.
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

@@ -9,7 +9,8 @@ module: deploy_state
 short_description: "Read a worker's promoted deploy state"
 version_added: 1.0.0
 description:
-  - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json) and every C(deploy/<job>.json) in one SSH round trip (a small C(python3 -c) program; no module transfer)."
+  - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json) and every C(deploy/<job>.json) in one SSH round trip
+    (a small C(python3 -c) program; no module transfer)."
   - "Read-only; runs in check mode."
 author:
   - maand.core developers (@maand-sh)
@@ -21,10 +22,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Read-only, so check mode returns the same values.
   diff_mode:
     support: none
+    description: Read-only; there is nothing to diff.
   platform:
+    support: full
     platforms: posix
+    description: Runs on the controller; the work is done on the worker over its SSH connection.
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

@@ -47,6 +47,7 @@ attributes:
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
     description: Runs on the controller only.
 notes:

@@ -58,7 +58,9 @@ attributes:
     description: The module only reads, so check mode returns the same values.
   diff_mode:
     support: none
+    description: Read-only; there is nothing to diff.
   platform:
+    support: full
     platforms: posix
     description: Linux (needs C(/proc/meminfo)).
 notes:
