@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Deploy benchmark on the local SSH fleet (root, Linux; see tests/fleet/README.md).
 
     python3 bench/bench_deploy.py [--hosts 8] [--jobs 5] [--runs 5] [--first-runs 3] [--json]

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Placement benchmark (issue 2 / issue 5).
 
 Generates a synthetic bucket (10,000 workers, 1,000 jobs, 50 labels by default) and measures, in one run:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate a synthetic maand bucket for benchmarks: N workers, M jobs, L labels (seeded, reproducible).
 
 Each worker carries 3 of the L labels, each job selects 2 of them, so a job lands on roughly

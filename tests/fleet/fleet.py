@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Local SSH test fleet for maand.core (stdlib only, Python 3.11, must run as root).
 
 Every host is ``/usr/sbin/sshd -D`` running in its own network namespace (veth pair to a per-fleet
