@@ -94,11 +94,11 @@ def main(argv=None):
         ping.write_text(PING)
 
         first, nochange, floor = [], [], []
-        for _ in range(args.first_runs):
+        for dummy in range(args.first_runs):
             for h in hosts:
                 shutil.rmtree(Path(h["opt_dir"]) / "worker" / bucket_id, ignore_errors=True)
             first.append(timed(["ansible-playbook", *inv, "maand.core.deploy"], expect_changed=True))
-        for _ in range(args.runs):  # interleaved so load drifts hit both alike
+        for dummy in range(args.runs):  # interleaved so load drifts hit both alike
             nochange.append(timed(["ansible-playbook", *inv, "maand.core.deploy"], expect_changed=False))
             floor.append(timed(["ansible-playbook", *inv, str(ping)], expect_changed=False))
         med = {k: statistics.median(v) for k, v in (("first", first), ("nochange", nochange), ("ping", floor))}

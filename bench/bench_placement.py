@@ -37,7 +37,7 @@ def ensure_link():
 
 def timed(fn, runs):
     walls, cpus = [], []
-    for _ in range(runs):
+    for dummy in range(runs):
         w, c = time.perf_counter(), time.process_time()
         fn()
         walls.append(time.perf_counter() - w)
@@ -99,7 +99,7 @@ def main():
         wall, cpu, walls = timed(lambda: _build.compute(bucket), args.runs)
         tracemalloc.start()
         _build.compute(bucket)
-        _, peak = tracemalloc.get_traced_memory()
+        dummy, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         rss = subprocess.run(
             # VmHWM (peak RSS of this process image); ru_maxrss would include the parent's peak after fork+exec
@@ -128,7 +128,7 @@ def main():
         static = os.path.join(tmp, "static.yml")
         static_inventory(listing, static)
         plugin_times, static_times = [], []
-        for _ in range(args.inventory_runs):  # interleaved, so load spikes hit both sides
+        for dummy in range(args.inventory_runs):  # interleaved, so load spikes hit both sides
             plugin_times.append(run_inventory(source, env))
             static_times.append(run_inventory(static, env))
         p, s = statistics.median(plugin_times), statistics.median(static_times)

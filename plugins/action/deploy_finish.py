@@ -33,7 +33,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
         plan = args["plan"]
         gate = args["gate"] if isinstance(args["gate"], dict) else {}

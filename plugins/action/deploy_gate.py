@@ -78,7 +78,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         step = args["step"]
         prev = args["previous"] if isinstance(args["previous"], dict) else {}
         hostvars = task_vars.get("hostvars") or {}

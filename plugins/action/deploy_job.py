@@ -27,7 +27,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         target = args["target"]
         if self._task.check_mode and target != "status":
             result.update(changed=True, skipped=False, msg="check mode: would run make %s" % target)

@@ -21,7 +21,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if not args["bucket_id"] or "/" in args["bucket_id"] or args["bucket_id"] in (".", ".."):
             result.update(failed=True, msg="bucket_id %r is not a bucket id; run the maand.core.build playbook first"
                           % args["bucket_id"])

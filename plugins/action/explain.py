@@ -32,7 +32,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
         # compute() never writes; placement runs even when validation fails (e.g. a worker over
         # capacity), so an invalid bucket can still be explained

@@ -41,7 +41,7 @@ def compute(bucket_dir, bucket_id=None):
     except _catalog.CatalogError as exc:
         report.error("ErrInvalidCatalog", "data/catalog.json", "", str(exc),
                      "restore it from a backup, or delete it (removed allocations and pool ports are then forgotten)")
-    bucket, _ = load_bucket(bucket_dir, report)
+    bucket, dummy = load_bucket(bucket_dir, report)
     result.bucket = bucket
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)

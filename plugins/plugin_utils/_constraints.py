@@ -174,10 +174,10 @@ class FleetIndex:
         if m is None:
             if self._pos_sorted is None:
                 self._pos_sorted = sorted((p, i) for i, p in enumerate(self.positions) if isinstance(p, int))
-                self._pos_keys = [p for p, _ in self._pos_sorted]
+                self._pos_keys = [p for p, dummy in self._pos_sorted]
                 # Usual case (workers listed by position): the k-th smallest position is bit k, so a
                 # range of positions is a contiguous run of bits: two shifts instead of one op per worker.
-                self._pos_runs = all(i == k for k, (_, i) in enumerate(self._pos_sorted))
+                self._pos_runs = all(i == k for k, (dummy, i) in enumerate(self._pos_sorted))
             ps, keys = self._pos_sorted, self._pos_keys
             if self._pos_runs:
                 m = 0
@@ -187,7 +187,7 @@ class FleetIndex:
             else:
                 sel = []
                 for lo, hi in ranges:
-                    sel.extend(i for _, i in ps[bisect_left(keys, lo):bisect_right(keys, hi)])
+                    sel.extend(i for dummy, i in ps[bisect_left(keys, lo):bisect_right(keys, hi)])
                 m = _bits_to_int(sel, self.size)
             self._rank_cache[ranges] = m
         return m
@@ -205,7 +205,7 @@ class _Properties:
 
     def mask(self, index):
         all_ = m = index.all_mask
-        for _, name, neg in self.items:
+        for dummy, name, neg in self.items:
             pm = index.property_mask(name)
             m &= (all_ ^ pm) if neg else pm
         return m
@@ -344,7 +344,7 @@ class _Group:
 
     def mask(self, index):
         m = index.all_mask
-        for _, name, group in self.items:
+        for dummy, name, group in self.items:
             m &= index.group_mask(name, group)
         return m
 

@@ -48,13 +48,13 @@ def _constraint_parts(node, index):
         return [part for child in node.children for part in _constraint_parts(child, index)]
     if isinstance(node, C._Properties):
         out = []
-        for _, name, neg in node.items:
+        for dummy, name, neg in node.items:
             m = index.property_mask(name)
             out.append(("has excluded property %s" % name, index.all_mask ^ m) if neg else
                        ("missing property %s" % name, m))
         return out
     if isinstance(node, C._Group):
-        return [("not in group %s" % name, index.group_mask(name, group)) for _, name, group in node.items]
+        return [("not in group %s" % name, index.group_mask(name, group)) for dummy, name, group in node.items]
     if isinstance(node, C._Hostlist):
         return [("not in hostlist %s" % ",".join(node.texts), node.mask(index))]
     if isinstance(node, C._Ranks):

@@ -106,7 +106,7 @@ def _string_items(text: str, root: str, errors: list) -> list[tuple[str, str]]:
     items: list[list[str]] = []
     for tok in text.split():
         if "=" in tok:
-            key, _, val = tok.partition("=")
+            key, dummy, val = tok.partition("=")
             if not key:
                 errors.append((root, f"expected key=value, got {tok!r}"))
                 continue

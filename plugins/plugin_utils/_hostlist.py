@@ -130,7 +130,7 @@ def expand_hostlist(text: str) -> list[str]:
         if not bracket:
             hosts.append(expr)
             continue
-        idlist, _, suffix = rest.partition("]")  # balance already checked
+        idlist, dummy, suffix = rest.partition("]")  # balance already checked
         _check_affix(suffix, text)
         hosts.extend(prefix + i + suffix for i in _expand_idlist(idlist, expr, text))
     return hosts

@@ -318,7 +318,7 @@ def placement_order(bucket, report):
     heapq.heapify(ready)
     order = []
     while ready:
-        _, name = heapq.heappop(ready)
+        dummy, name = heapq.heappop(ready)
         order.append(name)
         sorter.done(name)
         for nxt in sorter.get_ready():
@@ -462,7 +462,7 @@ class Scheduler:
             eligible &= trace.with_mask
         if rules.avoid:
             trace.avoid = [(other, self.placed.get(other, 0)) for other in rules.avoid]
-            for _, mask in trace.avoid:
+            for dummy, mask in trace.avoid:
                 eligible &= ~mask
         trace.eligible = eligible
         if rules.count is None:
@@ -571,7 +571,7 @@ class Scheduler:
         heapq.heapify(heap)
         out = []
         while heap and len(out) < need:
-            n, _, tag, k = heapq.heappop(heap)
+            n, dummy, tag, k = heapq.heappop(heap)
             members = pools[tag]
             out.append(members[k])
             if k + 1 < len(members):

@@ -146,7 +146,7 @@ def test_all_errors_are_collected():
         "str",
         {"and": {"properties": []}},
     ]})
-    paths = [p for p, _ in errs]
+    paths = [p for p, dummy in errs]
     assert paths == [
         "$.constraints.or[0].bogus",
         "$.constraints.or[1].properties",

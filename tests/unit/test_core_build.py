@@ -287,8 +287,8 @@ def test_unknown_keys_warn_but_build(tmp_path):
     result = _build.compute(str(tmp_path))
     assert result.report.ok
     warned = [(w.file, w.message) for w in result.report.warnings]
-    assert any(f == "maand.conf" for f, _ in warned)
-    assert any("rack" in m for _, m in warned) and any("colour" in m for _, m in warned)
+    assert any(f == "maand.conf" for f, dummy in warned)
+    assert any("rack" in m for dummy, m in warned) and any("colour" in m for dummy, m in warned)
 
 
 def test_failed_build_leaves_previous_catalog_untouched(tmp_path):

@@ -15,7 +15,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock as 
 def test_acquire_release_and_refuse_while_owner_lives(tmp_path):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        taken, _ = L.acquire(str(tmp_path), sleeper.pid)
+        taken, dummy = L.acquire(str(tmp_path), sleeper.pid)
         assert taken and L.holder(str(tmp_path))["pid"] == sleeper.pid
         # the same run re-acquiring is a no-op
         assert L.acquire(str(tmp_path), sleeper.pid)[0] is False

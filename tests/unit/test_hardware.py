@@ -98,7 +98,7 @@ def test_errors(value, path, fragment):
 
 def test_all_errors_collected_and_path_argument():
     errs = hw_errors("mem=-1 disk=2 cores=x cpu=1G junk", "$.jobs.api.hardware")
-    assert [p for p, _ in errs] == ["$.jobs.api.hardware", "$.jobs.api.hardware.mem",
+    assert [p for p, dummy in errs] == ["$.jobs.api.hardware", "$.jobs.api.hardware.mem",
                                     "$.jobs.api.hardware.disk", "$.jobs.api.hardware.cores",
                                     "$.jobs.api.hardware.cpu"]
     assert hw_errors({"x": 1}, "buckets.hardware")[0][0] == "$.buckets.hardware.x"
@@ -211,11 +211,11 @@ def test_mask_speed_1000_jobs_10000_workers():
     rnd = random.Random(3)
     sizes = [1024, 2048, 4096, 8192, 16384]
     workers = [R(rnd.choice(sizes), rnd.choice([1000, 2000, 3000]), rnd.choice([1, 2, 4, 8]),
-                 rnd.choice([None, 10000, 50000])) for _ in range(10000)]
+                 rnd.choice([None, 10000, 50000])) for dummy in range(10000)]
     hx = HardwareIndex(workers)
     full = (1 << 10000) - 1
     jobs = [merge_hardware(None, parse_hardware(f"mem={rnd.choice(sizes)} cores={rnd.choice([1, 2, 4])}"))
-            for _ in range(1000)]
+            for dummy in range(1000)]
     t0 = time.perf_counter()
     masks = [hardware_mask(hw, hx, full) for hw in jobs]
     dt = time.perf_counter() - t0

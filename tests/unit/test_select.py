@@ -98,7 +98,7 @@ def test_bad_constraints_are_errors_with_file_job_path_and_fix(tmp_path, constra
     result = build_one(tmp_path, {"constraints": constraints})
     found = [e for e in errors(result) if e[2] == path]
     assert found, errors(result)
-    kind, file, _, message, fix = found[0]
+    kind, file, dummy, message, fix = found[0]
     assert kind == "ErrInvalidConstraint" and file == "workspace/jobs/api/manifest.json"
     assert message.startswith("job api: ") and words in message + fix
     assert fix

@@ -194,7 +194,7 @@ def test_malformed_placement_is_an_error_with_path_and_fix(tmp_path, placement, 
                                        "db": job()})
     found = [e for e in errors(result) if e[2] == path]
     assert found, errors(result)
-    kind, file, _, message, fix = found[0]
+    kind, file, dummy, message, fix = found[0]
     assert kind == "ErrInvalidPlacement" and file == "workspace/jobs/api/manifest.json"
     assert message.startswith("job api: ") and words in message and fix
     outcome = _build.build(str(tmp_path))
