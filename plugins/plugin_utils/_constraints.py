@@ -147,7 +147,8 @@ class FleetIndex:
             if idx is None:
                 idx = self._host_idx = {}
                 for i, w in enumerate(self.workers):
-                    for name in {str(w.get("host") or "").lower(), str(w.get("hostname") or "").lower()}:
+                    own_names = {str(w.get("host") or "").lower(), str(w.get("hostname") or "").lower()}
+                    for name in own_names:
                         if name:
                             idx.setdefault(name, []).append(i)
             m = _bits_to_int((i for nm in names for i in idx.get(nm.lower(), ())), self.size)
@@ -409,7 +410,7 @@ def _key_path(path: str, key: Any) -> str:
 
 def _compile(expr, path, errors, groups=None):
     """Compile expr; on problems append (path, message) to errors and return None."""
-    if not (type(expr) is dict or isinstance(expr, Mapping)):  # dict first: ABC checks are slow
+    if not isinstance(expr, (dict, Mapping)):  # dict first: ABC checks are slow
         errors.append((path, f"must be a constraint object such as {{\"properties\": [\"ssd\"]}}, got {_tname(expr)}"))
         return None
     if not expr:

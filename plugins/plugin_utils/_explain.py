@@ -18,7 +18,6 @@ import math
 
 from . import _constraints as C
 from ._hardware import FIELDS, KEYS, hardware_maxima, hardware_shortfalls
-from ._select import iter_bits
 
 
 def _popcount(mask):

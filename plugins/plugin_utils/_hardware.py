@@ -118,7 +118,7 @@ def _string_items(text: str, root: str, errors: list) -> list[tuple[str, str]]:
             items[-1][1] += " " + tok  # "3 gb"
         else:
             errors.append((root, f"expected key=value (e.g. mem=3G cores=2), got {tok!r}"))
-    return [(k, v) for k, v in items]
+    return [tuple(item) for item in items]
 
 
 def parse_hardware(value: Any, path: str = "hardware") -> dict:
