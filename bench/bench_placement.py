@@ -134,8 +134,7 @@ def main():
         p, s = statistics.median(plugin_times), statistics.median(static_times)
         print("ansible-inventory --list: plugin median %.2f s, static YAML median %.2f s, ratio %.2f (goal <= 1.25)" % (
             p, s, p / s))
-        print("  plugin runs: %s; static runs: %s" % (", ".join("%.2f" % t for t in plugin_times),
-                                                       ", ".join("%.2f" % t for t in static_times)))
+        print("  plugin runs: %s; static runs: %s" % (", ".join("%.2f" % t for t in plugin_times), ", ".join("%.2f" % t for t in static_times)))
 
 
 if __name__ == "__main__":

@@ -158,6 +158,5 @@ class ActionModule(ActionBase):
         result.update(changed=False, failed=False, step=step.get("index"), failed_jobs=sorted(failed),
                       failed_by_job=failed, blocked=blocked, promote=promote, done=done, errors=errors)
         if new_failures:
-            result.update(failed=True, msg="step %s (%s): %s" % (step.get("index"), step.get("label"),
-                                                                  "\n".join(new_failures)))
+            result.update(failed=True, msg="step %s (%s): %s" % (step.get("index"), step.get("label"), "\n".join(new_failures)))
         return result

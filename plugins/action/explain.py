@@ -42,8 +42,7 @@ class ActionModule(ActionBase):
                       build_errors=[p.as_dict() for p in report.errors],
                       warnings=[str(w) for w in report.warnings])
         bucket, placement = outcome.bucket, outcome.placement
-        if bucket is None or placement is None or any(p.file == WORKERS_FILE and p.kind == "ErrInvalidWorkerJSON"
-                                                       for p in report.errors):
+        if bucket is None or placement is None or any(p.file == WORKERS_FILE and p.kind == "ErrInvalidWorkerJSON" for p in report.errors):
             result.update(failed=True, msg="cannot explain: the bucket does not load:\n%s" % report.error_text())
             return result
         if not report.ok:

@@ -71,6 +71,7 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible_collections.maand.core.plugins.plugin_utils import _build
 from ansible_collections.maand.core.plugins.plugin_utils._naming import group_name
 
+
 def _fingerprint(bucket_dir):
     """Changes whenever a file the build reads changes, so a cached inventory is never stale."""
     digest = hashlib.sha1()

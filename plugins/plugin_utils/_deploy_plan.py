@@ -587,8 +587,7 @@ def render_plan(plan):
             extra = ""
             if row.get("batch") and row["action"] not in ("skip",):
                 extra = "  [%s]" % row["batch"]
-            lines.append("  %-16s %-16s %-11s %s%s" % (row["job"] or "*", row["worker"], row["action"],
-                                                        row.get("reason", ""), extra))
+            lines.append("  %-16s %-16s %-11s %s%s" % (row["job"] or "*", row["worker"], row["action"], row.get("reason", ""), extra))
     if plan["prune"]:
         lines.append("catalog: %d removed allocation row(s) leave data/catalog.json after cleanup" % len(plan["prune"]))
     for f in plan["failures"]:

@@ -208,8 +208,7 @@ def explain_worker(bucket, placement, name, i, ctx=None):
         if rules.constraint is not None:
             reasons.extend(rules.constraint.explain(scheduler.cindex, i))
         if rules.hardware:
-            reasons.extend("hardware: " + s for s in hardware_shortfalls(rules.hardware, scheduler.records[i],
-                                                                          ctx.maxima))
+            reasons.extend("hardware: " + s for s in hardware_shortfalls(rules.hardware, scheduler.records[i], ctx.maxima))
         target = rules.with_job or rules.scale_with
         if target and not trace.with_mask & bit:
             key = "with" if rules.with_job else "scale_with"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 
+
 def alloc_id(job, host):
     """maand's stable allocation id: an MD5-based (version 3 style) UUID of "<job>|<worker host>"."""
     digest = bytearray(hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest())
@@ -185,8 +186,7 @@ def _carry_removed(bucket, previous, current, result):
         if alloc.job not in bucket.jobs:
             still_held_jobs.add(alloc.job)
     for host in sorted(still_held_workers, key=lambda h: (old_workers.get(h, {}).get("position", 0), h)):
-        record = dict(old_workers.get(host) or {"host": host, "labels": [], "tags": {}, "zone": "", "position": None,
-                                                 "memory_mb": None, "cpu_mhz": None})
+        record = dict(old_workers.get(host) or {"host": host, "labels": [], "tags": {}, "zone": "", "position": None, "memory_mb": None, "cpu_mhz": None})
         record["removed"] = True
         result.removed_workers.append(record)
     for name in sorted(still_held_jobs):

@@ -59,8 +59,7 @@ def test_host_vars_connection_and_allocations(tmp_path):
                 maand_conf='ssh_user = "deploy"\nssh_key = "id"\nssh_port = 2222\nuse_sudo = true\n')
     listing = inventory_list(tmp_path)
     hv = listing["_meta"]["hostvars"]["10.0.0.1"]
-    assert (hv["ansible_host"], hv["ansible_user"], hv["ansible_port"], hv["ansible_become"]) == ("10.0.0.1", "deploy",
-                                                                                                 2222, True)
+    assert (hv["ansible_host"], hv["ansible_user"], hv["ansible_port"], hv["ansible_become"]) == ("10.0.0.1", "deploy", 2222, True)
     assert hv["ansible_ssh_private_key_file"] == os.path.join(str(tmp_path), "secrets", "id")
     assert hv["maand_worker"]["zone"] == "eu-1" and hv["maand_worker"]["labels"] == ["web", "worker"]
     [alloc] = hv["maand_allocations"]

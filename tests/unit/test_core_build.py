@@ -101,8 +101,7 @@ def test_job_config_selector_picks_the_env_file(tmp_path):
     write(os.path.join(str(tmp_path), "workspace", "bucket.jobs.conf"), '[api]\ncpu = "1 ghz"\n')
     result = _build.compute(str(tmp_path))
     assert result.report.ok, errors(result)
-    assert (result.catalog["jobs"][0]["cpu_mhz"], result.catalog["jobs"][0]["cpu_source"]) == (500.0,
-                                                                                              "bucket.jobs.staging.conf")
+    assert (result.catalog["jobs"][0]["cpu_mhz"], result.catalog["jobs"][0]["cpu_source"]) == (500.0, "bucket.jobs.staging.conf")
 
 
 def test_min_greater_than_max_is_invalid_manifest(tmp_path):
@@ -130,8 +129,7 @@ def test_disabled_allocations_do_not_count_against_capacity(tmp_path):
 
 
 def test_worker_without_capacity_hosting_a_reserving_job(tmp_path):
-    make_bucket(tmp_path, [{"host": "10.0.0.9"}], {"api": {"selectors": ["worker"],
-                                                          "resources": {"cpu": {"max": "100 mhz"}}}})
+    make_bucket(tmp_path, [{"host": "10.0.0.9"}], {"api": {"selectors": ["worker"], "resources": {"cpu": {"max": "100 mhz"}}}})
     result = _build.compute(str(tmp_path))
     assert kinds(result) == ["ErrInsufficientResource"]
     assert "worker_ip 10.0.0.9 must specify cpu in workers.json" in errors(result)[0]

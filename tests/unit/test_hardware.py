@@ -99,8 +99,8 @@ def test_errors(value, path, fragment):
 def test_all_errors_collected_and_path_argument():
     errs = hw_errors("mem=-1 disk=2 cores=x cpu=1G junk", "$.jobs.api.hardware")
     assert [p for p, dummy in errs] == ["$.jobs.api.hardware", "$.jobs.api.hardware.mem",
-                                    "$.jobs.api.hardware.disk", "$.jobs.api.hardware.cores",
-                                    "$.jobs.api.hardware.cpu"]
+                                        "$.jobs.api.hardware.disk", "$.jobs.api.hardware.cores",
+                                        "$.jobs.api.hardware.cpu"]
     assert hw_errors({"x": 1}, "buckets.hardware")[0][0] == "$.buckets.hardware.x"
 
 

@@ -110,8 +110,7 @@ def test_bad_constraints_are_errors_with_file_job_path_and_fix(tmp_path, constra
 def test_every_constraint_error_is_reported_at_once(tmp_path):
     result = build_one(tmp_path, {"constraints": {"and": [{"bogus": []}, {"hostlist": ["x[2-1]"]},
                                                           {"ranks": ["a"]}]}})
-    assert {e[2] for e in errors(result)} == {"$.constraints.and[0].bogus", "$.constraints.and[1].hostlist[0]",
-                                             "$.constraints.and[2].ranks[0]"}
+    assert {e[2] for e in errors(result)} == {"$.constraints.and[0].bogus", "$.constraints.and[1].hostlist[0]", "$.constraints.and[2].ranks[0]"}
 
 
 # --- named constraint groups (maand.conf [constraint_groups]) ------------------------------------

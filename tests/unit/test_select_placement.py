@@ -84,8 +84,7 @@ def test_least_waste_ties_by_cpu_then_storage_then_position(tmp_path):
     workers = [W(1, cpu="8000 mhz"), W(2, cpu="4000 mhz"), W(3, cpu="4000 mhz", storage="50 gb"),
                W(4, cpu="4000 mhz", storage="20 gb")]
     assert hosts_of(compute(tmp_path, workers, {"api": job(count=1)}), "api") == ["10.0.0.4"]
-    assert hosts_of(compute(tmp_path, workers, {"api": job(count=3)}), "api") == ["10.0.0.2", "10.0.0.3",
-                                                                                    "10.0.0.4"]
+    assert hosts_of(compute(tmp_path, workers, {"api": job(count=3)}), "api") == ["10.0.0.2", "10.0.0.3", "10.0.0.4"]
     same = [W(1), W(2), W(3)]
     assert hosts_of(compute(tmp_path, same, {"api": job(count=2)}), "api") == ["10.0.0.1", "10.0.0.2"]
 

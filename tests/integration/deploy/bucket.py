@@ -63,6 +63,7 @@ Server(("0.0.0.0", int(sys.argv[1])), Handler).serve_forever()
 """
 
 # A job with a real listener, for health gates: serves its own folder on PORT.
+# (The trailing backslash in `serve` only splits the Python source line; the Makefile line is one line.)
 SERVER_MAKEFILE = """\
 .PHONY: start stop restart reload status
 LOG = logs/events.log
@@ -74,7 +75,8 @@ define record
 endef
 define serve
 \tif [ -f data/http.pid ] && kill -0 $$(cat data/http.pid) 2>/dev/null; then kill $$(cat data/http.pid); sleep 0.2; fi
-\tif [ "$$(cat health_mode 2>/dev/null)" = "ok" ]; then setsid nohup /usr/bin/python3 server.py $(PORT) </dev/null >>logs/http.log 2>&1 & echo $$! > data/http.pid; fi
+\tif [ "$$(cat health_mode 2>/dev/null)" = "ok" ]; then \
+setsid nohup /usr/bin/python3 server.py $(PORT) </dev/null >>logs/http.log 2>&1 & echo $$! > data/http.pid; fi
 endef
 start:
 \t$(call record,start)
