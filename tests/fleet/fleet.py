@@ -71,7 +71,7 @@ def _log(msg: str) -> None:
 
 def _run(cmd: list[str], check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
     try:
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError as exc:
         raise FleetError(f"command not found: {cmd[0]} (install: {APT_HINT})") from exc
     if check and proc.returncode != 0:

@@ -120,7 +120,7 @@ class Fleet:
             connect_timeout: int = 5) -> subprocess.CompletedProcess:
         """Run ``command`` on host ``h`` as root; returns the CompletedProcess (text)."""
         proc = subprocess.run(self.ssh_args(h, command, connect_timeout), stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, check=False)
         if check and proc.returncode != 0:
             raise AssertionError(f"ssh {self.host(h)['address']} {command!r} -> {proc.returncode}\n"
                                  f"stdout: {proc.stdout}\nstderr: {proc.stderr}")
@@ -143,15 +143,15 @@ def fleet_unavailable_reason() -> str | None:
     if shutil.which("ssh") is None:
         return "ssh client missing (apt-get install -y openssh-client)"
     probe = f"mf-probe-{os.getpid()}"
-    add = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    add = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, check=False)
     if add.returncode != 0:
         return f"'ip netns add' is unusable here: {add.stderr.strip()}"
     try:
-        lo = subprocess.run(["ip", "-n", probe, "link", "set", "lo", "up"], capture_output=True, text=True)
+        lo = subprocess.run(["ip", "-n", probe, "link", "set", "lo", "up"], capture_output=True, text=True, check=False)
         if lo.returncode != 0:
             return f"cannot configure a network namespace: {lo.stderr.strip()}"
     finally:
-        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
     return None
 
 

@@ -24,7 +24,7 @@ def _netns() -> set[str]:
 
 
 def _link(name: str) -> bool:
-    return subprocess.run(["ip", "link", "show", "dev", name], capture_output=True).returncode == 0
+    return subprocess.run(["ip", "link", "show", "dev", name], capture_output=True, check=False).returncode == 0
 
 
 def _sshd_pids(state: dict) -> list[int]:
@@ -41,7 +41,7 @@ def _assert_all_gone(state: dict, pids: list[int]) -> None:
         assert not _link(h["veth"]), f"veth {h['veth']} still exists"
     assert not _link(state["bridge"]), f"bridge {state['bridge']} still exists"
     assert state["subnet"].rsplit(".", 1)[0] + "." not in subprocess.run(
-        ["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout
+        ["ip", "-o", "-4", "addr"], capture_output=True, text=True, check=False).stdout
     alive = [p for p in pids if fleet_mod._alive(p)]
     assert not alive, f"sshd pids still alive: {alive}"
 
@@ -168,7 +168,7 @@ def test_bucket_key_and_workers_json_work_with_ansible(fleet3: Fleet, tmp_path):
     env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_NOCOLOR="1",
                ANSIBLE_SSH_ARGS="-o UserKnownHostsFile=/dev/null -o ControlMaster=no")
     proc = subprocess.run(["ansible", "fleet", "-i", str(inventory), "-f", "10", "-m", "ansible.builtin.ping"],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("| SUCCESS") == 3, proc.stdout
 
@@ -190,7 +190,7 @@ def test_cli_up_down_removes_everything(fleet_factory, tmp_path):
     cli = [sys.executable, str(FLEET_CLI)]
     t0 = time.monotonic()
     proc = subprocess.run(cli + ["up", "--state-dir", str(state_dir), "--hosts", "2"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     up_s = time.monotonic() - t0
     try:
         assert proc.returncode == 0, proc.stderr
@@ -207,11 +207,11 @@ def test_cli_up_down_removes_everything(fleet_factory, tmp_path):
         assert json.loads(wj)[1] == {"host": hosts[1]["address"], "labels": ["a", "b"], "tags": {"zone": "z1"}}
     finally:
         t0 = time.monotonic()
-        down = subprocess.run(cli + ["down", "--state-dir", str(state_dir)], capture_output=True, text=True)
+        down = subprocess.run(cli + ["down", "--state-dir", str(state_dir)], capture_output=True, text=True, check=False)
         down_s = time.monotonic() - t0
     assert down.returncode == 0, down.stderr
     _assert_all_gone(state, pids)
-    again = subprocess.run(cli + ["down", "--state-dir", str(state_dir)], capture_output=True, text=True)
+    again = subprocess.run(cli + ["down", "--state-dir", str(state_dir)], capture_output=True, text=True, check=False)
     assert again.returncode == 0, again.stderr  # idempotent
     print(f"cli up {up_s:.2f}s, down {down_s:.2f}s")
 

@@ -17,7 +17,7 @@ MAKEFILE = "start:\n\techo started > data/s\nstop:\n\techo stopped > data/s\nres
 def apply(root, op, timeout=30):
     req = json.loads(R.apply_request("bid", op, timeout=timeout, tail=5))
     req["root"] = str(root)
-    proc = subprocess.run([sys.executable, "-c", R.APPLY_PROGRAM], input=json.dumps(req), capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", R.APPLY_PROGRAM], input=json.dumps(req), capture_output=True, text=True, check=False)
     data, err = R.parse_output(proc.stdout, proc.stderr, proc.returncode, "test")
     assert err is None, err
     return data
@@ -104,11 +104,11 @@ def test_read_program(root):
     (root / "deploy").mkdir()
     (root / "deploy/api.json").write_text('{"format": 1}')
     (root / "deploy/bad.json").write_text("{nope")
-    proc = subprocess.run([sys.executable, "-c", R.READ_PROGRAM, str(root)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", R.READ_PROGRAM, str(root)], capture_output=True, text=True, check=False)
     data = json.loads(proc.stdout)
     assert data["worker"] == {"update_seq": 2} and data["deployed"] == {"api": {"format": 1}}
     assert data["trees"] == ["api"] and data["bad"] == [str(root / "deploy/bad.json")]
-    missing = subprocess.run([sys.executable, "-c", R.READ_PROGRAM, str(root / "nope")], capture_output=True, text=True)
+    missing = subprocess.run([sys.executable, "-c", R.READ_PROGRAM, str(root / "nope")], capture_output=True, text=True, check=False)
     assert json.loads(missing.stdout)["exists"] is False
 
 

@@ -360,7 +360,7 @@ def test_killed_between_temp_write_and_rename(bucket):
         w.os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
         w.update_workers_file({str(bucket)!r}, {{"10.231.1.11": {facts()!r}}})
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     path = workers_path(bucket)
     assert path.read_text() == WORKERS
@@ -406,7 +406,7 @@ def run_playbook(bucket, tmp_path, *args):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     return subprocess.run(["ansible-playbook", "maand.core.facts", "-e", "maand_bucket=%s" % bucket, *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
 
 
 @pytest.mark.parametrize("content, expected", [
@@ -428,6 +428,6 @@ def test_playbook_bad_input_fails_cleanly(bucket, tmp_path, content, expected):
 def test_playbook_requires_the_bucket(tmp_path):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
     proc = subprocess.run(["ansible-playbook", "maand.core.facts"], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=300)
+                          cwd=tmp_path, timeout=300, check=False)
     assert proc.returncode != 0
     assert "-e maand_bucket=DIR" in proc.stdout + proc.stderr
