@@ -689,12 +689,15 @@ def workers_json(state: dict, **kw) -> str:
 MAAND_CONF_KEYS = {"ssh_user": '"root"', "ssh_key": '"fleet.key"', "ssh_port": "22", "use_sudo": "false"}
 
 
-def update_maand_conf(text: str, values: dict[str, str] = MAAND_CONF_KEYS) -> str:
+def update_maand_conf(text: str, values: dict[str, str] | None = None) -> str:
     """Set top-level TOML keys (values are TOML literals), keeping every other line as it is.
 
     Keys already present before the first [table] header are replaced in place; missing keys are
     inserted just before the first header (so they stay top-level), or appended.
+    values defaults to MAAND_CONF_KEYS.
     """
+    if values is None:
+        values = MAAND_CONF_KEYS
     lines = text.splitlines()
     first_table = next((i for i, l in enumerate(lines) if l.lstrip().startswith("[")), len(lines))
     done = set()
@@ -781,7 +784,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--wait", type=float, default=WAIT_SECONDS, help="seconds to wait for sshd (default 10)")
     add("down", "tear down everything fleet.json records (idempotent)")
     for name in ("stop-host", "start-host"):
-        sp = add(name, f"{name.split('-')[0]} one host's sshd")
+        sp = add(name, f"{name.split('-', maxsplit=1)[0]} one host's sshd")
         sp.add_argument("host", help="address, host name or index")
     add("status", "show each host's netns / sshd / port state as JSON")
     add("check", "ssh into every host and verify hostname and private /opt")

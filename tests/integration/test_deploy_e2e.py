@@ -8,7 +8,6 @@ logs/ survive, idempotence (a second deploy reports changed=0 everywhere) and th
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import add_job, make_bucket
+from tests.integration.deploy.bucket import make_bucket
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 

@@ -28,8 +28,6 @@ if not _link.exists():
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.fleet.pytest_fleet import fleet3, fleet_factory  # noqa: E402,F401
-
 
 # --------------------------------------------------------------------------- helpers
 

@@ -1,6 +1,5 @@
 """Explanations: every rule that rejects a worker, the one-line summary, the build output and the playbook."""
 
-import json
 import os
 import subprocess
 
@@ -19,7 +18,9 @@ FLEET = [{"host": "10.0.0.%d" % i, "labels": ["worker"] + ([] if 4 <= i <= 7 els
 DISABLED = {"workers": ["10.0.0.10"]}
 
 
-def compute(tmp_path, jobs, workers=FLEET, disabled=DISABLED, conf=""):
+def compute(tmp_path, jobs, workers=None, disabled=None, conf=""):
+    workers = FLEET if workers is None else workers
+    disabled = DISABLED if disabled is None else disabled
     make_bucket(tmp_path, workers, jobs, maand_conf=CONF + conf, disabled=disabled)
     return _build.compute(str(tmp_path))
 

@@ -28,7 +28,8 @@ def hosts_of(result, job):
     return [a["worker"] for a in result.catalog["allocations"] if a["job"] == job and a["state"] != "removed"]
 
 
-def build_one(tmp_path, manifest, conf_extra="", workers=FLEET):
+def build_one(tmp_path, manifest, conf_extra="", workers=None):
+    workers = FLEET if workers is None else workers
     manifest = dict({"selectors": ["worker"]}, **manifest)
     make_bucket(tmp_path, workers, {"api": manifest}, maand_conf=CONF + conf_extra)
     return _build.compute(str(tmp_path))
