@@ -46,6 +46,7 @@ attributes:
     description: Never changes anything.
   diff_mode:
     support: none
+    description: Reports explanations, not a diff.
   platform:
     support: full
     platforms: posix
