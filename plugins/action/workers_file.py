@@ -8,20 +8,20 @@ Documentation: plugins/modules/workers_file.py. The pure functions below are uni
 
 from __future__ import annotations
 
-import fcntl
 import glob
-import hashlib
 import json
 import os
 import re
-import tempfile
 import tomllib
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.maand.core.plugins.plugin_utils._catalog import atomic_write, bucket_lock
+from ansible_collections.maand.core.plugins.plugin_utils._naming import group_name
+from ansible_collections.maand.core.plugins.plugin_utils._units import parse_cpu_mhz, parse_memory_mb
+
 WORKERS_REL = os.path.join("workspace", "workers.json")
 CONF_REL = "maand.conf"
-LOCK_REL = os.path.join("data", ".lock")
 TEMP_PREFIX = ".workers.json."
 TEMP_SUFFIX = ".tmp"
 
@@ -36,9 +36,6 @@ WRITTEN_FIELDS = (
 )
 REQUIRED_FACTS = ("memory_mb", "cpu_mhz")
 
-_MEMORY_UNITS = {"": 1, "mb": 1, "gb": 1024, "tb": 1024 * 1024}
-_CPU_UNITS = {"": 1, "mhz": 1, "ghz": 1000, "thz": 1000 * 1000}
-_UNIT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 
 class WorkersFileError(Exception):
@@ -48,13 +45,9 @@ class WorkersFileError(Exception):
 # --------------------------------------------------------------------------- reading
 
 
-def group_name(prefix, name):
-    """Group name as in docs/contract.md: lower-cased; invalid characters -> '_' plus a sha1 suffix."""
-    low = str(name).lower()
-    if re.fullmatch(r"[a-z0-9_]+", low):
-        return prefix + low
-    digest = hashlib.sha1(str(name).encode("utf-8")).hexdigest()[:8]
-    return "%s%s_%s" % (prefix, re.sub(r"[^a-z0-9_]", "_", low), digest)
+def label_group(label):
+    """The inventory's group for a label (labels are compared lower-cased, as maand does)."""
+    return group_name("label", str(label).lower())
 
 
 def load_conf(bucket):
@@ -250,7 +243,7 @@ def inventory_entries(bucket, labels=None, hosts=None):
     for entry in select_targets(workers, labels, hosts):
         groups = ["maand_facts_targets"]
         for label in worker_labels(entry):
-            name = group_name("label_", label)
+            name = label_group(label)
             if name not in groups:
                 groups.append(name)
         targets.append({"host": entry["host"], "labels": worker_labels(entry), "groups": groups})
@@ -263,20 +256,12 @@ def inventory_entries(bucket, labels=None, hosts=None):
 
 def parse_quantity(value, kind):
     """'16 gb' -> 16384.0 (memory/storage, MB) or '2 ghz' -> 2000.0 (cpu, MHz); None if unparsable."""
-    if isinstance(value, bool) or value is None:
+    if value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if not isinstance(value, str):
+    try:
+        return parse_cpu_mhz(value) if kind == "cpu" else parse_memory_mb(value)
+    except ValueError:
         return None
-    match = _UNIT_RE.match(value)
-    if not match:
-        return None
-    units = _CPU_UNITS if kind == "cpu" else _MEMORY_UNITS
-    factor = units.get(match.group(2).lower())
-    if factor is None:
-        return None
-    return float(match.group(1)) * factor
 
 
 def _show(value, kind, unit_shown):
@@ -492,51 +477,6 @@ def _patch_text(text, workers):
 # --------------------------------------------------------------------------- writing
 
 
-def atomic_write(path, text):
-    """Replace path with text: temp file in the same directory, fsync, os.replace, fsync the directory.
-
-    The file's mode (and owner, when permitted) is kept. On any error or interrupt the temp file is
-    removed and path is untouched.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            if st is not None:
-                os.fchmod(handle.fileno(), st.st_mode & 0o7777)
-                if hasattr(os, "fchown"):
-                    try:
-                        os.fchown(handle.fileno(), st.st_uid, st.st_gid)
-                    except PermissionError:
-                        pass
-            else:
-                os.fchmod(handle.fileno(), 0o644)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
 def remove_stale_temps(path):
     """Delete temp files a killed writer left next to path (call only while holding the lock)."""
     pattern = os.path.join(os.path.dirname(path), TEMP_PREFIX + "*" + TEMP_SUFFIX)
@@ -548,30 +488,6 @@ def remove_stale_temps(path):
         except OSError:
             pass
     return removed
-
-
-class BucketLock:
-    """Exclusive fcntl lock on <bucket>/data/.lock (the lock build takes, see docs/contract.md)."""
-
-    def __init__(self, bucket):
-        self.path = os.path.join(bucket, LOCK_REL)
-        self.fd = None
-
-    def __enter__(self):
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise WorkersFileError("cannot open the bucket lock %s: %s" % (self.path, exc.strerror or exc))
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc_info):
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self.fd)
-        return False
 
 
 def update_workers_file(bucket, results, failed=None, check_mode=False):
@@ -598,7 +514,7 @@ def update_workers_file(bucket, results, failed=None, check_mode=False):
     if check_mode:
         path, text, new_text, lines = plan()
     else:
-        with BucketLock(bucket):
+        with bucket_lock(bucket, wait=True):
             path, text, new_text, lines = plan()
             remove_stale_temps(path)
             if lines:

@@ -59,15 +59,26 @@ def dumps(catalog):
 
 
 def atomic_write(path, text, mode=0o644):
-    """Write text to path so that readers see either the old or the new file, never a mix."""
-    directory = os.path.dirname(path) or "."
+    """Write text to path so that readers see either the old or the new file, never a mix.
+
+    The temp file is `.<name>.<random>.tmp` in the same folder (so os.replace is atomic and a killed
+    writer's leftovers are recognisable). An existing file keeps its mode and, when permitted, its
+    owner; a new one gets `mode`. On any error or interrupt the temp file is removed."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        existing = os.stat(path)
+    except FileNotFoundError:
+        existing = None
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
+            os.fchmod(handle.fileno(), existing.st_mode & 0o7777 if existing else mode)
+            if existing is not None:
+                with contextlib.suppress(PermissionError):
+                    os.fchown(handle.fileno(), existing.st_uid, existing.st_gid)
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -18,13 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / ".collections"
-_link = COLLECTIONS / "ansible_collections" / "maand" / "core"
-if not _link.exists():
-    _link.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        _link.symlink_to(ROOT)
-    except FileExistsError:
-        pass
+# The root conftest.py links .collections/ansible_collections/maand/core to this repository.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

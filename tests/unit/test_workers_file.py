@@ -17,15 +17,7 @@ from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / ".collections"
-_link = COLLECTIONS / "ansible_collections" / "maand" / "core"
-if not _link.exists():
-    _link.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        _link.symlink_to(ROOT)
-    except FileExistsError:
-        pass
-if str(COLLECTIONS) not in sys.path:
-    sys.path.insert(0, str(COLLECTIONS))
+# The root conftest.py links .collections/ansible_collections/maand/core to this repository.
 
 from ansible_collections.maand.core.plugins.action import workers_file as wfile  # noqa: E402
 
@@ -162,13 +154,13 @@ def test_missing_key_is_reported(bucket):
         wfile.inventory_entries(str(bucket))
 
 
-def test_group_names_follow_the_contract():
-    assert wfile.group_name("label_", "prod") == "label_prod"
-    assert wfile.group_name("label_", "Prod") == "label_prod"
-    assert wfile.group_name("job_", "api_staging") == "job_api_staging"
+def test_label_groups_are_the_inventorys_label_groups():
+    from ansible_collections.maand.core.plugins.plugin_utils._naming import group_name
+    assert wfile.label_group("prod") == "label_prod" == group_name("label", "prod")
+    assert wfile.label_group("Prod") == "label_prod"  # labels are compared lower-cased
     import hashlib
-    digest = hashlib.sha1(b"api-staging").hexdigest()[:8]
-    assert wfile.group_name("job_", "api-staging") == "job_api_staging_" + digest
+    digest = hashlib.sha1(b"eu-west").hexdigest()[:8]
+    assert wfile.label_group("eu-west") == "label_eu_west_" + digest
 
 
 # --------------------------------------------------------------------------- compare
