@@ -37,7 +37,6 @@ WRITTEN_FIELDS = (
 REQUIRED_FACTS = ("memory_mb", "cpu_mhz")
 
 
-
 class WorkersFileError(Exception):
     """Bad input or a failed write; the message says what and how to fix it."""
 
