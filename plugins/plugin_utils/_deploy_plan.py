@@ -58,9 +58,6 @@ def parse_jobs_filter(value, known_jobs):
     """`maand_jobs` as given by the user (None, "a,b" or a list) -> (sorted set or None, errors)."""
     if value is None or value == "" or value == []:
         return None, []
-    if isinstance(value, dict):
-        # the inventory's maand_jobs (job records) reached us: no filter was given
-        return None, []
     if isinstance(value, str):
         names = [v.strip() for v in value.split(",")]
     elif isinstance(value, (list, tuple)):
