@@ -8,13 +8,19 @@ cd "$repo"
 rm -rf .cache/dist .cache/installed
 mkdir -p .cache/dist .cache/installed
 ansible-galaxy collection build --force --output-path .cache/dist . >/dev/null
-ansible-galaxy collection install --force -p .cache/installed .cache/dist/maand-core-*.tar.gz >/dev/null
+ANSIBLE_COLLECTIONS_PATH="$repo/.cache/installed" ansible-galaxy collection install --force -p .cache/installed .cache/dist/maand-core-*.tar.gz >/dev/null
 export ANSIBLE_COLLECTIONS_PATH="$repo/.cache/installed"
 ansible-doc -t inventory maand.core.workspace >/dev/null
-for module in $(ls plugins/modules/*.py | xargs -n1 basename | sed 's/\.py$//'); do
+modules=0
+for path in plugins/modules/*.py; do
+  module="$(basename "$path" .py)"
   ansible-doc -t module "maand.core.$module" >/dev/null
+  modules=$((modules + 1))
 done
-for role in $(ls roles 2>/dev/null); do
-  ansible-doc -t role "maand.core.$role" >/dev/null
+roles=0
+for path in roles/*/; do
+  [ -d "$path" ] || continue
+  ansible-doc -t role "maand.core.$(basename "$path")" >/dev/null
+  roles=$((roles + 1))
 done
-echo "install-collection: built and installed $(ls .cache/dist), docs render for inventory, $(ls plugins/modules/*.py | wc -l) modules/actions and $(ls roles 2>/dev/null | wc -l) roles"
+echo "install-collection: built and installed $(basename .cache/dist/maand-core-*.tar.gz); docs render for the inventory plugin, $modules modules/actions and $roles roles"

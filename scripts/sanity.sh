@@ -28,5 +28,6 @@ mkdir -p "$dest"
 # Copy only what git tracks (plus uncommitted edits of tracked files): what a release would hold.
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard | grep -zv '^\.collections' | xargs -0 -I{} cp --parents -P {} "$dest/")
 cd "$dest"
-git init -q . && git add -A >/dev/null 2>&1 || true
+git init -q .
+git add -A >/dev/null 2>&1
 ansible-test sanity --venv --python "$pyver" --color no "$@"

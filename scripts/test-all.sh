@@ -5,7 +5,7 @@
 # the last line. Needs root (network namespaces for the test fleet).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$repo"
+cd "$repo" || exit 1
 export ANSIBLE_CONFIG="$repo/ansible.cfg"
 export PYTHONDONTWRITEBYTECODE=1
 
