@@ -157,3 +157,13 @@ def test_build_playbook_check_mode_shows_changes_and_writes_nothing(tmp_path):
     assert [a["worker"] for a in catalog["allocations"]] == ["10.0.0.1"]
     again = run("ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % tmp_path)
     assert "changed=0" in again.stdout
+
+
+def test_inventory_warns_with_a_summary_for_a_job_that_matches_no_worker(tmp_path):
+    make_bucket(tmp_path, [W1, W2], {"gpu": {"selectors": ["gpu"]}, "api": {"selectors": ["web"]}})
+    proc = run("ansible-inventory", "-i", os.path.join(str(tmp_path), "maand.yml"), "--list")
+    assert proc.returncode == 0, proc.stderr
+    warnings = " ".join(proc.stderr.split())
+    assert "gpu: 0/2 workers" in warnings and "missing label gpu" in warnings
+    assert "api: 0/2" not in warnings
+    assert plain(json.loads(proc.stdout))["job_api"]["hosts"] == ["10.0.0.1"]
