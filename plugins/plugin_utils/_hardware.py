@@ -32,6 +32,8 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
+from ._bits import iter_bits
+
 __all__ = ["HardwareError", "HardwareIndex", "parse_hardware", "merge_hardware",
            "hardware_mask", "hardware_maxima", "hardware_shortfalls", "format_hardware",
            "KEYS", "FIELDS"]
@@ -197,15 +199,6 @@ def _bits_to_int(indices: Iterable[int], n: int) -> int:
     return int.from_bytes(buf, "little")
 
 
-def _iter_bits(mask: int):
-    """Set bit positions, ascending; O(bits of mask) in C plus O(set bits) in Python."""
-    s = bin(mask)[:1:-1]  # LSB first, without the "0b"
-    i = s.find("1")
-    while i >= 0:
-        yield i
-        i = s.find("1", i + 1)
-
-
 class HardwareIndex:
     """Per-key value arrays over a list of workers (bit i = workers[i]), with
     cached "value >= threshold" masks (jobs tend to share thresholds).
@@ -241,7 +234,7 @@ def _resolve(hw: Mapping, hx: HardwareIndex, candidates: int) -> tuple[int, dict
     maxima: dict[str, Any] = {}
     max_keys = [k for k in KEYS if hw.get(k) == "max"]
     if max_keys and m:
-        base = list(_iter_bits(m))
+        base = list(iter_bits(m))
         for key in max_keys:
             vals = hx.values[key]
             known = [vals[i] for i in base if vals[i] is not None]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 
+from ._bits import iter_bits
+
 
 def alloc_id(job, host):
     """maand's stable allocation id: an MD5-based (version 3 style) UUID of "<job>|<worker host>"."""
@@ -20,14 +22,6 @@ def alloc_id(job, host):
     digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
     text = digest.hex()
     return "%s-%s-%s-%s-%s" % (text[:8], text[8:12], text[12:16], text[16:20], text[20:])
-
-
-def iter_bits(mask):
-    """Indexes of the set bits, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
 
 
 class Allocation:
@@ -77,15 +71,6 @@ class Placement:
         self.fleet = None
 
 
-def _disabled(bucket, job, host):
-    if host in bucket.disabled_workers:
-        return True
-    if job in bucket.disabled_jobs:
-        hosts = bucket.disabled_jobs[job]
-        return hosts is None or host in hosts
-    return False
-
-
 def place(bucket, previous, report, select=None):
     """Match jobs to workers. Every worker whose labels hold the job's selectors, as maand, narrowed by
     the job's constraints, hardware and placement block (_select.py) when it has them; jobs are placed
@@ -106,10 +91,10 @@ def place(bucket, previous, report, select=None):
             placed = select(job, fleet, placed)
             scheduler.traces[name].placed = placed
         result.placed[name] = placed
-        disabled = scheduler.traces[name].disabled  # the same rule as _disabled(), as a bitset
+        disabled = scheduler.traces[name].disabled  # drained in disabled.json, as a bitset
         workers = fleet.workers
         memory_mb, cpu_mhz, version = job.memory_mb, job.cpu_mhz, job.version
-        for index in _select.iter_bits(placed):
+        for index in iter_bits(placed):
             worker = workers[index]
             host = worker.host
             alloc = Allocation()

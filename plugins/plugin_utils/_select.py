@@ -21,6 +21,7 @@ import heapq
 import math
 from functools import lru_cache
 
+from ._bits import iter_bits
 from ._constraints import ConstraintError, FleetIndex, compile_constraint
 from ._hardware import HardwareError, HardwareIndex, format_hardware, hardware_mask, merge_hardware, parse_hardware
 from ._model import MAAND_CONF
@@ -324,15 +325,6 @@ def placement_order(bucket, report):
         for nxt in sorter.get_ready():
             heapq.heappush(ready, (priority(nxt), nxt))
     return order
-
-
-def iter_bits(mask):
-    """Set bit positions, ascending (O(bits) in C, then O(set bits) in Python)."""
-    s = bin(mask)[:1:-1]
-    i = s.find("1")
-    while i >= 0:
-        yield i
-        i = s.find("1", i + 1)
 
 
 class Trace:
