@@ -29,9 +29,12 @@ CONF_DEFAULTS = {"ssh_user": "agent", "ssh_key": "worker.key", "ssh_port": 22, "
 
 # Fields written back, in the order they are appended to an entry that lacks them.
 # field in workers.json -> (key in the worker_facts result, unit written, unit shown)
+# (workers.json field, worker_facts key, unit written, unit shown). cores is a plain integer: the
+# hardware constraints (`hardware: "cores=4"`) compare against it.
 WRITTEN_FIELDS = (
     ("memory", "memory_mb", "mb", "MB"),
     ("cpu", "cpu_mhz", "mhz", "MHz"),
+    ("cores", "cores", None, ""),
     ("storage", "storage_total_mb", "mb", "MB"),
 )
 REQUIRED_FACTS = ("memory_mb", "cpu_mhz")
@@ -340,8 +343,14 @@ def plan_update(workers, facts):
             value = result.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 continue  # e.g. no storage path on that worker: leave the field alone
-            kind = "cpu" if field == "cpu" else "memory"
             old = entry.get(field)
+            if unit is None:  # a count
+                if old == value:
+                    continue
+                entry[field] = value
+                parts.append("%s %s -> %d" % (field, "unset" if old in (None, "", 0) else json.dumps(old), value))
+                continue
+            kind = "cpu" if field == "cpu" else "memory"
             if old is not None and parse_quantity(old, kind) == float(value):
                 continue
             entry[field] = "%d %s" % (value, unit)

@@ -25,7 +25,7 @@ description:
     With O(operation=write), takes the registered M(maand.core.worker_facts) result of every
     targeted worker, compares it with C(workers.json), returns one line per changed worker
     (for example C(10.0.0.1: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz)), and writes
-    C(memory) (V(<n> mb)), C(cpu) (V(<n> mhz)) and C(storage) (V(<n> mb), total size of the
+    C(memory) (V(<n> mb)), C(cpu) (V(<n> mhz)), C(cores) (an integer) and C(storage) (V(<n> mb), total size of the
     filesystem holding C(/opt/worker) or C(/opt), when the worker has one) back into the entries.
   - Every other field, the order of the workers and of their keys, and the file's style (2-space
     JSON indent, trailing newline) are kept. Nothing is written as V(null) and no field is added
@@ -147,7 +147,7 @@ lines:
   returned: operation=write
   type: list
   elements: str
-  sample: ["10.0.0.1: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz, storage unset -> 102400 MB"]
+  sample: ["10.0.0.1: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz, cores unset -> 8, storage unset -> 102400 MB"]
 updated:
   description: Hosts whose entry changed.
   returned: operation=write

@@ -109,15 +109,16 @@ def test_facts_write_what_the_hosts_report(fleet3, tmp_path):
         assert new["memory"] == "%d mb" % real["memory"]
         assert new["cpu"] == "%d mhz" % real["cpu"]
         assert new["storage"] == "%d mb" % real["storage"]
+        assert new["cores"] == real["cores"]  # nproc on the host
         for key in ("labels", "tags", "hostname"):
             assert new.get(key) == old.get(key), key
-        assert list(new) == list(old) + [k for k in ("memory", "cpu", "storage") if k not in old]
+        assert list(new) == list(old) + [k for k in ("memory", "cpu", "cores", "storage") if k not in old]
     assert "null" not in path.read_text()
 
     b = workers[1]["host"]
     real_b = real_capacity(fleet3, b)
-    assert "%s: memory 1 MB -> %d MB, cpu unset -> %d MHz, storage unset -> %d MB" % (
-        b, real_b["memory"], real_b["cpu"], real_b["storage"]) in proc.output
+    assert "%s: memory 1 MB -> %d MB, cpu unset -> %d MHz, cores unset -> %d, storage unset -> %d MB" % (
+        b, real_b["memory"], real_b["cpu"], real_b["cores"], real_b["storage"]) in proc.output
 
     # a second run finds nothing to do and does not touch the file
     before = path.stat()
@@ -200,7 +201,7 @@ def test_host_given_by_name(fleet3, tmp_path):
         real = real_capacity(fleet3, address)
         assert json.loads(path.read_text()) == [{
             "host": name, "labels": ["prod"], "memory": "%d mb" % real["memory"],
-            "cpu": "%d mhz" % real["cpu"], "storage": "%d mb" % real["storage"]}]
+            "cpu": "%d mhz" % real["cpu"], "cores": real["cores"], "storage": "%d mb" % real["storage"]}]
 
         # unresolvable / unanswering names are reported by name
         path.write_text(json.dumps([{"host": name}, {"host": "nowhere.fleet.invalid"}], indent=2) + "\n")

@@ -171,25 +171,25 @@ def test_change_lines_and_values():
     new, lines = wfile.plan_update(workers, {"10.231.1.10": facts(storage=None),
                                              "10.231.1.11": facts(memory=2048, cpu=3000, storage=500)})
     assert lines == [
-        "10.231.1.10: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz",
-        "10.231.1.11: memory unset -> 2048 MB, cpu unset -> 3000 MHz, storage unset -> 500 MB",
+        "10.231.1.10: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz, cores unset -> 4",
+        "10.231.1.11: memory unset -> 2048 MB, cpu unset -> 3000 MHz, cores unset -> 4, storage unset -> 500 MB",
     ]
     assert new[0] == {"host": "10.231.1.10", "labels": ["worker", "prod"], "memory": "7936 mb",
-                      "cpu": "5600 mhz", "tags": {"zone": "a"}}
-    assert list(new[1]) == ["host", "labels", "memory", "cpu", "storage"]
+                      "cpu": "5600 mhz", "tags": {"zone": "a"}, "cores": 4}
+    assert list(new[1]) == ["host", "labels", "memory", "cpu", "cores", "storage"]
     assert new[2] == workers[2]
     assert workers == json.loads(WORKERS), "input must not be modified"
 
 
 def test_equal_values_in_other_units_are_kept():
-    workers = [{"host": "a", "memory": "8 gb", "cpu": "5.6 GHz", "storage": "100 gb"}]
+    workers = [{"host": "a", "memory": "8 gb", "cpu": "5.6 GHz", "cores": 4, "storage": "100 gb"}]
     new, lines = wfile.plan_update(workers, {"a": facts(memory=8192, cpu=5600, storage=102400)})
     assert lines == [] and new == workers
 
 
 def test_unparsable_old_value_is_shown_and_replaced():
     new, lines = wfile.plan_update([{"host": "a", "memory": "lots", "cpu": ""}], {"a": facts(storage=None)})
-    assert lines == ['a: memory "lots" -> 7936 MB, cpu unset -> 5600 MHz']
+    assert lines == ['a: memory "lots" -> 7936 MB, cpu unset -> 5600 MHz, cores unset -> 4']
     assert new[0]["memory"] == "7936 mb"
 
 
@@ -226,8 +226,9 @@ def test_render_patches_only_changed_values():
     text = wfile.render(new, WORKERS)
     assert json.loads(text) == new
     assert text == WORKERS.replace('"4096 mb"', '"7936 mb"').replace('"2000 mhz"', '"5600 mhz"').replace(
+        '"tags": { "zone": "a" }\n', '"tags": { "zone": "a" },\n    "cores": 4\n').replace(
         '"hostname": "w3" }',
-        '"hostname": "w3", "memory": "7936 mb", "cpu": "5600 mhz", "storage": "102400 mb" }')
+        '"hostname": "w3", "memory": "7936 mb", "cpu": "5600 mhz", "cores": 4, "storage": "102400 mb" }')
 
 
 def test_render_multiline_entry_gets_its_indent():
@@ -282,7 +283,7 @@ def test_write_keeps_everything_else_and_mode(bucket):
     assert [w["host"] for w in data] == ["10.231.1.10", "10.231.1.11", "w3.example"]
     assert data[0]["tags"] == {"zone": "a"} and data[0]["labels"] == ["worker", "prod"]
     assert data[1] == {"host": "10.231.1.11", "labels": ["worker"], "memory": "7936 mb",
-                       "cpu": "5600 mhz", "storage": "102400 mb"}
+                       "cpu": "5600 mhz", "cores": 4, "storage": "102400 mb"}
     assert data[2] == {"host": "w3.example", "labels": ["staging"], "hostname": "w3"}
     assert "null" not in path.read_text()
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
