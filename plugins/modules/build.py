@@ -36,10 +36,8 @@ attributes:
   diff_mode:
     support: full
     description: Shows the catalog before and after.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller only.
+extends_documentation_fragment:
+  - maand.core.controller
 requirements:
   - jsonschema (controller)
 notes:

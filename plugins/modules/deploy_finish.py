@@ -44,10 +44,8 @@ attributes:
   diff_mode:
     support: none
     description: Reports a summary, not a diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller only.
+extends_documentation_fragment:
+  - maand.core.controller
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

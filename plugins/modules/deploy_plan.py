@@ -54,10 +54,8 @@ attributes:
   diff_mode:
     support: full
     description: Returns the plan lines as the diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller only.
+extends_documentation_fragment:
+  - maand.core.controller
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

@@ -47,10 +47,8 @@ attributes:
   diff_mode:
     support: none
     description: Reports explanations, not a diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller only.
+extends_documentation_fragment:
+  - maand.core.controller
 notes:
   - "Rules reported for a worker: missing selector labels, each failing RFC 31 sub-expression with its JSON path,
     hardware shortfalls (C(mem 2048 MB < 3072 MB)), the with / scale_with / avoid jobs, capacity exhausted

@@ -81,10 +81,8 @@ attributes:
   diff_mode:
     support: full
     description: Returns the old and new C(workers.json) text.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller only.
+extends_documentation_fragment:
+  - maand.core.controller
 notes:
   - This is an action plugin; it runs on the controller.
   - Bad input fails with a message naming the file, the entry, the field and the fix, and writes
