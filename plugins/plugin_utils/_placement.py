@@ -21,13 +21,17 @@ from ._fleet import WorkerIndex
 from ._select import Scheduler, placement_order
 
 
+# "89ab"[nibble & 3]: the RFC 4122 variant bits (10xx) applied to one hex digit
+_VARIANT_DIGIT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
+
+
 def alloc_id(job, host):
-    """maand's stable allocation id: an MD5-based (version 3 style) UUID of "<job>|<worker host>"."""
-    digest = bytearray(hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest())
-    digest[6] = (digest[6] & 0x0F) | 0x30  # version 3
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    text = digest.hex()
-    return "%s-%s-%s-%s-%s" % (text[:8], text[8:12], text[12:16], text[16:20], text[20:])
+    """maand's stable allocation id: an MD5-based (version 3 style) UUID of "<job>|<worker host>".
+
+    Digit 12 of the hex digest becomes the version (3) and digit 16 gets the RFC 4122 variant bits;
+    done on the hex text, which is cheaper than a bytearray round trip for 30,000 allocations."""
+    h = hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).hexdigest()
+    return "%s-%s-3%s-%s%s-%s" % (h[:8], h[8:12], h[13:16], _VARIANT_DIGIT[h[16]], h[17:20], h[20:])
 
 
 @dataclass(slots=True)
@@ -147,9 +151,29 @@ def find_shortfalls(bucket, scheduler, placed):
 
 
 def _sorted_allocations(current, last, removed_workers):
+    """By job name, then worker (bucket order; removed workers after, in the previous catalog's order).
+
+    A job's placed allocations enter `current` in worker order (iter_bits is ascending) and its removed
+    ones after them (_carry_removed runs last), so only a job whose group ends with a removed
+    allocation needs sorting."""
     removed_worker_rank = {w["host"]: i for i, w in enumerate(removed_workers)}
-    return sorted(current.values(), key=lambda a: (
-        a.job, a.worker_index if a.worker_index is not None else last + removed_worker_rank.get(a.worker, 0), a.worker))
+
+    def key(a):
+        return (a.worker_index if a.worker_index is not None else last + removed_worker_rank.get(a.worker, 0),
+                a.worker)
+
+    groups = {}
+    for alloc in current.values():
+        group = groups.get(alloc.job)
+        if group is None:
+            groups[alloc.job] = [alloc]
+        else:
+            group.append(alloc)
+    out = []
+    for name in sorted(groups):
+        group = groups[name]
+        out.extend(sorted(group, key=key) if group[-1].state == "removed" else group)
+    return out
 
 
 def _carry_removed(bucket, previous, current, result):

@@ -116,3 +116,30 @@ def test_compiling_rules_does_not_rewrite_the_models_selectors(tmp_path):
     assert result.report.ok, result.report.error_text()
     assert [a["worker"] for a in result.catalog["allocations"] if a["job"] == "agent"] == ["10.0.0.0", "10.0.0.1"]
     assert next(j for j in result.catalog["jobs"] if j["name"] == "agent")["selectors"] == ["worker"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(job=st.text(max_size=20), host=st.text(max_size=20))
+def test_alloc_id_is_the_md5_version_3_uuid(job, host):
+    """The hex-text alloc_id against the stdlib's own UUID construction (version 3, RFC 4122 variant)."""
+    import hashlib
+    import uuid
+
+    from ansible_collections.maand.core.plugins.plugin_utils._placement import alloc_id
+
+    digest = hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest()
+    assert alloc_id(job, host) == str(uuid.UUID(bytes=digest, version=3))
+
+
+def test_allocations_sort_by_job_then_worker_with_removed_workers_last(tmp_path):
+    root = bucket(tmp_path, {"api": {"selectors": ["worker"]}, "web": {"selectors": ["web"]}})
+    first = _build.build(root)
+    assert first.written
+    workers = [{"host": "10.0.0.0", "labels": []}, {"host": "10.0.0.2", "labels": ["web"]}]
+    make_bucket(tmp_path, workers, {"api": {"selectors": ["worker"]}, "web": {"selectors": ["web"]}},
+                maand_conf=CONF)
+    result = _build.compute(root)
+    assert [(a["job"], a["worker"], a["state"]) for a in result.catalog["allocations"]] == [
+        ("api", "10.0.0.0", "active"), ("api", "10.0.0.2", "active"), ("api", "10.0.0.1", "removed"),
+        # a removed allocation on a worker still listed sorts by that worker's place
+        ("web", "10.0.0.0", "removed"), ("web", "10.0.0.2", "active"), ("web", "10.0.0.1", "removed")]
