@@ -195,35 +195,55 @@ def _placement_error(job, rules, key, message, fix):
 
 
 def _compile_placement(job, rules, report):
+    """The placement block, in named phases; every problem is reported (in this order)."""
     spec = job.placement
     problems = []
     if not isinstance(spec, dict):
         problems.append(_placement_error(job, rules, "", "placement must be an object, got %r" % (spec,),
                                          "write e.g. {\"count\": 2, \"strategy\": \"least-waste\"}"))
         spec = {}
+    for phase in (_placement_keys, _placement_count, _placement_strategy, _placement_spread, _placement_colocation,
+                  _placement_avoid):
+        phase(job, rules, spec, problems)
+    for problem in problems:
+        report.error(*problem)
+
+
+def _placement_keys(job, rules, spec, problems):
     for key in sorted(set(spec) - set(PLACEMENT_KEYS)):
         problems.append(_placement_error(job, rules, key, "unknown placement key %r" % key,
                                          "use only: %s" % ", ".join(PLACEMENT_KEYS)))
-    if "count" in spec:
-        count = spec["count"]
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            problems.append(_placement_error(job, rules, "count", "count must be a whole number >= 0, got %r" % (count,),
-                                             "write e.g. \"count\": 2 (omit count to use every eligible worker)"))
-        else:
-            rules.count = count
-    if "strategy" in spec:
-        strategy = spec["strategy"]
-        if strategy not in STRATEGIES:
-            problems.append(_placement_error(job, rules, "strategy", "unknown strategy %r" % (strategy,),
-                                             "use \"least-waste\" or \"spread\""))
-        elif "count" not in spec:
-            problems.append(_placement_error(job, rules, "strategy", "strategy %s needs a count (without count every "
-                                             "eligible worker is used, there is nothing to choose)" % strategy,
-                                             "add \"count\": N or remove strategy"))
-        else:
-            rules.strategy = strategy
-    elif rules.count is not None:
-        rules.strategy = DEFAULT_STRATEGY
+
+
+def _placement_count(job, rules, spec, problems):
+    if "count" not in spec:
+        return
+    count = spec["count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        problems.append(_placement_error(job, rules, "count", "count must be a whole number >= 0, got %r" % (count,),
+                                         "write e.g. \"count\": 2 (omit count to use every eligible worker)"))
+    else:
+        rules.count = count
+
+
+def _placement_strategy(job, rules, spec, problems):
+    if "strategy" not in spec:
+        if rules.count is not None:
+            rules.strategy = DEFAULT_STRATEGY
+        return
+    strategy = spec["strategy"]
+    if strategy not in STRATEGIES:
+        problems.append(_placement_error(job, rules, "strategy", "unknown strategy %r" % (strategy,),
+                                         "use \"least-waste\" or \"spread\""))
+    elif "count" not in spec:
+        problems.append(_placement_error(job, rules, "strategy", "strategy %s needs a count (without count every "
+                                         "eligible worker is used, there is nothing to choose)" % strategy,
+                                         "add \"count\": N or remove strategy"))
+    else:
+        rules.strategy = strategy
+
+
+def _placement_spread(job, rules, spec, problems):
     if "spread_by" in spec:
         tag = spec["spread_by"]
         if not isinstance(tag, str) or not tag.strip():
@@ -236,6 +256,10 @@ def _compile_placement(job, rules, report):
             rules.spread_by = tag.lower()
     if rules.strategy == "spread" and rules.spread_by is None:
         rules.spread_by = DEFAULT_SPREAD_TAG
+
+
+def _placement_colocation(job, rules, spec, problems):
+    """with / scale_with, and the selectors placement uses for them."""
     for key, attr in (("with", "with_job"), ("scale_with", "scale_with")):
         if key in spec:
             value = spec[key]
@@ -255,18 +279,20 @@ def _compile_placement(job, rules, report):
         problems.append(_placement_error(job, rules, "scale_with", "scale_with places on every worker of %s; it "
                                          "cannot be combined with count or strategy" % spec["scale_with"],
                                          "use with + count to pick some of them, or drop count"))
-    if "avoid" in spec:
-        avoid = spec["avoid"]
-        if isinstance(avoid, str):
-            problems.append(_placement_error(job, rules, "avoid", "avoid takes a list of job names, got a string",
-                                             "write [\"%s\"]" % avoid))
-        elif not isinstance(avoid, list) or not all(isinstance(a, str) and a for a in avoid):
-            problems.append(_placement_error(job, rules, "avoid", "avoid must be a list of job names, got %r" % (avoid,),
-                                             "write e.g. \"avoid\": [\"db\"]"))
-        else:
-            rules.avoid = tuple(dict.fromkeys(avoid))
-    for problem in problems:
-        report.error(*problem)
+
+
+def _placement_avoid(job, rules, spec, problems):
+    if "avoid" not in spec:
+        return
+    avoid = spec["avoid"]
+    if isinstance(avoid, str):
+        problems.append(_placement_error(job, rules, "avoid", "avoid takes a list of job names, got a string",
+                                         "write [\"%s\"]" % avoid))
+    elif not isinstance(avoid, list) or not all(isinstance(a, str) and a for a in avoid):
+        problems.append(_placement_error(job, rules, "avoid", "avoid must be a list of job names, got %r" % (avoid,),
+                                         "write e.g. \"avoid\": [\"db\"]"))
+    else:
+        rules.avoid = tuple(dict.fromkeys(avoid))
 
 
 def _check_references(bucket, report):
