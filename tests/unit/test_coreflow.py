@@ -14,7 +14,6 @@ from ansible_collections.maand.core.plugins.plugin_utils._hardware import KEYS, 
 from ansible_collections.maand.core.plugins.plugin_utils._model import Worker, load_bucket
 from ansible_collections.maand.core.plugins.plugin_utils._placement import (
     NO_ELIGIBLE_WORKER, NO_SELECTOR_MATCH, SHORT_OF_COUNT, Shortfall, place)
-from ansible_collections.maand.core.plugins.plugin_utils._problems import Report
 from tests.bucket_factory import make_bucket
 
 CONF = 'ssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 22\nuse_sudo = false\n'
