@@ -110,7 +110,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 targets:
-  description: For O(operation=load), the selected workers in file order.
+  description: For O(operation=load), the selected workers in the build's order (C(position)).
   returned: operation=load
   type: list
   elements: dict
@@ -119,7 +119,7 @@ targets:
       description: The worker's C(host).
       type: str
     labels:
-      description: Its labels, including C(worker).
+      description: Its labels as build reads them (lower-cased, sorted, including C(worker)).
       type: list
       elements: str
     groups:
@@ -132,6 +132,11 @@ connection:
   returned: operation=load
   type: dict
   sample: {"ansible_user": "agent", "ansible_port": 22, "ansible_ssh_private_key_file": "/srv/bucket/secrets/worker.key", "ansible_become": true}
+warnings:
+  description: For O(operation=load), build's warnings about C(maand.conf) and C(workers.json) (for example unknown keys).
+  returned: operation=load, when there are any
+  type: list
+  elements: str
 workers:
   description: For O(operation=load), the number of workers in C(workers.json).
   returned: operation=load

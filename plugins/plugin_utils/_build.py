@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 
 from . import _catalog
+from ._explain import report_shortfalls
 from ._model import WORKERS_FILE, load_bucket
 from ._placement import place
 from ._problems import Report
@@ -45,6 +46,7 @@ def compute(bucket_dir, bucket_id=None):
     result.bucket = bucket
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)
+    report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; _explain words them
     ports = assign_ports(bucket, result.previous, report)
     seq = deployment_sequence(bucket, report)
     for alloc in placement.allocations:

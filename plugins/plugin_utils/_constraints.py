@@ -41,7 +41,7 @@ from ._hostlist import HostlistError, expand_hostlist
 from ._idset import IdsetError, parse_idset_ranges
 
 __all__ = ["ConstraintError", "Constraint", "FleetIndex", "compile_constraint",
-           "worker_properties", "OPERATORS"]
+           "worker_properties", "properties_of", "OPERATORS"]
 
 OPERATORS = ("and", "hostlist", "not", "or", "properties", "ranks")
 
@@ -74,8 +74,12 @@ def worker_properties(worker: Mapping[str, Any]) -> frozenset[str]:
     compared case-insensitively, so a tag value kept in upper case could never
     be matched.
     """
-    props = {str(label).lower() for label in (worker.get("labels") or ())}
-    tags = worker.get("tags")
+    return properties_of(worker.get("labels"), worker.get("tags"))
+
+
+def properties_of(labels: Iterable[Any] | None, tags: Mapping[str, Any] | None) -> frozenset[str]:
+    """worker_properties from a worker's labels and tags."""
+    props = {str(label).lower() for label in (labels or ())}
     if tags:
         props.update(f"{key}={value}".lower() for key, value in tags.items())  # = lower(key) "=" lower(value)
     return frozenset(props)
@@ -88,26 +92,25 @@ class FleetIndex:
     None), `position` (int; defaults to the list index), `labels` (iterable of
     str) and `tags` (dict). Masks are built lazily and cached, so an index
     should be built once per fleet and shared by all constraints.
+
+    The per-worker accessors (host_of, hostname_of, _properties_at) are what a
+    subclass over other worker records overrides (_fleet.WorkerIndex reads the
+    model's Worker records).
     """
 
     def __init__(self, workers: Iterable[Mapping[str, Any]]):
         self.workers = list(workers)
-        n = self.size = len(self.workers)
-        self.all_mask = (1 << n) - 1
-        self._props: list[frozenset[str]] = [worker_properties(w) for w in self.workers]
-        prop_idx: dict[str, list[int]] = {}
-        for i, props in enumerate(self._props):
-            for p in props:
-                idx = prop_idx.get(p)
-                if idx is None:
-                    prop_idx[p] = [i]
-                else:
-                    idx.append(i)
-        self._prop_idx = prop_idx
-        # host and rank indexes are built on first use: most fleets never see a hostlist or ranks
+        self._setup(len(self.workers), [w.get("position", i) for i, w in enumerate(self.workers)])
+
+    def _setup(self, size: int, positions: list) -> None:
+        self.size = size
+        self.all_mask = (1 << size) - 1
+        self.positions: list[int] = positions
+        # every index is built on first use: most fleets never see a property, hostlist or ranks
+        self._props: list[frozenset[str]] | None = None
+        self._prop_idx: dict[str, list[int]] | None = None
         self._host_idx: dict[str, list[int]] | None = None
         self._rank_idx: dict[int, list[int]] | None = None
-        self.positions: list[int] = [w.get("position", i) for i, w in enumerate(self.workers)]
         self._prop_cache: dict[str, int] = {}
         self._host_cache: dict[Any, int] = {}
         self._rank_cache: dict[Any, int] = {}
@@ -115,6 +118,33 @@ class FleetIndex:
         self._pos_keys: list[int] = []
         self._pos_runs = False
         self._group_cache: dict[tuple, int] = {}
+
+    # --- per-worker data ---------------------------------------------------------------------
+
+    def host_of(self, i: int) -> Any:
+        return self.workers[i].get("host")
+
+    def hostname_of(self, i: int) -> Any:
+        return self.workers[i].get("hostname")
+
+    def _properties_at(self, i: int) -> frozenset[str]:
+        return worker_properties(self.workers[i])
+
+    # --- indexes -----------------------------------------------------------------------------
+
+    def _property_index(self) -> dict[str, list[int]]:
+        if self._prop_idx is None:
+            self._props = [self._properties_at(i) for i in range(self.size)]
+            prop_idx: dict[str, list[int]] = {}
+            for i, props in enumerate(self._props):
+                for p in props:
+                    idx = prop_idx.get(p)
+                    if idx is None:
+                        prop_idx[p] = [i]
+                    else:
+                        idx.append(i)
+            self._prop_idx = prop_idx
+        return self._prop_idx
 
     def group_mask(self, name: str, group: "Constraint") -> int:
         """A named group's mask, evaluated once per fleet however many jobs use it."""
@@ -125,17 +155,17 @@ class FleetIndex:
         return m
 
     def properties_of(self, i: int) -> frozenset[str]:
+        self._property_index()
         return self._props[i]
 
     def host_names_of(self, i: int) -> tuple[str, ...]:
         """The lower-cased names a hostlist can match for workers[i]: host, then hostname."""
-        w = self.workers[i]
-        return tuple(str(x).lower() for x in (w.get("host"), w.get("hostname")) if x)
+        return tuple(str(x).lower() for x in (self.host_of(i), self.hostname_of(i)) if x)
 
     def property_mask(self, name: str) -> int:
         m = self._prop_cache.get(name)
         if m is None:
-            m = self._prop_cache[name] = _bits_to_int(self._prop_idx.get(name.lower(), ()), self.size)
+            m = self._prop_cache[name] = _bits_to_int(self._property_index().get(name.lower(), ()), self.size)
         return m
 
     def host_mask(self, names: Iterable[str]) -> int:
@@ -146,8 +176,8 @@ class FleetIndex:
             idx = self._host_idx
             if idx is None:
                 idx = self._host_idx = {}
-                for i, w in enumerate(self.workers):
-                    own_names = {str(w.get("host") or "").lower(), str(w.get("hostname") or "").lower()}
+                for i in range(self.size):
+                    own_names = {str(self.host_of(i) or "").lower(), str(self.hostname_of(i) or "").lower()}
                     for name in own_names:
                         if name:
                             idx.setdefault(name, []).append(i)
@@ -235,8 +265,8 @@ class _Hostlist:
         names = index.host_names_of(i)
         if any(n in self.hosts for n in names):
             return []
-        w = index.workers[i]
-        who = f"host {w.get('host')}" + (f" (hostname {w.get('hostname')})" if w.get("hostname") else "")
+        hostname = index.hostname_of(i)
+        who = f"host {index.host_of(i)}" + (f" (hostname {hostname})" if hostname else "")
         if not self.hosts:
             return [f"{self.path}: empty hostlist matches no worker ({who})"]
         return [f"{self.path}: {who} not in hostlist {', '.join(self.texts)}"]

@@ -18,6 +18,8 @@ import math
 
 from . import _constraints as C
 from ._hardware import FIELDS, KEYS, hardware_maxima, hardware_shortfalls
+from ._placement import NO_SELECTOR_MATCH, SHORT_OF_COUNT
+from ._select import selectors_of
 
 
 def _popcount(mask):
@@ -64,21 +66,19 @@ def _constraint_parts(node, index):
 def _rejections(bucket, placement, name):
     """[(label, mask)]: each rule and the workers it rejects among those without the job; plus the
     workers where it is placed but disabled."""
-    scheduler = placement.scheduler
-    fleet = placement.fleet
-    trace = scheduler.traces[name]
+    index = placement.index
+    trace = placement.scheduler.traces[name]
     job = bucket.jobs[name]
-    rules = getattr(job, "rules", None)
-    unplaced = fleet.all_mask & ~trace.placed
-    out = [("missing label %s" % label, unplaced & ~fleet.label_masks.get(label, 0)) for label in job.selectors]
+    rules = job.rules
+    unplaced = index.all_mask & ~trace.placed
+    out = [("missing label %s" % label, unplaced & ~index.label_masks.get(label, 0)) for label in selectors_of(job)]
     counted = rules is not None and rules.count is not None
     disabled_rejected = 0
     if rules is not None and not rules.plain and not rules.broken:
         if rules.constraint is not None:
-            out += [(label, unplaced & ~mask) for label, mask in _constraint_parts(rules.constraint._node,
-                                                                                   scheduler.cindex)]
+            out += [(label, unplaced & ~mask) for label, mask in _constraint_parts(rules.constraint._node, index)]
         if rules.hardware:
-            hx = scheduler.hindex
+            hx = index
             maxima = hardware_maxima(rules.hardware, hx, trace.hw_candidates)
             for key in KEYS:
                 want = rules.hardware.get(key)
@@ -116,7 +116,7 @@ def summary(bucket, placement, name):
     trace = placement.scheduler.traces[name]
     active = _popcount(trace.placed & ~trace.disabled)
     head = "%s: %d/%d workers" % (name, active, len(bucket.workers))
-    rules = getattr(bucket.jobs[name], "rules", None)
+    rules = bucket.jobs[name].rules
     if rules is not None and rules.count is not None:
         head += " (count %d)" % rules.count
     counts = [(_popcount(mask), label) for label, mask in _rejections(bucket, placement, name)]
@@ -162,11 +162,11 @@ class _JobContext:
     def __init__(self, bucket, placement, name):
         self.bucket, self.placement, self.name = bucket, placement, name
         self.job = bucket.jobs[name]
-        self.rules = getattr(self.job, "rules", None)
+        self.rules = self.job.rules
         self.trace = placement.scheduler.traces[name]
         self.maxima = None
         if self.rules is not None and self.rules.hardware and not self.rules.broken:
-            self.maxima = hardware_maxima(self.rules.hardware, placement.scheduler.hindex, self.trace.hw_candidates)
+            self.maxima = hardware_maxima(self.rules.hardware, placement.index, self.trace.hw_candidates)
         self._reserved = None
 
     @property
@@ -181,7 +181,7 @@ def explain_worker(bucket, placement, name, i, ctx=None):
     lists every rule that rejects the worker (or notes on a placed one)."""
     ctx = ctx or _JobContext(bucket, placement, name)
     job, rules, trace = ctx.job, ctx.rules, ctx.trace
-    scheduler = placement.scheduler
+    index = placement.index
     worker = bucket.workers[i]
     bit = 1 << i
     reasons = []
@@ -198,7 +198,7 @@ def explain_worker(bucket, placement, name, i, ctx=None):
         if not trace.disabled & bit:
             reasons.extend(_capacity_notes(job, worker, ctx.reserved.get(i)))
         return status, reasons
-    for label in job.selectors:
+    for label in selectors_of(job):
         if label not in worker.labels:
             reasons.append("missing label %s (selectors)" % label)
     if rules is not None and rules.broken:
@@ -206,9 +206,10 @@ def explain_worker(bucket, placement, name, i, ctx=None):
         return "not placed", reasons
     if rules is not None and not rules.plain:
         if rules.constraint is not None:
-            reasons.extend(rules.constraint.explain(scheduler.cindex, i))
+            reasons.extend(rules.constraint.explain(index, i))
         if rules.hardware:
-            reasons.extend("hardware: " + s for s in hardware_shortfalls(rules.hardware, scheduler.records[i], ctx.maxima))
+            reasons.extend("hardware: " + s for s in hardware_shortfalls(rules.hardware, index.hardware_record(i),
+                                                                         ctx.maxima))
         target = rules.with_job or rules.scale_with
         if target and not trace.with_mask & bit:
             key = "with" if rules.with_job else "scale_with"
@@ -270,8 +271,8 @@ def _capacity_notes(job, worker, reserved):
 
 
 def rules_text(job):
-    rules = getattr(job, "rules", None)
-    parts = ["selectors %s" % ", ".join(job.selectors)]
+    rules = job.rules
+    parts = ["selectors %s" % ", ".join(selectors_of(job))]
     if rules is not None:
         extra = rules.as_catalog()
         if "constraints" in extra:
@@ -319,7 +320,7 @@ def short_jobs(bucket, placement):
     out = []
     for name in sorted(bucket.jobs):
         job = bucket.jobs[name]
-        rules = getattr(job, "rules", None)
+        rules = job.rules
         if rules is not None and rules.broken:
             continue
         trace = placement.scheduler.traces.get(name)
@@ -333,4 +334,30 @@ def short_jobs(bucket, placement):
     return out
 
 
-__all__ = ["summary", "explain_worker", "explain_lines", "short_jobs", "first_rejecting_field", "fmt_mb", "FIELDS"]
+def report_shortfalls(bucket, placement, report):
+    """Word placement's shortfalls (jobs placed on fewer workers than they ask for) into the build
+    report: an error for placement.count, a warning for a job that matches no worker."""
+    for short in placement.shortfalls:
+        name = short.job
+        job = bucket.jobs[name]
+        if short.reason == SHORT_OF_COUNT:
+            report.error("ErrInsufficientAllocations", job.file, "$.placement.count",
+                         "job %s needs %d workers (placement.count), only %d eligible; %s" % (
+                             name, short.count, short.eligible, summary(bucket, placement, name)),
+                         "lower count, or make more workers eligible (ansible-playbook maand.core.explain "
+                         "-e job=%s shows every rule that rejects each worker)" % name)
+        elif short.reason == NO_SELECTOR_MATCH:
+            selectors = ", ".join(selectors_of(job))
+            report.warn("ErrInsufficientAllocations", job.file, "selectors",
+                        "job %s matches no worker (selectors: %s): %s" % (
+                            name, selectors, summary(bucket, placement, name)),
+                        "label a worker with %s in workspace/workers.json, or change selectors" % selectors)
+        else:
+            report.warn("ErrInsufficientAllocations", job.file, first_rejecting_field(bucket, placement, name),
+                        "job %s matches no worker: %s" % (name, summary(bucket, placement, name)),
+                        "ansible-playbook maand.core.explain -e job=%s lists every rule that rejects each worker"
+                        % name)
+
+
+__all__ = ["summary", "explain_worker", "explain_lines", "short_jobs", "first_rejecting_field", "fmt_mb", "FIELDS",
+           "report_shortfalls"]

@@ -7,9 +7,10 @@
 Two halves:
   compile_rules(bucket, report)   once per build, after the model is loaded: validate and compile every
                                   job's rules into job.rules (errors name file, job, JSON path and fix)
-  Scheduler(bucket, previous)     used by _placement.place(): orders the jobs (graphlib) and computes
-                                  each job's workers as int bitsets, keeping a Trace per job that
-                                  _explain.py reads on demand (nothing per (job, worker) pair here).
+  Scheduler(bucket, index, previous)  used by _placement.place(): computes each job's workers as int
+                                  bitsets over the one worker index (_fleet.WorkerIndex), keeping a
+                                  Trace per job that _explain.py reads on demand (nothing per
+                                  (job, worker) pair here); placement_order orders the jobs (graphlib).
 
 A job without any of the new fields is placed on every worker whose labels hold its selectors, as maand.
 """
@@ -19,12 +20,16 @@ from __future__ import annotations
 import graphlib
 import heapq
 import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ._bits import iter_bits
-from ._constraints import ConstraintError, FleetIndex, compile_constraint
-from ._hardware import HardwareError, HardwareIndex, format_hardware, hardware_mask, merge_hardware, parse_hardware
-from ._model import MAAND_CONF
+from ._constraints import ConstraintError, compile_constraint
+from ._hardware import HardwareError, format_hardware, hardware_mask, merge_hardware, parse_hardware
+
+# The file [constraint_groups] and the bucket-wide hardware default come from (_model.MAAND_CONF; not
+# imported from there: _model imports this module, and the core's imports never form a cycle).
+MAAND_CONF = "maand.conf"
 
 PLACEMENT_KEYS = ("avoid", "count", "scale_with", "spread_by", "strategy", "with")
 STRATEGIES = ("least-waste", "spread")
@@ -33,27 +38,29 @@ DEFAULT_SPREAD_TAG = "zone"
 _INF = math.inf
 
 
+@dataclass(slots=True)
 class Rules:
     """A job's compiled placement rules. `plain` = none of the new fields: maand's rule only."""
 
-    __slots__ = ("constraint", "hardware", "count", "strategy", "spread_by", "with_job", "scale_with", "avoid",
-                 "broken", "plain")
-
-    def __init__(self):
-        self.constraint = None  # _constraints.Constraint or None
-        self.hardware = {}  # effective (bucket default merged with the job's), real constraints only
-        self.count = None
-        self.strategy = None
-        self.spread_by = None
-        self.with_job = None
-        self.scale_with = None
-        self.avoid = ()
-        self.broken = False  # invalid rules: the build fails; the job is placed nowhere (no noise)
-        self.plain = True
+    constraint: object = None  # _constraints.Constraint or None
+    hardware: dict = field(default_factory=dict)  # effective (bucket default merged with the job's)
+    count: int | None = None
+    strategy: str | None = None
+    spread_by: str | None = None
+    with_job: str | None = None
+    scale_with: str | None = None
+    avoid: tuple = ()
+    broken: bool = False  # invalid rules: the build fails; the job is placed nowhere (no noise)
+    plain: bool = True
+    # The selectors placement uses when they differ from job.selectors (the model's, never rewritten
+    # here): a with / scale_with job without selectors is placed by co-location alone ("worker").
+    selectors: tuple | None = None
 
     def as_catalog(self):
         """Extra keys for the job's catalog record (only for jobs that use the new fields)."""
         out = {}
+        if self.selectors is not None:
+            out["selectors"] = list(self.selectors)
         if self.constraint is not None:
             out["constraints"] = self.constraint.expr
         if self.hardware:
@@ -65,6 +72,15 @@ class Rules:
         if placement:
             out["placement"] = placement
         return out
+
+
+def selectors_of(job):
+    """The selectors placement matches labels against: the compiled rules' when they set them, else
+    the model's job.selectors."""
+    rules = job.rules
+    if rules is not None and rules.selectors is not None:
+        return rules.selectors
+    return job.selectors
 
 
 @lru_cache(maxsize=256)  # jobs mostly share a few hardware settings
@@ -179,35 +195,55 @@ def _placement_error(job, rules, key, message, fix):
 
 
 def _compile_placement(job, rules, report):
+    """The placement block, in named phases; every problem is reported (in this order)."""
     spec = job.placement
     problems = []
     if not isinstance(spec, dict):
         problems.append(_placement_error(job, rules, "", "placement must be an object, got %r" % (spec,),
                                          "write e.g. {\"count\": 2, \"strategy\": \"least-waste\"}"))
         spec = {}
+    for phase in (_placement_keys, _placement_count, _placement_strategy, _placement_spread, _placement_colocation,
+                  _placement_avoid):
+        phase(job, rules, spec, problems)
+    for problem in problems:
+        report.error(*problem)
+
+
+def _placement_keys(job, rules, spec, problems):
     for key in sorted(set(spec) - set(PLACEMENT_KEYS)):
         problems.append(_placement_error(job, rules, key, "unknown placement key %r" % key,
                                          "use only: %s" % ", ".join(PLACEMENT_KEYS)))
-    if "count" in spec:
-        count = spec["count"]
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            problems.append(_placement_error(job, rules, "count", "count must be a whole number >= 0, got %r" % (count,),
-                                             "write e.g. \"count\": 2 (omit count to use every eligible worker)"))
-        else:
-            rules.count = count
-    if "strategy" in spec:
-        strategy = spec["strategy"]
-        if strategy not in STRATEGIES:
-            problems.append(_placement_error(job, rules, "strategy", "unknown strategy %r" % (strategy,),
-                                             "use \"least-waste\" or \"spread\""))
-        elif "count" not in spec:
-            problems.append(_placement_error(job, rules, "strategy", "strategy %s needs a count (without count every "
-                                             "eligible worker is used, there is nothing to choose)" % strategy,
-                                             "add \"count\": N or remove strategy"))
-        else:
-            rules.strategy = strategy
-    elif rules.count is not None:
-        rules.strategy = DEFAULT_STRATEGY
+
+
+def _placement_count(job, rules, spec, problems):
+    if "count" not in spec:
+        return
+    count = spec["count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        problems.append(_placement_error(job, rules, "count", "count must be a whole number >= 0, got %r" % (count,),
+                                         "write e.g. \"count\": 2 (omit count to use every eligible worker)"))
+    else:
+        rules.count = count
+
+
+def _placement_strategy(job, rules, spec, problems):
+    if "strategy" not in spec:
+        if rules.count is not None:
+            rules.strategy = DEFAULT_STRATEGY
+        return
+    strategy = spec["strategy"]
+    if strategy not in STRATEGIES:
+        problems.append(_placement_error(job, rules, "strategy", "unknown strategy %r" % (strategy,),
+                                         "use \"least-waste\" or \"spread\""))
+    elif "count" not in spec:
+        problems.append(_placement_error(job, rules, "strategy", "strategy %s needs a count (without count every "
+                                         "eligible worker is used, there is nothing to choose)" % strategy,
+                                         "add \"count\": N or remove strategy"))
+    else:
+        rules.strategy = strategy
+
+
+def _placement_spread(job, rules, spec, problems):
     if "spread_by" in spec:
         tag = spec["spread_by"]
         if not isinstance(tag, str) or not tag.strip():
@@ -220,6 +256,10 @@ def _compile_placement(job, rules, report):
             rules.spread_by = tag.lower()
     if rules.strategy == "spread" and rules.spread_by is None:
         rules.spread_by = DEFAULT_SPREAD_TAG
+
+
+def _placement_colocation(job, rules, spec, problems):
+    """with / scale_with, and the selectors placement uses for them."""
     for key, attr in (("with", "with_job"), ("scale_with", "scale_with")):
         if key in spec:
             value = spec[key]
@@ -230,8 +270,8 @@ def _compile_placement(job, rules, report):
                 setattr(rules, attr, value)
     if (rules.with_job or rules.scale_with) and "selectors" not in job.manifest:
         # co-location names the workers; maand's default selector (the job's own name as a label)
-        # would only get in the way, so it becomes "worker" (every worker carries it)
-        job.selectors = ("worker",)
+        # would only get in the way, so placement uses "worker" (every worker carries it)
+        rules.selectors = ("worker",)
     if "with" in spec and "scale_with" in spec:
         problems.append(_placement_error(job, rules, "scale_with", "with and scale_with exclude each other",
                                          "keep scale_with (every worker of that job) or with (some of them)"))
@@ -239,18 +279,20 @@ def _compile_placement(job, rules, report):
         problems.append(_placement_error(job, rules, "scale_with", "scale_with places on every worker of %s; it "
                                          "cannot be combined with count or strategy" % spec["scale_with"],
                                          "use with + count to pick some of them, or drop count"))
-    if "avoid" in spec:
-        avoid = spec["avoid"]
-        if isinstance(avoid, str):
-            problems.append(_placement_error(job, rules, "avoid", "avoid takes a list of job names, got a string",
-                                             "write [\"%s\"]" % avoid))
-        elif not isinstance(avoid, list) or not all(isinstance(a, str) and a for a in avoid):
-            problems.append(_placement_error(job, rules, "avoid", "avoid must be a list of job names, got %r" % (avoid,),
-                                             "write e.g. \"avoid\": [\"db\"]"))
-        else:
-            rules.avoid = tuple(dict.fromkeys(avoid))
-    for problem in problems:
-        report.error(*problem)
+
+
+def _placement_avoid(job, rules, spec, problems):
+    if "avoid" not in spec:
+        return
+    avoid = spec["avoid"]
+    if isinstance(avoid, str):
+        problems.append(_placement_error(job, rules, "avoid", "avoid takes a list of job names, got a string",
+                                         "write [\"%s\"]" % avoid))
+    elif not isinstance(avoid, list) or not all(isinstance(a, str) and a for a in avoid):
+        problems.append(_placement_error(job, rules, "avoid", "avoid must be a list of job names, got %r" % (avoid,),
+                                         "write e.g. \"avoid\": [\"db\"]"))
+    else:
+        rules.avoid = tuple(dict.fromkeys(avoid))
 
 
 def _check_references(bucket, report):
@@ -284,7 +326,7 @@ def placement_order(bucket, report):
     jobs = bucket.jobs
     graph = {}
     for name in jobs:
-        rules = getattr(jobs[name], "rules", None)
+        rules = jobs[name].rules
         if rules is None or rules.plain:
             graph[name] = set()
             continue
@@ -327,126 +369,95 @@ def placement_order(bucket, report):
     return order
 
 
+@dataclass(slots=True)
 class Trace:
     """What placement decided for one job, for on-demand explanations. Masks are int bitsets."""
 
-    __slots__ = ("selector", "constraint", "hw_candidates", "hardware", "with_mask", "avoid", "eligible",
-                 "disabled", "kept", "no_fit", "chosen_from", "keys", "placed", "winners",
-                 "short")
-
-    def __init__(self):
-        self.selector = 0
-        self.constraint = None  # mask, None = no constraint
-        self.hw_candidates = 0  # the set `max` was resolved against
-        self.hardware = None  # mask, None = no hardware constraint
-        self.with_mask = None  # workers where the with / scale_with target is active
-        self.avoid = ()  # [(job, mask of its workers)]
-        self.eligible = 0  # passes every rule above (before capacity / disabled / count)
-        self.disabled = 0  # workers disabled for this job (disabled.json)
-        self.kept = 0  # count jobs: previous allocations kept (sticky)
-        self.no_fit = {}  # count jobs: worker index -> (free mem, free cpu) when the reservation did not fit
-        self.chosen_from = 0  # count jobs: the candidates the strategy chose among
-        self.keys = {}  # count jobs: worker index -> rank key (least-waste spare after, spread tag)
-        self.placed = 0
-        self.winners = ()
-        self.short = None  # count jobs: (count, eligible) when fewer than count could be placed
+    selector: int = 0
+    constraint: int | None = None  # mask, None = no constraint
+    hw_candidates: int = 0  # the set `max` was resolved against
+    hardware: int | None = None  # mask, None = no hardware constraint
+    with_mask: int | None = None  # workers where the with / scale_with target is active
+    avoid: list = field(default_factory=list)  # [(job, mask of its workers)]
+    eligible: int = 0  # passes every rule above (before capacity / disabled / count)
+    disabled: int = 0  # workers disabled for this job (disabled.json)
+    kept: int = 0  # count jobs: previous allocations kept (sticky)
+    no_fit: dict = field(default_factory=dict)  # count jobs: worker index -> (free mem, free cpu) that did not fit
+    chosen_from: int = 0  # count jobs: the candidates the strategy chose among
+    keys: dict = field(default_factory=dict)  # count jobs: worker index -> rank key (least-waste spare, spread tag)
+    placed: int = 0
+    winners: tuple = ()
+    short: tuple | None = None  # count jobs: (count, eligible) when fewer than count could be placed
 
 
 class Scheduler:
-    """Places jobs one after the other (placement_order), charging reservations as it goes."""
+    """Places jobs one after the other (placement_order), charging reservations as it goes.
+    `index` is the one worker index (_fleet.WorkerIndex) built from bucket.workers."""
 
-    def __init__(self, bucket, fleet, previous=None):
+    def __init__(self, bucket, index, previous=None):
         self.bucket = bucket
-        self.fleet = fleet
-        workers = bucket.workers
-        self.n = len(workers)
-        self._records = None
-        self._cindex = None
-        self._hindex = None
+        self.index = index
+        self.n = index.size
         self.traces = {}
         self.active = {}  # job -> mask of its active allocations
         self.placed = {}  # job -> mask of its non-removed allocations
-        self.index_of = {w.host: w.index for w in workers}
-        self.charging = any(getattr(j, "rules", None) is not None and j.rules.count is not None
-                            for j in bucket.jobs.values())
+        self.charging = any(j.rules is not None and j.rules.count is not None for j in bucket.jobs.values())
         self.used_mem = [0.0] * self.n if self.charging else None
         self.used_cpu = [0.0] * self.n if self.charging else None
-        self.disabled_workers = self._mask(bucket.disabled_workers)
-        self.previous = {}
-        if self.charging and previous:
-            for alloc in previous.get("allocations", ()):
-                if alloc.get("state") != "removed":
-                    i = self.index_of.get(alloc.get("worker"))
-                    if i is not None:
-                        self.previous[alloc.get("job")] = self.previous.get(alloc.get("job"), 0) | (1 << i)
+        self.disabled_workers = index.hosts_mask(bucket.disabled_workers)
+        self.previous = self._previous_masks(previous) if self.charging else {}
 
-    def _mask(self, hosts):
-        m = 0
-        for host in hosts:
-            i = self.index_of.get(host)
-            if i is not None:
-                m |= 1 << i
-        return m
-
-    # Worker records for the libraries, built only when a job uses constraints or hardware.
-    @property
-    def records(self):
-        if self._records is None:
-            self._records = [{"host": w.host, "hostname": w.hostname, "position": w.position, "labels": w.labels,
-                              "tags": w.tags, "memory_mb": w.memory_mb, "cpu_mhz": w.cpu_mhz, "cores": w.cores,
-                              "storage_mb": w.storage_mb} for w in self.bucket.workers]
-        return self._records
-
-    @property
-    def cindex(self):
-        if self._cindex is None:
-            self._cindex = FleetIndex(self.records)
-        return self._cindex
-
-    @property
-    def hindex(self):
-        if self._hindex is None:
-            self._hindex = HardwareIndex(self.records)
-        return self._hindex
+    def _previous_masks(self, previous):
+        """job -> mask of its non-removed allocations in the previous catalog (count jobs are sticky)."""
+        out = {}
+        index_of = self.index.index_of
+        for alloc in (previous or {}).get("allocations", ()):
+            if alloc.get("state") != "removed":
+                i = index_of.get(alloc.get("worker"))
+                if i is not None:
+                    out[alloc.get("job")] = out.get(alloc.get("job"), 0) | (1 << i)
+        return out
 
     def disabled_for(self, name):
         m = self.disabled_workers
         if name in self.bucket.disabled_jobs:
             hosts = self.bucket.disabled_jobs[name]
-            m = self.fleet.all_mask if hosts is None else m | self._mask(hosts)
+            m = self.index.all_mask if hosts is None else m | self.index.hosts_mask(hosts)
         return m
 
-    def place_job(self, job, report):
+    def place_job(self, job):
         """The job's workers (bitset). Records a Trace; charges active reservations."""
         name = job.name
-        rules = getattr(job, "rules", None)
+        rules = job.rules
         trace = self.traces[name] = Trace()
-        sel = trace.selector = self.fleet.selector_mask(job.selectors)
+        sel = trace.selector = self.index.selector_mask(selectors_of(job))
         trace.disabled = self.disabled_for(name)
         if rules is None or rules.plain:
             placed = trace.eligible = sel
         elif rules.broken:
             placed = 0
         else:
-            placed = self._place_rules(job, rules, trace, sel, report)
+            placed = self._place_rules(job, rules, trace, sel)
         trace.placed = placed
         self.placed[name] = placed
         active = self.active[name] = placed & ~trace.disabled
         if self.charging and active and (job.memory_mb or job.cpu_mhz):
-            mem, cpu = job.memory_mb or 0.0, job.cpu_mhz or 0.0
-            used_mem, used_cpu = self.used_mem, self.used_cpu
-            for i in iter_bits(active):
-                used_mem[i] += mem
-                used_cpu[i] += cpu
+            self._charge(active, job.memory_mb or 0.0, job.cpu_mhz or 0.0)
         return placed
 
-    def _place_rules(self, job, rules, trace, eligible, report):
+    def _charge(self, active, mem, cpu):
+        used_mem, used_cpu = self.used_mem, self.used_cpu
+        for i in iter_bits(active):
+            used_mem[i] += mem
+            used_cpu[i] += cpu
+
+    def _place_rules(self, job, rules, trace, eligible):
         if rules.constraint is not None:
-            trace.constraint = rules.constraint.mask(self.cindex)
+            trace.constraint = rules.constraint.mask(self.index)
             eligible &= trace.constraint
         if rules.hardware:
             trace.hw_candidates = eligible
-            trace.hardware = hardware_mask(rules.hardware, self.hindex, eligible)
+            trace.hardware = hardware_mask(rules.hardware, self.index, eligible)
             eligible &= trace.hardware
         target = rules.with_job or rules.scale_with
         if target:
@@ -459,7 +470,7 @@ class Scheduler:
         trace.eligible = eligible
         if rules.count is None:
             return eligible
-        return self._choose(job, rules, trace, eligible, report)
+        return self._choose(job, rules, trace, eligible)
 
     # --- count: sticky choice ------------------------------------------------------------------
 
@@ -475,7 +486,7 @@ class Scheduler:
             ok = False
         return ok, free_mem, free_cpu
 
-    def _choose(self, job, rules, trace, eligible, report):
+    def _choose(self, job, rules, trace, eligible):
         name = job.name
         wholly_disabled = name in self.bucket.disabled_jobs and self.bucket.disabled_jobs[name] is None
         previous = self.previous.get(name, 0)
@@ -513,7 +524,7 @@ class Scheduler:
         for i in kept_list:
             trace.kept |= 1 << i
         trace.winners = tuple(sorted(chosen))
-        if len(chosen) < rules.count:  # reported by place() once every job is placed, with the summary
+        if len(chosen) < rules.count:  # a Shortfall (_placement.find_shortfalls), worded by _explain
             trace.short = (rules.count, len(kept_list) + bin(fresh).count("1"))
         return placed
 

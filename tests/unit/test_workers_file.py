@@ -1,4 +1,5 @@
-"""Unit tests for the maand.core.workers_file action: validation, comparison, style, atomic write."""
+"""Unit tests for the facts core (_facts.py, behind the maand.core.workers_file action): comparison, style,
+atomic write. Reading maand.conf / workers.json is the model's job: see test_facts_reader.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / ".collections"
 # The root conftest.py links .collections/ansible_collections/maand/core to this repository.
 
-from ansible_collections.maand.core.plugins.action import workers_file as wfile  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils import _facts as wfile  # noqa: E402
 
 WORKERS = """[
   {
@@ -66,56 +67,67 @@ def leftovers(bucket):
 
 
 # --------------------------------------------------------------------------- validation
+# The messages are the model's (build's) own: see test_facts_reader.py for the same-as-build checks.
+
+
+def write_workers(bucket, text):
+    workers_path(bucket).write_text(text)
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("[{\"host\": \"a\",}]", ["is not valid JSON", "line 1"]),
-    ("{\"host\": \"a\"}", ["must be a JSON list", "found a JSON object"]),
-    ("[{\"labels\": [\"x\"]}]", ["entry #1 has no \"host\" field", "add \"host\""]),
+    ("[{\"host\": \"a\",}]", ["workspace/workers.json: invalid JSON", "line 1"]),
+    ("{\"host\": \"a\"}", ["workspace/workers.json: $: expected array"]),
+    ("[{\"labels\": [\"x\"]}]", ["$[0]: 'host' is a required property"]),
     ("[{\"host\": \"a\"}, {\"host\": \"b\"}, {\"host\": \"a\"}]",
-     ["entry #3: host \"a\" is already listed in entry #1", "merge or remove the duplicate"]),
-    ("[\"10.0.0.1\"]", ["entry #1 is a JSON string"]),
-    ("[{\"host\": \"\"}]", ["\"host\" must be a non-empty string"]),
-    ("[{\"host\": \"a\", \"labels\": \"prod\"}]", ["\"labels\" must be a list of strings"]),
+     ["[2].host: duplicate host a (also at [0])", "list each host once"]),
+    ("[\"10.0.0.1\"]", ["$[0]: expected object"]),
+    ("[{\"host\": \"\"}]", ["$[0].host: must not be empty"]),
+    ("[{\"host\": \"a\", \"labels\": \"prod\"}]", ["$[0].labels: expected array"]),
 ])
-def test_bad_workers_json(text, expected):
+def test_bad_workers_json(bucket, text, expected):
+    write_workers(bucket, text)
     with pytest.raises(wfile.WorkersFileError) as exc:
-        wfile.parse_workers(text, "/b/workspace/workers.json")
+        wfile.inventory_entries(str(bucket))
     msg = str(exc.value)
-    assert msg.startswith("/b/workspace/workers.json")
+    assert msg.startswith(str(workers_path(bucket)))
+    assert "ErrInvalidWorkerJSON" in msg
     for part in expected:
         assert part in msg
 
 
-def test_every_problem_is_reported_at_once():
+def test_every_problem_is_reported_at_once(bucket):
+    write_workers(bucket, '[{"x": 1}, {"host": "a"}, {"host": "a"}, 5]')
     with pytest.raises(wfile.WorkersFileError) as exc:
-        wfile.parse_workers('[{"x": 1}, {"host": "a"}, {"host": "a"}, 5]', "w.json")
+        wfile.inventory_entries(str(bucket))
     msg = str(exc.value)
-    assert "entry #1" in msg and "entry #3" in msg and "entry #4" in msg
+    assert "2 errors" in msg and "$[0]" in msg and "$[3]" in msg
 
 
 def test_bad_input_writes_nothing(bucket):
     path = workers_path(bucket)
     path.write_text('[{"host": "10.231.1.10"}, {"host": "10.231.1.10"}]\n')
     before = path.read_bytes()
-    with pytest.raises(wfile.WorkersFileError, match="already listed"):
+    with pytest.raises(wfile.WorkersFileError, match=r"duplicate host 10.231.1.10 \(also at \[0\]\)"):
         wfile.update_workers_file(str(bucket), {"10.231.1.10": facts()})
     assert path.read_bytes() == before
     assert leftovers(bucket) == []
 
 
-def test_conf_defaults_and_errors(tmp_path):
-    (tmp_path / "maand.conf").write_text("job_config_selector = \"\"\n")
-    assert wfile.load_conf(str(tmp_path)) == {"ssh_user": "agent", "ssh_key": "worker.key",
-                                              "ssh_port": 22, "use_sudo": True}
-    (tmp_path / "maand.conf").write_text("ssh_port = 0\nuse_sudo = \"yes\"\n")
-    with pytest.raises(wfile.WorkersFileError, match=r"ssh_port must be a port number.*use_sudo must be"):
-        wfile.load_conf(str(tmp_path))
-    (tmp_path / "maand.conf").write_text("ssh_port = \n")
-    with pytest.raises(wfile.WorkersFileError, match="is not valid TOML"):
-        wfile.load_conf(str(tmp_path))
-    with pytest.raises(wfile.WorkersFileError, match="is .* a maand bucket"):
-        wfile.load_conf(str(tmp_path / "missing"))
+def test_conf_defaults_and_errors(bucket):
+    (bucket / "maand.conf").write_text("job_config_selector = \"\"\n")
+    assert wfile.inventory_entries(str(bucket))["connection"] == {
+        "ansible_user": "agent", "ansible_port": 22, "ansible_become": True,
+        "ansible_ssh_private_key_file": str(bucket / "secrets" / "worker.key")}
+    (bucket / "maand.conf").write_text("ssh_port = 70000\nuse_sudo = \"yes\"\n")
+    with pytest.raises(wfile.WorkersFileError) as exc:
+        wfile.inventory_entries(str(bucket))
+    assert "maand.conf: ssh_port: port 70000 is out of range" in str(exc.value)
+    assert "maand.conf: use_sudo: expected true or false" in str(exc.value)
+    (bucket / "maand.conf").write_text("ssh_port = \n")
+    with pytest.raises(wfile.WorkersFileError, match="maand.conf: invalid TOML"):
+        wfile.inventory_entries(str(bucket))
+    with pytest.raises(wfile.WorkersFileError, match="is it a maand bucket"):
+        wfile.inventory_entries(str(bucket / "missing"))
 
 
 # --------------------------------------------------------------------------- load
@@ -128,8 +140,8 @@ def test_inventory_entries(bucket):
         "ansible_ssh_private_key_file": str(bucket / "secrets" / "worker.key"),
     }
     assert [t["host"] for t in out["targets"]] == ["10.231.1.10", "10.231.1.11", "w3.example"]
-    assert out["targets"][0]["groups"] == ["maand_facts_targets", "label_worker", "label_prod"]
-    # maand adds the label "worker" to every host
+    # the model's labels: lower-cased, sorted, with "worker" (maand adds it to every host)
+    assert out["targets"][0]["groups"] == ["maand_facts_targets", "label_prod", "label_worker"]
     assert out["targets"][2]["groups"] == ["maand_facts_targets", "label_staging", "label_worker"]
 
 
@@ -349,7 +361,7 @@ def test_killed_between_temp_write_and_rename(bucket):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(COLLECTIONS)!r})
-        from ansible_collections.maand.core.plugins.action import workers_file as w
+        from ansible_collections.maand.core.plugins.plugin_utils import _facts as w
         w.os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
         w.update_workers_file({str(bucket)!r}, {{"10.231.1.11": {facts()!r}}})
     """)
@@ -377,7 +389,7 @@ def test_write_takes_the_bucket_lock(bucket):
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(COLLECTIONS)!r})
-        from ansible_collections.maand.core.plugins.action import workers_file as w
+        from ansible_collections.maand.core.plugins.plugin_utils import _facts as w
         w.update_workers_file({str(bucket)!r}, {{"10.231.1.11": {facts()!r}}})
     """)
     proc = subprocess.Popen([sys.executable, "-c", script])
@@ -403,9 +415,9 @@ def run_playbook(bucket, tmp_path, *args):
 
 
 @pytest.mark.parametrize("content, expected", [
-    ("[{\"host\": \"a\"}, {\"host\": \"a\"}]", 'entry #2: host "a" is already listed in entry #1'),
-    ("not json", "is not valid JSON"),
-    ("[{\"labels\": []}]", 'entry #1 has no "host" field'),
+    ("[{\"host\": \"a\"}, {\"host\": \"a\"}]", "[1].host: duplicate host a (also at [0])"),
+    ("not json", "workspace/workers.json: invalid JSON"),
+    ("[{\"labels\": []}]", "$[0]: 'host' is a required property"),
 ])
 def test_playbook_bad_input_fails_cleanly(bucket, tmp_path, content, expected):
     workers_path(bucket).write_text(content)
