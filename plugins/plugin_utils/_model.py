@@ -141,8 +141,10 @@ def _read_json(bucket, rel, report, kind, required=False):
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        report.error(kind, rel, "", "invalid JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno),
-                     "fix the JSON syntax there")
+        ended = exc.pos >= len(text.rstrip())  # Go's encoding/json words a truncated document this way
+        report.error(kind, rel, "", "invalid JSON: %s at line %d column %d%s" % (
+            exc.msg, exc.lineno, exc.colno, " (unexpected end of JSON input)" if ended else ""),
+            "fix the JSON syntax there")
         return None
 
 
@@ -171,6 +173,8 @@ def load_maand_conf(bucket, report):
             report.error("ErrInvalidMaandConf", MAAND_CONF, key, "expected %s, got %r" % (what, conf[key]),
                          "set %s to %s" % (key, what))
             conf.pop(key)
+    if isinstance(conf.get("ssh_port"), int) and conf["ssh_port"] <= 0:
+        conf["ssh_port"] = 22  # maand (bucket/config.go SSHPort): ssh_port <= 0 means 22; `maand init` writes 0
     if isinstance(conf.get("ssh_port"), int) and not 0 < conf["ssh_port"] < 65536:
         report.error("ErrInvalidMaandConf", MAAND_CONF, "ssh_port", "port %d is out of range" % conf["ssh_port"],
                      "use a port between 1 and 65535")
@@ -191,19 +195,47 @@ def load_maand_conf(bucket, report):
     )
 
 
-def _port_number(value):
+def _string_values(conf, rel, report, prefix=""):
+    """maand reads bucket.conf and bucket.jobs[.sel].conf into map[string]string: a value that is not a
+    string fails its build (ErrInvalidBucketConf). Returns conf without the bad keys."""
+    good = {}
+    for key, value in conf.items():
+        if isinstance(value, str):
+            good[key] = value
+            continue
+        got = _toml_type(value)
+        report.error("ErrInvalidBucketConf", rel, prefix + key,
+                     "expected a string, got %s %s (maand: toml: cannot decode TOML %s into a Go value of type "
+                     "string)" % (got, _short(value), got),
+                     "quote the value: %s = \"%s\"" % (key, _short(value)))
+    return good
+
+
+def _toml_type(value):
     if isinstance(value, bool):
-        raise ValueError
-    number = int(value)  # maand's bucket.conf holds strings ("30000"); integers are accepted too
+        return "boolean"
+    for typ, name in ((int, "integer"), (float, "float"), (dict, "table"), (list, "array")):
+        if isinstance(value, typ):
+            return name
+    return "date/time" if hasattr(value, "isoformat") else type(value).__name__
+
+
+def _short(value):
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value).lower() if isinstance(value, bool) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _port_number(value):
+    number = int(value.strip())  # maand: strconv.Atoi(strings.TrimSpace(raw))
     if not 0 < number < 65536:
         raise ValueError
     return number
 
 
 def load_bucket_conf(bucket, report):
-    conf = _read_toml(bucket, BUCKET_CONF, report, "ErrInvalidBucketConf") or {}
+    conf = _string_values(_read_toml(bucket, BUCKET_CONF, report, "ErrInvalidBucketConf") or {}, BUCKET_CONF, report)
     for key in ("port_min", "port_max"):
-        if key in conf:
+        if conf.get(key, "").strip():
             try:
                 setattr(bucket, key, _port_number(conf[key]))
             except (TypeError, ValueError):
@@ -226,11 +258,15 @@ def load_job_configs(bucket, report):
             report.error("ErrInvalidBucketJobsConf", rel, name, "expected a [%s] table, got %r" % (name, section),
                          "write the job's settings under a [%s] section" % name)
             continue
-        bucket.job_configs[name] = section
+        bucket.job_configs[name] = _string_values(section, rel, report, prefix=name + ".")
 
 
 def load_workers(bucket, report):
     rel = WORKERS_FILE
+    if not os.path.lexists(os.path.join(bucket.path, rel)):
+        report.warn("ErrInvalidWorkerJSON", rel, "", "no workers.json: building with zero workers (as maand)",
+                    "create %s (ansible-playbook maand.core.facts fills in capacity)" % rel)
+        return
     document = _read_json(bucket, rel, report, "ErrInvalidWorkerJSON", required=True)
     if document is None:
         return
@@ -259,7 +295,12 @@ def load_workers(bucket, report):
         worker = Worker()
         worker.host = host
         worker.hostname = item.get("hostname") or None
-        labels = {label.lower() for label in item.get("labels", ())}
+        given = [label.strip().lower() for label in item.get("labels", ())]
+        twice = sorted({label for label in given if given.count(label) > 1})
+        if twice:
+            report.error("ErrInvalidWorkerJSON", rel, field + ".labels", "worker %s have duplicate labels (%s)" % (
+                host, ", ".join(twice)), "list each label once (labels are compared in lower case)")
+        labels = set(given)
         labels.add("worker")
         worker.labels = tuple(sorted(labels))
         worker.tags = {str(k).lower(): str(v).lower() if isinstance(v, bool) else str(v)
@@ -298,12 +339,12 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             makefile = entry
             break
     if makefile is None:
-        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s has no Makefile" % name,
+        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
                      "add %s/Makefile with start, stop and restart targets" % rel_dir)
     for reserved in RESERVED_JOB_DIRS:
         if os.path.lexists(os.path.join(root, reserved)):
-            report.error("ErrInvalidJob", rel_dir, reserved, "job %s: %s/ is reserved (created on workers at runtime)" % (
-                name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
+            report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
+                         "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
     stack = [root]
     while stack:
         current = stack.pop()
@@ -370,7 +411,28 @@ def _reservation(bucket, job, key, unit, parse, low, high, report):
     return low, high, requested, bucket.job_config_file
 
 
-def _load_commands(job, manifest, rel, report):
+COMMAND_SCRIPT_SUFFIXES = (".py", ".ts", ".js")
+
+
+def _check_command_script(bucket, job, name, rel, report):
+    """maand (jobcommand/runtime.go ResolveCommandScript): exactly one of _modules/<name>.py, .ts or .js."""
+    modules = "%s/_modules" % job.path
+    found = [name + suffix for suffix in COMMAND_SCRIPT_SUFFIXES
+             if os.path.isfile(os.path.join(bucket.path, modules, name + suffix))]
+    field = "commands.%s" % name
+    if not found:
+        report.error("ErrJobCommandFileNotFound", rel, field,
+                     "job %s command %s: job command file not found: expected %s.py, %s.ts, or %s.js under %s" % (
+                         job.name, name, name, name, name, modules),
+                     "add %s/%s.py (or .ts/.js), or remove the command from the manifest" % (modules, name))
+    elif len(found) > 1:
+        report.error("ErrInvalidJobCommandConfiguration", rel, field,
+                     "job %s command %s: invalid job command configuration: multiple implementations for %s under %s "
+                     "(use only one of .py, .ts, .js): %s" % (job.name, name, name, modules, ", ".join(found)),
+                     "keep one of %s" % ", ".join(found))
+
+
+def _load_commands(bucket, job, manifest, rel, report):
     commands = {}
     for name, spec in (manifest.get("commands") or {}).items():
         field = "commands.%s" % name
@@ -381,6 +443,11 @@ def _load_commands(job, manifest, rel, report):
         command = Command()
         command.name = name
         command.executed_on = list(spec.get("executed_on") or [])
+        if not command.executed_on:  # maand build/build_jobs.go; tests/build_job_command_test.go TestJobCommandWithoutTrigger
+            report.error("ErrInvalidJobCommandConfiguration", rel, field + ".executed_on",
+                         "job %s, job_command %s missing executed_on" % (job.name, name),
+                         "list the events that run it, e.g. \"executed_on\": [\"post_build\"]")
+        _check_command_script(bucket, job, name, rel, report)
         bad = [e for e in command.executed_on if e not in COMMAND_EVENTS]
         if bad:
             report.error("ErrInvalidJobCommandConfiguration", rel, field + ".executed_on",
@@ -394,6 +461,25 @@ def _load_commands(job, manifest, rel, report):
         command.max_version = config.get("max_version")
         commands[name] = command
     return commands
+
+
+def _load_version(job, manifest, rel, report):
+    """maand keeps the version as written ("1.1" stays "1.1", tests/build_job_test.go TestJobVersionUpdate);
+    every non-empty version must parse (build/validate_demands.go resolveJobVersion)."""
+    raw = manifest.get("version")
+    job.version_given = isinstance(raw, str) and bool(raw.strip())
+    job.version = raw if job.version_given else "0.0.0"
+    if raw is not None and not isinstance(raw, str):
+        report.error("ErrInvalidManifest", rel, "version", "job %s: expected a version string, got %s %r (maand: json: "
+                     "cannot unmarshal %s into Go struct field Manifest.version of type string)" % (
+                         job.name, type(raw).__name__, raw, "number" if isinstance(raw, (int, float)) else "value"),
+                     "quote it: \"version\": \"%s\"" % raw)
+        return
+    if job.version_given:
+        try:
+            parse_version(raw)
+        except ValueError as exc:
+            report.error("ErrInvalidJobVersion", rel, "version", "job %s: %s" % (job.name, exc), "write e.g. \"1.2.0\"")
 
 
 def _int_field(manifest, names, default):
@@ -433,13 +519,7 @@ def load_job(bucket, name, report):
     job.path = rel_dir
     job.manifest = manifest
     job.makefile = makefile
-    job.version_given = "version" in manifest
-    job.version = "0.0.0"
-    if job.version_given:
-        try:
-            job.version = str(parse_version(manifest["version"]))
-        except ValueError as exc:
-            report.error("ErrInvalidJobVersion", rel, "version", "job %s: %s" % (name, exc), "write e.g. \"1.2.0\"")
+    _load_version(job, manifest, rel, report)
     selectors = [s.lower() for s in manifest.get("selectors") or ()]
     for selector in selectors:
         if not SELECTOR_NAME.match(selector):
@@ -472,10 +552,10 @@ def load_job(bucket, name, report):
     job.restart_policy = manifest.get("restart_policy", "always")
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":
-        report.error("ErrInvalidManifest", rel, "restart_globs", "job %s: restart_globs only apply with restart_policy "
-                     "reload (it is %s)" % (name, job.restart_policy),
+        report.error("ErrInvalidManifest", rel, "restart_globs", "job %s restart_globs requires restart_policy reload "
+                     "(it is %s)" % (name, job.restart_policy),
                      "set restart_policy to \"reload\" or remove restart_globs")
-    job.commands = _load_commands(job, manifest, rel, report)
+    job.commands = _load_commands(bucket, job, manifest, rel, report)
     job.health_check = manifest.get("health_check") or {}
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
@@ -503,6 +583,13 @@ def load_jobs(bucket, report):
         if not entry.is_dir():
             report.warn("ErrInvalidJob", "%s/%s" % (JOBS_DIR, entry.name), "", "not a folder: ignored",
                         "move stray files out of workspace/jobs")
+            continue
+        if not os.path.isfile(os.path.join(entry.path, "manifest.json")):
+            # maand lists jobs as workspace/jobs/*/manifest.json (workspace/workspace.go GetJobs;
+            # tests/build_job_test.go TestJobWithoutManifest): a folder without one is not a job.
+            report.warn("ErrInvalidJob", "%s/%s" % (JOBS_DIR, entry.name), "manifest.json",
+                        "no manifest.json: not a job, ignored (as maand)",
+                        "add %s/%s/manifest.json (it may be just {}) or move the folder out" % (JOBS_DIR, entry.name))
             continue
         job = load_job(bucket, entry.name, report)
         if job is not None:

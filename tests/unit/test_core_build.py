@@ -325,7 +325,7 @@ def test_catalog_shape(tmp_path):
     assert catalog["allocations"][0] == {"job": "api", "worker": "10.0.0.2", "alloc_id": alloc_id("api", "10.0.0.2"),
                                          "state": "active", "zone": "a", "deployment_seq": 0, "memory_mb": 0.0,
                                          "cpu_mhz": 0.0}
-    assert catalog["jobs"][0]["version"] == "2.0.0"
+    assert catalog["jobs"][0]["version"] == "v2"  # kept as written, as maand (tests/build_job_test.go TestJobVersionUpdate)
 
 
 def test_lock_refuses_a_second_run(tmp_path):
