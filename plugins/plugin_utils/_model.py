@@ -21,7 +21,7 @@ import os
 import re
 import tomllib
 
-from . import _schemas
+from . import _job_checks, _schemas
 from ._problems import Report
 from ._units import parse_cpu_mhz, parse_memory_mb, parse_version
 
@@ -555,7 +555,10 @@ def load_job(bucket, name, report):
         report.error("ErrInvalidManifest", rel, "restart_globs", "job %s restart_globs requires restart_policy reload "
                      "(it is %s)" % (name, job.restart_policy),
                      "set restart_policy to \"reload\" or remove restart_globs")
+    _job_checks.check_restart_globs(job, rel, report)
+    _job_checks.check_reload_target(bucket.path, job, report)
     job.commands = _load_commands(bucket, job, manifest, rel, report)
+    _job_checks.check_health(job, manifest, rel, report)
     job.health_check = manifest.get("health_check") or {}
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
@@ -594,6 +597,7 @@ def load_jobs(bucket, report):
         job = load_job(bucket, entry.name, report)
         if job is not None:
             bucket.jobs[job.name] = job
+    _job_checks.check_prometheus(bucket, report)
     for name in sorted(set(bucket.job_configs) - set(bucket.jobs)):
         report.warn("ErrInvalidBucketJobsConf", "workspace/" + bucket.job_config_file, name,
                     "section for unknown job %s is ignored" % name, "remove it or fix the job name")

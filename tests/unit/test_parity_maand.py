@@ -7,7 +7,6 @@ checks that maand's error kind is among ours and, where the Go test checks wordi
 appear inside ours.
 """
 
-import json
 import os
 
 import pytest
@@ -15,34 +14,7 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils import _build
 from ansible_collections.maand.core.plugins.plugin_utils._units import parse_version
 from tests.bucket_factory import write
-
-# What `maand init` writes (initialize/execute.go): maand.conf from a MaandConf with SSHPort unset, which
-# go-toml v2 writes as 0; workers.json `[]`; bucket.conf with the default port pool as strings.
-INIT_MAAND_CONF = ('use_sudo = false\nssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 0\n'
-                   'certs_ttl = 60\ncerts_renewal_buffer = 0\n')
-INIT_BUCKET_CONF = 'port_min = "30000"\nport_max = "39999"\n'
-
-
-def init_bucket(root):
-    root = str(root)
-    write(os.path.join(root, "maand.conf"), INIT_MAAND_CONF)
-    write(os.path.join(root, "workspace", "workers.json"), "[]")
-    write(os.path.join(root, "workspace", "bucket.conf"), INIT_BUCKET_CONF)
-    os.makedirs(os.path.join(root, "workspace", "jobs"), exist_ok=True)
-    return root
-
-
-def ws(root, rel, text):
-    write(os.path.join(str(root), "workspace", rel), text if isinstance(text, str) else json.dumps(text))
-
-
-def job(root, name, manifest, makefile="", modules=()):
-    ws(root, "jobs/%s/manifest.json" % name, manifest)
-    if makefile is not None:
-        ws(root, "jobs/%s/Makefile" % name, makefile)
-    for script in modules:
-        ws(root, "jobs/%s/_modules/%s" % (name, script), "")
-
+from tests.maand_init import init_bucket, job, ws
 
 def no_workers_json(root):
     os.remove(os.path.join(str(root), "workspace", "workers.json"))
