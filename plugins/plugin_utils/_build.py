@@ -31,9 +31,10 @@ class BuildResult:
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
 
 
-def compute(bucket_dir, bucket_id=None):
+def compute(bucket_dir, bucket_id=None, strict=False):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
-    `bucket_id` is used only when there is no previous catalog (None: leave it unset)."""
+    `bucket_id` is used only when there is no previous catalog (None: leave it unset). `strict`
+    (maand_strict): whatever maand.core does not honour is an error, not a warning."""
     result = BuildResult()
     report = result.report = Report()
     try:
@@ -53,6 +54,8 @@ def compute(bucket_dir, bucket_id=None):
     if workers_loaded:
         check_capacity(bucket, placement.allocations, report)
         check_counts(bucket, placement.allocations, report)
+    if strict:
+        report.apply_strict()
     if report.ok:
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id)
     return result
@@ -110,15 +113,15 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
     }
 
 
-def build(bucket_dir, check_mode=False):
+def build(bucket_dir, check_mode=False, strict=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
     if check_mode:
-        result = compute(bucket_dir, bucket_id="(new)")
+        result = compute(bucket_dir, bucket_id="(new)", strict=strict)
         _finish(result)
         return result
     with _catalog.bucket_lock(bucket_dir):
-        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()))
+        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), strict=strict)
         _finish(result)
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)

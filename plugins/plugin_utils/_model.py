@@ -22,7 +22,7 @@ import re
 import tomllib
 
 from . import _job_checks, _schemas
-from ._problems import Report
+from ._problems import Report, did_you_mean
 from ._units import parse_cpu_mhz, parse_memory_mb, parse_version
 
 MAAND_CONF = "maand.conf"
@@ -41,6 +41,8 @@ MAAND_CONF_DEFAULTS = {
     "job_config_selector": "",
 }
 MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups"}
+# maand keys that maand.core reads but does not act on (certs_ttl/certs_renewal_buffer: see the manifest's certs)
+MAAND_CONF_UNHONOURED = {"log_format": "log_format is not used: maand.core logs through Ansible's output"}
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
 
 # Job names become directory names on workers, group names and shell arguments: keep them plain.
@@ -161,8 +163,11 @@ def load_maand_conf(bucket, report):
     if conf is None:
         return
     for key in sorted(set(conf) - MAAND_CONF_KEYS):
-        report.warn("ErrInvalidMaandConf", MAAND_CONF, key, "unknown key kept but not used by maand.core",
-                    "remove it or check its spelling")
+        if key in MAAND_CONF_UNHONOURED:
+            report.unhonoured("ErrInvalidMaandConf", MAAND_CONF, key, MAAND_CONF_UNHONOURED[key], "remove it")
+            continue
+        report.unhonoured("ErrInvalidMaandConf", MAAND_CONF, key, "unknown key %r is ignored%s" % (
+            key, did_you_mean(key, MAAND_CONF_KEYS)), "remove it or fix its spelling")
     checks = {
         "ssh_user": (str, "a user name string"), "ssh_key": (str, "a file name under secrets/"),
         "ssh_port": (int, "an integer port"), "use_sudo": (bool, "true or false"),
@@ -244,6 +249,10 @@ def load_bucket_conf(bucket, report):
         bucket.port_range_problem = ("port_min", "port_min %d is greater than port_max %d" % (bucket.port_min,
                                                                                               bucket.port_max))
     bucket.bucket_vars = {k: v for k, v in conf.items() if k not in ("port_min", "port_max")}
+    if bucket.bucket_vars:
+        report.unhonoured("ErrInvalidBucketConf", BUCKET_CONF, sorted(bucket.bucket_vars)[0], "keys %s are kept in the "
+                          "catalog (bucket_vars) but no job can read them: maand.core has no KV store" % ", ".join(
+                              sorted(bucket.bucket_vars)), "pass the values to jobs another way (e.g. a file in the job)")
 
 
 def load_job_configs(bucket, report):
@@ -259,6 +268,11 @@ def load_job_configs(bucket, report):
                          "write the job's settings under a [%s] section" % name)
             continue
         bucket.job_configs[name] = _string_values(section, rel, report, prefix=name + ".")
+        extra = sorted(set(bucket.job_configs[name]) - {"memory", "cpu"})
+        if extra:
+            report.unhonoured("ErrInvalidBucketConf", rel, "%s.%s" % (name, extra[0]), "job vars %s are kept in the "
+                              "catalog but the job cannot read them: maand.core has no KV store" % ", ".join(extra),
+                              "pass the values to the job another way (e.g. a file in the job)")
 
 
 def load_workers(bucket, report):
@@ -278,10 +292,9 @@ def load_workers(bucket, report):
     workers = []
     for index, item in enumerate(document):
         field = "[%d]" % index
-        extra = set(item) - known
-        if extra:
-            report.warn("ErrInvalidWorkerJSON", rel, field, "unknown keys kept but not used: %s" % ", ".join(sorted(extra)),
-                        "remove them or check their spelling")
+        for key in sorted(set(item) - known):
+            report.unhonoured("ErrInvalidWorkerJSON", rel, "%s.%s" % (field, key), "unknown key %r is ignored%s" % (
+                key, did_you_mean(key, known)), "remove it or fix its spelling")
         host = item["host"]
         if not HOST_NAME.match(host):
             report.error("ErrInvalidWorkerJSON", rel, field + ".host", "%r is not an IP address or host name" % host,
@@ -330,14 +343,10 @@ def load_workers(bucket, report):
 
 
 def _walk_job(bucket, name, rel_dir, report, manifest_rel):
-    """Check the job tree: reserved dirs, Makefile, symlinks that leave the job folder."""
+    """Check the job tree: reserved dirs, Makefile, symlinks; report the files maand.core ships but does
+    not act on (templates, vars.toml, _modules/, _prometheus/)."""
     root = os.path.join(bucket.path, rel_dir)
-    real_root = os.path.realpath(root)
-    makefile = None
-    for entry in MAKEFILES:
-        if os.path.isfile(os.path.join(root, entry)):
-            makefile = entry
-            break
+    makefile = next((entry for entry in MAKEFILES if os.path.isfile(os.path.join(root, entry))), None)
     if makefile is None:
         report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
                      "add %s/Makefile with start, stop and restart targets" % rel_dir)
@@ -345,26 +354,70 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
         if os.path.lexists(os.path.join(root, reserved)):
             report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
                          "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
+    templates = []
     stack = [root]
     while stack:
         current = stack.pop()
         try:
-            entries = list(os.scandir(current))
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
         except OSError as exc:
             report.error("ErrInvalidJob", rel_dir, os.path.relpath(current, root), "cannot list: %s" % exc.strerror,
                          "fix the permissions")
             continue
         for entry in entries:
+            rel = os.path.relpath(entry.path, root)
             if entry.is_symlink():
-                target = os.path.realpath(entry.path)
-                if target != real_root and not target.startswith(real_root + os.sep):
-                    report.error("ErrInvalidJob", rel_dir, os.path.relpath(entry.path, root),
-                                 "symlink leaves the job folder (points to %s)" % target,
-                                 "copy the file into the job folder instead of linking outside it")
+                _check_symlink(bucket, rel_dir, root, rel, report)
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
+            elif entry.name.endswith((".tpl", ".j2")):
+                templates.append(rel)
+    _report_unhonoured_files(name, rel_dir, root, makefile, templates, report)
     return makefile
+
+
+def _check_symlink(bucket, rel_dir, root, rel, report):
+    """A link is shipped as a link: its target must be relative and stay inside the job folder both as
+    written (what it means on the worker) and as resolved here."""
+    full = os.path.join(root, rel)
+    try:
+        target = os.readlink(full)
+    except OSError as exc:
+        report.error("ErrInvalidJob", rel_dir, rel, "cannot read the symlink: %s" % exc.strerror, "replace it by a file")
+        return
+    lexical = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+    real_root = os.path.realpath(root)
+    resolved = os.path.realpath(full)
+    if os.path.isabs(target):
+        problem = "symlink target %s is absolute (it would point elsewhere on the worker)" % target
+    elif lexical == ".." or lexical.startswith(".." + os.sep):
+        problem = "symlink target %s leaves the job folder" % target
+    elif resolved != real_root and not resolved.startswith(real_root + os.sep):
+        problem = "symlink leaves the job folder (resolves to %s)" % resolved
+    else:
+        return
+    report.error("ErrInvalidJob", rel_dir, rel, problem,
+                 "use a relative link to a file inside the job folder, or copy the file in")
+
+
+def _report_unhonoured_files(name, rel_dir, root, makefile, templates, report):
+    if makefile != "Makefile" and makefile is not None:
+        report.unhonoured("ErrInvalidJob", rel_dir, makefile, "job %s has only %s: maand.core does not render "
+                          "templates, so its deploy finds no Makefile" % (name, makefile),
+                          "add a plain %s/Makefile" % rel_dir)
+    others = sorted(t for t in templates if t != makefile)
+    if others:
+        shown = ", ".join(others[:5]) + (" and %d more" % (len(others) - 5) if len(others) > 5 else "")
+        report.unhonoured("ErrInvalidJob", rel_dir, others[0], "job %s: templates are shipped as they are, not rendered "
+                          "by maand.core: %s" % (name, shown), "render them in the Makefile's start target, or "
+                          "ship the rendered files")
+    for entry, what in (("vars.toml", "is not loaded into a KV store (maand.core has none)"),
+                        ("_modules", "holds job command scripts, which maand.core does not run (it ships them)"),
+                        ("_prometheus", "is not assembled into a Prometheus job by maand.core (it ships it)")):
+        if os.path.lexists(os.path.join(root, entry)):
+            report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
+                              "remove it, or build without maand_strict to accept it")
 
 
 def _bounds(job, manifest, key, parse, rel, report):
@@ -460,6 +513,12 @@ def _load_commands(bucket, job, manifest, rel, report):
         command.min_version = config.get("min_version")
         command.max_version = config.get("max_version")
         commands[name] = command
+        if command.executed_on:
+            report.unhonoured("ErrInvalidJobCommandConfiguration", rel, field, "job %s: maand.core does not run job "
+                              "commands (this one on %s)%s" % (job.name, ", ".join(command.executed_on),
+                                                               "; its demand still orders deploy waves"
+                                                               if command.demand_job else ""),
+                              "run the step from the Makefile, or remove the command")
     return commands
 
 
@@ -480,6 +539,13 @@ def _load_version(job, manifest, rel, report):
             parse_version(raw)
         except ValueError as exc:
             report.error("ErrInvalidJobVersion", rel, "version", "job %s: %s" % (job.name, exc), "write e.g. \"1.2.0\"")
+
+
+def _report_unknown_keys(document, known, kind, rel, report):
+    for path, key, keys in _schemas.unknown_keys(document, known):
+        field = "%s.%s" % (path, key) if path else str(key)
+        report.unhonoured(kind, rel, field, "unknown key %r is ignored%s" % (key, did_you_mean(key, keys)),
+                          "remove it or fix its spelling (known here: %s)" % ", ".join(keys))
 
 
 def _int_field(manifest, names, default):
@@ -509,10 +575,10 @@ def load_job(bucket, name, report):
         return None
     if _schema_errors(manifest, _schemas.MANIFEST, rel, "ErrInvalidManifest", report):
         return None
-    extra = set(manifest) - set(_schemas.MANIFEST_KEYS)
-    if extra:
-        report.warn("ErrInvalidManifest", rel, "", "unknown keys kept but not used: %s" % ", ".join(sorted(extra)),
-                    "remove them or check their spelling")
+    _report_unknown_keys(manifest, _schemas.MANIFEST_KNOWN, "ErrInvalidManifest", rel, report)
+    if manifest.get("certs"):
+        report.unhonoured("ErrInvalidManifest", rel, "certs", "job %s: certs (%s) are not generated by maand.core" % (
+            name, ", ".join(sorted(map(str, manifest["certs"])))), "provide the certificates in the job another way")
     job = Job()
     job.name = name
     job.file = rel
@@ -610,21 +676,23 @@ def load_disabled(bucket, report):
         return
     if _schema_errors(document, _schemas.DISABLED, rel, "ErrInvalidDisabledJSON", report):
         return
+    _report_unknown_keys(document, _schemas.DISABLED_KNOWN, "ErrInvalidDisabledJSON", rel, report)
     hosts = {w.host for w in bucket.workers}
     for host in document.get("workers") or ():
         if host not in hosts:
-            report.warn("ErrInvalidDisabledJSON", rel, "workers", "unknown worker %s is ignored" % host,
-                        "remove it or fix the host")
+            report.unhonoured("ErrInvalidDisabledJSON", rel, "workers", "unknown worker %s is ignored%s" % (
+                host, did_you_mean(host, hosts)), "remove it or fix the host")
         bucket.disabled_workers.add(host)
     for job, spec in (document.get("jobs") or {}).items():
         if job not in bucket.jobs:
-            report.warn("ErrInvalidDisabledJSON", rel, "jobs.%s" % job, "unknown job %s is ignored" % job,
-                        "remove it or fix the job name")
+            report.unhonoured("ErrInvalidDisabledJSON", rel, "jobs.%s" % job, "unknown job %s is ignored%s" % (
+                job, did_you_mean(job, bucket.jobs)), "remove it or fix the job name")
         allocations = (spec or {}).get("allocations") or []
         for host in allocations:
             if host not in hosts:
-                report.warn("ErrInvalidDisabledJSON", rel, "jobs.%s.allocations" % job,
-                            "unknown worker %s is ignored" % host, "remove it or fix the host")
+                report.unhonoured("ErrInvalidDisabledJSON", rel, "jobs.%s.allocations" % job,
+                                  "unknown worker %s is ignored%s" % (host, did_you_mean(host, hosts)),
+                                  "remove it or fix the host")
         bucket.disabled_jobs[job] = set(allocations) if allocations else None
 
 
@@ -637,6 +705,11 @@ def load_bucket(path, report=None):
                      "pass the bucket folder (the one holding maand.conf and workspace/)")
         return bucket, report
     load_maand_conf(bucket, report)
+    if os.path.lexists(os.path.join(bucket.path, "data", "maand.db")):
+        report.unhonoured("ErrInvalidMaandConf", "data/maand.db", "", "maand's database is not read: maand.core keeps "
+                          "its own catalog (data/catalog.json) with a new bucket_id, so its first deploy starts "
+                          "every job again under a new /opt/worker/<bucket_id>/",
+                          "stop the jobs maand deployed first (maand job stop), or keep this bucket on maand")
     load_bucket_conf(bucket, report)
     load_job_configs(bucket, report)
     load_workers(bucket, report)

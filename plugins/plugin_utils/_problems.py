@@ -8,6 +8,8 @@ Pure Python, no Ansible imports: shared by the build action, the inventory plugi
 
 from __future__ import annotations
 
+import difflib
+
 # maand's error kinds (bucket/errors.go, build/errors.go), plus the ones this collection adds.
 KINDS = frozenset(
     {
@@ -39,6 +41,15 @@ KINDS = frozenset(
         "ErrInvalidJobVars",
     }
 )
+
+
+def did_you_mean(name, known):
+    """' (did you mean "selectors"?)' for the closest known name, else ''. Case-insensitive."""
+    if not isinstance(name, str) or not known:
+        return ""
+    lowered = {str(k).lower(): str(k) for k in known}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return ' (did you mean "%s"?)' % lowered[close[0]] if close else ""
 
 
 class Problem:

@@ -44,6 +44,51 @@ MANIFEST_KEYS = (
     "description",
 )
 
+# Known keys per place in a manifest ("*": any key of a map; "[]": every item of a list). Keys not
+# listed are reported by the model as not honoured, with a "did you mean" from these lists.
+# constraints, hardware and placement are checked by _select.compile_rules.
+MANIFEST_KNOWN = {
+    "": MANIFEST_KEYS,
+    "resources": ("memory", "cpu", "ports"),
+    "resources.memory": ("min", "max"),
+    "resources.cpu": ("min", "max"),
+    "commands.*": ("executed_on", "demands"),
+    "commands.*.demands": ("job", "command", "config"),
+    "commands.*.demands.config": ("min_version", "max_version"),
+    "health_check": ("checks", "timeout_seconds", "wait"),
+    "health_check.checks[]": ("type", "port", "command", "path", "expect_status", "scheme"),
+    "health_check.wait": ("attempts", "interval_seconds"),
+    "certs.*": ("pkcs8", "one", "subject"),
+    "certs.*.subject": ("common_name",),
+}
+DISABLED_KNOWN = {"": ("jobs", "workers"), "jobs.*": ("allocations",)}
+
+
+def unknown_keys(document, known):
+    """Yield (field path, unknown key, known keys) for every key not in `known` (see MANIFEST_KNOWN)."""
+    stack = [("", "", document)]
+    while stack:
+        spec, path, value = stack.pop()
+        if not isinstance(value, dict):
+            continue
+        keys = known.get(spec)
+        for key in sorted(value, key=str):
+            where = "%s.%s" % (path, key) if path else str(key)
+            if keys is not None and key not in keys:
+                yield path, key, keys
+                continue
+            child = "%s.%s" % (spec, key) if spec else str(key)
+            star = "%s.*" % spec if spec else "*"
+            for name in (child, star):
+                if name in known or any(k.startswith(name + ".") or k == name + "[]" for k in known):
+                    item = value[key]
+                    if isinstance(item, list) and name + "[]" in known:
+                        stack.extend((name + "[]", "%s[%d]" % (where, i), v) for i, v in enumerate(item))
+                    else:
+                        stack.append((name, where, item))
+                    break
+
+
 MANIFEST = {
     "type": "object",
     "properties": {
