@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 
 from . import _catalog
-from ._model import WORKERS_FILE, load_bucket
+from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
 from ._problems import Report
 from ._validate import assign_ports, check_capacity, check_counts, deployment_sequence
@@ -116,7 +116,7 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
 def build(bucket_dir, check_mode=False, strict=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
-    if check_mode:
+    if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", strict=strict)
         _finish(result)
         return result

@@ -21,7 +21,7 @@ import os
 import re
 import tomllib
 
-from . import _job_checks, _schemas
+from . import _job_checks, _readers, _schemas
 from ._problems import Report, did_you_mean
 from ._units import parse_cpu_mhz, parse_memory_mb, parse_version
 
@@ -109,8 +109,10 @@ class Bucket:
 def _read_text(bucket, rel, report, kind, required):
     full = os.path.join(bucket.path, rel)
     try:
-        with open(full, "rb") as handle:
-            raw = handle.read()
+        raw = _readers.read_bytes(full)
+    except _readers.InputError as exc:
+        report.error(kind, rel, "", exc.message, exc.fix)
+        return None
     except FileNotFoundError:
         if required:
             report.error(kind, rel, "", "file not found", "create %s (ansible-playbook maand.core.init)" % rel)
@@ -130,24 +132,41 @@ def _read_toml(bucket, rel, report, kind, required=False):
     if text is None:
         return None
     try:
-        return tomllib.loads(text)
+        return _readers.parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
         report.error(kind, rel, "", "invalid TOML: %s" % exc, "fix the TOML syntax at that line")
-        return None
+    except _readers.InputError as exc:
+        report.error(kind, rel, exc.field, exc.message, exc.fix)
+    return None
 
 
-def _read_json(bucket, rel, report, kind, required=False):
+def _read_json(bucket, rel, report, kind, required=False, check_depth=True):
     text = _read_text(bucket, rel, report, kind, required)
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return _readers.parse_json(text, check_depth=check_depth)
+    except _readers.InputError as exc:
+        report.error(kind, rel, exc.field, exc.message, exc.fix)
+        return None
     except json.JSONDecodeError as exc:
         ended = exc.pos >= len(text.rstrip())  # Go's encoding/json words a truncated document this way
         report.error(kind, rel, "", "invalid JSON: %s at line %d column %d%s" % (
             exc.msg, exc.lineno, exc.colno, " (unexpected end of JSON input)" if ended else ""),
             "fix the JSON syntax there")
         return None
+
+
+def _too_deep(document, known, rel, report):
+    """workers.json is large: its known keys are bounded by the schema, so only other keys are walked."""
+    for index, item in enumerate(document if isinstance(document, list) else ()):
+        for key in (set(item) - known) if isinstance(item, dict) else ():
+            try:
+                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key))
+            except _readers.InputError as exc:
+                report.error("ErrInvalidWorkerJSON", rel, exc.field, exc.message, exc.fix)
+                return True
+    return False
 
 
 def _schema_errors(document, schema, rel, kind, report, prefix=""):
@@ -171,12 +190,13 @@ def load_maand_conf(bucket, report):
     checks = {
         "ssh_user": (str, "a user name string"), "ssh_key": (str, "a file name under secrets/"),
         "ssh_port": (int, "an integer port"), "use_sudo": (bool, "true or false"),
-        "job_config_selector": (str, "a string such as \"prod\""),
+        "job_config_selector": (str, "a string such as \"prod\""), "log_format": (str, "kv, json or jsonl"),
+        "certs_ttl": (int, "a number of days"), "certs_renewal_buffer": (int, "a number of days"),
     }
     for key, (typ, what) in checks.items():
         if key in conf and (not isinstance(conf[key], typ) or (typ is int and isinstance(conf[key], bool))):
-            report.error("ErrInvalidMaandConf", MAAND_CONF, key, "expected %s, got %r" % (what, conf[key]),
-                         "set %s to %s" % (key, what))
+            report.error("ErrInvalidMaandConf", MAAND_CONF, key, "expected %s, got %s %s" % (
+                what, _toml_type(conf[key]), _short(conf[key])), "set %s to %s" % (key, what))
             conf.pop(key)
     if isinstance(conf.get("ssh_port"), int) and conf["ssh_port"] <= 0:
         conf["ssh_port"] = 22  # maand (bucket/config.go SSHPort): ssh_port <= 0 means 22; `maand init` writes 0
@@ -281,8 +301,8 @@ def load_workers(bucket, report):
         report.warn("ErrInvalidWorkerJSON", rel, "", "no workers.json: building with zero workers (as maand)",
                     "create %s (ansible-playbook maand.core.facts fills in capacity)" % rel)
         return
-    document = _read_json(bucket, rel, report, "ErrInvalidWorkerJSON", required=True)
-    if document is None:
+    document = _read_json(bucket, rel, report, "ErrInvalidWorkerJSON", required=True, check_depth=False)
+    if document is None or _too_deep(document, frozenset(_schemas.WORKER_KEYS), rel, report):
         return
     if _schema_errors(document, _schemas.WORKERS, rel, "ErrInvalidWorkerJSON", report):
         return
@@ -696,6 +716,16 @@ def load_disabled(bucket, report):
         bucket.disabled_jobs[job] = set(allocations) if allocations else None
 
 
+def data_dir_problem(bucket_dir):
+    """A bucket whose data/ is a symlink would have build and deploy write through it: refused."""
+    data = os.path.join(bucket_dir, "data")
+    if os.path.islink(data):
+        return "data/ is a symlink (to %s): maand.core writes the catalog and locks there" % os.readlink(data)
+    if os.path.lexists(data) and not os.path.isdir(data):
+        return "data exists but is not a folder"
+    return None
+
+
 def load_bucket(path, report=None):
     """Read the whole bucket. Returns (Bucket, Report); check report.ok before using the bucket."""
     report = report if report is not None else Report()
@@ -704,6 +734,9 @@ def load_bucket(path, report=None):
         report.error("ErrInvalidMaandConf", path, "", "bucket directory not found",
                      "pass the bucket folder (the one holding maand.conf and workspace/)")
         return bucket, report
+    problem = data_dir_problem(bucket.path)
+    if problem:
+        report.error("ErrInvalidCatalog", "data", "", problem, "make data/ a real folder inside the bucket")
     load_maand_conf(bucket, report)
     if os.path.lexists(os.path.join(bucket.path, "data", "maand.db")):
         report.unhonoured("ErrInvalidMaandConf", "data/maand.db", "", "maand's database is not read: maand.core keeps "

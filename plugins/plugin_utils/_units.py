@@ -11,6 +11,7 @@ Versions: "1" -> 1.0.0, "v2.1" -> 2.1.0, "2.0.0-rc1" valid, "1.2.3.4" invalid.
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 MEMORY_UNITS = {"mb": 1.0, "gb": 1024.0, "tb": 1024.0 * 1024.0}
@@ -19,18 +20,27 @@ CPU_UNITS = {"mhz": 1.0, "ghz": 1000.0, "thz": 1000000.0}
 _QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
 
 
+# Above this a quantity is a typo, and sums of such values would overflow to infinity (which the
+# catalog, being JSON, cannot hold): 1e12 MB is an exabyte, 1e12 MHz a petahertz.
+MAX_QUANTITY = 1e12
+
+
 def _parse_quantity(value, units, example):
     if value is None:
         return 0.0
     if isinstance(value, bool):
         raise ValueError("expected a string like %r, got a boolean" % example)
     if isinstance(value, (int, float)):
-        if value < 0:
+        if not value >= 0:  # also refuses NaN
             raise ValueError("must not be negative, got %r" % value)
-        return float(value)
-    if not isinstance(value, str):
+        number = float(value) if abs(value) < 1e300 else math.inf
+    elif isinstance(value, str):
+        number = _parse_text(value, example)
+    else:
         raise ValueError("expected a string like %r, got %s" % (example, type(value).__name__))
-    return _parse_text(value, example)
+    if not number <= MAX_QUANTITY:
+        raise ValueError("%r is out of range (at most %g %s)" % (value, MAX_QUANTITY, next(iter(units))))
+    return number
 
 
 @functools.lru_cache(maxsize=4096)  # fleets repeat the same few strings ("64 gb") thousands of times
