@@ -22,6 +22,7 @@ import re
 import tomllib
 
 from . import _job_checks, _readers, _schemas
+from ._hardware import ARCHES, normalize_arch
 from ._problems import Report, did_you_mean
 from ._units import parse_cpu_mhz, parse_memory_mb, parse_version
 
@@ -61,13 +62,13 @@ COMMAND_EVENTS = frozenset(
 
 class Worker:
     __slots__ = ("host", "hostname", "labels", "tags", "zone", "position", "memory_mb", "cpu_mhz",
-                 "cores", "storage_mb", "index")
+                 "cores", "storage_mb", "arch", "index")
 
     def as_catalog(self):
         return {
             "host": self.host, "hostname": self.hostname, "labels": list(self.labels), "tags": dict(self.tags),
             "zone": self.zone, "position": self.position, "memory_mb": self.memory_mb, "cpu_mhz": self.cpu_mhz,
-            "cores": self.cores, "storage_mb": self.storage_mb, "removed": False,
+            "cores": self.cores, "storage_mb": self.storage_mb, "arch": self.arch, "removed": False,
         }
 
 
@@ -355,11 +356,23 @@ def load_workers(bucket, report):
                                  "write e.g. \"8 gb\"" if key != "cpu" else "write e.g. \"4000 mhz\"")
             setattr(worker, attr, value)
         worker.cores = item.get("cores") or None
+        worker.arch = _worker_arch(item.get("arch"), rel, field, report)
         workers.append(worker)
     workers.sort(key=lambda w: w.position)
     for i, worker in enumerate(workers):
         worker.index = i
     bucket.workers = workers
+
+
+def _worker_arch(value, rel, field, report):
+    """Juju's name for the worker's architecture (x86_64 -> amd64); an unknown name is kept as written
+    (lower case) with a warning: no arch constraint matches it."""
+    try:
+        return normalize_arch(value)
+    except ValueError:
+        report.warn("ErrInvalidWorkerJSON", rel, field + ".arch", "architecture %r is not one of %s: no arch "
+                    "constraint will match this worker" % (value, ", ".join(ARCHES)), "fix the name, or ignore this")
+        return value.strip().lower()
 
 
 def _walk_job(bucket, name, rel_dir, report, manifest_rel):

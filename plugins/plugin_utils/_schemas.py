@@ -16,7 +16,7 @@ _BOUNDS = {"type": "object", "properties": {"min": _QUANTITY, "max": _QUANTITY}}
 _VERSIONISH = {"type": ["string", "integer"]}
 _COUNT = {"type": "integer", "minimum": 0}
 
-WORKER_KEYS = ("host", "hostname", "labels", "tags", "memory", "cpu", "cores", "storage", "position")
+WORKER_KEYS = ("host", "hostname", "labels", "tags", "memory", "cpu", "cores", "storage", "position", "arch")
 
 WORKERS = {
     "type": "array",
@@ -33,6 +33,7 @@ WORKERS = {
             "cores": _COUNT,
             "storage": _QUANTITY,
             "position": _COUNT,
+            "arch": {"type": "string"},
         },
     },
 }

@@ -394,7 +394,7 @@ class Scheduler:
         if self._records is None:
             self._records = [{"host": w.host, "hostname": w.hostname, "position": w.position, "labels": w.labels,
                               "tags": w.tags, "memory_mb": w.memory_mb, "cpu_mhz": w.cpu_mhz, "cores": w.cores,
-                              "storage_mb": w.storage_mb} for w in self.bucket.workers]
+                              "storage_mb": w.storage_mb, "arch": w.arch} for w in self.bucket.workers]
         return self._records
 
     @property

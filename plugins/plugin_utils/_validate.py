@@ -154,7 +154,7 @@ def check_counts(bucket, allocations, report):
         wanted = job.min_allocations_count or 0
         if counts.get(name, 0) < wanted:
             report.error("ErrInsufficientAllocations", job.file, "min_allocations_count",
-                         "job %s has %d allocations, min_allocations_count is %d" % (name, counts.get(name, 0), wanted),
+                         "job %s has %d allocation(s), min_allocations_count is %d" % (name, counts.get(name, 0), wanted),
                          "label more workers with %s, or lower min_allocations_count" % ", ".join(job.selectors))
 
 

@@ -183,7 +183,7 @@ def test_min_allocations_count(tmp_path):
     make_bucket(tmp_path, [W1, W2], {"api": {"selectors": ["prod"], "min_allocations_count": 2}})
     result = _build.compute(str(tmp_path))
     assert kinds(result) == ["ErrInsufficientAllocations"]
-    assert "has 1 allocations, min_allocations_count is 2" in errors(result)[0]
+    assert "has 1 allocation(s), min_allocations_count is 2" in errors(result)[0]
 
 
 def _cmd(job="", command="", **config):

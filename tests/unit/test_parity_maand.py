@@ -149,7 +149,7 @@ CASES = [
      "ErrInsufficientResource", "must specify memory"),
     ("BelowMinAllocationsCount", "tests/build_validate_test.go TestBuildRejectsJobBelowMinAllocationsCount",
      steps(workers('[{"host":"10.0.0.1","labels":["a"]}]'), job_a('{"min_allocations_count":2}')),
-     "ErrInsufficientAllocations", None),
+     "ErrInsufficientAllocations", "job a has 1 allocation(s)"),
     ("AtMinAllocationsCount", "tests/build_validate_test.go TestBuildAcceptsJobAtMinAllocationsCount",
      steps(workers('[{"host":"10.0.0.1","labels":["a"]},{"host":"10.0.0.2","labels":["a"]}]'),
            job_a('{"min_allocations_count":2}')), None, None),
