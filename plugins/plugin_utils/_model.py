@@ -337,8 +337,8 @@ def load_workers(bucket, report):
         labels = set(given)
         labels.add("worker")
         worker.labels = tuple(sorted(labels))
-        worker.tags = {str(k).lower(): str(v).lower() if isinstance(v, bool) else str(v)
-                       for k, v in (item.get("tags") or {}).items()}
+        # maand (workspace/worker.go NewWorker): tag keys and values trimmed and lower-cased
+        worker.tags = {str(k).strip().lower(): str(v).strip().lower() for k, v in (item.get("tags") or {}).items()}
         worker.zone = worker.tags.get("zone", "")
         worker.position = item.get("position", index)
         if worker.position in positions:

@@ -282,3 +282,74 @@ def test_version_compare_as_maand():
     assert a < b and a == d and c < d
     # maand compares prereleases as plain strings (workspace/version.go Compare)
     assert parse_version("1.0.0-10") < parse_version("1.0.0-9")
+
+
+# Go tests that assert stored values (KV / DB rows); here the same values in data/catalog.json.
+def _job(result, name="a"):
+    return next(j for j in result.catalog["jobs"] if j["name"] == name)
+
+
+def _worker(result, host="10.0.0.1"):
+    return next(w for w in result.catalog["workers"] if w["host"] == host)
+
+
+VALUE_CASES = [
+    ("JobMinSetToMaxIfNotFound", "tests/build_job_test.go TestJobMinSetToMaxIfNotFound",
+     job_a('{"resources":{"cpu": {"min":"12 Ghz"}, "memory":{"min":"12 GB"}}}'),
+     lambda r: (_job(r)["min_cpu_mhz"], _job(r)["max_cpu_mhz"], _job(r)["min_memory_mb"], _job(r)["max_memory_mb"]),
+     (12000.0, 12000.0, 12288.0, 12288.0)),
+    ("JobMaxCPUGreatherThanMin_equal", "tests/build_job_test.go TestJobMaxCPUGreatherThanMin",
+     job_a('{"resources":{"cpu": {"min":"12", "max": "12"}}}'), lambda r: _job(r)["max_cpu_mhz"], 12.0),
+    ("JobMaxCPUGreatherThanMin_above", "tests/build_job_test.go TestJobMaxCPUGreatherThanMin",
+     job_a('{"resources":{"memory": {"min":"12", "max": "13"}}}'), lambda r: _job(r)["max_memory_mb"], 13.0),
+    ("JobMaxMemoryAsDefaultIfNotInJobConf", "tests/build_job_test.go TestJobMaxMemoryAsDefaultIfNotInJobConf",
+     steps(workers('[{"host":"10.0.0.1", "memory": "12", "cpu": "12"}]'),
+           job_a('{"selectors":["worker"], "resources":{"cpu": {"min":"12", "max": "12"}}}')),
+     lambda r: (_job(r)["cpu_mhz"], r.catalog["allocations"][0]["cpu_mhz"]), (12.0, 12.0)),
+    ("JobConfMemoryCPUConv", "tests/build_job_test.go TestJobConfMemoryCPUConv",
+     steps(job_a("{}"), lambda root: ws(root, "bucket.jobs.conf", '\n[a]\nmemory="1 GB"\ncpu="1 GHZ"\n')),
+     lambda r: (_job(r)["memory_mb"], _job(r)["cpu_mhz"], _job(r)["memory_source"]), (1024.0, 1000.0, "bucket.jobs.conf")),
+    ("JobPortCollisionWithinJob", "tests/build_job_test.go TestJobPortCollisionWithinJob",
+     job_a('{"resources":{"ports": {"web_port": {}, "web_port1": {}}}}'),
+     lambda r: len(set(_job(r)["ports"].values())), 2),
+    ("JobAutoAssignUniquePorts", "tests/build_job_test.go TestJobAutoAssignUniquePorts",
+     lambda root: (job(root, "a", '{"resources":{"ports": {"a_port_web": {}}}}'),
+                   job(root, "b", '{"resources":{"ports": {"b_port_web": {}}}}')),
+     lambda r: _job(r, "a")["ports"]["a_port_web"] != _job(r, "b")["ports"]["b_port_web"], True),
+    ("WorkerCPU_none", "tests/build_worker_resources_test.go TestWorkerCPU", ONE_WORKER,
+     lambda r: _worker(r)["cpu_mhz"] or 0, 0),
+    ("WorkerCPU_100", "tests/build_worker_resources_test.go TestWorkerCPU",
+     workers('[{ "host": "10.0.0.1", "cpu": "100" }]'), lambda r: _worker(r)["cpu_mhz"], 100.0),
+    ("WorkerCPU_100GHz", "tests/build_worker_resources_test.go TestWorkerCPU",
+     workers('[{ "host": "10.0.0.1", "cpu": "100 GHz" }]'), lambda r: _worker(r)["cpu_mhz"], 100000.0),
+    ("WorkerMemory_23", "tests/build_worker_resources_test.go TestWorkerMemory",
+     workers('[{ "host": "10.0.0.1", "memory": "23" }]'), lambda r: _worker(r)["memory_mb"], 23.0),
+    ("WorkerMemory_23GB", "tests/build_worker_resources_test.go TestWorkerMemory",
+     workers('[{ "host": "10.0.0.1", "memory": "23 GB" }]'), lambda r: _worker(r)["memory_mb"], 23552.0),
+    ("WorkerPostion", "tests/build_worker_position_test.go TestWorkerPostionAdded",
+     workers('[{ "host": "10.0.0.1" },{ "host": "10.0.0.2" },{ "host": "10.0.0.3" }]'),
+     lambda r: {w["host"]: w["position"] for w in r.catalog["workers"]}, {"10.0.0.1": 0, "10.0.0.2": 1, "10.0.0.3": 2}),
+    ("WorkerLabelsAdded", "tests/build_worker_label_test.go TestWorkerLabelsAdded",
+     workers('[{ "host": "10.0.0.1", "labels": ["a", "z"] }, { "host": "10.0.0.2", "labels": ["b"] }]'),
+     lambda r: [w["labels"] for w in r.catalog["workers"]], [["a", "worker", "z"], ["b", "worker"]]),
+    ("WorkerTag_lowercase", "workspace/worker.go NewWorker (tags lower-cased and trimmed)",
+     workers('[{ "host": "10.0.0.1", "tags": {"Zone": " A "} }]'), lambda r: _worker(r)["tags"], {"zone": "a"}),
+    ("placesJobByNameSelectorOnly", "build/build_jobs_test.go TestBuildAllocations_placesJobByNameSelectorOnly",
+     steps(workers('[{"host":"10.0.0.1","labels":["a"]},{"host":"10.0.0.2"}]'), job_a("{}")),
+     lambda r: [(a["job"], a["worker"]) for a in r.catalog["allocations"]], [("a", "10.0.0.1")]),
+    ("JobSelectorsAndOperator", "tests/build_bucket_test.go TestJobSelectorsAndOperator",
+     steps(workers('[{"host":"10.0.0.1","labels":["x","y"]},{"host":"10.0.0.2","labels":["x"]}]'),
+           job_a('{"selectors":["x","y"]}')),
+     lambda r: [a["worker"] for a in r.catalog["allocations"]], ["10.0.0.1"]),
+    ("deduplicatesManifestSelectors", "workspace/manifest_test.go TestPlacementSelectors_deduplicatesManifestSelectors",
+     job_a('{"selectors":["x","x","y"]}'), lambda r: _job(r)["selectors"], ["x", "y"]),
+]
+
+
+@pytest.mark.parametrize("name, source, setup, get, expected", VALUE_CASES, ids=[c[0] for c in VALUE_CASES])
+def test_maand_build_values(tmp_path, name, source, setup, get, expected):
+    root = init_bucket(tmp_path)
+    setup(root)
+    result = _build.compute(root)
+    assert result.report.ok, [str(p) for p in result.report.errors]
+    assert get(result) == expected, source
