@@ -19,12 +19,17 @@ HEALTH_TYPES = ("tcp", "http", "ssh")
 
 # --- health_check (maand workspace/health_check.go ValidateHealthCheck) ------------------------------
 
+# maand's Go types are int; maand.core's deploy honours fractions of a second for the two durations,
+# so a number is accepted there (a superset: a maand bucket never has one); strings are refused.
 _HEALTH_INT = ("timeout_seconds",)
 _WAIT_INT = ("attempts", "interval_seconds")
+_SECONDS = ("timeout_seconds", "interval_seconds")
 _PROBE_STR = ("type", "port", "command", "path", "scheme")
 
 
-def _is_int(value):
+def _is_int(value, key=None):
+    if key in _SECONDS:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -46,14 +51,14 @@ def check_health(job, manifest, rel, report):
                      "write \"health_check\": {\"checks\": [{\"type\": \"tcp\", \"port\": \"<port name>\"}]}")
         return
     for key in _HEALTH_INT:
-        if key in raw and not _is_int(raw[key]):
+        if key in raw and not _is_int(raw[key], key):
             _go_type_error(report, rel, "health_check.%s" % key, raw[key], "ManifestHealthCheck.%s" % key, "int", job.name)
     wait = raw.get("wait")
     if wait is not None and not isinstance(wait, dict):
         report.error("ErrInvalidManifest", rel, "health_check.wait", "job %s: expected an object" % job.name,
                      "write \"wait\": {\"attempts\": 30, \"interval_seconds\": 1}")
     for key in _WAIT_INT if isinstance(wait, dict) else ():
-        if key in wait and not _is_int(wait[key]):
+        if key in wait and not _is_int(wait[key], key):
             _go_type_error(report, rel, "health_check.wait.%s" % key, wait[key],
                            "HealthCheckWait.health_check.wait.%s" % key, "int", job.name)
     checks = raw.get("checks")
