@@ -199,7 +199,7 @@ def check_prometheus(bucket, report):
     server = False
     for job in jobs:
         root = os.path.join(bucket.path, job.path)
-        present = [name for name in SERVER_FILES if _isfile(root, name)]
+        present = [name for name in SERVER_FILES if name in job.top_entries and _isfile(root, name)]
         server = server or bool(present)
         if len(present) == 2:
             report.error("ErrInvalidJob", job.path, "prometheus.yml", "job %s cannot define both prometheus.yml and "
@@ -214,7 +214,7 @@ def check_prometheus(bucket, report):
 def _check_job_prometheus(bucket, job, state, report):
     base = "%s/_prometheus" % job.path
     root = os.path.join(bucket.path, base)
-    if not os.path.isdir(root):
+    if "_prometheus" not in job.top_entries or not os.path.isdir(root):
         return
     has_yaml, has_tpl = _isfile(root, "scrape.yaml"), _isfile(root, "scrape.yaml.tpl")
     if has_yaml and has_tpl:

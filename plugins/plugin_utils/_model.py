@@ -77,7 +77,7 @@ class Job:
                  "memory_mb", "memory_source", "min_cpu_mhz", "max_cpu_mhz", "cpu_mhz", "cpu_source", "ports",
                  "min_allocations_count", "max_concurrent_starts", "max_concurrent_upgrades", "restart_policy",
                  "restart_globs", "commands", "health_check", "constraints", "hardware", "placement", "makefile",
-                 "vars", "manifest", "rules")
+                 "vars", "manifest", "rules", "top_entries")
 
 
 class Command:
@@ -330,7 +330,7 @@ def load_workers(bucket, report):
         worker.host = host
         worker.hostname = item.get("hostname") or None
         given = [label.strip().lower() for label in item.get("labels", ())]
-        twice = sorted({label for label in given if given.count(label) > 1})
+        twice = sorted({label for label in given if given.count(label) > 1}) if len(set(given)) < len(given) else ()
         if twice:
             report.error("ErrInvalidWorkerJSON", rel, field + ".labels", "worker %s have duplicate labels (%s)" % (
                 host, ", ".join(twice)), "list each label once (labels are compared in lower case)")
@@ -379,26 +379,20 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
     """Check the job tree: reserved dirs, Makefile, symlinks; report the files maand.core ships but does
     not act on (templates, vars.toml, _modules/, _prometheus/)."""
     root = os.path.join(bucket.path, rel_dir)
-    makefile = next((entry for entry in MAKEFILES if os.path.isfile(os.path.join(root, entry))), None)
-    if makefile is None:
-        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
-                     "add %s/Makefile with start, stop and restart targets" % rel_dir)
-    for reserved in RESERVED_JOB_DIRS:
-        if os.path.lexists(os.path.join(root, reserved)):
-            report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
-                         "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
-    templates = []
+    templates, top = [], {}
     stack = [root]
     while stack:
         current = stack.pop()
         try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
+            entries = list(os.scandir(current))
         except OSError as exc:
             report.error("ErrInvalidJob", rel_dir, os.path.relpath(current, root), "cannot list: %s" % exc.strerror,
                          "fix the permissions")
             continue
+        if current == root:
+            top = {entry.name: entry for entry in entries}
         for entry in entries:
-            rel = os.path.relpath(entry.path, root)
+            rel = entry.path[len(root) + 1:]
             if entry.is_symlink():
                 _check_symlink(bucket, rel_dir, root, rel, report)
                 continue
@@ -406,8 +400,16 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
                 stack.append(entry.path)
             elif entry.name.endswith((".tpl", ".j2")):
                 templates.append(rel)
-    _report_unhonoured_files(name, rel_dir, root, makefile, templates, report)
-    return makefile
+    makefile = next((m for m in MAKEFILES if m in top and top[m].is_file()), None)  # follows a link, as os.stat
+    if makefile is None:
+        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
+                     "add %s/Makefile with start, stop and restart targets" % rel_dir)
+    for reserved in RESERVED_JOB_DIRS:
+        if reserved in top:
+            report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
+                         "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
+    _report_unhonoured_files(name, rel_dir, top, makefile, templates, report)
+    return makefile, frozenset(top)
 
 
 def _check_symlink(bucket, rel_dir, root, rel, report):
@@ -434,7 +436,7 @@ def _check_symlink(bucket, rel_dir, root, rel, report):
                  "use a relative link to a file inside the job folder, or copy the file in")
 
 
-def _report_unhonoured_files(name, rel_dir, root, makefile, templates, report):
+def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     if makefile != "Makefile" and makefile is not None:
         report.unhonoured("ErrInvalidJob", rel_dir, makefile, "job %s has only %s: maand.core does not render "
                           "templates, so its deploy finds no Makefile" % (name, makefile),
@@ -448,7 +450,7 @@ def _report_unhonoured_files(name, rel_dir, root, makefile, templates, report):
     for entry, what in (("vars.toml", "is not loaded into a KV store (maand.core has none)"),
                         ("_modules", "holds job command scripts, which maand.core does not run (it ships them)"),
                         ("_prometheus", "is not assembled into a Prometheus job by maand.core (it ships it)")):
-        if os.path.lexists(os.path.join(root, entry)):
+        if entry in top:
             report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
                               "remove it, or build without maand_strict to accept it")
 
@@ -500,11 +502,18 @@ def _reservation(bucket, job, key, unit, parse, low, high, report):
 COMMAND_SCRIPT_SUFFIXES = (".py", ".ts", ".js")
 
 
-def _check_command_script(bucket, job, name, rel, report):
+def _module_files(bucket, job):
+    """The regular files in a job's _modules/ (one listing per job, not three stats per command)."""
+    try:
+        return {e.name for e in os.scandir(os.path.join(bucket.path, job.path, "_modules")) if e.is_file()}
+    except OSError:
+        return set()
+
+
+def _check_command_script(job, name, listing, rel, report):
     """maand (jobcommand/runtime.go ResolveCommandScript): exactly one of _modules/<name>.py, .ts or .js."""
     modules = "%s/_modules" % job.path
-    found = [name + suffix for suffix in COMMAND_SCRIPT_SUFFIXES
-             if os.path.isfile(os.path.join(bucket.path, modules, name + suffix))]
+    found = [name + suffix for suffix in COMMAND_SCRIPT_SUFFIXES if name + suffix in listing]
     field = "commands.%s" % name
     if not found:
         report.error("ErrJobCommandFileNotFound", rel, field,
@@ -520,6 +529,7 @@ def _check_command_script(bucket, job, name, rel, report):
 
 def _load_commands(bucket, job, manifest, rel, report):
     commands = {}
+    listing = _module_files(bucket, job) if manifest.get("commands") and "_modules" in job.top_entries else set()
     for name, spec in (manifest.get("commands") or {}).items():
         field = "commands.%s" % name
         if not name.startswith("command_"):
@@ -533,7 +543,7 @@ def _load_commands(bucket, job, manifest, rel, report):
             report.error("ErrInvalidJobCommandConfiguration", rel, field + ".executed_on",
                          "job %s, job_command %s missing executed_on" % (job.name, name),
                          "list the events that run it, e.g. \"executed_on\": [\"post_build\"]")
-        _check_command_script(bucket, job, name, rel, report)
+        _check_command_script(job, name, listing, rel, report)
         bad = [e for e in command.executed_on if e not in COMMAND_EVENTS]
         if bad:
             report.error("ErrInvalidJobCommandConfiguration", rel, field + ".executed_on",
@@ -599,7 +609,7 @@ def load_job(bucket, name, report):
         report.error("ErrInvalidJob", rel_dir, "", "the job folder is a symlink", "make it a real folder in workspace/jobs")
         return None
     manifest = _read_json(bucket, rel, report, "ErrInvalidManifest", required=True)
-    makefile = _walk_job(bucket, name, rel_dir, report, rel)
+    makefile, top = _walk_job(bucket, name, rel_dir, report, rel)
     if manifest is None:
         return None
     if not isinstance(manifest, dict):
@@ -618,6 +628,7 @@ def load_job(bucket, name, report):
     job.path = rel_dir
     job.manifest = manifest
     job.makefile = makefile
+    job.top_entries = top  # names directly in the job folder
     _load_version(job, manifest, rel, report)
     selectors = [s.lower() for s in manifest.get("selectors") or ()]
     for selector in selectors:

@@ -4,8 +4,9 @@
 """Parse the bucket's JSON and TOML text defensively: what Go's encoding/json and go-toml refuse is
 refused here too, with the field that holds it.
 
-- NaN, Infinity and -Infinity (not JSON; Python accepts them), numbers that overflow a float64
-  (1e400) and integers outside int64 are refused, naming their JSON path;
+- NaN, Infinity and -Infinity (not JSON; Python accepts them) and numbers that overflow a float64
+  (1e400) are refused, naming their JSON path; integers are bounded by the schemas where maand reads
+  an int (Go's json fails those; it reads other numbers as float64);
 - nesting deeper than MAX_DEPTH levels is refused (a 200,000-deep document would otherwise end in a
   RecursionError somewhere later);
 - TOML nan/inf and huge integers likewise.
@@ -52,13 +53,6 @@ def _float(text, flag):
     return _Bad(text)
 
 
-def _int(text, flag):
-    if len(text) > 20 or not -INT64 <= int(text) < INT64:  # len check first: int() of 5,000 digits raises
-        flag.append(text)
-        return _Bad(text)
-    return int(text)
-
-
 def _constant(text, flag):
     flag.append(text)
     return _Bad(text)
@@ -69,13 +63,17 @@ def parse_json(text, max_depth=MAX_DEPTH, check_depth=True):
     shape a schema bounds; call check_nesting on their free-form parts)."""
     bad = []
     try:
-        document = json.loads(text, parse_constant=lambda t: _constant(t, bad), parse_float=lambda t: _float(t, bad),
-                               parse_int=lambda t: _int(t, bad))
+        document = json.loads(text, parse_constant=lambda t: _constant(t, bad), parse_float=lambda t: _float(t, bad))
     except RecursionError:
         raise InputError("", "nesting is too deep to read", "flatten the document (at most %d levels)" % max_depth)
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        # int() of more than sys.get_int_max_str_digits() digits
+        raise InputError("", "a number is out of range: %s" % exc, "write numbers in range (64-bit)")
     if bad:
         _raise_bad(document, "JSON")
-    if check_depth:
+    if check_depth and text.count("[") + text.count("{") > max_depth:  # fewer brackets cannot nest deeper
         check_nesting(document, max_depth)
     return document
 
@@ -96,8 +94,17 @@ def parse_toml(text, max_depth=MAX_DEPTH):
 
 
 def check_nesting(value, max_depth=MAX_DEPTH, prefix=""):
-    for dummy in _walk(value, max_depth, prefix):
-        pass
+    """InputError naming the path when value nests deeper than max_depth. Walks containers only."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            for dummy in _walk(value, max_depth, prefix):  # the slow walk, only to name the path
+                pass
+        if type(item) is dict:
+            stack.extend((v, depth + 1) for v in item.values() if type(v) in (dict, list))
+        elif type(item) is list:
+            stack.extend((v, depth + 1) for v in item if type(v) in (dict, list))
 
 
 def _walk(value, max_depth, prefix=""):

@@ -14,7 +14,7 @@ from __future__ import annotations
 _QUANTITY = {"type": ["string", "number"]}
 _BOUNDS = {"type": "object", "properties": {"min": _QUANTITY, "max": _QUANTITY}}
 _VERSIONISH = {"type": ["string", "integer"]}
-_COUNT = {"type": "integer", "minimum": 0}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
 
 WORKER_KEYS = ("host", "hostname", "labels", "tags", "memory", "cpu", "cores", "storage", "position", "arch")
 
@@ -65,29 +65,47 @@ MANIFEST_KNOWN = {
 DISABLED_KNOWN = {"": ("jobs", "workers"), "jobs.*": ("allocations",)}
 
 
+_DESCEND = {}
+
+
+def _descend_specs(known):
+    """Every spec name under which `known` lists something (the places worth walking into)."""
+    key = id(known)
+    if key not in _DESCEND:
+        names = set()
+        for spec in known:
+            parts = spec.replace("[]", "").split(".")
+            names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        _DESCEND[key] = frozenset(names)
+    return _DESCEND[key]
+
+
 def unknown_keys(document, known):
-    """Yield (field path, unknown key, known keys) for every key not in `known` (see MANIFEST_KNOWN)."""
+    """(field path, unknown key, known keys) for every key not in `known` (see MANIFEST_KNOWN), sorted."""
+    descend = _descend_specs(known)
+    found = []
     stack = [("", "", document)]
     while stack:
         spec, path, value = stack.pop()
         if not isinstance(value, dict):
             continue
         keys = known.get(spec)
-        for key in sorted(value, key=str):
-            where = "%s.%s" % (path, key) if path else str(key)
+        for key in value:
             if keys is not None and key not in keys:
-                yield path, key, keys
+                found.append((path, key, keys))
                 continue
-            child = "%s.%s" % (spec, key) if spec else str(key)
-            star = "%s.*" % spec if spec else "*"
-            for name in (child, star):
-                if name in known or any(k.startswith(name + ".") or k == name + "[]" for k in known):
+            base = spec.replace("[]", "")
+            for name in ("%s.%s" % (base, key) if base else str(key), "%s.*" % base if base else "*"):
+                if name in descend:
+                    where = "%s.%s" % (path, key) if path else str(key)
                     item = value[key]
-                    if isinstance(item, list) and name + "[]" in known:
-                        stack.extend((name + "[]", "%s[%d]" % (where, i), v) for i, v in enumerate(item))
+                    spec_name = name.replace(base, spec, 1) if base else name
+                    if isinstance(item, list) and spec_name + "[]" in known:
+                        stack.extend((spec_name + "[]", "%s[%d]" % (where, i), v) for i, v in enumerate(item))
                     else:
-                        stack.append((name, where, item))
+                        stack.append((spec_name, where, item))
                     break
+    return sorted(found, key=lambda item: (item[0], str(item[1])))
 
 
 MANIFEST = {
@@ -203,6 +221,8 @@ def _describe(err):
         return "%r is not one of %s" % (err.instance, ", ".join(map(str, err.validator_value)))
     if err.validator == "minimum":
         return "must be >= %s, got %r" % (err.validator_value, err.instance)
+    if err.validator == "maximum":
+        return "out of range: must be <= %s, got %r" % (err.validator_value, err.instance)
     if err.validator == "minLength":
         return "must not be empty"
     return err.message

@@ -21,8 +21,8 @@ _QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
 
 
 # Above this a quantity is a typo, and sums of such values would overflow to infinity (which the
-# catalog, being JSON, cannot hold): 1e12 MB is an exabyte, 1e12 MHz a petahertz.
-MAX_QUANTITY = 1e12
+# catalog, being JSON, cannot hold): 1e15 MB is about a thousand exabytes.
+MAX_QUANTITY = 1e15
 
 
 def _parse_quantity(value, units, example):
