@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import tomllib
 
 MAX_DEPTH = 64
@@ -45,25 +46,29 @@ def read_bytes(path, limit=None):
     return raw
 
 
-def _float(text, flag):
+_SEEN = threading.local()  # set when a hook met a refused literal during the current parse
+
+
+def _constant(text):
+    _SEEN.bad = True
+    return _Bad(text)
+
+
+def _float(text):
     value = float(text)
-    if math.isfinite(value):
-        return value
-    flag.append(text)
-    return _Bad(text)
+    return value if math.isfinite(value) else _constant(text)
 
 
-def _constant(text, flag):
-    flag.append(text)
-    return _Bad(text)
+# One decoder for every file (json.loads with hooks would build a new one per call).
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
 
 
 def parse_json(text, max_depth=MAX_DEPTH, check_depth=True):
     """json.loads with Go's limits. check_depth=False skips the depth walk (for large files whose
     shape a schema bounds; call check_nesting on their free-form parts)."""
-    bad = []
+    _SEEN.bad = False
     try:
-        document = json.loads(text, parse_constant=lambda t: _constant(t, bad), parse_float=lambda t: _float(t, bad))
+        document = _DECODER.decode(text)
     except RecursionError:
         raise InputError("", "nesting is too deep to read", "flatten the document (at most %d levels)" % max_depth)
     except ValueError as exc:
@@ -71,7 +76,7 @@ def parse_json(text, max_depth=MAX_DEPTH, check_depth=True):
             raise
         # int() of more than sys.get_int_max_str_digits() digits
         raise InputError("", "a number is out of range: %s" % exc, "write numbers in range (64-bit)")
-    if bad:
+    if _SEEN.bad:
         _raise_bad(document, "JSON")
     if check_depth and text.count("[") + text.count("{") > max_depth:  # fewer brackets cannot nest deeper
         check_nesting(document, max_depth)
@@ -79,16 +84,16 @@ def parse_json(text, max_depth=MAX_DEPTH, check_depth=True):
 
 
 def parse_toml(text, max_depth=MAX_DEPTH):
-    bad = []
+    _SEEN.bad = False
     try:
-        document = tomllib.loads(text, parse_float=lambda t: _float(t.replace("_", ""), bad))
+        document = tomllib.loads(text, parse_float=lambda t: _float(t.replace("_", "")))
     except RecursionError:
         raise InputError("", "nesting is too deep to read", "flatten the document (at most %d levels)" % max_depth)
     for path, value in _walk(document, max_depth):
         if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
             raise InputError(path, "integer %d is out of range (maand reads 64-bit integers)" % value,
                              "use a smaller number")
-    if bad:
+    if _SEEN.bad:
         _raise_bad(document, "TOML")
     return document
 
@@ -101,10 +106,10 @@ def check_nesting(value, max_depth=MAX_DEPTH, prefix=""):
         if depth > max_depth:
             for dummy in _walk(value, max_depth, prefix):  # the slow walk, only to name the path
                 pass
-        if type(item) is dict:
-            stack.extend((v, depth + 1) for v in item.values() if type(v) in (dict, list))
-        elif type(item) is list:
-            stack.extend((v, depth + 1) for v in item if type(v) in (dict, list))
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
 
 
 def _walk(value, max_depth, prefix=""):
