@@ -316,7 +316,7 @@ def load_workers(bucket, report):
         for key in sorted(set(item) - known):
             report.unhonoured("ErrInvalidWorkerJSON", rel, "%s.%s" % (field, key), "unknown key %r is ignored%s" % (
                 key, did_you_mean(key, known)), "remove it or fix its spelling")
-        host = item["host"]
+        host = item["host"].strip()  # maand trims host and hostname (workspace/workspace.go GetWorkers)
         if not HOST_NAME.match(host):
             report.error("ErrInvalidWorkerJSON", rel, field + ".host", "%r is not an IP address or host name" % host,
                          "use an address like 10.0.0.1 or a DNS name, without spaces or slashes")
@@ -328,7 +328,7 @@ def load_workers(bucket, report):
         seen[host] = index
         worker = Worker()
         worker.host = host
-        worker.hostname = item.get("hostname") or None
+        worker.hostname = (item.get("hostname") or "").strip() or None
         given = [label.strip().lower() for label in item.get("labels", ())]
         twice = sorted({label for label in given if given.count(label) > 1}) if len(set(given)) < len(given) else ()
         if twice:
