@@ -657,8 +657,10 @@ def load_job(bucket, name, report):
             report.error("ErrInvalidManifestPort", rel, field, "job %s: %r is neither {} nor a port number" % (name, value),
                          "use {} to take a port from the bucket.conf pool, or a fixed port 1-65535")
     job.min_allocations_count = manifest.get("min_allocations_count", 0)
-    job.max_concurrent_starts = _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0)
-    job.max_concurrent_upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1) or 1
+    # maand (workspace/manifest.go GetMaxConcurrentStarts/Upgrades): starts < 0 -> 0, upgrades <= 0 -> 1
+    job.max_concurrent_starts = max(0, _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0))
+    upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1)
+    job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
     job.restart_policy = manifest.get("restart_policy", "always")
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":

@@ -15,6 +15,7 @@ _QUANTITY = {"type": ["string", "number"]}
 _BOUNDS = {"type": "object", "properties": {"min": _QUANTITY, "max": _QUANTITY}}
 _VERSIONISH = {"type": ["string", "integer"]}
 _COUNT = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
+_INT = {"type": "integer", "minimum": -(2 ** 31), "maximum": 2 ** 31 - 1}
 
 WORKER_KEYS = ("host", "hostname", "labels", "tags", "memory", "cpu", "cores", "storage", "position", "arch")
 
@@ -119,10 +120,11 @@ MANIFEST = {
             "properties": {"memory": _BOUNDS, "cpu": _BOUNDS, "ports": {"type": "object"}},
         },
         "min_allocations_count": _COUNT,
-        "max_concurrent_starts": _COUNT,
-        "max_concurrent_upgrades": _COUNT,
-        "deploy_parallel_count": _COUNT,
-        "update_parallel_count": _COUNT,
+        # maand clamps these (workspace/manifest.go): starts < 0 -> 0, upgrades <= 0 -> 1
+        "max_concurrent_starts": _INT,
+        "max_concurrent_upgrades": _INT,
+        "deploy_parallel_count": _INT,
+        "update_parallel_count": _INT,
         "restart_policy": {"enum": ["always", "reload", "never"]},
         "restart_globs": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "commands": {
