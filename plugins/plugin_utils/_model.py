@@ -661,7 +661,7 @@ def load_job(bucket, name, report):
     job.max_concurrent_starts = max(0, _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0))
     upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1)
     job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
-    job.restart_policy = manifest.get("restart_policy", "always")
+    job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":
         report.error("ErrInvalidManifest", rel, "restart_globs", "job %s restart_globs requires restart_policy reload "

@@ -125,7 +125,7 @@ MANIFEST = {
         "max_concurrent_upgrades": _INT,
         "deploy_parallel_count": _INT,
         "update_parallel_count": _INT,
-        "restart_policy": {"enum": ["always", "reload", "never"]},
+        "restart_policy": {"enum": ["always", "reload", "never", ""]},  # "" = always (maand NormalizeRestartPolicy)
         "restart_globs": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "commands": {
             "type": "object",
