@@ -30,3 +30,11 @@ os.environ.setdefault("ANSIBLE_CONFIG", str(REPO / "ansible.cfg"))
 os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", str(COLLECTIONS))
 
 pytest_plugins = ["tests.fleet.pytest_fleet"]
+
+try:  # property tests measure rules, not speed: no per-example deadline on 2 shared, noisy cores
+    from hypothesis import HealthCheck, settings as _hyp_settings
+
+    _hyp_settings.register_profile("maand", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    _hyp_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "maand"))
+except ImportError:  # pragma: no cover - hypothesis is in requirements-dev.txt
+    pass

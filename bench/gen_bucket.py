@@ -72,6 +72,10 @@ def generate(path, workers=10000, jobs=1000, labels=50, seed=7, constraints=Fals
         os.makedirs(job_dir, exist_ok=True)
         with open(os.path.join(job_dir, "manifest.json"), "w") as handle:
             json.dump(manifest, handle, indent=2)
+        os.makedirs(os.path.join(job_dir, "_modules"), exist_ok=True)
+        for command in manifest["commands"]:  # maand requires a script per command
+            with open(os.path.join(job_dir, "_modules", command + ".py"), "w") as handle:
+                handle.write("")
         with open(os.path.join(job_dir, "Makefile"), "w") as handle:
             handle.write("start:\n\ttrue\nstop:\n\ttrue\nrestart: stop start\n")
         if j % 4 == 0:

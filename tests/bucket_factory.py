@@ -33,12 +33,17 @@ def make_bucket(root, workers, jobs, maand_conf=None, bucket_conf=None, jobs_con
     return root
 
 
-def set_job(root, name, manifest, makefile=MAKEFILE):
+def set_job(root, name, manifest, makefile=MAKEFILE, scripts=True):
+    """scripts: also write _modules/<command>.py for every command of a dict manifest (maand requires one)."""
     job_dir = os.path.join(str(root), "workspace", "jobs", name)
     write(os.path.join(job_dir, "manifest.json"),
           manifest if isinstance(manifest, str) else json.dumps(manifest if manifest is not None else {}))
     if makefile is not None:
         write(os.path.join(job_dir, "Makefile"), makefile)
+    commands = manifest.get("commands") if isinstance(manifest, dict) else None
+    if scripts and isinstance(commands, dict):
+        for command in commands:
+            write(os.path.join(job_dir, "_modules", "%s.py" % command), "")
 
 
 def set_workers(root, workers):

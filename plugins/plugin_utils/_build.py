@@ -13,7 +13,7 @@ import uuid
 
 from . import _catalog
 from ._explain import report_shortfalls
-from ._model import WORKERS_FILE, load_bucket
+from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
 from ._problems import Report
 from ._validate import assign_ports, check_capacity, check_counts, deployment_sequence
@@ -32,9 +32,10 @@ class BuildResult:
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
 
 
-def compute(bucket_dir, bucket_id=None):
+def compute(bucket_dir, bucket_id=None, strict=False):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
-    `bucket_id` is used only when there is no previous catalog (None: leave it unset)."""
+    `bucket_id` is used only when there is no previous catalog (None: leave it unset). `strict`
+    (maand_strict): whatever maand.core does not honour is an error, not a warning."""
     result = BuildResult()
     report = result.report = Report()
     try:
@@ -55,6 +56,8 @@ def compute(bucket_dir, bucket_id=None):
     if workers_loaded:
         check_capacity(bucket, placement.allocations, report)
         check_counts(bucket, placement.allocations, report)
+    if strict:
+        report.apply_strict()
     if report.ok:
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id)
     return result
@@ -112,15 +115,15 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
     }
 
 
-def build(bucket_dir, check_mode=False):
+def build(bucket_dir, check_mode=False, strict=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
-    if check_mode:
-        result = compute(bucket_dir, bucket_id="(new)")
+    if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
+        result = compute(bucket_dir, bucket_id="(new)", strict=strict)
         _finish(result)
         return result
     with _catalog.bucket_lock(bucket_dir):
-        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()))
+        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), strict=strict)
         _finish(result)
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)

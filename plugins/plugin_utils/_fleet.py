@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ._constraints import FleetIndex, _bits_to_int, properties_of
 from ._hardware import FIELDS as HARDWARE_FIELDS  # hardware key -> Worker attribute (memory_mb, ...)
+from ._hardware import _worker_arch
 
 
 class WorkerIndex(FleetIndex):
@@ -31,6 +32,7 @@ class WorkerIndex(FleetIndex):
         self.label_masks = self._label_masks()
         self._values = None
         self._ge = {}
+        self._eq = {}
 
     def _label_masks(self):
         members = {}
@@ -77,8 +79,18 @@ class WorkerIndex(FleetIndex):
     def values(self):
         """hardware key -> [value of workers[i] or None (unknown)]."""
         if self._values is None:
-            self._values = {key: [getattr(w, attr) for w in self.workers] for key, attr in HARDWARE_FIELDS.items()}
+            self._values = {key: [getattr(w, attr, None) for w in self.workers]
+                            for key, attr in HARDWARE_FIELDS.items()}
+            if "arch" in self._values:
+                self._values["arch"] = [_worker_arch(v) for v in self._values["arch"]]
         return self._values
+
+    def equal_mask(self, key, value):
+        m = self._eq.get((key, value))
+        if m is None:
+            m = self._eq[(key, value)] = _bits_to_int(
+                (i for i, v in enumerate(self.values[key]) if v == value), self.size)
+        return m
 
     def at_least_mask(self, key, threshold):
         m = self._ge.get((key, threshold))

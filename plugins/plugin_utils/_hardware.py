@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Juju-style generic hardware constraints: mem, cpu, cores, storage.
+"""Juju-style generic hardware constraints: mem, cpu, cores, storage, arch.
 
 Pure Python, stdlib only. See docs/constraints.md.
 
@@ -20,6 +20,10 @@ Values (each key is a MINIMUM the worker must have):
   0                         don't care: no constraint on that key (Juju)
   max                       only the candidates with the greatest value (Juju's
                             "max" enhancement); several max keys must all hold
+  arch                      the worker's architecture must be this one (Juju's
+                            arch=amd64|arm64|armhf|i386|ppc64el|riscv64|s390x);
+                            uname -m names (x86_64, aarch64, ...) are accepted for
+                            it and for the worker's "arch" in workers.json
   "" / null                 in a job: forget the bucket's value, back to the
                             built-in default, which is "no constraint"
 A worker whose value for a constrained key is unknown (None in workers.json)
@@ -36,17 +40,37 @@ from ._bits import iter_bits
 
 __all__ = ["HardwareError", "HardwareIndex", "parse_hardware", "merge_hardware",
            "hardware_mask", "hardware_maxima", "hardware_shortfalls", "format_hardware",
-           "KEYS", "FIELDS"]
+           "KEYS", "MATCH_KEYS", "ALL_KEYS", "ARCHES", "normalize_arch", "FIELDS"]
 
-KEYS = ("mem", "cpu", "cores", "storage")
+KEYS = ("mem", "cpu", "cores", "storage")  # minimums (numbers)
+MATCH_KEYS = ("arch",)  # the worker's value must equal the constraint's
+ALL_KEYS = KEYS + MATCH_KEYS
 ALIASES = {"ram": "mem"}
 # The worker record fields (catalog / workers.json model) each key reads.
-FIELDS = {"mem": "memory_mb", "cpu": "cpu_mhz", "cores": "cores", "storage": "storage_mb"}
+FIELDS = {"mem": "memory_mb", "cpu": "cpu_mhz", "cores": "cores", "storage": "storage_mb", "arch": "arch"}
+# Juju's architecture names, and the `uname -m` names facts probes, mapped onto them.
+ARCHES = ("amd64", "arm64", "armhf", "i386", "ppc64el", "riscv64", "s390x")
+ARCH_ALIASES = {"x86_64": "amd64", "x64": "amd64", "aarch64": "arm64", "armv8l": "arm64", "armv7l": "armhf",
+                "armv6l": "armhf", "arm": "armhf", "i686": "i386", "i586": "i386", "i486": "i386", "x86": "i386",
+                "ppc64le": "ppc64el"}
 _UNIT = {"mem": " MB", "cpu": " MHz", "cores": "", "storage": " MB"}
 _SIZE_UNITS = {"": 1, "m": 1, "mb": 1, "g": 1024, "gb": 1024, "t": 1024 ** 2, "tb": 1024 ** 2}
 _CPU_UNITS = {"": 1, "mhz": 1, "ghz": 1000, "thz": 1000 ** 2}
 _NUM = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)")
-_KNOWN = "mem (alias ram), cpu, cores, storage"
+_KNOWN = "mem (alias ram), cpu, cores, storage, arch"
+
+
+def normalize_arch(value: Any):
+    """'x86_64' -> 'amd64', 'ARM64' -> 'arm64'; None/'' -> None. Raises ValueError for an unknown name."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected an architecture name such as amd64, got {type(value).__name__}")
+    name = value.strip().lower()
+    name = ARCH_ALIASES.get(name, name)
+    if name not in ARCHES:
+        raise ValueError(f"unknown architecture {value!r}: use one of {', '.join(ARCHES)}")
+    return name
 
 
 class HardwareError(ValueError):
@@ -64,6 +88,8 @@ def _parse_value(key: str, raw: Any):
     """
     if raw is None or raw == "":
         return None
+    if key == "arch":
+        return normalize_arch(raw)
     if isinstance(raw, bool):
         raise ValueError(f"expected a number, got boolean {raw!r}")
     if isinstance(raw, (int, float)):
@@ -149,7 +175,7 @@ def parse_hardware(value: Any, path: str = "hardware") -> dict:
     for key_raw, raw in items:
         kpath = f"{root}.{key_raw}"
         key = ALIASES.get(key_raw.lower(), key_raw.lower()) if isinstance(key_raw, str) else key_raw
-        if key not in KEYS:
+        if key not in ALL_KEYS:
             errors.append((kpath, f"unknown hardware key {key_raw!r} (known: {_KNOWN})"))
             continue
         if key in seen:
@@ -178,12 +204,12 @@ def merge_hardware(bucket_default: dict | None, job: dict | None) -> dict:
             out.pop(k, None)
         else:
             out[k] = v
-    return {k: out[k] for k in KEYS if k in out and out[k] != 0}
+    return {k: out[k] for k in ALL_KEYS if k in out and out[k] != 0}
 
 
 def format_hardware(hw: Mapping) -> str:
     """{"mem": 3072.0, "cores": 2} -> "mem=3072 cores=2" (parse_hardware reads it back)."""
-    return " ".join(f"{k}={_num(hw[k])}" for k in KEYS if hw.get(k) is not None)
+    return " ".join(f"{k}={_num(hw[k])}" for k in ALL_KEYS if hw.get(k) is not None)
 
 
 def _num(v) -> str:
@@ -211,7 +237,16 @@ class HardwareIndex:
         workers = list(workers)
         self.size = len(workers)
         self.values: dict[str, list] = {k: [w.get(f) for w in workers] for k, f in FIELDS.items()}
+        self.values["arch"] = [_worker_arch(v) for v in self.values["arch"]]
         self._ge: dict[tuple[str, float], int] = {}
+        self._eq: dict[tuple[str, str], int] = {}
+
+    def equal_mask(self, key: str, value: str) -> int:
+        m = self._eq.get((key, value))
+        if m is None:
+            m = self._eq[(key, value)] = _bits_to_int(
+                (i for i, v in enumerate(self.values[key]) if v == value), self.size)
+        return m
 
     def at_least_mask(self, key: str, threshold: float) -> int:
         m = self._ge.get((key, threshold))
@@ -220,6 +255,13 @@ class HardwareIndex:
             m = self._ge[(key, threshold)] = _bits_to_int(
                 (i for i, v in enumerate(vals) if v is not None and v >= threshold), self.size)
         return m
+
+
+def _worker_arch(value):
+    try:
+        return normalize_arch(value)
+    except ValueError:
+        return value  # the model reports it; an unknown name matches no constraint
 
 
 def _resolve(hw: Mapping, hx: HardwareIndex, candidates: int) -> tuple[int, dict]:
@@ -231,6 +273,9 @@ def _resolve(hw: Mapping, hx: HardwareIndex, candidates: int) -> tuple[int, dict
         want = hw.get(key)
         if want is not None and want != 0 and want != "max":
             m &= hx.at_least_mask(key, want)
+    for key in MATCH_KEYS:
+        if hw.get(key):
+            m &= hx.equal_mask(key, hw[key])
     maxima: dict[str, Any] = {}
     max_keys = [k for k in KEYS if hw.get(k) == "max"]
     if max_keys and m:
@@ -277,4 +322,13 @@ def hardware_shortfalls(hw: Mapping, worker: Mapping[str, Any], maxima: Mapping 
                 out.append(f"{key} {_num(have)}{unit} < {_num(best)}{unit} (max among candidates)")
         elif have < want:
             out.append(f"{key} {_num(have)}{unit} < {_num(want)}{unit}")
+    for key in MATCH_KEYS:
+        want = hw.get(key)
+        if not want:
+            continue
+        have = _worker_arch(worker.get(FIELDS[key]))
+        if have is None:
+            out.append(f"{key} unknown (workers.json has no {key}; ansible-playbook maand.core.facts writes it)")
+        elif have != want:
+            out.append(f"{key} {have} != {want}")
     return out

@@ -21,8 +21,9 @@ import os
 import re
 import tomllib
 
-from . import _schemas
-from ._problems import Report
+from . import _job_checks, _readers, _schemas
+from ._hardware import ARCHES, normalize_arch
+from ._problems import Report, did_you_mean
 from ._units import parse_cpu_mhz, parse_memory_mb, parse_version
 
 MAAND_CONF = "maand.conf"
@@ -41,6 +42,8 @@ MAAND_CONF_DEFAULTS = {
     "job_config_selector": "",
 }
 MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups"}
+# maand keys that maand.core reads but does not act on (certs_ttl/certs_renewal_buffer: see the manifest's certs)
+MAAND_CONF_UNHONOURED = {"log_format": "log_format is not used: maand.core logs through Ansible's output"}
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
 
 # Job names become directory names on workers, group names and shell arguments: keep them plain.
@@ -59,13 +62,13 @@ COMMAND_EVENTS = frozenset(
 
 class Worker:
     __slots__ = ("host", "hostname", "labels", "tags", "zone", "position", "memory_mb", "cpu_mhz",
-                 "cores", "storage_mb", "index")
+                 "cores", "storage_mb", "arch", "index")
 
     def as_catalog(self):
         return {
             "host": self.host, "hostname": self.hostname, "labels": list(self.labels), "tags": dict(self.tags),
             "zone": self.zone, "position": self.position, "memory_mb": self.memory_mb, "cpu_mhz": self.cpu_mhz,
-            "cores": self.cores, "storage_mb": self.storage_mb, "removed": False,
+            "cores": self.cores, "storage_mb": self.storage_mb, "arch": self.arch, "removed": False,
         }
 
 
@@ -74,7 +77,7 @@ class Job:
                  "memory_mb", "memory_source", "min_cpu_mhz", "max_cpu_mhz", "cpu_mhz", "cpu_source", "ports",
                  "min_allocations_count", "max_concurrent_starts", "max_concurrent_upgrades", "restart_policy",
                  "restart_globs", "commands", "health_check", "constraints", "hardware", "placement", "makefile",
-                 "vars", "manifest", "rules")
+                 "vars", "manifest", "rules", "top_entries")
 
 
 class Command:
@@ -107,8 +110,10 @@ class Bucket:
 def _read_text(bucket, rel, report, kind, required):
     full = os.path.join(bucket.path, rel)
     try:
-        with open(full, "rb") as handle:
-            raw = handle.read()
+        raw = _readers.read_bytes(full)
+    except _readers.InputError as exc:
+        report.error(kind, rel, "", exc.message, exc.fix)
+        return None
     except FileNotFoundError:
         if required:
             report.error(kind, rel, "", "file not found", "create %s (ansible-playbook maand.core.init)" % rel)
@@ -128,22 +133,41 @@ def _read_toml(bucket, rel, report, kind, required=False):
     if text is None:
         return None
     try:
-        return tomllib.loads(text)
+        return _readers.parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
         report.error(kind, rel, "", "invalid TOML: %s" % exc, "fix the TOML syntax at that line")
-        return None
+    except _readers.InputError as exc:
+        report.error(kind, rel, exc.field, exc.message, exc.fix)
+    return None
 
 
-def _read_json(bucket, rel, report, kind, required=False):
+def _read_json(bucket, rel, report, kind, required=False, check_depth=True):
     text = _read_text(bucket, rel, report, kind, required)
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        report.error(kind, rel, "", "invalid JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno),
-                     "fix the JSON syntax there")
+        return _readers.parse_json(text, check_depth=check_depth)
+    except _readers.InputError as exc:
+        report.error(kind, rel, exc.field, exc.message, exc.fix)
         return None
+    except json.JSONDecodeError as exc:
+        ended = exc.pos >= len(text.rstrip())  # Go's encoding/json words a truncated document this way
+        report.error(kind, rel, "", "invalid JSON: %s at line %d column %d%s" % (
+            exc.msg, exc.lineno, exc.colno, " (unexpected end of JSON input)" if ended else ""),
+            "fix the JSON syntax there")
+        return None
+
+
+def _too_deep(document, known, rel, report):
+    """workers.json is large: its known keys are bounded by the schema, so only other keys are walked."""
+    for index, item in enumerate(document if isinstance(document, list) else ()):
+        for key in (set(item) - known) if isinstance(item, dict) else ():
+            try:
+                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key))
+            except _readers.InputError as exc:
+                report.error("ErrInvalidWorkerJSON", rel, exc.field, exc.message, exc.fix)
+                return True
+    return False
 
 
 def _schema_errors(document, schema, rel, kind, report, prefix=""):
@@ -159,18 +183,24 @@ def load_maand_conf(bucket, report):
     if conf is None:
         return
     for key in sorted(set(conf) - MAAND_CONF_KEYS):
-        report.warn("ErrInvalidMaandConf", MAAND_CONF, key, "unknown key kept but not used by maand.core",
-                    "remove it or check its spelling")
+        if key in MAAND_CONF_UNHONOURED:
+            report.unhonoured("ErrInvalidMaandConf", MAAND_CONF, key, MAAND_CONF_UNHONOURED[key], "remove it")
+            continue
+        report.unhonoured("ErrInvalidMaandConf", MAAND_CONF, key, "unknown key %r is ignored%s" % (
+            key, did_you_mean(key, MAAND_CONF_KEYS)), "remove it or fix its spelling")
     checks = {
         "ssh_user": (str, "a user name string"), "ssh_key": (str, "a file name under secrets/"),
         "ssh_port": (int, "an integer port"), "use_sudo": (bool, "true or false"),
-        "job_config_selector": (str, "a string such as \"prod\""),
+        "job_config_selector": (str, "a string such as \"prod\""), "log_format": (str, "kv, json or jsonl"),
+        "certs_ttl": (int, "a number of days"), "certs_renewal_buffer": (int, "a number of days"),
     }
     for key, (typ, what) in checks.items():
         if key in conf and (not isinstance(conf[key], typ) or (typ is int and isinstance(conf[key], bool))):
-            report.error("ErrInvalidMaandConf", MAAND_CONF, key, "expected %s, got %r" % (what, conf[key]),
-                         "set %s to %s" % (key, what))
+            report.error("ErrInvalidMaandConf", MAAND_CONF, key, "expected %s, got %s %s" % (
+                what, _toml_type(conf[key]), _short(conf[key])), "set %s to %s" % (key, what))
             conf.pop(key)
+    if isinstance(conf.get("ssh_port"), int) and conf["ssh_port"] <= 0:
+        conf["ssh_port"] = 22  # maand (bucket/config.go SSHPort): ssh_port <= 0 means 22; `maand init` writes 0
     if isinstance(conf.get("ssh_port"), int) and not 0 < conf["ssh_port"] < 65536:
         report.error("ErrInvalidMaandConf", MAAND_CONF, "ssh_port", "port %d is out of range" % conf["ssh_port"],
                      "use a port between 1 and 65535")
@@ -191,19 +221,47 @@ def load_maand_conf(bucket, report):
     )
 
 
-def _port_number(value):
+def _string_values(conf, rel, report, prefix=""):
+    """maand reads bucket.conf and bucket.jobs[.sel].conf into map[string]string: a value that is not a
+    string fails its build (ErrInvalidBucketConf). Returns conf without the bad keys."""
+    good = {}
+    for key, value in conf.items():
+        if isinstance(value, str):
+            good[key] = value
+            continue
+        got = _toml_type(value)
+        report.error("ErrInvalidBucketConf", rel, prefix + key,
+                     "expected a string, got %s %s (maand: toml: cannot decode TOML %s into a Go value of type "
+                     "string)" % (got, _short(value), got),
+                     "quote the value: %s = \"%s\"" % (key, _short(value)))
+    return good
+
+
+def _toml_type(value):
     if isinstance(value, bool):
-        raise ValueError
-    number = int(value)  # maand's bucket.conf holds strings ("30000"); integers are accepted too
+        return "boolean"
+    for typ, name in ((int, "integer"), (float, "float"), (dict, "table"), (list, "array")):
+        if isinstance(value, typ):
+            return name
+    return "date/time" if hasattr(value, "isoformat") else type(value).__name__
+
+
+def _short(value):
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value).lower() if isinstance(value, bool) else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _port_number(value):
+    number = int(value.strip())  # maand: strconv.Atoi(strings.TrimSpace(raw))
     if not 0 < number < 65536:
         raise ValueError
     return number
 
 
 def load_bucket_conf(bucket, report):
-    conf = _read_toml(bucket, BUCKET_CONF, report, "ErrInvalidBucketConf") or {}
+    conf = _string_values(_read_toml(bucket, BUCKET_CONF, report, "ErrInvalidBucketConf") or {}, BUCKET_CONF, report)
     for key in ("port_min", "port_max"):
-        if key in conf:
+        if conf.get(key, "").strip():
             try:
                 setattr(bucket, key, _port_number(conf[key]))
             except (TypeError, ValueError):
@@ -212,6 +270,10 @@ def load_bucket_conf(bucket, report):
         bucket.port_range_problem = ("port_min", "port_min %d is greater than port_max %d" % (bucket.port_min,
                                                                                               bucket.port_max))
     bucket.bucket_vars = {k: v for k, v in conf.items() if k not in ("port_min", "port_max")}
+    if bucket.bucket_vars:
+        report.unhonoured("ErrInvalidBucketConf", BUCKET_CONF, sorted(bucket.bucket_vars)[0], "keys %s are kept in the "
+                          "catalog (bucket_vars) but no job can read them: maand.core has no KV store" % ", ".join(
+                              sorted(bucket.bucket_vars)), "pass the values to jobs another way (e.g. a file in the job)")
 
 
 def load_job_configs(bucket, report):
@@ -226,13 +288,22 @@ def load_job_configs(bucket, report):
             report.error("ErrInvalidBucketJobsConf", rel, name, "expected a [%s] table, got %r" % (name, section),
                          "write the job's settings under a [%s] section" % name)
             continue
-        bucket.job_configs[name] = section
+        bucket.job_configs[name] = _string_values(section, rel, report, prefix=name + ".")
+        extra = sorted(set(bucket.job_configs[name]) - {"memory", "cpu"})
+        if extra:
+            report.unhonoured("ErrInvalidBucketConf", rel, "%s.%s" % (name, extra[0]), "job vars %s are kept in the "
+                              "catalog but the job cannot read them: maand.core has no KV store" % ", ".join(extra),
+                              "pass the values to the job another way (e.g. a file in the job)")
 
 
 def load_workers(bucket, report):
     rel = WORKERS_FILE
-    document = _read_json(bucket, rel, report, "ErrInvalidWorkerJSON", required=True)
-    if document is None:
+    if not os.path.lexists(os.path.join(bucket.path, rel)):
+        report.warn("ErrInvalidWorkerJSON", rel, "", "no workers.json: building with zero workers (as maand)",
+                    "create %s (ansible-playbook maand.core.facts fills in capacity)" % rel)
+        return
+    document = _read_json(bucket, rel, report, "ErrInvalidWorkerJSON", required=True, check_depth=False)
+    if document is None or _too_deep(document, frozenset(_schemas.WORKER_KEYS), rel, report):
         return
     if _schema_errors(document, _schemas.WORKERS, rel, "ErrInvalidWorkerJSON", report):
         return
@@ -242,11 +313,10 @@ def load_workers(bucket, report):
     workers = []
     for index, item in enumerate(document):
         field = "[%d]" % index
-        extra = set(item) - known
-        if extra:
-            report.warn("ErrInvalidWorkerJSON", rel, field, "unknown keys kept but not used: %s" % ", ".join(sorted(extra)),
-                        "remove them or check their spelling")
-        host = item["host"]
+        for key in sorted(set(item) - known):
+            report.unhonoured("ErrInvalidWorkerJSON", rel, "%s.%s" % (field, key), "unknown key %r is ignored%s" % (
+                key, did_you_mean(key, known)), "remove it or fix its spelling")
+        host = item["host"].strip()  # maand trims host and hostname (workspace/workspace.go GetWorkers)
         if not HOST_NAME.match(host):
             report.error("ErrInvalidWorkerJSON", rel, field + ".host", "%r is not an IP address or host name" % host,
                          "use an address like 10.0.0.1 or a DNS name, without spaces or slashes")
@@ -258,12 +328,17 @@ def load_workers(bucket, report):
         seen[host] = index
         worker = Worker()
         worker.host = host
-        worker.hostname = item.get("hostname") or None
-        labels = {label.lower() for label in item.get("labels", ())}
+        worker.hostname = (item.get("hostname") or "").strip() or None
+        given = [label.strip().lower() for label in item.get("labels", ())]
+        twice = sorted({label for label in given if given.count(label) > 1}) if len(set(given)) < len(given) else ()
+        if twice:
+            report.error("ErrInvalidWorkerJSON", rel, field + ".labels", "worker %s have duplicate labels (%s)" % (
+                host, ", ".join(twice)), "list each label once (labels are compared in lower case)")
+        labels = set(given)
         labels.add("worker")
         worker.labels = tuple(sorted(labels))
-        worker.tags = {str(k).lower(): str(v).lower() if isinstance(v, bool) else str(v)
-                       for k, v in (item.get("tags") or {}).items()}
+        # maand (workspace/worker.go NewWorker): tag keys and values trimmed and lower-cased
+        worker.tags = {str(k).strip().lower(): str(v).strip().lower() for k, v in (item.get("tags") or {}).items()}
         worker.zone = worker.tags.get("zone", "")
         worker.position = item.get("position", index)
         if worker.position in positions:
@@ -281,6 +356,7 @@ def load_workers(bucket, report):
                                  "write e.g. \"8 gb\"" if key != "cpu" else "write e.g. \"4000 mhz\"")
             setattr(worker, attr, value)
         worker.cores = item.get("cores") or None
+        worker.arch = _worker_arch(item.get("arch"), rel, field, report)
         workers.append(worker)
     workers.sort(key=lambda w: w.position)
     for i, worker in enumerate(workers):
@@ -288,22 +364,22 @@ def load_workers(bucket, report):
     bucket.workers = workers
 
 
+def _worker_arch(value, rel, field, report):
+    """Juju's name for the worker's architecture (x86_64 -> amd64); an unknown name is kept as written
+    (lower case) with a warning: no arch constraint matches it."""
+    try:
+        return normalize_arch(value)
+    except ValueError:
+        report.warn("ErrInvalidWorkerJSON", rel, field + ".arch", "architecture %r is not one of %s: no arch "
+                    "constraint will match this worker" % (value, ", ".join(ARCHES)), "fix the name, or ignore this")
+        return value.strip().lower()
+
+
 def _walk_job(bucket, name, rel_dir, report, manifest_rel):
-    """Check the job tree: reserved dirs, Makefile, symlinks that leave the job folder."""
+    """Check the job tree: reserved dirs, Makefile, symlinks; report the files maand.core ships but does
+    not act on (templates, vars.toml, _modules/, _prometheus/)."""
     root = os.path.join(bucket.path, rel_dir)
-    real_root = os.path.realpath(root)
-    makefile = None
-    for entry in MAKEFILES:
-        if os.path.isfile(os.path.join(root, entry)):
-            makefile = entry
-            break
-    if makefile is None:
-        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s has no Makefile" % name,
-                     "add %s/Makefile with start, stop and restart targets" % rel_dir)
-    for reserved in RESERVED_JOB_DIRS:
-        if os.path.lexists(os.path.join(root, reserved)):
-            report.error("ErrInvalidJob", rel_dir, reserved, "job %s: %s/ is reserved (created on workers at runtime)" % (
-                name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
+    templates, top = [], {}
     stack = [root]
     while stack:
         current = stack.pop()
@@ -313,17 +389,70 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             report.error("ErrInvalidJob", rel_dir, os.path.relpath(current, root), "cannot list: %s" % exc.strerror,
                          "fix the permissions")
             continue
+        if current == root:
+            top = {entry.name: entry for entry in entries}
         for entry in entries:
+            rel = entry.path[len(root) + 1:]
             if entry.is_symlink():
-                target = os.path.realpath(entry.path)
-                if target != real_root and not target.startswith(real_root + os.sep):
-                    report.error("ErrInvalidJob", rel_dir, os.path.relpath(entry.path, root),
-                                 "symlink leaves the job folder (points to %s)" % target,
-                                 "copy the file into the job folder instead of linking outside it")
+                _check_symlink(bucket, rel_dir, root, rel, report)
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
-    return makefile
+            elif entry.name.endswith((".tpl", ".j2")):
+                templates.append(rel)
+    makefile = next((m for m in MAKEFILES if m in top and top[m].is_file()), None)  # follows a link, as os.stat
+    if makefile is None:
+        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
+                     "add %s/Makefile with start, stop and restart targets" % rel_dir)
+    for reserved in RESERVED_JOB_DIRS:
+        if reserved in top:
+            report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
+                         "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
+    _report_unhonoured_files(name, rel_dir, top, makefile, templates, report)
+    return makefile, frozenset(top)
+
+
+def _check_symlink(bucket, rel_dir, root, rel, report):
+    """A link is shipped as a link: its target must be relative and stay inside the job folder both as
+    written (what it means on the worker) and as resolved here."""
+    full = os.path.join(root, rel)
+    try:
+        target = os.readlink(full)
+    except OSError as exc:
+        report.error("ErrInvalidJob", rel_dir, rel, "cannot read the symlink: %s" % exc.strerror, "replace it by a file")
+        return
+    lexical = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+    real_root = os.path.realpath(root)
+    resolved = os.path.realpath(full)
+    if os.path.isabs(target):
+        problem = "symlink target %s is absolute (it would point elsewhere on the worker)" % target
+    elif lexical == ".." or lexical.startswith(".." + os.sep):
+        problem = "symlink target %s leaves the job folder" % target
+    elif resolved != real_root and not resolved.startswith(real_root + os.sep):
+        problem = "symlink leaves the job folder (resolves to %s)" % resolved
+    else:
+        return
+    report.error("ErrInvalidJob", rel_dir, rel, problem,
+                 "use a relative link to a file inside the job folder, or copy the file in")
+
+
+def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
+    if makefile != "Makefile" and makefile is not None:
+        report.unhonoured("ErrInvalidJob", rel_dir, makefile, "job %s has only %s: maand.core does not render "
+                          "templates, so its deploy finds no Makefile" % (name, makefile),
+                          "add a plain %s/Makefile" % rel_dir)
+    others = sorted(t for t in templates if t != makefile)
+    if others:
+        shown = ", ".join(others[:5]) + (" and %d more" % (len(others) - 5) if len(others) > 5 else "")
+        report.unhonoured("ErrInvalidJob", rel_dir, others[0], "job %s: templates are shipped as they are, not rendered "
+                          "by maand.core: %s" % (name, shown), "render them in the Makefile's start target, or "
+                          "ship the rendered files")
+    for entry, what in (("vars.toml", "is not loaded into a KV store (maand.core has none)"),
+                        ("_modules", "holds job command scripts, which maand.core does not run (it ships them)"),
+                        ("_prometheus", "is not assembled into a Prometheus job by maand.core (it ships it)")):
+        if entry in top:
+            report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
+                              "remove it, or build without maand_strict to accept it")
 
 
 def _bounds(job, manifest, key, parse, rel, report):
@@ -370,8 +499,37 @@ def _reservation(bucket, job, key, unit, parse, low, high, report):
     return low, high, requested, bucket.job_config_file
 
 
-def _load_commands(job, manifest, rel, report):
+COMMAND_SCRIPT_SUFFIXES = (".py", ".ts", ".js")
+
+
+def _module_files(bucket, job):
+    """The regular files in a job's _modules/ (one listing per job, not three stats per command)."""
+    try:
+        return {e.name for e in os.scandir(os.path.join(bucket.path, job.path, "_modules")) if e.is_file()}
+    except OSError:
+        return set()
+
+
+def _check_command_script(job, name, listing, rel, report):
+    """maand (jobcommand/runtime.go ResolveCommandScript): exactly one of _modules/<name>.py, .ts or .js."""
+    modules = "%s/_modules" % job.path
+    found = [name + suffix for suffix in COMMAND_SCRIPT_SUFFIXES if name + suffix in listing]
+    field = "commands.%s" % name
+    if not found:
+        report.error("ErrJobCommandFileNotFound", rel, field,
+                     "job %s command %s: job command file not found: expected %s.py, %s.ts, or %s.js under %s" % (
+                         job.name, name, name, name, name, modules),
+                     "add %s/%s.py (or .ts/.js), or remove the command from the manifest" % (modules, name))
+    elif len(found) > 1:
+        report.error("ErrInvalidJobCommandConfiguration", rel, field,
+                     "job %s command %s: invalid job command configuration: multiple implementations for %s under %s "
+                     "(use only one of .py, .ts, .js): %s" % (job.name, name, name, modules, ", ".join(found)),
+                     "keep one of %s" % ", ".join(found))
+
+
+def _load_commands(bucket, job, manifest, rel, report):
     commands = {}
+    listing = _module_files(bucket, job) if manifest.get("commands") and "_modules" in job.top_entries else set()
     for name, spec in (manifest.get("commands") or {}).items():
         field = "commands.%s" % name
         if not name.startswith("command_"):
@@ -381,6 +539,11 @@ def _load_commands(job, manifest, rel, report):
         command = Command()
         command.name = name
         command.executed_on = list(spec.get("executed_on") or [])
+        if not command.executed_on:  # maand build/build_jobs.go; tests/build_job_command_test.go TestJobCommandWithoutTrigger
+            report.error("ErrInvalidJobCommandConfiguration", rel, field + ".executed_on",
+                         "job %s, job_command %s missing executed_on" % (job.name, name),
+                         "list the events that run it, e.g. \"executed_on\": [\"post_build\"]")
+        _check_command_script(job, name, listing, rel, report)
         bad = [e for e in command.executed_on if e not in COMMAND_EVENTS]
         if bad:
             report.error("ErrInvalidJobCommandConfiguration", rel, field + ".executed_on",
@@ -393,7 +556,39 @@ def _load_commands(job, manifest, rel, report):
         command.min_version = config.get("min_version")
         command.max_version = config.get("max_version")
         commands[name] = command
+        if command.executed_on:
+            report.unhonoured("ErrInvalidJobCommandConfiguration", rel, field, "job %s: maand.core does not run job "
+                              "commands (this one on %s)%s" % (job.name, ", ".join(command.executed_on),
+                                                               "; its demand still orders deploy waves"
+                                                               if command.demand_job else ""),
+                              "run the step from the Makefile, or remove the command")
     return commands
+
+
+def _load_version(job, manifest, rel, report):
+    """maand keeps the version as written ("1.1" stays "1.1", tests/build_job_test.go TestJobVersionUpdate);
+    every non-empty version must parse (build/validate_demands.go resolveJobVersion)."""
+    raw = manifest.get("version")
+    job.version_given = isinstance(raw, str) and bool(raw.strip())
+    job.version = raw if job.version_given else "0.0.0"
+    if raw is not None and not isinstance(raw, str):
+        report.error("ErrInvalidManifest", rel, "version", "job %s: expected a version string, got %s %r (maand: json: "
+                     "cannot unmarshal %s into Go struct field Manifest.version of type string)" % (
+                         job.name, type(raw).__name__, raw, "number" if isinstance(raw, (int, float)) else "value"),
+                     "quote it: \"version\": \"%s\"" % raw)
+        return
+    if job.version_given:
+        try:
+            parse_version(raw)
+        except ValueError as exc:
+            report.error("ErrInvalidJobVersion", rel, "version", "job %s: %s" % (job.name, exc), "write e.g. \"1.2.0\"")
+
+
+def _report_unknown_keys(document, known, kind, rel, report):
+    for path, key, keys in _schemas.unknown_keys(document, known):
+        field = "%s.%s" % (path, key) if path else str(key)
+        report.unhonoured(kind, rel, field, "unknown key %r is ignored%s" % (key, did_you_mean(key, keys)),
+                          "remove it or fix its spelling (known here: %s)" % ", ".join(keys))
 
 
 def _int_field(manifest, names, default):
@@ -414,7 +609,7 @@ def load_job(bucket, name, report):
         report.error("ErrInvalidJob", rel_dir, "", "the job folder is a symlink", "make it a real folder in workspace/jobs")
         return None
     manifest = _read_json(bucket, rel, report, "ErrInvalidManifest", required=True)
-    makefile = _walk_job(bucket, name, rel_dir, report, rel)
+    makefile, top = _walk_job(bucket, name, rel_dir, report, rel)
     if manifest is None:
         return None
     if not isinstance(manifest, dict):
@@ -423,23 +618,18 @@ def load_job(bucket, name, report):
         return None
     if _schema_errors(manifest, _schemas.MANIFEST, rel, "ErrInvalidManifest", report):
         return None
-    extra = set(manifest) - set(_schemas.MANIFEST_KEYS)
-    if extra:
-        report.warn("ErrInvalidManifest", rel, "", "unknown keys kept but not used: %s" % ", ".join(sorted(extra)),
-                    "remove them or check their spelling")
+    _report_unknown_keys(manifest, _schemas.MANIFEST_KNOWN, "ErrInvalidManifest", rel, report)
+    if manifest.get("certs"):
+        report.unhonoured("ErrInvalidManifest", rel, "certs", "job %s: certs (%s) are not generated by maand.core" % (
+            name, ", ".join(sorted(map(str, manifest["certs"])))), "provide the certificates in the job another way")
     job = Job()
     job.name = name
     job.file = rel
     job.path = rel_dir
     job.manifest = manifest
     job.makefile = makefile
-    job.version_given = "version" in manifest
-    job.version = "0.0.0"
-    if job.version_given:
-        try:
-            job.version = str(parse_version(manifest["version"]))
-        except ValueError as exc:
-            report.error("ErrInvalidJobVersion", rel, "version", "job %s: %s" % (name, exc), "write e.g. \"1.2.0\"")
+    job.top_entries = top  # names directly in the job folder
+    _load_version(job, manifest, rel, report)
     selectors = [s.lower() for s in manifest.get("selectors") or ()]
     for selector in selectors:
         if not SELECTOR_NAME.match(selector):
@@ -467,15 +657,20 @@ def load_job(bucket, name, report):
             report.error("ErrInvalidManifestPort", rel, field, "job %s: %r is neither {} nor a port number" % (name, value),
                          "use {} to take a port from the bucket.conf pool, or a fixed port 1-65535")
     job.min_allocations_count = manifest.get("min_allocations_count", 0)
-    job.max_concurrent_starts = _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0)
-    job.max_concurrent_upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1) or 1
-    job.restart_policy = manifest.get("restart_policy", "always")
+    # maand (workspace/manifest.go GetMaxConcurrentStarts/Upgrades): starts < 0 -> 0, upgrades <= 0 -> 1
+    job.max_concurrent_starts = max(0, _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0))
+    upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1)
+    job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
+    job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":
-        report.error("ErrInvalidManifest", rel, "restart_globs", "job %s: restart_globs only apply with restart_policy "
-                     "reload (it is %s)" % (name, job.restart_policy),
+        report.error("ErrInvalidManifest", rel, "restart_globs", "job %s restart_globs requires restart_policy reload "
+                     "(it is %s)" % (name, job.restart_policy),
                      "set restart_policy to \"reload\" or remove restart_globs")
-    job.commands = _load_commands(job, manifest, rel, report)
+    _job_checks.check_restart_globs(job, rel, report)
+    _job_checks.check_reload_target(bucket.path, job, report)
+    job.commands = _load_commands(bucket, job, manifest, rel, report)
+    _job_checks.check_health(job, manifest, rel, report)
     job.health_check = manifest.get("health_check") or {}
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
@@ -504,9 +699,17 @@ def load_jobs(bucket, report):
             report.warn("ErrInvalidJob", "%s/%s" % (JOBS_DIR, entry.name), "", "not a folder: ignored",
                         "move stray files out of workspace/jobs")
             continue
+        if not os.path.isfile(os.path.join(entry.path, "manifest.json")):
+            # maand lists jobs as workspace/jobs/*/manifest.json (workspace/workspace.go GetJobs;
+            # tests/build_job_test.go TestJobWithoutManifest): a folder without one is not a job.
+            report.warn("ErrInvalidJob", "%s/%s" % (JOBS_DIR, entry.name), "manifest.json",
+                        "no manifest.json: not a job, ignored (as maand)",
+                        "add %s/%s/manifest.json (it may be just {}) or move the folder out" % (JOBS_DIR, entry.name))
+            continue
         job = load_job(bucket, entry.name, report)
         if job is not None:
             bucket.jobs[job.name] = job
+    _job_checks.check_prometheus(bucket, report)
     for name in sorted(set(bucket.job_configs) - set(bucket.jobs)):
         report.warn("ErrInvalidBucketJobsConf", "workspace/" + bucket.job_config_file, name,
                     "section for unknown job %s is ignored" % name, "remove it or fix the job name")
@@ -519,22 +722,34 @@ def load_disabled(bucket, report):
         return
     if _schema_errors(document, _schemas.DISABLED, rel, "ErrInvalidDisabledJSON", report):
         return
+    _report_unknown_keys(document, _schemas.DISABLED_KNOWN, "ErrInvalidDisabledJSON", rel, report)
     hosts = {w.host for w in bucket.workers}
     for host in document.get("workers") or ():
         if host not in hosts:
-            report.warn("ErrInvalidDisabledJSON", rel, "workers", "unknown worker %s is ignored" % host,
-                        "remove it or fix the host")
+            report.unhonoured("ErrInvalidDisabledJSON", rel, "workers", "unknown worker %s is ignored%s" % (
+                host, did_you_mean(host, hosts)), "remove it or fix the host")
         bucket.disabled_workers.add(host)
     for job, spec in (document.get("jobs") or {}).items():
         if job not in bucket.jobs:
-            report.warn("ErrInvalidDisabledJSON", rel, "jobs.%s" % job, "unknown job %s is ignored" % job,
-                        "remove it or fix the job name")
+            report.unhonoured("ErrInvalidDisabledJSON", rel, "jobs.%s" % job, "unknown job %s is ignored%s" % (
+                job, did_you_mean(job, bucket.jobs)), "remove it or fix the job name")
         allocations = (spec or {}).get("allocations") or []
         for host in allocations:
             if host not in hosts:
-                report.warn("ErrInvalidDisabledJSON", rel, "jobs.%s.allocations" % job,
-                            "unknown worker %s is ignored" % host, "remove it or fix the host")
+                report.unhonoured("ErrInvalidDisabledJSON", rel, "jobs.%s.allocations" % job,
+                                  "unknown worker %s is ignored%s" % (host, did_you_mean(host, hosts)),
+                                  "remove it or fix the host")
         bucket.disabled_jobs[job] = set(allocations) if allocations else None
+
+
+def data_dir_problem(bucket_dir):
+    """A bucket whose data/ is a symlink would have build and deploy write through it: refused."""
+    data = os.path.join(bucket_dir, "data")
+    if os.path.islink(data):
+        return "data/ is a symlink (to %s): maand.core writes the catalog and locks there" % os.readlink(data)
+    if os.path.lexists(data) and not os.path.isdir(data):
+        return "data exists but is not a folder"
+    return None
 
 
 def load_bucket(path, report=None):
@@ -545,7 +760,15 @@ def load_bucket(path, report=None):
         report.error("ErrInvalidMaandConf", path, "", "bucket directory not found",
                      "pass the bucket folder (the one holding maand.conf and workspace/)")
         return bucket, report
+    problem = data_dir_problem(bucket.path)
+    if problem:
+        report.error("ErrInvalidCatalog", "data", "", problem, "make data/ a real folder inside the bucket")
     load_maand_conf(bucket, report)
+    if os.path.lexists(os.path.join(bucket.path, "data", "maand.db")):
+        report.unhonoured("ErrInvalidMaandConf", "data/maand.db", "", "maand's database is not read: maand.core keeps "
+                          "its own catalog (data/catalog.json) with a new bucket_id, so its first deploy starts "
+                          "every job again under a new /opt/worker/<bucket_id>/",
+                          "stop the jobs maand deployed first (maand job stop), or keep this bucket on maand")
     load_bucket_conf(bucket, report)
     load_job_configs(bucket, report)
     load_workers(bucket, report)

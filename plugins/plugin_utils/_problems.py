@@ -8,6 +8,8 @@ Pure Python, no Ansible imports: shared by the build action, the inventory plugi
 
 from __future__ import annotations
 
+import difflib
+
 # maand's error kinds (bucket/errors.go, build/errors.go), plus the ones this collection adds.
 KINDS = frozenset(
     {
@@ -35,16 +37,27 @@ KINDS = frozenset(
         "ErrInvalidConstraint",
         "ErrInvalidPlacement",
         "ErrInvalidCatalog",
+        "ErrJobCommandFileNotFound",
+        "ErrInvalidJobVars",
     }
 )
+
+
+def did_you_mean(name, known):
+    """' (did you mean "selectors"?)' for the closest known name, else ''. Case-insensitive."""
+    if not isinstance(name, str) or not known:
+        return ""
+    lowered = {str(k).lower(): str(k) for k in known}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return ' (did you mean "%s"?)' % lowered[close[0]] if close else ""
 
 
 class Problem:
     """One error or warning. `file` is relative to the bucket directory."""
 
-    __slots__ = ("kind", "file", "field", "message", "fix", "severity")
+    __slots__ = ("kind", "file", "field", "message", "fix", "severity", "unhonoured")
 
-    def __init__(self, kind, file, field, message, fix="", severity="error"):
+    def __init__(self, kind, file, field, message, fix="", severity="error", unhonoured=False):
         if kind not in KINDS and severity == "error":
             raise ValueError("unknown problem kind %r" % kind)
         self.kind = kind
@@ -53,6 +66,7 @@ class Problem:
         self.message = message
         self.fix = fix
         self.severity = severity
+        self.unhonoured = unhonoured  # a field/file maand.core accepts but does not act on yet
 
     def __str__(self):
         where = self.file + (": " + self.field if self.field else "")
@@ -80,6 +94,22 @@ class Report:
 
     def warn(self, kind, file, field, message, fix=""):
         self.warnings.append(Problem(kind, file, field, message, fix, severity="warning"))
+
+    def unhonoured(self, kind, file, field, message, fix=""):
+        """Something maand acts on that maand.core does not (yet): a warning, an error in strict mode."""
+        self.warnings.append(Problem(kind, file, field, message, fix, severity="warning", unhonoured=True))
+
+    def apply_strict(self):
+        """maand_strict=true: every not-honoured warning becomes an error of the same kind."""
+        keep = []
+        for problem in self.warnings:
+            if problem.unhonoured:
+                self.errors.append(Problem(problem.kind, problem.file, problem.field,
+                                           problem.message + " (an error because maand_strict is true)",
+                                           problem.fix, unhonoured=True))
+            else:
+                keep.append(problem)
+        self.warnings = keep
 
     @property
     def ok(self):

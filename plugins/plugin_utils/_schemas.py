@@ -14,9 +14,10 @@ from __future__ import annotations
 _QUANTITY = {"type": ["string", "number"]}
 _BOUNDS = {"type": "object", "properties": {"min": _QUANTITY, "max": _QUANTITY}}
 _VERSIONISH = {"type": ["string", "integer"]}
-_COUNT = {"type": "integer", "minimum": 0}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
+_INT = {"type": "integer", "minimum": -(2 ** 31), "maximum": 2 ** 31 - 1}
 
-WORKER_KEYS = ("host", "hostname", "labels", "tags", "memory", "cpu", "cores", "storage", "position")
+WORKER_KEYS = ("host", "hostname", "labels", "tags", "memory", "cpu", "cores", "storage", "position", "arch")
 
 WORKERS = {
     "type": "array",
@@ -33,6 +34,7 @@ WORKERS = {
             "cores": _COUNT,
             "storage": _QUANTITY,
             "position": _COUNT,
+            "arch": {"type": "string"},
         },
     },
 }
@@ -43,6 +45,69 @@ MANIFEST_KEYS = (
     "restart_globs", "commands", "health_check", "certs", "constraints", "hardware", "placement",
     "description",
 )
+
+# Known keys per place in a manifest ("*": any key of a map; "[]": every item of a list). Keys not
+# listed are reported by the model as not honoured, with a "did you mean" from these lists.
+# constraints, hardware and placement are checked by _select.compile_rules.
+MANIFEST_KNOWN = {
+    "": MANIFEST_KEYS,
+    "resources": ("memory", "cpu", "ports"),
+    "resources.memory": ("min", "max"),
+    "resources.cpu": ("min", "max"),
+    "commands.*": ("executed_on", "demands"),
+    "commands.*.demands": ("job", "command", "config"),
+    "commands.*.demands.config": ("min_version", "max_version"),
+    "health_check": ("checks", "timeout_seconds", "wait"),
+    "health_check.checks[]": ("type", "port", "command", "path", "expect_status", "scheme"),
+    "health_check.wait": ("attempts", "interval_seconds"),
+    "certs.*": ("pkcs8", "one", "subject"),
+    "certs.*.subject": ("common_name",),
+}
+DISABLED_KNOWN = {"": ("jobs", "workers"), "jobs.*": ("allocations",)}
+
+
+_DESCEND = {}
+
+
+def _descend_specs(known):
+    """Every spec name under which `known` lists something (the places worth walking into)."""
+    key = id(known)
+    if key not in _DESCEND:
+        names = set()
+        for spec in known:
+            parts = spec.replace("[]", "").split(".")
+            names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        _DESCEND[key] = frozenset(names)
+    return _DESCEND[key]
+
+
+def unknown_keys(document, known):
+    """(field path, unknown key, known keys) for every key not in `known` (see MANIFEST_KNOWN), sorted."""
+    descend = _descend_specs(known)
+    found = []
+    stack = [("", "", document)]
+    while stack:
+        spec, path, value = stack.pop()
+        if not isinstance(value, dict):
+            continue
+        keys = known.get(spec)
+        for key in value:
+            if keys is not None and key not in keys:
+                found.append((path, key, keys))
+                continue
+            base = spec.replace("[]", "")
+            for name in ("%s.%s" % (base, key) if base else str(key), "%s.*" % base if base else "*"):
+                if name in descend:
+                    where = "%s.%s" % (path, key) if path else str(key)
+                    item = value[key]
+                    spec_name = name.replace(base, spec, 1) if base else name
+                    if isinstance(item, list) and spec_name + "[]" in known:
+                        stack.extend((spec_name + "[]", "%s[%d]" % (where, i), v) for i, v in enumerate(item))
+                    else:
+                        stack.append((spec_name, where, item))
+                    break
+    return sorted(found, key=lambda item: (item[0], str(item[1])))
+
 
 MANIFEST = {
     "type": "object",
@@ -55,11 +120,12 @@ MANIFEST = {
             "properties": {"memory": _BOUNDS, "cpu": _BOUNDS, "ports": {"type": "object"}},
         },
         "min_allocations_count": _COUNT,
-        "max_concurrent_starts": _COUNT,
-        "max_concurrent_upgrades": _COUNT,
-        "deploy_parallel_count": _COUNT,
-        "update_parallel_count": _COUNT,
-        "restart_policy": {"enum": ["always", "reload", "never"]},
+        # maand clamps these (workspace/manifest.go): starts < 0 -> 0, upgrades <= 0 -> 1
+        "max_concurrent_starts": _INT,
+        "max_concurrent_upgrades": _INT,
+        "deploy_parallel_count": _INT,
+        "update_parallel_count": _INT,
+        "restart_policy": {"enum": ["always", "reload", "never", ""]},  # "" = always (maand NormalizeRestartPolicy)
         "restart_globs": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "commands": {
             "type": "object",
@@ -157,6 +223,8 @@ def _describe(err):
         return "%r is not one of %s" % (err.instance, ", ".join(map(str, err.validator_value)))
     if err.validator == "minimum":
         return "must be >= %s, got %r" % (err.validator_value, err.instance)
+    if err.validator == "maximum":
+        return "out of range: must be <= %s, got %r" % (err.validator_value, err.instance)
     if err.validator == "minLength":
         return "must not be empty"
     return err.message

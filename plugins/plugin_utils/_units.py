@@ -11,13 +11,18 @@ Versions: "1" -> 1.0.0, "v2.1" -> 2.1.0, "2.0.0-rc1" valid, "1.2.3.4" invalid.
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 MEMORY_UNITS = {"mb": 1.0, "gb": 1024.0, "tb": 1024.0 * 1024.0}
 CPU_UNITS = {"mhz": 1.0, "ghz": 1000.0, "thz": 1000000.0}
 
 _QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
-_VERSION = re.compile(r"^v?(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?(?:\.(0|[1-9][0-9]*))?(?:-([0-9A-Za-z][0-9A-Za-z.-]*))?$")
+
+
+# Above this a quantity is a typo, and sums of such values would overflow to infinity (which the
+# catalog, being JSON, cannot hold): 1e15 MB is about a thousand exabytes.
+MAX_QUANTITY = 1e15
 
 
 def _parse_quantity(value, units, example):
@@ -26,12 +31,16 @@ def _parse_quantity(value, units, example):
     if isinstance(value, bool):
         raise ValueError("expected a string like %r, got a boolean" % example)
     if isinstance(value, (int, float)):
-        if value < 0:
+        if not value >= 0:  # also refuses NaN
             raise ValueError("must not be negative, got %r" % value)
-        return float(value)
-    if not isinstance(value, str):
+        number = float(value) if abs(value) < 1e300 else math.inf
+    elif isinstance(value, str):
+        number = _parse_text(value, example)
+    else:
         raise ValueError("expected a string like %r, got %s" % (example, type(value).__name__))
-    return _parse_text(value, example)
+    if not number <= MAX_QUANTITY:
+        raise ValueError("%r is out of range (at most %g %s)" % (value, MAX_QUANTITY, next(iter(units))))
+    return number
 
 
 @functools.lru_cache(maxsize=4096)  # fleets repeat the same few strings ("64 gb") thousands of times
@@ -61,7 +70,8 @@ def parse_cpu_mhz(value):
 
 
 class Version:
-    """A parsed semver-like version, ordered as semver orders them (a prerelease sorts first)."""
+    """A parsed job version, ordered as maand orders them (workspace/version.go Compare): major, minor,
+    patch as numbers; a prerelease sorts before the release; two prereleases compare as strings."""
 
     __slots__ = ("major", "minor", "patch", "pre")
 
@@ -72,8 +82,7 @@ class Version:
         return "%d.%d.%d%s" % (self.major, self.minor, self.patch, "-" + self.pre if self.pre else "")
 
     def _key(self):
-        pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre.split(".")) if self.pre else ()
-        return (self.major, self.minor, self.patch, 0 if self.pre else 1, pre)
+        return (self.major, self.minor, self.patch, 0 if self.pre else 1, self.pre)
 
     def __eq__(self, other):
         return isinstance(other, Version) and self._key() == other._key()
@@ -89,7 +98,9 @@ class Version:
 
 
 def parse_version(value):
-    """Parse a manifest or demand version. Integers are accepted (2 -> 2.0.0). Raises ValueError."""
+    """Parse a manifest or demand version as maand's workspace.ParseVersion does: trimmed, a leading
+    'v' or 'V' dropped, 1 to 3 dot-separated non-negative integers, an optional non-empty '-prerelease';
+    "unknown" is refused. Integers are accepted (demand bounds may be JSON numbers). Raises ValueError."""
     if isinstance(value, bool) or value is None:
         raise ValueError("expected a version string like '1.2.0', got %r" % (value,))
     if isinstance(value, int):
@@ -98,10 +109,29 @@ def parse_version(value):
         return Version(value, 0, 0)
     if not isinstance(value, str):
         raise ValueError("expected a version string like '1.2.0', got %s" % type(value).__name__)
-    match = _VERSION.match(value.strip())
-    if not match:
-        raise ValueError(
-            "invalid version %r: use major[.minor[.patch]] with an optional leading 'v' and '-prerelease'" % value
-        )
-    major, minor, patch, pre = match.groups()
-    return Version(int(major), int(minor or 0), int(patch or 0), pre or "")
+    raw = value.strip()
+    if not raw:
+        raise ValueError("invalid job version: version is empty")
+    if raw.lower() == "unknown":
+        raise ValueError("invalid job version: version %r is not allowed" % raw)
+    raw = raw[1:] if raw[:1] == "v" else raw
+    raw = raw[1:] if raw[:1] == "V" else raw
+    pre = ""
+    if "-" in raw:
+        raw, pre = raw.split("-", 1)
+        pre = pre.strip()
+        if not pre:
+            raise ValueError("invalid job version: empty prerelease suffix in %r" % value)
+    parts = raw.split(".")
+    if len(parts) > 3:
+        raise ValueError("invalid job version: %r (use major[.minor[.patch]][-prerelease])" % value)
+    numbers = [0, 0, 0]
+    for i, part in enumerate(parts):
+        part = part.strip()
+        if not part:
+            raise ValueError("invalid job version: empty segment in %r" % value)
+        digits = part[1:] if part[:1] == "+" else part  # Go's strconv.Atoi takes one leading sign
+        if not (digits.isascii() and digits.isdigit()):
+            raise ValueError("invalid job version: invalid segment %r in %r" % (part, value))
+        numbers[i] = int(part)
+    return Version(numbers[0], numbers[1], numbers[2], pre)

@@ -77,6 +77,13 @@ class _PortAllocator:
         if prev is not None and self.used.get(prev) == (job, name):
             del self.used[prev]
 
+    def fixed(self, job, name, port):
+        """maand's assignFixed: a changed number releases the old one. Returns the (job, name) that
+        already holds port (ErrPortCollision), else None."""
+        if self.existing.get(job, {}).get(name) not in (None, port):
+            self.release(job, name)
+        return self.claim(job, name, port)
+
     def provisioned(self, job, name):
         prev = self.existing.get(job, {}).get(name)
         if prev is not None and self.low <= prev <= self.high and self.used.get(prev) in (None, (job, name)):
@@ -114,9 +121,7 @@ def assign_ports(bucket, previous, report):
         for port_name, fixed in sorted(job.ports.items()):
             if fixed is None:
                 continue
-            if allocator.existing.get(name, {}).get(port_name) not in (None, fixed):
-                allocator.release(name, port_name)
-            owner = allocator.claim(name, port_name, fixed)
+            owner = allocator.fixed(name, port_name, fixed)
             if owner is not None:
                 report.error("ErrPortCollision", job.file, "resources.ports.%s" % port_name,
                              "port %d (job %s port %r) is already used by job %s port %r" % (
@@ -154,7 +159,7 @@ def check_counts(bucket, allocations, report):
         wanted = job.min_allocations_count or 0
         if counts.get(name, 0) < wanted:
             report.error("ErrInsufficientAllocations", job.file, "min_allocations_count",
-                         "job %s has %d allocations, min_allocations_count is %d" % (name, counts.get(name, 0), wanted),
+                         "job %s has %d allocation(s), min_allocations_count is %d" % (name, counts.get(name, 0), wanted),
                          "label more workers with %s, or lower min_allocations_count" % ", ".join(job.selectors))
 
 

@@ -23,7 +23,7 @@ def workers(draw, min_size=1, max_size=8):
     n = draw(st.integers(min_size, max_size))
     out = []
     for i in range(n):
-        worker = {"host": "10.0.0.%d" % (i + 1), "labels": draw(st.lists(st.sampled_from(LABELS), max_size=3)),
+        worker = {"host": "10.0.0.%d" % (i + 1), "labels": draw(st.lists(st.sampled_from(LABELS), max_size=3, unique=True)),
                   "memory": "%d gb" % draw(st.sampled_from([2, 4, 6, 8, 16])), "cpu": "8000 mhz",
                   "tags": {"zone": draw(st.sampled_from(ZONES))}}
         if draw(st.booleans()):

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parse the bucket's JSON and TOML text defensively: what Go's encoding/json and go-toml refuse is
+refused here too, with the field that holds it.
+
+- NaN, Infinity and -Infinity (not JSON; Python accepts them) and numbers that overflow a float64
+  (1e400) are refused, naming their JSON path; integers are bounded by the schemas where maand reads
+  an int (Go's json fails those; it reads other numbers as float64);
+- nesting deeper than MAX_DEPTH levels is refused (a 200,000-deep document would otherwise end in a
+  RecursionError somewhere later);
+- TOML nan/inf and huge integers likewise.
+
+Pure Python, no Ansible imports. Each function raises InputError(field, message, fix).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import tomllib
+
+MAX_DEPTH = 64
+MAX_FILE_BYTES = 32 << 20
+INT64 = 1 << 63
+
+
+class InputError(ValueError):
+    def __init__(self, field, message, fix):
+        super().__init__(message)
+        self.field, self.message, self.fix = field, message, fix
+
+
+class _Bad(str):
+    """Stands for a refused number literal until the walk finds where it is."""
+
+
+def read_bytes(path, limit=None):
+    """The file's bytes; InputError if it is larger than limit (OSError passes through)."""
+    limit = MAX_FILE_BYTES if limit is None else limit
+    with open(path, "rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise InputError("", "the file is larger than %d MiB" % (limit >> 20), "keep it under %d MiB" % (limit >> 20))
+    return raw
+
+
+_SEEN = threading.local()  # set when a hook met a refused literal during the current parse
+
+
+def _constant(text):
+    _SEEN.bad = True
+    return _Bad(text)
+
+
+def _float(text):
+    value = float(text)
+    return value if math.isfinite(value) else _constant(text)
+
+
+# One decoder for every file (json.loads with hooks would build a new one per call).
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)
+
+
+def parse_json(text, max_depth=MAX_DEPTH, check_depth=True):
+    """json.loads with Go's limits. check_depth=False skips the depth walk (for large files whose
+    shape a schema bounds; call check_nesting on their free-form parts)."""
+    _SEEN.bad = False
+    try:
+        document = _DECODER.decode(text)
+    except RecursionError:
+        raise InputError("", "nesting is too deep to read", "flatten the document (at most %d levels)" % max_depth)
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        # int() of more than sys.get_int_max_str_digits() digits
+        raise InputError("", "a number is out of range: %s" % exc, "write numbers in range (64-bit)")
+    if _SEEN.bad:
+        _raise_bad(document, "JSON")
+    if check_depth and text.count("[") + text.count("{") > max_depth:  # fewer brackets cannot nest deeper
+        check_nesting(document, max_depth)
+    return document
+
+
+def parse_toml(text, max_depth=MAX_DEPTH):
+    _SEEN.bad = False
+    try:
+        document = tomllib.loads(text, parse_float=lambda t: _float(t.replace("_", "")))
+    except RecursionError:
+        raise InputError("", "nesting is too deep to read", "flatten the document (at most %d levels)" % max_depth)
+    for path, value in _walk(document, max_depth):
+        if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
+            raise InputError(path, "integer %d is out of range (maand reads 64-bit integers)" % value,
+                             "use a smaller number")
+    if _SEEN.bad:
+        _raise_bad(document, "TOML")
+    return document
+
+
+def check_nesting(value, max_depth=MAX_DEPTH, prefix=""):
+    """InputError naming the path when value nests deeper than max_depth. Walks containers only."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            for dummy in _walk(value, max_depth, prefix):  # the slow walk, only to name the path
+                pass
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+
+
+def _walk(value, max_depth, prefix=""):
+    """Yield (json path, leaf value); InputError past max_depth. Iterative: safe on any depth."""
+    stack = [(prefix, value, 1)]
+    while stack:
+        path, item, depth = stack.pop()
+        if depth > max_depth:
+            raise InputError(path, "nested deeper than %d levels" % max_depth, "flatten this value")
+        if isinstance(item, dict):
+            stack.extend(("%s.%s" % (path, k) if path else str(k), v, depth + 1) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend(("%s[%d]" % (path, i), v, depth + 1) for i, v in enumerate(item))
+        else:
+            yield path, item
+
+
+def _raise_bad(document, fmt):
+    for path, leaf in _walk(document, 10 ** 9):
+        if isinstance(leaf, _Bad):
+            what = "%s is not a number %s allows" % (leaf, "JSON" if fmt == "JSON" else "maand")
+            if leaf.lower().lstrip("+-") not in ("nan", "infinity", "inf"):
+                what = "number %s is out of range (maand reads 64-bit numbers)" % (leaf if len(leaf) <= 24 else
+                                                                                   leaf[:21] + "...")
+            raise InputError(path or "$", what, "write a finite number in range, e.g. 512")
+    raise InputError("$", "a number is out of range", "write finite numbers in range")  # not reached

@@ -1,0 +1,372 @@
+"""maand's own build tests (maand-sh/maand tests/*_test.go, build/*_test.go, workspace/*_test.go) as a
+data-driven table: each case rebuilds the fixture the Go test writes on top of a `maand init` bucket and
+checks the outcome the Go test asserts (OK, or the error kind it asserts with assert.ErrorIs).
+
+Each row cites its Go test. maand stops at its first error; maand.core reports every error, so a row
+checks that maand's error kind is among ours and, where the Go test checks wording, that maand's words
+appear inside ours.
+"""
+
+import os
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _build
+from ansible_collections.maand.core.plugins.plugin_utils._units import parse_version
+from tests.bucket_factory import write
+from tests.maand_init import init_bucket, job, ws
+
+def no_workers_json(root):
+    os.remove(os.path.join(str(root), "workspace", "workers.json"))
+
+
+def workers(text):
+    return lambda root: ws(root, "workers.json", text)
+
+
+def steps(*functions):
+    def run(root):
+        for function in functions:
+            function(root)
+    return run
+
+
+def job_a(manifest, makefile="", modules=()):
+    return lambda root: job(root, "a", manifest, makefile, modules)
+
+
+ONE_WORKER = workers('[{"host":"10.0.0.1"}]')
+
+# (id, maand test, setup, expected error kind or None for OK, words maand's test asserts in the message)
+CASES = [
+    ("init_bucket_builds", "tests/init_test.go (ssh_port = 0 from init)", lambda root: None, None, None),
+    ("Build1_no_workers_json", "tests/build_test.go TestBuild1", no_workers_json, None, None),
+    ("Build2_empty_file", "tests/build_test.go TestBuild2", workers(""), "ErrInvalidWorkerJSON", None),
+    ("Build3_empty_list", "tests/build_test.go TestBuild3", workers("[]"), None, None),
+    ("Build4_no_host", "tests/build_test.go TestBuild4", workers("[{}]"), "ErrInvalidWorkerJSON", None),
+    ("Build5_object", "tests/build_test.go TestBuild5", workers("{}"), "ErrInvalidWorkerJSON", None),
+    ("Build6_duplicate_host", "tests/build_test.go TestBuild6",
+     workers('[{"host":"10.0.0.1"},{"host":"10.0.0.1"}]'), "ErrInvalidWorkerJSON", None),
+    ("Build7_label_not_string", "tests/build_test.go TestBuild7",
+     workers('[{"host":"10.0.0.1","labels":[1]}]'), "ErrInvalidWorkerJSON", None),
+    ("Build8_one_host", "tests/build_test.go TestBuild8", ONE_WORKER, None, None),
+    ("blank_host", "workspace/workspace.go GetWorkers (host attribute can't be empty)",
+     workers('[{"host":"  "}]'), "ErrInvalidWorkerJSON", None),
+    ("trimmed_duplicate_host", "workspace/workspace.go GetWorkers (duplicate host after TrimSpace)",
+     workers('[{"host":"10.0.0.1"},{"host":" 10.0.0.1"}]'), "ErrInvalidWorkerJSON", "duplicate host"),
+    ("WorkerLabelsDuplicated", "tests/build_worker_label_test.go TestWorkerLabelsDuplicated",
+     workers('[{ "host": "10.0.0.1", "labels": ["a", "a"] }]'), "ErrInvalidWorkerJSON", "have duplicate labels"),
+    ("rejectsDuplicateLabels", "build/build_jobs_test.go TestBuildWorkers_rejectsDuplicateLabels",
+     workers('[{"host":"10.0.0.1","labels":["web","web"],"memory":"1024","cpu":"2000","position":0}]'),
+     "ErrInvalidWorkerJSON", "duplicate labels"),
+    ("WorkerJSONDuplicateWorker", "tests/build_worker_json_test.go TestWorkerJSONDuplicateWorker",
+     workers('[{"host":"10.0.0.1"},{"host":"10.0.0.2"},{"host":"10.0.0.1"}]'), "ErrInvalidWorkerJSON", None),
+    ("WorkerJSONInvalid", "tests/build_worker_json_test.go TestWorkerJSONInvalid",
+     workers('[{"host":"10.0.0.1"'), "ErrInvalidWorkerJSON", None),
+    ("WorkerResourcesInvalid_memory", "tests/build_worker_resources_test.go TestWorkerResourcesInvalid",
+     workers('[{"host":"10.0.0.1","memory":"abc"}]'), "ErrInvalidWorkerJSON", None),
+    ("WorkerResourcesInvalid_cpu", "tests/build_worker_resources_test.go TestWorkerResourcesInvalid",
+     workers('[{"host":"10.0.0.1","cpu":"abc"}]'), "ErrInvalidWorkerJSON", None),
+    ("JobWithoutManifest", "tests/build_job_test.go TestJobWithoutManifest",
+     lambda root: os.makedirs(os.path.join(str(root), "workspace", "jobs", "a")), None, None),
+    ("JobConfInvalid", "tests/build_job_test.go TestJobConfInvalid",
+     steps(job_a('{"version":"1.1"}'), lambda root: ws(root, "bucket.jobs.conf", "\n[a]\ntest=1\n")),
+     "ErrInvalidBucketConf", None),
+    ("JobConf_strings", "tests/build_job_test.go TestJobConf",
+     steps(job_a('{"version":"1.1"}'), lambda root: ws(root, "bucket.jobs.conf", '\n[a]\ntest="1"\nvar="1"\n')),
+     None, None),
+    ("MakefileNotFound", "tests/build_bucket_test.go TestMakefileNotFound",
+     job_a("{}", makefile=None), "ErrInvalidJob", "Makefile or Makefile.tpl not found"),
+    ("InvalidmanifestJSON", "tests/build_bucket_test.go TestInvalidmanifestJSON",
+     job_a("{"), "ErrInvalidManifest", "unexpected end of JSON input"),
+    ("acceptsMakefileTemplate", "build/build_jobs_test.go TestBuildJobs_acceptsMakefileTemplate",
+     lambda root: (job(root, "a", "{}", makefile=None), ws(root, "jobs/a/Makefile.tpl", "start:\n")), None, None),
+    ("Reserved_data", "tests/build_reserved_dirs_test.go TestBuildFailsWhenJobHasReservedDataDirectory",
+     steps(job_a("{}"), lambda root: os.makedirs(os.path.join(str(root), "workspace/jobs/a/data"))),
+     "ErrInvalidJob", "data directory is reserved"),
+    ("Reserved_logs", "tests/build_reserved_dirs_test.go TestBuildFailsWhenJobHasReservedLogsDirectory",
+     steps(job_a("{}"), lambda root: os.makedirs(os.path.join(str(root), "workspace/jobs/a/logs"))),
+     "ErrInvalidJob", "logs directory is reserved"),
+    ("Reserved_bin", "tests/build_reserved_dirs_test.go TestBuildFailsWhenJobHasReservedBinDirectory",
+     steps(job_a("{}"), lambda root: os.makedirs(os.path.join(str(root), "workspace/jobs/a/bin"))),
+     "ErrInvalidJob", "bin directory is reserved"),
+    ("JobCommandWithoutTrigger", "tests/build_job_command_test.go TestJobCommandWithoutTrigger",
+     job_a('{"commands":{"command_health_check":{}}}', modules=["command_health_check.py"]),
+     "ErrInvalidJobCommandConfiguration", "missing executed_on"),
+    ("JobCommandBuildWithTrigger", "tests/build_job_command_test.go TestJobCommandBuildWithTrigger",
+     job_a('{"commands":{"command_health_check":{"executed_on":["post_build", "pre_deploy"]}}}',
+           modules=["command_health_check.py"]), None, None),
+    ("JobCommandFileMissing", "tests/build_job_command_test.go TestJobCommandFileMissing",
+     job_a('{"commands":{"command_health_check":{"executed_on":["post_build"]}}}'),
+     "ErrJobCommandFileNotFound", "expected command_health_check.py, command_health_check.ts, or command_health_check.js"),
+    ("JobCommandPrefixFormat", "tests/build_job_command_test.go TestJobCommandPrefixFormat",
+     job_a('{"commands":{"1command_health_check1":{"executed_on":["post_build"]}}}',
+           modules=["1command_health_check1.py"]), "ErrInvalidJobCommandConfiguration", None),
+    ("acceptsAllocationHookEvents", "build/build_jobs_test.go TestBuildJobs_acceptsAllocationHookEvents",
+     job_a('{"commands":{"command_hook":{"executed_on":["after_allocation_started","after_allocation_stopped"]}}}',
+           modules=["command_hook.py"]), None, None),
+    ("BunTypeScript", "tests/build_job_command_bun_test.go TestJobCommandBunTypeScript",
+     steps(ONE_WORKER, job_a('{"selectors":["worker"],"commands":{"command_health_check":{"executed_on":["cli"],'
+                             '"demands":{"job":"","command":""}}}}', modules=["command_health_check.ts"])), None, None),
+    ("BunJavaScript", "tests/build_job_command_bun_test.go TestJobCommandBunJavaScript",
+     steps(ONE_WORKER, job_a('{"selectors":["worker"],"commands":{"command_health_check":{"executed_on":["cli"]}}}',
+                             modules=["command_health_check.js"])), None, None),
+    ("BunAndPythonConflict", "tests/build_job_command_bun_test.go TestJobCommandBunAndPythonConflict",
+     steps(ONE_WORKER, job_a('{"selectors":["worker"],"commands":{"command_health_check":{"executed_on":["cli"]}}}',
+                             modules=["command_health_check.py", "command_health_check.ts"])),
+     "ErrInvalidJobCommandConfiguration", "multiple implementations for command_health_check"),
+    ("BunPythonAndJSConflict", "tests/build_job_command_bun_test.go TestJobCommandBunPythonAndJSConflict",
+     steps(ONE_WORKER, job_a('{"selectors":["worker"],"commands":{"command_health_check":{"executed_on":["cli"]}}}',
+                             modules=["command_health_check.py", "command_health_check.js"])),
+     "ErrInvalidJobCommandConfiguration", "use only one of .py, .ts, .js"),
+    ("BunFileMissing", "tests/build_job_command_bun_test.go TestJobCommandBunFileMissing",
+     steps(ONE_WORKER, job_a('{"selectors":["worker"],"commands":{"command_health_check":{"executed_on":["cli"]}}}',
+                             modules=["README.md"])), "ErrJobCommandFileNotFound", None),
+    ("JobVersionUpdate", "tests/build_job_test.go TestJobVersionUpdate", job_a('{"version":"1.1"}'), None, None),
+    ("JobMakeFile", "tests/build_job_test.go TestJobMakeFile", job_a("{}", makefile=None), "ErrInvalidJob", None),
+    ("RestartPolicy_unknown", "workspace/restart_policy.go NormalizeRestartPolicy",
+     job_a('{"restart_policy": "sometimes"}'), "ErrInvalidManifest", None),
+    ("rejectsInvalidCPU", "build/build_jobs_test.go TestBuildJobs_rejectsInvalidCPU",
+     job_a('{"resources":{"cpu":{"min":"abc"}}}'), "ErrInvalidManifest", None),
+    ("JobMaxCPUGreatherThanMin", "tests/build_job_test.go TestJobMaxCPUGreatherThanMin",
+     job_a('{"resources":{"cpu":{"min":"2000 mhz","max":"1000 mhz"}}}'), "ErrInvalidManifest", None),
+    ("rejectsUnsupportedMemoryRequest", "build/build_jobs_test.go TestBuildJobs_rejectsUnsupportedMemoryRequest",
+     steps(job_a('{"resources":{"memory":{"min":"100 mb","max":"200 mb"}}}'),
+           lambda root: ws(root, "bucket.jobs.conf", '[a]\nmemory = "300 mb"\n')),
+     "ErrUnsupportedResourceConfiguration", "max_memory_mb"),
+    ("rejectsRestartGlobsWithoutReloadPolicy", "build/build_jobs_test.go TestBuildJobs_rejectsRestartGlobsWithoutReloadPolicy",
+     job_a('{"restart_globs":["*.conf"]}'), "ErrInvalidManifest", "restart_globs requires restart_policy reload"),
+    ("JobPortPrefixFormat", "tests/build_bucket_test.go TestJobPortPrefixFormat",
+     job_a('{"resources":{"ports":{"Port":{}}}}'), "ErrPortKeyFormat", None),
+    ("JobPortRangeExhausted", "tests/build_bucket_test.go TestJobPortRangeExhausted",
+     steps(job_a('{"resources":{"ports":{"a_port":{},"b_port":{}}}}'),
+           lambda root: ws(root, "bucket.conf", 'port_min = "30000"\nport_max = "30000"\n')),
+     "ErrPortRangeExhausted", None),
+    ("ManifestPortsRejectInvalidValue", "workspace/ports_test.go TestManifestPortsRejectInvalidValue",
+     job_a('{"resources":{"ports":{"http_port":"x"}}}'), "ErrInvalidManifestPort", None),
+    ("JobPortFixedCollisionAcrossJobs", "tests/build_job_test.go TestJobPortFixedCollisionAcrossJobs",
+     lambda root: (job(root, "a", '{"resources":{"ports":{"p_port":5000}}}'),
+                   job(root, "b", '{"resources":{"ports":{"q_port":5000}}}')), "ErrPortCollision", None),
+    ("JobInsufficientMemoryManifest", "tests/build_job_test.go TestJobInsufficientMemoryManifest",
+     steps(workers('[{"host":"10.0.0.1","labels":["a"],"memory":"100 mb"}]'),
+           job_a('{"resources":{"memory":{"max":"200 mb"}}}')), "ErrInsufficientResource", None),
+    ("MemoryWhenWorkerUnconfigured", "tests/build_validate_test.go TestBuildRejectsJobMemoryWhenWorkerUnconfigured",
+     steps(workers('[{"host":"10.0.0.1","labels":["a"]}]'), job_a('{"resources":{"memory":{"max":"200 mb"}}}')),
+     "ErrInsufficientResource", "must specify memory"),
+    ("BelowMinAllocationsCount", "tests/build_validate_test.go TestBuildRejectsJobBelowMinAllocationsCount",
+     steps(workers('[{"host":"10.0.0.1","labels":["a"]}]'), job_a('{"min_allocations_count":2}')),
+     "ErrInsufficientAllocations", "job a has 1 allocation(s)"),
+    ("AtMinAllocationsCount", "tests/build_validate_test.go TestBuildAcceptsJobAtMinAllocationsCount",
+     steps(workers('[{"host":"10.0.0.1","labels":["a"]},{"host":"10.0.0.2","labels":["a"]}]'),
+           job_a('{"min_allocations_count":2}')), None, None),
+    ("DemandUnknownJob", "tests/build_demand_validation_test.go TestValidateDemandUnknownJob",
+     job_a('{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"nope",'
+           '"command":"command_y"}}}}', modules=["command_x.py"]), "ErrInvalidJobCommandDemand", None),
+    ("JobCommandCircularDependency", "tests/build_job_command_test.go TestJobCommandCircularDependency",
+     lambda root: [job(root, n, {"version": "1.0.0", "selectors": ["worker"], "commands": {"command_" + n: {
+         "executed_on": ["post_build"], "demands": {"job": d, "command": "command_" + d}}}}, modules=["command_%s.py" % n])
+         for n, d in (("a", "b"), ("b", "a"))], "ErrCircularJobCommandDependency", None),
+    ("DemandRequiresUpstreamVersion", "tests/build_demand_validation_test.go TestValidateDemandRequiresUpstreamVersion",
+     lambda root: (job(root, "a", {"commands": {"command_s": {"executed_on": ["cli"]}}}, modules=["command_s.py"]),
+                   job(root, "b", {"version": "1.0.0", "commands": {"command_m": {
+                       "executed_on": ["cli"], "demands": {"job": "a", "command": "command_s",
+                                                           "config": {"min_version": "1.0.0"}}}}},
+                       modules=["command_m.py"])), "ErrInvalidJobVersion", None),
+]
+
+
+@pytest.mark.parametrize("name, source, setup, kind, words", CASES, ids=[c[0] for c in CASES])
+def test_maand_build_outcome(tmp_path, name, source, setup, kind, words):
+    root = init_bucket(tmp_path)
+    setup(root)
+    result = _build.compute(root)
+    text = "\n".join(str(p) for p in result.report.errors)
+    if kind is None:
+        assert result.report.ok, "%s (%s) builds in maand; here: %s" % (name, source, text)
+        return
+    assert kind in {p.kind for p in result.report.errors}, "%s (%s) wants %s; here: %s" % (name, source, kind, text or "OK")
+    if words:
+        assert words in text, text
+    for problem in result.report.errors:
+        assert problem.file and problem.fix, str(problem)  # every error names a file and a fix
+
+
+def test_init_ssh_port_zero_means_22(tmp_path):
+    """maand bucket/config.go SSHPort: ssh_port <= 0 -> 22."""
+    root = init_bucket(tmp_path)
+    bucket = _build.compute(root).bucket
+    assert bucket.conf["ssh_port"] == 22
+    write(os.path.join(root, "maand.conf"), 'ssh_port = 2222\n')
+    assert _build.compute(root).bucket.conf["ssh_port"] == 2222
+    write(os.path.join(root, "maand.conf"), 'ssh_port = 70000\n')
+    assert "ErrInvalidMaandConf" in {p.kind for p in _build.compute(root).report.errors}
+
+
+def test_missing_workers_json_builds_zero_workers_with_a_hint(tmp_path):
+    root = init_bucket(tmp_path)
+    no_workers_json(root)
+    job(root, "a", "{}")
+    result = _build.compute(root)
+    assert result.report.ok and result.catalog["workers"] == [] and result.catalog["allocations"] == []
+    assert any("zero workers" in str(w) for w in result.report.warnings)
+
+
+def test_folder_without_manifest_is_not_a_job_and_warns(tmp_path):
+    root = init_bucket(tmp_path)
+    os.makedirs(os.path.join(root, "workspace", "jobs", "notes"))
+    job(root, "a", "{}")
+    result = _build.compute(root)
+    assert result.report.ok and [j["name"] for j in result.catalog["jobs"]] == ["a"]
+    assert any(w.file == "workspace/jobs/notes" and "not a job" in w.message for w in result.report.warnings)
+
+
+@pytest.mark.parametrize("written", ["1.1", "v2", "1.2", "2.0.0-rc1", "3"])
+def test_version_kept_as_written(tmp_path, written):
+    """tests/build_job_test.go TestJobVersionUpdate: "1.1" is stored as "1.1"."""
+    root = init_bucket(tmp_path)
+    job(root, "a", {"version": written})
+    result = _build.compute(root)
+    assert result.report.ok
+    assert result.catalog["jobs"][0]["version"] == written
+
+
+def test_version_must_be_a_string(tmp_path):
+    root = init_bucket(tmp_path)
+    job(root, "a", {"version": 2})
+    result = _build.compute(root)
+    assert [(p.kind, p.field) for p in result.report.errors] == [("ErrInvalidManifest", "version")]
+    assert "of type string" in str(result.report.errors[0])
+
+
+@pytest.mark.parametrize("conf, key", [
+    ("[a]\nmemory = 512\n", "a.memory"), ("[a]\nflag = true\n", "a.flag"), ("[a]\nwhen = 2024-01-01\n", "a.when"),
+    ("[a]\nratio = 1.5\n", "a.ratio"), ("[a]\nlist = [\"x\"]\n", "a.list"),
+])
+def test_bucket_jobs_conf_values_must_be_strings(tmp_path, conf, key):
+    root = init_bucket(tmp_path)
+    job(root, "a", "{}")
+    ws(root, "bucket.jobs.conf", conf)
+    result = _build.compute(root)
+    assert [(p.kind, p.file, p.field) for p in result.report.errors] == [
+        ("ErrInvalidBucketConf", "workspace/bucket.jobs.conf", key)]
+    assert "quote the value" in result.report.errors[0].fix
+
+
+def test_bucket_conf_values_must_be_strings(tmp_path):
+    """bucket/port_range.go LoadPortRange and build/build_variables.go read bucket.conf as map[string]string."""
+    root = init_bucket(tmp_path)
+    ws(root, "bucket.conf", 'port_min = 30000\nport_max = "39999"\nstarted = 1979-05-27T07:32:00Z\n')
+    result = _build.compute(root)
+    assert sorted(p.field for p in result.report.errors if p.kind == "ErrInvalidBucketConf") == ["port_min", "started"]
+
+
+def test_explicit_worker_label_is_not_a_duplicate(tmp_path):
+    """maand's docs list "worker" among labels (docs/start/04-workers.md); see README Differences from maand."""
+    root = init_bucket(tmp_path)
+    ws(root, "workers.json", '[{"host":"10.0.0.1","labels":["worker","web"]}]')
+    assert _build.compute(root).report.ok
+    ws(root, "workers.json", '[{"host":"10.0.0.1","labels":["web"," WEB"]}]')
+    result = _build.compute(root)
+    assert [p.field for p in result.report.errors] == ["[0].labels"]
+
+
+# workspace/version_test.go TestParseVersion / TestVersionCompare, plus version.go's rules
+@pytest.mark.parametrize("text, parsed", [("2.1.0", "2.1.0"), ("v1", "1.0.0"), ("V1.2", "1.2.0"), (" 01.2 ", "1.2.0"),
+                                          ("1.2.0-rc1", "1.2.0-rc1"), ("1-a-b", "1.0.0-a-b")])
+def test_parse_version_as_maand(text, parsed):
+    assert str(parse_version(text)) == parsed
+
+
+@pytest.mark.parametrize("text", ["unknown", "UNKNOWN", "1.2.3.4", "", "1-", "1..2", "x"])
+def test_parse_version_rejects_as_maand(text):
+    with pytest.raises(ValueError):
+        parse_version(text)
+
+
+def test_version_compare_as_maand():
+    a, b, c, d = (parse_version(v) for v in ("1.2.0", "1.10.0", "1.2.0-rc1", "1.2.0"))
+    assert a < b and a == d and c < d
+    # maand compares prereleases as plain strings (workspace/version.go Compare)
+    assert parse_version("1.0.0-10") < parse_version("1.0.0-9")
+
+
+# Go tests that assert stored values (KV / DB rows); here the same values in data/catalog.json.
+def _job(result, name="a"):
+    return next(j for j in result.catalog["jobs"] if j["name"] == name)
+
+
+def _worker(result, host="10.0.0.1"):
+    return next(w for w in result.catalog["workers"] if w["host"] == host)
+
+
+VALUE_CASES = [
+    ("JobMinSetToMaxIfNotFound", "tests/build_job_test.go TestJobMinSetToMaxIfNotFound",
+     job_a('{"resources":{"cpu": {"min":"12 Ghz"}, "memory":{"min":"12 GB"}}}'),
+     lambda r: (_job(r)["min_cpu_mhz"], _job(r)["max_cpu_mhz"], _job(r)["min_memory_mb"], _job(r)["max_memory_mb"]),
+     (12000.0, 12000.0, 12288.0, 12288.0)),
+    ("JobMaxCPUGreatherThanMin_equal", "tests/build_job_test.go TestJobMaxCPUGreatherThanMin",
+     job_a('{"resources":{"cpu": {"min":"12", "max": "12"}}}'), lambda r: _job(r)["max_cpu_mhz"], 12.0),
+    ("JobMaxCPUGreatherThanMin_above", "tests/build_job_test.go TestJobMaxCPUGreatherThanMin",
+     job_a('{"resources":{"memory": {"min":"12", "max": "13"}}}'), lambda r: _job(r)["max_memory_mb"], 13.0),
+    ("JobMaxMemoryAsDefaultIfNotInJobConf", "tests/build_job_test.go TestJobMaxMemoryAsDefaultIfNotInJobConf",
+     steps(workers('[{"host":"10.0.0.1", "memory": "12", "cpu": "12"}]'),
+           job_a('{"selectors":["worker"], "resources":{"cpu": {"min":"12", "max": "12"}}}')),
+     lambda r: (_job(r)["cpu_mhz"], r.catalog["allocations"][0]["cpu_mhz"]), (12.0, 12.0)),
+    ("JobConfMemoryCPUConv", "tests/build_job_test.go TestJobConfMemoryCPUConv",
+     steps(job_a("{}"), lambda root: ws(root, "bucket.jobs.conf", '\n[a]\nmemory="1 GB"\ncpu="1 GHZ"\n')),
+     lambda r: (_job(r)["memory_mb"], _job(r)["cpu_mhz"], _job(r)["memory_source"]), (1024.0, 1000.0, "bucket.jobs.conf")),
+    ("JobPortCollisionWithinJob", "tests/build_job_test.go TestJobPortCollisionWithinJob",
+     job_a('{"resources":{"ports": {"web_port": {}, "web_port1": {}}}}'),
+     lambda r: len(set(_job(r)["ports"].values())), 2),
+    ("JobAutoAssignUniquePorts", "tests/build_job_test.go TestJobAutoAssignUniquePorts",
+     lambda root: (job(root, "a", '{"resources":{"ports": {"a_port_web": {}}}}'),
+                   job(root, "b", '{"resources":{"ports": {"b_port_web": {}}}}')),
+     lambda r: _job(r, "a")["ports"]["a_port_web"] != _job(r, "b")["ports"]["b_port_web"], True),
+    ("WorkerCPU_none", "tests/build_worker_resources_test.go TestWorkerCPU", ONE_WORKER,
+     lambda r: _worker(r)["cpu_mhz"] or 0, 0),
+    ("WorkerCPU_100", "tests/build_worker_resources_test.go TestWorkerCPU",
+     workers('[{ "host": "10.0.0.1", "cpu": "100" }]'), lambda r: _worker(r)["cpu_mhz"], 100.0),
+    ("WorkerCPU_100GHz", "tests/build_worker_resources_test.go TestWorkerCPU",
+     workers('[{ "host": "10.0.0.1", "cpu": "100 GHz" }]'), lambda r: _worker(r)["cpu_mhz"], 100000.0),
+    ("WorkerMemory_23", "tests/build_worker_resources_test.go TestWorkerMemory",
+     workers('[{ "host": "10.0.0.1", "memory": "23" }]'), lambda r: _worker(r)["memory_mb"], 23.0),
+    ("WorkerMemory_23GB", "tests/build_worker_resources_test.go TestWorkerMemory",
+     workers('[{ "host": "10.0.0.1", "memory": "23 GB" }]'), lambda r: _worker(r)["memory_mb"], 23552.0),
+    ("WorkerPostion", "tests/build_worker_position_test.go TestWorkerPostionAdded",
+     workers('[{ "host": "10.0.0.1" },{ "host": "10.0.0.2" },{ "host": "10.0.0.3" }]'),
+     lambda r: {w["host"]: w["position"] for w in r.catalog["workers"]}, {"10.0.0.1": 0, "10.0.0.2": 1, "10.0.0.3": 2}),
+    ("WorkerLabelsAdded", "tests/build_worker_label_test.go TestWorkerLabelsAdded",
+     workers('[{ "host": "10.0.0.1", "labels": ["a", "z"] }, { "host": "10.0.0.2", "labels": ["b"] }]'),
+     lambda r: [w["labels"] for w in r.catalog["workers"]], [["a", "worker", "z"], ["b", "worker"]]),
+    ("ManifestDefaults_clamped", "workspace/manifest.go GetMaxConcurrentStarts / GetMaxConcurrentUpgrades",
+     job_a('{"max_concurrent_starts": -1, "max_concurrent_upgrades": 0}'),
+     lambda r: (_job(r)["max_concurrent_starts"], _job(r)["max_concurrent_upgrades"]), (0, 1)),
+    ("ManifestDefaults", "workspace/manifest_test.go TestManifestDefaults", job_a("{}"),
+     lambda r: (_job(r)["max_concurrent_starts"], _job(r)["max_concurrent_upgrades"], _job(r)["min_allocations_count"],
+                _job(r)["restart_policy"], _job(r)["selectors"]), (0, 1, 0, "always", ["a"])),
+    ("RestartPolicy_empty", "workspace/restart_policy.go NormalizeRestartPolicy (\"\" -> always)",
+     job_a('{"restart_policy": ""}'), lambda r: _job(r)["restart_policy"], "always"),
+    ("WorkerHost_trimmed", "workspace/workspace.go GetWorkers (strings.TrimSpace(raw.Host))",
+     workers('[{ "host": " 10.0.0.1 ", "hostname": " w1 " }]'), lambda r: (_worker(r)["host"], _worker(r)["hostname"]),
+     ("10.0.0.1", "w1")),
+    ("WorkerTag_lowercase", "workspace/worker.go NewWorker (tags lower-cased and trimmed)",
+     workers('[{ "host": "10.0.0.1", "tags": {"Zone": " A "} }]'), lambda r: _worker(r)["tags"], {"zone": "a"}),
+    ("placesJobByNameSelectorOnly", "build/build_jobs_test.go TestBuildAllocations_placesJobByNameSelectorOnly",
+     steps(workers('[{"host":"10.0.0.1","labels":["a"]},{"host":"10.0.0.2"}]'), job_a("{}")),
+     lambda r: [(a["job"], a["worker"]) for a in r.catalog["allocations"]], [("a", "10.0.0.1")]),
+    ("JobSelectorsAndOperator", "tests/build_bucket_test.go TestJobSelectorsAndOperator",
+     steps(workers('[{"host":"10.0.0.1","labels":["x","y"]},{"host":"10.0.0.2","labels":["x"]}]'),
+           job_a('{"selectors":["x","y"]}')),
+     lambda r: [a["worker"] for a in r.catalog["allocations"]], ["10.0.0.1"]),
+    ("deduplicatesManifestSelectors", "workspace/manifest_test.go TestPlacementSelectors_deduplicatesManifestSelectors",
+     job_a('{"selectors":["x","x","y"]}'), lambda r: _job(r)["selectors"], ["x", "y"]),
+]
+
+
+@pytest.mark.parametrize("name, source, setup, get, expected", VALUE_CASES, ids=[c[0] for c in VALUE_CASES])
+def test_maand_build_values(tmp_path, name, source, setup, get, expected):
+    root = init_bucket(tmp_path)
+    setup(root)
+    result = _build.compute(root)
+    assert result.report.ok, [str(p) for p in result.report.errors]
+    assert get(result) == expected, source
