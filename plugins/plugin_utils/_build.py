@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from . import _catalog
+from . import _catalog, _fingerprint
 from ._model import WORKERS_FILE, load_bucket
 from ._placement import place
 from ._problems import Report
@@ -31,16 +31,15 @@ class BuildResult:
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
 
 
-def compute(bucket_dir, bucket_id=None):
+def compute(bucket_dir, bucket_id=None, new_bucket_id=False):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
-    `bucket_id` is used only when there is no previous catalog (None: leave it unset)."""
+    `bucket_id` is used only when there is no previous catalog and no recorded id (None: leave it
+    unset); `new_bucket_id` lets a build replace an unreadable or invalid catalog (see _previous)."""
     result = BuildResult()
     report = result.report = Report()
-    try:
-        result.previous = _catalog.read_catalog(bucket_dir)
-    except _catalog.CatalogError as exc:
-        report.error("ErrInvalidCatalog", "data/catalog.json", "", str(exc),
-                     "restore it from a backup, or delete it (removed allocations and pool ports are then forgotten)")
+    inputs = _fingerprint.compute(bucket_dir)  # before reading: an edit during the build makes it stale
+    result.previous, kept_id = _previous(bucket_dir, report, new_bucket_id)
+    bucket_id = kept_id or bucket_id
     bucket, dummy = load_bucket(bucket_dir, report)
     result.bucket = bucket
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
@@ -55,7 +54,43 @@ def compute(bucket_dir, bucket_id=None):
         check_counts(bucket, placement.allocations, report)
     if report.ok:
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id)
+        result.catalog["inputs"] = inputs
     return result
+
+
+# --- the previous catalog and the bucket_id (a lost id makes deploy start every job a second time) --
+_FIX_INVALID = ("restore %s from git or a backup; or remove it (the bucket_id in %s/%s is then kept); or pass "
+                "-e maand_new_bucket_id=true to mint a new bucket_id (workers holding the old id are then "
+                "refused by deploy until you clean them)" % (_catalog.CATALOG_REL, _catalog.DATA_DIR,
+                                                              _catalog.BUCKET_ID_FILE))
+
+
+def _previous(bucket_dir, report, new_bucket_id):
+    """(previous catalog or None, bucket_id to keep or None). Never replaces a known bucket_id silently:
+    an invalid catalog is an error unless new_bucket_id; a missing one keeps the recorded id, warned."""
+    rel = _catalog.CATALOG_REL
+    try:
+        previous = _catalog.read_catalog(bucket_dir)
+    except _catalog.CatalogError as exc:
+        if not new_bucket_id:
+            report.error("ErrInvalidCatalog", rel, "", str(exc), _FIX_INVALID)
+            return None, None
+        report.warn("ErrInvalidCatalog", rel, "", "%s; replaced, as maand_new_bucket_id=true asks, by a catalog "
+                    "with a new bucket_id" % exc, "stop and remove the old bucket's jobs on the workers")
+        return None, None
+    recorded = _catalog.recorded_bucket_id(bucket_dir)
+    if previous is not None or recorded is None:
+        return previous, None
+    if new_bucket_id:
+        report.warn("ErrMissingCatalog", rel, "", "missing; a new bucket_id replaces %s (maand_new_bucket_id=true): "
+                    "deploy refuses workers that hold the old id" % recorded,
+                    "stop and remove /opt/worker/%s on the workers" % recorded)
+        return None, None
+    report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
+                "is kept; allocations removed since the last build are forgotten and stay on their workers"
+                % (recorded, _catalog.DATA_DIR, _catalog.BUCKET_ID_FILE),
+                "restore %s from git or a backup to keep them" % rel)
+    return None, recorded
 
 
 def explain_short_jobs(result, limit=20):
@@ -110,15 +145,15 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
     }
 
 
-def build(bucket_dir, check_mode=False):
+def build(bucket_dir, check_mode=False, new_bucket_id=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
     if check_mode:
-        result = compute(bucket_dir, bucket_id="(new)")
+        result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id)
         _finish(result)
         return result
     with _catalog.bucket_lock(bucket_dir):
-        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()))
+        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id)
         _finish(result)
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)
@@ -129,9 +164,16 @@ def build(bucket_dir, check_mode=False):
 def _finish(result):
     if result.catalog is None:
         return
+    try:
+        after = _catalog.dumps(result.catalog)
+    except ValueError as exc:  # NaN or Infinity: not JSON, never written
+        result.report.error("ErrInvalidCatalog", _catalog.CATALOG_REL, "", "cannot be written: %s" % exc,
+                            "find the NaN or infinite number in the workspace files and replace it")
+        result.catalog = None
+        return
     result.changes = _catalog.diff_catalogs(result.previous, result.catalog)
     before = _catalog.dumps(result.previous) if result.previous is not None else None
-    result.changed = before != _catalog.dumps(result.catalog)
+    result.changed = before != after
 
 
 def allocation_table(catalog, limit=None):
