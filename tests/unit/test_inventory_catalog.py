@@ -140,3 +140,14 @@ def test_removed_workers_come_from_the_catalog(tmp_path):
     module.get_option = lambda name: None
     module._populate(workspace.load_from_catalog(str(tmp_path)))
     assert [h.name for h in module.inventory.groups["maand_removed_workers"].get_hosts()] == ["10.0.0.2"]
+
+
+def test_the_contract_documents_every_variable_set_on_all(tmp_path):
+    contract = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "contract.md")).read()
+    module = plugin()
+    module._populate_failure({"bucket_dir": "/b", "bucket_id": None, "errors": ["e"]})
+    names = set(module.inventory.groups["all"].get_vars())
+    assert names == {"maand_workspace_ok", "maand_inventory_errors", "maand_inventory_preview", "maand_bucket_dir",
+                     "maand_bucket_id"}
+    for name in names:
+        assert "| `%s` |" % name in contract, name
