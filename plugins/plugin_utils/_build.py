@@ -31,13 +31,13 @@ class BuildResult:
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
 
 
-def compute(bucket_dir, bucket_id=None, new_bucket_id=False):
+def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
     `bucket_id` is used only when there is no previous catalog and no recorded id (None: leave it
-    unset); `new_bucket_id` lets a build replace an unreadable or invalid catalog (see _previous)."""
+    unset); `new_bucket_id` lets a build replace an unreadable or invalid catalog (see _previous);
+    `inputs` (the _fingerprint of the workspace, taken before reading it) goes into the catalog."""
     result = BuildResult()
     report = result.report = Report()
-    inputs = _fingerprint.compute(bucket_dir)  # before reading: an edit during the build makes it stale
     result.previous, kept_id = _previous(bucket_dir, report, new_bucket_id)
     bucket_id = kept_id or bucket_id
     bucket, dummy = load_bucket(bucket_dir, report)
@@ -54,7 +54,8 @@ def compute(bucket_dir, bucket_id=None, new_bucket_id=False):
         check_counts(bucket, placement.allocations, report)
     if report.ok:
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id)
-        result.catalog["inputs"] = inputs
+        if inputs is not None:
+            result.catalog["inputs"] = inputs
     return result
 
 
@@ -149,11 +150,14 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
     if check_mode:
-        result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id)
+        result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
+                         inputs=_fingerprint.compute(bucket_dir))
         _finish(result)
         return result
     with _catalog.bucket_lock(bucket_dir):
-        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id)
+        # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
+        inputs = _fingerprint.compute(bucket_dir)
+        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs)
         _finish(result)
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)

@@ -214,3 +214,11 @@ def test_schema_uuid_pattern_accepts_uuid4_and_uuid3():
     import re
     assert re.match(_catalog_schema.UUID_PATTERN, str(uuid.uuid4()))
     assert re.match(_catalog_schema.UUID_PATTERN, alloc_id("a", "b"))
+
+
+def test_compute_alone_does_not_hash_the_workspace(tmp_path):
+    """explain, the inventory's preview and the placement benchmark call compute(): no fingerprint cost."""
+    make_bucket(tmp_path, [W1], {"api": {"selectors": ["worker"]}})
+    assert "inputs" not in _build.compute(str(tmp_path)).catalog
+    checked = _build.build(str(tmp_path), check_mode=True)
+    assert checked.catalog["inputs"] == _fingerprint.compute(str(tmp_path))
