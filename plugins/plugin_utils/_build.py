@@ -34,11 +34,11 @@ class BuildResult:
 def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
     `bucket_id` is used only when there is no previous catalog and no recorded id (None: leave it
-    unset); `new_bucket_id` lets a build replace an unreadable or invalid catalog (see _previous);
+    unset); `new_bucket_id` lets a build replace an invalid catalog (_catalog.previous_for_build);
     `inputs` (the _fingerprint of the workspace, taken before reading it) goes into the catalog."""
     result = BuildResult()
     report = result.report = Report()
-    result.previous, kept_id = _previous(bucket_dir, report, new_bucket_id)
+    result.previous, kept_id = _catalog.previous_for_build(bucket_dir, report, new_bucket_id)
     bucket_id = kept_id or bucket_id
     bucket, dummy = load_bucket(bucket_dir, report)
     result.bucket = bucket
@@ -57,41 +57,6 @@ def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None):
         if inputs is not None:
             result.catalog["inputs"] = inputs
     return result
-
-
-# --- the previous catalog and the bucket_id (a lost id makes deploy start every job a second time) --
-_FIX_INVALID = ("restore %s from git or a backup; or remove it (the bucket_id in %s/%s is then kept); or pass "
-                "-e maand_new_bucket_id=true to mint a new bucket_id (workers holding the old id are then "
-                "refused by deploy until you clean them)" % (_catalog.CATALOG_REL, _catalog.DATA_DIR,
-                                                              _catalog.BUCKET_ID_FILE))
-
-
-def _previous(bucket_dir, report, new_bucket_id):
-    """(previous catalog or None, bucket_id to keep or None). Never replaces a known bucket_id silently:
-    an invalid catalog is an error unless new_bucket_id; a missing one keeps the recorded id, warned."""
-    rel = _catalog.CATALOG_REL
-    try:
-        previous = _catalog.read_catalog(bucket_dir)
-    except _catalog.CatalogError as exc:
-        if not new_bucket_id:
-            report.error("ErrInvalidCatalog", rel, "", str(exc), _FIX_INVALID)
-            return None, None
-        report.warn("ErrInvalidCatalog", rel, "", "%s; replaced, as maand_new_bucket_id=true asks, by a catalog "
-                    "with a new bucket_id" % exc, "stop and remove the old bucket's jobs on the workers")
-        return None, None
-    recorded = _catalog.recorded_bucket_id(bucket_dir)
-    if previous is not None or recorded is None:
-        return previous, None
-    if new_bucket_id:
-        report.warn("ErrMissingCatalog", rel, "", "missing; a new bucket_id replaces %s (maand_new_bucket_id=true): "
-                    "deploy refuses workers that hold the old id" % recorded,
-                    "stop and remove /opt/worker/%s on the workers" % recorded)
-        return None, None
-    report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
-                "is kept; allocations removed since the last build are forgotten and stay on their workers"
-                % (recorded, _catalog.DATA_DIR, _catalog.BUCKET_ID_FILE),
-                "restore %s from git or a backup to keep them" % rel)
-    return None, recorded
 
 
 def explain_short_jobs(result, limit=20):

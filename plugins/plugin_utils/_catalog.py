@@ -76,6 +76,41 @@ def read_catalog(bucket_dir):
     return loads(text)
 
 
+# --- the previous catalog of a build, and its bucket_id (a lost id made deploy start every job twice) --
+_FIX_INVALID = ("restore %s from git or a backup; or remove it (the bucket_id in %s/%s is then kept); or pass "
+                "-e maand_new_bucket_id=true to mint a new bucket_id (workers holding the old id are then "
+                "refused by deploy until you clean them)" % (CATALOG_REL, DATA_DIR, BUCKET_ID_FILE))
+
+
+def previous_for_build(bucket_dir, report, new_bucket_id):
+    """The previous catalog for a build: (catalog or None, bucket_id to keep or None), problems added to
+    `report` (a _problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
+    error unless new_bucket_id; a missing one keeps the id recorded in data/bucket_id, with a warning."""
+    rel = CATALOG_REL
+    try:
+        previous = read_catalog(bucket_dir)
+    except CatalogError as exc:
+        if not new_bucket_id:
+            report.error("ErrInvalidCatalog", rel, "", str(exc), _FIX_INVALID)
+            return None, None
+        report.warn("ErrInvalidCatalog", rel, "", "%s; replaced, as maand_new_bucket_id=true asks, by a catalog "
+                    "with a new bucket_id" % exc, "stop and remove the old bucket's jobs on the workers")
+        return None, None
+    recorded = recorded_bucket_id(bucket_dir)
+    if previous is not None or recorded is None:
+        return previous, None
+    if new_bucket_id:
+        report.warn("ErrMissingCatalog", rel, "", "missing; a new bucket_id replaces %s (maand_new_bucket_id=true): "
+                    "deploy refuses workers that hold the old id" % recorded,
+                    "stop and remove /opt/worker/%s on the workers" % recorded)
+        return None, None
+    report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
+                "is kept; allocations removed since the last build are forgotten and stay on their workers"
+                % (recorded, DATA_DIR, BUCKET_ID_FILE),
+                "restore %s from git or a backup to keep them" % rel)
+    return None, recorded
+
+
 def dumps(catalog):
     """The catalog's text. Raises ValueError on NaN or Infinity: they are not JSON, so never written."""
     return json.dumps(catalog, indent=2, sort_keys=True, allow_nan=False) + "\n"
