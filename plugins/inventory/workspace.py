@@ -143,8 +143,8 @@ def load_from_catalog(bucket_dir):
                                      % (exc, _build_command(bucket_dir))])
     if catalog is None:
         return _failure(bucket_dir, [
-            "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set "
-            "'preview: true' in maand.yml to look at the placement before a build)" % (rel, _build_command(bucket_dir))])
+            "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set 'preview: true' "
+            "in maand.yml to look at the placement before a build)" % (rel, _build_command(bucket_dir))])
     changes = _fingerprint.stale(bucket_dir, catalog)
     if changes:
         shown = changes[:MAX_CHANGES_SHOWN] + (["and %d more" % (len(changes) - MAX_CHANGES_SHOWN)]
