@@ -77,7 +77,7 @@ def read_catalog(bucket_dir):
 
 
 # --- the previous catalog of a build, and its bucket_id (a lost id made deploy start every job twice) --
-_FIX_INVALID = ("restore %s from git or a backup; or remove it (the bucket_id in %s/%s is then kept); or pass "
+_FIX_INVALID = ("restore %s from a backup or git; or remove it (a bucket_id recorded in %s/%s is then kept); or pass "
                 "-e maand_new_bucket_id=true to mint a new bucket_id (workers holding the old id are then "
                 "refused by deploy until you clean them)" % (CATALOG_REL, DATA_DIR, BUCKET_ID_FILE))
 
@@ -107,7 +107,7 @@ def previous_for_build(bucket_dir, report, new_bucket_id):
     report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
                 "is kept; allocations removed since the last build are forgotten and stay on their workers"
                 % (recorded, DATA_DIR, BUCKET_ID_FILE),
-                "restore %s from git or a backup to keep them" % rel)
+                "restore %s from a backup or git to keep them" % rel)
     return None, recorded
 
 
