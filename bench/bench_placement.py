@@ -120,6 +120,8 @@ def main():
             peak / 1e6, int(rss[1]) / 1024, int(rss[0]) / 1024))
         if args.skip_inventory:
             return
+        if not _build.build(bucket).written:  # the inventory reads data/catalog.json
+            raise SystemExit("the build of the synthetic bucket wrote no catalog")
         env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                    ANSIBLE_INVENTORY_ENABLED="maand.core.workspace,yaml")
         source = os.path.join(bucket, "maand.yml")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -17,6 +18,8 @@ display = Display()
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "default": "."},
     "table_limit": {"type": "int", "default": 200},
+    "new_bucket_id": {"type": "bool"},
+    "strict": {"type": "bool"},
 }
 
 
@@ -31,8 +34,14 @@ class ActionModule(ActionBase):
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
         check_mode = bool(self._task.check_mode)
+        new_bucket_id = args["new_bucket_id"]
+        if new_bucket_id is None:  # the playbook's extra var, without the playbook having to pass it
+            new_bucket_id = boolean((task_vars or {}).get("maand_new_bucket_id", False), strict=False)
+        strict = args["strict"]
+        if strict is None:  # -e maand_strict=true
+            strict = boolean((task_vars or {}).get("maand_strict", False), strict=False)
         try:
-            outcome = _build.build(bucket_dir, check_mode=check_mode)
+            outcome = _build.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict)
         except _catalog.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result

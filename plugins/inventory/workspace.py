@@ -9,14 +9,24 @@ name: workspace
 short_description: Workers, allocations and job groups of a maand bucket
 version_added: 1.0.0
 description:
-  - Reads a maand bucket (C(maand.conf), C(workspace/workers.json), C(workspace/jobs/*/manifest.json),
-    C(workspace/bucket.conf), C(workspace/bucket.jobs[.<selector>].conf), C(workspace/disabled.json))
-    and the previous catalog C(data/catalog.json), places every job exactly as C(maand.core.build) would,
-    validates the result and exposes workers as hosts.
-  - Read-only; it never writes the catalog. Run the C(maand.core.build) playbook to persist it.
-  - When the workspace is invalid the source fails with every problem listed, before any host is added.
-    Make that fatal with C([inventory] unparsed_is_failed = True) and C(any_unparsed_is_failed = True)
-    in C(ansible.cfg) (the C(maand.core.init) playbook writes them).
+  - Reads the catalog C(data/catalog.json) of a maand bucket, written by the C(maand.core.build) playbook,
+    and exposes its workers as hosts. The catalog is the one truth at deploy time.
+  - The catalog records a fingerprint of every build input (C(maand.conf), C(workspace/bucket.conf),
+    C(workspace/bucket.jobs*.conf), C(workspace/workers.json), C(workspace/disabled.json) and every job
+    folder under C(workspace/jobs/)). When the workspace differs from it, the source fails with
+    C(workspace changed since the last build; run maand.core.build), naming what changed.
+  - With O(preview=true) the bucket is instead read, placed and validated in memory exactly as
+    C(maand.core.build) would (C(ansible-inventory --graph) before any build). Nothing is written.
+  - Read-only; it never writes the catalog.
+  - "When the bucket cannot be used (missing, invalid or stale catalog, invalid maand.conf; in preview
+    mode any build error), no host is added and C(all) gets C(maand_workspace_ok: false) and
+    C(maand_inventory_errors) (one string per error, naming the file, the field and the fix); the
+    errors are printed. The source itself does not fail (Ansible would only warn and drop it), so the
+    first play of every maand.core playbook that needs the workers asserts C(maand_workspace_ok) on
+    localhost and the run fails whatever C(ansible.cfg) says; a playbook of your own should do the
+    same (or rely on C(host_pattern_mismatch = error): no C(maand_*) group exists then)."
+  - A file that is not a C(maand.core.workspace) source (wrong C(plugin:) value, unknown option) fails
+    to parse as any inventory plugin does.
   - "Groups: C(maand_workers) (every worker in workers.json), C(maand_removed_workers) (workers that left
     workers.json but still hold allocations in the catalog), C(job_<job>) (workers with an active allocation
     of the job), C(label_<label>) and C(zone_<zone>). A name that is not a valid group name as it stands
@@ -24,8 +34,9 @@ description:
     its SHA-1>) appended, so C(api-staging) becomes C(job_api_staging_<hash>) and never collides with C(api_staging)."
   - "Host variables: C(maand_worker), C(maand_allocations), C(maand_catalog_jobs) (the catalog records of the
     jobs allocated on that host), C(maand_bucket_id), C(maand_bucket_dir) and the connection variables from
-    maand.conf. Variables on C(all): C(maand_workspace_ok), C(maand_bucket_id), C(maand_bucket_dir).
-    The whole job table is in C(data/catalog.json)."
+    maand.conf. Variables on C(all): C(maand_workspace_ok) (bool), C(maand_inventory_errors) (list of
+    strings, empty when ok), C(maand_inventory_preview) (bool, true with O(preview)), C(maand_bucket_id),
+    C(maand_bucket_dir). The whole job table is in C(data/catalog.json)."
 author:
   - maand.core developers (@maand-sh)
 requirements:
@@ -45,11 +56,23 @@ options:
       - A relative path is taken relative to the folder of this inventory file.
       - Defaults to the folder of this inventory file.
     type: path
+  preview:
+    description:
+      - Read the workspace and place every job in memory, as C(maand.core.build) would, instead of
+        reading C(data/catalog.json); for C(ansible-inventory --graph) before the first build.
+      - Build warnings are printed. C(maand_inventory_preview) is true on C(all); deploy reads the
+        catalog only, so build before deploying.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
-# <bucket>/maand.yml: the bucket is this file's folder
+# <bucket>/maand.yml: the bucket is this file's folder; reads data/catalog.json
 plugin: maand.core.workspace
+
+# Look at the placement before the first build (ansible-inventory -i maand.yml --graph):
+#   plugin: maand.core.workspace
+#   preview: true
 
 # A second file, elsewhere/prod.maand.yml, could point at a bucket kept in another folder and add
 # constructed groups:
@@ -65,14 +88,17 @@ plugin: maand.core.workspace
 import hashlib
 import os
 
-from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _fingerprint
+from ansible_collections.maand.core.plugins.plugin_utils._model import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils._naming import group_name
+from ansible_collections.maand.core.plugins.plugin_utils._problems import Report
+
+MAX_CHANGES_SHOWN = 10
 
 
-def _fingerprint(bucket_dir):
+def _fingerprint_stat(bucket_dir):
     """Changes whenever a file the build reads changes, so a cached inventory is never stale."""
     digest = hashlib.sha1()
     paths = [os.path.join(bucket_dir, "maand.conf"), os.path.join(bucket_dir, "data", "catalog.json")]
@@ -88,6 +114,63 @@ def _fingerprint(bucket_dir):
     return digest.hexdigest()[:16]
 
 
+def _build_command(bucket_dir):
+    return "ansible-playbook maand.core.build -e maand_bucket=%s" % bucket_dir
+
+
+def _connection(bucket):
+    conf = bucket.conf
+    return {
+        "ansible_user": conf.get("ssh_user"),
+        "ansible_port": conf.get("ssh_port"),
+        "ansible_ssh_private_key_file": bucket.ssh_key_path,
+        "ansible_become": bool(conf.get("use_sudo")),
+    }
+
+
+def _failure(bucket_dir, errors, bucket_id=None):
+    return {"bucket_dir": bucket_dir, "errors": errors, "bucket_id": bucket_id}
+
+
+def load_from_catalog(bucket_dir):
+    """The inventory data from data/catalog.json, or a failure naming the file and the fix when the
+    catalog is missing, invalid or older than the workspace (its input fingerprint differs)."""
+    rel = _catalog.CATALOG_REL
+    try:
+        catalog = _catalog.read_catalog(bucket_dir)
+    except _catalog.CatalogError as exc:
+        return _failure(bucket_dir, ["ErrInvalidCatalog: %s (fix: restore it from git or a backup, then run %s)"
+                                     % (exc, _build_command(bucket_dir))])
+    if catalog is None:
+        return _failure(bucket_dir, [
+            "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set 'preview: true' "
+            "in maand.yml to look at the placement before a build)" % (rel, _build_command(bucket_dir))])
+    changes = _fingerprint.stale(bucket_dir, catalog)
+    if changes:
+        shown = changes[:MAX_CHANGES_SHOWN] + (["and %d more" % (len(changes) - MAX_CHANGES_SHOWN)]
+                                               if len(changes) > MAX_CHANGES_SHOWN else [])
+        return _failure(bucket_dir, [
+            "ErrStaleCatalog: %s: workspace changed since the last build; run maand.core.build (%s) (fix: run %s)"
+            % (rel, "; ".join(shown), _build_command(bucket_dir))], bucket_id=catalog["bucket_id"])
+    bucket, report = Bucket(bucket_dir), Report()
+    load_maand_conf(bucket, report)
+    if not report.ok:
+        return _failure(bucket_dir, [str(p) for p in report.errors], bucket_id=catalog["bucket_id"])
+    return {"bucket_dir": bucket.path, "catalog": catalog, "connection": _connection(bucket), "preview": False}
+
+
+def load_preview(bucket_dir, warn):
+    """The inventory data of an in-memory build (nothing written): for --graph before any build."""
+    result = _build.compute(bucket_dir)
+    if not result.report.ok:
+        return _failure(bucket_dir, [str(p) for p in result.report.errors],
+                        bucket_id=(result.previous or {}).get("bucket_id"))
+    for warning in result.report.warnings:
+        warn("maand.core.workspace: %s" % warning)
+    return {"bucket_dir": result.bucket.path, "catalog": result.catalog, "connection": _connection(result.bucket),
+            "preview": True}
+
+
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = "maand.core.workspace"
 
@@ -96,12 +179,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)
-        self._read_config_data(path)
+        self._read_config_data(path)  # raises for a file that is not a maand.core.workspace source
         bucket_dir = self.get_option("bucket") or "."
         bucket_dir = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(path)), bucket_dir))
+        preview = bool(self.get_option("preview"))
 
         use_cache = self.get_option("cache") and cache
-        key = "%s_%s" % (self.get_cache_key(path), _fingerprint(bucket_dir)) if self.get_option("cache") else None
+        key = None
+        if self.get_option("cache"):
+            key = "%s_%s_%s" % (self.get_cache_key(path), _fingerprint_stat(bucket_dir), "p" if preview else "c")
         data = None
         if use_cache:
             try:
@@ -109,33 +195,27 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             except KeyError:
                 data = None
         if data is None:
-            data = self._compute(bucket_dir)
-            if self.get_option("cache"):
+            data = load_preview(bucket_dir, self.display.warning) if preview else load_from_catalog(bucket_dir)
+            if self.get_option("cache") and not data.get("errors"):
                 self._cache[key] = data
-        self._populate(data)
+        if data.get("errors"):
+            self._populate_failure(data)
+        else:
+            self._populate(data)
 
-    def _compute(self, bucket_dir):
-        result = _build.compute(bucket_dir)
-        if not result.report.ok:
-            errors = result.report.errors
-            raise AnsibleParserError(
-                "maand bucket %s is invalid (%d error%s); nothing was added to the inventory:\n%s"
-                % (bucket_dir, len(errors), "" if len(errors) == 1 else "s", result.report.error_text())
-            )
-        for warning in result.report.warnings:
-            self.display.warning("maand.core.workspace: %s" % warning)
-        bucket = result.bucket
-        conf = bucket.conf
-        return {
-            "bucket_dir": bucket.path,
-            "catalog": result.catalog,
-            "connection": {
-                "ansible_user": conf.get("ssh_user"),
-                "ansible_port": conf.get("ssh_port"),
-                "ansible_ssh_private_key_file": bucket.ssh_key_path,
-                "ansible_become": bool(conf.get("use_sudo")),
-            },
-        }
+    def _populate_failure(self, data):
+        """No hosts; `all` says why (maand_workspace_ok false, maand_inventory_errors) so the first play
+        of every maand.core playbook fails naming the errors, whatever ansible.cfg says."""
+        errors = data["errors"]
+        for name, value in (("maand_workspace_ok", False), ("maand_inventory_errors", errors),
+                            ("maand_inventory_preview", False), ("maand_bucket_dir", data["bucket_dir"]),
+                            ("maand_bucket_id", data["bucket_id"])):
+            self.inventory.set_variable("all", name, value)
+        text = "maand bucket %s cannot be used (%d error%s); no host was added to the inventory:\n%s" % (
+            data["bucket_dir"], len(errors), "" if len(errors) == 1 else "s", "\n".join(errors))
+        # Not raised: Ansible would turn it into a warning (unless ansible.cfg says otherwise) and drop the
+        # variables above with the source; a build must also still run with -i maand.yml.
+        self.display.error(text, wrap_text=False)
 
     def _populate(self, data):
         inventory = self.inventory
@@ -151,7 +231,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         inventory.add_group("maand_removed_workers")
         # Only small values on "all": ansible-inventory --list copies group vars into every host, so a
         # job table here would be copied 10,000 times. Job records go to the hosts that run them.
-        for name, value in (("maand_workspace_ok", True), ("maand_bucket_dir", data["bucket_dir"]),
+        for name, value in (("maand_workspace_ok", True), ("maand_inventory_errors", []),
+                            ("maand_inventory_preview", data["preview"]), ("maand_bucket_dir", data["bucket_dir"]),
                             ("maand_bucket_id", bucket_id)):
             inventory.set_variable("all", name, value)
 

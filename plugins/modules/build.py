@@ -17,6 +17,10 @@ description:
     the field and a fix.
   - On success writes C(<bucket>/data/catalog.json) atomically under the bucket lock and prints the
     allocation table. Nothing is written when there is any error.
+  - The catalog records a fingerprint of every input (C(inputs)), so the C(maand.core.workspace) inventory
+    and deploy refuse a catalog whose workspace changed since it was built.
+  - The catalog's C(bucket_id) is never replaced silently; a copy is kept in C(data/bucket_id). See the
+    O(new_bucket_id) option.
   - In check mode it validates and reports what would change in the catalog, writing nothing.
 author:
   - maand.core developers (@maand-sh)
@@ -29,6 +33,21 @@ options:
     description: Print at most this many allocation rows (0 prints all).
     type: int
     default: 200
+  new_bucket_id:
+    description:
+      - Mint a new C(bucket_id) when C(data/catalog.json) is unreadable, not valid JSON or not a valid
+        catalog (without it, that is an error naming the file and the fix), or when the catalog is
+        missing and C(data/bucket_id) records the id of an earlier build (without it, that id is kept,
+        with a warning).
+      - Workers that hold the old id's tree are refused by deploy until they are cleaned.
+      - When not set, the extra variable C(maand_new_bucket_id) is used (default false).
+    type: bool
+  strict:
+    description:
+      - Make every build warning about something maand.core does not honour yet (templates, C(vars.toml),
+        hooks, certificates, unknown keys, ...) an error.
+      - When not set, the extra variable C(maand_strict) is used (default false).
+    type: bool
 attributes:
   check_mode:
     support: full
@@ -41,7 +60,8 @@ extends_documentation_fragment:
 requirements:
   - jsonschema (controller)
 notes:
-  - The catalog format is documented in the collection README.
+  - The catalog format is documented in docs/contract.md; its JSON Schema is in
+    plugins/plugin_utils/_catalog_schema.py and every reader checks it.
 """
 
 EXAMPLES = r"""

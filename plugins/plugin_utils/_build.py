@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from . import _catalog
+from . import _catalog, _fingerprint
 from ._explain import report_shortfalls
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
@@ -32,17 +32,16 @@ class BuildResult:
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
 
 
-def compute(bucket_dir, bucket_id=None, strict=False):
+def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict=False):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
-    `bucket_id` is used only when there is no previous catalog (None: leave it unset). `strict`
-    (maand_strict): whatever maand.core does not honour is an error, not a warning."""
+    `bucket_id` is used only when there is no previous catalog and no recorded id (None: leave it
+    unset); `new_bucket_id` lets a build replace an invalid catalog (_catalog.previous_for_build);
+    `inputs` (the _fingerprint of the workspace, taken before reading it) goes into the catalog;
+    `strict` (maand_strict): whatever maand.core does not honour is an error, not a warning."""
     result = BuildResult()
     report = result.report = Report()
-    try:
-        result.previous = _catalog.read_catalog(bucket_dir)
-    except _catalog.CatalogError as exc:
-        report.error("ErrInvalidCatalog", "data/catalog.json", "", str(exc),
-                     "restore it from a backup, or delete it (removed allocations and pool ports are then forgotten)")
+    result.previous, kept_id = _catalog.previous_for_build(bucket_dir, report, new_bucket_id)
+    bucket_id = kept_id or bucket_id
     bucket, dummy = load_bucket(bucket_dir, report)
     result.bucket = bucket
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
@@ -60,6 +59,8 @@ def compute(bucket_dir, bucket_id=None, strict=False):
         report.apply_strict()
     if report.ok:
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id)
+        if inputs is not None:
+            result.catalog["inputs"] = inputs
     return result
 
 
@@ -115,15 +116,19 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
     }
 
 
-def build(bucket_dir, check_mode=False, strict=False):
+def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
-        result = compute(bucket_dir, bucket_id="(new)", strict=strict)
+        result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
+                         inputs=_fingerprint.compute(bucket_dir), strict=strict)
         _finish(result)
         return result
     with _catalog.bucket_lock(bucket_dir):
-        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), strict=strict)
+        # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
+        inputs = _fingerprint.compute(bucket_dir)
+        result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,
+                         strict=strict)
         _finish(result)
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)
@@ -134,9 +139,16 @@ def build(bucket_dir, check_mode=False, strict=False):
 def _finish(result):
     if result.catalog is None:
         return
+    try:
+        after = _catalog.dumps(result.catalog)
+    except ValueError as exc:  # NaN or Infinity: not JSON, never written
+        result.report.error("ErrInvalidCatalog", _catalog.CATALOG_REL, "", "cannot be written: %s" % exc,
+                            "find the NaN or infinite number in the workspace files and replace it")
+        result.catalog = None
+        return
     result.changes = _catalog.diff_catalogs(result.previous, result.catalog)
     before = _catalog.dumps(result.previous) if result.previous is not None else None
-    result.changed = before != _catalog.dumps(result.catalog)
+    result.changed = before != after
 
 
 def allocation_table(catalog, limit=None):

@@ -16,12 +16,17 @@ import errno
 import fcntl
 import json
 import os
+import re
 import tempfile
+
+from . import _catalog_schema, _schemas
 
 CATALOG_FORMAT = 1
 DATA_DIR = "data"
 CATALOG_FILE = "catalog.json"
 LOCK_FILE = ".lock"
+CATALOG_REL = DATA_DIR + "/" + CATALOG_FILE
+BUCKET_ID_FILE = "bucket_id"  # a copy of the catalog's bucket_id, so a lost catalog does not lose the id
 
 
 class CatalogError(Exception):
@@ -36,26 +41,79 @@ def catalog_path(bucket_dir):
     return os.path.join(bucket_dir, DATA_DIR, CATALOG_FILE)
 
 
-def read_catalog(bucket_dir):
-    """The previous catalog, or None before the first build. Raises CatalogError if unreadable."""
-    path = catalog_path(bucket_dir)
+def _reject_constant(name):
+    raise ValueError("%s is not valid JSON (a number must be finite)" % name)
+
+
+def loads(text):
+    """Parse catalog text. Raises CatalogError naming the problem: invalid JSON, NaN or Infinity
+    (Python's json accepts them, JSON does not), nesting too deep, or a schema violation."""
     try:
-        with open(path, "r", encoding="utf-8") as handle:
-            catalog = json.load(handle)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise CatalogError("%s/%s is unreadable: %s" % (DATA_DIR, CATALOG_FILE, exc))
-    if not isinstance(catalog, dict) or not isinstance(catalog.get("bucket_id"), str):
-        raise CatalogError("%s/%s is not a maand.core catalog (no bucket_id)" % (DATA_DIR, CATALOG_FILE))
-    for key in ("workers", "jobs", "allocations"):
-        if not isinstance(catalog.get(key, []), list):
-            raise CatalogError("%s/%s: %s must be a list" % (DATA_DIR, CATALOG_FILE, key))
+        catalog = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise CatalogError("%s is nested too deeply to be a catalog" % CATALOG_REL)
+    except ValueError as exc:
+        raise CatalogError("%s is not valid JSON: %s" % (CATALOG_REL, exc))
+    problems = _schemas.check(catalog, _catalog_schema.CATALOG)
+    if problems:
+        shown = "; ".join("%s: %s" % (path, message) for path, message in problems[:5])
+        more = " (and %d more)" % (len(problems) - 5) if len(problems) > 5 else ""
+        raise CatalogError("%s does not match the catalog schema: %s%s" % (CATALOG_REL, shown, more))
     return catalog
 
 
+def read_catalog(bucket_dir):
+    """The previous catalog, or None before the first build. Raises CatalogError if it is unreadable,
+    not valid JSON or not a valid catalog (see _catalog_schema)."""
+    path = catalog_path(bucket_dir)
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CatalogError("%s is unreadable: %s" % (CATALOG_REL, getattr(exc, "strerror", None) or exc))
+    return loads(text)
+
+
+# --- the previous catalog of a build, and its bucket_id (a lost id made deploy start every job twice) --
+_FIX_INVALID = ("restore %s from a backup or git; or remove it (a bucket_id recorded in %s/%s is then kept); or pass "
+                "-e maand_new_bucket_id=true to mint a new bucket_id (workers holding the old id are then "
+                "refused by deploy until you clean them)" % (CATALOG_REL, DATA_DIR, BUCKET_ID_FILE))
+
+
+def previous_for_build(bucket_dir, report, new_bucket_id):
+    """The previous catalog for a build: (catalog or None, bucket_id to keep or None), problems added to
+    `report` (a _problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
+    error unless new_bucket_id; a missing one keeps the id recorded in data/bucket_id, with a warning."""
+    rel = CATALOG_REL
+    try:
+        previous = read_catalog(bucket_dir)
+    except CatalogError as exc:
+        if not new_bucket_id:
+            report.error("ErrInvalidCatalog", rel, "", str(exc), _FIX_INVALID)
+            return None, None
+        report.warn("ErrInvalidCatalog", rel, "", "%s; replaced, as maand_new_bucket_id=true asks, by a catalog "
+                    "with a new bucket_id" % exc, "stop and remove the old bucket's jobs on the workers")
+        return None, None
+    recorded = recorded_bucket_id(bucket_dir)
+    if previous is not None or recorded is None:
+        return previous, None
+    if new_bucket_id:
+        report.warn("ErrMissingCatalog", rel, "", "missing; a new bucket_id replaces %s (maand_new_bucket_id=true): "
+                    "deploy refuses workers that hold the old id" % recorded,
+                    "stop and remove /opt/worker/%s on the workers" % recorded)
+        return None, None
+    report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
+                "is kept; allocations removed since the last build are forgotten and stay on their workers"
+                % (recorded, DATA_DIR, BUCKET_ID_FILE),
+                "restore %s from a backup or git to keep them" % rel)
+    return None, recorded
+
+
 def dumps(catalog):
-    return json.dumps(catalog, indent=2, sort_keys=True) + "\n"
+    """The catalog's text. Raises ValueError on NaN or Infinity: they are not JSON, so never written."""
+    return json.dumps(catalog, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def atomic_write(path, text, mode=0o644):
@@ -93,9 +151,21 @@ def atomic_write(path, text, mode=0o644):
 
 
 def write_catalog(bucket_dir, catalog):
-    """Atomically replace data/catalog.json. Call it while holding bucket_lock()."""
+    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock()."""
     os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
     atomic_write(catalog_path(bucket_dir), dumps(catalog))
+    if recorded_bucket_id(bucket_dir) != catalog["bucket_id"]:
+        atomic_write(os.path.join(bucket_dir, DATA_DIR, BUCKET_ID_FILE), catalog["bucket_id"] + "\n")
+
+
+def recorded_bucket_id(bucket_dir):
+    """The bucket_id the last written catalog held (data/bucket_id), or None if unknown or not a UUID."""
+    try:
+        with open(os.path.join(bucket_dir, DATA_DIR, BUCKET_ID_FILE), "r", encoding="utf-8") as handle:
+            text = handle.read(100).strip()
+    except (OSError, ValueError):
+        return None
+    return text if re.match(_catalog_schema.UUID_PATTERN, text) else None
 
 
 @contextlib.contextmanager

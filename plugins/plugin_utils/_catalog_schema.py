@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""JSON Schema of `<bucket>/data/catalog.json` (docs/contract.md describes every field).
+
+`_catalog.read_catalog` checks every catalog it reads against it. Keys the schema does not name are
+allowed (a newer build may add some; readers ignore what they do not know); the keys it names must
+have the documented type. `inputs` is optional so that a catalog written before the fingerprint
+existed still reads (the inventory then asks for a build).
+"""
+
+from __future__ import annotations
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_UUID = {"type": "string", "pattern": UUID_PATTERN}
+
+WORKER = {
+    "type": "object",
+    "required": ["host"],
+    "properties": {
+        "host": {"type": "string", "minLength": 1},
+        "hostname": {"type": ["string", "null"]},
+        "labels": _STRINGS,
+        "tags": {"type": "object"},
+        "zone": {"type": ["string", "null"]},
+        "position": {"type": ["integer", "null"]},
+        "memory_mb": _NUMBER_OR_NULL,
+        "cpu_mhz": _NUMBER_OR_NULL,
+        "removed": {"type": "boolean"},
+    },
+}
+
+JOB = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "version": {"type": ["string", "null"]},
+        "selectors": _STRINGS,
+        "path": {"type": ["string", "null"]},
+        "memory_mb": _NUMBER_OR_NULL,
+        "cpu_mhz": _NUMBER_OR_NULL,
+        "deployment_seq": {"type": "integer"},
+        "ports": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "removed": {"type": "boolean"},
+        "restart_policy": {"type": ["string", "null"]},
+        "restart_globs": _STRINGS,
+        "health_check": {"type": ["object", "null"]},
+        "vars": {"type": "object"},
+    },
+}
+
+ALLOCATION = {
+    "type": "object",
+    "required": ["job", "worker", "alloc_id", "state"],
+    "properties": {
+        "job": {"type": "string", "minLength": 1},
+        "worker": {"type": "string", "minLength": 1},
+        "alloc_id": _UUID,
+        "state": {"enum": ["active", "disabled", "removed"]},
+        "zone": {"type": ["string", "null"]},
+        "deployment_seq": {"type": "integer"},
+        "memory_mb": _NUMBER_OR_NULL,
+        "cpu_mhz": _NUMBER_OR_NULL,
+    },
+}
+
+INPUTS = {
+    "type": "object",
+    "required": ["digest", "files"],
+    "properties": {
+        "digest": {"type": "string"},
+        "files": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+
+CATALOG = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "maand.core catalog (data/catalog.json)",
+    "type": "object",
+    "required": ["format", "bucket_id", "workers", "jobs", "allocations"],
+    "properties": {
+        "format": {"const": 1},
+        "bucket_id": _UUID,
+        "job_config_selector": {"type": "string"},
+        "job_config_file": {"type": "string"},
+        "bucket_vars": {"type": "object"},
+        "port_min": {"type": "integer"},
+        "port_max": {"type": "integer"},
+        "workers": {"type": "array", "items": WORKER},
+        "jobs": {"type": "array", "items": JOB},
+        "allocations": {"type": "array", "items": ALLOCATION},
+        "inputs": INPUTS,
+    },
+}
