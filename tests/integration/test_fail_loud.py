@@ -19,6 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "resources-and-placement"  # workers 10.0.0.10 (prod) and 10.0.0.20 (staging)
 NOT_LOADED = "The maand workspace inventory did not load"
+HAS_ERRORS = "has errors; nothing was run"
 
 
 @pytest.fixture(name="home")
@@ -38,13 +39,24 @@ def run(home, *args):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.fixture(name="bucket")
-def _bucket(home):
-    """A valid bucket (a copy of the documentation example), built under the default config."""
+@pytest.fixture(name="built", scope="module")
+def _built(tmp_path_factory):
+    """The documentation example, built once under the default config (copied for each test)."""
+    home = tmp_path_factory.mktemp("built")
+    (home / "empty.cfg").write_text("")
+    (home / "cwd").mkdir()
     dest = home / "bucket"
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("data"))
     rc, out = run(home, "ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % dest)
     assert rc == 0, out
+    return dest
+
+
+@pytest.fixture(name="bucket")
+def _bucket(home, built):
+    """A valid, built bucket of this test's own."""
+    dest = home / "bucket"
+    shutil.copytree(built, dest)
     return dest
 
 
@@ -58,10 +70,30 @@ def test_invalid_bucket_exits_non_zero_naming_the_cause(home, bucket, playbook):
     rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.%s" % playbook,
                   "-e", "maand_job=api", "-e", "maand_target=status")
     assert rc != 0, out
-    assert "workers.json" in out, out  # the bucket's own error, from the inventory warning
+    assert "workers.json" in out, out  # the bucket's own error (inventory warning or maand_inventory_errors)
     assert "Assert that the maand.core.workspace inventory loaded" in out, out
-    assert NOT_LOADED in out and "ansible-inventory -i <bucket>/maand.yml --graph" in out, out
-    assert "enable_plugins" in out and "maand.core.workspace" in out, out
+    if HAS_ERRORS not in out:  # an inventory that raised (only a warning) rather than reporting its errors
+        assert NOT_LOADED in out and "ansible-inventory -i <bucket>/maand.yml --graph" in out, out
+        assert "enable_plugins" in out and "maand.core.workspace" in out, out
+
+
+@pytest.mark.parametrize("playbook", ["deploy", "job"])
+def test_inventory_errors_are_listed(home, playbook):
+    """The contract with the inventory plugin: on a bad workspace it sets maand_workspace_ok=false and
+    maand_inventory_errors on `all` (instead of raising); the first play prints every error."""
+    inventory = home / "errors.yml"
+    inventory.write_text(
+        "all:\n  vars:\n    maand_workspace_ok: false\n    maand_bucket_dir: /srv/bucket\n"
+        "    maand_inventory_errors:\n"
+        "      - 'ErrInvalidWorkerJSON: workspace/workers.json: $[1].host: duplicate host 10.0.0.1'\n"
+        "      - 'ErrInvalidManifest: workspace/jobs/api/manifest.json: selectors: not a list'\n"
+        "  children:\n    maand_workers:\n      hosts:\n        10.0.0.1:\n")
+    rc, out = run(home, "ansible-playbook", "-i", str(inventory), "maand.core.%s" % playbook)
+    assert rc != 0, out
+    assert HAS_ERRORS in out and "/srv/bucket" in out, out
+    assert "  - ErrInvalidWorkerJSON: workspace/workers.json: $[1].host: duplicate host 10.0.0.1" in out, out
+    assert "  - ErrInvalidManifest: workspace/jobs/api/manifest.json: selectors: not a list" in out, out
+    assert "10.0.0.1 " not in out.split("PLAY RECAP")[-1], out  # nothing ran on the worker
 
 
 @pytest.mark.parametrize("playbook", ["deploy", "job"])
