@@ -3,7 +3,7 @@
 # Debian packages for the local SSH test fleet and the deploy (sshd, ssh, rsync, make, iproute2),
 # the ShellCheck linter (ansible-test sanity runs it on scripts/),
 # and the Python tooling from requirements-dev.txt (ansible-core 2.19, ansible, ansible-lint, molecule,
-# pytest, hypothesis, jsonschema, fastjsonschema).
+# pytest, hypothesis, jsonschema, fastjsonschema, ansible-runner, ansible-builder).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python3}"

@@ -21,7 +21,17 @@ ARGUMENT_SPEC = {
     "workers": {"type": "list", "elements": "str"},
     "show": {"type": "str", "default": "all", "choices": ["all", "placed", "rejected"]},
     "limit": {"type": "int", "default": 0},
+    "deprecated_vars": {"type": "list", "elements": "str", "default": []},
 }
+
+# The extra vars of playbooks/explain.yml before every user-facing extra var took the maand_ prefix.
+RENAMED_VARS = {"job": "maand_job", "worker": "maand_job_workers", "show": "maand_show", "limit": "maand_limit"}
+
+
+def deprecation_messages(names):
+    """One message per old extra var name in ``names``; names that were never renamed are ignored."""
+    return ["the extra var %r is deprecated: use -e %s=... instead" % (name, RENAMED_VARS[name])
+            for name in sorted(set(names)) if name in RENAMED_VARS]
 
 
 class ActionModule(ActionBase):
@@ -33,7 +43,13 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        for message in deprecation_messages(args["deprecated_vars"]):
+            display.deprecated(message, version="2.0.0", collection_name="maand.core")
         bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
+        if not os.path.isdir(bucket_dir):
+            result.update(failed=True, msg="cannot explain: bucket directory %s not found (fix: -e maand_bucket=DIR, "
+                                           "the folder holding maand.conf and workspace/)" % bucket_dir)
+            return result
         # compute() never writes; placement runs even when validation fails (e.g. a worker over
         # capacity), so an invalid bucket can still be explained
         outcome = _build.compute(bucket_dir)

@@ -40,6 +40,15 @@ options:
     description: List at most this many workers (0 lists all).
     type: int
     default: 0
+  deprecated_vars:
+    description:
+      - Names of old extra vars of the C(maand.core.explain) playbook that the user passed (C(job), C(worker),
+        C(show), C(limit)); each gets a deprecation warning naming its C(maand_) replacement
+        (C(maand_job), C(maand_job_workers), C(maand_show), C(maand_limit)). Other names are ignored.
+      - The playbook fills it in; there is no reason to set it in a task of your own.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full

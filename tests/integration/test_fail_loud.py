@@ -1,0 +1,186 @@
+"""Fail loud under Ansible's default configuration: deploy, job and explain never exit 0 on a bucket
+whose workspace inventory did not load (issue 8 item 5), and the plays target only the workspace's
+hosts. No fleet: every run here stops before any SSH connection (or lists hosts only).
+
+Every ansible-playbook runs with ANSIBLE_CONFIG pointing at an empty file, from a folder without an
+ansible.cfg, as a new user would run it: the repository's ansible.cfg (which makes a failing
+inventory fatal) must not be what makes these tests pass.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "resources-and-placement"  # workers 10.0.0.10 (prod) and 10.0.0.20 (staging)
+NOT_LOADED = "The maand workspace inventory did not load"
+HAS_ERRORS = "has errors; nothing was run"
+
+
+@pytest.fixture(name="home")
+def _home(tmp_path):
+    """An empty working folder and an empty ansible.cfg elsewhere (Ansible's defaults)."""
+    (tmp_path / "empty.cfg").write_text("")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    return tmp_path
+
+
+def run(home, *args):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(home / "empty.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    proc = subprocess.run(list(args), cwd=str(home / "cwd"), env=env, capture_output=True, text=True,
+                          timeout=180, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture(name="built", scope="module")
+def _built(tmp_path_factory):
+    """The documentation example, built once under the default config (copied for each test)."""
+    home = tmp_path_factory.mktemp("built")
+    (home / "empty.cfg").write_text("")
+    (home / "cwd").mkdir()
+    dest = home / "bucket"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("data"))
+    rc, out = run(home, "ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % dest)
+    assert rc == 0, out
+    return dest
+
+
+@pytest.fixture(name="bucket")
+def _bucket(home, built):
+    """A valid, built bucket of this test's own."""
+    dest = home / "bucket"
+    shutil.copytree(built, dest)
+    return dest
+
+
+def break_workers(bucket):
+    (bucket / "workspace" / "workers.json").write_text("[{not json")
+
+
+@pytest.mark.parametrize("playbook", ["deploy", "job"])
+def test_invalid_bucket_exits_non_zero_naming_the_cause(home, bucket, playbook):
+    break_workers(bucket)
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.%s" % playbook,
+                  "-e", "maand_job=api", "-e", "maand_target=status")
+    assert rc != 0, out
+    assert "workers.json" in out, out  # the bucket's own error (inventory warning or maand_inventory_errors)
+    assert "Assert that the maand.core.workspace inventory loaded" in out, out
+    if HAS_ERRORS not in out:  # an inventory that raised (only a warning) rather than reporting its errors
+        assert NOT_LOADED in out and "ansible-inventory -i <bucket>/maand.yml --graph" in out, out
+        assert "enable_plugins" in out and "maand.core.workspace" in out, out
+
+
+@pytest.mark.parametrize("playbook", ["deploy", "job"])
+def test_inventory_errors_are_listed(home, playbook):
+    """The contract with the inventory plugin: on a bad workspace it sets maand_workspace_ok=false and
+    maand_inventory_errors on `all` (instead of raising); the first play prints every error."""
+    inventory = home / "errors.yml"
+    inventory.write_text(
+        "all:\n  vars:\n    maand_workspace_ok: false\n    maand_bucket_dir: /srv/bucket\n"
+        "    maand_inventory_errors:\n"
+        "      - 'ErrInvalidWorkerJSON: workspace/workers.json: $[1].host: duplicate host 10.0.0.1'\n"
+        "      - 'ErrInvalidManifest: workspace/jobs/api/manifest.json: selectors: not a list'\n"
+        "  children:\n    maand_workers:\n      hosts:\n        10.0.0.1:\n")
+    rc, out = run(home, "ansible-playbook", "-i", str(inventory), "maand.core.%s" % playbook)
+    assert rc != 0, out
+    assert HAS_ERRORS in out and "/srv/bucket" in out, out
+    assert "  - ErrInvalidWorkerJSON: workspace/workers.json: $[1].host: duplicate host 10.0.0.1" in out, out
+    assert "  - ErrInvalidManifest: workspace/jobs/api/manifest.json: selectors: not a list" in out, out
+    assert "10.0.0.1 " not in out.split("PLAY RECAP")[-1], out  # nothing ran on the worker
+
+
+@pytest.mark.parametrize("playbook", ["deploy", "job"])
+def test_missing_inventory_exits_non_zero(home, playbook):
+    rc, out = run(home, "ansible-playbook", "-i", str(home / "nowhere" / "maand.yml"), "maand.core.%s" % playbook)
+    assert rc != 0, out
+    assert NOT_LOADED in out, out
+
+
+@pytest.mark.parametrize("playbook", ["deploy", "job"])
+def test_no_inventory_at_all_exits_non_zero(home, playbook):
+    rc, out = run(home, "ansible-playbook", "maand.core.%s" % playbook)
+    assert rc != 0, out
+    assert NOT_LOADED in out, out
+
+
+@pytest.mark.parametrize("playbook", ["deploy", "job"])
+def test_a_limit_that_skips_the_localhost_check_still_fails(home, bucket, playbook):
+    """--limit leaves the first play (localhost) without hosts; the worker play's pattern still refuses."""
+    break_workers(bucket)
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.%s" % playbook,
+                  "--limit", "10.0.0.10")
+    assert rc != 0, out
+    assert "did not load (no maand_workers group)" in out, out
+
+
+def test_plays_target_only_the_workspace_hosts(home, bucket):
+    """A second -i source cannot add unrelated hosts to a deploy (the play is not on `all`)."""
+    other = home / "other.ini"
+    other.write_text("unrelated.example ansible_host=192.0.2.1\n")
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "-i", str(other),
+                  "maand.core.deploy", "--list-hosts")
+    assert rc == 0, out
+    assert "10.0.0.10" in out and "10.0.0.20" in out, out
+    assert "unrelated.example" not in out, out
+    assert "pattern: ['maand_workers:maand_removed_workers']" in out, out
+
+
+def test_job_refuses_unknown_workers(home, bucket):
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.job",
+                  "-e", "maand_job=api", "-e", "maand_target=status", "-e", "maand_job_workers=10.0.0.10,10.9.9.9")
+    assert rc != 0, out
+    assert "Unknown workers in maand_job_workers: 10.9.9.9" in out, out
+
+
+def test_job_refuses_unknown_workers_under_limit(home, bucket):
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.job", "--limit", "10.0.0.10",
+                  "-e", "maand_job=nope", "-e", "maand_target=status")
+    assert rc != 0, out
+    assert "Job nope must be one of this bucket's jobs (api, api-staging)" in out, out
+
+
+def test_explain_new_names_and_deprecated_aliases(home, bucket):
+    new = run(home, "ansible-playbook", "maand.core.explain", "-e", "maand_bucket=%s" % bucket,
+              "-e", "maand_job=api", "-e", "maand_show=rejected", "-e", "maand_job_workers=10.0.0.20")
+    old = run(home, "ansible-playbook", "maand.core.explain", "-e", "maand_bucket=%s" % bucket,
+              "-e", "job=api", "-e", "show=rejected", "-e", "worker=10.0.0.20")
+    for rc, out in (new, old):
+        assert rc == 0, out
+        assert "10.0.0.20 (position 1): not placed" in out and "missing label prod" in out, out
+        assert "10.0.0.10" not in out.split("TASK [Explain the placement]")[1], out
+    assert "DEPRECATION" not in new[1], new[1]
+    for name, replacement in (("job", "maand_job"), ("show", "maand_show"), ("worker", "maand_job_workers")):
+        assert "the extra var '%s' is deprecated: use -e %s=" % (name, replacement) in old[1], old[1]
+
+
+def test_explain_limit_alias(home, bucket):
+    rc, out = run(home, "ansible-playbook", "maand.core.explain", "-e", "maand_bucket=%s" % bucket,
+                  "-e", "job=api", "-e", "limit=1")
+    assert rc == 0, out
+    assert "the extra var 'limit' is deprecated: use -e maand_limit=" in out, out
+
+
+def test_explain_takes_the_bucket_from_the_inventory(home, bucket):
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.explain")
+    assert rc == 0, out
+    assert "api: 1/2 workers: 1 missing label prod" in out, out
+
+
+def test_explain_missing_bucket_exits_non_zero(home):
+    rc, out = run(home, "ansible-playbook", "maand.core.explain", "-e", "maand_bucket=%s" % (home / "nowhere"))
+    assert rc != 0, out
+    assert "cannot explain" in out, out
+
+
+def test_a_limit_on_a_good_bucket_still_runs(home, bucket):
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.deploy",
+                  "--limit", "10.0.0.10", "--list-hosts")
+    assert rc == 0, out
+    assert "10.0.0.10" in out and "10.0.0.20" not in out, out
