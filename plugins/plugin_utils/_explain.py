@@ -309,7 +309,7 @@ def explain_lines(bucket, placement, name, hosts=None, show="all", limit=None):
         lines.append("  %s (position %s): %s" % (worker.host, worker.position, status))
         lines.extend("      - " + reason for reason in reasons)
     if skipped:
-        lines.append("  ... %d more workers (ansible-playbook maand.core.explain -e job=%s shows them all)" % (
+        lines.append("  ... %d more workers (ansible-playbook maand.core.explain -e maand_job=%s shows them all)" % (
             skipped, name))
     return lines
 
@@ -355,7 +355,7 @@ def report_shortfalls(bucket, placement, report):
         else:
             report.warn("ErrInsufficientAllocations", job.file, first_rejecting_field(bucket, placement, name),
                         "job %s matches no worker: %s" % (name, summary(bucket, placement, name)),
-                        "ansible-playbook maand.core.explain -e job=%s lists every rule that rejects each worker"
+                        "ansible-playbook maand.core.explain -e maand_job=%s lists every rule that rejects each worker"
                         % name)
 
 
