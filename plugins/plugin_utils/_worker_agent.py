@@ -28,6 +28,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -175,6 +176,14 @@ def has_makefile(folder):
     return any(os.path.isfile(os.path.join(folder, m)) for m in MAKEFILES)
 
 
+def _kill_group(proc):
+    """Kill a timed-out make and everything it started (its own session), so its pipes close."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+
+
 def make(folder, target, env, label, timeout=None, tail=20):
     """Run `make target` in folder; returns the output tail, raises OpFailed naming the cause."""
     if not os.path.isdir(folder):
@@ -186,13 +195,13 @@ def make(folder, target, env, label, timeout=None, tail=20):
     full.update(env or {})
     try:
         proc = subprocess.Popen(["make", target], cwd=folder, env=full, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as exc:
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
     try:
         data, _ = proc.communicate(timeout=timeout or None)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _kill_group(proc)
         data, _ = proc.communicate()
         lines = data.decode("utf-8", "replace").splitlines()[-int(tail or 20):]
         raise OpFailed("%s: make %s timed out after %ss" % (label, target, timeout), rc=-1, output_tail=lines)
