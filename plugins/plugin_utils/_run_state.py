@@ -52,7 +52,7 @@ class RunState:
     done: list = field(default_factory=list)            # [{"id", "kind", "job", "host", "action"}]
     pending: dict = field(default_factory=dict)         # host -> [promotion]
     steps_completed: list = field(default_factory=list)
-    finished: bool = False
+    in_flight: object = None                            # the step whose agents ran but is not folded yet
 
     def to_dict(self):
         data = asdict(self)

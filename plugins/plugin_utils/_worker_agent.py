@@ -255,7 +255,7 @@ def do_run(step, op, out, label):
     """run/stop: the make target (a start first stops a start that was never promoted), then promote."""
     target = op.get("target")
     job = op["job"]
-    if target == "start":
+    if target == "start" and op.get("record") is not None:  # a deploy start (the job playbook has no record)
         if os.path.exists(step.marker(job)):
             try:
                 _run_make(step, op, "stop", out, label)
