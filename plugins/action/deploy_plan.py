@@ -79,6 +79,8 @@ class ActionModule(ActionBase):
         if catalog is None:
             return self._fail(result, bucket, "%s/data/catalog.json does not exist: run `ansible-playbook -i %s/maand.yml "
                               "maand.core.build` first" % (bucket, bucket))
+        if args["adopt_bucket_id"]:  # written by maand.core.deploy_lock (not in check mode)
+            catalog = dict(catalog, bucket_id=args["adopt_bucket_id"])
         hostvars = task_vars.get("hostvars") or {}
         hosts = args["hosts"]
         jobs_filter, errors = _deploy_plan.parse_jobs_filter(args["jobs"], [j["name"] for j in catalog.get("jobs", [])])

@@ -161,3 +161,42 @@ def test_main_read_step_and_bad_requests(root):
     out = io.StringIO()
     A.main(["zap"], stdout=out)
     assert "usage" in json.loads(out.getvalue())["msg"]
+
+
+def test_remove_with_failing_stop_deletes_nothing(root):
+    (root / "jobs/api/Makefile").write_text("stop:\n\texit 1\n")
+    out = step(root, [{"id": "api@h", "kind": "remove", "job": "api", "host": "h", "target": "stop"}])["ops"][0]
+    assert not out["ok"] and (root / "jobs/api/conf/a.conf").exists()
+
+
+def test_purge_keeps_only_job_data_and_logs(root):
+    (root / "worker.json").write_text("{}")
+    (root / "bin").mkdir()
+    (root / "jobs/empty").mkdir()
+    assert step(root, [{"id": "purge@h", "kind": "purge", "job": None, "host": "h"}])["ops"][0]["ok"]
+    assert sorted(p.name for p in root.iterdir()) == ["jobs"]
+    assert sorted(p.name for p in (root / "jobs").iterdir()) == ["api"]
+
+
+def test_meta_creates_a_new_root(tmp_path):
+    root = tmp_path / "new"
+    out = step(root, [{"id": "meta@h", "kind": "meta", "job": None, "host": "h",
+                       "worker_json": {"update_seq": 3}, "jobs_json": {"jobs": []}}])["ops"][0]
+    assert out["ok"] and (root / "jobs").is_dir() and (root / "deploy").is_dir()
+    assert json.loads((root / "worker.json").read_text()) == {"update_seq": 3}
+
+
+def test_job_playbook_start_leaves_no_pending_marker(root):
+    op = run_op("start", promote_now=False)
+    op["record"] = None
+    assert step(root, [op])["ops"][0]["ok"]
+    assert not (root / "deploy/api.pending").exists()
+
+
+def test_python36_syntax_of_the_agent():
+    # the agent runs on workers with Python >= 3.6: no f-strings with =, no walrus, no dataclasses imports
+    import ast
+    source = open(A.__file__.replace(".pyc", ".py")).read()
+    tree = ast.parse(source, feature_version=(3, 6))
+    names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
+    assert names <= {"glob", "json", "os", "shutil", "signal", "subprocess", "sys", "tempfile"}
