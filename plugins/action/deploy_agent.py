@@ -43,9 +43,8 @@ class ActionModule(ActionBase):
         syncs = [op for op in request["ops"] if op.get("sync")]
         if not syncs:
             return False
-        ssh = _deploy_rsync.ssh_command(self._ssh_argv(), args["verify_host"],
-                                        os.path.join(args["run_dir"], "cm"))
-        os.makedirs(os.path.join(args["run_dir"], "cm"), exist_ok=True)
+        control_dir = _deploy_rsync.control_dir(args["run_dir"])
+        ssh = _deploy_rsync.ssh_command(self._ssh_argv(), args["verify_host"], control_dir)
         changed = False
         failed = set()
         root = _deploy_remote.worker_root(request["bucket_id"])

@@ -46,7 +46,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 state:
-  description: C(exists), C(worker), C(jobs), C(deployed) (job -> record), C(trees) (job folders present), C(pending) (starts not promoted), C(others) (other bucket trees), C(bad) (unreadable files).
+  description:
+    - C(exists), C(worker), C(jobs), C(deployed) (job -> record), C(trees) (job folders present),
+      C(pending) (starts not promoted), C(others) (other bucket trees under /opt/worker), C(bad) (unreadable files).
   returned: success
   type: dict
 """

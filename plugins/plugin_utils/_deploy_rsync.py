@@ -10,12 +10,21 @@ worker and are excluded (so also never deleted). The ssh command is Ansible's ow
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import subprocess
+import tempfile
 
 WORKER_OWNED = ("data", "logs", "bin")
 OWN_MUX = ("-o", "ControlMaster=auto", "-o", "ControlPersist=60s")
+
+
+def control_dir(run_dir):
+    """A short folder for rsync's own ControlPath sockets (unix socket paths are limited to ~100 bytes)."""
+    path = os.path.join(tempfile.gettempdir(), "maand-cm-%s" % hashlib.sha256(run_dir.encode()).hexdigest()[:10])
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
 
 
 def ssh_command(ssh_argv, verify_host=True, control_dir=None):
