@@ -614,7 +614,7 @@ def render_plan(plan):
     return lines
 
 
-# --- results bookkeeping (used by the gate and finish actions) -------------------------------------
+# --- results bookkeeping (used by the run state and the finish action) -------------------------------------
 
 def block_after_failures(failed_jobs, job_waves, step_wave, last_in_wave, blocked):
     """Jobs that must not run further: every failed job, and, once a wave that had a failure is
@@ -651,39 +651,3 @@ def prune_catalog(catalog, cleaned, dead_workers=()):
     new["workers"] = [w for w in catalog.get("workers", []) if not w.get("removed") or w["host"] in holding_workers]
     new["jobs"] = [j for j in catalog.get("jobs", []) if not j.get("removed") or j["name"] in holding_jobs]
     return new
-
-
-def _reg(hostvars, host, name):
-    try:
-        value = hostvars[host].get(name)
-    except Exception:  # pragma: no cover - hostvars of an unknown host
-        value = None
-    return value if isinstance(value, dict) else {}
-
-
-def item_results(hostvars, hosts, name):
-    """{op id: result} from a looped, registered task on every host."""
-    out = {}
-    for host in hosts:
-        reg = _reg(hostvars, host, name)
-        results = reg.get("results")
-        if results is None and reg.get("unreachable"):
-            out.setdefault("__host__" + host, reg)
-        for item in results or []:
-            op = item.get("item") or {}
-            if isinstance(op, dict) and op.get("id"):
-                out[op["id"]] = item
-    return out
-
-
-def outcome(item):
-    """(ok, message) of one registered loop item."""
-    if item is None:
-        return False, "no result (the task did not run on this host)"
-    if item.get("unreachable"):
-        return False, "worker unreachable: %s" % (item.get("msg") or "").strip()
-    if item.get("failed"):
-        return False, (item.get("msg") or "failed").strip()
-    if item.get("skipped"):
-        return None, item.get("msg") or item.get("skip_reason") or "skipped"
-    return True, ""
