@@ -22,6 +22,7 @@ def gate_runner(hostvars):
         display.display("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), color="green")
     return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed)
 
+
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
     "plan": {"type": "dict", "required": True},
