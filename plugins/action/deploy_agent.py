@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import os
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text

@@ -199,10 +199,10 @@ def make(folder, target, env, label, timeout=None, tail=20):
     except OSError as exc:
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
     try:
-        data, _ = proc.communicate(timeout=timeout or None)
+        data = proc.communicate(timeout=timeout or None)[0]
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        data, _ = proc.communicate()
+        data = proc.communicate()[0]
         lines = data.decode("utf-8", "replace").splitlines()[-int(tail or 20):]
         raise OpFailed("%s: make %s timed out after %ss" % (label, target, timeout), rc=-1, output_tail=lines)
     text = data.decode("utf-8", "replace")
