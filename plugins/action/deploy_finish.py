@@ -7,22 +7,64 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_lock, _deploy_plan
-from ansible_collections.maand.core.plugins.plugin_utils._deploy_plan import item_results, outcome
+from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_gate, _deploy_lock, _deploy_plan, _deploy_run
 
 display = Display()
+
+
+def gate_runner(hostvars):
+    def passed(gate):
+        display.display("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), color="green")
+    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed)
+
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
     "plan": {"type": "dict", "required": True},
-    "gate": {"type": "raw"},
-    "hosts": {"type": "list", "elements": "str", "required": True},
+    "run_dir": {"type": "str", "default": ""},
     "release": {"type": "bool", "default": True},
 }
+
+
+def run_outcome(run_dir, plan, hostvars):
+    """(plan, problems, done) of the run; a run folder that cannot be read is itself a problem."""
+    if not run_dir:
+        return plan, [f["msg"] for f in plan.get("failures") or []], []
+    try:
+        plan, dummy, report = _deploy_run.finish(run_dir, gate_runner(hostvars))
+    except (_deploy_run.RunError, OSError, ValueError) as exc:
+        return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], []
+    return plan, list(report.problems), list(report.done)
+
+
+def prune(bucket, plan, done, result, problems):
+    """Drop from the catalog the removed rows whose cleanup succeeded (and those with nothing to clean)."""
+    cleaned = list(plan.get("prune") or [])
+    cleaned += [{"job": d["job"], "worker": d["host"]} for d in done if d.get("kind") == "remove"]
+    purged = {d["host"] for d in done if d.get("kind") == "purge"}
+    dead = set(plan.get("dead_workers") or [])
+    if not (cleaned or dead or purged) or not plan.get("bucket_id"):
+        return
+    try:
+        with _catalog.bucket_lock(bucket, wait=True):
+            catalog = _catalog.read_catalog(bucket)
+            if catalog is None or catalog.get("bucket_id") != plan["bucket_id"]:
+                return
+            new = _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead)
+            if new != catalog:
+                _catalog.write_catalog(bucket, new)
+                gone = {(a["job"], a["worker"]) for a in catalog["allocations"]} - {
+                    (a["job"], a["worker"]) for a in new["allocations"]}
+                result.update(changed=True, pruned=sorted("%s@%s" % g for g in gone))
+                display.display("catalog: dropped %d cleaned removed allocation(s): %s" % (
+                    len(gone), ", ".join(result["pruned"])), color="yellow")
+    except (OSError, _catalog.CatalogError) as exc:
+        problems.append("could not update data/catalog.json: %s" % exc)
 
 
 class ActionModule(ActionBase):
@@ -35,58 +77,20 @@ class ActionModule(ActionBase):
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
-        plan = args["plan"]
-        gate = args["gate"] if isinstance(args["gate"], dict) else {}
-        hostvars = task_vars.get("hostvars") or {}
         check = bool(self._task.check_mode)
-
-        problems = [f["msg"] for f in plan.get("failures") or []]
-        problems += list(gate.get("errors") or [])
-        for job, msgs in sorted((gate.get("failed_by_job") or {}).items()):
-            problems += msgs
-        # promotions of the last step
-        for op_id, item in item_results(hostvars, args["hosts"], "deploy_promote_result").items():
-            op = item.get("item") or {}
-            if op.get("step") != gate.get("step"):
-                continue
-            ok, msg = outcome(item)
-            if ok is False:
-                problems.append("%s: promote failed: %s" % (op_id, msg))
-        blocked = sorted(set(gate.get("blocked") or []) - set(gate.get("failed_by_job") or {}))
-        if blocked:
-            planned = {r["job"] for r in plan.get("rows", []) if r["action"] not in ("skip", "unreachable")}
-            skipped = [j for j in blocked if j in planned]
-            if skipped:
-                problems.append("not deployed because an earlier wave failed: %s" % ", ".join(skipped))
-
-        # catalog: drop removed rows whose cleanup succeeded (and the ones with nothing to clean)
-        cleaned = list(plan.get("prune") or [])
-        for d in gate.get("done") or []:
-            if d.get("kind") == "remove":
-                cleaned.append({"job": d["job"], "worker": d["host"]})
-        purged = {d["host"] for d in gate.get("done") or [] if d.get("kind") == "purge"}
-        dead = set(plan.get("dead_workers") or [])
-        result.update(changed=False, pruned=[], problems=problems)
-        if (cleaned or dead or purged) and not check and plan.get("bucket_id"):
-            try:
-                with _catalog.bucket_lock(bucket, wait=True):
-                    catalog = _catalog.read_catalog(bucket)
-                    if catalog is not None and catalog.get("bucket_id") == plan["bucket_id"]:
-                        new = _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead)
-                        if new != catalog:
-                            _catalog.write_catalog(bucket, new)
-                            gone = {(a["job"], a["worker"]) for a in catalog["allocations"]} - {
-                                (a["job"], a["worker"]) for a in new["allocations"]}
-                            result.update(changed=True, pruned=sorted("%s@%s" % g for g in gone))
-                            display.display("catalog: dropped %d cleaned removed allocation(s): %s" % (
-                                len(gone), ", ".join(result["pruned"])), color="yellow")
-            except (OSError, _catalog.CatalogError) as exc:
-                problems.append("could not update data/catalog.json: %s" % exc)
+        run_dir = "" if check else args["run_dir"]
+        result.update(changed=False, pruned=[])
+        plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {})
+        if not check:
+            prune(bucket, plan, done, result, problems)
         if args["release"] and not check:
             try:
                 _deploy_lock.release(bucket, os.getppid())
             except OSError as exc:
                 problems.append("could not release the deploy lock: %s" % exc)
+        if run_dir and not problems:
+            shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
+        result["problems"] = problems
 
         counts = {}
         for row in plan.get("rows", []):

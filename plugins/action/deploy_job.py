@@ -35,11 +35,17 @@ class ActionModule(ActionBase):
         op = {"id": "%s@%s" % (args["job"], task_vars.get("inventory_hostname")), "kind": "run", "job": args["job"],
               "host": task_vars.get("inventory_hostname"), "target": target,
               "env": {"CURRENT_VERSION": args["version"], "NEW_VERSION": args["version"]}, "promote_now": False}
-        res = self._low_level_execute_command(
-            _deploy_remote.apply_command(_deploy_remote.interpreter(task_vars)), sudoable=True,
-            in_data=_deploy_remote.apply_request(args["bucket_id"], op, timeout=args["timeout"], tail=args["tail"]))
+        python = _deploy_remote.interpreter(task_vars)
+        data = _deploy_remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])
+        res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
+        if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:  # first contact: install the agent, then retry
+            self._low_level_execute_command(_deploy_remote.install_command(), sudoable=True,
+                                            in_data=_deploy_remote.agent_source())
+            res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
         answer, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                   "make %s for %s" % (target, op["id"]))
+        if not err:
+            answer = (answer.get("ops") or [{"ok": False, "msg": answer.get("msg") or "no answer for the operation"}])[0]
         if err:
             result.update(failed=True, msg=err)
             return result

@@ -9,11 +9,12 @@ import os
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock
+from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_adopt, _deploy_lock
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
     "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
+    "adopt_bucket_id": {"type": "str", "default": ""},
 }
 
 
@@ -41,6 +42,12 @@ class ActionModule(ActionBase):
             if args["state"] == "present":
                 taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(self._task.check_mode))
                 result.update(taken=taken, msg=note)
+                if args["adopt_bucket_id"]:
+                    bucket_id, changed = _deploy_adopt.adopt(bucket, args["adopt_bucket_id"],
+                                                             write=not self._task.check_mode)
+                    result.update(bucket_id=bucket_id, changed=changed)
+                    if changed:
+                        result["msg"] += "; data/catalog.json adopts bucket_id %s" % bucket_id
             else:
                 if self._task.check_mode:
                     result["msg"] = "check mode: lock untouched"
@@ -48,6 +55,10 @@ class ActionModule(ActionBase):
                     released = _deploy_lock.release(bucket, pid)
                     result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
         except _deploy_lock.DeployLocked as exc:
+            result.update(failed=True, msg="deploy refused: %s" % exc)
+        except (_deploy_adopt.AdoptError, _catalog.CatalogError) as exc:
+            if not self._task.check_mode:
+                _deploy_lock.release(bucket, pid)
             result.update(failed=True, msg="deploy refused: %s" % exc)
         except OSError as exc:
             result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))

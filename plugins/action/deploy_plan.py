@@ -15,6 +15,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_files,
     _deploy_lock,
     _deploy_plan,
+    _deploy_run,
 )
 
 display = Display()
@@ -26,7 +27,7 @@ ARGUMENT_SPEC = {
     "force": {"type": "bool", "default": False},
     "sync_only": {"type": "bool", "default": False},
     "state_var": {"type": "str", "default": "deploy_state_read"},
-    "check_inventory": {"type": "bool", "default": True},
+    "adopt_bucket_id": {"type": "str", "default": ""},
 }
 
 
@@ -45,28 +46,6 @@ def _host_state(hostvars, host, var):
     state = dict(reg["state"])
     state["reachable"] = True
     return state
-
-
-def inventory_drift(catalog, hostvars, hosts):
-    """Differences between what the inventory computes from the workspace now and the built catalog."""
-    want = {}
-    for a in catalog.get("allocations", []):
-        want.setdefault(a["worker"], set()).add((a["job"], a.get("state", "active")))
-    drift = []
-    for host in sorted(hosts):
-        try:
-            allocs = hostvars[host].get("maand_allocations")
-        except Exception:  # pragma: no cover
-            allocs = None
-        if allocs is None:
-            continue
-        have = {(a.get("job"), a.get("state", "active")) for a in allocs if isinstance(a, dict)}
-        if have != want.get(host, set()):
-            extra = sorted("%s(%s)" % x for x in have - want.get(host, set()))
-            missing = sorted("%s(%s)" % x for x in want.get(host, set()) - have)
-            drift.append("%s: workspace has %s, catalog has %s" % (
-                host, ", ".join(extra) or "-", ", ".join(missing) or "-"))
-    return drift
 
 
 class ActionModule(ActionBase):
@@ -100,13 +79,10 @@ class ActionModule(ActionBase):
         if catalog is None:
             return self._fail(result, bucket, "%s/data/catalog.json does not exist: run `ansible-playbook -i %s/maand.yml "
                               "maand.core.build` first" % (bucket, bucket))
+        if args["adopt_bucket_id"]:  # written by maand.core.deploy_lock (not in check mode)
+            catalog = dict(catalog, bucket_id=args["adopt_bucket_id"])
         hostvars = task_vars.get("hostvars") or {}
         hosts = args["hosts"]
-        if args["check_inventory"]:
-            drift = inventory_drift(catalog, hostvars, hosts)
-            if drift:
-                return self._fail(result, bucket, "the workspace changed since the last build; run the maand.core.build "
-                                  "playbook, then deploy again:\n  " + "\n  ".join(drift))
         jobs_filter, errors = _deploy_plan.parse_jobs_filter(args["jobs"], [j["name"] for j in catalog.get("jobs", [])])
         if errors:
             return self._fail(result, bucket, "; ".join(errors))
@@ -122,15 +98,23 @@ class ActionModule(ActionBase):
         states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
         try:
             plan = _deploy_plan.compute_plan(catalog, content, states, hosts,
-                                             {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"]})
+                                             {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
+                                              "adopt_bucket_id": args["adopt_bucket_id"]})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
                               plan=plan)
         work = plan["has_work"] or bool(plan["prune"])
+        run_dir, segments = "", []
+        if not self._task.check_mode:
+            try:
+                run_dir = _deploy_run.new_run(bucket, plan)
+            except (OSError, _deploy_run.RunError) as exc:
+                return self._fail(result, bucket, "cannot create the deploy run folder under %s/data: %s" % (bucket, exc))
+            segments = _deploy_run.segments(plan, len(hosts))
         result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
-                      msg=plan["lines"][0])
+                      msg=plan["lines"][0], run_dir=run_dir, segments=segments)
         if self._task.diff:
             result["diff"] = {"prepared": "\n".join(plan["lines"]) + "\n"}
         else:

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Read a worker's promoted deploy state in one SSH round trip (docs: plugins/modules/deploy_state.py)."""
+"""Read a worker's promoted deploy state in one SSH round trip, installing the worker agent on the way
+(docs: plugins/modules/deploy_state.py)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,12 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="bucket_id %r is not a bucket id; run the maand.core.build playbook first"
                           % args["bucket_id"])
             return result
-        cmd = _deploy_remote.read_command(_deploy_remote.interpreter(task_vars), args["bucket_id"])
-        res = self._low_level_execute_command(cmd, sudoable=True)
+        python = _deploy_remote.interpreter(task_vars)
+        if self._task.check_mode:  # nothing is written on the worker, not even the agent file
+            cmd = _deploy_remote.read_command_no_install(python, args["bucket_id"])
+        else:
+            cmd = _deploy_remote.read_command(python, args["bucket_id"])
+        res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
         data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                 "reading %s" % _deploy_remote.worker_root(args["bucket_id"]))
         if err:

@@ -14,6 +14,8 @@ description:
     dead), then removed workers and jobs that hold no rows any more; releases the deploy lock; fails listing every
     problem of the run (unreachable workers, failed targets, failed health gates, jobs not deployed because an earlier
     wave failed)."
+  - "Reads the run state from the run folder; fails when any step of the plan did not complete (a crashed or
+    interrupted controller step), so a run can never end green after a failure. A clean run's folder is removed."
 author:
   - maand.core developers (@maand-sh)
 options:
@@ -25,14 +27,10 @@ options:
     description: The plan.
     type: dict
     required: true
-  gate:
-    description: The last step's gate result.
-    type: raw
-  hosts:
-    description: Hosts of the play.
-    type: list
-    elements: str
-    required: true
+  run_dir:
+    description: The run folder (C(data/.deploy-run/<run_id>)); empty in check mode. Its state decides the outcome.
+    type: str
+    default: ""
   release:
     description: Release the deploy lock.
     type: bool
@@ -55,8 +53,7 @@ EXAMPLES = r"""
   maand.core.deploy_finish:
     bucket: "{{ maand_bucket_dir }}"
     plan: "{{ deploy_plan_result.plan }}"
-    gate: "{{ deploy_gate_result | default({}) }}"
-    hosts: "{{ ansible_play_hosts_all }}"
+    run_dir: "{{ deploy_plan_result.run_dir }}"
   run_once: true
   delegate_to: localhost
 """

@@ -27,6 +27,13 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  adopt_bucket_id:
+    description:
+      - With O(state=present), after taking the lock, set the catalog's C(bucket_id) to this id (a bucket tree
+        the workers already hold under C(/opt/worker/), after C(data/catalog.json) was lost or rebuilt). Returned as
+        RV(bucket_id). In check mode the catalog is not written.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -57,4 +64,8 @@ pid:
   description: The pid recorded as the owner (the ansible-playbook process).
   returned: always
   type: int
+bucket_id:
+  description: The adopted bucket id (only with O(adopt_bucket_id)).
+  returned: when adopt_bucket_id is set
+  type: str
 """

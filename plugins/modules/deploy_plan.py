@@ -43,10 +43,12 @@ options:
     description: Name of the registered M(maand.core.deploy_state) result on each host.
     type: str
     default: deploy_state_read
-  check_inventory:
-    description: Refuse when the inventory's allocations differ from the catalog's (workspace changed since the build).
-    type: bool
-    default: true
+  adopt_bucket_id:
+    description:
+      - A bucket id found on the workers (another tree under C(/opt/worker/)) that this deploy may take over.
+        Without it a deploy refuses to run on a worker that holds another bucket id's tree.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -75,4 +77,13 @@ plan:
   description: The plan (rows, steps, failures, prune, lines); see docs/deploy.md.
   returned: always
   type: dict
+run_dir:
+  description: The run folder (C(data/.deploy-run/<run_id>)) holding the plan, the run state and the agents' results; empty in check mode.
+  returned: always
+  type: str
+segments:
+  description: The steps as the role runs them, each C(wide) (agent task on every host) or C(narrow) (one looped task), then the final promote pass.
+  returned: always
+  type: list
+  elements: dict
 """

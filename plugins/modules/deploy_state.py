@@ -9,8 +9,11 @@ module: deploy_state
 short_description: "Read a worker's promoted deploy state"
 version_added: 1.0.0
 description:
-  - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json) and every C(deploy/<job>.json) in one SSH round trip
-    (a small C(python3 -c) program; no module transfer)."
+  - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json), every C(deploy/<job>.json) and the pending
+    markers in one SSH round trip, with the worker agent (C(plugins/plugin_utils/_worker_agent.py)); lists the
+    other bucket ids found under C(/opt/worker/)."
+  - "Outside check mode the same round trip installs the agent as C(/opt/worker/.maand/agent-<sha12>.py) for the
+    later steps of the run; in check mode the agent runs from stdin and nothing is written."
   - "Read-only; runs in check mode."
 author:
   - maand.core developers (@maand-sh)
@@ -43,7 +46,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 state:
-  description: C(exists), C(worker), C(jobs), C(deployed) (job -> record), C(trees) (job folders present), C(bad) (unreadable files).
+  description:
+    - C(exists), C(worker), C(jobs), C(deployed) (job -> record), C(trees) (job folders present),
+      C(pending) (starts not promoted), C(others) (other bucket trees under /opt/worker), C(bad) (unreadable files).
   returned: success
   type: dict
 """

@@ -192,6 +192,23 @@ def _fmt_paths(paths, limit=8):
     return "%s (+%d more)" % (", ".join(paths[:limit]), len(paths) - limit)
 
 
+def foreign_buckets(bucket_id, states, hosts, adopt=None):
+    """Errors for workers that hold another bucket id's tree under /opt/worker/ (a lost or rebuilt catalog)."""
+    errors = []
+    for host in sorted(hosts):
+        st = states.get(host) or {}
+        for other in st.get("others") or []:
+            other_id = other.get("bucket_id") if isinstance(other, dict) else None
+            if not other_id or other_id == bucket_id:
+                continue
+            errors.append(
+                "worker %s already holds bucket %s (%s), but data/catalog.json has bucket_id %s: the catalog was lost "
+                "or rebuilt. Restore the data/catalog.json that has bucket_id %s, or adopt that id with "
+                "-e maand_adopt_bucket_id=%s (the catalog then takes it and the deploy continues that tree)"
+                % (host, other_id, other.get("path") or "/opt/worker/%s" % other_id, bucket_id, other_id, other_id))
+    return errors
+
+
 # --- the plan -------------------------------------------------------------------------------------
 
 def compute_plan(catalog, content, states, hosts, options=None):
@@ -221,6 +238,7 @@ def compute_plan(catalog, content, states, hosts, options=None):
 
     jobs_filter, filter_errors = parse_jobs_filter(options.get("jobs"), jobs)
     errors.extend(filter_errors)
+    errors.extend(foreign_buckets(bucket_id, states, hosts, options.get("adopt_bucket_id")))
     force = bool(options.get("force"))
     sync_only = bool(options.get("sync_only"))
 
@@ -388,6 +406,8 @@ def compute_plan(catalog, content, states, hosts, options=None):
                 errors.append("maand_sync_only: %s@%s needs a start (%s); run the deploy without maand_sync_only"
                               % (name, host, "; ".join(reasons)))
                 continue
+            if name in (st.get("pending") or []):
+                reasons.insert(0, "retry: the previous start failed its gate (stop it first)")
             op.update(action="start", target="start")
             row.update(action="start", reason="; ".join(reasons))
             bucket["start"].append(op)
@@ -594,7 +614,7 @@ def render_plan(plan):
     return lines
 
 
-# --- results bookkeeping (used by the gate and finish actions) -------------------------------------
+# --- results bookkeeping (used by the run state and the finish action) -------------------------------------
 
 def block_after_failures(failed_jobs, job_waves, step_wave, last_in_wave, blocked):
     """Jobs that must not run further: every failed job, and, once a wave that had a failure is
@@ -631,39 +651,3 @@ def prune_catalog(catalog, cleaned, dead_workers=()):
     new["workers"] = [w for w in catalog.get("workers", []) if not w.get("removed") or w["host"] in holding_workers]
     new["jobs"] = [j for j in catalog.get("jobs", []) if not j.get("removed") or j["name"] in holding_jobs]
     return new
-
-
-def _reg(hostvars, host, name):
-    try:
-        value = hostvars[host].get(name)
-    except Exception:  # pragma: no cover - hostvars of an unknown host
-        value = None
-    return value if isinstance(value, dict) else {}
-
-
-def item_results(hostvars, hosts, name):
-    """{op id: result} from a looped, registered task on every host."""
-    out = {}
-    for host in hosts:
-        reg = _reg(hostvars, host, name)
-        results = reg.get("results")
-        if results is None and reg.get("unreachable"):
-            out.setdefault("__host__" + host, reg)
-        for item in results or []:
-            op = item.get("item") or {}
-            if isinstance(op, dict) and op.get("id"):
-                out[op["id"]] = item
-    return out
-
-
-def outcome(item):
-    """(ok, message) of one registered loop item."""
-    if item is None:
-        return False, "no result (the task did not run on this host)"
-    if item.get("unreachable"):
-        return False, "worker unreachable: %s" % (item.get("msg") or "").strip()
-    if item.get("failed"):
-        return False, (item.get("msg") or "failed").strip()
-    if item.get("skipped"):
-        return None, item.get("msg") or item.get("skip_reason") or "skipped"
-    return True, ""

@@ -1,234 +1,101 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The small Python programs the deploy runs on workers, and helpers to call them (no ansible imports).
+"""How the controller calls the worker agent (_worker_agent.py) over SSH (no Ansible imports).
 
-They run as `python3 -c <program>` over the task's existing SSH connection (no module transfer), with
-the request as JSON on stdin and a single JSON object on stdout. Python >= 3.6, stdlib only.
+The agent file is installed once per worker and version (content-addressed name) by the state
+read that starts every deploy, in the same round trip:
 
-Worker layout (as maand): /opt/worker/<bucket_id>/
-    worker.json         bucket_id, worker host, labels, update_seq
-    jobs.json           jobs allocated on this worker, with a disabled flag
-    jobs/<job>/         the job tree (rsync'd); data/, logs/, bin/ inside it belong to the worker
-    deploy/<job>.json   the promoted state of this allocation: content hash, per-file digests,
-                        version, running flag, update_seq (written only after the lifecycle succeeded)
+    test -f P || { mkdir -p D && cat > P.tmp && mv P.tmp P; }; exec python3 P read <root>
+
+with the agent's source on stdin. Later calls run `python3 P` with a JSON request on stdin; exit
+status 86 means the file is gone (reinstall and retry).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shlex
 
+from . import _worker_agent
+
 WORKER_ROOT = "/opt/worker"
-KEEP = ("data", "logs")
+AGENT_DIR = WORKER_ROOT + "/.maand"
+KEEP = _worker_agent.KEEP
+MISSING_AGENT_RC = 86
 
-READ_PROGRAM = r'''
-import json, os, sys
-root = sys.argv[1]
-out = {"exists": os.path.isdir(root), "worker": None, "jobs": None, "deployed": {}, "trees": [], "bad": []}
-def load(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError):
-        return None
-    except ValueError:
-        out["bad"].append(path)
-        return None
-if out["exists"]:
-    out["worker"] = load(os.path.join(root, "worker.json"))
-    out["jobs"] = load(os.path.join(root, "jobs.json"))
-    try:
-        names = sorted(os.listdir(os.path.join(root, "deploy")))
-    except OSError:
-        names = []
-    for name in names:
-        if name.endswith(".json") and not name.startswith("."):
-            rec = load(os.path.join(root, "deploy", name))
-            if isinstance(rec, dict):
-                out["deployed"][name[:-5]] = rec
-    try:
-        out["trees"] = sorted(n for n in os.listdir(os.path.join(root, "jobs"))
-                              if os.path.isdir(os.path.join(root, "jobs", n)))
-    except OSError:
-        pass
-sys.stdout.write(json.dumps(out))
-'''
+_SOURCE = None
 
-APPLY_PROGRAM = r'''
-import json, os, shutil, subprocess, sys, tempfile
-req = json.loads(sys.stdin.read())
-root, op = req["root"], req["op"]
-KEEP = set(req.get("keep") or ("data", "logs"))
-res = {"ok": True, "changed": False, "steps": []}
 
-def done():
-    sys.stdout.write(json.dumps(res))
-    sys.exit(0)
+def agent_source():
+    """The agent's source (bytes), read once from this collection."""
+    global _SOURCE
+    if _SOURCE is None:
+        path = os.path.splitext(_worker_agent.__file__)[0] + ".py"
+        with open(path, "rb") as handle:
+            _SOURCE = handle.read()
+    return _SOURCE
 
-def fail(msg, **kw):
-    res.update(ok=False, msg=msg, **kw)
-    done()
 
-def atomic(path, data):
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    res["changed"] = True
-
-def has_makefile(folder):
-    return any(os.path.isfile(os.path.join(folder, m)) for m in ("GNUmakefile", "makefile", "Makefile"))
-
-def make(folder, target, env, label):
-    if not os.path.isdir(folder):
-        fail("%s: job folder %s is missing on the worker" % (label, folder))
-    if not has_makefile(folder):
-        fail("%s: no Makefile in %s; every job needs a Makefile with start/stop/restart targets" % (label, folder),
-             reason="no_makefile")
-    full = dict(os.environ)
-    full.update(env or {})
-    try:
-        proc = subprocess.Popen(["make", target], cwd=folder, env=full, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    except OSError as exc:
-        fail("%s: cannot run make on the worker (%s); install make" % (label, exc))
-    try:
-        data, _ = proc.communicate(timeout=req.get("timeout") or None)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        data, _ = proc.communicate()
-        text = data.decode("utf-8", "replace")
-        fail("%s: make %s timed out after %ss" % (label, target, req.get("timeout")),
-             rc=-1, output_tail=text.splitlines()[-int(req.get("tail") or 20):])
-    text = data.decode("utf-8", "replace")
-    tail = text.splitlines()[-int(req.get("tail") or 20):]
-    res["changed"] = True
-    res["steps"].append("make %s" % target)
-    res["output_tail"] = tail
-    if proc.returncode != 0:
-        if ("No rule to make target '%s'" % target) in text or ("No rule to make target `%s'" % target) in text:
-            fail("%s: the Makefile has no '%s' target; add one (maand calls start, stop, restart and reload)"
-                 % (label, target), rc=proc.returncode, output_tail=tail, reason="missing_target")
-        fail("%s: make %s failed (rc=%d)" % (label, target, proc.returncode), rc=proc.returncode, output_tail=tail)
-    res["rc"] = 0
-
-def clean_job(folder):
-    """Delete a deployed job tree except its data/ and logs/ folders."""
-    if not os.path.isdir(folder) or os.path.islink(folder):
-        return
-    for name in sorted(os.listdir(folder)):
-        if name in KEEP:
-            continue
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-        res["changed"] = True
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
-
-kind = op["kind"]
-job = op.get("job")
-label = "%s@%s" % (job, op.get("host")) if job else "worker %s" % op.get("host")
-jobdir = os.path.join(root, "jobs", job) if job else None
-state = os.path.join(root, "deploy", "%s.json" % job) if job else None
-try:
-    if kind == "meta":
-        atomic(os.path.join(root, "worker.json"), json.dumps(op["worker_json"], indent=2, sort_keys=True) + "\n")
-        atomic(os.path.join(root, "jobs.json"), json.dumps(op["jobs_json"], indent=2, sort_keys=True) + "\n")
-        for sub in ("jobs", "deploy"):
-            if not os.path.isdir(os.path.join(root, sub)):
-                os.makedirs(os.path.join(root, sub))
-    elif kind in ("run", "stop"):
-        if op.get("target"):
-            make(jobdir, op["target"], op.get("env"), label)
-        if op.get("promote_now") and op.get("record") is not None:
-            atomic(state, json.dumps(op["record"], sort_keys=True))
-            res["steps"].append("promote")
-    elif kind == "promote":
-        atomic(state, json.dumps(op["record"], sort_keys=True))
-        res["steps"].append("promote")
-    elif kind == "remove":
-        if op.get("target") and os.path.isdir(jobdir) and has_makefile(jobdir):
-            make(jobdir, op["target"], op.get("env"), label)
-        clean_job(jobdir)
-        if os.path.exists(state):
-            os.unlink(state)
-            res["changed"] = True
-        res["steps"].append("remove")
-    elif kind == "purge":
-        if os.path.isdir(root):
-            jobs = os.path.join(root, "jobs")
-            if os.path.isdir(jobs):
-                for name in sorted(os.listdir(jobs)):
-                    clean_job(os.path.join(jobs, name))
-            for name in sorted(os.listdir(root)):
-                if name == "jobs":
-                    continue
-                path = os.path.join(root, name)
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path)
-                else:
-                    os.unlink(path)
-                res["changed"] = True
-            for folder in (jobs, root):
-                try:
-                    os.rmdir(folder)
-                    res["changed"] = True
-                except OSError:
-                    pass
-        res["steps"].append("purge")
-    else:
-        fail("unknown deploy operation %r" % kind)
-except (IOError, OSError) as exc:
-    fail("%s: %s failed on the worker: %s" % (label, kind, exc))
-done()
-'''
+def agent_path():
+    return "%s/agent-%s.py" % (AGENT_DIR, hashlib.sha256(agent_source()).hexdigest()[:12])
 
 
 def worker_root(bucket_id):
     return "%s/%s" % (WORKER_ROOT, bucket_id)
 
 
-def interpreter(task_vars):
-    """The worker's python: an explicit ansible_python_interpreter path, else python3 from PATH."""
-    value = (task_vars or {}).get("ansible_python_interpreter")
+def interpreter(task_vars, host=None):
+    """The worker's python: an explicit ansible_python_interpreter path, else python3 from PATH.
+
+    host: a delegated host (its own variables win)."""
+    task_vars = task_vars or {}
+    value = None
+    if host is not None:
+        value = ((task_vars.get("ansible_delegated_vars") or {}).get(host) or {}).get("ansible_python_interpreter")
+    if value is None:
+        value = task_vars.get("ansible_python_interpreter")
     if isinstance(value, str) and value.startswith("/") and "{" not in value:
         return value
     return "python3"
 
 
+def install_prefix():
+    path = agent_path()
+    return "test -f {p} || {{ mkdir -p {d} && cat > {p}.$$ && mv -f {p}.$$ {p}; }}; ".format(
+        p=shlex.quote(path), d=shlex.quote(AGENT_DIR))
+
+
 def read_command(python, bucket_id):
-    return "%s -c %s %s" % (shlex.quote(python), shlex.quote(READ_PROGRAM), shlex.quote(worker_root(bucket_id)))
+    """Install the agent if needed and read the worker's state of bucket_id (stdin: agent_source())."""
+    return "%sexec %s %s read %s" % (install_prefix(), shlex.quote(python), shlex.quote(agent_path()),
+                                     shlex.quote(worker_root(bucket_id)))
 
 
-def apply_command(python):
-    return "%s -c %s" % (shlex.quote(python), shlex.quote(APPLY_PROGRAM))
+def read_command_no_install(python, bucket_id):
+    """Check mode: run the agent from stdin (`python3 - read <root>`), writing nothing on the worker."""
+    return "exec %s - read %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)))
 
 
-def apply_request(bucket_id, op, timeout=None, tail=20):
-    return json.dumps({"root": worker_root(bucket_id), "op": op, "keep": list(KEEP), "timeout": timeout, "tail": tail})
+def install_command():
+    return install_prefix() + "true"
+
+
+def step_command(python):
+    """Run one step request (stdin: the JSON request); rc 86 when the agent file is missing."""
+    path = shlex.quote(agent_path())
+    return "test -f %s || exit %d; exec %s %s" % (path, MISSING_AGENT_RC, shlex.quote(python), path)
+
+
+def step_request(bucket_id, ops=(), promote=(), timeout=None, tail=20):
+    return json.dumps({"root": worker_root(bucket_id), "keep": list(KEEP), "timeout": timeout, "tail": tail,
+                       "ops": list(ops), "promote": list(promote)})
 
 
 def parse_output(stdout, stderr, rc, what):
-    """Parse a program's JSON answer; (data, None) or (None, error message)."""
+    """Parse the agent's JSON answer; (data, None) or (None, error message)."""
     text = (stdout or "").strip()
     if rc == 0 and text:
         try:

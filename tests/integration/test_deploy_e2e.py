@@ -301,3 +301,20 @@ def test_11_job_playbook_runs_targets_on_active_allocations(env):
     assert "running" in out
     rc, out = env.play("job", "-e", "maand_job=nope", "-e", "maand_target=status", check=False)
     assert rc != 0 and "nope" in out
+
+
+def test_12_worker_holding_another_bucket_id_is_refused_until_restored_or_adopted(env):
+    # a lost data/catalog.json rebuilt with a new bucket_id: the workers still hold the old tree
+    old_id = env.bucket_id
+    new_id = "22222222-2222-4222-8222-222222222222"
+    path = env.bucket / "data" / "catalog.json"
+    cat = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(cat, bucket_id=new_id), indent=2))
+    rc, out = env.deploy(check=False)
+    assert rc != 0 and old_id in out and new_id in out
+    assert "maand_adopt_bucket_id=%s" % old_id in out and "Restore the data/catalog.json" in out
+    for h in env.hosts[:3]:
+        assert not (Path(env.fleet.host(h)["opt_dir"]) / "worker" / new_id).exists()  # nothing started twice
+    rc, out = env.deploy("-e", "maand_adopt_bucket_id=%s" % old_id)
+    assert env.bucket_id == old_id
+    assert "no changes required" in out

@@ -445,3 +445,29 @@ def test_every_changed_allocation_is_scheduled_exactly_once(n_hosts, starts, upg
             assert len(run) <= starts
         if kinds == {"restart"}:
             assert len(run) <= (upgrades or 1)
+
+
+# --- faults: an unpromoted start, another bucket's tree on a worker ------------------------------
+
+def test_start_not_promoted_after_a_failed_gate_is_a_named_retry():
+    cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active")])
+    st = states(["h1", "h2"])
+    st["h1"]["pending"] = ["api"]  # the agent's deploy/api.pending marker: a start ran, never promoted
+    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2"])
+    rows = {r["worker"]: r for r in plan["rows"]}
+    assert rows["h1"]["action"] == "start" and rows["h1"]["reason"].startswith("retry: the previous start failed its gate")
+    assert "retry" not in rows["h2"]["reason"]
+    assert any("retry: the previous start failed its gate" in line for line in plan["lines"])
+
+
+def test_a_worker_holding_another_bucket_id_is_refused_naming_both_ids_and_the_fix():
+    cat = catalog([job("api")], [("api", "h1", "active")])
+    st = states(["h1", "h2"])
+    st["h2"]["others"] = [{"bucket_id": "old-id", "path": "/opt/worker/old-id"}]
+    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2"])
+    assert plan["steps"] == [] and len(plan["errors"]) == 1
+    err = plan["errors"][0]
+    assert "h2" in err and "old-id" in err and BID in err
+    assert "Restore the data/catalog.json" in err and "-e maand_adopt_bucket_id=old-id" in err
+    st["h2"]["others"] = [{"bucket_id": BID, "path": "/opt/worker/x"}]   # same id elsewhere is not foreign
+    assert not P.compute_plan(cat, content("api"), st, ["h1", "h2"])["errors"]

@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One deploy step on one worker: one rsync for all its jobs, one agent round trip, one result file
+(docs: plugins/modules/deploy_agent.py)."""
+
+from __future__ import annotations
+
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote, _deploy_rsync, _deploy_run
+
+ARGUMENT_SPEC = {
+    "run_dir": {"type": "path", "required": True},
+    "bucket": {"type": "path", "required": True},
+    "step": {"type": "raw", "required": True},
+    "host": {"type": "str", "required": True},
+    "timeout": {"type": "int", "default": 600},
+    "tail": {"type": "int", "default": 20},
+    "verify_host": {"type": "bool", "default": True},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = False
+
+    def _ssh_argv(self):
+        conn = self._connection
+        if getattr(conn, "transport", None) != "ssh" or not hasattr(conn, "_build_command"):
+            raise AnsibleError("maand.core.deploy_agent needs the ssh connection plugin (got %s)"
+                               % getattr(conn, "transport", "?"))
+        if conn.get_option("password"):
+            raise AnsibleError("maand.core.deploy_agent: rsync cannot use ansible_password; use an SSH key")
+        return [to_text(a) for a in conn._build_command(conn.get_option("ssh_executable") or "ssh", "ssh")]
+
+    def _rsync(self, args, request, outcomes):
+        """Sync the request's jobs; failed syncs become failed op outcomes and leave the request."""
+        syncs = [op for op in request["ops"] if op.get("sync")]
+        if not syncs:
+            return False
+        control_dir = _deploy_rsync.control_dir(args["run_dir"])
+        ssh = _deploy_rsync.ssh_command(self._ssh_argv(), args["verify_host"], control_dir)
+        changed = False
+        failed = set()
+        root = _deploy_remote.worker_root(request["bucket_id"])
+        for ids, argv in _deploy_rsync.commands(args["bucket"], syncs, root, self._connection.get_option("host") or self._connection.host, ssh,
+                                                sudo=bool(self._play_context.become)):
+            ok, did, msg = _deploy_rsync.run(argv, timeout=args["timeout"])
+            changed = changed or did
+            if not ok:
+                failed.update(ids)
+                outcomes.extend({"id": i, "ok": False, "msg": msg} for i in ids)
+        request["ops"] = [op for op in request["ops"] if op["id"] not in failed]
+        return changed
+
+    def _call(self, python, data):
+        res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
+        if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:
+            self._low_level_execute_command(_deploy_remote.install_command(), sudoable=True,
+                                            in_data=_deploy_remote.agent_source())
+            res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
+        return res
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        key = _deploy_run.step_key(args["step"])
+        host = args["host"]
+        request = _deploy_run.read_request(args["run_dir"], key, host)
+        if request is None:
+            result.update(skipped=True, changed=False, msg="nothing to do on %s in step %s" % (host, key))
+            return result
+        outcomes = []
+        answer, reason, changed = None, None, False
+        try:
+            changed = self._rsync(args, request, outcomes)
+            if request["ops"] or request["promote"]:
+                data = _deploy_remote.step_request(request["bucket_id"], request["ops"], request["promote"],
+                                                   timeout=args["timeout"], tail=args["tail"])
+                res = self._call(_deploy_remote.interpreter(task_vars, host), data)
+                answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                                             "agent on %s, step %s" % (host, key))
+            else:
+                answer = {"ok": True, "ops": [], "promotions": []}
+        except Exception as exc:  # unreachable, vanished, broken ssh: the host's ops fail, the play goes on
+            answer, reason = None, "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-500:])
+        if answer is not None:
+            answer.setdefault("ops", [])
+            answer["ops"] = outcomes + answer["ops"]
+        _deploy_run.write_result(args["run_dir"], key, host, answer, reason)
+        if answer is None:
+            result.update(changed=False, failed=False, msg="no answer from %s: %s" % (host, reason))
+            result["warnings"] = ["%s gave no answer in step %s; its operations count as failed: %s" % (host, key, reason)]
+            return result
+        bad = [o for o in answer.get("ops") or [] if not o.get("ok")]
+        bad += [p for p in answer.get("promotions") or [] if not p.get("ok")]
+        changed = changed or any(o.get("changed") for o in answer.get("ops") or []) or bool(answer.get("promotions"))
+        result.update(changed=changed, failed=False, ops=[o.get("id") for o in answer.get("ops") or []],
+                      msg="%d operation(s) failed (reported by the next step)" % len(bad) if bad else "ok")
+        return result

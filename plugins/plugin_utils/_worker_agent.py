@@ -1,0 +1,362 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The maand.core worker agent: everything one worker does in one deploy step (stdlib only).
+
+This file runs on the workers (Python >= 3.6, no third-party imports, no Ansible imports) and is
+imported by the controller's unit tests. The deploy copies it once per run to
+/opt/worker/.maand/agent-<sha12>.py and then calls it once per host per step:
+
+    python3 agent.py read <root>      -> the worker's promoted state (JSON on stdout)
+    python3 agent.py < request.json   -> apply one step for this host (JSON on stdout)
+
+A step request is {"root", "keep", "timeout", "tail", "promote": [promotion], "ops": [op]}: the
+pending promotions of earlier steps are written first, then the ops run in order. Every op and
+promotion gets its own outcome; one failing op does not stop the others (they belong to other jobs).
+
+Worker layout (as maand): /opt/worker/<bucket_id>/
+    worker.json          bucket_id, worker host, labels, update_seq
+    jobs.json            jobs allocated on this worker, with a disabled flag
+    jobs/<job>/          the job tree (rsync'd); data/, logs/, bin/ inside it belong to the worker
+    deploy/<job>.json    the promoted state of this allocation (written only after its gate passed)
+    deploy/<job>.pending a start ran but was not promoted yet: the next start stops it first
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+KEEP = ("data", "logs")
+MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+
+
+class OpFailed(Exception):
+    """One operation failed; the fields go into its outcome."""
+
+    def __init__(self, msg, **fields):
+        Exception.__init__(self, msg)
+        self.msg = msg
+        self.fields = fields
+
+
+# --- read ------------------------------------------------------------------------------------------
+
+def _load(path, bad):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError):
+        return None
+    except ValueError:
+        bad.append(path)
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def other_buckets(root):
+    """[{"bucket_id", "path"}] for every other bucket tree with a worker.json next to root."""
+    parent = os.path.dirname(root.rstrip("/")) or "/"
+    mine = os.path.basename(root.rstrip("/"))
+    out = []
+    for path in sorted(glob.glob(os.path.join(parent, "*", "worker.json"))):
+        folder = os.path.basename(os.path.dirname(path))
+        if folder == mine or folder.startswith("."):
+            continue
+        data = _load(path, [])
+        bucket_id = data.get("bucket_id") if isinstance(data, dict) else None
+        out.append({"bucket_id": bucket_id or folder, "path": os.path.dirname(path)})
+    return out
+
+
+def read_state(root):
+    """What a worker holds for one bucket: worker.json, jobs.json, promoted records, job trees."""
+    bad = []
+    out = {"exists": os.path.isdir(root), "worker": None, "jobs": None, "deployed": {}, "trees": [],
+           "pending": [], "bad": bad, "others": other_buckets(root)}
+    if not out["exists"]:
+        return out
+    out["worker"] = _load(os.path.join(root, "worker.json"), bad)
+    out["jobs"] = _load(os.path.join(root, "jobs.json"), bad)
+    for name in _listdir(os.path.join(root, "deploy")):
+        if name.startswith("."):
+            continue
+        if name.endswith(".json"):
+            rec = _load(os.path.join(root, "deploy", name), bad)
+            if isinstance(rec, dict):
+                out["deployed"][name[:-5]] = rec
+        elif name.endswith(".pending"):
+            out["pending"].append(name[:-8])
+    jobs = os.path.join(root, "jobs")
+    out["trees"] = [n for n in _listdir(jobs) if os.path.isdir(os.path.join(jobs, n))]
+    return out
+
+
+# --- files -----------------------------------------------------------------------------------------
+
+def atomic_write(path, text):
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def clean_job(folder, keep=KEEP):
+    """Delete a job tree except its kept folders (data/, logs/). Returns True when it deleted anything."""
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return False
+    changed = False
+    for name in _listdir(folder):
+        if name not in keep:
+            _remove(os.path.join(folder, name))
+            changed = True
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+    return changed
+
+
+def purge(root, keep=KEEP):
+    """Delete a bucket tree except jobs/*/data and jobs/*/logs. Returns True when it deleted anything."""
+    if not os.path.isdir(root):
+        return False
+    changed = False
+    jobs = os.path.join(root, "jobs")
+    for name in _listdir(jobs):
+        changed = clean_job(os.path.join(jobs, name), keep) or changed
+    for name in _listdir(root):
+        if name != "jobs":
+            _remove(os.path.join(root, name))
+            changed = True
+    for folder in (jobs, root):
+        try:
+            os.rmdir(folder)
+            changed = True
+        except OSError:
+            pass
+    return changed
+
+
+# --- make ------------------------------------------------------------------------------------------
+
+def has_makefile(folder):
+    return any(os.path.isfile(os.path.join(folder, m)) for m in MAKEFILES)
+
+
+def _kill_group(proc):
+    """Kill a timed-out make and everything it started (its own session), so its pipes close."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+
+
+def make(folder, target, env, label, timeout=None, tail=20):
+    """Run `make target` in folder; returns the output tail, raises OpFailed naming the cause."""
+    if not os.path.isdir(folder):
+        raise OpFailed("%s: job folder %s is missing on the worker" % (label, folder))
+    if not has_makefile(folder):
+        raise OpFailed("%s: no Makefile in %s; every job needs a Makefile with start/stop/restart targets"
+                       % (label, folder), reason="no_makefile")
+    full = dict(os.environ)
+    full.update(env or {})
+    try:
+        proc = subprocess.Popen(["make", target], cwd=folder, env=full, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
+    try:
+        data = proc.communicate(timeout=timeout or None)[0]
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        data = proc.communicate()[0]
+        lines = data.decode("utf-8", "replace").splitlines()[-int(tail or 20):]
+        raise OpFailed("%s: make %s timed out after %ss" % (label, target, timeout), rc=-1, output_tail=lines)
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines()[-int(tail or 20):]
+    if proc.returncode != 0:
+        if ("No rule to make target '%s'" % target) in text or ("No rule to make target `%s'" % target) in text:
+            raise OpFailed("%s: the Makefile has no '%s' target; add one (maand calls start, stop, restart and reload)"
+                           % (label, target), rc=proc.returncode, output_tail=lines, reason="missing_target")
+        raise OpFailed("%s: make %s failed (rc=%d)" % (label, target, proc.returncode),
+                       rc=proc.returncode, output_tail=lines)
+    return lines
+
+
+# --- one step ---------------------------------------------------------------------------------------
+
+class Step(object):
+    """The paths and options of one step request."""
+
+    def __init__(self, request):
+        self.root = request["root"]
+        self.keep = tuple(request.get("keep") or KEEP)
+        self.timeout = request.get("timeout")
+        self.tail = request.get("tail") or 20
+
+    def job_dir(self, job):
+        return os.path.join(self.root, "jobs", job)
+
+    def record(self, job):
+        return os.path.join(self.root, "deploy", "%s.json" % job)
+
+    def marker(self, job):
+        return os.path.join(self.root, "deploy", "%s.pending" % job)
+
+
+def promote(step, job, record):
+    """Write the promoted record of one allocation and drop its pending marker."""
+    atomic_write(step.record(job), json.dumps(record, sort_keys=True))
+    if os.path.exists(step.marker(job)):
+        os.unlink(step.marker(job))
+
+
+def _run_make(step, op, target, out, label):
+    lines = make(step.job_dir(op["job"]), target, op.get("env"), label, step.timeout, step.tail)
+    out["steps"].append("make %s" % target)
+    out["output_tail"] = lines
+    out["changed"] = True
+
+
+def do_run(step, op, out, label):
+    """run/stop: the make target (a start first stops a start that was never promoted), then promote."""
+    target = op.get("target")
+    job = op["job"]
+    if target == "start" and op.get("record") is not None:  # a deploy start (the job playbook has no record)
+        if os.path.exists(step.marker(job)):
+            try:
+                _run_make(step, op, "stop", out, label)
+            except OpFailed as exc:
+                out["steps"].append("stop of the unpromoted start failed (ignored): %s" % exc.msg)
+        atomic_write(step.marker(job), json.dumps({"alloc_id": (op.get("record") or {}).get("alloc_id")}))
+    if target:
+        _run_make(step, op, target, out, label)
+    if op.get("promote_now") and op.get("record") is not None:
+        promote(step, job, op["record"])
+        out["steps"].append("promote")
+        out["changed"] = True
+
+
+def do_meta(step, op, out):
+    atomic_write(os.path.join(step.root, "worker.json"), json.dumps(op["worker_json"], indent=2, sort_keys=True) + "\n")
+    atomic_write(os.path.join(step.root, "jobs.json"), json.dumps(op["jobs_json"], indent=2, sort_keys=True) + "\n")
+    for sub in ("jobs", "deploy"):
+        if not os.path.isdir(os.path.join(step.root, sub)):
+            os.makedirs(os.path.join(step.root, sub))
+    out["changed"] = True
+
+
+def do_remove(step, op, out, label):
+    job = op["job"]
+    folder = step.job_dir(job)
+    if op.get("target") and os.path.isdir(folder) and has_makefile(folder):
+        _run_make(step, op, op["target"], out, label)
+    if clean_job(folder, step.keep):
+        out["changed"] = True
+    for path in (step.record(job), step.marker(job)):
+        if os.path.exists(path):
+            os.unlink(path)
+            out["changed"] = True
+    out["steps"].append("remove")
+
+
+def apply_op(step, op):
+    """One operation -> its outcome {"id", "ok", "changed", "steps", ...}; never raises."""
+    out = {"id": op.get("id"), "ok": True, "changed": False, "steps": []}
+    kind = op.get("kind")
+    job = op.get("job")
+    label = "%s@%s" % (job, op.get("host")) if job else "worker %s" % op.get("host")
+    try:
+        if kind == "meta":
+            do_meta(step, op, out)
+        elif kind in ("run", "stop"):
+            do_run(step, op, out, label)
+        elif kind == "remove":
+            do_remove(step, op, out, label)
+        elif kind == "purge":
+            out["changed"] = purge(step.root, step.keep)
+            out["steps"].append("purge")
+        else:
+            raise OpFailed("unknown deploy operation %r" % (kind,))
+    except OpFailed as exc:
+        out.update(exc.fields)
+        out.update(ok=False, msg=exc.msg)
+    except (IOError, OSError) as exc:
+        out.update(ok=False, msg="%s: %s failed on the worker: %s" % (label, kind, exc))
+    return out
+
+
+def apply_promotion(step, entry):
+    try:
+        promote(step, entry["job"], entry["record"])
+        return {"id": entry.get("id"), "ok": True}
+    except (IOError, OSError) as exc:
+        return {"id": entry.get("id"), "ok": False,
+                "msg": "%s: promote failed on the worker: %s" % (entry.get("id"), exc)}
+
+
+def run_step(request):
+    """Promotions first, then the ops, in order. Returns the answer dict."""
+    step = Step(request)
+    promotions = [apply_promotion(step, p) for p in request.get("promote") or []]
+    ops = [apply_op(step, op) for op in request.get("ops") or []]
+    return {"ok": True, "promotions": promotions, "ops": ops}
+
+
+def main(argv=None, stdin=None, stdout=None):
+    argv = sys.argv[1:] if argv is None else argv
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    if argv[:1] == ["read"] and len(argv) == 2:
+        answer = read_state(argv[1])
+    elif not argv:
+        try:
+            request = json.loads(stdin.read())
+            if not isinstance(request, dict) or not isinstance(request.get("root"), str):
+                raise ValueError("the request must be an object with a root")
+        except ValueError as exc:
+            answer = {"ok": False, "msg": "bad agent request: %s" % exc}
+        else:
+            answer = run_step(request)
+    else:
+        answer = {"ok": False, "msg": "usage: agent.py [read <root>] (step request as JSON on stdin)"}
+    stdout.write(json.dumps(answer))
+    stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

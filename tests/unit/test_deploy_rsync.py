@@ -1,0 +1,44 @@
+"""The rsync commands of a deploy step (plugins/plugin_utils/_deploy_rsync.py)."""
+
+from __future__ import annotations
+
+import shlex
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_rsync as S
+
+SSH = ["ssh", "-C", "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", 'ControlPath="/root/.ansible/cp/abc"']
+
+
+def op(job, src=None):
+    return {"id": "%s@h" % job, "job": job, "src": src or "workspace/jobs/%s" % job, "sync": True}
+
+
+def test_one_rsync_for_all_jobs_named_after_their_folder():
+    cmds = S.commands("/b", [op("api"), op("web")], "/opt/worker/bid", "10.0.0.2", "ssh")
+    assert len(cmds) == 1
+    ids, argv = cmds[0]
+    assert ids == ["api@h", "web@h"]
+    assert argv[-3:] == ["/b/workspace/jobs/api", "/b/workspace/jobs/web", "10.0.0.2:/opt/worker/bid/jobs/"]
+    assert {"--delete", "--checksum", "--archive"} <= set(argv)
+    assert ["--exclude=/*/data", "--exclude=/*/logs", "--exclude=/*/bin"] == [a for a in argv if a.startswith("--exclude")]
+    assert "--rsync-path=mkdir -p /opt/worker/bid/jobs/ && rsync" in argv
+
+
+def test_a_job_in_another_folder_gets_its_own_rsync_and_sudo_prefix():
+    cmds = S.commands("/b", [op("api", "trees/api-v2")], "/opt/worker/bid", "fe80::1", "ssh", sudo=True)
+    ids, argv = cmds[0]
+    assert ids == ["api@h"] and argv[-2:] == ["/b/trees/api-v2/", "[fe80::1]:/opt/worker/bid/jobs/api/"]
+    assert "--exclude=/data" in argv and "--rsync-path=sudo mkdir -p /opt/worker/bid/jobs/api/ && sudo rsync" in argv
+
+
+def test_ssh_command_reuses_ansibles_control_path_or_adds_its_own():
+    words = shlex.split(S.ssh_command(SSH, verify_host=True, control_dir="/tmp/cm"))
+    assert words == SSH  # Ansible's ControlPath kept, nothing added
+    words = shlex.split(S.ssh_command(["ssh", "-o", "Port=2222"], verify_host=False, control_dir="/tmp/cm"))
+    assert words[:5] == ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
+    assert words[-6:] == ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath=/tmp/cm/%C"]
+
+
+def test_control_dir_is_short_and_stable(tmp_path):
+    a = S.control_dir("/very/long/" + "x" * 200)
+    assert len(a) < 40 and a == S.control_dir("/very/long/" + "x" * 200) != S.control_dir("/other")

@@ -1,0 +1,202 @@
+"""Every transition of the deploy run state (plugins/plugin_utils/_run_state.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _run_state as RS
+
+
+def op(job, host, action="start", kind="run", promote_now=False, step=1):
+    return {"id": "%s@%s" % (job, host), "kind": kind, "job": job, "host": host, "action": action,
+            "target": action, "promote_now": promote_now, "record": {"job": job, "hash": "h"}, "step": step}
+
+
+def gate(job, hosts):
+    return {"job": job, "hosts": hosts, "checks": [{"type": "tcp", "port": 1}], "attempts": 2}
+
+
+def ok_answer(req):
+    return {"ok": True, "promotions": [{"id": p["id"], "ok": True} for p in req.promote],
+            "ops": [{"id": o["id"], "ok": True} for o in req.ops]}
+
+
+PLAN = {
+    "bucket_id": "b1",
+    "job_waves": {"api": 0, "db": 0, "web": 1},
+    "rows": [{"job": j, "action": "start"} for j in ("api", "db", "web")],
+    "failures": [],
+    "steps": [
+        {"index": 0, "wave": None, "last_in_wave": True, "label": "reconcile",
+         "ops": {"h1": [{"id": "meta@h1", "kind": "meta", "job": None, "host": "h1", "action": "meta"}]}, "gates": []},
+        {"index": 1, "wave": 0, "last_in_wave": False, "label": "wave 0: api 1/2; db 1/1",
+         "ops": {"h1": [op("api", "h1")], "h2": [op("db", "h2", promote_now=True)]}, "gates": [gate("api", ["h1"])]},
+        {"index": 2, "wave": 0, "last_in_wave": True, "label": "wave 0: api 2/2",
+         "ops": {"h2": [op("api", "h2", step=2)]}, "gates": [gate("api", ["h2"])]},
+        {"index": 3, "wave": 1, "last_in_wave": True, "label": "wave 1: web",
+         "ops": {"h1": [op("web", "h1", step=3)], "h3": [op("web", "h3", step=3)]}, "gates": []},
+    ],
+}
+
+
+def run(plan, answer_for=ok_answer, gates=None, upto=None):
+    state = RS.new_state("r1", plan)
+    for step in plan["steps"][:upto]:
+        reqs = RS.requests_for_step(state, step)
+        answers = {h: answer_for(r) for h, r in reqs.items()}
+        state = RS.fold_step(state, step, answers, (gates or {}).get(step["index"], {g["job"]: None for g in step["gates"]}))
+    reqs = RS.requests_for_step(state, None)
+    state = RS.fold_step(state, None, {h: answer_for(r) for h, r in reqs.items()}, {})
+    return state
+
+
+def test_green_run_promotes_after_passed_gate_and_reports_ok():
+    state = RS.new_state("r1", PLAN)
+    state = RS.fold_step(state, PLAN["steps"][0], {"h1": {"ok": True, "ops": [{"id": "meta@h1", "ok": True}]}}, {})
+    reqs = RS.requests_for_step(state, PLAN["steps"][1])
+    assert sorted(reqs) == ["h1", "h2"] and reqs["h1"].promote == []
+    state = RS.fold_step(state, PLAN["steps"][1], {h: ok_answer(r) for h, r in reqs.items()}, {"api": None})
+    assert [p["id"] for p in state.pending["h1"]] == ["api@h1"]          # gated start: promote later
+    assert "h2" not in state.pending                                         # promote_now: done by the agent
+    reqs = RS.requests_for_step(state, PLAN["steps"][2])
+    assert sorted(reqs) == ["h1", "h2"]                                      # h1 only gets its promotion
+    assert reqs["h1"].ops == [] and [p["id"] for p in reqs["h1"].promote] == ["api@h1"]
+    state = run(PLAN)
+    report = RS.final_report(state, PLAN)
+    assert not report.failed, report.problems
+    assert state.pending == {} and state.steps_completed == [0, 1, 2, 3, RS.FINAL]
+    assert {d["id"] for d in report.done} == {"meta@h1", "api@h1", "db@h2", "api@h2", "web@h1", "web@h3"}
+
+
+def test_failing_make_target_fails_the_job_and_blocks_its_later_batches_and_waves():
+    def answer(req):
+        a = ok_answer(req)
+        for o in a["ops"]:
+            if o["id"] == "api@h1":
+                o.update(ok=False, msg="make start failed (rc=2)", output_tail=["boom"])
+        return a
+    state = run(PLAN, answer)
+    assert "api" in state.blocked and "web" in state.blocked and "db" not in state.blocked
+    assert "make start failed (rc=2)" in state.failed_by_job["api"][0] and "boom" in state.failed_by_job["api"][0]
+    ids = {d["id"] for d in state.done}
+    assert "api@h2" not in ids and "web@h1" not in ids and "db@h2" in ids
+    report = RS.final_report(state, PLAN)
+    assert report.failed and report.blocked_not_deployed == ["web"]
+
+
+def test_blocked_jobs_are_left_out_of_requests():
+    state = RS.new_state("r1", PLAN)
+    state.blocked = ["api"]
+    assert RS.requests_for_step(state, PLAN["steps"][2]) == {}
+
+
+def test_unreachable_host_fails_its_ops_and_promotions():
+    state = RS.new_state("r1", PLAN)
+    state.pending = {"h1": [{"id": "api@h1", "job": "api", "host": "h1", "record": {}, "step": 1}]}
+    state = RS.fold_step(state, PLAN["steps"][3], {"h1": None, "h3": ok_answer(RS.requests_for_step(state, PLAN["steps"][3])["h3"])},
+                         {}, reasons={"h1": "ssh: connection refused"})
+    assert state.pending == {}
+    assert any("api@h1: promote failed: no answer" in m for m in state.failed_by_job["api"])
+    assert "connection refused" in state.failed_by_job["web"][0]
+    assert [d["id"] for d in state.done] == ["web@h3"]
+
+
+def test_missing_answer_counts_as_no_result():
+    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][1], {"h2": ok_answer(RS.AgentRequest("h2", PLAN["steps"][1]["ops"]["h2"]))}, {"api": None})
+    assert "no result from the worker" in state.failed_by_job["api"][0]
+
+
+def test_agent_level_error_fails_every_op_of_the_host():
+    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][0], {"h1": {"ok": False, "msg": "bad agent request"}}, {})
+    assert "bad agent request" in state.errors[0] and state.done == []
+
+
+def test_op_the_agent_did_not_report_fails():
+    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][0], {"h1": {"ok": True, "ops": []}}, {})
+    assert "did not report" in state.errors[0]
+
+
+def test_failed_health_gate_fails_job_without_promotion():
+    state = run(PLAN, gates={1: {"api": ["h1: tcp h1:1: refused"]}})
+    assert "health gate of job api failed" in state.failed_by_job["api"][0]
+    assert not any(p["id"] == "api@h1" for ps in state.pending.values() for p in ps)
+    assert "web" in state.blocked
+    assert RS.final_report(state, PLAN).failed
+
+
+def test_gate_not_run_is_a_failure():
+    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][1],
+                         {h: ok_answer(r) for h, r in RS.requests_for_step(RS.new_state("r1", PLAN), PLAN["steps"][1]).items()}, {})
+    assert "was not run" in state.failed_by_job["api"][0]
+
+
+def test_gates_of_failed_or_blocked_jobs_are_not_run():
+    state = RS.new_state("r1", PLAN)
+    assert [g["job"] for g in RS.gates_to_run(state, PLAN["steps"][1])] == ["api"]
+    state.blocked = ["api"]
+    assert RS.gates_to_run(state, PLAN["steps"][1]) == [] and RS.gates_to_run(state, None) == []
+
+
+def test_failure_in_earlier_wave_blocks_later_waves_only_when_wave_is_over():
+    state = RS.new_state("r1", PLAN)
+    reqs = RS.requests_for_step(state, PLAN["steps"][1])
+    answers = {h: ok_answer(r) for h, r in reqs.items()}
+    answers["h2"]["ops"][0].update(ok=False, msg="x")
+    state = RS.fold_step(state, PLAN["steps"][1], answers, {"api": None})
+    assert state.blocked == ["db"]                       # wave 0 not over yet
+    state = RS.fold_step(state, PLAN["steps"][2], {"h1": ok_answer(RS.requests_for_step(state, PLAN["steps"][2])["h1"]),
+                                                   "h2": ok_answer(RS.requests_for_step(state, PLAN["steps"][2])["h2"])}, {"api": None})
+    assert state.blocked == ["db", "web"]                # wave 0 over: wave 1 blocked
+    assert RS.requests_for_step(state, PLAN["steps"][3]).keys() == {"h2"}  # only api@h2's promotion
+
+
+def test_late_promotion_failure_blocks_later_waves():
+    state = RS.new_state("r1", PLAN)
+    state.pending = {"h1": [{"id": "api@h1", "job": "api", "host": "h1", "record": {}, "step": 2}]}
+    req = RS.requests_for_step(state, PLAN["steps"][3])
+    answers = {h: ok_answer(r) for h, r in req.items()}
+    answers["h1"]["promotions"][0].update(ok=False, msg="disk full")
+    state = RS.fold_step(state, PLAN["steps"][3], answers, {})
+    assert "disk full" in state.failed_by_job["api"][0] and "web" in state.blocked
+
+
+def test_reconcile_failure_is_a_run_error():
+    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][0],
+                         {"h1": {"ok": True, "ops": [{"id": "meta@h1", "ok": False, "msg": "disk full"}]}}, {})
+    assert state.errors and not state.failed_by_job and RS.final_report(state, PLAN).failed
+
+
+def test_incomplete_run_is_failed():
+    state = run(PLAN, upto=2)
+    report = RS.final_report(state, PLAN)
+    assert report.failed and any("step(s) 2, 3" in p for p in report.problems)
+
+
+def test_unpromoted_pending_is_failed():
+    state = RS.new_state("r1", PLAN)
+    state.steps_completed = [0, 1, 2, 3]
+    state.pending = {"h1": [{"id": "api@h1", "job": "api"}]}
+    assert any("not promoted: api@h1" in p for p in RS.final_report(state, PLAN).problems)
+
+
+def test_plan_failures_are_reported():
+    plan = dict(PLAN, failures=[{"msg": "x@h9 not deployed: worker unreachable"}], steps=[])
+    assert RS.final_report(RS.new_state("r", plan), plan).problems == ["x@h9 not deployed: worker unreachable"]
+
+
+def test_json_round_trip_and_bad_files():
+    state = run(PLAN, gates={1: {"api": ["down"]}})
+    back = RS.RunState.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert back == state
+    for bad in (None, [], {"format": 99}, {"format": 1, "run_id": "x"}, {"format": 1, "run_id": "x", "bucket_id": "b", "zzz": 1}):
+        with pytest.raises(RS.StateError):
+            RS.RunState.from_dict(bad)
+
+
+def test_fold_does_not_mutate_input():
+    state = RS.new_state("r1", PLAN)
+    before = state.to_dict()
+    RS.fold_step(state, PLAN["steps"][1], {}, {})
+    assert state.to_dict() == before

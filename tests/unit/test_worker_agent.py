@@ -1,0 +1,202 @@
+"""The worker agent (plugins/plugin_utils/_worker_agent.py), imported on the controller against temp trees."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+
+MAKEFILE = ("start:\n\techo started >> data/s\nstop:\n\techo stopped >> data/s\n"
+            "restart:\n\t@echo line1; echo boom >&2; exit 4\nslow:\n\tsleep 5\n")
+
+
+@pytest.fixture
+def root(tmp_path):
+    r = tmp_path / "worker" / "bid"
+    job = r / "jobs" / "api"
+    for sub in ("data", "logs", "bin", "conf"):
+        (job / sub).mkdir(parents=True)
+    (job / "Makefile").write_text(MAKEFILE)
+    (job / "conf" / "a.conf").write_text("x")
+    (job / "data" / "db").write_text("precious")
+    (job / "logs" / "l").write_text("log")
+    return r
+
+
+def step(root, ops=(), promote=(), timeout=30):
+    return A.run_step({"root": str(root), "keep": ["data", "logs"], "timeout": timeout, "tail": 5,
+                       "ops": list(ops), "promote": list(promote)})
+
+
+def run_op(target, promote_now=True, record=None, **kw):
+    op = {"id": "api@h", "kind": "run", "job": "api", "host": "h", "action": target, "target": target,
+          "env": {"NEW_VERSION": "2"}, "promote_now": promote_now, "record": record or {"format": 1, "job": "api"}}
+    op.update(kw)
+    return op
+
+
+def test_start_promote_now_writes_record_and_clears_marker(root):
+    ans = step(root, [run_op("start")])
+    out = ans["ops"][0]
+    assert ans["ok"] and out["ok"] and out["steps"] == ["make start", "promote"]
+    assert (root / "jobs/api/data/s").read_text() == "started\n"
+    assert json.loads((root / "deploy/api.json").read_text()) == {"format": 1, "job": "api"}
+    assert not (root / "deploy/api.pending").exists()
+
+
+def test_gated_start_leaves_marker_then_promotion_in_next_call_clears_it(root):
+    step(root, [run_op("start", promote_now=False)])
+    assert (root / "deploy/api.pending").exists() and not (root / "deploy/api.json").exists()
+    ans = step(root, promote=[{"id": "api@h", "job": "api", "record": {"r": 1}}])
+    assert ans["promotions"] == [{"id": "api@h", "ok": True}]
+    assert json.loads((root / "deploy/api.json").read_text()) == {"r": 1}
+    assert not (root / "deploy/api.pending").exists()
+
+
+def test_unpromoted_start_is_stopped_before_retry(root):
+    step(root, [run_op("start", promote_now=False)])
+    ans = step(root, [run_op("start", promote_now=False)])
+    assert ans["ops"][0]["steps"] == ["make stop", "make start"]
+    assert (root / "jobs/api/data/s").read_text() == "started\nstopped\nstarted\n"
+
+
+def test_promotions_run_before_ops(root):
+    ans = step(root, [run_op("restart")], promote=[{"id": "api@h", "job": "api", "record": {"old": 1}}])
+    assert ans["promotions"][0]["ok"] and not ans["ops"][0]["ok"]
+    assert json.loads((root / "deploy/api.json").read_text()) == {"old": 1}
+
+
+def test_failing_target_reports_tail_and_does_not_promote(root):
+    out = step(root, [run_op("restart")])["ops"][0]
+    assert not out["ok"] and "make restart failed (rc=2)" in out["msg"] and out["rc"] == 2
+    assert "boom" in out["output_tail"] and "line1" in out["output_tail"]
+    assert not (root / "deploy/api.json").exists()
+
+
+def test_one_failing_op_does_not_stop_the_next(root):
+    ans = step(root, [run_op("restart"), {"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"w": 1}, "jobs_json": {"j": 1}}])
+    assert [o["ok"] for o in ans["ops"]] == [False, True]
+    assert json.loads((root / "worker.json").read_text()) == {"w": 1}
+
+
+def test_missing_target_makefile_and_folder_are_named(root):
+    out = step(root, [run_op("reload")])["ops"][0]
+    assert out["reason"] == "missing_target" and "has no 'reload' target" in out["msg"]
+    (root / "jobs/api/Makefile").unlink()
+    out = step(root, [run_op("start")])["ops"][0]
+    assert out["reason"] == "no_makefile"
+    out = step(root, [run_op("start", job="nope", id="nope@h")])["ops"][0]
+    assert "job folder" in out["msg"] and "missing" in out["msg"]
+
+
+def test_timeout(root):
+    out = step(root, [run_op("slow")], timeout=0.5)["ops"][0]
+    assert not out["ok"] and "timed out" in out["msg"] and out["rc"] == -1
+
+
+def test_stop_op_with_record(root):
+    out = step(root, [{"id": "api@h", "kind": "stop", "job": "api", "host": "h", "target": "stop",
+                       "promote_now": True, "record": {"running": False}}])["ops"][0]
+    assert out["ok"] and out["steps"] == ["make stop", "promote"]
+    assert json.loads((root / "deploy/api.json").read_text()) == {"running": False}
+
+
+def test_remove_keeps_data_and_logs(root):
+    (root / "deploy").mkdir()
+    (root / "deploy/api.json").write_text("{}")
+    (root / "deploy/api.pending").write_text("{}")
+    out = step(root, [{"id": "api@h", "kind": "remove", "job": "api", "host": "h", "target": "stop"}])["ops"][0]
+    assert out["ok"] and out["steps"] == ["make stop", "remove"]
+    assert sorted(p.name for p in (root / "jobs/api").iterdir()) == ["data", "logs"]
+    assert (root / "jobs/api/data/db").read_text() == "precious"
+    assert not (root / "deploy/api.json").exists() and not (root / "deploy/api.pending").exists()
+
+
+def test_purge_keeps_data_and_logs(root):
+    (root / "worker.json").write_text("{}")
+    out = step(root, [{"id": "purge@h", "kind": "purge", "host": "h"}])["ops"][0]
+    assert out["ok"] and out["changed"]
+    assert (root / "jobs/api/data/db").read_text() == "precious" and (root / "jobs/api/logs/l").exists()
+    assert not (root / "worker.json").exists() and not (root / "jobs/api/conf").exists()
+    assert step(root.parent / "gone", [{"id": "purge@h", "kind": "purge", "host": "h"}])["ops"][0]["changed"] is False
+
+
+def test_unknown_op(root):
+    out = step(root, [{"id": "x", "kind": "zap"}])["ops"][0]
+    assert not out["ok"] and "unknown deploy operation" in out["msg"]
+
+
+def test_read_state(root):
+    (root / "deploy").mkdir()
+    (root / "deploy/api.json").write_text(json.dumps({"format": 1}))
+    (root / "deploy/api.pending").write_text("{}")
+    (root / "deploy/bad.json").write_text("{nope")
+    (root / "worker.json").write_text(json.dumps({"bucket_id": "bid"}))
+    other = root.parent / "old"
+    other.mkdir()
+    (other / "worker.json").write_text(json.dumps({"bucket_id": "old"}))
+    (root.parent / ".maand").mkdir()
+    st = A.read_state(str(root))
+    assert st["exists"] and st["deployed"] == {"api": {"format": 1}} and st["pending"] == ["api"]
+    assert st["trees"] == ["api"] and st["bad"] == [str(root / "deploy/bad.json")]
+    assert st["others"] == [{"bucket_id": "old", "path": str(other)}]
+    missing = A.read_state(str(root.parent / "nope"))
+    assert not missing["exists"] and missing["deployed"] == {} and len(missing["others"]) == 2
+
+
+def test_main_read_step_and_bad_requests(root):
+    out = io.StringIO()
+    assert A.main(["read", str(root)], stdout=out) == 0
+    assert json.loads(out.getvalue())["trees"] == ["api"]
+    out = io.StringIO()
+    A.main([], stdin=io.StringIO(json.dumps({"root": str(root), "ops": [run_op("start")]})), stdout=out)
+    assert json.loads(out.getvalue())["ops"][0]["ok"]
+    for bad in ("{", "[]", "{}"):
+        out = io.StringIO()
+        A.main([], stdin=io.StringIO(bad), stdout=out)
+        assert json.loads(out.getvalue())["ok"] is False and "bad agent request" in out.getvalue()
+    out = io.StringIO()
+    A.main(["zap"], stdout=out)
+    assert "usage" in json.loads(out.getvalue())["msg"]
+
+
+def test_remove_with_failing_stop_deletes_nothing(root):
+    (root / "jobs/api/Makefile").write_text("stop:\n\texit 1\n")
+    out = step(root, [{"id": "api@h", "kind": "remove", "job": "api", "host": "h", "target": "stop"}])["ops"][0]
+    assert not out["ok"] and (root / "jobs/api/conf/a.conf").exists()
+
+
+def test_purge_keeps_only_job_data_and_logs(root):
+    (root / "worker.json").write_text("{}")
+    (root / "bin").mkdir()
+    (root / "jobs/empty").mkdir()
+    assert step(root, [{"id": "purge@h", "kind": "purge", "job": None, "host": "h"}])["ops"][0]["ok"]
+    assert sorted(p.name for p in root.iterdir()) == ["jobs"]
+    assert sorted(p.name for p in (root / "jobs").iterdir()) == ["api"]
+
+
+def test_meta_creates_a_new_root(tmp_path):
+    root = tmp_path / "new"
+    out = step(root, [{"id": "meta@h", "kind": "meta", "job": None, "host": "h",
+                       "worker_json": {"update_seq": 3}, "jobs_json": {"jobs": []}}])["ops"][0]
+    assert out["ok"] and (root / "jobs").is_dir() and (root / "deploy").is_dir()
+    assert json.loads((root / "worker.json").read_text()) == {"update_seq": 3}
+
+
+def test_job_playbook_start_leaves_no_pending_marker(root):
+    op = run_op("start", promote_now=False)
+    op["record"] = None
+    assert step(root, [op])["ops"][0]["ok"]
+    assert not (root / "deploy/api.pending").exists()
+
+
+def test_python36_syntax_of_the_agent():
+    # the agent runs on workers with Python >= 3.6: no f-strings with =, no walrus, no dataclasses imports
+    import ast
+    source = open(A.__file__.replace(".pyc", ".py")).read()
+    tree = ast.parse(source, feature_version=(3, 6))
+    names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
+    assert names <= {"glob", "json", "os", "shutil", "signal", "subprocess", "sys", "tempfile"}
