@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from ._catalog import atomic_write, bucket_lock
+from ._hardware import normalize_arch
 from ._model import MAAND_CONF, WORKERS_FILE, Bucket, load_maand_conf, load_workers
 from ._naming import group_name
 from ._problems import Report
@@ -269,7 +270,30 @@ def merge_facts(entry, result):
         part = _merge_field(entry, field_name, unit, unit_shown, value)
         if part is not None:
             parts.append(part)
+    part = _merge_arch(entry, result.get("arch"))
+    if part is not None:
+        parts.append(part)
     return parts
+
+
+def _merge_arch(entry, probed):
+    """Write the probed architecture (uname -m) as Juju's name (x86_64 -> amd64), which the `arch`
+    hardware constraint compares against; an unknown name or an equal value leaves the entry alone."""
+    try:
+        name = normalize_arch(probed)
+    except ValueError:
+        return None
+    if name is None:
+        return None
+    old = entry.get("arch")
+    try:
+        same = normalize_arch(old) == name
+    except ValueError:
+        same = False
+    if same:
+        return None
+    entry["arch"] = name
+    return "arch %s -> %s" % (old if old is not None else "(unset)", name)
 
 
 def plan_update(workers, facts):

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# the fleet hosts share the controller's kernel: facts writes its uname -m as Juju names it
+ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / ".collections"
 # The root conftest.py links .collections/ansible_collections/maand/core to this repository.
@@ -112,13 +115,15 @@ def test_facts_write_what_the_hosts_report(fleet3, tmp_path):
         assert new["cores"] == real["cores"]  # nproc on the host
         for key in ("labels", "tags", "hostname"):
             assert new.get(key) == old.get(key), key
-        assert list(new) == list(old) + [k for k in ("memory", "cpu", "cores", "storage") if k not in old]
+        assert new["arch"] == ARCH  # uname -m as Juju names it (the `arch` hardware constraint)
+        assert list(new) == list(old) + [k for k in ("memory", "cpu", "cores", "storage", "arch") if k not in old]
     assert "null" not in path.read_text()
 
     b = workers[1]["host"]
     real_b = real_capacity(fleet3, b)
     assert "%s: memory 1 MB -> %d MB, cpu unset -> %d MHz, cores unset -> %d, storage unset -> %d MB" % (
         b, real_b["memory"], real_b["cpu"], real_b["cores"], real_b["storage"]) in proc.output
+    assert "arch (unset) -> %s" % ARCH in proc.output
 
     # a second run finds nothing to do and does not touch the file
     before = path.stat()
@@ -201,7 +206,8 @@ def test_host_given_by_name(fleet3, tmp_path):
         real = real_capacity(fleet3, address)
         assert json.loads(path.read_text()) == [{
             "host": name, "labels": ["prod"], "memory": "%d mb" % real["memory"],
-            "cpu": "%d mhz" % real["cpu"], "cores": real["cores"], "storage": "%d mb" % real["storage"]}]
+            "cpu": "%d mhz" % real["cpu"], "cores": real["cores"], "storage": "%d mb" % real["storage"],
+            "arch": ARCH}]
 
         # unresolvable / unanswering names are reported by name
         path.write_text(json.dumps([{"host": name}, {"host": "nowhere.fleet.invalid"}], indent=2) + "\n")

@@ -436,3 +436,19 @@ def test_playbook_requires_the_bucket(tmp_path):
                           cwd=tmp_path, timeout=300, check=False)
     assert proc.returncode != 0
     assert "-e maand_bucket=DIR" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("probed, old, want, line", [
+    ("x86_64", None, "amd64", "a: arch (unset) -> amd64"),
+    ("aarch64", "amd64", "arm64", "a: arch amd64 -> arm64"),
+    ("x86_64", "amd64", None, None),      # equal once named as Juju names it: left alone
+    ("x86_64", "X86_64", None, None),
+    ("sparc64", None, None, None),        # unknown to Juju's list: not written
+    (None, None, None, None),
+])
+def test_arch_is_written_as_juju_names_it(probed, old, want, line):
+    entry = {"host": "a"} if old is None else {"host": "a", "arch": old}
+    result = {"arch": probed} if probed is not None else {}
+    new, lines = wfile.plan_update([entry], {"a": result})
+    assert lines == ([line] if line else [])
+    assert new[0].get("arch") == (want if want else old)
