@@ -1,14 +1,24 @@
-"""Deploy benchmark on the local SSH fleet (root, Linux; see tests/fleet/README.md).
+"""Deploy benchmark on the local SSH fleet (root, Linux; see tests/fleet/README.md). Not a test: never run by .ci/run.
 
-    python3 bench/bench_deploy.py [--hosts 8] [--jobs 5] [--runs 5] [--first-runs 3] [--json]
+    python3 bench/bench_deploy.py [--collection PATH] [--sizes 8,32,64] [--runs 3] [--big-runs 1]
+                                  [--forks 20] [--label NAME] [--out bench/results]
 
-With N fleet hosts and J jobs (every job on every host), it measures in one run:
-  (a) a first deploy (workers wiped before each repetition),
-  (b) a no-change redeploy,
-  (c) a one-task `ansible.builtin.ping` playbook over the same inventory (the floor),
-and prints the medians and the ratio b/c (goal: b within 2x of c). Each figure is the wall time
-of a whole `ansible-playbook` process, start-up and inventory parsing included, as a user sees it.
-The fleet is always torn down (by its pid files) at the end.
+For every fleet size N it starts N sshd hosts (tests/fleet/fleet.py), writes a bucket with 5 jobs
+(api, web, job2 on every worker; half1, half2 on every other worker; job2 and half2 form the second
+wave through a command demand), builds it, and measures with the same forks, in one run:
+  (a) first deploy (the workers' bucket folder wiped before each repetition),
+  (b) no-change redeploy,
+  (c) a content change of `api` (every worker, max_concurrent_upgrades 1 = N batches of one),
+      reported as the total and per batch, both total/N and (c - b)/N (the marginal cost of a batch),
+  (F) baseline `ansible maand_workers -m ansible.builtin.ping` on the same inventory,
+  (G) baseline playbook: one ansible.posix.synchronize of one job tree + one command per host.
+Each figure is the wall time of a whole ansible(-playbook) process, as a user sees it. Every run also
+counts its host-task results (ok + failed + skipped + unreachable from the PLAY RECAP, or the result
+lines of the ad-hoc ping) so a growth of N^2 is visible. Cheap figures (b, F, G) are the median of
+--runs repetitions, interleaved so load drifts hit them alike; (a) and (c) take --big-runs.
+Ratios: (b)/(F) (goal <= 2), (a)/(G) (goal <= 1.5), per-batch cost of (c) at the largest N over the
+smallest (goal <= 1.5). Writes <out>/deploy-<label>.json and .md. Every fleet is torn down by its
+pid files (tests/fleet/fleet.py down), also on failure.
 """
 
 from __future__ import annotations
@@ -16,106 +26,374 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 FLEET = REPO / "tests" / "fleet" / "fleet.py"
 
-from tests.integration.deploy.bucket import make_bucket  # noqa: E402
+from tests.integration.deploy.bucket import MAKEFILE, add_job, write  # noqa: E402
 
-PING = """---
-- name: Floor - one ping per host
-  hosts: all
+PING_PATTERN = "maand_workers"
+BASELINE_G = """---
+- name: Baseline G - one synchronize of one job tree and one command per host
+  hosts: maand_workers
   gather_facts: false
   tasks:
-    - name: Ping
-      ansible.builtin.ping:
+    - name: Sync one job tree
+      ansible.posix.synchronize:
+        src: "{{ bench_job_src }}"
+        dest: /opt/bench-g/
+    - name: Run one command in it
+      ansible.builtin.command:
+        cmd: make start
+        chdir: /opt/bench-g/api
+      changed_when: true
 """
+# The test jobs' Makefile, with a wall-clock stamp on every lifecycle line of logs/events.log: the spacing of
+# api's restarts across the workers gives the cost of one rolling batch whatever the engine prints.
+STAMPED_MAKEFILE = MAKEFILE.replace('echo "$(1) $(CURRENT_VERSION) $(NEW_VERSION)" >> $(LOG)',
+                                    'echo "$(1) $(CURRENT_VERSION) $(NEW_VERSION) $$(date +%s.%N)" >> $(LOG)')
+assert STAMPED_MAKEFILE != MAKEFILE, "tests/integration/deploy/bucket.py MAKEFILE changed; update the stamp"
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
+ADHOC = re.compile(r"^\S+ \| (SUCCESS|CHANGED|FAILED!?|UNREACHABLE!?)", re.M)
 
 
-def env():
-    e = dict(os.environ)
-    e.setdefault("ANSIBLE_CONFIG", str(REPO / "ansible.cfg"))
-    e.setdefault("ANSIBLE_COLLECTIONS_PATH", str(REPO / ".collections"))
-    e["ANSIBLE_FORCE_COLOR"] = "0"
-    e.setdefault("ANSIBLE_PYTHON_INTERPRETER", "/usr/bin/python3")  # the fleet targets' python (docs: tests/fleet)
-    return e
+@dataclass
+class Run:
+    seconds: float
+    results: int  # host-task results of the run (0 when it was stopped at the time limit)
+    changed: int
+    complete: bool = True
+    batches: int = 0  # (c): api restarts seen on the workers
+    batch_interval_s: float = 0.0  # (c): (last restart - first restart) / (restarts - 1)
 
 
-def link_collection():
-    link = REPO / ".collections" / "ansible_collections" / "maand" / "core"
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not link.is_symlink():
-        link.symlink_to(REPO)
+@dataclass
+class Series:
+    runs: list = field(default_factory=list)
+
+    @property
+    def median(self):
+        return statistics.median(r.seconds for r in self.runs)
+
+    @property
+    def results(self):
+        return self.runs[0].results if self.runs else 0
+
+    def as_json(self):
+        return {"median_s": round(self.median, 3), "results": self.results,
+                "runs": [asdict(r) for r in self.runs]}
 
 
-def timed(cmd, expect_changed=None):
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=str(REPO), env=env(), capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit("command failed (rc=%d): %s\n%s" % (proc.returncode, " ".join(cmd), proc.stdout[-4000:] + proc.stderr[-2000:]))
-    changed = sum(int(n) for n in re.findall(r"changed=(\d+)", proc.stdout))
-    if expect_changed is not None and bool(changed) != expect_changed:
-        raise SystemExit("unexpected changed=%d for %s\n%s" % (changed, " ".join(cmd), proc.stdout[-3000:]))
-    return elapsed
+class Bench:
+    """One fleet size: fleet, bucket, and the commands to time."""
+
+    def __init__(self, n, work: Path, collections: Path, forks: int):
+        self.n, self.work, self.collections, self.forks = n, work, collections, forks
+        self.state = work / "fleet"
+        self.bucket = work / "bucket"
+        self.hosts = []
+        self.bucket_id = None
+
+    def env(self):
+        e = dict(os.environ)
+        e["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
+        e["ANSIBLE_COLLECTIONS_PATH"] = str(self.collections)
+        e["ANSIBLE_FORKS"] = str(self.forks)
+        e["ANSIBLE_FORCE_COLOR"] = "0"
+        e["ANSIBLE_NOCOLOR"] = "1"
+        e["ANSIBLE_STDOUT_CALLBACK"] = "default"
+        e["ANSIBLE_PYTHON_INTERPRETER"] = "/usr/bin/python3"
+        return e
+
+    def run(self, cmd, expect_changed=None, what="", limit=None):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=str(REPO), env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:  # stop it as Ctrl-C would (Ansible stops its workers), then hard
+            elapsed = time.perf_counter() - t0
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            return Run(round(elapsed, 3), 0, 0, complete=False)
+        proc = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+        elapsed = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise SystemExit("%s failed (rc=%d): %s\n%s" % (what, proc.returncode, " ".join(cmd),
+                                                            proc.stdout[-4000:] + proc.stderr[-2000:]))
+        recap = RECAP.findall(proc.stdout)
+        if recap:
+            results = sum(int(ok) + int(unr) + int(failed) + int(skipped) for _h, ok, _c, unr, failed, skipped in recap)
+            changed = sum(int(c) for _h, _o, c, _u, _f, _s in recap)
+        else:  # ad-hoc: one result line per host
+            lines = ADHOC.findall(proc.stdout)
+            results, changed = len(lines), sum(1 for s in lines if s == "CHANGED")
+        if expect_changed is not None and bool(changed) != expect_changed:
+            raise SystemExit("%s: unexpected changed=%d\n%s" % (what, changed, proc.stdout[-3000:]))
+        return Run(round(elapsed, 3), results, changed)
+
+    def up(self):
+        proc = subprocess.run([sys.executable, str(FLEET), "up", "--state-dir", str(self.state), "--hosts", str(self.n),
+                               "--name", "bd%d-%d" % (self.n, os.getpid() % 1000)], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise SystemExit("fleet up (%d hosts) failed: %s" % (self.n, proc.stderr[-2000:]))
+        self.hosts = json.loads(proc.stdout)
+        if len(self.hosts) != self.n:
+            raise SystemExit("fleet up returned %d hosts, wanted %d" % (len(self.hosts), self.n))
+
+    def down(self):
+        proc = subprocess.run([sys.executable, str(FLEET), "down", "--state-dir", str(self.state)],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            print("WARNING: fleet down failed: %s" % proc.stderr[-2000:], file=sys.stderr)
+
+    def write_bucket(self):
+        b = self.bucket
+        write(b / "maand.yml", "plugin: maand.core.workspace\n")
+        write(b / "maand.conf", 'job_config_selector = ""\n')
+        write(b / "workspace" / "bucket.conf", 'port_min = "30000"\nport_max = "39999"\n')
+        workers = [{"host": h["address"], "labels": ["worker"] + (["half"] if i % 2 == 0 else [])}
+                   for i, h in enumerate(self.hosts)]
+        write(b / "workspace" / "workers.json", json.dumps(workers, indent=2) + "\n")
+        subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(self.state), "--bucket", str(b)],
+                       check=True, capture_output=True, text=True)
+        ready = {"command_ready": {"executed_on": ["cli"]}}
+
+        def after(job):
+            return {"command_after": {"executed_on": ["cli"],
+                                      "demands": {"job": job, "command": "command_ready"}}}
+
+        add_job(b, "api", files={"conf/api.conf": "threads=0\n"}, makefile=STAMPED_MAKEFILE, commands=ready)
+        add_job(b, "web", files={"conf/site.conf": "listen=80\n", "static/index.html": "<h1>v1</h1>\n"},
+                restart_policy="reload", restart_globs=["conf/*.conf"], max_concurrent_upgrades=2)
+        add_job(b, "job2", files={"app.txt": "job 2\n", "bin.sh": "#!/bin/sh\necho hi\n"}, commands=after("api"))
+        add_job(b, "half1", files={"app.txt": "half 1\n"}, selectors=["half"], commands=ready)
+        add_job(b, "half2", files={"app.txt": "half 2\n"}, selectors=["half"], commands=after("half1"))
+
+    def build(self):
+        run = self.run(["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.build",
+                        "-e", "maand_bucket=%s" % self.bucket], what="build")
+        catalog = json.loads((self.bucket / "data" / "catalog.json").read_text())
+        self.bucket_id = catalog["bucket_id"]
+        return run, catalog
+
+    def deploy(self, expect_changed, limit=None):
+        return self.run(["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.deploy"],
+                        expect_changed=expect_changed, what="deploy", limit=limit)
+
+    def wipe_workers(self):
+        for h in self.hosts:
+            shutil.rmtree(Path(h["opt_dir"]) / "worker", ignore_errors=True)
+
+    def ping(self):
+        return self.run(["ansible", "-i", str(self.bucket / "maand.yml"), PING_PATTERN, "-m", "ansible.builtin.ping"],
+                        expect_changed=False, what="ping")
+
+    def baseline_g(self, playbook):
+        for h in self.hosts:
+            shutil.rmtree(Path(h["opt_dir"]) / "bench-g", ignore_errors=True)
+        return self.run(["ansible-playbook", "-i", str(self.bucket / "maand.yml"), str(playbook),
+                         "-e", "bench_job_src=%s" % (self.bucket / "workspace" / "jobs" / "api")],
+                        expect_changed=True, what="baseline G")
+
+    def api_restart_stamps(self, since):
+        stamps = []
+        for h in self.hosts:
+            log_file = Path(h["opt_dir"]) / "worker" / self.bucket_id / "jobs" / "api" / "logs" / "events.log"
+            if log_file.exists():
+                for line in log_file.read_text().splitlines():
+                    parts = line.split()
+                    if parts and parts[0] == "restart" and float(parts[-1]) >= since:
+                        stamps.append(float(parts[-1]))
+        return sorted(stamps)
+
+
+def measure(n, runs, args, collections):
+    work = Path(tempfile.mkdtemp(prefix="maand-bench-deploy-%d-" % n))
+    b = Bench(n, work, collections, args.forks)
+    out = {"hosts": n}
+    try:
+        b.up()
+        b.write_bucket()
+        build, catalog = b.build()
+        out["allocations"] = len(catalog.get("allocations", []))
+        out["build_s"] = build.seconds
+        playbook = work / "baseline_g.yml"
+        playbook.write_text(BASELINE_G)
+        first, nochange, ping, base_g, change = Series(), Series(), Series(), Series(), Series()
+        for _ in range(args.big_runs):
+            b.wipe_workers()
+            first.runs.append(b.deploy(expect_changed=True))
+            log("  N=%d (a) first deploy %.1fs, %d results" % (n, first.runs[-1].seconds, first.runs[-1].results))
+        for _ in range(runs):  # interleaved, so load drifts hit all three alike
+            nochange.runs.append(b.deploy(expect_changed=False))
+            ping.runs.append(b.ping())
+            base_g.runs.append(b.baseline_g(playbook))
+            log("  N=%d (b) %.1fs  (F) %.1fs  (G) %.1fs" % (n, nochange.runs[-1].seconds, ping.runs[-1].seconds,
+                                                          base_g.runs[-1].seconds))
+        for i in range(args.big_runs):
+            write(b.bucket / "workspace" / "jobs" / "api" / "conf" / "api.conf", "threads=%d\n" % (i + 1))
+            b.build()
+            since = time.time()
+            run = b.deploy(expect_changed=True, limit=args.change_limit or None)
+            stamps = b.api_restart_stamps(since)
+            run.batches = len(stamps)
+            run.batch_interval_s = round((stamps[-1] - stamps[0]) / (len(stamps) - 1), 3) if len(stamps) > 1 else 0.0
+            change.runs.append(run)
+            if run.complete and run.batches != n:
+                raise SystemExit("(c) restarted api on %d of %d workers" % (run.batches, n))
+            log("  N=%d (c) rolling change %.1fs%s, %d results, %d batches, %.2fs between batches" % (
+                n, run.seconds, "" if run.complete else " (stopped at the limit)", run.results, run.batches,
+                run.batch_interval_s))
+            if not run.complete:
+                break  # the deploy lock of the stopped run stays on the workers
+        out.update({"a_first": first.as_json(), "b_nochange": nochange.as_json(), "c_change": change.as_json(),
+                    "F_ping": ping.as_json(), "G_sync_command": base_g.as_json()})
+        complete = [r for r in change.runs if r.complete]
+        out["c_complete"] = bool(complete)
+        out["c_per_batch_s"] = round(statistics.median(r.seconds for r in complete) / n, 4) if complete else None
+        out["c_batch_interval_s"] = statistics.median(r.batch_interval_s for r in change.runs)
+        out["c_marginal_per_batch_s"] = (round((statistics.median(r.seconds for r in complete) - nochange.median) / n, 4)
+                                         if complete else None)
+        out["ratio_b_F"] = round(nochange.median / ping.median, 3)
+        out["ratio_a_G"] = round(first.median / base_g.median, 3)
+        return out
+    finally:
+        b.down()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def collection_info(path: Path):
+    def git(*a):
+        p = subprocess.run(["git", "-C", str(path), *a], capture_output=True, text=True, check=False)
+        return p.stdout.strip()
+    return {"path": str(path), "commit": git("rev-parse", "--short", "HEAD"), "subject": git("log", "-1", "--format=%s"),
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def fmt(value, unit=" s", digits=1):
+    return "-" if value is None else ("%.*f%s" % (digits, value, unit))
+
+
+def markdown(result):
+    sizes = result["sizes"]
+    lines = ["Deploy benchmark `%s` (%s @ %s), %s, %s cores, forks %d, medians of %s runs for (b)/(F)/(G), %d for (a)/(c)." % (
+        result["label"], result["collection"]["path"], result["collection"]["commit"], result["date"],
+        result["cores"], result["forks"], args_runs(result), result["big_runs"]), "",
+        "| N | allocs | (a) first | (b) no-change | (c) change total | (c)/N | ((c)-(b))/N | (c) between batches "
+        "| (F) ping | (G) sync+cmd | (b)/(F) | (a)/(G) | host-task results a / b / c / F / G |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s in sizes:
+        c = s["c_change"]
+        total = fmt(c["median_s"]) if s["c_complete"] else "stopped at %.0f s after %d of %d batches" % (
+            c["runs"][0]["seconds"], c["runs"][0]["batches"], s["hosts"])
+        lines.append("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %d / %d / %s / %d / %d |" % (
+            s["hosts"], s["allocations"], fmt(s["a_first"]["median_s"]), fmt(s["b_nochange"]["median_s"]), total,
+            fmt(s["c_per_batch_s"], digits=2), fmt(s["c_marginal_per_batch_s"], digits=2),
+            fmt(s["c_batch_interval_s"], digits=2), fmt(s["F_ping"]["median_s"]), fmt(s["G_sync_command"]["median_s"]),
+            s["ratio_b_F"], s["ratio_a_G"], s["a_first"]["results"], s["b_nochange"]["results"],
+            c["results"] if s["c_complete"] else "-", s["F_ping"]["results"], s["G_sync_command"]["results"]))
+    g = result["goals"]
+    lines += ["", "Goals: (b)/(F) <= 2 at every N: %s; (a)/(G) <= 1.5 at every N: %s; cost of a batch of (c) at N=%d over "
+              "N=%d (goal <= 1.5): %s by the spacing of the restarts, %s by (c)/N, %s by ((c)-(b))/N: %s." % (
+                  yes(g["b_F_met"]), yes(g["a_G_met"]), g["batch_hi"], g["batch_lo"], fmt(g["batch_ratio_interval"], "", 2),
+                  fmt(g["batch_ratio_total"], "", 2), fmt(g["batch_ratio_marginal"], "", 2), yes(g["batch_met"]))]
+    return "\n".join(lines) + "\n"
+
+
+def args_runs(result):
+    return "/".join(str(s.get("runs", result["runs"])) for s in result["sizes"])
+
+
+def yes(flag):
+    return "met" if flag else "NOT met"
+
+
+def ratio(hi, lo):
+    return round(hi / lo, 3) if hi is not None and lo else None
+
+
+def goals(sizes):
+    lo, hi = sizes[0], sizes[-1]
+    interval = ratio(hi["c_batch_interval_s"], lo["c_batch_interval_s"])
+    return {"b_F_met": all(s["ratio_b_F"] <= 2 for s in sizes), "a_G_met": all(s["ratio_a_G"] <= 1.5 for s in sizes),
+            "batch_lo": lo["hosts"], "batch_hi": hi["hosts"], "batch_ratio_interval": interval,
+            "batch_ratio_total": ratio(hi["c_per_batch_s"], lo["c_per_batch_s"]),
+            "batch_ratio_marginal": ratio(hi["c_marginal_per_batch_s"], lo["c_marginal_per_batch_s"]),
+            "batch_met": interval is not None and interval <= 1.5}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hosts", type=int, default=8)
-    ap.add_argument("--jobs", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=5, help="repetitions of (b) and (c)")
-    ap.add_argument("--first-runs", type=int, default=3, help="repetitions of (a)")
-    ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--collection", default=str(REPO), help="checkout of maand.core to measure (default: this repo)")
+    ap.add_argument("--sizes", default="8,32,64", help="comma-separated fleet sizes")
+    ap.add_argument("--runs", default="3", help="repetitions of (b), (F), (G): one number, or one per size (3,3,1)")
+    ap.add_argument("--big-runs", type=int, default=1, help="repetitions of (a) and (c)")
+    ap.add_argument("--forks", type=int, default=20)
+    ap.add_argument("--change-limit", type=float, default=0,
+                    help="stop (c) after this many seconds and report the batches done and their spacing (0: no limit)")
+    ap.add_argument("--label", default=None, help="name of the result files (default: the collection's folder name)")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results"), help="folder for deploy-<label>.json/.md")
     args = ap.parse_args(argv)
-    link_collection()
-    work = Path(tempfile.mkdtemp(prefix="maand-bench-deploy-"))
-    state = work / "fleet"
+    collection = Path(args.collection).resolve()
+    if not (collection / "galaxy.yml").is_file():
+        ap.error("--collection %s: no galaxy.yml there; pass a checkout of maand.core" % collection)
+    sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
+    counts = [int(r) for r in args.runs.split(",")]
+    if len(counts) not in (1, len(sizes)):
+        ap.error("--runs %s: give one number or one per size (%d)" % (args.runs, len(sizes)))
+    runs = dict(zip(sizes, counts * len(sizes) if len(counts) == 1 else counts))
+    label = args.label or collection.name
+    coll_dir = Path(tempfile.mkdtemp(prefix="maand-bench-collections-"))
+    (coll_dir / "ansible_collections" / "maand").mkdir(parents=True)
+    (coll_dir / "ansible_collections" / "maand" / "core").symlink_to(collection)
+    result = {"label": label, "collection": collection_info(collection), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "cores": os.cpu_count(), "machine": platform.platform(), "forks": args.forks, "runs": args.runs,
+              "big_runs": args.big_runs, "jobs": 5, "sizes": []}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     try:
-        up = subprocess.run([sys.executable, str(FLEET), "up", "--state-dir", str(state), "--hosts", str(args.hosts),
-                             "--name", "bdeploy"], capture_output=True, text=True, check=False)
-        if up.returncode != 0:
-            raise SystemExit("fleet up failed: %s" % up.stderr[-2000:])
-        hosts = json.loads(up.stdout)
-        bucket = make_bucket(work / "bucket", state, n_jobs=args.jobs, health=False)
-        inv = ["-i", str(bucket / "maand.yml")]
-        timed(["ansible-playbook", *inv, "maand.core.build", "-e", "maand_bucket=%s" % bucket])
-        bucket_id = json.loads((bucket / "data" / "catalog.json").read_text())["bucket_id"]
-        ping = work / "ping.yml"
-        ping.write_text(PING)
-
-        first, nochange, floor = [], [], []
-        for dummy in range(args.first_runs):
-            for h in hosts:
-                shutil.rmtree(Path(h["opt_dir"]) / "worker" / bucket_id, ignore_errors=True)
-            first.append(timed(["ansible-playbook", *inv, "maand.core.deploy"], expect_changed=True))
-        for dummy in range(args.runs):  # interleaved so load drifts hit both alike
-            nochange.append(timed(["ansible-playbook", *inv, "maand.core.deploy"], expect_changed=False))
-            floor.append(timed(["ansible-playbook", *inv, str(ping)], expect_changed=False))
-        med = {k: statistics.median(v) for k, v in (("first", first), ("nochange", nochange), ("ping", floor))}
-        ratio = med["nochange"] / med["ping"]
-        print("deploy benchmark: %d hosts x %d jobs (%d allocations), forks from ansible.cfg, pipelining on"
-              % (args.hosts, args.jobs, args.hosts * args.jobs))
-        print("  (a) first deploy        median %6.2fs  runs %s" % (med["first"], ", ".join("%.2f" % x for x in first)))
-        print("  (b) no-change redeploy  median %6.2fs  runs %s" % (med["nochange"], ", ".join("%.2f" % x for x in nochange)))
-        print("  (c) ping floor          median %6.2fs  runs %s" % (med["ping"], ", ".join("%.2f" % x for x in floor)))
-        print("  ratio b/c = %.2f (goal <= 2.0)  a/c = %.2f" % (ratio, med["first"] / med["ping"]))
-        if args.json:
-            print(json.dumps({"hosts": args.hosts, "jobs": args.jobs, "median_s": med, "ratio_b_c": ratio,
-                              "runs": {"first": first, "nochange": nochange, "ping": floor}}))
-        return 0
+        for n in sizes:
+            t0 = time.time()
+            log("N=%d: measuring %s" % (n, collection))
+            result["sizes"].append(measure(n, runs[n], args, coll_dir))
+            result["sizes"][-1]["runs"] = runs[n]
+            result["sizes"][-1]["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
+            result["sizes"][-1]["elapsed_s"] = round(time.time() - t0)
+            log("N=%d: done in %.0fs" % (n, time.time() - t0))
+            md = save(result, out, label)  # after every size, so a long run leaves its finished sizes
     finally:
-        subprocess.run([sys.executable, str(FLEET), "down", "--state-dir", str(state)], capture_output=True, text=True, check=False)
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(coll_dir, ignore_errors=True)
+    print(md)
+    return 0
+
+
+def save(result, out, label):
+    result["goals"] = goals(result["sizes"])
+    (out / ("deploy-%s.json" % label)).write_text(json.dumps(result, indent=2) + "\n")
+    md = markdown(result)
+    (out / ("deploy-%s.md" % label)).write_text(md)
+    return md
 
 
 if __name__ == "__main__":
