@@ -9,7 +9,8 @@ module: deploy_agent
 short_description: "Run one deploy step on one worker"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - "Internal task of the C(maand.core.deploy) role."
   - "Reads the worker's request for the step from the run folder, runs one C(rsync) for all of the worker's jobs
     that changed (over Ansible's own SSH connection: same ControlPath; C(data/), C(logs/), C(bin/) excluded,

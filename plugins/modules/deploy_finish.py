@@ -9,7 +9,8 @@ module: deploy_finish
 short_description: "Finish a deploy: catalog cleanup, unlock, report"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - "Internal last step of the C(maand.core.deploy) role, run once on the controller."
   - "Drops from C(data/catalog.json) the removed allocations whose cleanup succeeded (and removed workers assumed
     dead), then removed workers and jobs that hold no rows any more; releases the deploy lock; fails listing every

@@ -9,7 +9,9 @@ module: deploy_job
 short_description: "Run a Makefile target of a deployed job on a worker"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role and the C(maand.core.job) playbook; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.deploy) role and the C(maand.core.job) playbook; its options
+    and results may change in any release without notice. Do not call it from your own playbooks or
+    roles."
   - "Runs C(make <target>) in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION)=C(NEW_VERSION)=the job's
     version. Used by the C(maand.core.job) playbook."
   - "Does not change the deploy state. C(status) never reports a change."

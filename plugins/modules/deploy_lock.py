@@ -9,7 +9,8 @@ module: deploy_lock
 short_description: "Take or release a bucket's deploy lock"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - "Runs on the controller (no connection). Used by the C(maand.core.deploy) role; run it once, delegated to localhost."
   - "C(state=present) writes C(<bucket>/data/deploy.lock) naming the ansible-playbook process (pid, start time, host).
     A lock whose owner is alive makes the task fail (the deploy refuses to start); a lock whose owner is gone is stale

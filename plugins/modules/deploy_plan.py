@@ -9,7 +9,8 @@ module: deploy_plan
 short_description: "Compute the deploy plan of a maand bucket"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - "Runs on the controller. Reads C(<bucket>/data/catalog.json), hashes every job tree file by file, and combines
     that with the worker states registered by M(maand.core.deploy_state) to decide, for every allocation, start,
     restart, reload, sync, skip, stop, remove or purge, and why."

@@ -9,7 +9,8 @@ module: deploy_state
 short_description: "Read a worker's promoted deploy state"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json), every C(deploy/<job>.json) and the pending
     markers in one SSH round trip, with the worker agent (C(plugins/plugin_utils/_worker_agent.py)); lists the
     other bucket ids found under C(/opt/worker/)."

@@ -9,7 +9,8 @@ module: deploy_step
 short_description: "Advance a deploy run by one step (controller side)"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - "Internal task of the C(maand.core.deploy) role, run once on the controller before each step."
   - "Folds the step in flight into the run state (C(<run_dir>/state.json)): reads the per-host result files the
     C(maand.core.deploy_agent) tasks wrote (a missing file fails that host's operations), runs the health gates of

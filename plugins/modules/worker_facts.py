@@ -13,7 +13,8 @@ module: worker_facts
 short_description: Probe a maand worker's memory, CPU and storage capacity
 version_added: "1.0.0"
 description:
-  - "Private: internal to the C(maand.core.facts) playbook; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.facts) playbook; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - Runs on a worker and reports the capacity that C(workspace/workers.json) declares for it,
     the same values C(maand worker_facts) probes.
   - Memory is C(MemTotal) from C(/proc/meminfo), in MB (KiB / 1024, rounded down).

@@ -16,7 +16,8 @@ module: workers_file
 short_description: Read a bucket's workers.json for probing, and write probed capacity back safely
 version_added: "1.0.0"
 description:
-  - "Private: internal to the C(maand.core.facts) playbook; its options and results may change in any release without notice. Do not call it from your own playbooks or roles."
+  - "Private: internal to the C(maand.core.facts) playbook; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
   - Controller-side half of the playbook C(maand.core.facts); runs on the controller, never on a worker.
   - With O(operation=load), reads C(<bucket>/maand.conf) and C(<bucket>/workspace/workers.json),
     validates them, and returns the workers to probe (filtered by O(labels) and O(hosts)) with the

@@ -99,7 +99,7 @@ def test_a_crashing_gate_propagates_and_leaves_the_step_unfolded(bucket):
         DR.advance(run_dir, 2, boom)
     state = DR.load_state(run_dir)
     assert state.in_flight == 1 and 1 not in state.steps_completed
-    assert DR.finish(run_dir, boom if False else no_gates)[2].failed
+    assert DR.finish(run_dir, no_gates)[2].failed
 
 
 def test_steps_cannot_run_twice_or_out_of_plan(bucket):

@@ -88,7 +88,7 @@ def test_ssh_probe_warns_as_not_honoured_and_fails_in_strict(tmp_path):
     root = init_bucket(tmp_path)
     ws(root, "workers.json", APP_WORKER)
     job(root, "app", {"selectors": ["app"], "health_check": {"checks": [{"type": "ssh", "command": "true"}]}})
-    result, _ = build(root)
+    result = build(root)[0]
     assert result.report.ok
     assert [w.field for w in result.report.warnings if w.unhonoured] == ["health_check.checks[0]"]
     result.report.apply_strict()
@@ -127,7 +127,7 @@ def test_reload_policy_needs_a_reload_target(tmp_path, makefile, ok):
 def test_reload_target_with_include_only_warns(tmp_path):
     root = init_bucket(tmp_path)
     job(root, "a", {"restart_policy": "reload"}, makefile="include common.mk\nstart:\n\ttrue\n")
-    result, _ = build(root)
+    result = build(root)[0]
     assert result.report.ok and any(w.field == "reload" for w in result.report.warnings)
 
 
@@ -154,8 +154,8 @@ def app_job(root, name="api", ports=None, files=None):
 
 PROM_CASES = [
     ("scrapeAndKV", "TestBuildPrometheusCatalog_scrapeAndKV", True,
-     lambda r: app_job(r, ports={"api_metrics_port": {}}, files={"scrape.yaml": SCRAPE_IMPLICIT,
-                                                                  "alerts/slo.yaml": ALERT_OK}), None),
+     lambda r: app_job(r, ports={"api_metrics_port": {}},
+                       files={"scrape.yaml": SCRAPE_IMPLICIT, "alerts/slo.yaml": ALERT_OK}), None),
     ("scrapeWithoutAllocations", "TestBuildPrometheusCatalog_scrapeWithoutAllocations", True,
      lambda r: app_job(r, ports={"api_metrics_port": {}}, files={
          "scrape.yaml": "- job_name: api\n  static_configs:\n    - targets:\n        - maand:port/api_metrics_port\n"}), None),

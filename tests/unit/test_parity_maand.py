@@ -16,6 +16,7 @@ from ansible_collections.maand.core.plugins.plugin_utils._units import parse_ver
 from tests.bucket_factory import write
 from tests.maand_init import init_bucket, job, ws
 
+
 def no_workers_json(root):
     os.remove(os.path.join(str(root), "workspace", "workers.json"))
 
