@@ -237,16 +237,16 @@ def measure(n, runs, args, collections):
         playbook = work / "baseline_g.yml"
         playbook.write_text(BASELINE_G)
         first, nochange, ping, base_g, change = Series(), Series(), Series(), Series(), Series()
-        for _ in range(args.big_runs):
+        for dummy in range(args.big_runs):
             b.wipe_workers()
             first.runs.append(b.deploy(expect_changed=True))
             log("  N=%d (a) first deploy %.1fs, %d results" % (n, first.runs[-1].seconds, first.runs[-1].results))
-        for _ in range(runs):  # interleaved, so load drifts hit all three alike
+        for dummy in range(runs):  # interleaved, so load drifts hit all three alike
             nochange.runs.append(b.deploy(expect_changed=False))
             ping.runs.append(b.ping())
             base_g.runs.append(b.baseline_g(playbook))
-            log("  N=%d (b) %.1fs  (F) %.1fs  (G) %.1fs" % (n, nochange.runs[-1].seconds, ping.runs[-1].seconds,
-                                                          base_g.runs[-1].seconds))
+            log("  N=%d (b) %.1fs  (F) %.1fs  (G) %.1fs" % (
+                n, nochange.runs[-1].seconds, ping.runs[-1].seconds, base_g.runs[-1].seconds))
         for i in range(args.big_runs):
             write(b.bucket / "workspace" / "jobs" / "api" / "conf" / "api.conf", "threads=%d\n" % (i + 1))
             b.build()
