@@ -1,0 +1,86 @@
+"""Job spec inheritance (seed 004): Maelstrom's CollapsedJobSpec::new, ported as a table.
+
+tests/data/maelstrom/collapse.json holds every assert_eq! of the collapse tests in
+maelstrom-software/maelstrom crates/maelstrom-client-process/src/collapsed_job_spec.rs (mod tests:
+missing_parent, parent_loop, parent_traversal_short_circuits, layers, enable_writable_file_system,
+environment, working_directory, mounts, network, user, group, image_parent*), written as manifests.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
+    SpecError, collapse_spec, parse_parent)
+
+TABLE = json.loads((Path(__file__).resolve().parent.parent / "data" / "maelstrom" / "collapse.json").read_text())
+
+
+@pytest.mark.parametrize("case", TABLE["cases"], ids=[c["test"] for c in TABLE["cases"]])
+def test_maelstrom_collapse(case):
+    if "expected" in case:
+        assert collapse_spec(case["job"], case["containers"]).to_dict() == case["expected"]
+        return
+    with pytest.raises(SpecError) as info:
+        collapse_spec(case["job"], case["containers"])
+    assert str(info.value).startswith(case["error"])
+
+
+def test_table_covers_every_collapse_test():
+    names = {c["test"].split("#")[0] for c in TABLE["cases"]}
+    assert len(TABLE["cases"]) == 70
+    assert {"missing_parent", "parent_loop", "layers", "environment", "mounts", "network", "user",
+            "group", "working_directory", "enable_writable_file_system"} <= names
+
+
+def test_missing_parent_names_chain():
+    containers = {"base": {"parent": {"container": "gone"}}}
+    with pytest.raises(SpecError, match=r'job -> "base" -> "gone"\); create containers/gone.json'):
+        collapse_spec({"parent": {"container": "base"}}, containers)
+
+
+def test_explicit_false_is_a_value():
+    containers = {"a": {"enable_writable_file_system": True, "parent": {"container": "b"}},
+                  "b": {"network": "loopback"}}
+    job = {"enable_writable_file_system": False, "parent": {"container": "a"}}
+    got = collapse_spec(job, containers).to_dict()
+    assert got["enable_writable_file_system"] is False and got["network"] == "loopback"
+
+
+def test_use_sets_narrow_along_the_chain():
+    containers = {
+        "a": {"parent": {"container": "b", "use": ["user", "layers"]}, "layers": ["a"]},
+        "b": {"parent": {"container": "c"}, "user": None, "group": 7, "layers": ["b"]},
+        "c": {"user": 5, "group": 8, "layers": ["c"]},
+    }
+    got = collapse_spec({"parent": {"container": "a", "use": ["user", "group", "layers"]}}, containers)
+    # group is cut at a -> b (a's use lacks it) although b and c have one; user comes from c.
+    assert (got.user, got.group, got.layers) == (5, None, ["c", "b", "a"])
+
+
+def test_map_environment_in_chain_is_one_element():
+    containers = {"base": {"environment": {"A": "1"}}}
+    got = collapse_spec({"environment": [{"vars": {"B": "2"}, "extend": False}],
+                         "parent": {"container": "base"}}, containers).to_dict()
+    assert got["environment"] == [{"vars": {"A": "1"}, "extend": True}, {"vars": {"B": "2"}, "extend": False}]
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("base", "must be"),
+    ({"use": ["layers"]}, 'exactly one of "container" or "image"'),
+    ({"container": "a", "image": "b"}, "exactly one"),
+    ({"container": "a", "uses": []}, "unknown key"),
+    ({"container": ""}, "non-empty name"),
+    ({"container": "a", "use": ["layer"]}, r"unknown field\(s\) 'layer'"),
+    ({"image": "a", "use": ["user"]}, r"unknown field\(s\) 'user'; choose from layers, environment, working_directory"),
+    ({"container": "a", "use": "layers"}, "must be a list"),
+])
+def test_malformed_parent(value, fragment):
+    with pytest.raises(SpecError, match=fragment):
+        parse_parent(value)
+
+
+def test_malformed_parent_in_container_names_file():
+    with pytest.raises(SpecError, match=r"containers/a.json: parent.use"):
+        collapse_spec({"parent": {"container": "a"}}, {"a": {"parent": {"container": "b", "use": ["x"]}}})
