@@ -35,8 +35,8 @@ class SubstituteError(SpecError):
     UNKNOWN_VARIABLE = "UnknownVariable"
     LOOKUP_ERROR = "LookupError"
 
-    def __init__(self, kind: str, var: Optional[str] = None, detail: str = ""):
-        self.kind, self.var, self.detail = kind, var, detail
+    def __init__(self, kind: str, var: Optional[str] = None, detail: str = "", source: str = "env"):
+        self.kind, self.var, self.detail, self.source = kind, var, detail, source
         super().__init__(self._describe())
 
     def _describe(self) -> str:
@@ -45,14 +45,16 @@ class SubstituteError(SpecError):
         if self.kind == self.INVALID_VARIABLE:
             return '$ must be followed by "$", "env{", or "prev{" (write $$ for a literal $)'
         if self.kind == self.UNKNOWN_VARIABLE:
-            return f"unknown variable {self.var!r} (set it, or give a default: ${{env{{{self.var}:-value}}}})"
+            where = "the controller's environment" if self.source == "env" else "an earlier environment element"
+            return (f"unknown variable {self.var!r} (set it in {where}, or give a default: "
+                    f"${self.source}{{{self.var}:-value}})")
         return f"error looking up variable {self.var!r}: {self.detail}"
 
 
 Lookup = Callable[[str], Optional[str]]
 
 
-def _handle_variable(out: list, text: str, lookup: Lookup) -> None:
+def _handle_variable(out: list, text: str, lookup: Lookup, source: str) -> None:
     """One ``NAME}rest`` or ``NAME:-default}rest`` after ``$env{``/``$prev{``."""
     var, brace, rest = text.partition("}")
     if not brace:
@@ -63,11 +65,11 @@ def _handle_variable(out: list, text: str, lookup: Lookup) -> None:
     except SubstituteError:
         raise
     except Exception as exc:  # the lookup's own failure, wrapped as Maelstrom's LookupError
-        raise SubstituteError(SubstituteError.LOOKUP_ERROR, var, str(exc)) from None
+        raise SubstituteError(SubstituteError.LOOKUP_ERROR, var, str(exc), source) from None
     if sep and not value:  # default applies when unset or empty
         value = default
     if value is None:
-        raise SubstituteError(SubstituteError.UNKNOWN_VARIABLE, var)
+        raise SubstituteError(SubstituteError.UNKNOWN_VARIABLE, var, source=source)
     out.append(value)
     out.append(rest)
 
@@ -87,9 +89,9 @@ def substitute(text: str, env_lookup: Lookup, prev_lookup: Lookup) -> str:
             out.append("$")
             out.append(nxt)
         elif piece.startswith("env{"):
-            _handle_variable(out, piece[4:], env_lookup)
+            _handle_variable(out, piece[4:], env_lookup, "env")
         elif piece.startswith("prev{"):
-            _handle_variable(out, piece[5:], prev_lookup)
+            _handle_variable(out, piece[5:], prev_lookup, "prev")
         else:
             raise SubstituteError(SubstituteError.INVALID_VARIABLE)
     return "".join(out)
@@ -171,7 +173,7 @@ def environment_eval(initial: Mapping[str, str], specs, env_lookup: Lookup) -> d
 
 
 def _named(exc: SubstituteError, where: str) -> SubstituteError:
-    err = SubstituteError(exc.kind, exc.var, exc.detail)
+    err = SubstituteError(exc.kind, exc.var, exc.detail, exc.source)
     err.args = (f"{where}: {exc}",)
     err.where = where
     return err

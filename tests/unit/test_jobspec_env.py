@@ -114,3 +114,12 @@ def test_extend_merges_and_replace_drops(initial, vars_):
     assert environment_eval(initial, [{"vars": vars_, "extend": True}], {}.get) == dict(
         sorted({**initial, **vars_}.items()))
     assert environment_eval(initial, [{"vars": vars_, "extend": False}], {}.get) == dict(sorted(vars_.items()))
+
+
+def test_unknown_variable_hint_names_the_right_source():
+    with pytest.raises(SubstituteError) as info:
+        substitute("$prev{X}", {}.get, {}.get)
+    assert str(info.value).endswith("(set it in an earlier environment element, or give a default: $prev{X:-value})")
+    with pytest.raises(SubstituteError) as info:
+        substitute("$env{Y}", {}.get, {}.get)
+    assert str(info.value).endswith("(set it in the controller's environment, or give a default: $env{Y:-value})")
