@@ -279,15 +279,35 @@ def _own_fields(spec: Mapping, where: str) -> CollapsedSpec:
     )
 
 
-def collapse_spec(job: Mapping, containers: Mapping[str, Mapping]) -> CollapsedSpec:
+class ContainerIndex:
+    """Named container specs, each parsed once (own fields and parent) however many jobs use it."""
+
+    def __init__(self, containers: Mapping[str, Mapping]):
+        self._raw = containers
+        self._parsed: dict = {}
+
+    def get(self, name: str):
+        """(own fields, parent) of container ``name``, or None when there is no such container."""
+        if name not in self._parsed:
+            spec = self._raw.get(name)
+            if spec is None:
+                return None
+            where = f"containers/{name}.json: "
+            self._parsed[name] = (_own_fields(spec, where), parse_parent(spec.get("parent"), where + "parent"))
+        return self._parsed[name]
+
+
+def collapse_spec(job: Mapping, containers) -> CollapsedSpec:
     """Fold the parent chain of ``job`` into one spec, as Maelstrom's CollapsedJobSpec::new.
 
-    The use set starts as every vector field plus each optional field the job leaves unset; each
-    container parent narrows it to its ``use``; an optional field leaves the set once a value is found
-    (an explicit false is a value). The walk stops when the set is empty (a missing parent beyond that
-    point is not looked up), at a container without parent, or at an image, which is kept with the
-    image fields still wanted (None when none is). Errors name the chain.
+    ``containers`` maps names to container specs (or is a ContainerIndex, to parse each once for many
+    jobs). The use set starts as every vector field plus each optional field the job leaves unset;
+    each container parent narrows it to its ``use``; an optional field leaves the set once a value
+    is found (an explicit false is a value). The walk stops when the set is empty (a missing parent
+    beyond that point is not looked up), at a container without parent, or at an image, which is
+    kept with the image fields still wanted (None when none is). Errors name the chain.
     """
+    index = containers if isinstance(containers, ContainerIndex) else ContainerIndex(containers)
     out = _own_fields(job, "")
     mask = {u for u in CONTAINER_USES if u in VECTOR_USES or getattr(out, u) is None}
     chain: list = []
@@ -300,8 +320,8 @@ def collapse_spec(job: Mapping, containers: Mapping[str, Mapping]) -> CollapsedS
         mask &= parent.use
         if not mask:
             break
-        spec = containers.get(parent.name)
-        if spec is None:
+        found = index.get(parent.name)
+        if found is None:
             raise SpecError(f'couldn\'t find parent container "{parent.name}"'
                             + f" (chain: {_chain(chain + [parent.name])}); create containers/{parent.name}.json "
                             "or fix the parent's \"container\" name")
@@ -309,9 +329,15 @@ def collapse_spec(job: Mapping, containers: Mapping[str, Mapping]) -> CollapsedS
             raise SpecError("parent loop found: " + " -> ".join(f'"{n}"' for n in chain + [parent.name])
                             + "; break the loop by removing one \"parent\"")
         chain.append(parent.name)
-        mask = _inherit(out, _own_fields(spec, f"containers/{parent.name}.json: "), mask)
-        parent = parse_parent(spec.get("parent"), f"containers/{parent.name}.json: parent")
+        own, parent = found
+        mask = _inherit(out, own, mask)
     return out
+
+
+def collapse_specs(jobs: Mapping[str, Mapping], containers: Mapping[str, Mapping]) -> dict:
+    """collapse_spec for every job (name -> manifest), parsing each container once."""
+    index = ContainerIndex(containers)
+    return {name: collapse_spec(job, index) for name, job in jobs.items()}
 
 
 def _inherit(out: CollapsedSpec, parent: CollapsedSpec, mask: set) -> set:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
-    SpecError, collapse_spec, parse_parent)
+    SpecError, collapse_spec, collapse_specs, parse_parent)
 
 TABLE = json.loads((Path(__file__).resolve().parent.parent / "data" / "maelstrom" / "collapse.json").read_text())
 
@@ -84,3 +84,11 @@ def test_malformed_parent(value, fragment):
 def test_malformed_parent_in_container_names_file():
     with pytest.raises(SpecError, match=r"containers/a.json: parent.use"):
         collapse_spec({"parent": {"container": "a"}}, {"a": {"parent": {"container": "b", "use": ["x"]}}})
+
+
+def test_collapse_specs_parses_each_container_once_and_matches_single():
+    containers = {"a": {"parent": {"container": "b"}, "layers": ["a"]}, "b": {"user": 3, "layers": ["b"]}}
+    jobs = {f"j{i}": {"parent": {"container": "a"}, "layers": [f"own{i}"]} for i in range(3)}
+    got = collapse_specs(jobs, containers)
+    assert {n: s.to_dict() for n, s in got.items()} == {n: collapse_spec(j, containers).to_dict() for n, j in jobs.items()}
+    assert got["j2"].layers == ["b", "a", "own2"] and got["j2"].user == 3
