@@ -82,3 +82,21 @@ def test_schedule_order_example():
 def test_schedule_order_errors(jobs, fragment):
     with pytest.raises(AnsibleFilterError, match="maand.core.schedule_order: .*" + fragment):
         schedule_order(jobs)
+
+
+def test_docs_worked_example():
+    # docs/jobspec.md "one base spec shared by three jobs"
+    base = {"environment": [{"vars": {"PATH": "/usr/local/bin:/usr/bin:/bin", "LOG_LEVEL": "$env{LOG_LEVEL:-info}"},
+                             "extend": False}],
+            "user": "maand", "group": "maand", "working_directory": "bin", "layers": ["layers/common"]}
+    web = {"selectors": ["web"], "parent": {"container": "base"},
+           "environment": {"PORT": "8080", "PATH": "/opt/web/bin:$prev{PATH}"}, "priority": 1}
+    worker = {"selectors": ["worker"], "parent": {"container": "base", "use": ["environment", "layers"]},
+              "user": "nobody", "timeout": 120, "estimated_duration": 30}
+    got = collapse_spec(web, containers={"base": base})
+    assert (got["user"], got["group"], got["working_directory"], got["layers"]) == ("maand", "maand", "bin", ["layers/common"])
+    assert job_environment(got["environment"]) == {
+        "LOG_LEVEL": "info", "PATH": "/opt/web/bin:/usr/local/bin:/usr/bin:/bin", "PORT": "8080"}
+    got = collapse_spec(worker, containers={"base": base})
+    assert (got["user"], got["group"], got["working_directory"], got["layers"]) == ("nobody", None, None, ["layers/common"])
+    assert job_environment(got["environment"])["LOG_LEVEL"] == "info"
