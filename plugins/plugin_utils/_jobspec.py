@@ -438,7 +438,7 @@ def makespan(runs: list) -> float:
 
 def makespan_lower_bound(durations: list, slots: int) -> float:
     """No schedule on ``slots`` slots ends before max(longest, sum / slots)."""
-    return max(max(durations, default=0.0), sum(durations) / slots)
+    return max([0.0, sum(durations) / slots, *durations])
 
 
 @dataclass
@@ -475,7 +475,7 @@ class BrokerModel:
         return sent
 
     def _start(self, worker: _Worker) -> tuple:
-        _, _, job = heapq.heappop(self.queue)
+        job = heapq.heappop(self.queue)[-1]
         worker.pending.append(job.name)
         return (worker.wid, job.name)
 
@@ -574,7 +574,7 @@ def _validate_container_fields(spec: Mapping) -> list:
                 check(spec[name], name)
             except SpecError as exc:
                 text = str(exc)
-                field_, _, message = text.partition(": ")
+                field_, message = text.split(": ", 1)
                 problems.append(FieldProblem(field_, message, _FIXES[name]))
     return problems
 

@@ -32,9 +32,9 @@ def test_maelstrom_duration_cmp(lhs, rhs, want):
 
 @pytest.mark.parametrize("case", TABLE["queued_job_ordering"]["cases"])
 def test_maelstrom_queued_job_ordering(case):
-    lhs, rhs = QueuedJob("1", *case["lhs"]), QueuedJob("2", *case["rhs"])
-    assert queued_cmp(lhs, rhs) == case["cmp"]
-    assert queued_cmp(rhs, lhs) == -case["cmp"]
+    first, second = QueuedJob("1", *case["lhs"]), QueuedJob("2", *case["rhs"])
+    assert queued_cmp(first, second) == case["cmp"]
+    assert queued_cmp(second, first) == -case["cmp"]
 
 
 @pytest.mark.parametrize("case", TABLE["broker"], ids=[c["test"] for c in TABLE["broker"]])
@@ -112,7 +112,7 @@ def test_broker_with_one_worker_pops_in_schedule_order(jobs):
     broker = BrokerModel()
     broker.jobs_ready(jobs)
     sent = broker.worker_connected(1, len(jobs) + 1)
-    assert [name for _, name in sent] == [j.name for j in schedule_order(jobs)]
+    assert [pair[1] for pair in sent] == [j.name for j in schedule_order(jobs)]
 
 
 _durations = st.lists(st.integers(1, 12).map(float), min_size=1, max_size=7)
