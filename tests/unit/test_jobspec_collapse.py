@@ -92,3 +92,83 @@ def test_collapse_specs_parses_each_container_once_and_matches_single():
     got = collapse_specs(jobs, containers)
     assert {n: s.to_dict() for n, s in got.items()} == {n: collapse_spec(j, containers).to_dict() for n, j in jobs.items()}
     assert got["j2"].layers == ["b", "a", "own2"] and got["j2"].user == 3
+
+
+# --- Property: collapse_spec agrees with a field-by-field restatement of the rules ---
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (  # noqa: E402
+    CONTAINER_USES, IMAGE_USES, VECTOR_USES)
+
+_OPTIONAL_VALUES = {
+    "enable_writable_file_system": st.booleans(), "working_directory": st.sampled_from(["a", "b"]),
+    "network": st.sampled_from(["disabled", "loopback"]), "user": st.integers(0, 3), "group": st.integers(0, 3),
+}
+
+
+@st.composite
+def _spec(draw, tag):
+    spec = {}
+    for name in CONTAINER_USES:
+        if not draw(st.booleans()):
+            continue
+        if name == "environment":
+            spec[name] = [{"vars": {"K": tag}, "extend": True}]
+        elif name in VECTOR_USES:
+            spec[name] = [f"{name}-{tag}"] if name == "layers" else [{"type": "tmp", "mount_point": "/" + tag}]
+        else:
+            spec[name] = draw(_OPTIONAL_VALUES[name])
+    return spec
+
+
+@st.composite
+def _chains(draw):
+    depth = draw(st.integers(0, 4))
+    uses = [draw(st.one_of(st.none(), st.lists(st.sampled_from(CONTAINER_USES), unique=True))) for _ in range(depth)]
+    job = draw(_spec("job"))
+    containers = {f"c{i}": draw(_spec(f"c{i}")) for i in range(1, depth + 1)}
+    for i in range(depth):
+        parent = {"container": f"c{i + 1}"} | ({} if uses[i] is None else {"use": uses[i]})
+        (job if i == 0 else containers[f"c{i}"])["parent"] = parent
+    image_use = draw(st.one_of(st.none(), st.lists(st.sampled_from(IMAGE_USES), unique=True)))
+    if draw(st.booleans()):
+        parent = {"image": "img"} | ({} if image_use is None else {"use": image_use})
+        (job if depth == 0 else containers[f"c{depth}"])["parent"] = parent
+    return job, containers, uses, (image_use if image_use is not None else list(IMAGE_USES))
+
+
+def _reference(job, containers, uses, image_use):
+    chain = [containers[f"c{i}"] for i in range(1, len(uses) + 1)]
+    expected, still_wanted = {}, set()
+    for name in CONTAINER_USES:
+        reach = 0  # how many containers up the chain this field can be taken from
+        for use in uses:
+            if use is not None and name not in use:
+                break
+            reach += 1
+        own = job.get(name)
+        if name in VECTOR_USES:
+            value = [x for c in reversed(chain[:reach]) for x in c.get(name, [])] + (own or [])
+            wanted = reach == len(chain)
+        else:
+            value = own
+            for c in chain[:reach]:
+                if value is not None:
+                    break
+                value = c.get(name)
+            wanted = value is None and reach == len(chain)
+        expected[name] = value
+        if wanted:
+            still_wanted.add(name)
+    has_image = "image" in (chain[-1] if chain else job).get("parent", {})
+    image_fields = [u for u in IMAGE_USES if u in still_wanted and u in image_use] if has_image else []
+    expected["environment"] = [{"vars": e["vars"], "extend": True} for e in expected["environment"]]
+    expected["image"] = {"name": "img", "use": image_fields} if image_fields else None
+    return expected
+
+
+@given(_chains())
+def test_collapse_matches_field_by_field_rules(data):
+    job, containers, uses, image_use = data
+    assert collapse_spec(job, containers).to_dict() == _reference(job, containers, uses, image_use)
