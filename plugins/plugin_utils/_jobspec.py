@@ -411,6 +411,7 @@ class SlotRun:
     slot: int
     start: float
     end: float
+    estimated_duration: Optional[float] = None
 
 
 def lpt_plan(jobs: list, slots: int, unknown: float = 0.0) -> list:
@@ -427,7 +428,7 @@ def lpt_plan(jobs: list, slots: int, unknown: float = 0.0) -> list:
     for job in schedule_order(jobs):
         slot = min(range(slots), key=lambda s: (free[s], s))
         length = job.estimated_duration if job.estimated_duration is not None else unknown
-        runs.append(SlotRun(job.name, slot, free[slot], free[slot] + length))
+        runs.append(SlotRun(job.name, slot, free[slot], free[slot] + length, job.estimated_duration))
         free[slot] += length
     return runs
 
@@ -765,3 +766,58 @@ def _read_json(path: PurePosixPath, name: str):
 def job_environment_of(integrated: IntegratedSpec, env_lookup: Lookup) -> dict:
     """The final environment of a spec with its image read in (Maelstrom's evaluate_environment)."""
     return environment_eval(integrated.initial_environment, integrated.spec.environment, env_lookup)
+
+
+# --- Deploy helpers: run history (kept by deploy under the bucket's data/) and a worker's plan ---
+
+HISTORY_VERSION = 1
+
+
+def history_record(history: Optional[Mapping], job: str, target: str, seconds: float, failed: bool) -> dict:
+    """A new history document with one more measured run of ``job``'s make ``target``.
+
+    The document is plain JSON: {"version": 1, "targets": {"<job>/<target>": {"timings": [...],
+    "failed": bool}}}; the last MAX_TIMINGS durations are kept. The input is not modified.
+    """
+    targets = dict((history or {}).get("targets") or {})
+    key = f"{job}/{target}"
+    old = targets.get(key) or {}
+    targets[key] = {"timings": record_timing(old.get("timings") or [], seconds), "failed": bool(failed)}
+    return {"version": HISTORY_VERSION, "targets": dict(sorted(targets.items()))}
+
+
+def history_lookup(history: Optional[Mapping], job: str, target: str) -> HistoryHint:
+    """The HistoryHint of ``job``'s ``target`` from a history document (never run: (1, None))."""
+    entry = ((history or {}).get("targets") or {}).get(f"{job}/{target}") or {}
+    timings = [t for t in entry.get("timings") or [] if isinstance(t, (int, float)) and t >= 0]
+    return history_hint(timings, bool(entry.get("failed")))
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of a worker's step as deploy sees it: manifest priority and estimate (or None)."""
+
+    name: str
+    priority: int = 0
+    estimated_duration: Optional[float] = None
+
+
+def plan_worker(jobs: list, target: str, slots: int, history: Optional[Mapping] = None) -> list:
+    """The LPT plan of one worker's step: manifest priority + history bump, manifest estimate else
+    the history mean (Maelstrom's test runners), on ``slots`` parallel slots."""
+    queued = []
+    for job in jobs:
+        hint = history_lookup(history, job.name, target)
+        estimate = job.estimated_duration if job.estimated_duration is not None else hint.estimated_duration
+        priority = max(PRIORITY_MIN, min(PRIORITY_MAX, job.priority + hint.priority_bump))
+        queued.append(QueuedJob(job.name, priority, estimate))
+    return lpt_plan(queued, slots)
+
+
+def format_plan(worker: str, runs: list) -> list:
+    """Plan lines for --check --diff: one per job, in start order, with slot and estimate."""
+    lines = [f"{worker}: {len(runs)} job(s) on {1 + max((r.slot for r in runs), default=0)} slot(s)"]
+    for run in runs:
+        est = run.estimated_duration
+        lines.append(f"  {run.name}: slot {run.slot}, estimate " + ("unknown" if est is None else f"{est:g} s"))
+    return lines

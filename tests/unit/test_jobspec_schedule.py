@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
-    BrokerModel, HistoryHint, QueuedJob, SpecError, duration_cmp, history_hint, lpt_plan, makespan,
+    BrokerModel, HistoryHint, PlannedJob, QueuedJob, SpecError, duration_cmp, format_plan, history_hint,
+    history_lookup, history_record, lpt_plan, makespan, plan_worker,
     makespan_lower_bound, queued_cmp, record_timing, schedule_order)
 
 TABLE = json.loads((Path(__file__).resolve().parent.parent / "data" / "maelstrom" / "schedule.json").read_text())
@@ -148,3 +149,33 @@ def test_lpt_within_graham_4_3_of_optimum(durations, slots):
     # Longest-processing-time first is within (4/3 - 1/(3k)) of the optimum (Graham 1969).
     runs = lpt_plan([QueuedJob(f"j{i}", 0, d) for i, d in enumerate(durations)], slots)
     assert makespan(runs) <= (4 / 3 - 1 / (3 * slots)) * _optimum(durations, slots) + 1e-9
+
+
+def test_history_record_and_lookup():
+    doc = None
+    for seconds in (1, 2, 3, 10):
+        doc = history_record(doc, "web", "start", seconds, failed=False)
+    assert doc == {"version": 1, "targets": {"web/start": {"timings": [2.0, 3.0, 10.0], "failed": False}}}
+    assert history_lookup(doc, "web", "start") == HistoryHint(0, 5.0)
+    assert history_lookup(doc, "web", "stop") == HistoryHint(1, None)
+    failed = history_record(doc, "web", "start", 4, failed=True)
+    assert history_lookup(failed, "web", "start") == HistoryHint(1, 17 / 3)
+    assert doc["targets"]["web/start"]["timings"] == [2.0, 3.0, 10.0]  # input untouched
+
+
+def test_plan_worker_uses_manifest_then_history():
+    history = None
+    for name, seconds, failed in (("a", 5, False), ("b", 1, False), ("c", 2, True)):
+        history = history_record(history, name, "start", seconds, failed)
+    jobs = [PlannedJob("a"), PlannedJob("b", estimated_duration=9), PlannedJob("c"), PlannedJob("d")]
+    runs = plan_worker(jobs, "start", 2, history)
+    # c failed last time and d never ran: priority 1 (d first: no estimate); then b (manifest 9) before a (5)
+    assert [r.name for r in runs] == ["d", "c", "b", "a"]
+    assert format_plan("w1", runs) == [
+        "w1: 4 job(s) on 2 slot(s)", "  d: slot 0, estimate unknown", "  c: slot 0, estimate 2 s",
+        "  b: slot 1, estimate 9 s", "  a: slot 0, estimate 5 s"]
+
+
+def test_plan_worker_clamps_priority():
+    runs = plan_worker([PlannedJob("x", 127)], "start", 1, None)
+    assert runs[0].name == "x"
