@@ -10,7 +10,10 @@ Pure Python, no Ansible imports. Semantics follow Maelstrom's own source
 - inheritance: crates/maelstrom-client-process/src/collapsed_job_spec.rs (``collapse_spec``);
 - order: crates/maelstrom-broker/src/scheduler_task/scheduler.rs and crates/maelstrom-util/src/
   duration.rs (``schedule_order``, ``BrokerModel``), crates/maelstrom-test-runner (``history_hint``);
-  ``lpt_plan`` is the per-worker plan of a worker running targets in ``slots`` processes.
+  ``lpt_plan`` is the per-worker plan of a worker running targets in ``slots`` processes;
+- images: ``read_oci_layout`` (a local OCI layout) and ``integrate_image`` (collapsed_job_spec.rs);
+- for build: ``validate_job_spec`` / ``validate_container`` (FieldProblem: field, message, fix);
+- for deploy: ``history_record`` / ``history_lookup`` / ``plan_worker`` / ``format_plan``.
 """
 
 from __future__ import annotations
