@@ -176,6 +176,23 @@ def environment_eval(initial: Mapping[str, str], specs, env_lookup: Lookup) -> d
     return dict(sorted(running.items()))
 
 
+def environment_check(initial: Mapping[str, str], specs) -> list:
+    """Build-time check of an environment whose controller variables are not known yet.
+
+    Evaluates with every ``$env{V}`` standing for an empty value, so malformed elements, malformed
+    ``$`` and unknown ``$prev`` variables raise SpecError/SubstituteError now; returns the sorted
+    names of the ``$env`` variables referenced (deploy checks them against the controller).
+    """
+    seen = set()
+
+    def placeholder(name: str) -> str:
+        seen.add(name)
+        return ""
+
+    environment_eval(initial, specs, placeholder)
+    return sorted(seen)
+
+
 def _named(exc: SubstituteError, where: str) -> SubstituteError:
     err = SubstituteError(exc.kind, exc.var, exc.detail, exc.source)
     err.args = (f"{where}: {exc}",)

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
-    EnvironmentSpec, SpecError, SubstituteError, environment_eval, parse_environment, substitute)
+    EnvironmentSpec, SpecError, SubstituteError, environment_check, environment_eval, parse_environment,
+    substitute)
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "maelstrom"
 SUBST = json.loads((DATA / "substitute.json").read_text())
@@ -123,3 +124,14 @@ def test_unknown_variable_hint_names_the_right_source():
     with pytest.raises(SubstituteError) as info:
         substitute("$env{Y}", {}.get, {}.get)
     assert str(info.value).endswith("(set it in the controller's environment, or give a default: $env{Y:-value})")
+
+
+def test_environment_check_at_build():
+    specs = [{"vars": {"PATH": "/bin", "DB": "$env{DB_URL}"}, "extend": False},
+             {"vars": {"PATH": "/x:$prev{PATH}", "LOG": "$env{LOG_LEVEL:-info}", "D": "$prev{DB}"}}]
+    assert environment_check({}, specs) == ["DB_URL", "LOG_LEVEL"]
+    with pytest.raises(SubstituteError, match=r"environment\[0\]\.vars\.A: unknown variable 'NOPE'"):
+        environment_check({}, [{"vars": {"A": "$prev{NOPE}"}}])
+    with pytest.raises(SubstituteError, match=r"vars\.A: \$ must be followed"):
+        environment_check({}, {"A": "cost $5"})
+    assert environment_check({"HOME": "/root"}, {"A": "$prev{HOME}"}) == []
