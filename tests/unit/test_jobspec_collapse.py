@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
-    SpecError, collapse_spec, collapse_specs, parse_parent)
+    CONTAINER_USES, IMAGE_USES, VECTOR_USES, SpecError, collapse_spec, collapse_specs, parse_parent)
 
 TABLE = json.loads((Path(__file__).resolve().parent.parent / "data" / "maelstrom" / "collapse.json").read_text())
 
@@ -96,10 +97,7 @@ def test_collapse_specs_parses_each_container_once_and_matches_single():
 
 # --- Property: collapse_spec agrees with a field-by-field restatement of the rules ---
 
-from hypothesis import given, strategies as st  # noqa: E402
-
-from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (  # noqa: E402
-    CONTAINER_USES, IMAGE_USES, VECTOR_USES)
+SLOW_OK = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _OPTIONAL_VALUES = {
     "enable_writable_file_system": st.booleans(), "working_directory": st.sampled_from(["a", "b"]),
@@ -168,6 +166,7 @@ def _reference(job, containers, uses, image_use):
     return expected
 
 
+@SLOW_OK
 @given(_chains())
 def test_collapse_matches_field_by_field_rules(data):
     job, containers, uses, image_use = data

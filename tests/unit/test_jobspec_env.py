@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
     EnvironmentSpec, SpecError, SubstituteError, environment_check, environment_eval, parse_environment,
     substitute)
 
+SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DATA = Path(__file__).resolve().parent.parent / "data" / "maelstrom"
 SUBST = json.loads((DATA / "substitute.json").read_text())
 EVAL = json.loads((DATA / "environment_eval.json").read_text())
@@ -98,6 +99,7 @@ def test_malformed_environment(value, fragment):
 _text = st.text(alphabet="ab$", max_size=12)
 
 
+@SLOW_OK
 @given(_text)
 def test_no_env_or_prev_means_dollar_pairs_or_error(text):
     # Over the alphabet {a, b, $} the only valid inputs are those whose $ come in pairs.
@@ -109,6 +111,7 @@ def test_no_env_or_prev_means_dollar_pairs_or_error(text):
     assert out == text.replace("$$", "$")
 
 
+@SLOW_OK
 @given(st.dictionaries(st.from_regex(r"[A-Z]{1,3}", fullmatch=True), st.text(alphabet="xy", max_size=3)),
        st.dictionaries(st.from_regex(r"[A-Z]{1,3}", fullmatch=True), st.text(alphabet="xy", max_size=3)))
 def test_extend_merges_and_replace_drops(initial, vars_):

@@ -12,13 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
     BrokerModel, HistoryHint, PlannedJob, QueuedJob, SpecError, duration_cmp, format_plan, history_hint,
     history_lookup, history_record, lpt_plan, makespan, plan_worker,
     makespan_lower_bound, queued_cmp, record_timing, schedule_order)
 
+SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TABLE = json.loads((Path(__file__).resolve().parent.parent / "data" / "maelstrom" / "schedule.json").read_text())
 
 
@@ -88,6 +89,7 @@ _jobs = st.lists(st.builds(QueuedJob, st.text("abc", min_size=1, max_size=3), st
                  max_size=25)
 
 
+@SLOW_OK
 @given(_jobs)
 def test_order_invariants(jobs):
     out = schedule_order(jobs)
@@ -99,6 +101,7 @@ def test_order_invariants(jobs):
     assert schedule_order(out) == out
 
 
+@SLOW_OK
 @given(_jobs)
 def test_order_is_stable(jobs):
     jobs = [QueuedJob(str(i), j.priority, j.estimated_duration) for i, j in enumerate(jobs)]
@@ -108,6 +111,7 @@ def test_order_is_stable(jobs):
             assert int(a.name) < int(b.name)
 
 
+@SLOW_OK
 @given(_jobs)
 def test_broker_with_one_worker_pops_in_schedule_order(jobs):
     broker = BrokerModel()
@@ -119,6 +123,7 @@ def test_broker_with_one_worker_pops_in_schedule_order(jobs):
 _durations = st.lists(st.integers(1, 12).map(float), min_size=1, max_size=7)
 
 
+@SLOW_OK
 @given(_durations, st.integers(1, 3))
 def test_lpt_plan_is_a_valid_list_schedule(durations, slots):
     jobs = [QueuedJob(f"j{i}", 0, d) for i, d in enumerate(durations)]
@@ -143,7 +148,7 @@ def _optimum(durations, slots):
     return best
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_durations, st.integers(2, 3))
 def test_lpt_within_graham_4_3_of_optimum(durations, slots):
     # Longest-processing-time first is within (4/3 - 1/(3k)) of the optimum (Graham 1969).
