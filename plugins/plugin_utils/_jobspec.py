@@ -107,6 +107,7 @@ class EnvironmentSpec:
 
     vars: Mapping[str, str] = field(default_factory=dict)
     extend: bool = True
+    origin: str = field(default="", compare=False)  # file and JSON path, for error messages
 
 
 def parse_environment(value, where: str = "environment") -> list:
@@ -117,7 +118,7 @@ def parse_environment(value, where: str = "environment") -> list:
     if value is None:
         return []
     if isinstance(value, Mapping):
-        return [EnvironmentSpec(_parse_vars(value, where), True)]
+        return [EnvironmentSpec(_parse_vars(value, where), True, where)]
     if not isinstance(value, list):
         raise SpecError(f"{where}: must be a list of {{\"vars\": {{...}}, \"extend\": true|false}} or a map "
                         f"of NAME: value, not {type(value).__name__}")
@@ -139,7 +140,7 @@ def _parse_element(elem, where: str) -> EnvironmentSpec:
     extend = elem.get("extend", True)
     if not isinstance(extend, bool):
         raise SpecError(f"{where}.extend: must be true or false, not {extend!r}")
-    return EnvironmentSpec(_parse_vars(elem["vars"], f"{where}.vars"), extend)
+    return EnvironmentSpec(_parse_vars(elem["vars"], f"{where}.vars"), extend, where)
 
 
 def _parse_vars(vars_, where: str) -> dict:
@@ -171,7 +172,7 @@ def environment_eval(initial: Mapping[str, str], specs, env_lookup: Lookup) -> d
             try:
                 new[key] = substitute(spec.vars[key], env_lookup, prev.get)
             except SubstituteError as exc:
-                raise _named(exc, f"environment[{index}].vars.{key}") from None
+                raise _named(exc, f"{spec.origin or f'environment[{index}]'}.vars.{key}") from None
         running = {**running, **new} if spec.extend else new
     return dict(sorted(running.items()))
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils._jobspec import (
-    CONTAINER_USES, IMAGE_USES, VECTOR_USES, SpecError, collapse_spec, collapse_specs, parse_parent)
+    CONTAINER_USES, IMAGE_USES, VECTOR_USES, SpecError, collapse_spec, collapse_specs, environment_eval,
+    parse_parent)
 
 TABLE = json.loads((Path(__file__).resolve().parent.parent / "data" / "maelstrom" / "collapse.json").read_text())
 
@@ -171,3 +172,13 @@ def _reference(job, containers, uses, image_use):
 def test_collapse_matches_field_by_field_rules(data):
     job, containers, uses, image_use = data
     assert collapse_spec(job, containers).to_dict() == _reference(job, containers, uses, image_use)
+
+
+def test_environment_errors_name_the_file_they_come_from():
+    containers = {"base": {"environment": [{"vars": {"P": "$prev{NOPE}"}}]}}
+    spec = collapse_spec({"parent": {"container": "base"}, "environment": {"A": "1"}}, containers)
+    with pytest.raises(SpecError, match=r"^containers/base.json: environment\[0\]\.vars\.P: unknown variable 'NOPE'"):
+        environment_eval({}, spec.environment, {}.get)
+    spec = collapse_spec({"parent": {"container": "base", "use": []}, "environment": {"A": "$env{X}"}}, containers)
+    with pytest.raises(SpecError, match=r"^environment\.vars\.A: unknown variable 'X'"):
+        environment_eval({}, spec.environment, {}.get)
