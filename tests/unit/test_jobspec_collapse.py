@@ -124,7 +124,7 @@ def _spec(draw, tag):
 @st.composite
 def _chains(draw):
     depth = draw(st.integers(0, 4))
-    uses = [draw(st.one_of(st.none(), st.lists(st.sampled_from(CONTAINER_USES), unique=True))) for _ in range(depth)]
+    uses = [draw(st.one_of(st.none(), st.lists(st.sampled_from(CONTAINER_USES), unique=True))) for level in range(depth)]
     job = draw(_spec("job"))
     containers = {f"c{i}": draw(_spec(f"c{i}")) for i in range(1, depth + 1)}
     for i in range(depth):
