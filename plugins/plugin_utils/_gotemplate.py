@@ -44,13 +44,23 @@ class TemplateError(Exception):
 
 
 class _Missing:
-    """Go's invalid reflect.Value: "no final argument" in a pipeline."""
+    """Go's missingVal: "no final argument" in a pipeline."""
 
     def __repr__(self) -> str:
         return "<missing>"
 
 
 MISSING = _Missing()
+
+
+class _Invalid:
+    """Go's zero reflect.Value inside a field chain: a map key that is absent (not nil)."""
+
+    def __repr__(self) -> str:
+        return "<invalid>"
+
+
+INVALID = _Invalid()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1042,6 +1052,7 @@ class _State:
         self.node: Node | None = None
 
     def run(self, data: Any) -> None:
+        data = _valid(data)
         self.vars = [["$", data]]
         try:
             self.walk(data, self.tmpl.root)
@@ -1115,7 +1126,7 @@ class _State:
             if not ok:
                 self.errorf("if/with can't use %s" % format_value(value))
             if truth:
-                self.walk(value if isinstance(node, WithNode) else dot, node.list)
+                self.walk(_valid(value) if isinstance(node, WithNode) else dot, node.list)
             elif node.else_list is not None:
                 self.walk(dot, node.else_list)
         finally:
@@ -1182,7 +1193,7 @@ class _State:
             self.errorf("template %s not defined" % go_quote(node.name))
         if self.depth >= MAX_EXEC_DEPTH:
             self.errorf("exceeded maximum template depth (%d)" % MAX_EXEC_DEPTH)
-        new_dot = None if node.pipe is None else self.eval_pipeline(dot, node.pipe)
+        new_dot = INVALID if node.pipe is None else _valid(self.eval_pipeline(dot, node.pipe))
         state = _State(tmpl, self.out, self.depth + 1)
         state.vars = [["$", new_dot]]
         state.walk(new_dot, tmpl.root)
@@ -1198,9 +1209,9 @@ class _State:
         if declare:
             for var in pipe.decl:
                 if pipe.is_assign:
-                    self.set_var(var.ident[0], value)
+                    self.set_var(var.ident[0], _valid(value))
                 else:
-                    self.push(var.ident[0], value)
+                    self.push(var.ident[0], _valid(value))
         elif pipe.is_assign and pipe.decl:
             pass
         return value
@@ -1223,7 +1234,7 @@ class _State:
         if isinstance(first, BoolNode):
             return first.value
         if isinstance(first, DotNode):
-            return dot
+            return _plain(dot)
         if isinstance(first, NilNode):
             self.errorf("nil is not a command")
         if isinstance(first, NumberNode):
@@ -1242,6 +1253,8 @@ class _State:
         if isinstance(chain.node, NilNode):
             self.errorf("indirection through explicit nil in %s" % chain)
         pipe = self.eval_arg(dot, chain.node)
+        if isinstance(chain.node, PipeNode):
+            pipe = _valid(pipe)
         return self.eval_field_chain(dot, pipe, chain, chain.fields, args, final)
 
     def eval_variable(self, dot: Any, var: VariableNode, args: list[Node], final: Any) -> Any:
@@ -1249,21 +1262,24 @@ class _State:
         value = self.var_value(var.ident[0])
         if len(var.ident) == 1:
             self.not_a_function(args, final)
-            return value
+            return _plain(value)
         return self.eval_field_chain(dot, value, var, var.ident[1:], args, final)
 
     def eval_field_chain(self, dot: Any, receiver: Any, node: Node, idents: list[str],
                          args: list[Node], final: Any) -> Any:
         for ident in idents[:-1]:
             receiver = self.eval_field(dot, ident, node, [], MISSING, receiver)
-        return self.eval_field(dot, idents[-1], node, args, final, receiver)
+        value = self.eval_field(dot, idents[-1], node, args, final, receiver)
+        return None if value is INVALID else value
 
     def eval_field(self, dot: Any, name: str, node: Node, args: list[Node], final: Any,
                    receiver: Any) -> Any:
         self.at(node)
         has_args = len(args) > 1 or final is not MISSING
+        if receiver is INVALID:
+            return INVALID
         if receiver is None:
-            return None
+            self.errorf("nil pointer evaluating interface {}.%s" % name)
         method = _method(receiver, name)
         if method is not None:
             return self.eval_call(dot, method, False, node, name, args, final)
@@ -1272,7 +1288,7 @@ class _State:
                 self.errorf("can't evaluate field %s in type %s" % (name, go_type(receiver)))
             if has_args:
                 self.errorf("%s is not a method but has arguments" % name)
-            return receiver.get(name)
+            return receiver.get(name, INVALID)
         if _is_struct(receiver):
             if not name[:1].isupper():
                 self.errorf("%s is an unexported field of struct type %s"
@@ -1374,7 +1390,7 @@ class _State:
     def eval_arg(self, dot: Any, node: Node) -> Any:
         self.at(node)
         if isinstance(node, DotNode):
-            return dot
+            return _plain(dot)
         if isinstance(node, NilNode):
             return None
         if isinstance(node, FieldNode):
@@ -1408,6 +1424,15 @@ class _State:
 
 class _CallError(Exception):
     pass
+
+
+def _valid(value: Any) -> Any:
+    """A pipeline's nil result as Go holds it in dot and variables: the invalid Value."""
+    return INVALID if value is None else value
+
+
+def _plain(value: Any) -> Any:
+    return None if value is INVALID else value
 
 
 def _exc_text(exc: Exception) -> str:
@@ -1595,7 +1620,7 @@ def _fmt_complex(value: complex, fmt_part: Callable[[float, bool], str]) -> str:
 
 
 def _fmt_g_shortest(value: float, sign: bool = False) -> str:
-    """strconv.FormatFloat(f, 'g', -1, 64): shortest digits, %e when exp < -4 or >= 21."""
+    """strconv.FormatFloat(f, 'g', -1, 64): shortest digits, %e when exp < -4 or >= 6."""
     prefix = "+" if sign and (value > 0 or (value == 0 and math.copysign(1, value) > 0)) else ""
     if math.isinf(value):
         return ("+Inf" if value > 0 else "-Inf")
@@ -1610,7 +1635,7 @@ def _fmt_g_shortest(value: float, sign: bool = False) -> str:
     point = len(digits) + int(exp)  # decimal point position relative to digits start
     x = point - 1
     neg = "-" if sign_ else prefix
-    if x < -4 or x >= 21:
+    if x < -4 or x >= 6:
         mant = digits_s[0] + ("." + digits_s[1:] if nd > 1 else "")
         return "%s%se%s%02d" % (neg, mant, "-" if x < 0 else "+", abs(x))
     if point <= 0:
@@ -1731,22 +1756,27 @@ def _parse_num(fmt: str, i: int, args: tuple, argi: int) -> tuple[int, int | Non
     return i, (int(fmt[start:i]) if i > start else None), argi
 
 
-def _bad_verb(value: Any, verb: str) -> str:
+def _bad_verb(value: Any, spec: "_Spec") -> str:
+    """Go's %!verb(type=value), the value printed with %v and the same flags."""
     if value is None:
-        return "%!" + verb + "(<nil>)"
-    return "%!" + verb + "(" + go_type(value) + "=" + format_value(value) + ")"
+        return "%!" + spec.verb + "(<nil>)"
+    as_v = _Spec()
+    for slot in _Spec.__slots__:
+        setattr(as_v, slot, getattr(spec, slot))
+    as_v.verb = "v"
+    return "%!" + spec.verb + "(" + go_type(value) + "=" + _fmt_arg(value, as_v) + ")"
 
 
-def _fmt_arg(value: Any, spec: _Spec) -> str:
+def _fmt_arg(value: Any, spec: _Spec, nested: bool = False) -> str:
     verb = spec.verb
     if verb == "T":
         return _pad(go_type(value), spec)
     if verb == "v" and spec.sharp:
         return _pad(_go_syntax(value), spec)
     if value is None:
-        return _pad("<nil>", spec) if verb == "v" else _bad_verb(value, verb)
+        return _pad("<nil>", spec) if verb == "v" or nested else _bad_verb(value, spec)
     if isinstance(value, bool):
-        return _pad("true" if value else "false", spec) if verb in "tv" else _bad_verb(value, verb)
+        return _pad("true" if value else "false", spec) if verb in "tv" else _bad_verb(value, spec)
     if isinstance(value, int):
         return _fmt_int(value, spec)
     if isinstance(value, float):
@@ -1760,13 +1790,13 @@ def _fmt_arg(value: Any, spec: _Spec) -> str:
         if text is not None:
             return _fmt_str(text, spec)
     if isinstance(value, (list, tuple)):
-        return "[" + " ".join(_fmt_arg(v, spec) for v in value) + "]"
+        return "[" + " ".join(_fmt_arg(v, spec, True) for v in value) + "]"
     if isinstance(value, dict):
-        return "map[" + " ".join("%s:%s" % (_fmt_arg(k, spec), _fmt_arg(value[k], spec))
+        return "map[" + " ".join("%s:%s" % (_fmt_arg(k, spec, True), _fmt_arg(value[k], spec, True))
                                  for k in _sorted_keys(value)) + "]"
     if verb == "v":
         return _pad(format_value(value, plus=spec.plus), spec)
-    return _bad_verb(value, verb)
+    return _bad_verb(value, spec)
 
 
 def _go_syntax(value: Any) -> str:
@@ -1808,11 +1838,11 @@ def _fmt_int(value: int, spec: _Spec) -> str:
             text += " '%s'" % chr(value)
         return _pad(text, spec)
     if verb in "eEfFgG":
-        return _bad_verb(value, verb)
+        return _bad_verb(value, spec)
     bases = {"d": (10, ""), "v": (10, ""), "x": (16, "0x"), "X": (16, "0X"), "o": (8, "0"),
              "O": (8, "0o"), "b": (2, "0b")}
     if verb not in bases:
-        return _bad_verb(value, verb)
+        return _bad_verb(value, spec)
     base, prefix = bases[verb]
     digits = _int_digits(abs(value), base, verb)
     if spec.prec is not None:
@@ -1834,7 +1864,7 @@ def _int_digits(value: int, base: int, verb: str) -> str:
 def _fmt_float(value: float, spec: _Spec) -> str:
     verb = spec.verb
     if verb not in "eEfFgGv":
-        return _bad_verb(value, verb)
+        return _bad_verb(value, spec)
     text = _float_text(value, verb, spec.prec, spec.sharp)
     if spec.plus and not text.startswith(("-", "+")):
         text = "+" + text
@@ -1862,7 +1892,7 @@ def _float_text(value: float, verb: str, prec: int | None, sharp: bool = False) 
 def _fmt_complex_spec(value: complex, spec: _Spec) -> str:
     verb = spec.verb
     if verb not in "eEfFgGv":
-        return _bad_verb(value, verb)
+        return _bad_verb(value, spec)
     text = _fmt_complex(value, lambda f, sign: (
         ("+" if sign and not _float_text(f, verb, spec.prec).startswith("-") else "")
         + _float_text(f, verb, spec.prec)))
@@ -1889,7 +1919,7 @@ def _fmt_str(value: str, spec: _Spec) -> str:
         text = sep.join(pre + fmt % b for b in data) if sep else pre + "".join(
             fmt % b for b in data)
         return _pad(text, spec)
-    return _bad_verb(value, verb)
+    return _bad_verb(value, spec)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1983,6 +2013,8 @@ def _slice(seq: Any, bounds: list[int]) -> Any:
 
 
 def _basic_eq(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
     ka, kb = _kind(a), _kind(b)
     if ka != kb:
         if a is None or b is None:
@@ -1999,7 +2031,7 @@ def _fn_eq(arg1: Any, *arg2: Any) -> bool:
     if not arg2:
         raise _CallError("missing argument for comparison")
     if isinstance(arg1, (list, tuple, dict)):
-        raise _CallError("non-comparable type %s: %s" % (format_value(arg1), go_type(arg1)))
+        raise _CallError("invalid type for comparison")
     return any(_basic_eq(arg1, b) for b in arg2)
 
 
