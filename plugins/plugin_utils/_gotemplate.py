@@ -1724,7 +1724,8 @@ def go_sprintf(fmt: str, *args: Any) -> str:
         out.append(_fmt_arg(args[argi], spec))
         argi += 1
     if argi < len(args):
-        extra = ", ".join("%s=%s" % (go_type(a), format_value(a)) for a in args[argi:])
+        extra = ", ".join("<nil>" if a is None else "%s=%s" % (go_type(a), format_value(a))
+                          for a in args[argi:])
         out.append("%!(EXTRA " + extra + ")")
     return "".join(out)
 
