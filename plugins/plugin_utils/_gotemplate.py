@@ -1469,6 +1469,7 @@ _SIGNATURES: dict[Any, Any] = {}
 def _signature(fn: Callable) -> tuple[list[Any], Any] | None:
     """(parameter annotations, variadic annotation or None); None if not introspectable."""
     key = getattr(fn, "__func__", fn)
+    key = getattr(key, "__code__", key)  # closures made per render share one entry
     if key in _SIGNATURES:
         cached = _SIGNATURES[key]
     else:
@@ -1491,11 +1492,14 @@ def _signature(fn: Callable) -> tuple[list[Any], Any] | None:
 
 
 _GO_TYPE_NAMES = {str: "string", int: "int", float: "float64", bool: "bool", complex: "complex128",
-                  "str": "string", "int": "int", "float": "float64", "bool": "bool"}
+                  list: "[]string", dict: "map[string]string", "str": "string", "int": "int",
+                  "float": "float64", "bool": "bool", "list": "[]string",
+                  "dict": "map[string]string"}
 
 
 def _convert(value: Any, typ: Any) -> tuple[bool, Any]:
-    typ = {"str": str, "int": int, "float": float, "bool": bool}.get(typ, typ)
+    typ = {"str": str, "int": int, "float": float, "bool": bool, "list": list,
+           "dict": dict}.get(typ, typ)
     if typ is Any or typ is None or isinstance(typ, str):
         return True, value
     if typ is bool:
@@ -1508,6 +1512,8 @@ def _convert(value: Any, typ: Any) -> tuple[bool, Any]:
         return False, value
     if typ is str:
         return isinstance(value, str), value
+    if typ is list:
+        return isinstance(value, (list, tuple)), value
     if isinstance(typ, type):
         return isinstance(value, typ), value
     return True, value

@@ -1,0 +1,295 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""maand's KV store as templates read it: namespaces, read rules, the template function map.
+
+Pure Python, no Ansible imports. A KV snapshot is ``{namespace: {key: str}}`` (secrets already
+decrypted by the caller). maand's rules (maand-sh/maand data/ AllowedKVNamespaces,
+AllowedKVNamespacesWithUpstream; deploy/templates.go templateFuncMap; docs/reference/templates.md):
+
+* a job on a worker reads ``maand/bucket``, ``vars/bucket``, ``maand/worker``,
+  ``maand/worker/<ip>``, ``maand/worker/<ip>/tags``, its own ``maand/job/<job>``,
+  ``vars/bucket/job/<job>``, ``vars/job/<job>``, ``secrets/job/<job>``, its allocation
+  ``maand/job/<job>/worker/<ip>``, and for every job it demands (upstream) ``maand/job/<up>``,
+  ``vars/job/<up>``, ``secrets/job/<up>``; ports live in ``maand/bucket`` so every job reads them;
+* ``get`` fails on a disallowed namespace and on a missing (or deleted) key; ``getOptional``
+  returns "" for a missing key but still fails on a disallowed namespace.
+
+``render_allocation`` renders one ``.tpl`` text for one allocation, as maand's deploy does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterable, Mapping
+
+from . import _gotemplate as gotemplate
+
+KV = Mapping[str, Mapping[str, str]]
+
+BUCKET_NS = "maand/bucket"
+BUCKET_VARS_NS = "vars/bucket"
+WORKERS_NS = "maand/worker"
+
+
+def worker_ns(ip: str) -> str:
+    return "maand/worker/%s" % ip
+
+
+def worker_tags_ns(ip: str) -> str:
+    return "maand/worker/%s/tags" % ip
+
+
+def job_ns(job: str) -> str:
+    return "maand/job/%s" % job
+
+
+def job_bucket_vars_ns(job: str) -> str:
+    return "vars/bucket/job/%s" % job
+
+
+def job_vars_ns(job: str) -> str:
+    return "vars/job/%s" % job
+
+
+def job_secrets_ns(job: str) -> str:
+    return "secrets/job/%s" % job
+
+
+def allocation_ns(job: str, ip: str) -> str:
+    return "maand/job/%s/worker/%s" % (job, ip)
+
+
+def is_secret_ns(namespace: str) -> bool:
+    return namespace.startswith("secrets/")
+
+
+def allowed_namespaces(job: str, worker_ip: str, upstream_jobs: Iterable[str] = ()) -> list[str]:
+    """The namespaces job's templates and commands on worker_ip may read (maand's read rules)."""
+    allowed = [BUCKET_NS, BUCKET_VARS_NS, WORKERS_NS, worker_ns(worker_ip),
+               worker_tags_ns(worker_ip), job_ns(job), job_bucket_vars_ns(job), job_vars_ns(job),
+               job_secrets_ns(job), allocation_ns(job, worker_ip)]
+    for up in upstream_jobs:
+        for ns in (job_ns(up), job_vars_ns(up), job_secrets_ns(up)):
+            if ns not in allowed:
+                allowed.append(ns)
+    return allowed
+
+
+class KVError(Exception):
+    """A read the rules refuse or a key that is not there; the message names namespace and key."""
+
+
+def normalize_deleted(deleted: Any) -> set[tuple[str, str]]:
+    """deleted as {namespace: [keys]} or [[namespace, key], ...] or ["namespace/key"...]? -> pairs.
+
+    Only the first two forms are accepted: a namespace contains slashes, so "ns/key" is ambiguous.
+    """
+    pairs: set[tuple[str, str]] = set()
+    if not deleted:
+        return pairs
+    if isinstance(deleted, Mapping):
+        for ns, keys in deleted.items():
+            if isinstance(keys, str) or not isinstance(keys, Iterable):
+                raise KVError("deleted[%s] must be a list of keys, got %r" % (ns, keys))
+            pairs.update((str(ns), str(k)) for k in keys)
+        return pairs
+    for item in deleted:
+        if isinstance(item, str) or len(item) != 2:
+            raise KVError("deleted must be {namespace: [keys]} or a list of [namespace, key]"
+                          " pairs; got %r" % (item,))
+        pairs.add((str(item[0]), str(item[1])))
+    return pairs
+
+
+@dataclasses.dataclass(frozen=True)
+class KVReader:
+    """A read-only view of a KV snapshot for one job on one worker, with maand's rules."""
+
+    kv: KV
+    job: str
+    worker_ip: str
+    upstream_jobs: tuple[str, ...] = ()
+    deleted: frozenset = frozenset()
+
+    @property
+    def allowed(self) -> list[str]:
+        return allowed_namespaces(self.job, self.worker_ip, self.upstream_jobs)
+
+    def check(self, namespace: str) -> None:
+        if namespace not in self.allowed:
+            raise KVError("%s namespace is not available for job %s (it reads its own"
+                          " namespaces, the bucket's, its worker's and those of the jobs it"
+                          " demands)" % (namespace, self.job))
+
+    def lookup(self, namespace: str, key: str) -> str | None:
+        self.check(namespace)
+        if (namespace, key) in self.deleted:
+            return None
+        value = (self.kv.get(namespace) or {}).get(key)
+        return None if value is None else str(value)
+
+    def get(self, namespace: str, key: str) -> str:
+        value = self.lookup(namespace, key)
+        if value is None:
+            raise KVError("key %s not found in namespace %s" % (key, namespace))
+        return value
+
+    def keys(self, namespace: str) -> list[str]:
+        self.check(namespace)
+        return sorted(k for k in (self.kv.get(namespace) or {})
+                      if (namespace, k) not in self.deleted)
+
+
+# --- maand's template function map (deploy/templates.go templateFuncMap + templates.md) --------
+
+_GO_SPACE = " \t\n\v\f\r\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
+            "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def _split(s: str, sep: str) -> list:
+    """strings.Split: an empty separator splits after each character."""
+    return list(s) if sep == "" else s.split(sep)
+
+
+def _trim(s: str) -> str:
+    return s.strip(_GO_SPACE)
+
+
+def _join(a: list, sep: str) -> str:
+    if not all(isinstance(x, str) for x in a):
+        raise KVError("join needs a list of strings")
+    return sep.join(a)
+
+
+def _upper(s: str) -> str:
+    return s.upper()
+
+
+def _lower(s: str) -> str:
+    return s.lower()
+
+
+def _add(a: int, b: int) -> int:
+    return a + b
+
+
+def _sub(a: int, b: int) -> int:
+    return a - b
+
+
+def _mul(a: int, b: int) -> int:
+    return a * b
+
+
+def _div(a: int, b: int) -> int:
+    if b == 0:
+        raise KVError("runtime error: integer divide by zero")
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b >= 0) else -quotient
+
+
+def _min(a: int, *rest: int) -> int:
+    return min((a,) + rest)
+
+
+def _max(a: int, *rest: int) -> int:
+    return max((a,) + rest)
+
+
+def _atoi(s: Any) -> int:
+    """int: an int passes, a string is parsed as Go's strconv.Atoi, anything else fails."""
+    if isinstance(s, int) and not isinstance(s, bool):
+        return s
+    if isinstance(s, str):
+        body = s[1:] if s[:1] in "+-" else s
+        if body and body.isascii() and body.isdigit():
+            return int(s)
+        raise KVError('strconv.Atoi: parsing %s: invalid syntax' % gotemplate.go_quote(s))
+    raise KVError("expected a string or an int")
+
+
+def template_funcs(reader: KVReader) -> dict[str, Callable]:
+    """maand's FuncMap for a job's .tpl files, reading through reader's rules."""
+
+    def get(ns: str, key: str) -> str:
+        return reader.get(ns, key)
+
+    def get_optional(ns: str, key: str) -> str:
+        value = reader.lookup(ns, key)
+        return "" if value is None else value
+
+    def get_secret(key: str) -> str:
+        return reader.get(job_secrets_ns(reader.job), key)
+
+    def keys(ns: str) -> list:
+        return reader.keys(ns)
+
+    return {
+        "get": get, "getOptional": get_optional, "getSecret": get_secret, "keys": keys,
+        "split": _split, "trim": _trim, "join": _join, "upper": _upper, "lower": _lower,
+        "add": _add, "sub": _sub, "mul": _mul, "div": _div, "min": _min, "max": _max,
+        "int": _atoi,
+    }
+
+
+TEMPLATE_FUNC_NAMES = frozenset(template_funcs(KVReader({}, "", "")))
+
+
+@dataclasses.dataclass
+class AllocationData:
+    """The dot of a job's .tpl (maand deploy/types.go AllocationData with WorkerData embedded)."""
+
+    AllocationID: str = ""  # noqa: N815 - Go field names are the template's field names
+    Job: str = ""  # noqa: N815
+    CurrentVersion: str = ""  # noqa: N815
+    NewVersion: str = ""  # noqa: N815
+    BucketID: str = ""  # noqa: N815
+    WorkerID: str = ""  # noqa: N815
+    WorkerIP: str = ""  # noqa: N815
+    Labels: list = dataclasses.field(default_factory=list)  # noqa: N815
+    UpdateSeq: int = 0  # noqa: N815
+    BucketPath: str = ""  # noqa: N815
+    JobPath: str = ""  # noqa: N815
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "AllocationData":
+        """Build from a mapping; an unknown field is refused (Go would fail on it at render)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise KVError("unknown allocation field(s) %s; the fields are %s"
+                          % (", ".join(map(str, unknown)), ", ".join(names)))
+        values = dict(data)
+        if "Labels" in values:
+            values["Labels"] = [str(x) for x in values["Labels"] or []]
+        if "UpdateSeq" in values:
+            values["UpdateSeq"] = int(values["UpdateSeq"] or 0)
+        for name in names:
+            if name not in ("Labels", "UpdateSeq") and name in values:
+                values[name] = "" if values[name] is None else str(values[name])
+        out = cls(**values)
+        if out.BucketID and not out.BucketPath:
+            out.BucketPath = "/opt/worker/%s" % out.BucketID
+        if out.BucketID and out.Job and not out.JobPath:
+            out.JobPath = "/opt/worker/%s/jobs/%s" % (out.BucketID, out.Job)
+        return out
+
+
+def parse_template(text: str, name: str,
+                   extra_funcs: Mapping[str, Callable] | None = None) -> gotemplate.Template:
+    """Parse a job .tpl with maand's function names (what build checks: syntax, unknown funcs)."""
+    funcs = template_funcs(KVReader({}, "", ""))
+    funcs.update(extra_funcs or {})
+    return gotemplate.parse(text, name, funcs)
+
+
+def render_allocation(text: str, name: str, data: AllocationData, kv: KV,
+                      upstream_jobs: Iterable[str] = (), deleted: Any = None,
+                      extra_funcs: Mapping[str, Callable] | None = None) -> str:
+    """Render one .tpl for one allocation as maand's deploy does; raise TemplateError."""
+    reader = KVReader(kv, data.Job, data.WorkerIP, tuple(upstream_jobs),
+                      frozenset(normalize_deleted(deleted)))
+    funcs = template_funcs(reader)
+    funcs.update(extra_funcs or {})
+    return gotemplate.parse(text, name, funcs).execute(data)
