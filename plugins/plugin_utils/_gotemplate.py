@@ -634,16 +634,15 @@ class _Parser:
 
     # --- token stream
     def next(self) -> Token:
-        tok = self.tokens[self.i]
-        if self.i < len(self.tokens) - 1:
-            self.i += 1
+        tok = self.tokens[min(self.i, len(self.tokens) - 1)]
+        self.i += 1
         return tok
 
     def backup(self, n: int = 1) -> None:
         self.i -= n
 
     def peek(self) -> Token:
-        return self.tokens[self.i]
+        return self.tokens[min(self.i, len(self.tokens) - 1)]
 
     def next_non_space(self) -> Token:
         tok = self.next()
@@ -657,7 +656,7 @@ class _Parser:
         return tok
 
     def errorf(self, msg: str, tok: Token | None = None) -> None:
-        tok = tok or self.tokens[max(self.i - 1, 0)]
+        tok = tok or self.tokens[min(max(self.i - 1, 0), len(self.tokens) - 1)]
         full = "template: %s:%d: %s" % (self.name, tok.line, msg)
         col = tok.pos - (self.text.rfind("\n", 0, tok.pos) + 1)
         raise TemplateError(full, self.name, tok.line, col, msg)
