@@ -21,6 +21,10 @@ AllowedKVNamespacesWithUpstream; deploy/templates.go templateFuncMap; docs/refer
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
+import tomllib
+import uuid
 from typing import Any, Callable, Iterable, Mapping
 
 from . import _gotemplate as gotemplate
@@ -293,3 +297,218 @@ def render_allocation(text: str, name: str, data: AllocationData, kv: KV,
     funcs = template_funcs(reader)
     funcs.update(extra_funcs or {})
     return gotemplate.parse(text, name, funcs).execute(data)
+
+
+# --- the KV store computed by build (maand build/variables.go + docs/reference/kv/) ----------
+
+def stable_uuid(value: str) -> str:
+    """maand's workspace.StableJobID: an MD5 (version 3 style) UUID of value."""
+    return str(uuid.UUID(bytes=hashlib.md5(value.encode("utf-8")).digest(), version=3))
+
+
+def _num(value: Any) -> str:
+    """A catalog number as maand stores it in the KV: 512.0 -> "512"."""
+    if value is None:
+        return "0"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _by_position(workers: list[dict]) -> list[dict]:
+    return sorted(workers, key=lambda w: (w.get("position") is None, w.get("position") or 0,
+                                          w.get("host", "")))
+
+
+def load_vars_toml(path: str) -> dict[str, str]:
+    """A job's vars.toml as KV strings (nested tables are refused: the KV holds strings)."""
+    with open(path, "rb") as handle:
+        data = tomllib.load(handle)
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, (dict, list)):
+            raise KVError("%s: %s is a %s; vars.toml values must be strings, numbers or booleans"
+                          % (path, key, "table" if isinstance(value, dict) else "list"))
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def load_job_vars(bucket_dir: str, catalog: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """vars.toml of every job of the catalog that has one (workspace/jobs/<job>/vars.toml)."""
+    out = {}
+    for job in catalog.get("jobs", []):
+        rel = job.get("path") or os.path.join("workspace", "jobs", job["name"])
+        path = os.path.join(bucket_dir, rel, "vars.toml")
+        if not job.get("removed") and os.path.isfile(path):
+            out[job["name"]] = load_vars_toml(path)
+    return out
+
+
+@dataclasses.dataclass
+class _View:
+    """The parts of a catalog the KV is computed from."""
+
+    catalog: Mapping[str, Any]
+    workers: list[dict]
+    jobs: dict[str, dict]
+    live: list[dict]  # non-removed allocations, worker position order
+
+    @classmethod
+    def of(cls, catalog: Mapping[str, Any]) -> "_View":
+        workers = _by_position([w for w in catalog.get("workers", []) if not w.get("removed")])
+        jobs = {j["name"]: j for j in catalog.get("jobs", []) if not j.get("removed")}
+        order = {w["host"]: i for i, w in enumerate(workers)}
+        live = [a for a in catalog.get("allocations", [])
+                if a.get("state") != "removed" and a["job"] in jobs and a["worker"] in order]
+        live.sort(key=lambda a: (a["job"], order[a["worker"]]))
+        return cls(catalog, workers, jobs, live)
+
+    def label_workers(self, label: str) -> list[str]:
+        return [w["host"] for w in self.workers if label in (w.get("labels") or [])]
+
+    def labels(self) -> list[str]:
+        return sorted({label for w in self.workers for label in (w.get("labels") or [])})
+
+    def job_workers(self, job: str, active_only: bool) -> list[str]:
+        return [a["worker"] for a in self.live
+                if a["job"] == job and (a.get("state") == "active" or not active_only)]
+
+
+def _bucket_namespaces(view: _View) -> dict[str, dict[str, str]]:
+    catalog = view.catalog
+    active_jobs = sorted({a["job"] for a in view.live if a.get("state") == "active"})
+    bucket = {"bucket_id": str(catalog.get("bucket_id") or ""), "jobs": ",".join(sorted(view.jobs)),
+              "activejobs": ",".join(active_jobs)}
+    for job in active_jobs:
+        for name, port in sorted((view.jobs[job].get("ports") or {}).items()):
+            bucket[name] = _num(port)
+    bucket_vars = {k: str(v) for k, v in (catalog.get("bucket_vars") or {}).items()}
+    for key in ("port_min", "port_max"):
+        if catalog.get(key) is not None:
+            bucket_vars.setdefault(key, _num(catalog[key]))
+    return {BUCKET_NS: bucket, BUCKET_VARS_NS: bucket_vars}
+
+
+def _shared_worker_namespace(view: _View, ca_cert: str | None) -> dict[str, str]:
+    shared = {}
+    for label in view.labels():
+        hosts = view.label_workers(label)
+        shared["%s_label_id" % label] = stable_uuid(label)
+        shared["%s_workers" % label] = ",".join(hosts)
+        shared["%s_workers_length" % label] = str(len(hosts))
+        for idx, host in enumerate(hosts):
+            shared["%s_%d" % (label, idx)] = host
+    if ca_cert:
+        shared["certs/ca.crt"] = ca_cert
+    return shared
+
+
+def _worker_namespaces(view: _View) -> dict[str, dict[str, str]]:
+    out = {}
+    for worker in view.workers:
+        ip, labels = worker["host"], sorted(worker.get("labels") or [])
+        ns = {"worker_ip": ip, "worker_id": str(worker.get("worker_id") or stable_uuid(ip)),
+              "position": _num(worker.get("position")), "labels": ",".join(labels),
+              "worker_memory_mb": _num(worker.get("memory_mb")),
+              "worker_cpu_mhz": _num(worker.get("cpu_mhz")),
+              "jobs": ",".join(sorted({a["job"] for a in view.live
+                                       if a["worker"] == ip and a.get("state") == "active"}))}
+        if worker.get("hostname"):
+            ns["hostname"] = str(worker["hostname"])
+        for label in labels:
+            hosts = view.label_workers(label)
+            peers = [h for h in hosts if h != ip]
+            if peers:
+                ns["%s_peers" % label] = ",".join(peers)
+            ns["%s_allocation_index" % label] = str(hosts.index(ip))
+        out[worker_ns(ip)] = ns
+        out[worker_tags_ns(ip)] = {str(k): str(v) for k, v in (worker.get("tags") or {}).items()}
+    return out
+
+
+def _job_namespace(view: _View, name: str) -> dict[str, str]:
+    job = view.jobs[name]
+    active = view.job_workers(name, active_only=True)
+    ns = {"name": name, "job_id": stable_uuid(name), "version": str(job.get("version") or ""),
+          "selectors": ",".join(job.get("selectors") or []), "workers": ",".join(active),
+          "workers_length": str(len(active)), "deploy_order": ",".join(active),
+          "memory": _num(job.get("memory_mb")), "cpu": _num(job.get("cpu_mhz")),
+          "min_memory_mb": _num(job.get("min_memory_mb")),
+          "max_memory_mb": _num(job.get("max_memory_mb")),
+          "min_cpu_mhz": _num(job.get("min_cpu_mhz")), "max_cpu_mhz": _num(job.get("max_cpu_mhz"))}
+    for idx, host in enumerate(active):
+        ns["worker_%d" % idx] = host
+    for kind, unit in (("memory", "memory_mb"), ("cpu", "cpu_mhz")):
+        if ns["min_%s" % unit] == "0" and ns["max_%s" % unit] == "0":
+            ns["min_%s" % unit] = ns["max_%s" % unit] = ns[kind]
+    return ns
+
+
+def _job_namespaces(view: _View) -> dict[str, dict[str, str]]:
+    out = {}
+    for name, job in view.jobs.items():
+        out[job_ns(name)] = _job_namespace(view, name)
+        out[job_bucket_vars_ns(name)] = {k: str(v) for k, v in (job.get("vars") or {}).items()}
+        peers = view.job_workers(name, active_only=False)
+        for idx, host in enumerate(peers):
+            out[allocation_ns(name, host)] = {
+                "peer_workers": ",".join(h for h in peers if h != host),
+                "%s_allocation_index" % name: str(idx), "version": str(job.get("version") or "")}
+    return out
+
+
+def _user_namespaces(view: _View, job_vars: Mapping[str, Mapping[str, str]],
+                     previous: KV) -> dict[str, dict[str, str]]:
+    """vars/job/<job> (vars.toml merged over keys written by hooks) and secrets/job/<job> (kept)."""
+    out = {}
+    for name in view.jobs:
+        merged = dict(previous.get(job_vars_ns(name)) or {})
+        merged.update({k: str(v) for k, v in (job_vars.get(name) or {}).items()})
+        out[job_vars_ns(name)] = merged
+        if previous.get(job_secrets_ns(name)):
+            out[job_secrets_ns(name)] = dict(previous[job_secrets_ns(name)])
+    return out
+
+
+def compute_kv(catalog: Mapping[str, Any], job_vars: Mapping[str, Mapping[str, str]] | None = None,
+               previous: KV | None = None, ca_cert: str | None = None) -> dict[str, dict[str, str]]:
+    """maand's KV namespaces for a catalog (pure).
+
+    Build-owned namespaces (maand/*, vars/bucket, vars/bucket/job/*) are recomputed, so stale keys
+    drop; vars/job/<job> merges vars.toml (job_vars) over previous keys; secrets/job/<job> is
+    carried from previous. Namespaces of removed jobs and workers are gone.
+    """
+    view = _View.of(catalog)
+    out: dict[str, dict[str, str]] = {}
+    out.update(_bucket_namespaces(view))
+    out[WORKERS_NS] = _shared_worker_namespace(view, ca_cert)
+    out.update(_worker_namespaces(view))
+    out.update(_job_namespaces(view))
+    out.update(_user_namespaces(view, job_vars or {}, previous or {}))
+    return {ns: keys for ns, keys in sorted(out.items()) if keys}
+
+
+def upstream_jobs(catalog: Mapping[str, Any], job: str) -> list[str]:
+    """The jobs job demands through its commands (maand's UpstreamDemandKVNamespaces)."""
+    for entry in catalog.get("jobs", []):
+        if entry["name"] == job:
+            demands = [c.get("demands", {}).get("job") for c in (entry.get("commands") or {}).values()]
+            return sorted({d for d in demands if d})
+    return []
+
+
+def allocation_data(catalog: Mapping[str, Any], job: str, worker_ip: str,
+                    current_version: str = "", update_seq: int = 0) -> AllocationData:
+    """The dot of job's templates on worker_ip, from the catalog."""
+    view = _View.of(catalog)
+    alloc = next((a for a in view.live if a["job"] == job and a["worker"] == worker_ip), None)
+    worker = next((w for w in view.workers if w["host"] == worker_ip), None)
+    if alloc is None or worker is None:
+        raise KVError("no allocation of job %s on worker %s in the catalog" % (job, worker_ip))
+    bucket_id = str(view.catalog.get("bucket_id") or "")
+    return AllocationData(
+        AllocationID=str(alloc.get("alloc_id") or ""), Job=job, CurrentVersion=current_version,
+        NewVersion=str(view.jobs[job].get("version") or ""), BucketID=bucket_id,
+        WorkerID=str(worker.get("worker_id") or stable_uuid(worker_ip)), WorkerIP=worker_ip,
+        Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
+        BucketPath="/opt/worker/%s" % bucket_id, JobPath="/opt/worker/%s/jobs/%s" % (bucket_id, job))

@@ -274,3 +274,170 @@ def test_parse_template_checks_syntax_and_unknown_functions_at_build():
     assert str(err.value) == ('template: prometheus.yml.tpl:2: function "scrapeConfigs"'
                               ' not defined')
     assert err.value.line == 2
+
+
+# --- compute_kv: the KV build writes (docs/reference/kv/namespaces.md, build/variables.go) -----
+
+from ansible_collections.maand.core.plugins.plugin_utils import _build  # noqa: E402
+from tests.bucket_factory import make_bucket, set_workers, write  # noqa: E402
+
+E2E_WORKERS = [
+    {"host": "10.0.0.1", "labels": ["worker", "api"], "memory": "4096 mb", "cpu": "2000 mhz",
+     "tags": {"zone": "us-east-1a", "rack": "r1"}, "hostname": "node-a"},
+    {"host": "10.0.0.2", "labels": ["worker", "api"], "memory": "4096 mb", "cpu": "2000 mhz"},
+]
+E2E_JOBS = {"api": {"version": "1.2.0", "selectors": ["worker", "api"],
+                    "resources": {"memory": {"min": "256 mb", "max": "1 gb"},
+                                  "ports": {"api_http_port": {}}}}}
+
+
+def e2e_bucket(tmp_path, jobs=None, workers=None, disabled=None):
+    make_bucket(tmp_path, workers or E2E_WORKERS, jobs or E2E_JOBS, disabled=disabled,
+                bucket_conf='environment = "staging"\nport_min = "30000"\nport_max = "39999"\n',
+                jobs_conf='[api]\nmemory = "512 mb"\nreplicas_hint = "3"\n')
+    write(str(tmp_path / "workspace" / "jobs" / "api" / "vars.toml"),
+          'service_name = "api-gateway"\n')
+    return str(tmp_path)
+
+
+def build_kv(root, previous=None, **kw):
+    result = _build.compute(root, bucket_id="b-1")
+    assert result.report.ok, [p.message for p in result.report.errors]
+    kv = _kv.compute_kv(result.catalog, _kv.load_job_vars(root, result.catalog), previous, **kw)
+    return result.catalog, kv
+
+
+def test_namespaces_md_end_to_end_build_and_inspect(tmp_path):
+    """The `maand cat kv get` lines of the end-to-end example."""
+    catalog, kv = build_kv(e2e_bucket(tmp_path))
+    assert kv["vars/bucket"]["environment"] == "staging"
+    assert kv["maand/job/api"]["workers"] == "10.0.0.1,10.0.0.2"
+    assert kv["vars/job/api"]["service_name"] == "api-gateway"
+    assert kv["maand/worker/10.0.0.1"]["worker_memory_mb"] == "4096"
+    assert kv["maand/job/api/worker/10.0.0.1"]["peer_workers"] == "10.0.0.2"
+    assert kv["maand/bucket"]["api_http_port"] == str(catalog["jobs"][0]["ports"]["api_http_port"])
+
+
+def test_namespaces_md_end_to_end_render_per_worker(tmp_path):
+    catalog, kv = build_kv(e2e_bucket(tmp_path))
+    port = kv["maand/bucket"]["api_http_port"]
+    for ip, peer in (("10.0.0.1", "10.0.0.2"), ("10.0.0.2", "10.0.0.1")):
+        data = _kv.allocation_data(catalog, "api", ip)
+        out = _kv.render_allocation(NAMESPACES_E2E, "config.json.tpl", data, kv,
+                                    _kv.upstream_jobs(catalog, "api"))
+        assert out == ('{\n  "env": "staging",\n  "service": "api-gateway",\n  "listen": "%s",\n'
+                       '  "peers": "%s",\n  "version": "1.2.0"\n}' % (port, peer))
+
+
+def test_bucket_namespace_keys(tmp_path):
+    catalog, kv = build_kv(e2e_bucket(tmp_path))
+    assert kv["maand/bucket"] == {"bucket_id": "b-1", "jobs": "api", "activejobs": "api",
+                                  "api_http_port": kv["maand/bucket"]["api_http_port"]}
+    assert kv["vars/bucket"] == {"environment": "staging", "port_min": "30000",
+                                 "port_max": "39999"}
+
+
+def test_worker_namespaces(tmp_path):
+    catalog, kv = build_kv(e2e_bucket(tmp_path))
+    w1 = kv["maand/worker/10.0.0.1"]
+    assert w1["worker_ip"] == "10.0.0.1" and w1["hostname"] == "node-a"
+    assert w1["position"] == "0" and w1["labels"] == "api,worker" and w1["jobs"] == "api"
+    assert w1["worker_cpu_mhz"] == "2000"
+    assert w1["api_peers"] == "10.0.0.2" and w1["api_allocation_index"] == "0"
+    assert kv["maand/worker/10.0.0.2"]["api_allocation_index"] == "1"
+    assert w1["worker_id"] == _kv.stable_uuid("10.0.0.1")
+    assert kv["maand/worker/10.0.0.1/tags"] == {"zone": "us-east-1a", "rack": "r1"}
+    shared = kv["maand/worker"]
+    assert shared["api_workers"] == "10.0.0.1,10.0.0.2" and shared["api_workers_length"] == "2"
+    assert shared["api_0"] == "10.0.0.1" and shared["api_1"] == "10.0.0.2"
+    assert shared["api_label_id"] == _kv.stable_uuid("api")
+
+
+def test_stable_uuid_is_maands_md5_v3():
+    # workspace.StableJobID: md5 with version 3 and RFC 4122 variant bits
+    value = _kv.stable_uuid("api")
+    assert value[14] == "3" and value[19] in "89ab" and len(value) == 36
+    assert value == _kv.stable_uuid("api") != _kv.stable_uuid("web")
+
+
+def test_job_and_allocation_namespaces(tmp_path):
+    catalog, kv = build_kv(e2e_bucket(tmp_path))
+    job = kv["maand/job/api"]
+    assert job["name"] == "api" and job["version"] == "1.2.0" and job["selectors"] == "api,worker"
+    assert job["workers_length"] == "2" and job["worker_0"] == "10.0.0.1"
+    assert job["deploy_order"] == "10.0.0.1,10.0.0.2"
+    assert (job["memory"], job["min_memory_mb"], job["max_memory_mb"]) == ("512", "256", "1024")
+    assert (job["cpu"], job["min_cpu_mhz"], job["max_cpu_mhz"]) == ("0", "0", "0")
+    assert kv["vars/bucket/job/api"] == {"replicas_hint": "3"}
+    assert kv["maand/job/api/worker/10.0.0.2"] == {
+        "peer_workers": "10.0.0.1", "api_allocation_index": "1", "version": "1.2.0"}
+
+
+def test_disabled_allocation_left_out_of_workers_but_kept_as_peer(tmp_path):
+    root = e2e_bucket(tmp_path, disabled={"jobs": {"api": {"allocations": ["10.0.0.2"]}}})
+    catalog, kv = build_kv(root)
+    assert kv["maand/job/api"]["workers"] == "10.0.0.1"
+    assert kv["maand/job/api/worker/10.0.0.1"]["peer_workers"] == "10.0.0.2"
+    assert kv["maand/worker/10.0.0.2"]["jobs"] == ""
+
+
+def test_ports_only_for_jobs_with_active_allocations(tmp_path):
+    root = e2e_bucket(tmp_path, disabled={"jobs": {"api": {}}})
+    catalog, kv = build_kv(root)
+    assert "api_http_port" not in kv["maand/bucket"]
+    assert kv["maand/bucket"]["activejobs"] == "" and kv["maand/bucket"]["jobs"] == "api"
+
+
+def test_build_owned_drop_stale_keys_user_owned_merge(tmp_path):
+    previous = {"maand/bucket": {"old_port": "1"}, "vars/job/api": {"schema_version": "12",
+                                                                     "service_name": "old"},
+                "secrets/job/api": {"pw": "s"}, "vars/job/gone": {"x": "1"}}
+    catalog, kv = build_kv(e2e_bucket(tmp_path), previous)
+    assert "old_port" not in kv["maand/bucket"]
+    assert kv["vars/job/api"] == {"schema_version": "12", "service_name": "api-gateway"}
+    assert kv["secrets/job/api"] == {"pw": "s"}
+    assert "vars/job/gone" not in kv
+
+
+def test_removed_worker_namespaces_are_gone(tmp_path):
+    root = e2e_bucket(tmp_path)
+    build = _build.build(root)
+    assert build.written
+    set_workers(root, E2E_WORKERS[:1])
+    catalog, kv = build_kv(root)
+    assert "maand/worker/10.0.0.2" not in kv and "maand/job/api/worker/10.0.0.2" not in kv
+    assert kv["maand/job/api"]["workers"] == "10.0.0.1"
+
+
+def test_ca_cert_lands_in_the_shared_worker_namespace(tmp_path):
+    catalog, kv = build_kv(e2e_bucket(tmp_path), ca_cert="-----BEGIN CERTIFICATE-----\n")
+    assert kv["maand/worker"]["certs/ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
+
+
+def test_upstream_jobs_from_command_demands(tmp_path):
+    cmd = {"executed_on": ["cli"], "demands": {"job": "db", "command": "command_schema"}}
+    jobs = dict(E2E_JOBS, db={"version": "1.0.0", "selectors": ["worker"], "commands": {
+        "command_schema": {"executed_on": ["cli"]}}})
+    jobs["api"] = dict(E2E_JOBS["api"], commands={"command_migrate": cmd})
+    catalog, kv = build_kv(e2e_bucket(tmp_path, jobs=jobs))
+    assert _kv.upstream_jobs(catalog, "api") == ["db"]
+    assert _kv.upstream_jobs(catalog, "db") == []
+
+
+def test_vars_toml_values_are_strings_and_tables_refused(tmp_path):
+    path = tmp_path / "vars.toml"
+    path.write_text('a = 1\nb = true\nc = "x"\n')
+    assert _kv.load_vars_toml(str(path)) == {"a": "1", "b": "true", "c": "x"}
+    path.write_text('[t]\nx = 1\n')
+    with pytest.raises(_kv.KVError, match="t is a table"):
+        _kv.load_vars_toml(str(path))
+
+
+def test_allocation_data_from_catalog(tmp_path):
+    catalog, kv = build_kv(e2e_bucket(tmp_path))
+    data = _kv.allocation_data(catalog, "api", "10.0.0.2", current_version="1.1.0")
+    assert data.Job == "api" and data.NewVersion == "1.2.0" and data.CurrentVersion == "1.1.0"
+    assert data.BucketPath == "/opt/worker/b-1" and data.JobPath == "/opt/worker/b-1/jobs/api"
+    assert data.Labels == ["api", "worker"] and data.AllocationID
+    with pytest.raises(_kv.KVError, match="no allocation of job api on worker 10.9.9.9"):
+        _kv.allocation_data(catalog, "api", "10.9.9.9")
