@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import tomllib
 import uuid
@@ -512,3 +513,41 @@ def allocation_data(catalog: Mapping[str, Any], job: str, worker_ip: str,
         WorkerID=str(worker.get("worker_id") or stable_uuid(worker_ip)), WorkerIP=worker_ip,
         Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
         BucketPath="/opt/worker/%s" % bucket_id, JobPath="/opt/worker/%s/jobs/%s" % (bucket_id, job))
+
+
+# --- reading a bucket's KV ---------------------------------------------------------------------
+
+KV_FILE = os.path.join("data", "kv.json")
+KV_FORMAT = 1
+
+
+def read_kv(bucket_dir: str) -> dict[str, dict[str, str]]:
+    """The bucket's KV: data/kv.json when build has written it, else computed from the catalog.
+
+    Secrets are never in data/kv.json (they are kept encrypted apart), so secrets/ namespaces
+    are empty here.
+    """
+    from . import _catalog  # the catalog reader; imported here to keep _kv light for templates
+
+    path = os.path.join(bucket_dir, KV_FILE)
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                doc = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise KVError("%s is unreadable: %s; rebuild the bucket (maand.core.build)"
+                          % (KV_FILE, exc)) from None
+        spaces = doc.get("namespaces") if isinstance(doc, dict) else None
+        if doc.get("format") != KV_FORMAT or not isinstance(spaces, dict):
+            raise KVError("%s is not a maand.core KV file (format %s); rebuild the bucket"
+                          % (KV_FILE, KV_FORMAT))
+        return {str(ns): {str(k): str(v) for k, v in keys.items()} for ns, keys in spaces.items()}
+    try:
+        catalog = _catalog.read_catalog(bucket_dir)
+    except _catalog.CatalogError as exc:
+        raise KVError(str(exc)) from None
+    if catalog is None:
+        raise KVError("%s has no data/catalog.json; build the bucket first"
+                      " (ansible-playbook maand.core.build -e maand_bucket=%s)"
+                      % (bucket_dir, bucket_dir))
+    return compute_kv(catalog, load_job_vars(bucket_dir, catalog))
