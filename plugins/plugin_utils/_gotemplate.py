@@ -589,8 +589,13 @@ class Template:
     def lookup(self, name: str) -> "Template | None":
         return self.trees.get(name)
 
-    def execute(self, data: Any = None, name: str | None = None) -> str:
-        """Render this template (or the named one of its set) over data."""
+    def execute(self, data: Any = None, name: str | None = None,
+                funcs: dict[str, Callable] | None = None) -> str:
+        """Render this template (or the named one of its set) over data.
+
+        funcs replaces functions of the same names for this run (a parsed template is reused
+        with per-run functions; names unknown at parse time cannot be called).
+        """
         tmpl = self if name is None else self.trees.get(name)
         if tmpl is None:
             raise TemplateError("template: no template %s associated with template %s"
@@ -600,7 +605,8 @@ class Template:
                 tmpl.name, go_quote(tmpl.name))
             raise TemplateError(msg, tmpl.name, cause=msg)
         out: list[str] = []
-        _State(tmpl, out).run(data)
+        run_funcs = tmpl.funcs if not funcs else dict(tmpl.funcs, **funcs)
+        _State(tmpl, out, 0, run_funcs).run(data)
         return "".join(out)
 
 
@@ -1045,8 +1051,10 @@ class _Continue(Exception):
 
 
 class _State:
-    def __init__(self, tmpl: Template, out: list[str], depth: int = 0) -> None:
+    def __init__(self, tmpl: Template, out: list[str], depth: int = 0,
+                 funcs: dict[str, Callable] | None = None) -> None:
         self.tmpl, self.out, self.depth = tmpl, out, depth
+        self.funcs = tmpl.funcs if funcs is None else funcs
         self.vars: list[list[Any]] = []
         self.node: Node | None = None
 
@@ -1094,25 +1102,26 @@ class _State:
 
     # --- walking
     def walk(self, dot: Any, node: Node) -> None:
-        self.at(node)
-        if isinstance(node, ListNode):
+        self.node = node
+        kind = type(node)
+        if kind is TextNode:
+            self.out.append(node.text)
+        elif kind is ListNode:
             for item in node.nodes:
                 self.walk(dot, item)
-        elif isinstance(node, TextNode):
-            self.out.append(node.text)
-        elif isinstance(node, ActionNode):
+        elif kind is ActionNode:
             value = self.eval_pipeline(dot, node.pipe)
             if not node.pipe.decl:
                 self.print_value(node, value)
-        elif isinstance(node, (IfNode, WithNode)):
+        elif kind is IfNode or kind is WithNode:
             self.walk_if_or_with(dot, node)
-        elif isinstance(node, RangeNode):
+        elif kind is RangeNode:
             self.walk_range(dot, node)
-        elif isinstance(node, TemplateNode):
+        elif kind is TemplateNode:
             self.walk_template(dot, node)
-        elif isinstance(node, ContinueNode):
+        elif kind is ContinueNode:
             raise _Continue()
-        elif isinstance(node, BreakNode):
+        elif kind is BreakNode:
             raise _Break()
         else:
             self.errorf("unknown node: %s" % node)
@@ -1193,7 +1202,7 @@ class _State:
         if self.depth >= MAX_EXEC_DEPTH:
             self.errorf("exceeded maximum template depth (%d)" % MAX_EXEC_DEPTH)
         new_dot = INVALID if node.pipe is None else _valid(self.eval_pipeline(dot, node.pipe))
-        state = _State(tmpl, self.out, self.depth + 1)
+        state = _State(tmpl, self.out, self.depth + 1, self.funcs)
         state.vars = [["$", new_dot]]
         state.walk(new_dot, tmpl.root)
 
@@ -1304,7 +1313,7 @@ class _State:
                       final: Any) -> Any:
         self.at(ident)
         name = ident.ident
-        fn = self.tmpl.funcs.get(name)
+        fn = self.funcs.get(name)
         if fn is None:
             self.errorf("%s is not a defined function" % go_quote(name))
         return self.eval_call(dot, fn, fn in _BUILTIN_FUNCS, cmd, name, args, final)
@@ -1387,27 +1396,26 @@ class _State:
         return value
 
     def eval_arg(self, dot: Any, node: Node) -> Any:
-        self.at(node)
-        if isinstance(node, DotNode):
-            return _plain(dot)
-        if isinstance(node, NilNode):
-            return None
-        if isinstance(node, FieldNode):
-            return self.eval_field_chain(dot, dot, node, node.ident, [node], MISSING)
-        if isinstance(node, VariableNode):
-            return self.eval_variable(dot, node, [node], MISSING)
-        if isinstance(node, PipeNode):
-            return self.eval_pipeline(dot, node)
-        if isinstance(node, IdentifierNode):
-            return self.eval_function(dot, node, node, [node], MISSING)
-        if isinstance(node, ChainNode):
-            return self.eval_chain(dot, node, [node], MISSING)
-        if isinstance(node, BoolNode):
-            return node.value
-        if isinstance(node, NumberNode):
-            return node.value
-        if isinstance(node, StringNode):
+        self.node = node
+        kind = type(node)
+        if kind is StringNode:
             return node.text
+        if kind is VariableNode:
+            return self.eval_variable(dot, node, [node], MISSING)
+        if kind is FieldNode:
+            return self.eval_field_chain(dot, dot, node, node.ident, [node], MISSING)
+        if kind is PipeNode:
+            return self.eval_pipeline(dot, node)
+        if kind is NumberNode or kind is BoolNode:
+            return node.value
+        if kind is DotNode:
+            return _plain(dot)
+        if kind is NilNode:
+            return None
+        if kind is IdentifierNode:
+            return self.eval_function(dot, node, node, [node], MISSING)
+        if kind is ChainNode:
+            return self.eval_chain(dot, node, [node], MISSING)
         self.errorf("can't handle %s for arg" % node)
         return None
 

@@ -21,6 +21,7 @@ AllowedKVNamespacesWithUpstream; deploy/templates.go templateFuncMap; docs/refer
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -117,9 +118,9 @@ class KVReader:
     upstream_jobs: tuple[str, ...] = ()
     deleted: frozenset = frozenset()
 
-    @property
-    def allowed(self) -> list[str]:
-        return allowed_namespaces(self.job, self.worker_ip, self.upstream_jobs)
+    @functools.cached_property
+    def allowed(self) -> frozenset:
+        return frozenset(allowed_namespaces(self.job, self.worker_ip, self.upstream_jobs))
 
     def check(self, namespace: str) -> None:
         if namespace not in self.allowed:
@@ -283,9 +284,18 @@ class AllocationData:
 
 def parse_template(text: str, name: str,
                    extra_funcs: Mapping[str, Callable] | None = None) -> gotemplate.Template:
-    """Parse a job .tpl with maand's function names (what build checks: syntax, unknown funcs)."""
+    """Parse a job .tpl with maand's function names (what build checks: syntax, unknown funcs).
+
+    Parses are cached by (text, name, extra function names): deploy renders one template for
+    many allocations and only the functions' KV view changes between them.
+    """
+    return _parse_cached(text, name, tuple(sorted((extra_funcs or {}).items(), key=lambda i: i[0])))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(text: str, name: str, extra: tuple) -> gotemplate.Template:
     funcs = template_funcs(KVReader({}, "", ""))
-    funcs.update(extra_funcs or {})
+    funcs.update(dict(extra))
     return gotemplate.parse(text, name, funcs)
 
 
@@ -297,7 +307,7 @@ def render_allocation(text: str, name: str, data: AllocationData, kv: KV,
                       frozenset(normalize_deleted(deleted)))
     funcs = template_funcs(reader)
     funcs.update(extra_funcs or {})
-    return gotemplate.parse(text, name, funcs).execute(data)
+    return parse_template(text, name, extra_funcs).execute(data, funcs=funcs)
 
 
 # --- the KV store computed by build (maand build/variables.go + docs/reference/kv/) ----------
