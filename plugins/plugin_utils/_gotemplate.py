@@ -1993,8 +1993,8 @@ def _map_index(item: dict, key: Any) -> Any:
     if key in item:
         return item[key]
     values = list(item.values())
-    if values and len({type(v) for v in values}) == 1 and type(values[0]) in (int, float, str,
-                                                                                  bool):
+    kinds = {type(v) for v in values}
+    if len(kinds) == 1 and type(values[0]) in (int, float, str, bool):
         return type(values[0])()
     return None
 

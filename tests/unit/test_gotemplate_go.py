@@ -248,8 +248,8 @@ def _exec_cases():
     seen = {}
     for entry in EXEC["execTests"]:
         seen[entry["name"]] = seen.get(entry["name"], 0) + 1
-        key = entry["name"] if seen[entry["name"]] == 1 else "%s#%d" % (entry["name"],
-                                                                      seen[entry["name"]])
+        count = seen[entry["name"]]
+        key = entry["name"] if count == 1 else "%s#%d" % (entry["name"], count)
         yield pytest.param(entry, id=key)
 
 
@@ -294,8 +294,8 @@ CMP_SKIP = {
 
 @pytest.mark.parametrize("case", EXEC["cmpTests"], ids=lambda c: c["expr"])
 def test_go_comparison_table(case):
-    if case["expr"] in CMP_SKIP or any(w in case["expr"] for w in (".Iface", ".NilIface", ".Map",
-                                                                    ".Ptr", ".V1", ".S1")):
+    go_only = (".Iface", ".NilIface", ".Map", ".Ptr", ".V1", ".S1")
+    if case["expr"] in CMP_SKIP or any(w in case["expr"] for w in go_only):
         pytest.skip("Go pointer/struct/map identity")
     text = "{{if %s}}true{{else}}false{{end}}" % case["expr"]
     tmpl = gt.parse(text, "empty")

@@ -389,8 +389,8 @@ def test_ports_only_for_jobs_with_active_allocations(tmp_path):
 
 
 def test_build_owned_drop_stale_keys_user_owned_merge(tmp_path):
-    previous = {"maand/bucket": {"old_port": "1"}, "vars/job/api": {"schema_version": "12",
-                                                                     "service_name": "old"},
+    previous = {"maand/bucket": {"old_port": "1"},
+                "vars/job/api": {"schema_version": "12", "service_name": "old"},
                 "secrets/job/api": {"pw": "s"}, "vars/job/gone": {"x": "1"}}
     catalog, kv = build_kv(e2e_bucket(tmp_path), previous)
     assert "old_port" not in kv["maand/bucket"]
