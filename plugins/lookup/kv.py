@@ -4,7 +4,7 @@
 
 DOCUMENTATION = r"""
 name: kv
-author: maand.core developers
+author: maand.core developers (@maand-sh)
 version_added: "1.1.0"
 short_description: read maand's KV store of a bucket
 description:

@@ -1390,8 +1390,7 @@ class _State:
         value: Any = None
         for i in range(total):
             value = final if i == len(arg_nodes) else self.eval_arg(dot, arg_nodes[i])
-            truth, _ = is_true(value)
-            if truth == (name == "or"):
+            if is_true(value)[0] == (name == "or"):
                 return value
         return value
 
@@ -1594,7 +1593,7 @@ def format_value(value: Any, verb: str = "v", plus: bool = False) -> str:
     if isinstance(value, float):
         return _fmt_g_shortest(value)
     if isinstance(value, complex):
-        return _fmt_complex(value, lambda f, sign: _fmt_g_shortest(f, sign))
+        return _fmt_complex(value, _fmt_g_shortest)
     if isinstance(value, str):
         return value
     if isinstance(value, (list, tuple)):

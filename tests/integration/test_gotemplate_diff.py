@@ -102,7 +102,7 @@ def _random_template(rng: random.Random) -> str:
             return rng.choice(atoms)
         fn = rng.choice(funcs)
         args = " ".join(expr(depth - 1) if rng.random() < 0.7 else "(%s)" % expr(depth - 1)
-                        for _ in range(rng.randint(1, 3)))
+                        for dummy in range(rng.randint(1, 3)))
         return "%s %s" % (fn, args)
 
     def block(depth: int) -> str:
@@ -120,7 +120,7 @@ def _random_template(rng: random.Random) -> str:
             return "{{$v := %s}}[{{$v}}]" % expr(1)
         return "t{{- %s -}} u" % rng.choice(atoms)
 
-    return "".join(block(2) for _ in range(rng.randint(1, 3)))
+    return "".join(block(2) for dummy in range(rng.randint(1, 3)))
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def _location(err: str) -> str:
 
 def _cases() -> list[dict]:
     rng = random.Random(20261123)
-    texts = CORPUS + [_random_template(rng) for _ in range(400)]
+    texts = CORPUS + [_random_template(rng) for dummy in range(400)]
     return [{"name": "t%d" % i, "text": t, "data": DATA} for i, t in enumerate(texts)]
 
 
