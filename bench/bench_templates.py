@@ -1,0 +1,139 @@
+"""Template rendering benchmark (issue 10, "Speed").
+
+    python3 bench/bench_templates.py [--allocations 1000] [--runs 5] [--json]
+
+Renders 3 job templates (maand's docs examples: the KV end-to-end config.json.tpl, the postgres
+memory-sizing template, and a Makefile.tpl) for every allocation of a synthetic bucket with
+maand.core's Go template engine and maand's function map (_kv.render_allocation), hashes every
+output (sha256, as deploy's content hash does), and reports the median wall time per allocation.
+Baseline, measured in the same run: the same three templates written in Jinja2 and rendered over
+the same values (the cost Ansible users already pay for .j2 files). Quote medians and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+import conftest  # noqa: E402,F401 pylint: disable=unused-import # makes the collection importable
+
+import jinja2  # noqa: E402
+
+from ansible_collections.maand.core.plugins.plugin_utils import _kv  # noqa: E402
+
+CONFIG = """{
+  "env": "{{ get "vars/bucket" "environment" }}",
+  "service": "{{ get "vars/job/api" "service_name" }}",
+  "listen": "{{ get "maand/bucket" "api_http_port" }}",
+  "peers": "{{ get (printf "maand/job/api/worker/%s" .WorkerIP) "peer_workers" }}",
+  "version": "{{ .NewVersion }}"
+}"""
+POSTGRES = """{{ define "pgMemUnit" -}}
+{{- $mb := int . -}}
+{{- if ge $mb 1024 -}}{{- div $mb 1024 -}}GB{{- else -}}{{- $mb -}}MB{{- end -}}
+{{- end }}
+{{- $memMB := int (get "vars/job/api" "memory") -}}
+shared_buffers = {{ template "pgMemUnit" (div $memMB 4) }}
+effective_cache_size = {{ template "pgMemUnit" (div (mul $memMB 3) 4) }}
+work_mem = {{ min 128 (max 4 (div $memMB 64)) }}MB
+"""
+MAKEFILE = """PORT := {{ get "maand/bucket" "api_http_port" }}
+INDEX := {{ get (printf "maand/job/api/worker/%s" .WorkerIP) "api_allocation_index" }}
+{{ range $i, $w := split (get "maand/job/api" "workers") "," }}# peer {{ $i }} {{ $w }}
+{{ end }}start:
+\t./run --port $(PORT) --index $(INDEX) --version {{ .NewVersion }}
+"""
+J_CONFIG = """{
+  "env": "{{ kv['vars/bucket']['environment'] }}",
+  "service": "{{ kv['vars/job/api']['service_name'] }}",
+  "listen": "{{ kv['maand/bucket']['api_http_port'] }}",
+  "peers": "{{ kv['maand/job/api/worker/' ~ d.WorkerIP]['peer_workers'] }}",
+  "version": "{{ d.NewVersion }}"
+}"""
+J_POSTGRES = """{%- macro unit(mb) -%}{%- if mb >= 1024 -%}{{ mb // 1024 }}GB{%- else -%}{{ mb }}MB{%- endif -%}{%- endmacro -%}
+{%- set m = kv['vars/job/api']['memory'] | int -%}
+shared_buffers = {{ unit(m // 4) }}
+effective_cache_size = {{ unit(m * 3 // 4) }}
+work_mem = {{ [128, [4, m // 64] | max] | min }}MB
+"""
+J_MAKEFILE = """PORT := {{ kv['maand/bucket']['api_http_port'] }}
+INDEX := {{ kv['maand/job/api/worker/' ~ d.WorkerIP]['api_allocation_index'] }}
+{% for w in kv['maand/job/api']['workers'].split(',') %}# peer {{ loop.index0 }} {{ w }}
+{% endfor %}start:
+\t./run --port $(PORT) --index $(INDEX) --version {{ d.NewVersion }}
+"""
+
+
+def synthetic(n):
+    ips = ["10.%d.%d.%d" % (i // 65536, (i // 256) % 256, i % 256) for i in range(n)]
+    kv = {"vars/bucket": {"environment": "prod"}, "maand/bucket": {"api_http_port": "30000"},
+          "vars/job/api": {"service_name": "api", "memory": "8192"},
+          "maand/job/api": {"workers": ",".join(ips[:5])}}
+    for i, ip in enumerate(ips):
+        kv["maand/job/api/worker/%s" % ip] = {"peer_workers": ",".join(ips[max(0, i - 2):i]),
+                                              "api_allocation_index": str(i)}
+    data = [_kv.AllocationData(Job="api", WorkerIP=ip, NewVersion="1.2.0", BucketID="b")
+            for ip in ips]
+    return kv, data
+
+
+def run_go(kv, data):
+    digests = []
+    for d in data:
+        for name, text in (("config.json.tpl", CONFIG), ("postgresql.conf.tpl", POSTGRES),
+                           ("Makefile.tpl", MAKEFILE)):
+            out = _kv.render_allocation(text, name, d, kv)
+            digests.append(hashlib.sha256(out.encode()).hexdigest())
+    return digests
+
+
+def run_jinja(kv, data, env):
+    templates = [env.from_string(t) for t in (J_CONFIG, J_POSTGRES, J_MAKEFILE)]
+    digests = []
+    for d in data:
+        for tmpl in templates:
+            out = tmpl.render(kv=kv, d=d)
+            digests.append(hashlib.sha256(out.encode()).hexdigest())
+    return digests
+
+
+def median_time(fn, runs):
+    times = []
+    for dummy in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--allocations", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    kv, data = synthetic(args.allocations)
+    env = jinja2.Environment(keep_trailing_newline=True)
+    go = median_time(lambda: run_go(kv, data), args.runs)
+    jj = median_time(lambda: run_jinja(kv, data, env), args.runs)
+    result = {"allocations": args.allocations, "templates_per_allocation": 3, "runs": args.runs,
+              "go_template_s": round(go, 4), "jinja2_s": round(jj, 4),
+              "go_ms_per_allocation": round(go * 1000 / args.allocations, 3),
+              "jinja2_ms_per_allocation": round(jj * 1000 / args.allocations, 3),
+              "ratio_go_over_jinja2": round(go / jj, 2)}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print("%-26s %s" % (key, value))
+
+
+if __name__ == "__main__":
+    main()
