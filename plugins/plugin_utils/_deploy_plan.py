@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 
 from . import _deploy_files as files_mod
+from ._problems import did_you_mean
 
 ACTIONS = ("start", "restart", "reload", "sync", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
@@ -71,8 +72,9 @@ def parse_jobs_filter(value, known_jobs):
     names = [n for n in names if n]
     unknown = sorted(set(names) - set(known_jobs))
     if unknown:
+        named = ", ".join(name + did_you_mean(name, known_jobs) for name in unknown)
         return None, ["maand_jobs: unknown job(s) %s; jobs in the catalog: %s" % (
-            ", ".join(unknown), ", ".join(sorted(known_jobs)) or "(none)")]
+            named, ", ".join(sorted(known_jobs)) or "(none)")]
     return sorted(set(names)), []
 
 

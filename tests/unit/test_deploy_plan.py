@@ -471,3 +471,10 @@ def test_a_worker_holding_another_bucket_id_is_refused_naming_both_ids_and_the_f
     assert "Restore the data/catalog.json" in err and "-e maand_adopt_bucket_id=old-id" in err
     st["h2"]["others"] = [{"bucket_id": BID, "path": "/opt/worker/x"}]   # same id elsewhere is not foreign
     assert not P.compute_plan(cat, content("api"), st, ["h1", "h2"])["errors"]
+
+
+def test_unknown_jobs_in_maand_jobs_get_a_did_you_mean():
+    dummy, errors = P.parse_jobs_filter("api,wbe", ["api", "web", "store"])
+    assert errors and 'wbe (did you mean "web"?)' in errors[0]
+    dummy, errors = P.parse_jobs_filter(["zzzz"], ["api", "web"])
+    assert errors and "zzzz;" in errors[0] and "did you mean" not in errors[0]
