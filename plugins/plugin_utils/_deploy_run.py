@@ -26,7 +26,6 @@ from . import _run_state as RS
 
 RUN_DIR = ".deploy-run"
 FINAL = RS.FINAL
-WIDE_MIN_HOSTS = 3
 WIDE_FACTOR = 8
 
 
@@ -72,18 +71,21 @@ def result_path(run_dir, key, host):
 def segments(plan, play_size):
     """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass.
 
-    A step is wide (its agent task runs on every host of the play, skipped where idle) when many
-    hosts act in it; else narrow (one run_once task looping over the acting hosts)."""
+    A step is wide (its agent task runs on every host of the play, skipped where idle) when at least
+    1/WIDE_FACTOR of the play acts in it, so its skips cost at most WIDE_FACTOR - 1 per acting host;
+    else narrow (one run_once task looping over the acting hosts: nothing on idle hosts, but Ansible
+    shows and counts those results under the first host, "h1 -> h7"). A play of at most WIDE_FACTOR
+    hosts is therefore always wide, with every result on its own host."""
     out = []
     prev_hosts = set()
     for step in plan.get("steps") or []:
         hosts = set(step.get("ops") or {})
         acting = len(hosts | prev_hosts)  # hosts of the previous step may get their promotions here
-        wide = acting >= WIDE_MIN_HOSTS and acting * WIDE_FACTOR >= play_size
+        wide = acting * WIDE_FACTOR >= play_size
         out.append({"kind": "wide" if wide else "narrow", "step": step["index"]})
         prev_hosts = {g_host for g in step.get("gates") or [] for g_host in g.get("hosts") or []}
-    if out:
-        out.append({"kind": "narrow", "step": FINAL})
+    if out:  # the final promote pass: its hosts are known only at run time
+        out.append({"kind": "wide" if play_size <= WIDE_FACTOR else "narrow", "step": FINAL})
     return out
 
 

@@ -118,7 +118,12 @@ def test_a_bad_bucket_fails_the_job(tmp_path, default_cfg, breakage):
     assert runner.status == "failed" and runner.rc != 0, output(runner)
     failed = events(runner, "runner_on_failed")
     assert [e["event_data"]["task"] for e in failed] == ["Assert that the maand.core.workspace inventory loaded"]
-    assert "The maand workspace inventory did not load" in failed[0]["event_data"]["res"]["msg"]
+    msg = failed[0]["event_data"]["res"]["msg"]
+    if breakage == "no maand.yml":  # no inventory source at all
+        assert "The maand workspace inventory did not load" in msg
+    else:  # the workspace inventory loaded and names the bucket's errors (maand_inventory_errors):
+        # here, that it has no catalog (the build it asks for then names workers.json)
+        assert "has errors; nothing was run" in msg and "ErrMissingCatalog" in msg, msg
     assert stats(runner)["failures"] == {"localhost": 1}
     assert "Deploy the bucket's jobs" not in {e["event_data"].get("play") for e in events(runner, "playbook_on_play_start")}
 
@@ -163,11 +168,13 @@ def test_deploy_under_ansible_runner_as_awx_runs_it(fleet_factory, tmp_path):
         events_log = Path(fleet.host(host)["opt_dir"]) / "worker" / bucket_id / "jobs" / "api" / "logs" / "events.log"
         assert events_log.read_text().splitlines() == ["start 0.0.0 1.0.0"]
 
-    # 3. the same job on a bucket that stopped building: the project's ansible.cfg makes the failing
-    # source fatal before any play (no playbook_on_stats event); the job fails naming the file
+    # 3. the same job on a bucket edited since its build: the inventory sets maand_workspace_ok=false
+    # with the errors, the first play (localhost) fails naming the file, and nothing runs on a worker
     (bucket / "workspace" / "workers.json").write_text("[{")
     runner = run_job(pdd, str(bucket / "maand.yml"), config)
     text = output(runner)
     assert runner.status == "failed" and runner.rc != 0, text
-    assert "workers.json" in text and not events(runner, "playbook_on_stats"), text
-    assert not events(runner, "runner_on_ok"), text
+    assert "workers.json" in text, text
+    failed = events(runner, "runner_on_failed")
+    assert [e["event_data"]["task"] for e in failed] == ["Assert that the maand.core.workspace inventory loaded"], text
+    assert not [e for e in events(runner, "runner_on_ok") if e["event_data"].get("host") in fleet.addresses], text
