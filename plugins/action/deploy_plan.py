@@ -16,6 +16,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_lock,
     _deploy_plan,
     _deploy_run,
+    _fingerprint,
 )
 
 display = Display()
@@ -79,6 +80,14 @@ class ActionModule(ActionBase):
         if catalog is None:
             return self._fail(result, bucket, "%s/data/catalog.json does not exist: run `ansible-playbook -i %s/maand.yml "
                               "maand.core.build` first" % (bucket, bucket))
+        try:  # the inventory refuses a stale catalog too, but preview: true or a cached inventory gets past it
+            changed = _fingerprint.stale(bucket, catalog)
+        except OSError as exc:
+            return self._fail(result, bucket, "%s: cannot read the workspace to compare it with the catalog: %s" % (bucket, exc))
+        if changed:
+            return self._fail(result, bucket, "ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build "
+                              "(%s); nothing was changed (fix: run ansible-playbook maand.core.build -e maand_bucket=%s)"
+                              % (bucket, ", ".join(changed[:10]), bucket))
         if args["adopt_bucket_id"]:  # written by maand.core.deploy_lock (not in check mode)
             catalog = dict(catalog, bucket_id=args["adopt_bucket_id"])
         hostvars = task_vars.get("hostvars") or {}

@@ -318,3 +318,26 @@ def test_12_worker_holding_another_bucket_id_is_refused_until_restored_or_adopte
     rc, out = env.deploy("-e", "maand_adopt_bucket_id=%s" % old_id)
     assert env.bucket_id == old_id
     assert "no changes required" in out
+
+
+def test_13_stale_catalog_is_refused_by_the_plan_even_with_a_preview_inventory(env):
+    # preview: true makes the inventory build in memory (no catalog check); the plan still compares the
+    # workspace with the catalog's input fingerprint and refuses before any worker is touched
+    maand_yml = env.bucket / "maand.yml"
+    original = maand_yml.read_text()
+    conf = env.bucket / "workspace" / "jobs" / "web" / "static" / "index.html"
+    before = conf.read_text()
+    try:
+        maand_yml.write_text(original + "preview: true\n")
+        conf.write_text("edited after the build\n")
+        rc, out = env.deploy(check=False)
+        assert rc != 0, out
+        assert "ErrStaleCatalog" in out and "workspace/jobs/web/ changed" in out, out
+        for h in env.hosts[:3]:
+            assert (env.job(h, "web") / "static" / "index.html").read_text() == before
+        assert not (env.bucket / "data" / "deploy.lock").exists()
+    finally:
+        conf.write_text(before)
+        maand_yml.write_text(original)
+    rc, out = env.deploy()
+    assert "no changes required" in out
