@@ -71,6 +71,8 @@ ansible-playbook -i "$bucket/maand.yml" maand.core.deploy | grep -E 'changed='
 
 say "a content change under www/ rolls out as a reload, one worker at a time, health-gated"
 echo '<p>Version 2.</p>' >> "$bucket/workspace/jobs/web/www/index.html"
+# the catalog records a fingerprint of the workspace: a deploy refuses a changed workspace until it is rebuilt
+ansible-playbook maand.core.build -e maand_bucket="$bucket" | grep -E 'changed=|failed=[1-9]'
 ansible-playbook -i "$bucket/maand.yml" maand.core.deploy --check --diff | grep -E 'reload|restart' | head -5 || true
 ansible-playbook -i "$bucket/maand.yml" maand.core.deploy | grep -E 'changed=|failed=[1-9]' 
 ansible-playbook -i "$bucket/maand.yml" maand.core.job -e maand_job=web -e maand_target=status | grep -E 'serving|not running' | head -3 || true
