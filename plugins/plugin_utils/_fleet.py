@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from ._constraints import FleetIndex, _bits_to_int, properties_of
 from ._hardware import FIELDS as HARDWARE_FIELDS  # hardware key -> Worker attribute (memory_mb, ...)
-from ._hardware import _worker_arch
+from ._hardware import HardwareMasks, _worker_arch
 
 
-class WorkerIndex(FleetIndex):
+class WorkerIndex(FleetIndex, HardwareMasks):
     """Labels, hosts, properties, ranks and hardware of the model's Worker records, as bitsets."""
 
     def __init__(self, workers):
@@ -85,20 +85,6 @@ class WorkerIndex(FleetIndex):
                 self._values["arch"] = [_worker_arch(v) for v in self._values["arch"]]
         return self._values
 
-    def equal_mask(self, key, value):
-        m = self._eq.get((key, value))
-        if m is None:
-            m = self._eq[(key, value)] = _bits_to_int(
-                (i for i, v in enumerate(self.values[key]) if v == value), self.size)
-        return m
-
-    def at_least_mask(self, key, threshold):
-        m = self._ge.get((key, threshold))
-        if m is None:
-            vals = self.values[key]
-            m = self._ge[(key, threshold)] = _bits_to_int(
-                (i for i, v in enumerate(vals) if v is not None and v >= threshold), self.size)
-        return m
 
     def hardware_record(self, i):
         """workers[i]'s hardware as the mapping _hardware.hardware_shortfalls reads."""

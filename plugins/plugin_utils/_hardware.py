@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 
 from ._bits import iter_bits
 
-__all__ = ["HardwareError", "HardwareIndex", "parse_hardware", "merge_hardware",
+__all__ = ["HardwareError", "HardwareIndex", "HardwareMasks", "parse_hardware", "merge_hardware",
            "hardware_mask", "hardware_maxima", "hardware_shortfalls", "format_hardware",
            "KEYS", "MATCH_KEYS", "ALL_KEYS", "ARCHES", "normalize_arch", "FIELDS"]
 
@@ -225,21 +225,10 @@ def _bits_to_int(indices: Iterable[int], n: int) -> int:
     return int.from_bytes(buf, "little")
 
 
-class HardwareIndex:
-    """Per-key value arrays over a list of workers (bit i = workers[i]), with
-    cached "value >= threshold" masks (jobs tend to share thresholds).
-
-    Each worker is a mapping with memory_mb, cpu_mhz, cores, storage_mb
-    (number or None = unknown).
-    """
-
-    def __init__(self, workers: Iterable[Mapping[str, Any]]):
-        workers = list(workers)
-        self.size = len(workers)
-        self.values: dict[str, list] = {k: [w.get(f) for w in workers] for k, f in FIELDS.items()}
-        self.values["arch"] = [_worker_arch(v) for v in self.values["arch"]]
-        self._ge: dict[tuple[str, float], int] = {}
-        self._eq: dict[tuple[str, str], int] = {}
+class HardwareMasks:
+    """Cached "value == name" and "value >= threshold" masks over `self.values` (key -> list, one
+    value per worker, None = unknown) and `self.size`; the class using it sets `_eq` and `_ge` to {}.
+    Shared by HardwareIndex and the one worker index (_fleet.WorkerIndex)."""
 
     def equal_mask(self, key: str, value: str) -> int:
         m = self._eq.get((key, value))
@@ -255,6 +244,24 @@ class HardwareIndex:
             m = self._ge[(key, threshold)] = _bits_to_int(
                 (i for i, v in enumerate(vals) if v is not None and v >= threshold), self.size)
         return m
+
+
+class HardwareIndex(HardwareMasks):
+    """Per-key value arrays over a list of workers (bit i = workers[i]), with
+    cached "value >= threshold" masks (jobs tend to share thresholds).
+
+    Each worker is a mapping with memory_mb, cpu_mhz, cores, storage_mb
+    (number or None = unknown).
+    """
+
+    def __init__(self, workers: Iterable[Mapping[str, Any]]):
+        workers = list(workers)
+        self.size = len(workers)
+        self.values: dict[str, list] = {k: [w.get(f) for w in workers] for k, f in FIELDS.items()}
+        self.values["arch"] = [_worker_arch(v) for v in self.values["arch"]]
+        self._ge: dict[tuple[str, float], int] = {}
+        self._eq: dict[tuple[str, str], int] = {}
+
 
 
 def _worker_arch(value):
