@@ -85,7 +85,6 @@ class WorkerIndex(FleetIndex, HardwareMasks):
                 self._values["arch"] = [_worker_arch(v) for v in self._values["arch"]]
         return self._values
 
-
     def hardware_record(self, i):
         """workers[i]'s hardware as the mapping _hardware.hardware_shortfalls reads."""
         worker = self.workers[i]

@@ -263,7 +263,6 @@ class HardwareIndex(HardwareMasks):
         self._eq: dict[tuple[str, str], int] = {}
 
 
-
 def _worker_arch(value):
     try:
         return normalize_arch(value)
