@@ -179,12 +179,16 @@ class Bench:
             return {"command_after": {"executed_on": ["cli"],
                                       "demands": {"job": job, "command": "command_ready"}}}
 
-        add_job(b, "api", files={"conf/api.conf": "threads=0\n"}, makefile=STAMPED_MAKEFILE, commands=ready)
+        script = "print('command')\n"  # build refuses a command without its script (as maand)
+        ready_py = {"_modules/command_ready.py": script}
+        after_py = {"_modules/command_after.py": script}
+        add_job(b, "api", files={"conf/api.conf": "threads=0\n", **ready_py}, makefile=STAMPED_MAKEFILE,
+                commands=ready)
         add_job(b, "web", files={"conf/site.conf": "listen=80\n", "static/index.html": "<h1>v1</h1>\n"},
                 restart_policy="reload", restart_globs=["conf/*.conf"], max_concurrent_upgrades=2)
-        add_job(b, "job2", files={"app.txt": "job 2\n", "bin.sh": "#!/bin/sh\necho hi\n"}, commands=after("api"))
-        add_job(b, "half1", files={"app.txt": "half 1\n"}, selectors=["half"], commands=ready)
-        add_job(b, "half2", files={"app.txt": "half 2\n"}, selectors=["half"], commands=after("half1"))
+        add_job(b, "job2", files={"app.txt": "job 2\n", "bin.sh": "#!/bin/sh\necho hi\n", **after_py}, commands=after("api"))
+        add_job(b, "half1", files={"app.txt": "half 1\n", **ready_py}, selectors=["half"], commands=ready)
+        add_job(b, "half2", files={"app.txt": "half 2\n", **after_py}, selectors=["half"], commands=after("half1"))
 
     def build(self):
         run = self.run(["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.build",
