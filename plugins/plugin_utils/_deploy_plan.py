@@ -223,211 +223,243 @@ def compute_plan(catalog, content, states, hosts, options=None):
         "deployed": {job: record}, "trees": [job names with a folder under jobs/]}}.
     hosts: the hosts this run targets (after --limit); allocations elsewhere are out of scope.
     options: {"jobs": filter value, "force": bool, "sync_only": bool}.
+
+    The phases, in order: check the jobs in scope (options, health gates, restart settings), decide
+    every allocation in scope, purge workers that left workers.json, plan worker metadata and the
+    update_seq, then schedule (step 0 reconciles, then one step per rolling batch per wave).
     """
-    options = options or {}
-    if not isinstance(catalog, dict) or not catalog.get("bucket_id"):
-        raise PlanError("the catalog has no bucket_id: run the maand.core.build playbook first")
-    bucket_id = catalog["bucket_id"]
-    jobs = {j["name"]: j for j in catalog.get("jobs", [])}
-    workers = {w["host"]: w for w in catalog.get("workers", [])}
-    position = {w["host"]: (w.get("position") if w.get("position") is not None else 1 << 30, i)
-                for i, w in enumerate(catalog.get("workers", []))}
-    hosts = set(hosts)
-    errors = []
-    failures = []
-    rows = []
-    prune = []
+    planner = _Planner(catalog, content, states, hosts, options or {})
+    planner.check_jobs()
+    for alloc in planner.allocations_in_scope():
+        planner.decide(alloc)
+    planner.plan_purges()
+    planner.plan_metadata()
+    planner.schedule()
+    return planner.result()
 
-    jobs_filter, filter_errors = parse_jobs_filter(options.get("jobs"), jobs)
-    errors.extend(filter_errors)
-    errors.extend(foreign_buckets(bucket_id, states, hosts, options.get("adopt_bucket_id")))
-    force = bool(options.get("force"))
-    sync_only = bool(options.get("sync_only"))
 
-    def in_scope_job(name):
-        return jobs_filter is None or name in jobs_filter
+def _op(op_id, kind, host, job=None, action=None, target=None, env=None, record=None, promote_now=False):
+    """A reconcile/meta op (the dict shape the deploy steps read)."""
+    return {"id": op_id, "kind": kind, "job": job, "host": host, "action": action or kind,
+            "target": target, "sync": False, "env": env if env is not None else {}, "record": record,
+            "promote_now": promote_now}
 
-    # health gates, validated up front
-    gates = {}
-    for name, job in sorted(jobs.items()):
-        if job.get("removed") or not in_scope_job(name):
-            continue
-        spec, gate_errors = resolve_health(job)
-        errors.extend(gate_errors)
-        if spec:
-            gates[name] = spec
-        policy = job.get("restart_policy") or "always"
-        if policy not in POLICIES:
-            errors.append("jobs/%s/manifest.json restart_policy: %r is not one of %s" % (name, policy, ", ".join(POLICIES)))
-        for glob in job.get("restart_globs") or []:
-            try:
-                files_mod.validate_glob(glob)
-            except files_mod.GlobError as exc:
-                errors.append("jobs/%s/manifest.json restart_globs: %s" % (name, exc))
 
-    allocations = sorted(
-        (a for a in catalog.get("allocations", []) if a.get("worker") in hosts and in_scope_job(a.get("job"))),
-        key=lambda a: (a["job"], position.get(a["worker"], (1 << 30, 0)), a["worker"]))
+def _promoted(st, name):
+    """The promoted state record a worker reported for job name, or None (absent or an unknown format)."""
+    deployed = (st.get("deployed") or {}).get(name)
+    if deployed is not None and (not isinstance(deployed, dict) or deployed.get("format") != STATE_FORMAT):
+        return None
+    return deployed
 
-    # --- worker metadata (worker.json / jobs.json) ---
-    seen_seq = 0
-    for host in sorted(hosts):
-        st = states.get(host) or {}
-        w = st.get("worker") if isinstance(st.get("worker"), dict) else None
-        if w and isinstance(w.get("update_seq"), int):
-            seen_seq = max(seen_seq, w["update_seq"])
 
-    def desired_meta(host, seq):
-        worker = workers.get(host) or {}
-        worker_json = {"bucket_id": bucket_id, "worker": host, "labels": sorted(worker.get("labels") or []),
-                       "update_seq": seq}
-        entries = []
-        for a in catalog.get("allocations", []):
-            if a.get("worker") != host or a.get("state") == "removed":
+def _change_reasons(deployed, hash_changed, changed, version_changed, cur_version, new_version):
+    reasons = []
+    if deployed is None:
+        reasons.append("new allocation")
+    elif hash_changed:
+        reasons.append("content changed: %s" % (_fmt_paths(changed) or "(file modes)"))
+    if deployed is not None and version_changed:
+        reasons.append("version %s -> %s" % (cur_version, new_version))
+    return reasons
+
+
+class _Planner:
+    """One compute_plan call: its inputs, the decisions made so far, then the schedule."""
+
+    def __init__(self, catalog, content, states, hosts, options):
+        if not isinstance(catalog, dict) or not catalog.get("bucket_id"):
+            raise PlanError("the catalog has no bucket_id: run the maand.core.build playbook first")
+        self.catalog = catalog
+        self.content = content
+        self.states = states
+        self.bucket_id = catalog["bucket_id"]
+        self.jobs = {j["name"]: j for j in catalog.get("jobs", [])}
+        self.workers = {w["host"]: w for w in catalog.get("workers", [])}
+        self.position = {w["host"]: (w.get("position") if w.get("position") is not None else 1 << 30, i)
+                         for i, w in enumerate(catalog.get("workers", []))}
+        self.hosts = set(hosts)
+        self.errors = []
+        self.failures = []
+        self.rows = []
+        self.prune = []
+        self.jobs_filter, filter_errors = parse_jobs_filter(options.get("jobs"), self.jobs)
+        self.errors.extend(filter_errors)
+        self.errors.extend(foreign_buckets(self.bucket_id, states, self.hosts, options.get("adopt_bucket_id")))
+        self.force = bool(options.get("force"))
+        self.sync_only = bool(options.get("sync_only"))
+        self.gates = {}          # job -> health gate spec
+        self.reconcile = {}      # host -> [op]
+        self.rollout = {}        # job -> {"start": [op], "upgrade": [op], "sync": [op]}
+        self.dead_removed_workers = set()
+        self.removed_worker_hosts = {h for h in self.hosts if (self.workers.get(h) or {}).get("removed")}
+        self.meta_ops = {}
+        self.seen_seq = 0
+        self.update_seq = 0
+        self.steps = []
+
+    def state(self, host):
+        return self.states.get(host) or {}
+
+    def in_scope_job(self, name):
+        return self.jobs_filter is None or name in self.jobs_filter
+
+    # --- phase 1: the jobs in scope ---
+
+    def check_jobs(self):
+        """Health gates, restart_policy and restart_globs of every job in scope, validated up front."""
+        for name, job in sorted(self.jobs.items()):
+            if job.get("removed") or not self.in_scope_job(name):
                 continue
-            entries.append({"job": a["job"], "alloc_id": a.get("alloc_id"),
-                            "disabled": a.get("state") == "disabled",
-                            "version": (jobs.get(a["job"]) or {}).get("version") or ZERO_VERSION})
-        entries.sort(key=lambda e: e["job"])
-        return worker_json, {"bucket_id": bucket_id, "jobs": entries}
+            spec, gate_errors = resolve_health(job)
+            self.errors.extend(gate_errors)
+            if spec:
+                self.gates[name] = spec
+            policy = job.get("restart_policy") or "always"
+            if policy not in POLICIES:
+                self.errors.append("jobs/%s/manifest.json restart_policy: %r is not one of %s"
+                                   % (name, policy, ", ".join(POLICIES)))
+            for glob in job.get("restart_globs") or []:
+                try:
+                    files_mod.validate_glob(glob)
+                except files_mod.GlobError as exc:
+                    self.errors.append("jobs/%s/manifest.json restart_globs: %s" % (name, exc))
 
-    # --- per allocation decisions ---
-    reconcile = {}   # host -> [op]
-    rollout = {}     # job -> {"start": [op], "upgrade": [op], "sync": [op]}
-    dead_removed_workers = set()
-    removed_worker_hosts = set()
-    for host in sorted(hosts):
-        worker = workers.get(host)
-        if worker and worker.get("removed"):
-            removed_worker_hosts.add(host)
+    def allocations_in_scope(self):
+        return sorted(
+            (a for a in self.catalog.get("allocations", [])
+             if a.get("worker") in self.hosts and self.in_scope_job(a.get("job"))),
+            key=lambda a: (a["job"], self.position.get(a["worker"], (1 << 30, 0)), a["worker"]))
 
-    for alloc in allocations:
+    # --- phase 2: one decision per allocation ---
+
+    def decide(self, alloc):
         name, host, state = alloc["job"], alloc["worker"], alloc.get("state", "active")
-        job = jobs.get(name)
-        alloc_id = alloc.get("alloc_id")
-        st = states.get(host) or {}
-        reachable = st.get("reachable", False)
-        deployed = (st.get("deployed") or {}).get(name)
-        if deployed is not None and (not isinstance(deployed, dict) or deployed.get("format") != STATE_FORMAT):
-            deployed = None
-        trees = set(st.get("trees") or [])
-        row = {"job": name, "worker": host, "alloc_id": alloc_id, "state": state,
+        job = self.jobs.get(name)
+        st = self.state(host)
+        deployed = _promoted(st, name)
+        row = {"job": name, "worker": host, "alloc_id": alloc.get("alloc_id"), "state": state,
                "wave": (job or {}).get("deployment_seq", 0), "paths": [],
                "from_version": (deployed or {}).get("version"),
                "to_version": (job or {}).get("version") or ZERO_VERSION}
-        rows.append(row)
+        self.rows.append(row)
         if job is None:
             row.update(action="skip", reason="job is not in the catalog's jobs list (rebuild the catalog)")
-            errors.append("catalog: allocation %s@%s names job %s, which has no job record; run maand.core.build"
-                          % (name, host, name))
-            continue
-        worker_removed = host in removed_worker_hosts
-
-        if state == "removed" or worker_removed:
-            why = ("worker left workers.json" if worker_removed else
-                   "job left the workspace" if job.get("removed") else
-                   "worker no longer matches the job's selectors")
-            if not reachable:
-                if worker_removed:
-                    row.update(action="remove", reason="%s; worker unreachable, assumed dead (files not cleaned): %s"
-                               % (why, st.get("error") or "unreachable"))
-                    dead_removed_workers.add(host)
-                    prune.append({"job": name, "worker": host})
-                else:
-                    row.update(action="unreachable", reason="%s; worker unreachable, cannot stop/remove: %s"
-                               % (why, st.get("error") or "unreachable"))
-                    failures.append({"job": name, "worker": host,
-                                     "msg": "cannot remove %s@%s: worker unreachable (%s)" % (name, host, st.get("error") or "")})
-                continue
-            if deployed is None and name not in trees:
-                row.update(action="skip", reason="%s; nothing deployed there" % why)
-                prune.append({"job": name, "worker": host})
-                continue
-            row.update(action="remove", reason="%s; %s" % (why, "stop, then delete job files (keep data/, logs/)"
-                                                           if (deployed or {}).get("running") else
-                                                           "delete job files (keep data/, logs/)"))
-            reconcile.setdefault(host, []).append({
-                "id": "%s@%s" % (name, host), "kind": "remove", "job": name, "host": host, "action": "remove",
-                "target": "stop" if (deployed or {}).get("running") else None, "sync": False,
-                "env": {"CURRENT_VERSION": (deployed or {}).get("version") or ZERO_VERSION,
-                        "NEW_VERSION": (deployed or {}).get("version") or ZERO_VERSION},
-                "record": None, "promote_now": False})
-            continue
-
-        if not reachable:
+            self.errors.append("catalog: allocation %s@%s names job %s, which has no job record; run maand.core.build"
+                               % (name, host, name))
+            return
+        if state == "removed" or host in self.removed_worker_hosts:
+            self._decide_removed(row, job, st, deployed)
+            return
+        if not st.get("reachable", False):
             row.update(action="unreachable", reason="worker unreachable: %s" % (st.get("error") or "no answer"))
-            failures.append({"job": name, "worker": host,
-                             "msg": "%s@%s not deployed: worker unreachable (%s)" % (name, host, st.get("error") or "no answer")})
-            continue
-
-        cur = content.get(name) or {}
+            self.failures.append({"job": name, "worker": host, "msg": "%s@%s not deployed: worker unreachable (%s)"
+                                  % (name, host, st.get("error") or "no answer")})
+            return
+        cur = self.content.get(name) or {}
         if cur.get("error"):
             row.update(action="skip", reason="cannot read the job tree: %s" % cur["error"])
-            errors.append("job %s: %s" % (name, cur["error"]))
-            continue
+            self.errors.append("job %s: %s" % (name, cur["error"]))
+            return
+        if state == "disabled":
+            self._decide_disabled(row, deployed)
+            return
+        self._decide_active(row, job, st, deployed, cur)
+
+    def _decide_removed(self, row, job, st, deployed):
+        """A removed allocation, or any allocation of a worker that left workers.json: stop and remove."""
+        name, host = row["job"], row["worker"]
+        worker_removed = host in self.removed_worker_hosts
+        why = ("worker left workers.json" if worker_removed else
+               "job left the workspace" if job.get("removed") else
+               "worker no longer matches the job's selectors")
+        if not st.get("reachable", False):
+            if worker_removed:
+                row.update(action="remove", reason="%s; worker unreachable, assumed dead (files not cleaned): %s"
+                           % (why, st.get("error") or "unreachable"))
+                self.dead_removed_workers.add(host)
+                self.prune.append({"job": name, "worker": host})
+            else:
+                row.update(action="unreachable", reason="%s; worker unreachable, cannot stop/remove: %s"
+                           % (why, st.get("error") or "unreachable"))
+                self.failures.append({"job": name, "worker": host, "msg": "cannot remove %s@%s: worker unreachable (%s)"
+                                      % (name, host, st.get("error") or "")})
+            return
+        if deployed is None and name not in set(st.get("trees") or []):
+            row.update(action="skip", reason="%s; nothing deployed there" % why)
+            self.prune.append({"job": name, "worker": host})
+            return
+        running = (deployed or {}).get("running")
+        row.update(action="remove", reason="%s; %s" % (why, "stop, then delete job files (keep data/, logs/)"
+                                                       if running else "delete job files (keep data/, logs/)"))
+        version = (deployed or {}).get("version") or ZERO_VERSION
+        self.reconcile.setdefault(host, []).append(_op(
+            "%s@%s" % (name, host), "remove", host, job=name, target="stop" if running else None,
+            env={"CURRENT_VERSION": version, "NEW_VERSION": version}))
+
+    def _decide_disabled(self, row, deployed):
+        name, host = row["job"], row["worker"]
+        if not (deployed and deployed.get("running")):
+            row.update(action="skip", reason="disabled (not running)")
+            return
+        row.update(action="stop", reason="disabled (was running)")
+        record = dict(deployed)
+        record["running"] = False
+        cur_version = deployed.get("version") or ZERO_VERSION
+        self.reconcile.setdefault(host, []).append(_op(
+            "%s@%s" % (name, host), "stop", host, job=name, target="stop",
+            env={"CURRENT_VERSION": cur_version, "NEW_VERSION": cur_version}, record=record, promote_now=True))
+
+    def _decide_active(self, row, job, st, deployed, cur):
+        name, host = row["job"], row["worker"]
         new_version = job.get("version") or ZERO_VERSION
         cur_version = (deployed or {}).get("version") or ZERO_VERSION
-        env = {"CURRENT_VERSION": cur_version, "NEW_VERSION": new_version}
-
-        if state == "disabled":
-            if deployed and deployed.get("running"):
-                row.update(action="stop", reason="disabled (was running)")
-                record = dict(deployed)
-                record["running"] = False
-                reconcile.setdefault(host, []).append({
-                    "id": "%s@%s" % (name, host), "kind": "stop", "job": name, "host": host, "action": "stop",
-                    "target": "stop", "sync": False, "env": {"CURRENT_VERSION": cur_version, "NEW_VERSION": cur_version},
-                    "record": record, "promote_now": True})
-            else:
-                row.update(action="skip", reason="disabled (not running)")
-            continue
-
-        # active
         prev_files = (deployed or {}).get("files") or {}
         hash_changed = deployed is None or deployed.get("hash") != cur.get("hash")
         version_changed = deployed is not None and cur_version != new_version
         changed = files_mod.changed_paths(prev_files, cur.get("files")) if deployed and hash_changed else []
-        reasons = []
-        if deployed is None:
-            reasons.append("new allocation")
-        elif hash_changed:
-            reasons.append("content changed: %s" % (_fmt_paths(changed) or "(file modes)"))
-        if deployed is not None and version_changed:
-            reasons.append("version %s -> %s" % (cur_version, new_version))
+        reasons = _change_reasons(deployed, hash_changed, changed, version_changed, cur_version, new_version)
         row["paths"] = changed
         op = {"id": "%s@%s" % (name, host), "kind": "run", "job": name, "host": host, "src": job.get("path"),
-              "sync": bool(hash_changed), "env": env,
-              "record": state_record(name, alloc_id, cur, new_version, True, None),
-              "promote_now": name not in gates}
-        bucket = rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})
+              "sync": bool(hash_changed), "env": {"CURRENT_VERSION": cur_version, "NEW_VERSION": new_version},
+              "record": state_record(name, row["alloc_id"], cur, new_version, True, None),
+              "promote_now": name not in self.gates}
+        bucket = self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})
         if deployed is None or not deployed.get("running"):
-            if deployed is not None:
-                reasons.insert(0, "not running (re-enabled or stopped)")
-            if sync_only:
-                row.update(action="start", reason="; ".join(reasons))
-                errors.append("maand_sync_only: %s@%s needs a start (%s); run the deploy without maand_sync_only"
-                              % (name, host, "; ".join(reasons)))
-                continue
-            if name in (st.get("pending") or []):
-                reasons.insert(0, "retry: the previous start failed its gate (stop it first)")
-            op.update(action="start", target="start")
-            row.update(action="start", reason="; ".join(reasons))
-            bucket["start"].append(op)
-            continue
-        if not hash_changed and not version_changed and not force:
+            self._decide_start(row, op, bucket, st, deployed, reasons)
+            return
+        if not hash_changed and not version_changed and not self.force:
             row.update(action="skip", reason="unchanged (hash %s, version %s)" % (_short(deployed.get("hash")), cur_version))
-            continue
+            return
         if not hash_changed and not version_changed:
             reasons.append("forced (maand_force)")
+        self._decide_upgrade(row, op, bucket, job, changed, hash_changed, version_changed, reasons)
+
+    def _decide_start(self, row, op, bucket, st, deployed, reasons):
+        name, host = row["job"], row["worker"]
+        if deployed is not None:
+            reasons.insert(0, "not running (re-enabled or stopped)")
+        if self.sync_only:
+            row.update(action="start", reason="; ".join(reasons))
+            self.errors.append("maand_sync_only: %s@%s needs a start (%s); run the deploy without maand_sync_only"
+                               % (name, host, "; ".join(reasons)))
+            return
+        if name in (st.get("pending") or []):
+            reasons.insert(0, "retry: the previous start failed its gate (stop it first)")
+        op.update(action="start", target="start")
+        row.update(action="start", reason="; ".join(reasons))
+        bucket["start"].append(op)
+
+    def _decide_upgrade(self, row, op, bucket, job, changed, hash_changed, version_changed, reasons):
         policy = job.get("restart_policy") or "always"
         action, matched = lifecycle_action(policy, job.get("restart_globs") or [], changed, hash_changed,
-                                           version_changed and not hash_changed, sync_only)
+                                           version_changed and not hash_changed, self.sync_only)
         if matched:
             reasons.append("restart_globs matched: %s" % _fmt_paths(matched))
         elif action == "reload" and job.get("restart_globs") and hash_changed:
             reasons.append("no restart_globs matched")
         if action == "sync":
-            reasons.append("maand_sync_only" if sync_only else "restart_policy never: files only")
+            reasons.append("maand_sync_only" if self.sync_only else "restart_policy never: files only")
         op.update(action=action, target=None if action == "sync" else action)
         row.update(action=action, reason="; ".join(reasons))
         if action == "sync":
@@ -436,103 +468,141 @@ def compute_plan(catalog, content, states, hosts, options=None):
         else:
             bucket["upgrade"].append(op)
 
-    # removed workers: after their allocations, purge /opt/worker/<bucket_id> (keeps jobs/*/data, logs)
-    for host in sorted(removed_worker_hosts):
-        st = states.get(host) or {}
-        if not st.get("reachable"):
-            dead_removed_workers.add(host)
-            if jobs_filter is None:
-                rows.append({"job": None, "worker": host, "alloc_id": None, "state": "removed", "wave": None,
-                             "paths": [], "from_version": None, "to_version": None, "action": "purge",
-                             "reason": "worker left workers.json; unreachable, assumed dead (%s)" % (st.get("error") or "")})
-            continue
-        if jobs_filter is not None:
-            continue  # a filtered deploy cleans only the jobs it names
-        has_files = st.get("worker") is not None or st.get("deployed") or st.get("trees")
-        if has_files:
-            rows.append({"job": None, "worker": host, "alloc_id": None, "state": "removed", "wave": None,
-                         "paths": [], "from_version": None, "to_version": None, "action": "purge",
-                         "reason": "worker left workers.json: delete /opt/worker/%s except jobs/*/data and jobs/*/logs" % bucket_id})
-            reconcile.setdefault(host, []).append({
-                "id": "purge@%s" % host, "kind": "purge", "job": None, "host": host, "action": "purge",
-                "target": None, "sync": False, "env": {}, "record": None, "promote_now": False})
+    # --- phase 3: workers that left workers.json ---
 
-    # --- schedule ---
-    has_job_work = bool(reconcile) or any(b["start"] or b["upgrade"] or b["sync"] for b in rollout.values())
-    meta_ops = {}
-    needs_meta = False
-    for host in sorted(hosts - removed_worker_hosts):
-        st = states.get(host) or {}
-        if not st.get("reachable") or host not in workers:
-            continue
-        want_worker, want_jobs = desired_meta(host, 0)
+    def plan_purges(self):
+        """After their allocations, purge /opt/worker/<bucket_id> of removed workers (keeps jobs/*/data, logs)."""
+        for host in sorted(self.removed_worker_hosts):
+            st = self.state(host)
+            if not st.get("reachable"):
+                self.dead_removed_workers.add(host)
+                if self.jobs_filter is None:
+                    self.rows.append(self._purge_row(host, "worker left workers.json; unreachable, assumed dead (%s)"
+                                                     % (st.get("error") or "")))
+                continue
+            if self.jobs_filter is not None:
+                continue  # a filtered deploy cleans only the jobs it names
+            has_files = st.get("worker") is not None or st.get("deployed") or st.get("trees")
+            if has_files:
+                self.rows.append(self._purge_row(
+                    host, "worker left workers.json: delete /opt/worker/%s except jobs/*/data and jobs/*/logs"
+                    % self.bucket_id))
+                self.reconcile.setdefault(host, []).append(_op("purge@%s" % host, "purge", host))
+
+    @staticmethod
+    def _purge_row(host, reason):
+        return {"job": None, "worker": host, "alloc_id": None, "state": "removed", "wave": None,
+                "paths": [], "from_version": None, "to_version": None, "action": "purge", "reason": reason}
+
+    # --- phase 4: worker metadata (worker.json / jobs.json) and the update_seq ---
+
+    def desired_meta(self, host, seq):
+        worker = self.workers.get(host) or {}
+        worker_json = {"bucket_id": self.bucket_id, "worker": host, "labels": sorted(worker.get("labels") or []),
+                       "update_seq": seq}
+        entries = []
+        for a in self.catalog.get("allocations", []):
+            if a.get("worker") != host or a.get("state") == "removed":
+                continue
+            entries.append({"job": a["job"], "alloc_id": a.get("alloc_id"),
+                            "disabled": a.get("state") == "disabled",
+                            "version": (self.jobs.get(a["job"]) or {}).get("version") or ZERO_VERSION})
+        entries.sort(key=lambda e: e["job"])
+        return worker_json, {"bucket_id": self.bucket_id, "jobs": entries}
+
+    def _meta_hosts(self):
+        """Reachable catalog workers in scope that did not leave workers.json, sorted."""
+        return [h for h in sorted(self.hosts - self.removed_worker_hosts)
+                if self.state(h).get("reachable") and h in self.workers]
+
+    def _meta_stale(self, host):
+        """True when the worker's metadata differs from the catalog's, update_seq aside."""
+        st = self.state(host)
+        want_worker, want_jobs = self.desired_meta(host, 0)
         have_worker = dict(st.get("worker") or {})
         have_worker["update_seq"] = 0
-        if have_worker != want_worker or st.get("jobs") != want_jobs:
-            needs_meta = True
-    bump = has_job_work or needs_meta
-    update_seq = seen_seq + 1 if bump else seen_seq
-    if bump:
-        for host in sorted(hosts - removed_worker_hosts):
-            st = states.get(host) or {}
-            if not st.get("reachable") or host not in workers:
-                continue
-            want_worker, want_jobs = desired_meta(host, update_seq)
-            if st.get("worker") != want_worker or st.get("jobs") != want_jobs:
-                meta_ops[host] = {"id": "meta@%s" % host, "kind": "meta", "job": None, "host": host, "action": "meta",
-                                  "target": None, "sync": False, "env": {}, "record": None, "promote_now": False,
-                                  "worker_json": want_worker, "jobs_json": want_jobs}
-    for job_ops in rollout.values():
-        for op in itertools.chain(job_ops["start"], job_ops["upgrade"], job_ops["sync"]):
-            op["record"]["update_seq"] = update_seq
+        return have_worker != want_worker or st.get("jobs") != want_jobs
 
-    steps = []
-    step0 = {}
-    for host in sorted(set(meta_ops) | set(reconcile)):
-        ops = ([meta_ops[host]] if host in meta_ops else [])
-        ops += sorted((o for o in reconcile.get(host, []) if o["kind"] == "stop"), key=lambda o: o["job"])
-        ops += sorted((o for o in reconcile.get(host, []) if o["kind"] == "remove"), key=lambda o: o["job"])
-        ops += [o for o in reconcile.get(host, []) if o["kind"] == "purge"]
-        step0[host] = ops
-    if step0:
-        steps.append({"index": 0, "wave": None, "last_in_wave": True, "label": "reconcile",
-                      "jobs": sorted({o["job"] for ops in step0.values() for o in ops if o["job"]}),
-                      "ops": step0, "gates": []})
+    def plan_metadata(self):
+        """Bump update_seq when anything changes; write metadata where it differs; stamp the records."""
+        for host in sorted(self.hosts):
+            w = self.state(host).get("worker")
+            if isinstance(w, dict) and isinstance(w.get("update_seq"), int):
+                self.seen_seq = max(self.seen_seq, w["update_seq"])
+        has_job_work = bool(self.reconcile) or any(b["start"] or b["upgrade"] or b["sync"]
+                                                   for b in self.rollout.values())
+        needs_meta = any([self._meta_stale(h) for h in self._meta_hosts()])
+        bump = has_job_work or needs_meta
+        self.update_seq = self.seen_seq + 1 if bump else self.seen_seq
+        if bump:
+            for host in self._meta_hosts():
+                st = self.state(host)
+                want_worker, want_jobs = self.desired_meta(host, self.update_seq)
+                if st.get("worker") != want_worker or st.get("jobs") != want_jobs:
+                    self.meta_ops[host] = dict(_op("meta@%s" % host, "meta", host),
+                                               worker_json=want_worker, jobs_json=want_jobs)
+        for job_ops in self.rollout.values():
+            for op in itertools.chain(job_ops["start"], job_ops["upgrade"], job_ops["sync"]):
+                op["record"]["update_seq"] = self.update_seq
 
-    waves = {}
-    for name, job_ops in rollout.items():
-        if job_ops["start"] or job_ops["upgrade"] or job_ops["sync"]:
-            waves.setdefault(jobs[name].get("deployment_seq", 0) or 0, []).append(name)
-    job_waves = {name: jobs[name].get("deployment_seq", 0) or 0 for name in jobs}
-    row_index = {(r["job"], r["worker"]): r for r in rows}
-    for wave in sorted(waves):
-        subs = {}
-        for name in sorted(waves[wave]):
-            job = jobs[name]
-            job_ops = rollout[name]
-            start_b = batches(job_ops["start"], int(job.get("max_concurrent_starts") or 0))
-            upgrade_size = job.get("max_concurrent_upgrades")
-            upgrade_b = batches(job_ops["upgrade"], 1 if upgrade_size is None else max(int(upgrade_size), 1))
-            seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
-            if job_ops["sync"]:
-                if seq:
-                    seq[0] = (seq[0][0], job_ops["sync"] + seq[0][1])
-                else:
-                    seq = [("sync", job_ops["sync"])]
-            total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
-            counter = {"start": 0, "upgrade": 0, "sync": 0}
-            out = []
-            for phase, ops in seq:
-                counter[phase] += 1
-                label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
-                lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
-                gate = None
-                if name in gates and lifecycle_hosts:
-                    gate = dict(gates[name], hosts=lifecycle_hosts)
-                for o in ops:
-                    row_index[(name, o["host"])]["batch"] = label
-                out.append({"label": label, "ops": ops, "gate": gate})
-            subs[name] = out
+    # --- phase 5: the schedule ---
+
+    def schedule(self):
+        self._schedule_reconcile()
+        waves = {}
+        for name, job_ops in self.rollout.items():
+            if job_ops["start"] or job_ops["upgrade"] or job_ops["sync"]:
+                waves.setdefault(self.jobs[name].get("deployment_seq", 0) or 0, []).append(name)
+        row_index = {(r["job"], r["worker"]): r for r in self.rows}
+        for wave in sorted(waves):
+            subs = {name: self._job_batches(name, row_index) for name in sorted(waves[wave])}
+            self._schedule_wave(wave, subs)
+
+    def _schedule_reconcile(self):
+        """Step 0: per host, metadata first, then stops, removes and the purge."""
+        step0 = {}
+        for host in sorted(set(self.meta_ops) | set(self.reconcile)):
+            ops = [self.meta_ops[host]] if host in self.meta_ops else []
+            todo = self.reconcile.get(host, [])
+            ops += sorted((o for o in todo if o["kind"] == "stop"), key=lambda o: o["job"])
+            ops += sorted((o for o in todo if o["kind"] == "remove"), key=lambda o: o["job"])
+            ops += [o for o in todo if o["kind"] == "purge"]
+            step0[host] = ops
+        if step0:
+            self.steps.append({"index": 0, "wave": None, "last_in_wave": True, "label": "reconcile",
+                               "jobs": sorted({o["job"] for ops in step0.values() for o in ops if o["job"]}),
+                               "ops": step0, "gates": []})
+
+    def _job_batches(self, name, row_index):
+        """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""
+        job = self.jobs[name]
+        job_ops = self.rollout[name]
+        start_b = batches(job_ops["start"], int(job.get("max_concurrent_starts") or 0))
+        upgrade_size = job.get("max_concurrent_upgrades")
+        upgrade_b = batches(job_ops["upgrade"], 1 if upgrade_size is None else max(int(upgrade_size), 1))
+        seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
+        if job_ops["sync"]:
+            if seq:
+                seq[0] = (seq[0][0], job_ops["sync"] + seq[0][1])
+            else:
+                seq = [("sync", job_ops["sync"])]
+        total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
+        counter = {"start": 0, "upgrade": 0, "sync": 0}
+        out = []
+        for phase, ops in seq:
+            counter[phase] += 1
+            label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
+            lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
+            gate = None
+            if name in self.gates and lifecycle_hosts:
+                gate = dict(self.gates[name], hosts=lifecycle_hosts)
+            for o in ops:
+                row_index[(name, o["host"])]["batch"] = label
+            out.append({"label": label, "ops": ops, "gate": gate})
+        return out
+
+    def _schedule_wave(self, wave, subs):
+        """Batch i of every job in the wave runs side by side in one step."""
         depth = max(len(v) for v in subs.values())
         for i in range(depth):
             ops_by_host = {}
@@ -547,26 +617,27 @@ def compute_plan(catalog, content, states, hosts, options=None):
                     gate_list.append(sub["gate"])
                 for o in sub["ops"]:
                     ops_by_host.setdefault(o["host"], []).append(o)
-            steps.append({"index": len(steps), "wave": wave, "last_in_wave": i == depth - 1,
-                          "label": "wave %d: %s" % (wave, "; ".join(labels)), "jobs": step_jobs,
-                          "ops": ops_by_host, "gates": gate_list})
+            self.steps.append({"index": len(self.steps), "wave": wave, "last_in_wave": i == depth - 1,
+                               "label": "wave %d: %s" % (wave, "; ".join(labels)), "jobs": step_jobs,
+                               "ops": ops_by_host, "gates": gate_list})
 
-    plan = {
-        "bucket_id": bucket_id,
-        "update_seq": update_seq,
-        "previous_update_seq": seen_seq,
-        "options": {"jobs": jobs_filter, "force": force, "sync_only": sync_only},
-        "rows": rows,
-        "steps": steps if not errors else [],
-        "errors": errors,
-        "failures": failures,
-        "prune": prune,
-        "dead_workers": sorted(dead_removed_workers),
-        "job_waves": job_waves,
-        "has_work": bool(steps) and not errors,
-    }
-    plan["lines"] = render_plan(plan)
-    return plan
+    def result(self):
+        plan = {
+            "bucket_id": self.bucket_id,
+            "update_seq": self.update_seq,
+            "previous_update_seq": self.seen_seq,
+            "options": {"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only},
+            "rows": self.rows,
+            "steps": self.steps if not self.errors else [],
+            "errors": self.errors,
+            "failures": self.failures,
+            "prune": self.prune,
+            "dead_workers": sorted(self.dead_removed_workers),
+            "job_waves": {name: job.get("deployment_seq", 0) or 0 for name, job in self.jobs.items()},
+            "has_work": bool(self.steps) and not self.errors,
+        }
+        plan["lines"] = render_plan(plan)
+        return plan
 
 
 def render_plan(plan):
