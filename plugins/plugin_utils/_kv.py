@@ -541,7 +541,10 @@ def read_kv(bucket_dir: str, reveal_secrets: bool = False,
     from . import _catalog, _kv_store  # imported here to keep _kv light for templates
 
     if _kv_store.KVStore.exists(bucket_dir):
-        return _kv_store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
+        try:
+            return _kv_store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
+        except _kv_store.KVStoreError as exc:
+            raise KVError(str(exc)) from None
     try:
         catalog = _catalog.read_catalog(bucket_dir)
     except _catalog.CatalogError as exc:

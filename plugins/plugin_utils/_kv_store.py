@@ -32,7 +32,6 @@ import time
 from typing import Any, Callable, Mapping
 
 from . import _catalog, _secrets
-from ._kv import KVError, is_secret_ns
 
 KV_REL = os.path.join("data", "kv.json")
 FORMAT = 2
@@ -42,8 +41,14 @@ MASK = "***"
 USER_PREFIXES = ("vars/job/", "secrets/job/")
 
 
-class KVStoreError(KVError):
-    """data/kv.json or a write to it is refused; the message names the file or namespace and a fix."""
+class KVStoreError(Exception):
+    """data/kv.json or a write to it is refused; the message names the file or namespace and a fix.
+
+    (_kv.read_kv turns it into _kv.KVError: _kv imports this module, not the other way.)"""
+
+
+def is_secret_ns(namespace: str) -> bool:
+    return namespace.startswith("secrets/")
 
 
 def is_user_ns(namespace: str) -> bool:

@@ -104,7 +104,7 @@ def test_only_user_namespaces_are_writable(tmp_path):
                "vars/job/", "vars/job/api/x", "secrets/job/"):
         with pytest.raises(_kv_store.KVStoreError, match="written by build"):
             s.put(ns, "k", "v")
-        with pytest.raises(_kv.KVError):
+        with pytest.raises(_kv_store.KVStoreError):
             s.delete(ns, "k")
     with pytest.raises(_kv_store.KVStoreError, match="non-empty"):
         s.put("vars/job/api", "", "v")
@@ -197,8 +197,10 @@ def test_tampered_ciphertext_and_missing_key_fail_naming_file_and_fix(tmp_path):
     assert s.put("secrets/job/api", "pw", "new")  # a damaged value can be replaced
     assert s.get("secrets/job/api", "pw", reveal_secrets=True) == "new"
     os.unlink(tmp_path / "secrets" / "kv.key")
-    with pytest.raises(_kv.KVError, match="secrets/kv.key is missing"):
+    with pytest.raises(_kv_store.KVStoreError, match="secrets/kv.key is missing"):
         store(tmp_path).snapshot(reveal_secrets=True)
+    with pytest.raises(_kv.KVError, match="secrets/kv.key is missing"):
+        _kv.read_kv(str(tmp_path), reveal_secrets=True)
     assert store(tmp_path).snapshot(mask="***")["secrets/job/api"] == {"pw": "***"}
 
 
