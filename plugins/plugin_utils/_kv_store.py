@@ -25,11 +25,12 @@ The file is replaced atomically (temp file + os.replace). Writers hold the bucke
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from . import _catalog, _secrets
 
@@ -146,6 +147,16 @@ class KVStore:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise KVStoreError("%s is not a maand.core KV file (format %d): %s; restore it from a"
                                " backup, or move it aside and rebuild" % (KV_REL, FORMAT, exc)) from None
+
+    @classmethod
+    @contextlib.contextmanager
+    def edit(cls, bucket_dir: str, wait: bool = True) -> Iterator["KVStore"]:
+        """Load, let the caller change, save: all under the bucket lock (for hooks and gc; build
+        already holds the lock and calls load/save itself). Nothing is saved if the block raises."""
+        with _catalog.bucket_lock(bucket_dir, wait=wait):
+            store = cls.load(bucket_dir)
+            yield store
+            store.save()
 
     def as_json(self) -> dict:
         return {"format": FORMAT,

@@ -228,3 +228,17 @@ def test_is_user_ns():
     assert _kv_store.is_user_ns("vars/job/api") and _kv_store.is_user_ns("secrets/job/api")
     assert not _kv_store.is_user_ns("vars/bucket/job/api") and not _kv_store.is_user_ns("vars/job/")
     assert _secrets.KEY_REL == os.path.join("secrets", "kv.key")
+
+
+def test_edit_saves_under_the_lock_and_not_on_error(tmp_path):
+    with _kv_store.KVStore.edit(str(tmp_path)) as s:
+        s.put("vars/job/api", "a", "1")
+        with pytest.raises(Exception, match="another maand.core run holds"):
+            with _kv_store.KVStore.edit(str(tmp_path), wait=False):
+                pass
+    assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}
+    with pytest.raises(RuntimeError):
+        with _kv_store.KVStore.edit(str(tmp_path)) as s:
+            s.put("vars/job/api", "a", "2")
+            raise RuntimeError("hook failed")
+    assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}
