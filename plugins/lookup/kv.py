@@ -12,11 +12,13 @@ description:
     C(vars/bucket), C(maand/worker), C(maand/worker/<ip>), C(maand/worker/<ip>/tags),
     C(maand/job/<job>), C(maand/job/<job>/worker/<ip>), C(vars/bucket/job/<job>), C(vars/job/<job>)),
     so playbooks and roles read the same values as a job's C(.tpl) templates.
-  - The values come from C(<bucket>/data/kv.json) when build has written it, else they are
-    computed from C(<bucket>/data/catalog.json) and the jobs' C(vars.toml).
+  - The values come from the KV store build keeps in C(<bucket>/data/kv.json), else (a bucket
+    built before the store existed) they are computed from C(<bucket>/data/catalog.json) and the
+    jobs' C(vars.toml).
   - With O(job) and O(worker_ip), maand's read rules apply as for that job's templates on that
     worker (its own namespaces, the bucket's, its worker's and those of O(upstream_jobs)).
-  - Secrets (C(secrets/job/<job>)) are not readable through this lookup.
+  - Secrets (C(secrets/job/<job>)) are read only with O(reveal=true); they are decrypted with the
+    bucket's C(secrets/kv.key). Mark a task that shows them C(no_log).
 options:
   _terms:
     description:
@@ -45,6 +47,10 @@ options:
     type: list
     elements: string
     default: []
+  reveal:
+    description: Decrypt and return C(secrets/job/<job>) values (otherwise a secrets namespace is refused).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -60,6 +66,11 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ lookup('maand.core.kv', 'maand/job/api/worker/10.0.0.1', 'peer_workers', job='api',
              worker_ip='10.0.0.1', default='') }}"
+
+- name: A job's secret (decrypted with secrets/kv.key)
+  ansible.builtin.set_fact:
+    db_password: "{{ lookup('maand.core.kv', 'secrets/job/api', 'db_password', reveal=true) }}"
+  no_log: true
 """
 
 RETURN = r"""
@@ -85,11 +96,12 @@ class LookupModule(LookupBase):
         if not terms:
             raise AnsibleLookupError("maand.core.kv: give a namespace, then keys")
         namespace, keys = str(terms[0]), [str(k) for k in terms[1:]]
-        if _kv.is_secret_ns(namespace):
-            raise AnsibleLookupError("maand.core.kv: %s is a secrets namespace; secrets are only"
-                                     " readable by the job's templates and commands" % namespace)
+        reveal = bool(self.get_option("reveal"))
+        if _kv.is_secret_ns(namespace) and not reveal:
+            raise AnsibleLookupError("maand.core.kv: %s is a secrets namespace; pass reveal=true to"
+                                     " decrypt it (and mark the task no_log)" % namespace)
         try:
-            store = _kv.read_kv(self.get_option("bucket"))
+            store = _kv.read_kv(self.get_option("bucket"), reveal_secrets=reveal and _kv.is_secret_ns(namespace))
             self._check_rules(namespace)
         except _kv.KVError as exc:
             raise AnsibleLookupError("maand.core.kv: %s" % exc) from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from . import _catalog, _fingerprint
+from . import _catalog, _fingerprint, _kv_build
 from ._explain import report_shortfalls
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
@@ -30,6 +30,7 @@ class BuildResult:
         self.changed = False
         self.written = False
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
+        self.kv = None  # _kv_build.Prepared: what build writes into data/kv.json
 
 
 def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict=False):
@@ -44,6 +45,7 @@ def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict
     bucket_id = kept_id or bucket_id
     bucket, dummy = load_bucket(bucket_dir, report)
     result.bucket = bucket
+    result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)
     report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; _explain words them
@@ -133,6 +135,10 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)
             result.written = True
+        if result.catalog is not None:
+            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv)
+            result.changes.extend(kv_lines)
+            result.changed = result.changed or bool(kv_lines)
     return result
 
 

@@ -528,30 +528,23 @@ def allocation_data(catalog: Mapping[str, Any], job: str, worker_ip: str,
 # --- reading a bucket's KV ---------------------------------------------------------------------
 
 KV_FILE = os.path.join("data", "kv.json")
-KV_FORMAT = 1
 
 
-def read_kv(bucket_dir: str) -> dict[str, dict[str, str]]:
-    """The bucket's KV: data/kv.json when build has written it, else computed from the catalog.
+def read_kv(bucket_dir: str, reveal_secrets: bool = False,
+            mask: str | None = None) -> dict[str, dict[str, str]]:
+    """The bucket's KV: the store build keeps in data/kv.json (_kv_store), else computed from the
+    catalog (a bucket built before the store existed; it has no secrets then).
 
-    Secrets are never in data/kv.json (they are kept encrypted apart), so secrets/ namespaces
-    are empty here.
+    secrets/ namespaces are decrypted only with reveal_secrets (which needs secrets/kv.key);
+    otherwise their values read as mask when one is given, else they are left out.
     """
-    from . import _catalog  # the catalog reader; imported here to keep _kv light for templates
+    from . import _catalog, _kv_store  # imported here to keep _kv light for templates
 
-    path = os.path.join(bucket_dir, KV_FILE)
-    if os.path.isfile(path):
+    if _kv_store.KVStore.exists(bucket_dir):
         try:
-            with open(path, encoding="utf-8") as handle:
-                doc = json.load(handle)
-        except (OSError, ValueError) as exc:
-            raise KVError("%s is unreadable: %s; rebuild the bucket (maand.core.build)"
-                          % (KV_FILE, exc)) from None
-        spaces = doc.get("namespaces") if isinstance(doc, dict) else None
-        if doc.get("format") != KV_FORMAT or not isinstance(spaces, dict):
-            raise KVError("%s is not a maand.core KV file (format %s); rebuild the bucket"
-                          % (KV_FILE, KV_FORMAT))
-        return {str(ns): {str(k): str(v) for k, v in keys.items()} for ns, keys in spaces.items()}
+            return _kv_store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
+        except _kv_store.KVStoreError as exc:
+            raise KVError(str(exc)) from None
     try:
         catalog = _catalog.read_catalog(bucket_dir)
     except _catalog.CatalogError as exc:

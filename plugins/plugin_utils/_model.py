@@ -269,11 +269,7 @@ def load_bucket_conf(bucket, report):
     if bucket.port_range_problem is None and bucket.port_min > bucket.port_max:
         bucket.port_range_problem = ("port_min", "port_min %d is greater than port_max %d" % (bucket.port_min,
                                                                                               bucket.port_max))
-    bucket.bucket_vars = {k: v for k, v in conf.items() if k not in ("port_min", "port_max")}
-    if bucket.bucket_vars:
-        report.unhonoured("ErrInvalidBucketConf", BUCKET_CONF, sorted(bucket.bucket_vars)[0], "keys %s are kept in the "
-                          "catalog (bucket_vars) but no job can read them: maand.core has no KV store" % ", ".join(
-                              sorted(bucket.bucket_vars)), "pass the values to jobs another way (e.g. a file in the job)")
+    bucket.bucket_vars = {k: v for k, v in conf.items() if k not in ("port_min", "port_max")}  # -> KV vars/bucket
 
 
 def load_job_configs(bucket, report):
@@ -289,11 +285,7 @@ def load_job_configs(bucket, report):
                          "write the job's settings under a [%s] section" % name)
             continue
         bucket.job_configs[name] = _string_values(section, rel, report, prefix=name + ".")
-        extra = sorted(set(bucket.job_configs[name]) - {"memory", "cpu"})
-        if extra:
-            report.unhonoured("ErrInvalidBucketConf", rel, "%s.%s" % (name, extra[0]), "job vars %s are kept in the "
-                              "catalog but the job cannot read them: maand.core has no KV store" % ", ".join(extra),
-                              "pass the values to the job another way (e.g. a file in the job)")
+        # every key reaches the job through the KV (vars/bucket/job/<job>)
 
 
 def load_workers(bucket, report):
@@ -437,18 +429,10 @@ def _check_symlink(bucket, rel_dir, root, rel, report):
 
 
 def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
-    if makefile != "Makefile" and makefile is not None:
-        report.unhonoured("ErrInvalidJob", rel_dir, makefile, "job %s has only %s: maand.core does not render "
-                          "templates, so its deploy finds no Makefile" % (name, makefile),
-                          "add a plain %s/Makefile" % rel_dir)
-    others = sorted(t for t in templates if t != makefile)
-    if others:
-        shown = ", ".join(others[:5]) + (" and %d more" % (len(others) - 5) if len(others) > 5 else "")
-        report.unhonoured("ErrInvalidJob", rel_dir, others[0], "job %s: templates are shipped as they are, not rendered "
-                          "by maand.core: %s" % (name, shown), "render them in the Makefile's start target, or "
-                          "ship the rendered files")
-    for entry, what in (("vars.toml", "is not loaded into a KV store (maand.core has none)"),
-                        ("_modules", "holds job command scripts, which maand.core does not run (it ships them)"),
+    """What maand acts on and maand.core does not. Templates (.tpl, .j2, Makefile.tpl) are rendered at
+    deploy and vars.toml is merged into the KV by build, so only _modules/ and _prometheus/ remain."""
+    del makefile, templates
+    for entry, what in (("_modules", "holds job command scripts, which maand.core does not run (it ships them)"),
                         ("_prometheus", "is not assembled into a Prometheus job by maand.core (it ships it)")):
         if entry in top:
             report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),

@@ -52,20 +52,10 @@ CASES = [
     ("commands", lambda r: job(r, "a", {"commands": {"command_m": {"executed_on": ["pre_deploy"]}}},
                                modules=["command_m.py"]),
      "workspace/jobs/a/manifest.json", "commands.command_m", "does not run job commands (this one on pre_deploy)"),
-    ("templates", lambda r: (job(r, "a", {}), ws(r, "jobs/a/conf/app.json.tpl", "{}"), ws(r, "jobs/a/x.j2", "")),
-     "workspace/jobs/a", "conf/app.json.tpl", "not rendered by maand.core: conf/app.json.tpl, x.j2"),
-    ("makefile_tpl_only", lambda r: (job(r, "a", {}, makefile=None), ws(r, "jobs/a/Makefile.tpl", "start:\n")),
-     "workspace/jobs/a", "Makefile.tpl", "its deploy finds no Makefile"),
-    ("vars_toml", lambda r: (job(r, "a", {}), ws(r, "jobs/a/vars.toml", 'a = "1"\n')),
-     "workspace/jobs/a", "vars.toml", "KV store"),
     ("modules", lambda r: (job(r, "a", {}), ws(r, "jobs/a/_modules/helper.py", "")),
      "workspace/jobs/a", "_modules", "does not run"),
     ("prometheus", lambda r: (job(r, "a", {}), ws(r, "jobs/a/_prometheus/runbooks/x.md", "")),
      "workspace/jobs/a", "_prometheus", "not assembled"),
-    ("bucket_vars", lambda r: ws(r, "bucket.conf", 'port_min = "30000"\nregion = "eu"\n'),
-     "workspace/bucket.conf", "region", "no KV store"),
-    ("job_vars", lambda r: (job(r, "a", {}), ws(r, "bucket.jobs.conf", '[a]\nmemory = "1 mb"\nmode = "x"\n')),
-     "workspace/bucket.jobs.conf", "a.mode", "no KV store"),
     ("maand_db", lambda r: write(os.path.join(r, "data", "maand.db"), ""),
      "data/maand.db", "", "new bucket_id"),
 ]
@@ -99,6 +89,26 @@ def test_a_plain_maand_bucket_has_nothing_unhonoured(tmp_path):
     ws(root, "disabled.json", {"jobs": {"web": {"allocations": ["10.0.0.1"]}}, "workers": []})
     result = _build.build(root, strict=True)
     assert result.report.ok and not result.report.warnings, text(result)
+
+
+# Honoured now (issue 10): templates are rendered at deploy, vars.toml, bucket.conf and
+# bucket.jobs.conf reach the jobs through the KV that build writes (data/kv.json).
+NOW_HONOURED = [
+    ("templates", lambda r: (job(r, "a", {}), ws(r, "jobs/a/conf/app.json.tpl", "{}"), ws(r, "jobs/a/x.j2", ""))),
+    ("makefile_tpl_only", lambda r: (job(r, "a", {}, makefile=None), ws(r, "jobs/a/Makefile.tpl", "start:\n"))),
+    ("vars_toml", lambda r: (job(r, "a", {}), ws(r, "jobs/a/vars.toml", 'a = "1"\n'))),
+    ("bucket_vars", lambda r: ws(r, "bucket.conf", 'port_min = "30000"\nregion = "eu"\n')),
+    ("job_vars", lambda r: (job(r, "a", {}), ws(r, "bucket.jobs.conf", '[a]\nmemory = "1 mb"\nmode = "x"\n'))),
+]
+
+
+@pytest.mark.parametrize("name, setup", NOW_HONOURED, ids=[c[0] for c in NOW_HONOURED])
+def test_templates_and_kv_inputs_are_honoured(tmp_path, name, setup):
+    root = init_bucket(tmp_path)
+    setup(root)
+    result = _build.build(root, strict=True)
+    assert result.report.ok and not unhonoured(result), text(result)
+    assert result.written and os.path.isfile(os.path.join(root, "data", "kv.json"))
 
 
 @pytest.mark.parametrize("name, known, hint", [

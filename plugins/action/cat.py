@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side tables of a bucket (docs: plugins/modules/cat.py). Read-only."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import _cat
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "default": "."},
+    "view": {"type": "str", "required": True},
+    "jobs": {"type": "list", "elements": "str", "default": []},
+    "workers": {"type": "list", "elements": "str", "default": []},
+    "reveal": {"type": "bool", "default": False},
+    "deleted": {"type": "bool", "default": False},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
+        request = _cat.Request(view=args["view"], jobs=_cat.split_names(args["jobs"]),
+                               workers=_cat.split_names(args["workers"]), reveal=args["reveal"],
+                               deleted=args["deleted"])
+        try:
+            table = _cat.cat(bucket_dir, request)
+        except _cat.CatError as exc:
+            result.update(failed=True, changed=False, msg="maand.core.cat %s: %s" % (request.view, exc))
+            return result
+        lines = table.lines()
+        for line in lines:
+            display.display(line)
+        result.update(changed=False, bucket=bucket_dir, table=lines, header=list(table.header),
+                      rows=table.as_dicts(), msg="%d row%s" % (len(table.rows), "" if len(table.rows) == 1 else "s"))
+        return result

@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What build does for the KV store and the jobs' templates (called from _build).
+
+* ``check(bucket, report)`` (read-only, part of compute): parses every job's ``.tpl`` with the
+  template engine and maand's function map (parse errors and unknown functions are errors naming
+  job, file, line, column and a fix, as maand would only find them at deploy) and reads every
+  job's ``vars.toml`` (ErrInvalidJobVars). Returns the vars for ``write``.
+* ``write(bucket_dir, catalog, job_vars)`` (under the bucket lock build holds, not in check
+  mode): computes the KV from the catalog (_kv.compute_kv) and applies it to data/kv.json
+  (_kv_store): build-owned namespaces replaced, vars.toml merged into vars/job/<job>, keys hooks
+  wrote kept, secrets untouched.
+
+No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Mapping
+
+from . import _gotemplate, _kv, _kv_store
+
+# maand's template functions that maand.core does not provide (Prometheus assembly,
+# maand-sh/maand deploy/templates.go): named in the error so the fix is clear.
+MAAND_ONLY_FUNCS = ("scrapeConfigs", "ruleFiles")
+# Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
+# rendered by maand's Prometheus assembly with another function map.
+SKIPPED_DIRS = ("_modules", "_prometheus")
+
+
+@dataclasses.dataclass
+class Prepared:
+    """What check found, for write: vars.toml of every job that has one."""
+
+    job_vars: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
+def job_templates(job_root: str) -> list[str]:
+    """The .tpl files of a job folder (relative paths, sorted), as maand's transpile walks them."""
+    found = []
+    for current, dirs, files in os.walk(job_root):
+        if current == job_root:
+            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
+        dirs.sort()
+        rel_dir = os.path.relpath(current, job_root)
+        for name in sorted(files):
+            if name.endswith(".tpl"):
+                found.append(os.path.normpath(os.path.join(rel_dir, name)))
+    return found
+
+
+def check(bucket: Any, report: Any) -> Prepared:
+    """Parse every job's .tpl files and read its vars.toml; problems go to report."""
+    prepared = Prepared()
+    for name in sorted(bucket.jobs):
+        job = bucket.jobs[name]
+        root = os.path.join(bucket.path, job.path)
+        for rel in job_templates(root):
+            _check_template(name, job.path, root, rel, report)
+        vars_path = os.path.join(root, "vars.toml")
+        if os.path.isfile(vars_path):
+            try:
+                prepared.job_vars[name] = _kv.load_vars_toml(vars_path)
+            except (OSError, ValueError, _kv.KVError) as exc:
+                report.error("ErrInvalidJobVars", os.path.join(job.path, "vars.toml"), "",
+                             "job %s: %s" % (name, _short(exc, vars_path)),
+                             "write vars.toml as key = value lines of strings, numbers or booleans")
+    return prepared
+
+
+def _short(exc: Exception, path: str) -> str:
+    return str(exc).replace(path + ": ", "")
+
+
+def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) -> None:
+    file_rel = os.path.join(job_rel, rel)
+    try:
+        with open(os.path.join(root, rel), encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        report.error("ErrInvalidJob", file_rel, "", "job %s: template %s cannot be read: %s"
+                     % (job, rel, getattr(exc, "strerror", None) or exc),
+                     "make it a readable UTF-8 text file")
+        return
+    try:
+        _kv.parse_template(text, rel)
+    except _gotemplate.TemplateError as exc:
+        report.error("ErrInvalidJob", file_rel, "line %s, column %s" % (exc.line, exc.column),
+                     "job %s: template %s does not parse: %s" % (job, rel, exc.cause),
+                     _fix(exc.cause))
+
+
+def _fix(cause: str) -> str:
+    if "not defined" in cause and cause.startswith("function"):
+        used = next((f for f in MAAND_ONLY_FUNCS if '"%s"' % f in cause), None)
+        if used:
+            return ("%s is maand's Prometheus helper, which maand.core does not provide; write the"
+                    " scrape configuration out in the template" % used)
+        return ("use maand's functions (%s) or Go's built-ins (%s)"
+                % (" ".join(sorted(_kv.TEMPLATE_FUNC_NAMES)),
+                   " ".join(sorted(_gotemplate.BUILTINS))))
+    return "fix the template syntax (Go text/template, see docs/templates.md)"
+
+
+def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
+          extra: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
+    """Apply the catalog's KV to data/kv.json; lines for the build output (empty if unchanged).
+
+    extra: more build-owned keys (e.g. certificates) merged into the computed namespaces.
+    """
+    computed = _kv.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
+    for ns, keys in (extra or {}).items():
+        computed.setdefault(ns, {}).update(keys)
+    store = _kv_store.KVStore.load(bucket_dir)
+    changes = store.apply_build(computed)
+    written = store.save()
+    if not changes:
+        return ["KV: data/kv.json written"] if written else []
+    counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in ("added", "changed", "deleted")}
+    return ["KV: %s in data/kv.json" % ", ".join("%d key%s %s" % (n, "" if n == 1 else "s", kind)
+                                                for kind, n in counts.items() if n)]
+
+
+def _ca_cert(bucket_dir: str) -> str | None:
+    """secrets/ca.crt when the bucket has one (maand's CA), for maand/worker certs/ca.crt."""
+    try:
+        with open(os.path.join(bucket_dir, "secrets", "ca.crt"), encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Secrets at rest, encrypted exactly as maand encrypts them (maand-sh/maand kv/encrypt.go, kv/key.go).
+
+* the key: ``<bucket>/secrets/kv.key``, 32 raw bytes (AES-256), mode 0600, created when missing;
+* a stored value: ``"enc:v1:" + base64.StdEncoding(nonce || ciphertext || tag)`` where the nonce
+  is 12 random bytes (Go's ``gcm.NonceSize()``) and the 16-byte GCM tag is appended by Seal;
+  no associated data.
+
+So a bucket maand wrote decrypts here and the other way round. The crypto is the ``cryptography``
+package's AESGCM; nothing here is hand-written crypto. No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+SECRETS_DIR = "secrets"
+KEY_FILE = "kv.key"
+KEY_SIZE = 32
+NONCE_SIZE = 12
+PREFIX = "enc:v1:"
+KEY_REL = os.path.join(SECRETS_DIR, KEY_FILE)
+
+
+class SecretError(Exception):
+    """A missing or corrupt key, or a value that does not decrypt; the message names file and fix."""
+
+
+def key_path(bucket_dir: str) -> str:
+    return os.path.join(bucket_dir, SECRETS_DIR, KEY_FILE)
+
+
+def load_key(bucket_dir: str, create: bool = False) -> bytes:
+    """The bucket's AES-256 key from secrets/kv.key; with create, a new random key when missing."""
+    path = key_path(bucket_dir)
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read(KEY_SIZE + 1)
+    except FileNotFoundError:
+        if not create:
+            raise SecretError("%s is missing: the bucket's secrets cannot be decrypted; restore the"
+                              " key file from a backup of the bucket (maand and maand.core create it"
+                              " when the first secret is written)" % KEY_REL) from None
+        return _create_key(path)
+    except OSError as exc:
+        raise SecretError("%s is unreadable: %s; fix its permissions (0600, owned by the user"
+                          " running the playbook)" % (KEY_REL, exc.strerror)) from None
+    if len(key) != KEY_SIZE:
+        raise SecretError("%s is corrupt: it must hold exactly %d raw bytes (AES-256), it holds %s;"
+                          " restore it from a backup of the bucket (a new key cannot decrypt the"
+                          " secrets already stored)" % (KEY_REL, KEY_SIZE,
+                                                        "more" if len(key) > KEY_SIZE else len(key)))
+    return key
+
+
+def _create_key(path: str) -> bytes:
+    key = AESGCM.generate_key(bit_length=KEY_SIZE * 8)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process created it first: use theirs
+        return load_key(os.path.dirname(os.path.dirname(path)))
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return key
+
+
+def is_encrypted(value: str) -> bool:
+    """Whether a stored value has maand's encrypted prefix."""
+    return isinstance(value, str) and value.startswith(PREFIX)
+
+
+def encrypt(key: bytes, plaintext: str) -> str:
+    """plaintext -> "enc:v1:<base64(nonce || ciphertext || tag)>" (maand's EncryptPlaintext)."""
+    return encrypt_with_nonce(key, plaintext, os.urandom(NONCE_SIZE))
+
+
+def encrypt_with_nonce(key: bytes, plaintext: str, nonce: bytes) -> str:
+    """encrypt with a given nonce: for test vectors only; a nonce must never be reused."""
+    if len(nonce) != NONCE_SIZE:
+        raise SecretError("the nonce must be %d bytes" % NONCE_SIZE)
+    sealed = AESGCM(_check_key(key)).encrypt(nonce, plaintext.encode("utf-8"), None)
+    return PREFIX + base64.b64encode(nonce + sealed).decode("ascii")
+
+
+def decrypt(key: bytes, token: str) -> str:
+    """A stored "enc:v1:" value -> plaintext (maand's DecryptStoredValue); SecretError if it
+    is not encrypted, not base64, too short, or fails authentication (tampered or another key)."""
+    if not is_encrypted(token):
+        raise SecretError("the value is not encrypted (no %s prefix)" % PREFIX)
+    try:
+        raw = base64.b64decode(token[len(PREFIX):].encode("ascii"), validate=True)
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        raise SecretError("the value is not valid base64 after %s; it was damaged: put the"
+                          " secret again" % PREFIX) from None
+    if len(raw) < NONCE_SIZE + 16:
+        raise SecretError("the value is too short to be an AES-GCM secret; it was damaged:"
+                          " put the secret again")
+    try:
+        plain = AESGCM(_check_key(key)).decrypt(raw[:NONCE_SIZE], raw[NONCE_SIZE:], None)
+    except InvalidTag:
+        raise SecretError("the value does not decrypt with %s (it was tampered with, or the"
+                          " key file was replaced); restore the key file the secret was written"
+                          " with, or put the secret again" % KEY_REL) from None
+    try:
+        return plain.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SecretError("the decrypted value is not UTF-8 text") from None
+
+
+def _check_key(key: bytes) -> bytes:
+    if not isinstance(key, (bytes, bytearray)) or len(key) != KEY_SIZE:
+        raise SecretError("an AES-256 key is %d bytes (see %s)" % (KEY_SIZE, KEY_REL))
+    return bytes(key)

@@ -1,0 +1,244 @@
+"""The bucket's KV store in data/kv.json (_kv_store).
+
+Semantics taken from maand-sh/maand kv/store.go (Put trims and bumps the version only on change,
+Delete tombstones and bumps, a deleted key put again revives with a higher version),
+kv/purge.go (gc drops old versions and tombstones) and build/build_variables.go (syncKeyValues
+drops stale keys of build-owned namespaces; mergeWorkspaceJobVars merges vars.toml without
+deleting other keys).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _kv, _kv_store, _secrets
+
+
+class Clock:
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def store(tmp_path, clock=None):
+    return _kv_store.KVStore.load(str(tmp_path), clock=clock or Clock())
+
+
+def test_empty_bucket_loads_empty_and_save_is_atomic(tmp_path, monkeypatch):
+    s = store(tmp_path)
+    assert s.snapshot() == {}
+    s.put("vars/job/api", "a", "1")
+    assert s.save() and not s.save()  # nothing changed the second time
+    doc = json.loads((tmp_path / "data" / "kv.json").read_text())
+    assert doc["format"] == 2 and doc["namespaces"]["vars/job/api"]["a"]["value"] == "1"
+    # a writer killed while writing leaves the old file whole and no temp file behind
+    s.put("vars/job/api", "a", "2")
+
+    def boom(src, dst):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        s.save()
+    monkeypatch.undo()
+    assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}
+    assert os.listdir(tmp_path / "data") == ["kv.json"]
+    assert s.save() and store(tmp_path).snapshot() == {"vars/job/api": {"a": "2"}}
+
+
+def test_versions_history_and_tombstones(tmp_path):
+    clock = Clock()
+    s = store(tmp_path, clock)
+    assert s.put("vars/job/api", "k", " v1 ")  # trimmed, as maand's Put
+    assert not s.put("vars/job/api", "k", "v1")  # unchanged: no new version
+    clock.now = 2000
+    assert s.put("vars/job/api", "k", "v2")
+    clock.now = 3000
+    assert s.delete("vars/job/api", "k") and not s.delete("vars/job/api", "k")
+    assert s.get("vars/job/api", "k") is None and "vars/job/api" not in s.snapshot()
+    clock.now = 4000
+    s.put("vars/job/api", "k", "v3")  # revived with a higher version
+    assert [(r.version, r.value, r.modified) for r in s.history("vars/job/api", "k")] == [
+        (1, "v1", 1000), (2, "v2", 2000), (3, None, 3000), (4, "v3", 4000)]
+    s.save()
+    again = store(tmp_path)
+    assert [r.as_json() for r in again.history("vars/job/api", "k")] == [
+        [1, "v1", 1000], [2, "v2", 2000], [3, None, 3000], [4, "v3", 4000]]
+    assert again.history("vars/job/api", "nope") == []
+
+
+def test_history_is_capped_at_maands_versions_to_keep(tmp_path):
+    s = store(tmp_path)
+    for i in range(20):
+        s.put("vars/job/api", "k", str(i))
+    history = s.history("vars/job/api", "k")
+    assert len(history) == _kv_store.MAX_HISTORY + 1
+    assert history[-1].version == 20 and history[0].version == 20 - _kv_store.MAX_HISTORY
+
+
+def test_prune_history_drops_old_revisions_and_tombstones(tmp_path):
+    clock = Clock(100)
+    s = store(tmp_path, clock)
+    s.put("vars/job/api", "old", "a")
+    s.put("vars/job/api", "gone", "a")
+    clock.now = 200
+    s.put("vars/job/api", "old", "b")
+    s.delete("vars/job/api", "gone")
+    clock.now = 1000
+    s.put("vars/job/api", "old", "c")
+    s.dirty = False
+    assert s.prune_history(older_than_seconds=500) == 4  # old@100, old@200, gone (tombstone + a@100)
+    assert s.dirty
+    assert [r.value for r in s.history("vars/job/api", "old")] == ["c"]
+    assert s.history("vars/job/api", "gone") == []
+    assert s.prune_history(500) == 0
+
+
+def test_only_user_namespaces_are_writable(tmp_path):
+    s = store(tmp_path)
+    for ns in ("maand/bucket", "vars/bucket", "vars/bucket/job/api", "maand/job/api",
+               "vars/job/", "vars/job/api/x", "secrets/job/"):
+        with pytest.raises(_kv_store.KVStoreError, match="written by build"):
+            s.put(ns, "k", "v")
+        with pytest.raises(_kv_store.KVStoreError):
+            s.delete(ns, "k")
+    with pytest.raises(_kv_store.KVStoreError, match="non-empty"):
+        s.put("vars/job/api", "", "v")
+
+
+COMPUTED = {
+    "maand/bucket": {"bucket_id": "b", "api_http_port": "10000", "old_port": "10001"},
+    "maand/job/api": {"name": "api", "workers": "10.0.0.1"},
+    "maand/job/gone": {"name": "gone"},
+    "vars/job/api": {"from_toml": "1", "shared": "toml"},
+}
+
+
+def test_apply_build_replaces_build_namespaces_and_merges_user_ones(tmp_path):
+    s = store(tmp_path)
+    changes = s.apply_build(COMPUTED)
+    assert {(c.namespace, c.key, c.kind) for c in changes} >= {("maand/bucket", "old_port", "added")}
+    s.put("vars/job/api", "hook_key", "from-hook")
+    s.put("vars/job/api", "shared", "hook")  # vars.toml wins on the next build (maand merges it over)
+    s.put("secrets/job/api", "token", "t0p")
+    s.save()
+    rebuilt = {"maand/bucket": {"bucket_id": "b", "api_http_port": "10000"},
+               "maand/job/api": {"name": "api", "workers": "10.0.0.1,10.0.0.2"},
+               "vars/job/api": {"from_toml": "2", "shared": "toml"}}
+    s = store(tmp_path)
+    changes = s.apply_build(rebuilt)
+    assert sorted((c.namespace, c.key, c.kind) for c in changes) == [
+        ("maand/bucket", "old_port", "deleted"),
+        ("maand/job/api", "workers", "changed"),
+        ("maand/job/gone", "name", "deleted"),
+        ("vars/job/api", "from_toml", "changed"),
+        ("vars/job/api", "shared", "changed")]
+    snap = s.snapshot(reveal_secrets=True)
+    assert snap["maand/bucket"] == {"bucket_id": "b", "api_http_port": "10000"}
+    assert "maand/job/gone" not in snap
+    assert snap["vars/job/api"] == {"from_toml": "2", "shared": "toml", "hook_key": "from-hook"}
+    assert snap["secrets/job/api"] == {"token": "t0p"}
+    # the same build again changes nothing and writes nothing
+    s.save()
+    s = store(tmp_path)
+    assert s.apply_build(rebuilt) == [] and not s.save()
+
+
+def test_secrets_never_plaintext_on_disk_and_masked_unless_revealed(tmp_path):
+    s = store(tmp_path)
+    s.put("secrets/job/api", "db_password", "p@ssw0rd-XYZ")
+    s.put("secrets/job/api", "db_password", "second-Secret")
+    s.save()
+    text = (tmp_path / "data" / "kv.json").read_text()
+    assert "p@ssw0rd-XYZ" not in text and "second-Secret" not in text and "enc:v1:" in text
+    assert oct((tmp_path / "data" / "kv.json").stat().st_mode & 0o777) == "0o600"
+    s = store(tmp_path)
+    assert "secrets/job/api" not in s.snapshot()
+    assert s.snapshot(mask="***")["secrets/job/api"] == {"db_password": "***"}
+    assert s.snapshot(reveal_secrets=True)["secrets/job/api"] == {"db_password": "second-Secret"}
+    assert s.get("secrets/job/api", "db_password") == "***"
+    assert [r.value for r in s.history("secrets/job/api", "db_password")] == ["***", "***"]
+    assert [r.value for r in s.history("secrets/job/api", "db_password", reveal_secrets=True)] == [
+        "p@ssw0rd-XYZ", "second-Secret"]
+    assert not s.put("secrets/job/api", "db_password", "second-Secret")  # same plaintext: no version
+    # read_kv: secrets only when asked
+    assert "secrets/job/api" not in _kv.read_kv(str(tmp_path))
+    assert _kv.read_kv(str(tmp_path), reveal_secrets=True)["secrets/job/api"]["db_password"] == \
+        "second-Secret"
+
+
+def test_a_secret_written_by_maand_reads_here(tmp_path):
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "kv.key").write_bytes(b"0123456789abcdef0123456789abcdef")
+    (tmp_path / "data").mkdir()
+    token = "enc:v1:bWFhbmQtbm9uY2UhgnPhDSnF0b0NuN+FBsxns6PeVNR+PQfP"  # test_secrets.GO_VECTORS
+    (tmp_path / "data" / "kv.json").write_text(json.dumps({"format": 2, "namespaces": {
+        "secrets/job/api": {"pw": {"value": token, "version": 1, "modified": 0}}}}))
+    assert _kv.read_kv(str(tmp_path), reveal_secrets=True) == {"secrets/job/api": {"pw": "p@ssw0rd"}}
+
+
+def test_tampered_ciphertext_and_missing_key_fail_naming_file_and_fix(tmp_path):
+    s = store(tmp_path)
+    s.put("secrets/job/api", "pw", "hunter2")
+    s.save()
+    path = tmp_path / "data" / "kv.json"
+    doc = json.loads(path.read_text())
+    value = doc["namespaces"]["secrets/job/api"]["pw"]["value"]
+    doc["namespaces"]["secrets/job/api"]["pw"]["value"] = value[:-6] + ("AAAA==" if value[-6:] != "AAAA==" else "BBBB==")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(_kv_store.KVStoreError,
+                       match=r"data/kv.json: secrets/job/api key pw: .*(tampered|damaged)"):
+        store(tmp_path).snapshot(reveal_secrets=True)
+    s = store(tmp_path)
+    assert s.put("secrets/job/api", "pw", "new")  # a damaged value can be replaced
+    assert s.get("secrets/job/api", "pw", reveal_secrets=True) == "new"
+    os.unlink(tmp_path / "secrets" / "kv.key")
+    with pytest.raises(_kv_store.KVStoreError, match="secrets/kv.key is missing"):
+        store(tmp_path).snapshot(reveal_secrets=True)
+    with pytest.raises(_kv.KVError, match="secrets/kv.key is missing"):
+        _kv.read_kv(str(tmp_path), reveal_secrets=True)
+    assert store(tmp_path).snapshot(mask="***")["secrets/job/api"] == {"pw": "***"}
+
+
+def test_corrupt_store_names_file_and_fix(tmp_path):
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "data" / "kv.json"
+    for text, match in (("{", "unreadable.*move it aside and rebuild"),
+                        ('{"format": 2, "namespaces": {"a": {"k": {}}}}', "not a maand.core KV file"),
+                        ('{"format": 3, "namespaces": {}}', "not a maand.core KV file")):
+        path.write_text(text)
+        with pytest.raises(_kv_store.KVStoreError, match=match):
+            store(tmp_path)
+
+
+def test_format_1_files_are_read(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "kv.json").write_text('{"format": 1, "namespaces": {"vars/job/a": {"k": 5}}}')
+    s = store(tmp_path)
+    assert s.snapshot() == {"vars/job/a": {"k": "5"}}
+    s.put("vars/job/a", "k", "6")
+    assert s.save() and json.loads((tmp_path / "data" / "kv.json").read_text())["format"] == 2
+
+
+def test_is_user_ns():
+    assert _kv_store.is_user_ns("vars/job/api") and _kv_store.is_user_ns("secrets/job/api")
+    assert not _kv_store.is_user_ns("vars/bucket/job/api") and not _kv_store.is_user_ns("vars/job/")
+    assert _secrets.KEY_REL == os.path.join("secrets", "kv.key")
+
+
+def test_edit_saves_under_the_lock_and_not_on_error(tmp_path):
+    with _kv_store.KVStore.edit(str(tmp_path)) as s:
+        s.put("vars/job/api", "a", "1")
+        with pytest.raises(Exception, match="another maand.core run holds"):
+            with _kv_store.KVStore.edit(str(tmp_path), wait=False):
+                pass
+    assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}
+    with pytest.raises(RuntimeError):
+        with _kv_store.KVStore.edit(str(tmp_path)) as s:
+            s.put("vars/job/api", "a", "2")
+            raise RuntimeError("hook failed")
+    assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}
