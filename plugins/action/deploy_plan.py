@@ -12,14 +12,19 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
-    _deploy_files,
     _deploy_lock,
     _deploy_plan,
     _deploy_run,
+    _deploy_stage,
     _fingerprint,
 )
 
 display = Display()
+
+# Providers of generated files added to allocation trees (e.g. certificates): each is called once per
+# plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
+# their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
+OVERLAY_PROVIDERS = ()
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
@@ -95,20 +100,17 @@ class ActionModule(ActionBase):
         jobs_filter, errors = _deploy_plan.parse_jobs_filter(args["jobs"], [j["name"] for j in catalog.get("jobs", [])])
         if errors:
             return self._fail(result, bucket, "; ".join(errors))
-        content = {}
-        for job in catalog.get("jobs", []):
-            if job.get("removed") or (jobs_filter is not None and job["name"] not in jobs_filter):
-                continue
-            path = os.path.join(bucket, job.get("path") or os.path.join("workspace", "jobs", job["name"]))
-            try:
-                content[job["name"]] = _deploy_files.hash_tree(path)
-            except _deploy_files.ContentError as exc:
-                content[job["name"]] = {"error": str(exc)}
         states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
+        in_scope = [j["name"] for j in catalog.get("jobs", [])
+                    if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
+        # every job tree read once, every active allocation's templates rendered and hashed in memory
+        staging = _deploy_stage.compute(bucket, catalog, in_scope, hosts, _deploy_plan.current_versions(states),
+                                        _deploy_plan.seen_update_seq(states),
+                                        [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS])
         try:
-            plan = _deploy_plan.compute_plan(catalog, content, states, hosts,
+            plan = _deploy_plan.compute_plan(catalog, staging.content, states, hosts,
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
-                                              "adopt_bucket_id": args["adopt_bucket_id"]})
+                                              "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:
@@ -117,6 +119,11 @@ class ActionModule(ActionBase):
         work = plan["has_work"] or bool(plan["prune"])
         run_dir, segments = "", []
         if not self._task.check_mode:
+            try:  # only the allocations that sync are staged (data/.deploy-stage/<host>/<job>)
+                staging.stage_plan(bucket, plan)
+            except OSError as exc:
+                return self._fail(result, bucket, "cannot stage the job trees under %s: %s; nothing was changed"
+                                  % (_deploy_stage.stage_root(bucket), exc))
             try:
                 run_dir = _deploy_run.new_run(bucket, plan)
             except (OSError, _deploy_run.RunError) as exc:

@@ -251,7 +251,7 @@ def test_overlays_join_the_tree_and_the_hash(tmp_path):
 
     def certs(job, host):
         return [S.Overlay("certs/%s.crt" % job, ("CERT %s" % host).encode(), origin="certs")]
-    staging = compute(root, catalog, kv, overlays=certs)
+    staging = compute(root, catalog, kv, overlays=[certs])
     entry = staging.content["api"]["allocations"]["10.0.0.1"]
     assert entry["origins"] == {"certs/api.crt": "certs", "config.json": "template"}
     dest = staging.stage(root, "api", "10.0.0.1")
