@@ -17,6 +17,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_run,
     _deploy_stage,
     _fingerprint,
+    _jobspec_deploy,
 )
 
 display = Display()
@@ -34,6 +35,7 @@ ARGUMENT_SPEC = {
     "sync_only": {"type": "bool", "default": False},
     "state_var": {"type": "str", "default": "deploy_state_read"},
     "adopt_bucket_id": {"type": "str", "default": ""},
+    "slots": {"type": "int", "default": 0},
 }
 
 
@@ -52,6 +54,33 @@ def _host_state(hostvars, host, var):
     state = dict(reg["state"])
     state["reachable"] = True
     return state
+
+
+def _with_environments(catalog, content):
+    """Expand every job spec's environment against the controller's environment and fold its
+    digests into the job's content (a changed value restarts the job); errors name job and variable."""
+    errors = []
+    for name, spec in sorted(_jobspec_deploy.specs_of(catalog).items()):
+        if name not in content:
+            continue
+        try:
+            env = _jobspec_deploy.expand(name, spec, os.environ.get)
+        except _jobspec_deploy.EnvError as exc:
+            errors.append(str(exc))
+            continue
+        content[name] = _with_env(content[name], catalog["bucket_id"], name, env)
+    return errors
+
+
+def _with_env(entry, bucket_id, name, env):
+    """with_env on a job's content and on each of its rendered allocations (their origins kept)."""
+    if entry.get("error"):
+        return entry
+    out = dict(entry, **_jobspec_deploy.with_env(entry, bucket_id, name, env))
+    if entry.get("allocations"):
+        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec_deploy.with_env(a, bucket_id, name, env))
+                              for host, a in entry["allocations"].items()}
+    return out
 
 
 class ActionModule(ActionBase):
@@ -107,6 +136,9 @@ class ActionModule(ActionBase):
         staging = _deploy_stage.compute(bucket, catalog, in_scope, hosts, _deploy_plan.current_versions(states),
                                         _deploy_plan.seen_update_seq(states),
                                         [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS])
+        env_errors = _with_environments(catalog, staging.content)
+        if env_errors:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(env_errors))
         try:
             plan = _deploy_plan.compute_plan(catalog, staging.content, states, hosts,
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
@@ -116,6 +148,9 @@ class ActionModule(ActionBase):
         if plan["errors"]:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
                               plan=plan)
+        workers = {w["host"]: w for w in catalog.get("workers", [])}
+        plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
+                                                    _jobspec_deploy.load_history(bucket), args["slots"]))
         work = plan["has_work"] or bool(plan["prune"])
         run_dir, segments = "", []
         if not self._task.check_mode:
