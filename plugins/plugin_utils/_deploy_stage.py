@@ -426,8 +426,10 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
     if os.path.lexists(dest):
         shutil.rmtree(dest)
     os.makedirs(dest, mode=0o755)
-    for rel in source.dirs:
-        os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
+    for rel in ("",) + tuple(source.dirs):  # folders keep their modes, as rsync --archive carries them
+        folder = os.path.join(dest, rel) if rel else dest
+        os.makedirs(folder, mode=0o755, exist_ok=True)
+        os.chmod(folder, stat.S_IMODE(os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode))
     generated = {o.rel: o for o in content.outputs}
     for rel in content.files:
         target = os.path.join(dest, rel)
