@@ -12,7 +12,14 @@ import shutil
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_gate, _deploy_lock, _deploy_plan, _deploy_run
+from ansible_collections.maand.core.plugins.plugin_utils import (
+    _catalog,
+    _deploy_gate,
+    _deploy_lock,
+    _deploy_plan,
+    _deploy_run,
+    _deploy_stage,
+)
 
 display = Display()
 
@@ -83,6 +90,8 @@ class ActionModule(ActionBase):
         plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {})
         if not check:
             prune(bucket, plan, done, result, problems)
+            # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
+            shutil.rmtree(_deploy_stage.stage_root(bucket), ignore_errors=True)
         if args["release"] and not check:
             try:
                 _deploy_lock.release(bucket, os.getppid())
