@@ -8,7 +8,7 @@ every layer in order (later over earlier), then the job's own files on top, into
 is a bucket folder (hard-linked, copied across file systems) or an OCI layer tar from an image
 parent (``workspace/images/<name>/blobs/...``, gzip or plain), extracted with OCI whiteouts
 (``.wh.<name>`` deletes a lower entry, ``.wh..wh..opq`` empties a lower folder). The content hash of
-``dest`` (``_deploy_files.hash_tree``) then covers the layers, and rsync ships ``dest``. Runtime
+``dest`` then covers the layers, and deploy renders and ships ``dest`` as the job's tree (``stacked``). Runtime
 folders (data/, logs/, bin/ at the top) are never taken from a layer, as from the job folder.
 
 Tar members that would leave the tree, device nodes and fifos are refused (LayerError naming the
@@ -17,11 +17,13 @@ layer and the member), never skipped silently. No Ansible imports.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
 import stat
 import tarfile
+import tempfile
 
 from . import _catalog
 from ._deploy_files import RUNTIME_DIRS
@@ -150,10 +152,25 @@ def _extract_member(archive, member, dest, job, layer):
                          "build the image without it" % (job, layer, member.name))
 
 
-def point_ops(plan: dict, sources: dict) -> None:
-    """Ops of jobs with layers ship the stacked tree: sources = {job: path relative to the bucket}."""
-    for step in plan.get("steps") or []:
-        for ops in (step.get("ops") or {}).values():
-            for op in ops:
-                if op.get("job") in sources and op.get("src") is not None:
-                    op["src"] = sources[op["job"]]
+@contextlib.contextmanager
+def stacked(bucket: str, catalog: dict, jobs: list, check_mode: bool):
+    """The catalog with every in-scope job that has layers pointing at its stacked tree (built here:
+    data/.jobspec-layers/<job>, or a temporary folder removed afterwards in check mode). Jobs without
+    layers keep their path; without any layers the catalog itself is yielded."""
+    layered = {j["name"]: j for j in catalog.get("jobs", [])
+               if j["name"] in set(jobs) and ((j.get("spec") or {}).get("layers"))}
+    if not layered:
+        yield catalog
+        return
+    tmp = tempfile.mkdtemp(prefix="maand-layers-") if check_mode else None
+    try:
+        paths = {}
+        for name, job in sorted(layered.items()):
+            job_dir = os.path.join(bucket, job.get("path") or os.path.join("workspace", "jobs", name))
+            dest = os.path.join(tmp, name) if tmp else stage_dir(bucket, name)
+            paths[name] = stage(bucket, name, job_dir, job["spec"]["layers"], dest)
+        yield dict(catalog, jobs=[dict(j, path=paths[j["name"]]) if j["name"] in paths else j
+                                  for j in catalog.get("jobs", [])])
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
