@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote
+import os
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote, _jobspec_deploy
 
 TARGETS = ["start", "stop", "restart", "reload", "status"]
 ARGUMENT_SPEC = {
@@ -35,6 +37,14 @@ class ActionModule(ActionBase):
         op = {"id": "%s@%s" % (args["job"], task_vars.get("inventory_hostname")), "kind": "run", "job": args["job"],
               "host": task_vars.get("inventory_hostname"), "target": target,
               "env": {"CURRENT_VERSION": args["version"], "NEW_VERSION": args["version"]}, "promote_now": False}
+        spec = ((task_vars.get("maand_catalog_jobs") or {}).get(args["job"]) or {}).get("spec")
+        if isinstance(spec, dict):  # the job spec's environment and run fields, as the deploy runs them
+            op["spec"] = _jobspec_deploy.op_spec(spec)
+            try:
+                op = _jobspec_deploy.runtime_op(op, os.environ.get)
+            except _jobspec_deploy.EnvError as exc:
+                result.update(failed=True, msg="%s; nothing was run" % exc)
+                return result
         python = _deploy_remote.interpreter(task_vars)
         data = _deploy_remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])
         res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)

@@ -17,6 +17,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_plan,
     _deploy_run,
     _fingerprint,
+    _jobspec_deploy,
 )
 
 display = Display()
@@ -29,6 +30,7 @@ ARGUMENT_SPEC = {
     "sync_only": {"type": "bool", "default": False},
     "state_var": {"type": "str", "default": "deploy_state_read"},
     "adopt_bucket_id": {"type": "str", "default": ""},
+    "slots": {"type": "int", "default": 0},
 }
 
 
@@ -49,6 +51,22 @@ def _host_state(hostvars, host, var):
         return {"reachable": False, "error": str(state.get("error") or "state read failed")}
     state["reachable"] = True
     return state
+
+
+def _with_environments(catalog, content):
+    """Expand every job spec's environment against the controller's environment and fold its
+    digests into the job's content (a changed value restarts the job); errors name job and variable."""
+    errors = []
+    for name, spec in sorted(_jobspec_deploy.specs_of(catalog).items()):
+        if name not in content:
+            continue
+        try:
+            env = _jobspec_deploy.expand(name, spec, os.environ.get)
+        except _jobspec_deploy.EnvError as exc:
+            errors.append(str(exc))
+            continue
+        content[name] = _jobspec_deploy.with_env(content[name], catalog["bucket_id"], name, env)
+    return errors
 
 
 class ActionModule(ActionBase):
@@ -106,6 +124,9 @@ class ActionModule(ActionBase):
                 content[job["name"]] = _deploy_files.hash_tree(path)
             except _deploy_files.ContentError as exc:
                 content[job["name"]] = {"error": str(exc)}
+        env_errors = _with_environments(catalog, content)
+        if env_errors:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(env_errors))
         states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
         try:
             plan = _deploy_plan.compute_plan(catalog, content, states, hosts,
@@ -116,6 +137,9 @@ class ActionModule(ActionBase):
         if plan["errors"]:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
                               plan=plan)
+        workers = {w["host"]: w for w in catalog.get("workers", [])}
+        plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
+                                                    _jobspec_deploy.load_history(bucket), args["slots"]))
         work = plan["has_work"] or bool(plan["prune"])
         run_dir, segments = "", []
         if not self._task.check_mode:

@@ -16,6 +16,9 @@ description:
     restart, reload, sync, skip, stop, remove or purge, and why."
   - "Refuses (fails, changing nothing, releasing the deploy lock) on bad options, unknown jobs, invalid health checks,
     a workspace that changed since the last build, or C(sync_only) when a start would be needed."
+  - "Expands the environment of every job spec (docs/jobspec.md) against the controller's environment; an unknown
+    variable refuses the deploy naming job, file and variable. Only salted digests of the values enter the plan,
+    so a changed value restarts or reloads the job (C(environment changed: KEY))."
   - "In diff mode the plan is returned as a prepared diff (printed by C(--diff)); otherwise its lines are printed. In
     check mode C(changed) tells whether the deploy would change anything."
 author:
@@ -51,6 +54,13 @@ options:
         Without it a deploy refuses to run on a worker that holds another bucket id's tree.
     type: str
     default: ""
+  slots:
+    description:
+      - How many make targets of different jobs a worker runs side by side in one step (C(maand_worker_slots)).
+        C(0) means the worker's C(cores) from C(workers.json), else 2. Each wave step's targets on a worker start
+        in Maelstrom's order (priority, then longest estimate first; see docs/jobspec.md).
+    type: int
+    default: 0
 attributes:
   check_mode:
     support: full

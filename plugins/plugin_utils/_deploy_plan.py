@@ -34,6 +34,7 @@ ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
 HEALTH_TYPES = ("tcp", "http")
 DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
+ENV_PREFIX = ".maand-env/"  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
 
 
 class PlanError(Exception):
@@ -258,7 +259,12 @@ def _change_reasons(deployed, hash_changed, changed, version_changed, cur_versio
     if deployed is None:
         reasons.append("new allocation")
     elif hash_changed:
-        reasons.append("content changed: %s" % (_fmt_paths(changed) or "(file modes)"))
+        paths = [p for p in changed if not p.startswith(ENV_PREFIX)]
+        keys = [p[len(ENV_PREFIX):] for p in changed if p.startswith(ENV_PREFIX)]
+        if paths or not keys:
+            reasons.append("content changed: %s" % (_fmt_paths(paths) or "(file modes)"))
+        if keys:  # job spec environment (_jobspec_deploy.with_env): names only, never values
+            reasons.append("environment changed: %s" % _fmt_paths(keys))
     if deployed is not None and version_changed:
         reasons.append("version %s -> %s" % (cur_version, new_version))
     return reasons

@@ -180,8 +180,3 @@ def _refuse_unhonoured(job: Any, spec: dict, report: Any) -> None:
     for field, bad, why, fix in _REFUSED:
         if bad(spec.get(field)):
             report.error(KIND, job.file, field, "job %s: %s = %r: %s" % (job.name, field, spec[field], why), fix)
-    pending = [f for f in ("environment", "working_directory", "user", "group", "timeout", "priority",
-                           "estimated_duration") if spec.get(f) not in (None, [], 0)]
-    if pending:
-        report.unhonoured(KIND, job.file, pending[0], "job %s: %s accepted but not applied by deploy yet" % (
-            job.name, ", ".join(pending)), "remove them, or build without maand_strict to accept them")

@@ -10,9 +10,12 @@ imported by the controller's unit tests. The deploy copies it once per run to
     python3 agent.py read <root>      -> the worker's promoted state (JSON on stdout)
     python3 agent.py < request.json   -> apply one step for this host (JSON on stdout)
 
-A step request is {"root", "keep", "timeout", "tail", "promote": [promotion], "ops": [op]}: the
-pending promotions of earlier steps are written first, then the ops run in order. Every op and
-promotion gets its own outcome; one failing op does not stop the others (they belong to other jobs).
+A step request is {"root", "keep", "timeout", "tail", "slots", "promote": [promotion], "ops": [op]}:
+the pending promotions of earlier steps are written first, then the ops run in order, consecutive
+run ops side by side in up to `slots` processes. An op may carry its job spec's run fields: "env",
+"cwd" (working directory inside the job folder), "user", "group", "timeout" (seconds, 0 = none).
+Every op and promotion gets its own outcome, with "started" and "seconds" for a make target; one
+failing op does not stop the others (they belong to other jobs).
 
 Worker layout (as maand): /opt/worker/<bucket_id>/
     worker.json          bucket_id, worker host, labels, update_seq
@@ -25,13 +28,17 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
 from __future__ import absolute_import, division, print_function
 
 import glob
+import grp
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 KEEP = ("data", "logs")
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
@@ -184,18 +191,81 @@ def _kill_group(proc):
         proc.kill()
 
 
-def make(folder, target, env, label, timeout=None, tail=20):
+class RunAs(object):
+    """Where and as whom a make target runs (job spec: working_directory, user, group)."""
+
+    def __init__(self, cwd=None, user=None, group=None):
+        self.cwd = cwd
+        self.user = user
+        self.group = group
+
+    def ids(self, label):
+        """(uid, gid) to switch to, or (None, None); OpFailed when the user or group does not exist."""
+        if self.user is None and self.group is None:
+            return None, None
+        uid, gid = None, None
+        if self.user is not None:
+            try:
+                entry = pwd.getpwuid(self.user) if isinstance(self.user, int) else pwd.getpwnam(self.user)
+                uid, gid = entry.pw_uid, entry.pw_gid
+            except KeyError:
+                if not isinstance(self.user, int):
+                    raise OpFailed("%s: user %r does not exist on the worker; create it or fix \"user\" in the job "
+                                   "spec" % (label, self.user), reason="no_user")
+                uid = self.user
+        if self.group is not None:
+            try:
+                gid = (grp.getgrgid(self.group) if isinstance(self.group, int) else grp.getgrnam(self.group)).gr_gid
+            except KeyError:
+                if not isinstance(self.group, int):
+                    raise OpFailed("%s: group %r does not exist on the worker; create it or fix \"group\" in the "
+                                   "job spec" % (label, self.group), reason="no_group")
+                gid = self.group
+        if os.geteuid() != 0 and (uid not in (None, os.geteuid()) or gid not in (None, os.getegid())):
+            raise OpFailed("%s: running as user %s / group %s needs root on the worker (use become)"
+                           % (label, self.user, self.group), reason="not_root")
+        return uid, gid
+
+
+def _switch(uid, gid):
+    """preexec_fn: drop to gid/uid in the child before make starts."""
+    def run():
+        if gid is not None:
+            os.setgroups([gid])
+            os.setgid(gid)
+        if uid is not None:
+            os.setuid(uid)
+    return run
+
+
+def _make_argv(folder, target, run_as):
+    """make as today in the job folder; with a working directory, make runs there with -f the job's Makefile."""
+    if not run_as.cwd:
+        return ["make", target], folder
+    cwd = os.path.normpath(os.path.join(folder, run_as.cwd))
+    makefile = next(m for m in MAKEFILES if os.path.isfile(os.path.join(folder, m)))
+    return ["make", "-f", os.path.join(folder, makefile), target], cwd
+
+
+def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
     """Run `make target` in folder; returns the output tail, raises OpFailed naming the cause."""
     if not os.path.isdir(folder):
         raise OpFailed("%s: job folder %s is missing on the worker" % (label, folder))
     if not has_makefile(folder):
         raise OpFailed("%s: no Makefile in %s; every job needs a Makefile with start/stop/restart targets"
                        % (label, folder), reason="no_makefile")
+    run_as = run_as or RunAs()
+    argv, cwd = _make_argv(folder, target, run_as)
+    if not os.path.isdir(cwd):
+        raise OpFailed("%s: working directory %s is missing on the worker; create it in the job folder or fix "
+                       "\"working_directory\"" % (label, cwd), reason="no_cwd")
+    uid, gid = run_as.ids(label)
     full = dict(os.environ)
     full.update(env or {})
     try:
-        proc = subprocess.Popen(["make", target], cwd=folder, env=full, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_switch(uid, gid) if uid is not None or gid is not None else None)
     except OSError as exc:
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
     try:
@@ -204,7 +274,8 @@ def make(folder, target, env, label, timeout=None, tail=20):
         _kill_group(proc)
         data = proc.communicate()[0]
         lines = data.decode("utf-8", "replace").splitlines()[-int(tail or 20):]
-        raise OpFailed("%s: make %s timed out after %ss" % (label, target, timeout), rc=-1, output_tail=lines)
+        raise OpFailed("%s: make %s timed out after %s s (its process group was killed)" % (label, target, timeout),
+                       rc=-1, output_tail=lines, reason="timeout")
     text = data.decode("utf-8", "replace")
     lines = text.splitlines()[-int(tail or 20):]
     if proc.returncode != 0:
@@ -226,6 +297,8 @@ class Step(object):
         self.keep = tuple(request.get("keep") or KEEP)
         self.timeout = request.get("timeout")
         self.tail = request.get("tail") or 20
+        self.slots = max(1, int(request.get("slots") or 1))
+        self.began = time.time()
 
     def job_dir(self, job):
         return os.path.join(self.root, "jobs", job)
@@ -245,7 +318,16 @@ def promote(step, job, record):
 
 
 def _run_make(step, op, target, out, label):
-    lines = make(step.job_dir(op["job"]), target, op.get("env"), label, step.timeout, step.tail)
+    """make target with the op's environment, run fields and timeout (the op's own, 0 = none, else the
+    step's); the measured seconds go into the outcome (the controller keeps them as estimates)."""
+    timeout = op["timeout"] if op.get("timeout") is not None else step.timeout
+    run_as = RunAs(op.get("cwd"), op.get("user"), op.get("group"))
+    began = time.time()
+    out["started"] = round(began - step.began, 3)
+    try:
+        lines = make(step.job_dir(op["job"]), target, op.get("env"), label, timeout, step.tail, run_as)
+    finally:
+        out["seconds"] = round(time.time() - began, 3)
     out["steps"].append("make %s" % target)
     out["output_tail"] = lines
     out["changed"] = True
@@ -328,11 +410,51 @@ def apply_promotion(step, entry):
                 "msg": "%s: promote failed on the worker: %s" % (entry.get("id"), exc)}
 
 
+def run_ops(step, ops):
+    """The ops in order; consecutive run ops (different jobs of one wave step) run side by side in up
+    to step.slots processes, started in the given order as slots free up (the controller ordered them:
+    priority, then longest estimate first). Outcomes keep the ops' order."""
+    out = []
+    i = 0
+    while i < len(ops):
+        j = i
+        while j < len(ops) and ops[j].get("kind") == "run":
+            j += 1
+        if j - i > 1 and step.slots > 1:
+            out.extend(_parallel(step, ops[i:j]))
+            i = j
+        else:
+            out.append(apply_op(step, ops[i]))
+            i += 1
+    return out
+
+
+def _parallel(step, ops):
+    results = [None] * len(ops)
+    queue = list(enumerate(ops))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                index, op = queue.pop(0)
+            results[index] = apply_op(step, op)
+
+    threads = [threading.Thread(target=worker) for dummy in range(min(step.slots, len(ops)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
 def run_step(request):
-    """Promotions first, then the ops, in order. Returns the answer dict."""
+    """Promotions first, then the ops. Returns the answer dict."""
     step = Step(request)
     promotions = [apply_promotion(step, p) for p in request.get("promote") or []]
-    ops = [apply_op(step, op) for op in request.get("ops") or []]
+    ops = run_ops(step, request.get("ops") or [])
     return {"ok": True, "promotions": promotions, "ops": ops}
 
 
