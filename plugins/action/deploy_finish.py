@@ -12,7 +12,14 @@ import shutil
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_gate, _deploy_lock, _deploy_plan, _deploy_run
+from ansible_collections.maand.core.plugins.plugin_utils import (
+    _catalog,
+    _deploy_gate,
+    _deploy_lock,
+    _deploy_plan,
+    _deploy_run,
+    _deploy_stage,
+)
 
 display = Display()
 
@@ -89,6 +96,8 @@ class ActionModule(ActionBase):
                         "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
         if not check and done is not None:
             prune(bucket, plan, done, result, problems)
+            # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
+            shutil.rmtree(_deploy_stage.stage_root(bucket), ignore_errors=True)
         if args["release"] and not check:
             try:
                 _deploy_lock.release(bucket, os.getppid())

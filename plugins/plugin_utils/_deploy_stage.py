@@ -426,8 +426,10 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
     if os.path.lexists(dest):
         shutil.rmtree(dest)
     os.makedirs(dest, mode=0o755)
-    for rel in source.dirs:
-        os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
+    for rel in ("",) + tuple(source.dirs):  # folders keep their modes, as rsync --archive carries them
+        folder = os.path.join(dest, rel) if rel else dest
+        os.makedirs(folder, mode=0o755, exist_ok=True)
+        os.chmod(folder, stat.S_IMODE(os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode))
     generated = {o.rel: o for o in content.outputs}
     for rel in content.files:
         target = os.path.join(dest, rel)
@@ -509,7 +511,7 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
 
     A bucket built before data/kv.json existed renders from the KV computed from its catalog
     (_kv.read_kv). Raises _kv.KVError naming the file and the fix."""
-    from . import _kv_store, _secrets
+    from . import _kv_store
 
     kv: dict = dict(_kv.read_kv(bucket_dir))
     if _kv_store.KVStore.exists(bucket_dir):
@@ -521,10 +523,17 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
             if _kv.is_secret_ns(ns):
                 kv[ns] = _SecretNamespace(store, ns)
 
+    return kv, digest_loader(bucket_dir)
+
+
+def digest_loader(bucket_dir: str) -> Callable[[], bytes]:
+    """A loader of the digest key of secret-bearing outputs (secrets/kv.key is read on first use)."""
+    from . import _secrets
+
     @functools.lru_cache(maxsize=1)
     def digest_key() -> bytes:
         return derive_digest_key(_secrets.load_key(bucket_dir))
-    return kv, digest_key
+    return digest_key
 
 
 # --- every allocation of a deploy ------------------------------------------------------------
@@ -552,6 +561,22 @@ class Staging:
         return dest
 
 
+    def stage_plan(self, bucket_dir: str, plan: Mapping[str, Any]) -> int:
+        """Stage every op of the plan that syncs, pointing its src at the staged tree; returns how many.
+
+        data/.deploy-stage is emptied first (the caller holds the deploy lock); unchanged
+        allocations are neither staged nor touched."""
+        reset_stage(bucket_dir)
+        count = 0
+        for step in plan.get("steps") or []:
+            for ops in (step.get("ops") or {}).values():
+                for op in ops:
+                    if op.get("kind") == "run" and op.get("sync") and op.get("job") in self.sources:
+                        op["src"] = self.stage(bucket_dir, op["job"], op["host"])
+                        count += 1
+        return count
+
+
 def job_content(source: JobSource) -> dict:
     """The plan content of a job shipped as it is (no template, no overlay)."""
     return {"hash": _deploy_files.tree_hash(source.files), "files": dict(source.files), "origins": {}}
@@ -559,11 +584,11 @@ def job_content(source: JobSource) -> dict:
 
 def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str],
             current_versions: Mapping[tuple, str] | None = None, update_seq: int = 0,
-            overlays: OverlayFn | None = None, kv: tuple | None = None) -> Staging:
+            overlays: Iterable[OverlayFn] = (), kv: tuple | None = None) -> Staging:
     """Read every job in jobs, render its active allocations on hosts; errors are collected, never raised.
 
     current_versions: (job, host) -> the version the worker runs (".CurrentVersion"; "0.0.0" if none).
-    overlays: (job, host) -> extra generated files of that allocation (certificates, ...).
+    overlays: providers, each (job, host) -> extra generated files of that allocation (certificates, ...).
     kv: (kv, digest key loader) as load_kv returns them (read from bucket_dir when None)."""
     out = Staging()
     hosts = set(hosts)
@@ -586,12 +611,14 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
         except _kv.KVError as exc:
             out.errors.append("cannot read the KV store to render templates: %s" % exc)
             return out
-    _render_all(out, catalog, todo, kv, current_versions or {}, update_seq, overlays)
+    elif kv is None:
+        kv = ({}, digest_loader(bucket_dir))
+    _render_all(out, catalog, todo, kv, current_versions or {}, update_seq, tuple(overlays or ()))
     return out
 
 
-def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple | None,
-                current_versions: Mapping[tuple, str], update_seq: int, overlays: OverlayFn | None) -> None:
+def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
+                current_versions: Mapping[tuple, str], update_seq: int, overlays: tuple) -> None:
     failed: dict[tuple, tuple[RenderError, list]] = {}
     upstream = {name: tuple(_kv.upstream_jobs(catalog, name)) for name in out.sources}
     workers = {w["host"]: w for w in catalog.get("workers", [])}
@@ -600,7 +627,7 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple 
     for alloc in todo:
         job, host = alloc["job"], alloc["worker"]
         source = out.sources[job]
-        extra = tuple(overlays(job, host)) if overlays else ()
+        extra = tuple(item for provider in overlays for item in provider(job, host))
         if not source.templates and not extra:
             continue
         worker = workers.get(host) or {}
@@ -610,13 +637,13 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple 
             BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _kv.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
             BucketPath="/opt/worker/%s" % bucket_id, JobPath="/opt/worker/%s/jobs/%s" % (bucket_id, job))
-        context = Context(kv[0] if kv else {}, data, upstream[job], kv[1] if kv else None)
+        context = Context(kv[0], data, upstream[job], kv[1])
         try:
             content = render(source, context, extra)
         except RenderError as exc:
             key = (exc.job, exc.file, exc.line, exc.column, exc.cause)
             failed.setdefault(key, (exc, []))[1].append(host)
-            out.content[job].setdefault("allocations", {})[host] = {"error": exc.text()}
+            out.content[job].setdefault("allocations", {})[host] = {"error": "%s: %s" % (exc.where(), exc.cause)}
             continue
         out.allocations[(job, host)] = content
         out.content[job].setdefault("allocations", {})[host] = content.plan_entry()

@@ -169,8 +169,6 @@ _REFUSED = (
      "\"working_directory\"] in the parent's use)"),
     ("mounts", lambda v: bool(v), "private mounts are not set up by maand.core (make runs in the worker's own "
      "mount namespace)", "remove mounts; mount what the job needs from its Makefile"),
-    ("network", lambda v: v not in (None, "local"), "a private network namespace is not set up by maand.core "
-     "(make runs on the worker's network, as \"local\")", "remove network or write \"local\""),
     ("enable_writable_file_system", lambda v: v is False, "maand.core does not make the file system read-only "
      "(make runs on the worker's writable file system)", "remove the field or write true"),
 )

@@ -87,7 +87,7 @@ def split_env_paths(paths: list) -> tuple:
 
 # --- run fields of an op ----------------------------------------------------------------------------
 
-RUN_FIELDS = ("environment", "initial_environment", "working_directory", "user", "group", "timeout")
+RUN_FIELDS = ("environment", "initial_environment", "working_directory", "user", "group", "network", "timeout")
 
 
 def op_spec(spec: dict) -> dict:
@@ -97,7 +97,7 @@ def op_spec(spec: dict) -> dict:
 
 def runtime_op(op: dict, lookup) -> dict:
     """The op as the worker agent gets it: expanded environment under the op's own variables
-    (CURRENT_VERSION, NEW_VERSION, ... win), and cwd/user/group/timeout. Raises EnvError."""
+    (CURRENT_VERSION, NEW_VERSION, ... win), and cwd/user/group/network/timeout. Raises EnvError."""
     spec = op.get("spec")
     out = {k: v for k, v in op.items() if k != "spec"}
     if not spec:
@@ -105,7 +105,8 @@ def runtime_op(op: dict, lookup) -> dict:
     env = expand(op.get("job"), spec, lookup)
     env.update(op.get("env") or {})
     out["env"] = env
-    for key, field in (("cwd", "working_directory"), ("user", "user"), ("group", "group"), ("timeout", "timeout")):
+    for key, field in (("cwd", "working_directory"), ("user", "user"), ("group", "group"), ("network", "network"),
+                       ("timeout", "timeout")):
         if spec.get(field) is not None:
             out[key] = spec[field]
     return out
@@ -188,6 +189,6 @@ def attach(plan: dict, specs: dict, workers: dict, history: dict, override: int 
 
 def _order_text(runs, ops, slots):
     jobs = {o["id"]: o["job"] for o in ops}
-    parts = ["%s (%s)" % (jobs[r.name], "?" if r.estimated_duration is None else "%gs" % r.estimated_duration)
+    parts = ["%s (%s)" % (jobs[r.name], "?" if r.estimated_duration is None else "%gs" % round(r.estimated_duration, 1))
              for r in runs]
     return "%d slot(s): %s" % (slots, ", ".join(parts))

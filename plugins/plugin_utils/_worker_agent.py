@@ -13,7 +13,8 @@ imported by the controller's unit tests. The deploy copies it once per run to
 A step request is {"root", "keep", "timeout", "tail", "slots", "promote": [promotion], "ops": [op]}:
 the pending promotions of earlier steps are written first, then the ops run in order, consecutive
 run ops side by side in up to `slots` processes. An op may carry its job spec's run fields: "env",
-"cwd" (working directory inside the job folder), "user", "group", "timeout" (seconds, 0 = none).
+"cwd" (working directory inside the job folder), "user", "group", "network" ("disabled": a new
+network namespace without interfaces up; "loopback": only lo up), "timeout" (seconds, 0 = none).
 Every op and promotion gets its own outcome, with "started" and "seconds" for a make target; one
 failing op does not stop the others (they belong to other jobs).
 
@@ -27,6 +28,8 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
 
 from __future__ import absolute_import, division, print_function
 
+import ctypes
+import fcntl
 import glob
 import grp
 import json
@@ -34,6 +37,8 @@ import os
 import pwd
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -194,10 +199,11 @@ def _kill_group(proc):
 class RunAs(object):
     """Where and as whom a make target runs (job spec: working_directory, user, group)."""
 
-    def __init__(self, cwd=None, user=None, group=None):
+    def __init__(self, cwd=None, user=None, group=None, network=None):
         self.cwd = cwd
         self.user = user
         self.group = group
+        self.network = network if network in ("disabled", "loopback") else None
 
     def ids(self, label):
         """(uid, gid) to switch to, or (None, None); OpFailed when the user or group does not exist."""
@@ -227,9 +233,31 @@ class RunAs(object):
         return uid, gid
 
 
-def _switch(uid, gid):
-    """preexec_fn: drop to gid/uid in the child before make starts."""
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def private_network(network):
+    """In the child: a new network namespace (Maelstrom's network "disabled": no interface up;
+    "loopback": only lo up). Needs root (CAP_SYS_ADMIN)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "unshare(CLONE_NEWNET): %s" % os.strerror(err))
+    if network == "loopback":
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            flags = struct.unpack("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
+            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
+        finally:
+            sock.close()
+
+
+def _switch(uid, gid, network=None):
+    """preexec_fn: the job's network namespace, then drop to gid/uid, in the child before make starts."""
     def run():
+        if network in ("disabled", "loopback"):
+            private_network(network)
         if gid is not None:
             os.setgroups([gid])
             os.setgid(gid)
@@ -260,12 +288,19 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
         raise OpFailed("%s: working directory %s is missing on the worker; create it in the job folder or fix "
                        "\"working_directory\"" % (label, cwd), reason="no_cwd")
     uid, gid = run_as.ids(label)
+    if run_as.network and os.geteuid() != 0:
+        raise OpFailed("%s: network %r needs root on the worker to create a network namespace (use become)"
+                       % (label, run_as.network), reason="not_root")
     full = dict(os.environ)
     full.update(env or {})
+    switch = uid is not None or gid is not None or run_as.network
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_switch(uid, gid) if uid is not None or gid is not None else None)
+                                preexec_fn=_switch(uid, gid, run_as.network) if switch else None)
+    except subprocess.SubprocessError as exc:  # the preexec_fn failed (namespace or ids)
+        raise OpFailed("%s: cannot set up the job spec's user/group/network for make (%s)" % (label, exc),
+                       reason="setup")
     except OSError as exc:
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
     try:
@@ -321,7 +356,7 @@ def _run_make(step, op, target, out, label):
     """make target with the op's environment, run fields and timeout (the op's own, 0 = none, else the
     step's); the measured seconds go into the outcome (the controller keeps them as estimates)."""
     timeout = op["timeout"] if op.get("timeout") is not None else step.timeout
-    run_as = RunAs(op.get("cwd"), op.get("user"), op.get("group"))
+    run_as = RunAs(op.get("cwd"), op.get("user"), op.get("group"), op.get("network"))
     began = time.time()
     out["started"] = round(began - step.began, 3)
     try:

@@ -35,6 +35,15 @@ stop restart reload:
 \t@true
 """
 
+NET_MAKEFILE = """\
+.PHONY: start stop restart reload
+start:
+\t/usr/bin/python3 -c 'import socket; socket.create_connection(("$(PEER)", 22), timeout=3)' \
+2>/dev/null && echo reach=yes > reach.txt || echo reach=no > reach.txt
+stop restart reload:
+\t@true
+"""
+
 HANG_MAKEFILE = """\
 .PHONY: start stop restart reload
 start:
@@ -76,6 +85,9 @@ def run(fleet_factory, tmp_path_factory):
     root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)
+    peer = fleet.addresses[0]
+    add_job(bucket, "netoff", makefile=NET_MAKEFILE.replace("$(PEER)", peer), network="disabled")
+    add_job(bucket, "neton", makefile=NET_MAKEFILE.replace("$(PEER)", peer))
     for name, secs in (("nap1", 1), ("nap2", 2), ("nap3", 3)):
         add_job(bucket, name, makefile=NAP_MAKEFILE.format(secs=secs), estimated_duration=secs,
                 selectors=["worker"])
@@ -100,6 +112,12 @@ def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
         assert abs(t["nap3"][0] - t["nap2"][0]) < 1.0, t         # the two longest start together
         assert t["nap1"][0] >= t["nap2"][1] - 0.3, t              # the shortest waits for a free slot
         assert max(v[1] for v in t.values()) - min(v[0] for v in t.values()) < 5.0, t  # serial: >= 6 s
+
+
+def test_02b_network_disabled_has_no_network(run):
+    for h in run.fleet.addresses:
+        assert (run.job(h, "netoff") / "reach.txt").read_text().strip() == "reach=no"
+        assert (run.job(h, "neton") / "reach.txt").read_text().strip() == "reach=yes"
 
 
 def test_03_values_never_land_in_catalog_run_folder_or_records(run):

@@ -251,7 +251,7 @@ def test_overlays_join_the_tree_and_the_hash(tmp_path):
 
     def certs(job, host):
         return [S.Overlay("certs/%s.crt" % job, ("CERT %s" % host).encode(), origin="certs")]
-    staging = compute(root, catalog, kv, overlays=certs)
+    staging = compute(root, catalog, kv, overlays=[certs])
     entry = staging.content["api"]["allocations"]["10.0.0.1"]
     assert entry["origins"] == {"certs/api.crt": "certs", "config.json": "template"}
     dest = staging.stage(root, "api", "10.0.0.1")
@@ -267,11 +267,12 @@ def test_stage_links_plain_files_and_never_writes_into_the_workspace(tmp_path):
     os.chmod(os.path.join(job, "run.sh"), 0o755)
     os.symlink("run.sh", os.path.join(job, "link.sh"))
     os.makedirs(os.path.join(job, "empty"))
+    os.chmod(os.path.join(job, "empty"), 0o777)
     staging = compute(root, catalog, kv)
     dest = staging.stage(root, "api", "10.0.0.1")
     assert os.path.samefile(os.path.join(dest, "run.sh"), os.path.join(job, "run.sh"))
     assert os.readlink(os.path.join(dest, "link.sh")) == "run.sh"
-    assert os.path.isdir(os.path.join(dest, "empty"))
+    assert os.path.isdir(os.path.join(dest, "empty")) and os.stat(os.path.join(dest, "empty")).st_mode & 0o777 == 0o777
     with open(os.path.join(dest, "app.conf"), encoding="utf-8") as handle:
         assert handle.read() == "api"
     with open(os.path.join(job, "app.conf"), encoding="utf-8") as handle:

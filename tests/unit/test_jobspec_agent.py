@@ -74,3 +74,20 @@ def test_slots_run_targets_side_by_side_in_order(root):
     first_end = min(side[0]["started"] + side[0]["seconds"], side[1]["started"] + side[1]["seconds"])
     assert side[1]["started"] < side[0]["started"] + side[0]["seconds"]  # overlapped
     assert side[2]["started"] >= first_end - 0.05  # the third waited for a free slot
+
+
+NET_MAKEFILE = """\
+start:
+\t@/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1); \\
+c = socket.create_connection(s.getsockname(), timeout=2); print("loopback-ok")' 2>/dev/null || echo loopback-down
+\t@/usr/bin/python3 -c 'import os; print(sorted(os.listdir("/sys/class/net")))'
+"""
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="a network namespace needs root")
+@pytest.mark.parametrize("network, expect", [("disabled", "loopback-down"), ("loopback", "loopback-ok")])
+def test_private_network(root, network, expect):
+    (root / "jobs/a/Makefile").write_text(NET_MAKEFILE)
+    out = step(root, [op("a", "start", network=network)])[0]
+    assert out["ok"], out
+    assert out["output_tail"][0] == expect, out["output_tail"]

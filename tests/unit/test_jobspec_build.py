@@ -104,7 +104,14 @@ def test_fields_a_worker_cannot_honour_are_refused(tmp_path):
         "c": {"enable_writable_file_system": False}, "d": {"layers": ["layers/common"]},
         "e": {"network": "local", "enable_writable_file_system": True}}))
     fields = sorted((p.file.split("/")[2], p.field) for p in result.report.errors)
-    assert fields == [("a", "network"), ("b", "mounts"), ("c", "enable_writable_file_system"), ("d", "layers")]
+    assert fields == [("b", "mounts"), ("c", "enable_writable_file_system"), ("d", "layers")]
+    assert all(p.fix for p in result.report.errors)
+
+
+def test_private_network_is_honoured(tmp_path):
+    result = _build.compute(_bucket(tmp_path, {"a": {"network": "disabled"}, "b": {"network": "loopback"}}))
+    assert result.report.ok, _errors(result)
+    assert [_job(result, n)["spec"]["network"] for n in "ab"] == ["disabled", "loopback"]
 
 
 def _blob(root: Path, data: bytes) -> dict:
