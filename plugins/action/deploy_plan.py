@@ -52,6 +52,8 @@ def _host_state(hostvars, host, var):
     if reg.get("failed") or not isinstance(reg.get("state"), dict):
         return {"reachable": False, "error": (reg.get("msg") or "state read failed").strip()}
     state = dict(reg["state"])
+    if state.get("reachable") is False:  # deploy_state reports a worker it could not read
+        return {"reachable": False, "error": str(state.get("error") or "state read failed")}
     state["reachable"] = True
     return state
 
