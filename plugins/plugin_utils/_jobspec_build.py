@@ -121,8 +121,23 @@ def _job_spec(bucket: Any, job: Any, index: Any, images: dict, report: Any):
                      "fix the element, or write $$ for a literal $")
         return None
     spec = catalog_spec(job.manifest, integrated, env_vars)
+    spec["layers"] = [os.path.relpath(p, bucket.path) for p in integrated.image_layers] + list(integrated.spec.layers)
     _refuse_unhonoured(job, spec, report)
+    _check_layers(bucket, job, integrated.spec.layers, report)
     return spec
+
+
+def _check_layers(bucket: Any, job: Any, layers: list, report: Any) -> None:
+    """Every folder layer exists inside the bucket (deploy stacks it under the job's own files)."""
+    root = os.path.realpath(bucket.path)
+    for i, layer in enumerate(layers):
+        real = os.path.realpath(os.path.join(bucket.path, layer))
+        if not (real == root or real.startswith(root + os.sep)):
+            report.error(KIND, job.file, "layers", "job %s: layer %s leaves the bucket folder" % (job.name, layer),
+                         "give a folder inside the bucket, e.g. \"layers/common\"")
+        elif not os.path.isdir(real):
+            report.error(KIND, job.file, "layers", "job %s: layer %s is not a folder of the bucket (layer %d of the "
+                         "collapsed chain)" % (job.name, layer, i), "create %s or fix \"layers\"" % layer)
 
 
 def _image(bucket: Any, name: str, images: dict, job: Any, report: Any):
@@ -164,9 +179,6 @@ def catalog_spec(manifest: dict, integrated: Any, env_vars: list) -> dict:
 
 # Fields a worker cannot honour (yet): refused at build with the reason, never ignored.
 _REFUSED = (
-    ("layers", lambda v: bool(v), "layers are not stacked into the job tree by maand.core",
-     "copy the files into the job folder, or drop the layers (and the image's layers: use [\"environment\", "
-     "\"working_directory\"] in the parent's use)"),
     ("mounts", lambda v: bool(v), "private mounts are not set up by maand.core (make runs in the worker's own "
      "mount namespace)", "remove mounts; mount what the job needs from its Makefile"),
     ("enable_writable_file_system", lambda v: v is False, "maand.core does not make the file system read-only "

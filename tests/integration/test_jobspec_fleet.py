@@ -4,10 +4,13 @@ the job, targets of one wave start side by side in Maelstrom's order, and a job 
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import re
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -53,6 +56,36 @@ stop restart reload:
 """
 
 
+IMAGE_MAKEFILE = """\
+.PHONY: start stop restart reload
+start restart:
+\techo "x=$$X" > out.txt
+stop reload:
+\t@true
+"""
+
+
+def _blob(root: Path, data: bytes) -> dict:
+    digest = hashlib.sha256(data).hexdigest()
+    (root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+    (root / "blobs" / "sha256" / digest).write_bytes(data)
+    return {"digest": "sha256:" + digest, "size": len(data)}
+
+
+def _image(root: Path) -> None:
+    """A one-layer OCI image layout (as skopeo copy ... oci: writes it): opt/tool.sh, Env TOOL_HOME."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = b"#!/bin/sh\necho tool\n"
+        info = tarfile.TarInfo("opt/tool.sh")
+        info.size, info.mode = len(data), 0o755
+        tar.addfile(info, io.BytesIO(data))
+    layer = _blob(root, buf.getvalue())
+    config = _blob(root, json.dumps({"config": {"Env": ["TOOL_HOME=/opt"]}}).encode())
+    manifest = _blob(root, json.dumps({"schemaVersion": 2, "config": config, "layers": [layer]}).encode())
+    (root / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [manifest]}))
+
+
 class Run:
     def __init__(self, fleet, bucket):
         self.fleet = fleet
@@ -85,6 +118,11 @@ def run(fleet_factory, tmp_path_factory):
     root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)
+    write(bucket / "layers" / "common" / "conf" / "shared.conf", "shared=1\n")
+    write(bucket / "layers" / "common" / "conf" / "own.conf", "from the layer\n")
+    add_job(bucket, "layered", files={"conf/own.conf": "own\n"}, layers=["layers/common"])
+    _image(bucket / "workspace" / "images" / "tiny")
+    add_job(bucket, "imaged", makefile=IMAGE_MAKEFILE, parent={"image": "tiny"}, environment={"X": "$prev{TOOL_HOME}"})
     peer = fleet.addresses[0]
     add_job(bucket, "netoff", makefile=NET_MAKEFILE.replace("$(PEER)", peer), network="disabled")
     add_job(bucket, "neton", makefile=NET_MAKEFILE.replace("$(PEER)", peer))
@@ -118,6 +156,19 @@ def test_02b_network_disabled_has_no_network(run):
     for h in run.fleet.addresses:
         assert (run.job(h, "netoff") / "reach.txt").read_text().strip() == "reach=no"
         assert (run.job(h, "neton") / "reach.txt").read_text().strip() == "reach=yes"
+
+
+def test_02c_layers_are_stacked_under_the_job(run):
+    for h in run.fleet.addresses:
+        layered = run.job(h, "layered")
+        assert (layered / "conf" / "shared.conf").read_text() == "shared=1\n"
+        assert (layered / "conf" / "own.conf").read_text() == "own\n"  # the job's own file on top
+        imaged = run.job(h, "imaged")
+        assert (imaged / "opt" / "tool.sh").read_text() == "#!/bin/sh\necho tool\n"
+        assert (imaged / "out.txt").read_text().strip() == "x=/opt"  # the image's Env starts the environment
+    write(run.bucket / "layers" / "common" / "conf" / "shared.conf", "shared=2\n")
+    rc, out = run.play("deploy", "--check", "--diff")
+    assert re.search(r"layered\s+\S+\s+restart\s+content changed: conf/shared.conf", out), out
 
 
 def test_03_values_never_land_in_catalog_run_folder_or_records(run):

@@ -101,10 +101,10 @@ def test_unknown_prev_and_malformed_dollar_are_build_errors(tmp_path):
 def test_fields_a_worker_cannot_honour_are_refused(tmp_path):
     result = _build.compute(_bucket(tmp_path, {
         "a": {"network": "disabled"}, "b": {"mounts": [{"type": "tmp", "mount_point": "/tmp"}]},
-        "c": {"enable_writable_file_system": False}, "d": {"layers": ["layers/common"]},
+        "c": {"enable_writable_file_system": False},
         "e": {"network": "local", "enable_writable_file_system": True}}))
     fields = sorted((p.file.split("/")[2], p.field) for p in result.report.errors)
-    assert fields == [("b", "mounts"), ("c", "enable_writable_file_system"), ("d", "layers")]
+    assert fields == [("b", "mounts"), ("c", "enable_writable_file_system")]
     assert all(p.fix for p in result.report.errors)
 
 
@@ -147,3 +147,25 @@ def test_container_edit_makes_the_catalog_stale(tmp_path):
     before = _fingerprint.compute(root)
     write(os.path.join(root, "workspace", "containers", "base.json"), json.dumps(dict(BASE, user="other")))
     assert _fingerprint.changes(before, _fingerprint.compute(root)) == ["workspace/containers/base.json changed"]
+
+
+def test_layers_must_be_folders_of_the_bucket(tmp_path):
+    root = _bucket(tmp_path, {"a": {"parent": {"container": "base"}}, "b": {"layers": ["layers/gone"]},
+                              "c": {"layers": ["layers/link"]}, "d": {"layers": ["../x"]}},
+                   {"base.json": {"layers": ["layers/common"]}})
+    os.makedirs(os.path.join(root, "layers", "common"))
+    os.symlink("/usr", os.path.join(root, "layers", "link"))
+    result = _build.compute(root)
+    errs = sorted((e[1].split("/")[2], e[2], e[3]) for e in _errors(result))
+    assert [(j, f) for j, f, _m in errs] == [("b", "layers"), ("c", "layers"), ("d", "layers[0]")], errs
+    assert "not a folder" in errs[0][2] and "leaves the bucket" in errs[1][2] and "leaves the bucket" in errs[2][2]
+
+
+def test_layers_from_containers_reach_the_catalog(tmp_path):
+    root = _bucket(tmp_path, {"a": {"parent": {"container": "base"}, "layers": ["layers/own"]}},
+                   {"base.json": {"layers": ["layers/common"]}})
+    for name in ("common", "own"):
+        os.makedirs(os.path.join(root, "layers", name))
+    result = _build.compute(root)
+    assert result.report.ok, _errors(result)
+    assert _job(result, "a")["spec"]["layers"] == ["layers/common", "layers/own"]
