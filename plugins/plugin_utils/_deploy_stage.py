@@ -37,7 +37,8 @@ import posixpath
 import shutil
 import stat
 import traceback
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable
 
 from . import _deploy_files, _gotemplate, _kv
 

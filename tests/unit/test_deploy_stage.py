@@ -239,7 +239,8 @@ def test_j2_failures_name_file_and_line(tmp_path, text, cause):
 
 
 def test_j2_syntax_error(tmp_path):
-    root, catalog, kv = e2e(tmp_path, {"app.env.j2": "ok\n{% if %}"})
+    root, catalog, kv = e2e(tmp_path)  # build refuses it too; the deploy must not trust that
+    write(os.path.join(root, "workspace", "jobs", "api", "app.env.j2"), "ok\n{% if %}")
     staging = compute(root, catalog, kv)
     assert "job api, file app.env.j2, line 2" in staging.errors[0] and "does not parse" in staging.errors[0]
 
