@@ -114,6 +114,25 @@ def runtime_op(op: dict, lookup) -> dict:
     return out
 
 
+def check_ids(catalog: dict, states: dict, jobs: list) -> list:
+    """Errors for job specs whose user or group name the worker does not know (names read with the
+    worker's state; numeric ids are not checked). Only reachable workers that reported their names."""
+    specs = specs_of(catalog)
+    errors = []
+    for alloc in catalog.get("allocations", []):
+        spec = specs.get(alloc.get("job"))
+        state = states.get(alloc.get("worker")) or {}
+        if not spec or alloc.get("job") not in jobs or alloc.get("state") != "active" or not state.get("reachable"):
+            continue
+        for field, known in (("user", "users"), ("group", "groups")):
+            name = spec.get(field)
+            if isinstance(name, str) and isinstance(state.get(known), list) and name not in state[known]:
+                errors.append("job %s: %s %r does not exist on worker %s; create it there, or fix \"%s\" in "
+                              "workspace/jobs/%s/manifest.json (or the container it inherits from)"
+                              % (alloc["job"], field, name, alloc["worker"], field, alloc["job"]))
+    return errors
+
+
 # --- slots, order, history --------------------------------------------------------------------------
 
 def slots_for(worker: dict, override: int = 0) -> int:

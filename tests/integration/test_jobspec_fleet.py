@@ -215,6 +215,18 @@ def test_05_unknown_variable_refuses_before_touching_workers(run):
     run.env["JS_DB_URL"] = SECRET
 
 
+def test_05b_unknown_user_refuses_the_plan(run):
+    base = run.bucket / "workspace" / "containers" / "base.json"
+    good = base.read_text()
+    base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
+    run.play("build")
+    before = (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text()
+    rc, out = run.play("deploy", check=False)
+    assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
+    assert (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text() == before
+    base.write_text(good)
+
+
 def test_06_timeout_kills_the_target_and_names_it(run):
     add_job(run.bucket, "hang", makefile=HANG_MAKEFILE, timeout=2)
     run.play("build")

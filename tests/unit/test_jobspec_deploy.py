@@ -92,3 +92,24 @@ def test_record_history_keeps_last_three(tmp_path):
     hist = D.load_history(str(tmp_path))
     assert hist["targets"]["api/start"] == {"timings": [2.0, 3.0, 4.0], "failed": False}
     assert hist["targets"]["web/start"]["failed"] is True
+
+
+def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
+    cat = catalog([dict(job("api"), spec={"user": "svc", "group": "svc"}), job("web")],
+                  [("api", "h1", "active"), ("api", "h2", "active"), ("api", "h3", "disabled"), ("web", "h1", "active")])
+    st = states(["h1", "h2", "h3"])
+    st["h1"].update(users=["root", "svc"], groups=["root", "svc"])
+    st["h2"].update(users=["root"], groups=["root", "svc"])
+    st["h3"].update(users=[], groups=[])
+    errors = D.check_ids(cat, st, ["api", "web"])
+    assert errors == ["job api: user 'svc' does not exist on worker h2; create it there, or fix \"user\" in "
+                      "workspace/jobs/api/manifest.json (or the container it inherits from)"]
+    assert D.check_ids(cat, st, ["web"]) == []
+    del st["h2"]["users"]  # an older agent: not checked here (the worker names it when make would run)
+    assert D.check_ids(cat, st, ["api"]) == []
+
+
+def test_read_state_lists_users_and_groups(tmp_path):
+    from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+    st = A.read_state(str(tmp_path / "nope"))
+    assert "root" in st["users"] and "root" in st["groups"]
