@@ -179,10 +179,9 @@ def catalog_spec(manifest: dict, integrated: Any, env_vars: list) -> dict:
 
 # Fields a worker cannot honour (yet): refused at build with the reason, never ignored.
 _REFUSED = (
-    ("mounts", lambda v: bool(v), "private mounts are not set up by maand.core (make runs in the worker's own "
-     "mount namespace)", "remove mounts; mount what the job needs from its Makefile"),
-    ("enable_writable_file_system", lambda v: v is False, "maand.core does not make the file system read-only "
-     "(make runs on the worker's writable file system)", "remove the field or write true"),
+    ("mounts", lambda v: any(m.get("type") in ("devices", "bind") for m in v or ()),
+     "devices and bind mounts are not set up by maand.core (tmp, proc and sys are)",
+     "use tmp, proc or sys mounts, or set the device or bind mount up from the Makefile"),
 )
 
 

@@ -87,7 +87,8 @@ def split_env_paths(paths: list) -> tuple:
 
 # --- run fields of an op ----------------------------------------------------------------------------
 
-RUN_FIELDS = ("environment", "initial_environment", "working_directory", "user", "group", "network", "timeout")
+RUN_FIELDS = ("environment", "initial_environment", "working_directory", "user", "group", "network", "mounts",
+              "enable_writable_file_system", "timeout")
 
 
 def op_spec(spec: dict) -> dict:
@@ -106,6 +107,7 @@ def runtime_op(op: dict, lookup) -> dict:
     env.update(op.get("env") or {})
     out["env"] = env
     for key, field in (("cwd", "working_directory"), ("user", "user"), ("group", "group"), ("network", "network"),
+                       ("mounts", "mounts"), ("enable_writable_file_system", "enable_writable_file_system"),
                        ("timeout", "timeout")):
         if spec.get(field) is not None:
             out[key] = spec[field]

@@ -56,6 +56,16 @@ stop restart reload:
 """
 
 
+SEALED_MAKEFILE = """\
+.PHONY: start stop restart reload
+start restart:
+\tstat -f -c %T /tmp > fs.txt
+\ttouch /var/tmp/maand-sealed-probe 2>/dev/null && rm -f /var/tmp/maand-sealed-probe && echo rw >> fs.txt \
+|| echo ro >> fs.txt
+stop reload:
+\t@true
+"""
+
 IMAGE_MAKEFILE = """\
 .PHONY: start stop restart reload
 start restart:
@@ -123,6 +133,8 @@ def run(fleet_factory, tmp_path_factory):
     add_job(bucket, "layered", files={"conf/own.conf": "own\n"}, layers=["layers/common"])
     _image(bucket / "workspace" / "images" / "tiny")
     add_job(bucket, "imaged", makefile=IMAGE_MAKEFILE, parent={"image": "tiny"}, environment={"X": "$prev{TOOL_HOME}"})
+    add_job(bucket, "sealed", makefile=SEALED_MAKEFILE, mounts=[{"type": "tmp", "mount_point": "/tmp"}],
+            enable_writable_file_system=False)
     peer = fleet.addresses[0]
     add_job(bucket, "netoff", makefile=NET_MAKEFILE.replace("$(PEER)", peer), network="disabled")
     add_job(bucket, "neton", makefile=NET_MAKEFILE.replace("$(PEER)", peer))
@@ -156,6 +168,11 @@ def test_02b_network_disabled_has_no_network(run):
     for h in run.fleet.addresses:
         assert (run.job(h, "netoff") / "reach.txt").read_text().strip() == "reach=no"
         assert (run.job(h, "neton") / "reach.txt").read_text().strip() == "reach=yes"
+
+
+def test_02d_private_tmp_and_read_only_file_system(run):
+    for h in run.fleet.addresses:
+        assert (run.job(h, "sealed") / "fs.txt").read_text().split() == ["tmpfs", "ro"]
 
 
 def test_02c_layers_are_stacked_under_the_job(run):
