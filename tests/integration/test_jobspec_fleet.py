@@ -25,7 +25,7 @@ SECRET = "pg://user:s3cret-9f1c@db/app"
 ENV_MAKEFILE = """\
 .PHONY: start stop restart reload
 start restart:
-\techo "db=$$DB level=$$LEVEL user=$$(id -un) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
+\techo "db=$$DB level=$$LEVEL user=$$(id -un) group=$$(id -gn) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
 stop reload:
 \t@true
 """
@@ -124,7 +124,7 @@ def run(fleet_factory, tmp_path_factory):
     bucket = make_bucket(tmp_path_factory.mktemp("jobspec") / "bucket", fleet.state_dir, n_jobs=1)
     write(bucket / "workspace" / "containers" / "base.json", json.dumps({
         "environment": {"DB": "$env{JS_DB_URL}", "LEVEL": "$env{JS_LEVEL:-info}"},
-        "working_directory": "run", "user": "nobody"}))
+        "working_directory": "run", "user": "nobody", "group": "daemon"}))
     root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)
@@ -156,7 +156,8 @@ def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
     run.play("deploy", "-e", "maand_worker_slots=2")
     for h in run.fleet.addresses:
         text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
-        assert "db=%s level=info user=nobody" % SECRET in text and "/jobs/envjob/run new=1.0.0" in text, text
+        assert "db=%s level=info user=nobody group=daemon" % SECRET in text, text
+        assert "/jobs/envjob/run new=1.0.0" in text, text
         t = {n: [float((run.job(h, n) / "logs" / f).read_text()) for f in ("t0", "t1")]
              for n in ("nap1", "nap2", "nap3")}
         assert abs(t["nap3"][0] - t["nap2"][0]) < 1.0, t         # the two longest start together

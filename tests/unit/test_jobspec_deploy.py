@@ -113,3 +113,37 @@ def test_read_state_lists_users_and_groups(tmp_path):
     from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
     st = A.read_state(str(tmp_path / "nope"))
     assert "root" in st["users"] and "root" in st["groups"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+_JOB = hst.tuples(hst.integers(-3, 3), hst.one_of(hst.none(), hst.integers(0, 20)), hst.booleans(), hst.booleans())
+
+
+@given(hst.lists(_JOB, max_size=12), hst.integers(1, 4))
+@settings(max_examples=200, deadline=None)
+def test_worker_order_is_maelstroms_order_property(jobs, slots):
+    """Any mix: a permutation, ops without target first, then priority (+1 when never run or failed)
+    descending, within a priority unknown estimates first, then the longest first."""
+    ops, specs, history = [], {}, {"targets": {}}
+    for i, (priority, estimate, has_target, ran) in enumerate(jobs):
+        name = "j%d" % i
+        ops.append({"id": name + "@h", "job": name, "target": "start" if has_target else None})
+        specs[name] = {"priority": priority, "estimated_duration": estimate}
+        if ran:
+            history["targets"][name + "/start"] = {"timings": [1.0], "failed": False}
+    ordered, runs = D.order_host_ops(ops, specs, history, slots)
+    assert sorted(o["id"] for o in ordered) == sorted(o["id"] for o in ops)
+    quiet = [o for o in ordered if not o["target"]]
+    assert ordered[:len(quiet)] == quiet
+    keys = []
+    for op in ordered[len(quiet):]:
+        spec = specs[op["job"]]
+        bump = 0 if (op["job"] + "/start") in history["targets"] else 1
+        est = spec["estimated_duration"]
+        if est is None and bump == 0:
+            est = 1.0
+        keys.append((-(spec["priority"] + bump), 0 if est is None else 1, -(est or 0)))
+    assert keys == sorted(keys)
+    assert len(runs) == len(ordered) - len(quiet) and all(0 <= r.slot < slots for r in runs)
