@@ -25,6 +25,7 @@ No Ansible imports.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -55,13 +56,14 @@ def expand(job: str, spec: dict, lookup) -> dict:
     elements = spec.get("environment") or []
     if not elements and not spec.get("initial_environment"):
         return {}
-    integrated = JS.IntegratedSpec(JS.CollapsedSpec(environment=JS.parse_environment(elements)),
-                                   dict(spec.get("initial_environment") or {}))
     try:
+        parsed = [dataclasses.replace(JS.parse_environment([{"vars": e.get("vars"), "extend": e.get("extend", True)}])[0],
+                                      origin=e.get("origin") or "workspace/jobs/%s/manifest.json: environment[%d]" % (job, i))
+                  for i, e in enumerate(elements)]
+        integrated = JS.IntegratedSpec(JS.CollapsedSpec(environment=parsed), dict(spec.get("initial_environment") or {}))
         return JS.job_environment_of(integrated, lookup)
     except JS.SpecError as exc:
-        raise EnvError("job %s (workspace/jobs/%s/manifest.json, or a container it inherits from): %s"
-                       % (job, job, exc)) from None
+        raise EnvError("job %s: %s" % (job, exc)) from None
 
 
 def env_digest(bucket_id: str, job: str, key: str, value: str) -> str:

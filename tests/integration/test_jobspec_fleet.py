@@ -212,7 +212,8 @@ def test_04_changed_value_restarts_and_plan_names_the_key(run):
 def test_05_unknown_variable_refuses_before_touching_workers(run):
     del run.env["JS_DB_URL"]
     rc, out = run.play("deploy", check=False)
-    assert rc != 0 and "unknown variable" in out and "JS_DB_URL" in out and "job envjob" in out, out
+    assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
+        "'JS_DB_URL'" in out, out
     run.env["JS_DB_URL"] = SECRET
 
 

@@ -17,8 +17,12 @@ SPEC = {"environment": [{"vars": {"DB": "$env{DB_URL}", "LOG": "$env{LOG_LEVEL:-
 
 def test_expand_and_unknown_variable_names_job_file_and_variable():
     assert D.expand("api", SPEC, {"DB_URL": "pg://x"}.get) == {"DB": "pg://x", "LOG": "info"}
-    with pytest.raises(D.EnvError, match=r"job api \(workspace/jobs/api/manifest.json.*DB_URL"):
+    with pytest.raises(D.EnvError, match=r"^job api: workspace/jobs/api/manifest.json: environment\[0\].vars.DB: "
+                                         r"unknown variable 'DB_URL'"):
         D.expand("api", SPEC, {}.get)
+    spec = dict(SPEC, environment=[dict(SPEC["environment"][0], origin="workspace/containers/base.json: environment")])
+    with pytest.raises(D.EnvError, match=r"^job api: workspace/containers/base.json: environment.vars.DB: "):
+        D.expand("api", spec, {}.get)
 
 
 def test_env_digests_hide_values_and_change_with_them():
