@@ -18,6 +18,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_stage,
     _fingerprint,
     _jobspec_deploy,
+    _jobspec_layers,
 )
 
 display = Display()
@@ -135,9 +136,16 @@ class ActionModule(ActionBase):
         in_scope = [j["name"] for j in catalog.get("jobs", [])
                     if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
         # every job tree read once, every active allocation's templates rendered and hashed in memory
-        staging = _deploy_stage.compute(bucket, catalog, in_scope, hosts, _deploy_plan.current_versions(states),
-                                        _deploy_plan.seen_update_seq(states),
-                                        [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS])
+        id_errors = _jobspec_deploy.check_ids(catalog, states, in_scope)
+        if id_errors:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(id_errors))
+        try:  # job specs' layers stacked under the job trees (data/.jobspec-layers/<job>; a temp folder in check mode)
+            with _jobspec_layers.stacked(bucket, catalog, in_scope, self._task.check_mode) as stacked:
+                staging = _deploy_stage.compute(bucket, stacked, in_scope, hosts, _deploy_plan.current_versions(states),
+                                                _deploy_plan.seen_update_seq(states),
+                                                [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS])
+        except (_jobspec_layers.LayerError, OSError) as exc:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  %s" % exc)
         env_errors = _with_environments(catalog, staging.content)
         if env_errors:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(env_errors))

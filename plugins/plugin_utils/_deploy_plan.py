@@ -326,6 +326,31 @@ def port_env(ports):
     return {str(name).upper(): str(port) for name, port in sorted((ports or {}).items())}
 
 
+def worker_positions(catalog):
+    """{host: sort key} in workers.json order (workers without a position last)."""
+    return {w["host"]: (w.get("position") if w.get("position") is not None else 1 << 30, i)
+            for i, w in enumerate(catalog.get("workers", []))}
+
+
+def allocation_env(job, alloc, host, index, cur_version, new_version):
+    """The environment of a job's make targets on one allocation: maand's job command variables
+    (ALLOCATION_ID, ALLOCATION_IP, ALLOCATION_INDEX, JOB, CURRENT_VERSION, NEW_VERSION) and the job's
+    ports (api_http_port -> API_HTTP_PORT). job and alloc are catalog records."""
+    env = {"ALLOCATION_ID": str(alloc.get("alloc_id") or ""), "ALLOCATION_IP": host,
+           "ALLOCATION_INDEX": "" if index is None else str(index), "JOB": str(job.get("name") or alloc.get("job") or ""),
+           "CURRENT_VERSION": cur_version, "NEW_VERSION": new_version}
+    env.update(port_env(job.get("ports")))
+    return env
+
+
+def catalog_allocation_env(catalog, job, host, cur_version, new_version):
+    """allocation_env for job on host, straight from a catalog (the job playbook)."""
+    record = next((j for j in catalog.get("jobs", []) if j.get("name") == job), {"name": job})
+    alloc = next((a for a in catalog.get("allocations", []) if a.get("job") == job and a.get("worker") == host), {})
+    index = allocation_indexes(catalog, worker_positions(catalog)).get((job, host))
+    return allocation_env(record, alloc, host, index, cur_version, new_version)
+
+
 class _Planner:
     """One compute_plan call: its inputs, the decisions made so far, then the schedule."""
 
@@ -340,8 +365,7 @@ class _Planner:
         self.workers = {w["host"]: w for w in catalog.get("workers", [])}
         self.allocs = {(a.get("job"), a.get("worker")): a for a in catalog.get("allocations", [])}
         self.indexes = None  # (job, host) -> ALLOCATION_INDEX, computed on first use
-        self.position = {w["host"]: (w.get("position") if w.get("position") is not None else 1 << 30, i)
-                         for i, w in enumerate(catalog.get("workers", []))}
+        self.position = worker_positions(catalog)
         self.hosts = set(hosts)
         self.errors = []
         self.failures = []
@@ -436,17 +460,10 @@ class _Planner:
         self._decide_active(row, job, st, deployed, cur)
 
     def alloc_env(self, job, host, cur_version, new_version):
-        """The environment of a make target (maand's job command variables, plus the job's ports)."""
-        record = self.jobs.get(job) or {}
-        alloc = self.allocs.get((job, host)) or {}
         if self.indexes is None:
             self.indexes = allocation_indexes(self.catalog, self.position)
-        index = self.indexes.get((job, host))
-        env = {"ALLOCATION_ID": str(alloc.get("alloc_id") or ""), "ALLOCATION_IP": host,
-               "ALLOCATION_INDEX": "" if index is None else str(index), "JOB": job,
-               "CURRENT_VERSION": cur_version, "NEW_VERSION": new_version}
-        env.update(port_env(record.get("ports")))
-        return env
+        return allocation_env(self.jobs.get(job) or {}, self.allocs.get((job, host)) or {}, host,
+                              self.indexes.get((job, host)), cur_version, new_version)
 
     def _decide_removed(self, row, job, st, deployed):
         """A removed allocation, or any allocation of a worker that left workers.json: stop and remove."""

@@ -37,7 +37,8 @@ import posixpath
 import shutil
 import stat
 import traceback
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable
 
 from . import _deploy_files, _gotemplate, _kv
 
@@ -259,6 +260,13 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.secret = False
+        self.values: set[str] = set()  # the secret values read, to keep them out of error messages
+
+    def saw(self, value: Any) -> Any:
+        self.secret = True
+        if isinstance(value, str) and value:
+            self.values.add(value)
+        return value
 
     def funcs(self, reader: _kv.KVReader) -> dict[str, Callable]:
         funcs = _kv.template_funcs(reader)
@@ -268,7 +276,7 @@ class _Tracker:
 
         def get_secret(key: str) -> str:
             self.secret = True
-            return plain_secret(key)
+            return self.saw(plain_secret(key))
         funcs["getSecret"] = get_secret
         return funcs
 
@@ -276,8 +284,14 @@ class _Tracker:
         def watched(ns: str, *rest: Any) -> Any:
             if isinstance(ns, str) and _kv.is_secret_ns(ns):
                 self.secret = True
+                return self.saw(func(ns, *rest))
             return func(ns, *rest)
         return watched
+
+    def redact(self, text: str) -> str:
+        for value in sorted(self.values, key=len, reverse=True):
+            text = text.replace(value, "***")
+        return text
 
 
 def _reader(context: Context) -> _kv.KVReader:
@@ -287,10 +301,15 @@ def _reader(context: Context) -> _kv.KVReader:
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
     tracker = _Tracker()
     funcs = tracker.funcs(_reader(context))
-    if tmpl.kind == "go":
-        text = _render_go(source, tmpl, context, funcs)
-    else:
-        text = _render_jinja(source, tmpl, context, funcs, tracker)
+    try:
+        if tmpl.kind == "go":
+            text = _render_go(source, tmpl, context, funcs)
+        else:
+            text = _render_jinja(source, tmpl, context, funcs, tracker)
+    except RenderError as exc:
+        if not tracker.values:
+            raise
+        raise RenderError(exc.job, exc.host, exc.file, tracker.redact(exc.cause), exc.fix, exc.line, exc.column) from None
     return Output(tmpl.out, text.encode("utf-8"), tmpl.executable, tracker.secret, "template", tmpl.rel)
 
 
@@ -332,14 +351,13 @@ class _NamespaceView(Mapping):
         self._reader, self._tracker, self._ns = reader, tracker, ns
 
     def __getitem__(self, key: str) -> str:
-        if _kv.is_secret_ns(self._ns):
-            self._tracker.secret = True
-        return self._reader.get(self._ns, str(key))
+        value = self._reader.get(self._ns, str(key))
+        return self._tracker.saw(value) if _kv.is_secret_ns(self._ns) else value
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._reader.lookup(self._ns, str(key))
         if value is not None and _kv.is_secret_ns(self._ns):
-            self._tracker.secret = True
+            self._tracker.saw(value)
         return default if value is None else value
 
     def __contains__(self, key: object) -> bool:
@@ -513,16 +531,16 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
     (_kv.read_kv). Raises _kv.KVError naming the file and the fix."""
     from . import _kv_store
 
-    kv: dict = dict(_kv.read_kv(bucket_dir))
-    if _kv_store.KVStore.exists(bucket_dir):
-        try:
-            store = _kv_store.KVStore.load(bucket_dir)
-        except _kv_store.KVStoreError as exc:
-            raise _kv.KVError(str(exc)) from None
-        for ns in store.namespaces:
-            if _kv.is_secret_ns(ns):
-                kv[ns] = _SecretNamespace(store, ns)
-
+    if not _kv_store.KVStore.exists(bucket_dir):
+        return dict(_kv.read_kv(bucket_dir)), digest_loader(bucket_dir)
+    try:
+        store = _kv_store.KVStore.load(bucket_dir)
+    except _kv_store.KVStoreError as exc:
+        raise _kv.KVError(str(exc)) from None
+    kv: dict = dict(store.snapshot())
+    for ns in store.namespaces:
+        if _kv.is_secret_ns(ns):
+            kv[ns] = _SecretNamespace(store, ns)
     return kv, digest_loader(bucket_dir)
 
 

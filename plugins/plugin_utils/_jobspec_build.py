@@ -120,9 +120,24 @@ def _job_spec(bucket: Any, job: Any, index: Any, images: dict, report: Any):
         report.error(KIND, job.file, getattr(exc, "where", "environment"), "job %s: %s" % (job.name, exc),
                      "fix the element, or write $$ for a literal $")
         return None
-    spec = catalog_spec(job.manifest, integrated, env_vars)
+    spec = catalog_spec(job.manifest, integrated, env_vars, job.file)
+    spec["layers"] = [os.path.relpath(p, bucket.path) for p in integrated.image_layers] + list(integrated.spec.layers)
     _refuse_unhonoured(job, spec, report)
+    _check_layers(bucket, job, integrated.spec.layers, report)
     return spec
+
+
+def _check_layers(bucket: Any, job: Any, layers: list, report: Any) -> None:
+    """Every folder layer exists inside the bucket (deploy stacks it under the job's own files)."""
+    root = os.path.realpath(bucket.path)
+    for i, layer in enumerate(layers):
+        real = os.path.realpath(os.path.join(bucket.path, layer))
+        if not (real == root or real.startswith(root + os.sep)):
+            report.error(KIND, job.file, "layers", "job %s: layer %s leaves the bucket folder" % (job.name, layer),
+                         "give a folder inside the bucket, e.g. \"layers/common\"")
+        elif not os.path.isdir(real):
+            report.error(KIND, job.file, "layers", "job %s: layer %s is not a folder of the bucket (layer %d of the "
+                         "collapsed chain)" % (job.name, layer, i), "create %s or fix \"layers\"" % layer)
 
 
 def _image(bucket: Any, name: str, images: dict, job: Any, report: Any):
@@ -140,12 +155,21 @@ def _image(bucket: Any, name: str, images: dict, job: Any, report: Any):
     return found
 
 
-def catalog_spec(manifest: dict, integrated: Any, env_vars: list) -> dict:
-    """What the catalog keeps of one job's spec: the environment as written (never expanded values),
-    the image's Env as the initial map, the $env names, and the run fields deploy applies."""
+def _origin(origin: str, job_file: str) -> str:
+    """Where an environment element was written: 'workspace/containers/base.json: environment[0]'."""
+    if origin.startswith("containers/"):
+        return "workspace/" + origin
+    return "%s: %s" % (job_file, origin or "environment")
+
+
+def catalog_spec(manifest: dict, integrated: Any, env_vars: list, job_file: str = "manifest.json") -> dict:
+    """What the catalog keeps of one job's spec: the environment as written (never expanded values)
+    with the file and JSON path of each element, the image's Env as the initial map, the $env names,
+    and the run fields deploy applies."""
     spec = integrated.spec
     return {
-        "environment": [{"vars": dict(e.vars), "extend": e.extend} for e in spec.environment],
+        "environment": [{"vars": dict(e.vars), "extend": e.extend, "origin": _origin(e.origin, job_file)}
+                        for e in spec.environment],
         "initial_environment": dict(integrated.initial_environment),
         "env_vars": list(env_vars),
         "working_directory": spec.working_directory,
@@ -164,13 +188,9 @@ def catalog_spec(manifest: dict, integrated: Any, env_vars: list) -> dict:
 
 # Fields a worker cannot honour (yet): refused at build with the reason, never ignored.
 _REFUSED = (
-    ("layers", lambda v: bool(v), "layers are not stacked into the job tree by maand.core",
-     "copy the files into the job folder, or drop the layers (and the image's layers: use [\"environment\", "
-     "\"working_directory\"] in the parent's use)"),
-    ("mounts", lambda v: bool(v), "private mounts are not set up by maand.core (make runs in the worker's own "
-     "mount namespace)", "remove mounts; mount what the job needs from its Makefile"),
-    ("enable_writable_file_system", lambda v: v is False, "maand.core does not make the file system read-only "
-     "(make runs on the worker's writable file system)", "remove the field or write true"),
+    ("mounts", lambda v: any(m.get("type") in ("devices", "bind") for m in v or ()),
+     "devices and bind mounts are not set up by maand.core (tmp, proc and sys are)",
+     "use tmp, proc or sys mounts, or set the device or bind mount up from the Makefile"),
 )
 
 

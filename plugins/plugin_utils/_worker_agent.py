@@ -14,7 +14,9 @@ A step request is {"root", "keep", "timeout", "tail", "slots", "promote": [promo
 the pending promotions of earlier steps are written first, then the ops run in order, consecutive
 run ops side by side in up to `slots` processes. An op may carry its job spec's run fields: "env",
 "cwd" (working directory inside the job folder), "user", "group", "network" ("disabled": a new
-network namespace without interfaces up; "loopback": only lo up), "timeout" (seconds, 0 = none).
+network namespace without interfaces up; "loopback": only lo up), "mounts" (tmp/proc/sys in a private
+mount namespace), "enable_writable_file_system" (false: the root file system read-only except the job
+folder and the mounts), "timeout" (seconds, 0 = none).
 Every op and promotion gets its own outcome, with "started" and "seconds" for a make target; one
 failing op does not stop the others (they belong to other jobs).
 
@@ -35,6 +37,7 @@ import grp
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -97,7 +100,9 @@ def read_state(root):
     """What a worker holds for one bucket: worker.json, jobs.json, promoted records, job trees."""
     bad = []
     out = {"exists": os.path.isdir(root), "worker": None, "jobs": None, "deployed": {}, "trees": [],
-           "pending": [], "bad": bad, "others": other_buckets(root)}
+           "pending": [], "bad": bad, "others": other_buckets(root),
+           # the names job specs may run as (the plan refuses an unknown user or group before touching anything)
+           "users": sorted(set(p.pw_name for p in pwd.getpwall())), "groups": sorted(set(g.gr_name for g in grp.getgrall()))}
     if not out["exists"]:
         return out
     out["worker"] = _load(os.path.join(root, "worker.json"), bad)
@@ -199,11 +204,25 @@ def _kill_group(proc):
 class RunAs(object):
     """Where and as whom a make target runs (job spec: working_directory, user, group)."""
 
-    def __init__(self, cwd=None, user=None, group=None, network=None):
+    def __init__(self, cwd=None, user=None, group=None, network=None, mounts=None, read_only=False):
         self.cwd = cwd
         self.user = user
         self.group = group
         self.network = network if network in ("disabled", "loopback") else None
+        self.mounts = list(mounts or ())
+        self.read_only = bool(read_only)
+
+    def namespaces(self, folder, label):
+        """(mounts, read_only, writable) for private_mounts, or None; OpFailed when a mount point is missing."""
+        if not self.mounts and not self.read_only:
+            return None
+        for mount in self.mounts:
+            if mount.get("type") not in MOUNT_FS:
+                raise OpFailed("%s: mount type %r is not supported on the worker" % (label, mount.get("type")))
+            if not os.path.isdir(mount.get("mount_point") or ""):
+                raise OpFailed("%s: mount point %s does not exist on the worker; create it or fix \"mounts\""
+                               % (label, mount.get("mount_point")), reason="no_mount_point")
+        return self.mounts, self.read_only, folder
 
     def ids(self, label):
         """(uid, gid) to switch to, or (None, None); OpFailed when the user or group does not exist."""
@@ -253,11 +272,56 @@ def private_network(network):
             sock.close()
 
 
-def _switch(uid, gid, network=None):
-    """preexec_fn: the job's network namespace, then drop to gid/uid, in the child before make starts."""
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
+KEEP_FLAGS = 0x2 | 0x4 | 0x8  # ST_NOSUID/ST_NODEV/ST_NOEXEC == MS_NOSUID/MS_NODEV/MS_NOEXEC
+
+
+def _mount_points():
+    """Every mount point of this mount namespace (/proc/self/mountinfo field 5, octal escapes undone)."""
+    with open("/proc/self/mountinfo", "rb") as handle:
+        points = [line.split()[4] for line in handle if line.strip()]
+    return [re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), p) for p in points]
+
+
+MOUNT_FS = {"tmp": (b"tmpfs", b"tmpfs"), "proc": (b"proc", b"proc"), "sys": (b"sysfs", b"sysfs")}
+
+
+def _mount(libc, source, target, fstype, flags):
+    if libc.mount(source, target, fstype, flags, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "mount %s: %s" % (target, os.strerror(err)))
+
+
+def private_mounts(mounts, read_only, writable):
+    """In the child: a private mount namespace; with read_only the root file system is remounted
+    read-only except the `writable` folder (the job's) and the mounts; then tmp/proc/sys mounts."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "unshare(CLONE_NEWNS): %s" % os.strerror(err))
+    _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE)
+    if read_only:
+        path = writable.encode()
+        _mount(libc, path, path, None, MS_BIND | MS_REC)
+        for point in _mount_points():
+            if point == path or point.startswith(path + b"/"):
+                continue
+            keep = os.statvfs(point).f_flag & KEEP_FLAGS  # nosuid, nodev, noexec stay as they were
+            _mount(libc, None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
+    for mount in mounts or ():
+        source, fstype = MOUNT_FS[mount["type"]]
+        _mount(libc, source, mount["mount_point"].encode(), fstype, 0)
+
+
+def _switch(uid, gid, network=None, mounts=None):
+    """preexec_fn: the job's network and mount namespaces, then drop to gid/uid, in the child before make."""
     def run():
         if network in ("disabled", "loopback"):
             private_network(network)
+        if mounts is not None:
+            private_mounts(*mounts)
+            os.chdir(os.getcwd())  # Popen changed directory before the new mounts: enter them
         if gid is not None:
             os.setgroups([gid])
             os.setgid(gid)
@@ -288,16 +352,17 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
         raise OpFailed("%s: working directory %s is missing on the worker; create it in the job folder or fix "
                        "\"working_directory\"" % (label, cwd), reason="no_cwd")
     uid, gid = run_as.ids(label)
-    if run_as.network and os.geteuid() != 0:
-        raise OpFailed("%s: network %r needs root on the worker to create a network namespace (use become)"
-                       % (label, run_as.network), reason="not_root")
+    mounts = run_as.namespaces(folder, label)
+    if (run_as.network or mounts) and os.geteuid() != 0:
+        raise OpFailed("%s: the job spec's network, mounts or read-only file system need root on the worker "
+                       "(use become)" % label, reason="not_root")
     full = dict(os.environ)
     full.update(env or {})
-    switch = uid is not None or gid is not None or run_as.network
+    switch = uid is not None or gid is not None or run_as.network or mounts
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_switch(uid, gid, run_as.network) if switch else None)
+                                preexec_fn=_switch(uid, gid, run_as.network, mounts) if switch else None)
     except subprocess.SubprocessError as exc:  # the preexec_fn failed (namespace or ids)
         raise OpFailed("%s: cannot set up the job spec's user/group/network for make (%s)" % (label, exc),
                        reason="setup")
@@ -356,7 +421,8 @@ def _run_make(step, op, target, out, label):
     """make target with the op's environment, run fields and timeout (the op's own, 0 = none, else the
     step's); the measured seconds go into the outcome (the controller keeps them as estimates)."""
     timeout = op["timeout"] if op.get("timeout") is not None else step.timeout
-    run_as = RunAs(op.get("cwd"), op.get("user"), op.get("group"), op.get("network"))
+    run_as = RunAs(op.get("cwd"), op.get("user"), op.get("group"), op.get("network"), op.get("mounts"),
+                   op.get("enable_writable_file_system") is False)
     began = time.time()
     out["started"] = round(began - step.began, 3)
     try:

@@ -4,10 +4,13 @@ the job, targets of one wave start side by side in Maelstrom's order, and a job 
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import re
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -22,7 +25,7 @@ SECRET = "pg://user:s3cret-9f1c@db/app"
 ENV_MAKEFILE = """\
 .PHONY: start stop restart reload
 start restart:
-\techo "db=$$DB level=$$LEVEL user=$$(id -un) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
+\techo "db=$$DB level=$$LEVEL user=$$(id -un) group=$$(id -gn) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
 stop reload:
 \t@true
 """
@@ -53,6 +56,46 @@ stop restart reload:
 """
 
 
+SEALED_MAKEFILE = """\
+.PHONY: start stop restart reload
+start restart:
+\tstat -f -c %T /tmp > fs.txt
+\ttouch /var/tmp/maand-sealed-probe 2>/dev/null && rm -f /var/tmp/maand-sealed-probe && echo rw >> fs.txt \
+|| echo ro >> fs.txt
+stop reload:
+\t@true
+"""
+
+IMAGE_MAKEFILE = """\
+.PHONY: start stop restart reload
+start restart:
+\techo "x=$$X" > out.txt
+stop reload:
+\t@true
+"""
+
+
+def _blob(root: Path, data: bytes) -> dict:
+    digest = hashlib.sha256(data).hexdigest()
+    (root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+    (root / "blobs" / "sha256" / digest).write_bytes(data)
+    return {"digest": "sha256:" + digest, "size": len(data)}
+
+
+def _image(root: Path) -> None:
+    """A one-layer OCI image layout (as skopeo copy ... oci: writes it): opt/tool.sh, Env TOOL_HOME."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = b"#!/bin/sh\necho tool\n"
+        info = tarfile.TarInfo("opt/tool.sh")
+        info.size, info.mode = len(data), 0o755
+        tar.addfile(info, io.BytesIO(data))
+    layer = _blob(root, buf.getvalue())
+    config = _blob(root, json.dumps({"config": {"Env": ["TOOL_HOME=/opt"]}}).encode())
+    manifest = _blob(root, json.dumps({"schemaVersion": 2, "config": config, "layers": [layer]}).encode())
+    (root / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [manifest]}))
+
+
 class Run:
     def __init__(self, fleet, bucket):
         self.fleet = fleet
@@ -81,10 +124,17 @@ def run(fleet_factory, tmp_path_factory):
     bucket = make_bucket(tmp_path_factory.mktemp("jobspec") / "bucket", fleet.state_dir, n_jobs=1)
     write(bucket / "workspace" / "containers" / "base.json", json.dumps({
         "environment": {"DB": "$env{JS_DB_URL}", "LEVEL": "$env{JS_LEVEL:-info}"},
-        "working_directory": "run", "user": "nobody"}))
+        "working_directory": "run", "user": "nobody", "group": "daemon"}))
     root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)
+    write(bucket / "layers" / "common" / "conf" / "shared.conf", "shared=1\n")
+    write(bucket / "layers" / "common" / "conf" / "own.conf", "from the layer\n")
+    add_job(bucket, "layered", files={"conf/own.conf": "own\n"}, layers=["layers/common"])
+    _image(bucket / "workspace" / "images" / "tiny")
+    add_job(bucket, "imaged", makefile=IMAGE_MAKEFILE, parent={"image": "tiny"}, environment={"X": "$prev{TOOL_HOME}"})
+    add_job(bucket, "sealed", makefile=SEALED_MAKEFILE, mounts=[{"type": "tmp", "mount_point": "/tmp"}],
+            enable_writable_file_system=False)
     peer = fleet.addresses[0]
     add_job(bucket, "netoff", makefile=NET_MAKEFILE.replace("$(PEER)", peer), network="disabled")
     add_job(bucket, "neton", makefile=NET_MAKEFILE.replace("$(PEER)", peer))
@@ -106,7 +156,8 @@ def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
     run.play("deploy", "-e", "maand_worker_slots=2")
     for h in run.fleet.addresses:
         text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
-        assert "db=%s level=info user=nobody" % SECRET in text and "/jobs/envjob/run new=1.0.0" in text, text
+        assert "db=%s level=info user=nobody group=daemon" % SECRET in text, text
+        assert "/jobs/envjob/run new=1.0.0" in text, text
         t = {n: [float((run.job(h, n) / "logs" / f).read_text()) for f in ("t0", "t1")]
              for n in ("nap1", "nap2", "nap3")}
         assert abs(t["nap3"][0] - t["nap2"][0]) < 1.0, t         # the two longest start together
@@ -118,6 +169,24 @@ def test_02b_network_disabled_has_no_network(run):
     for h in run.fleet.addresses:
         assert (run.job(h, "netoff") / "reach.txt").read_text().strip() == "reach=no"
         assert (run.job(h, "neton") / "reach.txt").read_text().strip() == "reach=yes"
+
+
+def test_02d_private_tmp_and_read_only_file_system(run):
+    for h in run.fleet.addresses:
+        assert (run.job(h, "sealed") / "fs.txt").read_text().split() == ["tmpfs", "ro"]
+
+
+def test_02c_layers_are_stacked_under_the_job(run):
+    for h in run.fleet.addresses:
+        layered = run.job(h, "layered")
+        assert (layered / "conf" / "shared.conf").read_text() == "shared=1\n"
+        assert (layered / "conf" / "own.conf").read_text() == "own\n"  # the job's own file on top
+        imaged = run.job(h, "imaged")
+        assert (imaged / "opt" / "tool.sh").read_text() == "#!/bin/sh\necho tool\n"
+        assert (imaged / "out.txt").read_text().strip() == "x=/opt"  # the image's Env starts the environment
+    write(run.bucket / "layers" / "common" / "conf" / "shared.conf", "shared=2\n")
+    rc, out = run.play("deploy", "--check", "--diff")
+    assert re.search(r"layered\s+\S+\s+restart\s+content changed: conf/shared.conf", out), out
 
 
 def test_03_values_never_land_in_catalog_run_folder_or_records(run):
@@ -143,8 +212,21 @@ def test_04_changed_value_restarts_and_plan_names_the_key(run):
 def test_05_unknown_variable_refuses_before_touching_workers(run):
     del run.env["JS_DB_URL"]
     rc, out = run.play("deploy", check=False)
-    assert rc != 0 and "unknown variable" in out and "JS_DB_URL" in out and "job envjob" in out, out
+    assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
+        "'JS_DB_URL'" in out, out
     run.env["JS_DB_URL"] = SECRET
+
+
+def test_05b_unknown_user_refuses_the_plan(run):
+    base = run.bucket / "workspace" / "containers" / "base.json"
+    good = base.read_text()
+    base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
+    run.play("build")
+    before = (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text()
+    rc, out = run.play("deploy", check=False)
+    assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
+    assert (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text() == before
+    base.write_text(good)
 
 
 def test_06_timeout_kills_the_target_and_names_it(run):

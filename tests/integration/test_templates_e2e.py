@@ -194,3 +194,15 @@ def test_05_a_secret_reaches_the_worker_and_nothing_else(env):
         assert db.read_text() == "password = Sup3r-s3cret-pw\n"
         digest = env.record(host, "api")["files"]["db.conf"]
         assert digest != hashlib.sha256(b"-" + db.read_bytes()).hexdigest()  # an HMAC, not a guessable hash
+
+
+def test_06_the_job_playbook_gives_make_the_same_allocation_environment(env):
+    for host in env.hosts:
+        (env.job(host, "api") / "data" / "env.txt").unlink()
+    env.play("job", "-e", "maand_job=api", "-e", "maand_target=reload")
+    port = env.port()
+    for i, host in enumerate(env.hosts):
+        got = dict(line.split("=", 1) for line in (env.job(host, "api") / "data" / "env.txt").read_text().splitlines())
+        assert got["ALLOCATION_IP"] == host and got["ALLOCATION_INDEX"] == str(i) and got["JOB"] == "api"
+        assert got["API_HTTP_PORT"] == str(port) and got["NEW_VERSION"] == "1.2.0"
+        assert (env.job(host, "api") / "logs" / "events.log").read_text().splitlines()[-1] == "reload 1.2.0 1.2.0"

@@ -533,3 +533,10 @@ def test_current_versions_and_seen_update_seq_from_worker_states():
               "h2": {"deployed": {"api": {"format": 99, "version": "9"}}, "worker": {"update_seq": "bad"}}}
     assert P.current_versions(states) == {("api", "h1"): "1.2.0"}
     assert P.seen_update_seq(states) == 4
+
+
+def test_catalog_allocation_env_is_the_deploys():
+    cat = catalog([job("api", ports={"api_http_port": 30001})], [("api", "h2", "active"), ("api", "h3", "active")])
+    assert P.catalog_allocation_env(cat, "api", "h3", "1.0.0", "1.0.0") == {
+        "ALLOCATION_ID": "api-h3", "ALLOCATION_IP": "h3", "ALLOCATION_INDEX": "1", "JOB": "api",
+        "CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.0.0", "API_HTTP_PORT": "30001"}

@@ -239,7 +239,8 @@ def test_j2_failures_name_file_and_line(tmp_path, text, cause):
 
 
 def test_j2_syntax_error(tmp_path):
-    root, catalog, kv = e2e(tmp_path, {"app.env.j2": "ok\n{% if %}"})
+    root, catalog, kv = e2e(tmp_path)  # build refuses it too; the deploy must not trust that
+    write(os.path.join(root, "workspace", "jobs", "api", "app.env.j2"), "ok\n{% if %}")
     staging = compute(root, catalog, kv)
     assert "job api, file app.env.j2, line 2" in staging.errors[0] and "does not parse" in staging.errors[0]
 
@@ -292,3 +293,17 @@ def test_a_job_without_templates_is_not_rendered_per_allocation(tmp_path):
     assert "vars.toml" not in staging.content["api"]["files"]
     dest = staging.stage(root, "api", "10.0.0.2")
     assert sorted(os.listdir(dest)) == ["Makefile", "manifest.json"]
+
+
+@pytest.mark.parametrize("name,text", [
+    ("pw.tpl", '{{ int (getSecret "db_password") }}'),
+    ("pw.tpl", '{{ $p := get "secrets/job/api" "db_password" }}{{ index $p 99 }}'),
+    ("pw.j2", "{{ kv['secrets/job/api']['db_password'] ~ kv['vars/job/api']['nope'] }}"),
+    ("pw.j2", "{{ get('secrets/job/api', 'db_password') + 1 }}"),
+])
+def test_a_failing_template_never_prints_the_secret_it_read(tmp_path, name, text):
+    root, catalog, kv = e2e(tmp_path, {name: text})
+    kv["secrets/job/api"] = {"db_password": "hunter2"}
+    staging = compute(root, catalog, kv, digest_key=lambda: b"k" * 32)
+    assert len(staging.errors) == 1, staging.errors
+    assert "hunter2" not in repr(staging.errors) and "hunter2" not in repr(staging.content)

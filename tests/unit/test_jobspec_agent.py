@@ -91,3 +91,32 @@ def test_private_network(root, network, expect):
     out = step(root, [op("a", "start", network=network)])[0]
     assert out["ok"], out
     assert out["output_tail"][0] == expect, out["output_tail"]
+
+
+MOUNT_MAKEFILE = """\
+start:
+\t@touch $(SCRATCH)/inside && stat -f -c %T $(SCRATCH)
+\t@touch $(OUTSIDE)/x 2>/dev/null && echo outside-rw || echo outside-ro
+\t@touch job-file && echo job-rw
+"""
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="a mount namespace needs root")
+def test_private_mounts_and_read_only_file_system(root):
+    scratch, outside = root / "scratch", root / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    (root / "jobs/a/Makefile").write_text(MOUNT_MAKEFILE)
+    env = {"SCRATCH": str(scratch), "OUTSIDE": str(outside)}
+    mounts = [{"type": "tmp", "mount_point": str(scratch)}]
+    out = step(root, [op("a", "start", env=env, mounts=mounts, enable_writable_file_system=False)])[0]
+    assert out["ok"], out
+    assert out["output_tail"] == ["tmpfs", "outside-ro", "job-rw"]
+    assert not (scratch / "inside").exists() and not (outside / "x").exists()
+    out = step(root, [op("a", "start", env=env)])[0]  # without the spec: the worker's own file system
+    assert out["output_tail"][1:] == ["outside-rw", "job-rw"]
+
+
+def test_missing_mount_point_is_named(root):
+    out = step(root, [op("a", "start", mounts=[{"type": "tmp", "mount_point": "/no/such/dir"}])])[0]
+    assert out["reason"] == "no_mount_point" and "/no/such/dir" in out["msg"]

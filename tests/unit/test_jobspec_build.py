@@ -44,7 +44,10 @@ def test_three_jobs_share_a_base_container(tmp_path):
     result = _build.compute(_bucket(tmp_path, jobs, {"base.json": BASE}))
     assert result.report.ok, _errors(result)
     web = _job(result, "web")["spec"]
-    assert web["environment"] == BASE["environment"] + [{"vars": {"PATH": "/opt/web:$prev{PATH}"}, "extend": True}]
+    assert web["environment"] == [
+        dict(BASE["environment"][0], origin="workspace/containers/base.json: environment[0]"),
+        {"vars": {"PATH": "/opt/web:$prev{PATH}"}, "extend": True,
+         "origin": "workspace/jobs/web/manifest.json: environment"}]
     assert (web["user"], web["working_directory"], web["timeout"], web["priority"]) == ("maand", "bin", 30, 2)
     assert web["env_vars"] == ["LOG_LEVEL"]
     worker = _job(result, "worker")["spec"]
@@ -57,7 +60,8 @@ def test_catalog_never_holds_controller_values(tmp_path, monkeypatch):
     result = _build.compute(_bucket(tmp_path, {"web": {"environment": {"DB": "$env{DB_URL}"}}}))
     assert result.report.ok, _errors(result)
     assert "secret-value" not in json.dumps(result.catalog)
-    assert _job(result, "web")["spec"]["environment"] == [{"vars": {"DB": "$env{DB_URL}"}, "extend": True}]
+    assert _job(result, "web")["spec"]["environment"] == [{"vars": {"DB": "$env{DB_URL}"}, "extend": True,
+                                                           "origin": "workspace/jobs/web/manifest.json: environment"}]
 
 
 def test_bad_fields_name_file_field_and_fix(tmp_path):
@@ -100,11 +104,13 @@ def test_unknown_prev_and_malformed_dollar_are_build_errors(tmp_path):
 
 def test_fields_a_worker_cannot_honour_are_refused(tmp_path):
     result = _build.compute(_bucket(tmp_path, {
-        "a": {"network": "disabled"}, "b": {"mounts": [{"type": "tmp", "mount_point": "/tmp"}]},
-        "c": {"enable_writable_file_system": False}, "d": {"layers": ["layers/common"]},
+        "a": {"mounts": [{"type": "bind", "mount_point": "/srv"}]},
+        "b": {"mounts": [{"type": "tmp", "mount_point": "/tmp"}, {"type": "devices", "mount_point": "/dev"}]},
+        "c": {"mounts": [{"type": "tmp", "mount_point": "/tmp"}, {"type": "proc", "mount_point": "/proc"}],
+              "enable_writable_file_system": False},
         "e": {"network": "local", "enable_writable_file_system": True}}))
     fields = sorted((p.file.split("/")[2], p.field) for p in result.report.errors)
-    assert fields == [("b", "mounts"), ("c", "enable_writable_file_system"), ("d", "layers")]
+    assert fields == [("a", "mounts"), ("b", "mounts")]
     assert all(p.fix for p in result.report.errors)
 
 
@@ -147,3 +153,25 @@ def test_container_edit_makes_the_catalog_stale(tmp_path):
     before = _fingerprint.compute(root)
     write(os.path.join(root, "workspace", "containers", "base.json"), json.dumps(dict(BASE, user="other")))
     assert _fingerprint.changes(before, _fingerprint.compute(root)) == ["workspace/containers/base.json changed"]
+
+
+def test_layers_must_be_folders_of_the_bucket(tmp_path):
+    root = _bucket(tmp_path, {"a": {"parent": {"container": "base"}}, "b": {"layers": ["layers/gone"]},
+                              "c": {"layers": ["layers/link"]}, "d": {"layers": ["../x"]}},
+                   {"base.json": {"layers": ["layers/common"]}})
+    os.makedirs(os.path.join(root, "layers", "common"))
+    os.symlink("/usr", os.path.join(root, "layers", "link"))
+    result = _build.compute(root)
+    errs = sorted((e[1].split("/")[2], e[2], e[3]) for e in _errors(result))
+    assert [(j, f) for j, f, _m in errs] == [("b", "layers"), ("c", "layers"), ("d", "layers[0]")], errs
+    assert "not a folder" in errs[0][2] and "leaves the bucket" in errs[1][2] and "leaves the bucket" in errs[2][2]
+
+
+def test_layers_from_containers_reach_the_catalog(tmp_path):
+    root = _bucket(tmp_path, {"a": {"parent": {"container": "base"}, "layers": ["layers/own"]}},
+                   {"base.json": {"layers": ["layers/common"]}})
+    for name in ("common", "own"):
+        os.makedirs(os.path.join(root, "layers", name))
+    result = _build.compute(root)
+    assert result.report.ok, _errors(result)
+    assert _job(result, "a")["spec"]["layers"] == ["layers/common", "layers/own"]
