@@ -8,6 +8,12 @@ maand.core's Go template engine and maand's function map (_kv.render_allocation)
 output (sha256, as deploy's content hash does), and reports the median wall time per allocation.
 Baseline, measured in the same run: the same three templates written in Jinja2 and rendered over
 the same values (the cost Ansible users already pay for .j2 files). Quote medians and the ratio.
+
+The deploy case (``stage_*``) runs the deploy's own path (_deploy_stage.compute) on a job folder
+holding those 3 templates and 3 plain files, over a catalog of N allocations on N workers: read the
+job once, render + hash every allocation in memory (the plan's content), then the plan itself for a
+no-change redeploy (every worker reports the same hashes: every allocation is skipped, none staged),
+and, for a changed value, writing one allocation's staged tree (hard links + rendered files).
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ import conftest  # noqa: E402,F401 pylint: disable=unused-import # makes the col
 
 import jinja2  # noqa: E402
 
-from ansible_collections.maand.core.plugins.plugin_utils import _kv  # noqa: E402
+import tempfile  # noqa: E402
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan, _deploy_stage, _kv  # noqa: E402
 
 CONFIG = """{
   "env": "{{ get "vars/bucket" "environment" }}",
@@ -104,6 +112,56 @@ def run_jinja(kv, data, env):
     return digests
 
 
+def stage_fixture(root, n):
+    """A bucket folder with job api (3 templates + 3 plain files) and a catalog of n allocations."""
+    job = os.path.join(root, "workspace", "jobs", "api")
+    os.makedirs(os.path.join(job, "conf"))
+    for rel, text in (("config.json.tpl", CONFIG), ("postgresql.conf.tpl", POSTGRES), ("Makefile.tpl", MAKEFILE),
+                      ("manifest.json", "{}"), ("conf/static.conf", "threads = 4\n" * 50), ("run.sh", "#!/bin/sh\n")):
+        with open(os.path.join(job, rel), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    kv, data = synthetic(n)
+    catalog = {"bucket_id": "b", "workers": [{"host": d.WorkerIP, "labels": ["worker"], "position": i}
+                                             for i, d in enumerate(data)],
+               "jobs": [{"name": "api", "version": "1.2.0", "path": "workspace/jobs/api", "ports": {"api_http_port": 30000},
+                         "restart_policy": "always", "health_check": {}}],
+               "allocations": [{"job": "api", "worker": d.WorkerIP, "alloc_id": "a-%d" % i, "state": "active"}
+                               for i, d in enumerate(data)]}
+    return catalog, kv, [d.WorkerIP for d in data]
+
+
+def run_stage(root, catalog, kv, hosts):
+    return _deploy_stage.compute(root, catalog, ["api"], hosts, kv=(kv, None))
+
+
+def no_change_states(staging, hosts):
+    allocs = staging.content["api"]["allocations"]
+    return {h: {"reachable": True, "trees": ["api"], "worker": {"update_seq": 1},
+                "deployed": {"api": _deploy_plan.state_record("api", "a", allocs[h], "1.2.0", True, 1)}}
+            for h in hosts}
+
+
+def stage_case(n, runs):
+    with tempfile.TemporaryDirectory() as root:
+        catalog, kv, hosts = stage_fixture(root, n)
+        staging = run_stage(root, catalog, kv, hosts)
+        assert not staging.errors and len(staging.allocations) == n, staging.errors[:3]
+        states = no_change_states(staging, hosts)
+        for st in states.values():  # the worker metadata as the plan wants it, so nothing but the jobs is compared
+            st["jobs"] = None
+        render = median_time(lambda: run_stage(root, catalog, kv, hosts), runs)
+
+        def redeploy():
+            plan = _deploy_plan.compute_plan(catalog, run_stage(root, catalog, kv, hosts).content, states, hosts)
+            assert {r["action"] for r in plan["rows"]} == {"skip"}, plan["rows"][:2]
+            return plan
+        plan_s = median_time(redeploy, runs)
+        one = median_time(lambda: staging.stage(root, "api", hosts[0]), runs)
+    return {"stage_render_hash_s": round(render, 4), "stage_ms_per_allocation": round(render * 1000 / n, 3),
+            "no_change_plan_s": round(plan_s, 4), "no_change_ms_per_allocation": round(plan_s * 1000 / n, 3),
+            "staged_tree_write_ms_per_allocation": round(one * 1000, 3)}
+
+
 def median_time(fn, runs):
     times = []
     for dummy in range(runs):
@@ -128,6 +186,7 @@ def main():
               "go_ms_per_allocation": round(go * 1000 / args.allocations, 3),
               "jinja2_ms_per_allocation": round(jj * 1000 / args.allocations, 3),
               "ratio_go_over_jinja2": round(go / jj, 2)}
+    result.update(stage_case(args.allocations, args.runs))
     if args.json:
         print(json.dumps(result))
     else:

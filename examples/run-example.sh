@@ -58,12 +58,12 @@ say "deploy"
 ansible-playbook -i "$bucket/maand.yml" maand.core.deploy > "$work/deploy.log" || { cat "$work/deploy.log"; exit 1; }
 tail -5 "$work/deploy.log"
 
-say "the result on every host"
+say "the result on every host (store.conf is rendered per worker from store.conf.tpl)"
 bucket_id="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bucket_id"])' "$bucket/data/catalog.json")"
 for addr in $(python3 -c 'import json,sys; print(" ".join(h["address"] for h in json.load(open(sys.argv[1]))["hosts"]))' "$fleet/fleet.json"); do
   echo "--- $addr"
   ssh -i "$fleet/id_ed25519" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "root@$addr" \
-    "cd /opt/worker/$bucket_id && cat worker.json && echo && ls jobs && cat jobs/store/data/status && (curl -s -m 2 http://127.0.0.1:8080/ 2>/dev/null | grep -o 'Deployed by maand.core' || python3 -c \"import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:8080/',timeout=2).read().decode().split('<p>')[1].split('<')[0])\" 2>/dev/null || echo 'no web job here')"
+    "cd /opt/worker/$bucket_id && cat worker.json && echo && ls jobs && cat jobs/store/data/status && grep -E '^(worker|peers|web) =' jobs/store/store.conf && (curl -s -m 2 http://127.0.0.1:8080/ 2>/dev/null | grep -o 'Deployed by maand.core' || python3 -c \"import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:8080/',timeout=2).read().decode().split('<p>')[1].split('<')[0])\" 2>/dev/null || echo 'no web job here')"
 done
 
 say "a second deploy changes nothing"

@@ -11,7 +11,14 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote, _deploy_rsync, _deploy_run
+import os
+
+from ansible_collections.maand.core.plugins.plugin_utils import (
+    _deploy_remote,
+    _deploy_rsync,
+    _deploy_run,
+    _jobspec_deploy,
+)
 
 ARGUMENT_SPEC = {
     "run_dir": {"type": "path", "required": True},
@@ -22,6 +29,35 @@ ARGUMENT_SPEC = {
     "tail": {"type": "int", "default": 20},
     "verify_host": {"type": "bool", "default": True},
 }
+
+
+def _runtime_ops(ops, outcomes):
+    """The ops with their job spec's environment expanded here, on the controller (the values travel
+    only in the request on the agent's stdin), and the worker's slots. A failed expansion fails its op."""
+    out = []
+    for op in ops:
+        try:
+            out.append(_jobspec_deploy.runtime_op(op, os.environ.get))
+        except _jobspec_deploy.EnvError as exc:
+            outcomes.append({"id": op["id"], "ok": False, "msg": str(exc)})
+    slots = max([int(op.get("slots") or 1) for op in ops] or [1])
+    return out, slots
+
+
+def _record_history(bucket, request, answer):
+    """Measured make targets -> data/job_history.json (estimates of the next deploys)."""
+    if not answer:
+        return
+    ops = {op["id"]: op for op in request.get("ops") or []}
+    runs = []
+    for outcome in answer.get("ops") or []:
+        op = ops.get(outcome.get("id"))
+        if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
+            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok")))
+    try:
+        _jobspec_deploy.record_history(bucket, runs)
+    except OSError:
+        pass  # estimates only: a read-only data/ must not fail the deploy
 
 
 class ActionModule(ActionBase):
@@ -80,8 +116,9 @@ class ActionModule(ActionBase):
         try:
             changed = self._rsync(args, request, outcomes)
             if request["ops"] or request["promote"]:
-                data = _deploy_remote.step_request(request["bucket_id"], request["ops"], request["promote"],
-                                                   timeout=args["timeout"], tail=args["tail"])
+                ops, slots = _runtime_ops(request["ops"], outcomes)
+                data = _deploy_remote.step_request(request["bucket_id"], ops, request["promote"],
+                                                   timeout=args["timeout"], tail=args["tail"], slots=slots)
                 res = self._call(_deploy_remote.interpreter(task_vars, host), data)
                 answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                              "agent on %s, step %s" % (host, key))
@@ -93,6 +130,7 @@ class ActionModule(ActionBase):
             answer.setdefault("ops", [])
             answer["ops"] = outcomes + answer["ops"]
         _deploy_run.write_result(args["run_dir"], key, host, answer, reason)
+        _record_history(args["bucket"], request, answer)
         if answer is None:
             result.update(changed=False, failed=False, msg="no answer from %s: %s" % (host, reason))
             result["warnings"] = ["%s gave no answer in step %s; its operations count as failed: %s" % (host, key, reason)]

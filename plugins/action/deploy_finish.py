@@ -12,7 +12,14 @@ import shutil
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_gate, _deploy_lock, _deploy_plan, _deploy_run
+from ansible_collections.maand.core.plugins.plugin_utils import (
+    _catalog,
+    _deploy_gate,
+    _deploy_lock,
+    _deploy_plan,
+    _deploy_run,
+    _deploy_stage,
+)
 
 display = Display()
 
@@ -80,9 +87,17 @@ class ActionModule(ActionBase):
         check = bool(self._task.check_mode)
         run_dir = "" if check else args["run_dir"]
         result.update(changed=False, pruned=[])
-        plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {})
-        if not check:
+        try:
+            plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {})
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            # a crash here still fails the run (below) and still releases the lock; nothing is pruned
+            plan, done = args["plan"], None
+            problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
+                        "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
+        if not check and done is not None:
             prune(bucket, plan, done, result, problems)
+            # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
+            shutil.rmtree(_deploy_stage.stage_root(bucket), ignore_errors=True)
         if args["release"] and not check:
             try:
                 _deploy_lock.release(bucket, os.getppid())

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote
+import os
+
+from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_plan, _deploy_remote, _jobspec_deploy
 
 TARGETS = ["start", "stop", "restart", "reload", "status"]
 ARGUMENT_SPEC = {
@@ -24,6 +26,20 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
 
+    @staticmethod
+    def _allocation_env(task_vars, job, host, version):
+        """(env, error): the allocation's environment as the deploy gives it (ALLOCATION_*, JOB, versions, ports)."""
+        bucket = task_vars.get("maand_bucket_dir")
+        if not bucket:
+            return {"CURRENT_VERSION": version, "NEW_VERSION": version}, None
+        try:
+            catalog = _catalog.read_catalog(bucket)
+        except _catalog.CatalogError as exc:
+            return None, "%s: %s" % (bucket, exc)
+        if catalog is None:
+            return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
+        return _deploy_plan.catalog_allocation_env(catalog, job, host, version, version), None
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -32,9 +48,21 @@ class ActionModule(ActionBase):
         if self._task.check_mode and target != "status":
             result.update(changed=True, skipped=False, msg="check mode: would run make %s" % target)
             return result
-        op = {"id": "%s@%s" % (args["job"], task_vars.get("inventory_hostname")), "kind": "run", "job": args["job"],
-              "host": task_vars.get("inventory_hostname"), "target": target,
-              "env": {"CURRENT_VERSION": args["version"], "NEW_VERSION": args["version"]}, "promote_now": False}
+        host = task_vars.get("inventory_hostname")
+        env, err = self._allocation_env(task_vars, args["job"], host, args["version"])
+        if err:
+            result.update(failed=True, msg="%s; nothing was run" % err)
+            return result
+        op = {"id": "%s@%s" % (args["job"], host), "kind": "run", "job": args["job"],
+              "host": host, "target": target, "env": env, "promote_now": False}
+        spec = ((task_vars.get("maand_catalog_jobs") or {}).get(args["job"]) or {}).get("spec")
+        if isinstance(spec, dict):  # the job spec's environment and run fields, as the deploy runs them
+            op["spec"] = _jobspec_deploy.op_spec(spec)
+            try:
+                op = _jobspec_deploy.runtime_op(op, os.environ.get)
+            except _jobspec_deploy.EnvError as exc:
+                result.update(failed=True, msg="%s; nothing was run" % exc)
+                return result
         python = _deploy_remote.interpreter(task_vars)
         data = _deploy_remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])
         res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)

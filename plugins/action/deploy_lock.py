@@ -42,6 +42,9 @@ class ActionModule(ActionBase):
             if args["state"] == "present":
                 taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(self._task.check_mode))
                 result.update(taken=taken, msg=note)
+                if note.startswith("took over"):  # a deploy that was killed or crashed: say so
+                    result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
+                                          "undone" % note]
                 if args["adopt_bucket_id"]:
                     bucket_id, changed = _deploy_adopt.adopt(bucket, args["adopt_bucket_id"],
                                                              write=not self._task.check_mode)

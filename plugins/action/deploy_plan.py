@@ -12,14 +12,21 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
-    _deploy_files,
     _deploy_lock,
     _deploy_plan,
     _deploy_run,
+    _deploy_stage,
     _fingerprint,
+    _jobspec_deploy,
+    _jobspec_layers,
 )
 
 display = Display()
+
+# Providers of generated files added to allocation trees (e.g. certificates): each is called once per
+# plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
+# their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
+OVERLAY_PROVIDERS = ()
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
@@ -29,6 +36,7 @@ ARGUMENT_SPEC = {
     "sync_only": {"type": "bool", "default": False},
     "state_var": {"type": "str", "default": "deploy_state_read"},
     "adopt_bucket_id": {"type": "str", "default": ""},
+    "slots": {"type": "int", "default": 0},
 }
 
 
@@ -45,8 +53,37 @@ def _host_state(hostvars, host, var):
     if reg.get("failed") or not isinstance(reg.get("state"), dict):
         return {"reachable": False, "error": (reg.get("msg") or "state read failed").strip()}
     state = dict(reg["state"])
+    if state.get("reachable") is False:  # deploy_state reports a worker it could not read
+        return {"reachable": False, "error": str(state.get("error") or "state read failed")}
     state["reachable"] = True
     return state
+
+
+def _with_environments(catalog, content):
+    """Expand every job spec's environment against the controller's environment and fold its
+    digests into the job's content (a changed value restarts the job); errors name job and variable."""
+    errors = []
+    for name, spec in sorted(_jobspec_deploy.specs_of(catalog).items()):
+        if name not in content:
+            continue
+        try:
+            env = _jobspec_deploy.expand(name, spec, os.environ.get)
+        except _jobspec_deploy.EnvError as exc:
+            errors.append(str(exc))
+            continue
+        content[name] = _with_env(content[name], catalog["bucket_id"], name, env)
+    return errors
+
+
+def _with_env(entry, bucket_id, name, env):
+    """with_env on a job's content and on each of its rendered allocations (their origins kept)."""
+    if entry.get("error"):
+        return entry
+    out = dict(entry, **_jobspec_deploy.with_env(entry, bucket_id, name, env))
+    if entry.get("allocations"):
+        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec_deploy.with_env(a, bucket_id, name, env))
+                              for host, a in entry["allocations"].items()}
+    return out
 
 
 class ActionModule(ActionBase):
@@ -95,28 +132,43 @@ class ActionModule(ActionBase):
         jobs_filter, errors = _deploy_plan.parse_jobs_filter(args["jobs"], [j["name"] for j in catalog.get("jobs", [])])
         if errors:
             return self._fail(result, bucket, "; ".join(errors))
-        content = {}
-        for job in catalog.get("jobs", []):
-            if job.get("removed") or (jobs_filter is not None and job["name"] not in jobs_filter):
-                continue
-            path = os.path.join(bucket, job.get("path") or os.path.join("workspace", "jobs", job["name"]))
-            try:
-                content[job["name"]] = _deploy_files.hash_tree(path)
-            except _deploy_files.ContentError as exc:
-                content[job["name"]] = {"error": str(exc)}
         states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
+        in_scope = [j["name"] for j in catalog.get("jobs", [])
+                    if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
+        # every job tree read once, every active allocation's templates rendered and hashed in memory
+        id_errors = _jobspec_deploy.check_ids(catalog, states, in_scope)
+        if id_errors:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(id_errors))
+        try:  # job specs' layers stacked under the job trees (data/.jobspec-layers/<job>; a temp folder in check mode)
+            with _jobspec_layers.stacked(bucket, catalog, in_scope, self._task.check_mode) as stacked:
+                staging = _deploy_stage.compute(bucket, stacked, in_scope, hosts, _deploy_plan.current_versions(states),
+                                                _deploy_plan.seen_update_seq(states),
+                                                [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS])
+        except (_jobspec_layers.LayerError, OSError) as exc:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  %s" % exc)
+        env_errors = _with_environments(catalog, staging.content)
+        if env_errors:
+            return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(env_errors))
         try:
-            plan = _deploy_plan.compute_plan(catalog, content, states, hosts,
+            plan = _deploy_plan.compute_plan(catalog, staging.content, states, hosts,
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
-                                              "adopt_bucket_id": args["adopt_bucket_id"]})
+                                              "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
                               plan=plan)
+        workers = {w["host"]: w for w in catalog.get("workers", [])}
+        plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
+                                                    _jobspec_deploy.load_history(bucket), args["slots"]))
         work = plan["has_work"] or bool(plan["prune"])
         run_dir, segments = "", []
         if not self._task.check_mode:
+            try:  # only the allocations that sync are staged (data/.deploy-stage/<host>/<job>)
+                staging.stage_plan(bucket, plan)
+            except OSError as exc:
+                return self._fail(result, bucket, "cannot stage the job trees under %s: %s; nothing was changed"
+                                  % (_deploy_stage.stage_root(bucket), exc))
             try:
                 run_dir = _deploy_run.new_run(bucket, plan)
             except (OSError, _deploy_run.RunError) as exc:

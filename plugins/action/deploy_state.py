@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote
@@ -27,18 +28,30 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="bucket_id %r is not a bucket id; run the maand.core.build playbook first"
                           % args["bucket_id"])
             return result
-        python = _deploy_remote.interpreter(task_vars)
-        if self._task.check_mode:  # nothing is written on the worker, not even the agent file
-            cmd = _deploy_remote.read_command_no_install(python, args["bucket_id"])
-        else:
-            cmd = _deploy_remote.read_command(python, args["bucket_id"])
-        res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
-        data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
-                                                "reading %s" % _deploy_remote.worker_root(args["bucket_id"]))
+        try:
+            data, err = self._read(args["bucket_id"], task_vars)
+        except Exception as exc:  # unreachable, vanished, broken ssh: reported in the state, never a failed task
+            data, err = None, "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-500:])
         if err:
-            result.update(failed=True, msg=err)
+            # Not a failed task: the plan reads this state and fails this worker's allocations, naming the
+            # error; the deploy then fails at its finish. A failed task would need ignore_errors to keep
+            # the worker in the play (issue 8: no state through ignore_errors registers).
+            result.update(changed=False, state={"reachable": False, "error": err},
+                          warnings=["cannot read the deploy state of %s; its allocations will fail: %s"
+                                    % (task_vars.get("inventory_hostname", "this worker"), err)])
             return result
-        result.update(changed=False, state=data)
+        result.update(changed=False, state=dict(data, reachable=True))
         if data.get("bad"):
             result["warnings"] = ["unreadable deploy state ignored (treated as not deployed): %s" % ", ".join(data["bad"])]
         return result
+
+    def _read(self, bucket_id, task_vars):
+        """(state, None) or (None, error) from one round trip to the worker."""
+        python = _deploy_remote.interpreter(task_vars)
+        if self._task.check_mode:  # nothing is written on the worker, not even the agent file
+            cmd = _deploy_remote.read_command_no_install(python, bucket_id)
+        else:
+            cmd = _deploy_remote.read_command(python, bucket_id)
+        res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
+        return _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                           "reading %s" % _deploy_remote.worker_root(bucket_id))

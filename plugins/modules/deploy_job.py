@@ -13,7 +13,9 @@ description:
     and results may change in any release without notice. Do not call it from your own playbooks or
     roles."
   - "Runs C(make <target>) in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION)=C(NEW_VERSION)=the job's
-    version. Used by the C(maand.core.job) playbook."
+    version, and, when the host has C(maand_bucket_dir), the allocation environment the deploy gives make targets
+    (C(ALLOCATION_ID), C(ALLOCATION_IP), C(ALLOCATION_INDEX), C(JOB), the job's ports as C(API_HTTP_PORT)...).
+    Used by the C(maand.core.job) playbook."
   - "Does not change the deploy state. C(status) never reports a change."
 author:
   - maand.core developers (@maand-sh)

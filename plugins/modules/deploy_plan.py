@@ -14,8 +14,19 @@ description:
   - "Runs on the controller. Reads C(<bucket>/data/catalog.json), hashes every job tree file by file, and combines
     that with the worker states registered by M(maand.core.deploy_state) to decide, for every allocation, start,
     restart, reload, sync, skip, stop, remove or purge, and why."
+  - "Renders every C(.tpl) (Go text/template, maand's functions and namespace rules) and C(.j2) (Jinja2, same context)
+    of a job for each active allocation in memory, over C(data/kv.json), and hashes the output: an allocation whose
+    rendered tree did not change is skipped untouched; one that did says C(template output changed: config.json).
+    A missing key or a namespace the job may not read refuses the deploy, naming job, file, line, column, key and
+    workers. Template sources, C(vars.toml), C(_modules/) and C(_prometheus/) are never shipped. Outside check mode
+    the allocations that sync are staged under C(<bucket>/data/.deploy-stage/<host>/<job>) (removed by
+    M(maand.core.deploy_finish)). Make targets get C(ALLOCATION_ID), C(ALLOCATION_IP), C(ALLOCATION_INDEX), C(JOB),
+    C(CURRENT_VERSION), C(NEW_VERSION) and the job's ports (C(api_http_port) -> C(API_HTTP_PORT))."
   - "Refuses (fails, changing nothing, releasing the deploy lock) on bad options, unknown jobs, invalid health checks,
     a workspace that changed since the last build, or C(sync_only) when a start would be needed."
+  - "Expands the environment of every job spec (docs/jobspec.md) against the controller's environment; an unknown
+    variable refuses the deploy naming job, file and variable. Only salted digests of the values enter the plan,
+    so a changed value restarts or reloads the job (C(environment changed: KEY))."
   - "In diff mode the plan is returned as a prepared diff (printed by C(--diff)); otherwise its lines are printed. In
     check mode C(changed) tells whether the deploy would change anything."
 author:
@@ -51,6 +62,13 @@ options:
         Without it a deploy refuses to run on a worker that holds another bucket id's tree.
     type: str
     default: ""
+  slots:
+    description:
+      - How many make targets of different jobs a worker runs side by side in one step (C(maand_worker_slots)).
+        C(0) means the worker's C(cores) from C(workers.json), else 2. Each wave step's targets on a worker start
+        in Maelstrom's order (priority, then longest estimate first; see docs/jobspec.md).
+    type: int
+    default: 0
 attributes:
   check_mode:
     support: full

@@ -50,7 +50,10 @@ RETURN = r"""
 state:
   description:
     - C(exists), C(worker), C(jobs), C(deployed) (job -> record), C(trees) (job folders present),
-      C(pending) (starts not promoted), C(others) (other bucket trees under /opt/worker), C(bad) (unreadable files).
-  returned: success
+      C(pending) (starts not promoted), C(others) (other bucket trees under /opt/worker), C(bad) (unreadable files),
+      and C(reachable=true).
+    - "The task never fails on a worker it cannot read (unreachable, vanished, agent error): it returns
+      C(reachable=false) and C(error) with a warning, and the plan fails that worker's allocations naming the error."
+  returned: always
   type: dict
 """

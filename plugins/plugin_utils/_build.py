@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from . import _catalog, _fingerprint, _kv_build
+from . import _catalog, _fingerprint, _jobspec_build, _kv_build
 from ._explain import report_shortfalls
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
@@ -46,6 +46,7 @@ def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict
     bucket, dummy = load_bucket(bucket_dir, report)
     result.bucket = bucket
     result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
+    specs = _jobspec_build.check(bucket, report)  # job specs (seed 004): containers, parents, environment
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)
     report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; _explain words them
@@ -60,7 +61,7 @@ def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict
     if strict:
         report.apply_strict()
     if report.ok:
-        result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id)
+        result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id, specs)
         if inputs is not None:
             result.catalog["inputs"] = inputs
     return result
@@ -80,7 +81,7 @@ def explain_short_jobs(result, limit=20):
     return out
 
 
-def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
+def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None):
     if previous and previous.get("bucket_id"):
         bucket_id = previous["bucket_id"]
     workers = [w.as_catalog() for w in bucket.workers] + placement.removed_workers
@@ -102,6 +103,8 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None):
         })
         if job.rules is not None and not job.rules.plain:
             jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them
+        if specs and name in specs:
+            jobs[-1]["spec"] = specs[name]  # only jobs that use job-spec fields (docs/jobspec.md)
     jobs.extend(placement.removed_jobs)
     jobs.sort(key=lambda j: j["name"])
     return {

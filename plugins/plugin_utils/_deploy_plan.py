@@ -34,6 +34,7 @@ ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
 HEALTH_TYPES = ("tcp", "http")
 DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
+ENV_PREFIX = ".maand-env/"  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
 
 
 class PlanError(Exception):
@@ -217,12 +218,14 @@ def compute_plan(catalog, content, states, hosts, options=None):
     """Compute the deploy plan.
 
     catalog: the catalog dict (docs/contract.md).
-    content: {job: {"hash": hex, "files": {rel: hex}}} for every non-removed job in scope; a job may
-        map to {"error": msg} when its tree could not be read.
+    content: {job: {"hash": hex, "files": {rel: hex}, "origins": {rel: origin}}} for every non-removed
+        job in scope (_deploy_stage.compute); a job may map to {"error": msg} when its tree could not be
+        read. A job with templates or overlays has "allocations": {host: the same shape, or {"error": msg}}
+        (its messages, once per failure, come in options["stage_errors"] and refuse the deploy).
     states: {host: {"reachable": bool, "error": str, "worker": dict|None, "jobs": dict|None,
         "deployed": {job: record}, "trees": [job names with a folder under jobs/]}}.
     hosts: the hosts this run targets (after --limit); allocations elsewhere are out of scope.
-    options: {"jobs": filter value, "force": bool, "sync_only": bool}.
+    options: {"jobs": filter value, "force": bool, "sync_only": bool, "stage_errors": [str]}.
 
     The phases, in order: check the jobs in scope (options, health gates, restart settings), decide
     every allocation in scope, purge workers that left workers.json, plan worker metadata and the
@@ -245,6 +248,27 @@ def _op(op_id, kind, host, job=None, action=None, target=None, env=None, record=
             "promote_now": promote_now}
 
 
+def current_versions(states):
+    """{(job, host): version} each reachable worker reports as promoted (the templates' .CurrentVersion)."""
+    out = {}
+    for host, st in states.items():
+        for name in (st or {}).get("deployed") or {}:
+            record = _promoted(st, name)
+            if record is not None and record.get("version"):
+                out[(name, host)] = str(record["version"])
+    return out
+
+
+def seen_update_seq(states):
+    """The highest update_seq the workers report (0 when none does)."""
+    seen = 0
+    for st in states.values():
+        w = (st or {}).get("worker")
+        if isinstance(w, dict) and isinstance(w.get("update_seq"), int):
+            seen = max(seen, w["update_seq"])
+    return seen
+
+
 def _promoted(st, name):
     """The promoted state record a worker reported for job name, or None (absent or an unknown format)."""
     deployed = (st.get("deployed") or {}).get(name)
@@ -253,15 +277,78 @@ def _promoted(st, name):
     return deployed
 
 
-def _change_reasons(deployed, hash_changed, changed, version_changed, cur_version, new_version):
+def _change_reasons(deployed, hash_changed, changed, version_changed, cur_version, new_version, origins=None):
     reasons = []
     if deployed is None:
         reasons.append("new allocation")
     elif hash_changed:
-        reasons.append("content changed: %s" % (_fmt_paths(changed) or "(file modes)"))
+        paths = [p for p in changed if not p.startswith(ENV_PREFIX)]
+        keys = [p[len(ENV_PREFIX):] for p in changed if p.startswith(ENV_PREFIX)]
+        if paths or not keys:
+            reasons.extend(_content_reasons(paths, origins or {}))
+        if keys:  # job spec environment (_jobspec_deploy.with_env): names only, never values
+            reasons.append("environment changed: %s" % _fmt_paths(keys))
     if deployed is not None and version_changed:
         reasons.append("version %s -> %s" % (cur_version, new_version))
     return reasons
+
+
+def _content_reasons(changed, origins):
+    """"content changed: a, b" for files shipped as they are, "template output changed: config.json" for
+    rendered ones, "<origin> changed: ..." for other generated files (certificates, ...)."""
+    if not changed:
+        return ["content changed: (file modes)"]
+    groups = {}
+    for rel in changed:
+        groups.setdefault(origins.get(rel) or "content", []).append(rel)
+    order = ["content", "template"] + sorted(o for o in groups if o not in ("content", "template"))
+    label = {"content": "content changed", "template": "template output changed"}
+    return ["%s: %s" % (label.get(o, "%s changed" % o), _fmt_paths(groups[o])) for o in order if o in groups]
+
+
+def allocation_indexes(catalog, position):
+    """{(job, host): index} of every non-removed allocation among its job's, in worker order (maand's
+    ALLOCATION_INDEX, the same as <job>_allocation_index in the KV)."""
+    live_workers = {w["host"] for w in catalog.get("workers", []) if not w.get("removed")}
+    peers = {}
+    for a in catalog.get("allocations", []):
+        if a.get("state") != "removed" and a.get("worker") in live_workers:
+            peers.setdefault(a["job"], []).append(a["worker"])
+    out = {}
+    for job, hosts in peers.items():
+        for i, host in enumerate(sorted(hosts, key=lambda h: (position.get(h, (1 << 30, 0)), h))):
+            out[(job, host)] = i
+    return out
+
+
+def port_env(ports):
+    """A job's ports as environment variables: api_http_port -> API_HTTP_PORT=30000."""
+    return {str(name).upper(): str(port) for name, port in sorted((ports or {}).items())}
+
+
+def worker_positions(catalog):
+    """{host: sort key} in workers.json order (workers without a position last)."""
+    return {w["host"]: (w.get("position") if w.get("position") is not None else 1 << 30, i)
+            for i, w in enumerate(catalog.get("workers", []))}
+
+
+def allocation_env(job, alloc, host, index, cur_version, new_version):
+    """The environment of a job's make targets on one allocation: maand's job command variables
+    (ALLOCATION_ID, ALLOCATION_IP, ALLOCATION_INDEX, JOB, CURRENT_VERSION, NEW_VERSION) and the job's
+    ports (api_http_port -> API_HTTP_PORT). job and alloc are catalog records."""
+    env = {"ALLOCATION_ID": str(alloc.get("alloc_id") or ""), "ALLOCATION_IP": host,
+           "ALLOCATION_INDEX": "" if index is None else str(index), "JOB": str(job.get("name") or alloc.get("job") or ""),
+           "CURRENT_VERSION": cur_version, "NEW_VERSION": new_version}
+    env.update(port_env(job.get("ports")))
+    return env
+
+
+def catalog_allocation_env(catalog, job, host, cur_version, new_version):
+    """allocation_env for job on host, straight from a catalog (the job playbook)."""
+    record = next((j for j in catalog.get("jobs", []) if j.get("name") == job), {"name": job})
+    alloc = next((a for a in catalog.get("allocations", []) if a.get("job") == job and a.get("worker") == host), {})
+    index = allocation_indexes(catalog, worker_positions(catalog)).get((job, host))
+    return allocation_env(record, alloc, host, index, cur_version, new_version)
 
 
 class _Planner:
@@ -276,8 +363,9 @@ class _Planner:
         self.bucket_id = catalog["bucket_id"]
         self.jobs = {j["name"]: j for j in catalog.get("jobs", [])}
         self.workers = {w["host"]: w for w in catalog.get("workers", [])}
-        self.position = {w["host"]: (w.get("position") if w.get("position") is not None else 1 << 30, i)
-                         for i, w in enumerate(catalog.get("workers", []))}
+        self.allocs = {(a.get("job"), a.get("worker")): a for a in catalog.get("allocations", [])}
+        self.indexes = None  # (job, host) -> ALLOCATION_INDEX, computed on first use
+        self.position = worker_positions(catalog)
         self.hosts = set(hosts)
         self.errors = []
         self.failures = []
@@ -286,6 +374,7 @@ class _Planner:
         self.jobs_filter, filter_errors = parse_jobs_filter(options.get("jobs"), self.jobs)
         self.errors.extend(filter_errors)
         self.errors.extend(foreign_buckets(self.bucket_id, states, self.hosts, options.get("adopt_bucket_id")))
+        self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (_deploy_stage)
         self.force = bool(options.get("force"))
         self.sync_only = bool(options.get("sync_only"))
         self.gates = {}          # job -> health gate spec
@@ -364,7 +453,17 @@ class _Planner:
         if state == "disabled":
             self._decide_disabled(row, deployed)
             return
+        cur = (cur.get("allocations") or {}).get(host, cur)  # rendered per allocation (_deploy_stage)
+        if cur.get("error"):  # the message is in options["stage_errors"], once for all its workers
+            row.update(action="skip", reason="cannot render: %s" % cur["error"])
+            return
         self._decide_active(row, job, st, deployed, cur)
+
+    def alloc_env(self, job, host, cur_version, new_version):
+        if self.indexes is None:
+            self.indexes = allocation_indexes(self.catalog, self.position)
+        return allocation_env(self.jobs.get(job) or {}, self.allocs.get((job, host)) or {}, host,
+                              self.indexes.get((job, host)), cur_version, new_version)
 
     def _decide_removed(self, row, job, st, deployed):
         """A removed allocation, or any allocation of a worker that left workers.json: stop and remove."""
@@ -395,7 +494,7 @@ class _Planner:
         version = (deployed or {}).get("version") or ZERO_VERSION
         self.reconcile.setdefault(host, []).append(_op(
             "%s@%s" % (name, host), "remove", host, job=name, target="stop" if running else None,
-            env={"CURRENT_VERSION": version, "NEW_VERSION": version}))
+            env=self.alloc_env(name, host, version, version)))
 
     def _decide_disabled(self, row, deployed):
         name, host = row["job"], row["worker"]
@@ -408,7 +507,7 @@ class _Planner:
         cur_version = deployed.get("version") or ZERO_VERSION
         self.reconcile.setdefault(host, []).append(_op(
             "%s@%s" % (name, host), "stop", host, job=name, target="stop",
-            env={"CURRENT_VERSION": cur_version, "NEW_VERSION": cur_version}, record=record, promote_now=True))
+            env=self.alloc_env(name, host, cur_version, cur_version), record=record, promote_now=True))
 
     def _decide_active(self, row, job, st, deployed, cur):
         name, host = row["job"], row["worker"]
@@ -418,10 +517,11 @@ class _Planner:
         hash_changed = deployed is None or deployed.get("hash") != cur.get("hash")
         version_changed = deployed is not None and cur_version != new_version
         changed = files_mod.changed_paths(prev_files, cur.get("files")) if deployed and hash_changed else []
-        reasons = _change_reasons(deployed, hash_changed, changed, version_changed, cur_version, new_version)
+        reasons = _change_reasons(deployed, hash_changed, changed, version_changed, cur_version, new_version,
+                                  cur.get("origins"))
         row["paths"] = changed
         op = {"id": "%s@%s" % (name, host), "kind": "run", "job": name, "host": host, "src": job.get("path"),
-              "sync": bool(hash_changed), "env": {"CURRENT_VERSION": cur_version, "NEW_VERSION": new_version},
+              "sync": bool(hash_changed), "env": self.alloc_env(name, host, cur_version, new_version),
               "record": state_record(name, row["alloc_id"], cur, new_version, True, None),
               "promote_now": name not in self.gates}
         bucket = self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})
@@ -525,10 +625,7 @@ class _Planner:
 
     def plan_metadata(self):
         """Bump update_seq when anything changes; write metadata where it differs; stamp the records."""
-        for host in sorted(self.hosts):
-            w = self.state(host).get("worker")
-            if isinstance(w, dict) and isinstance(w.get("update_seq"), int):
-                self.seen_seq = max(self.seen_seq, w["update_seq"])
+        self.seen_seq = seen_update_seq({h: self.state(h) for h in self.hosts})
         has_job_work = bool(self.reconcile) or any(b["start"] or b["upgrade"] or b["sync"]
                                                    for b in self.rollout.values())
         needs_meta = any([self._meta_stale(h) for h in self._meta_hosts()])

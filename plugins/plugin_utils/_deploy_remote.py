@@ -89,9 +89,10 @@ def step_command(python):
     return "test -f %s || exit %d; exec %s %s" % (path, MISSING_AGENT_RC, shlex.quote(python), path)
 
 
-def step_request(bucket_id, ops=(), promote=(), timeout=None, tail=20):
+def step_request(bucket_id, ops=(), promote=(), timeout=None, tail=20, slots=1):
+    """slots: how many run ops of different jobs the agent runs side by side (docs/jobspec.md)."""
     return json.dumps({"root": worker_root(bucket_id), "keep": list(KEEP), "timeout": timeout, "tail": tail,
-                       "ops": list(ops), "promote": list(promote)})
+                       "slots": slots, "ops": list(ops), "promote": list(promote)})
 
 
 def parse_output(stdout, stderr, rc, what):

@@ -27,10 +27,25 @@ from . import _run_state as RS
 RUN_DIR = ".deploy-run"
 FINAL = RS.FINAL
 WIDE_FACTOR = 8
+# Test-only fault injection (tests/integration/test_deploy_faults.py): a comma list of points
+# ("step:<key>", "finish") at which a controller step raises after folding the step in flight and
+# before writing the next step's requests (finish: before its report). Unset in normal use.
+FAULT_ENV = "MAAND_DEPLOY_TEST_FAULT"
 
 
 class RunError(Exception):
     """A run folder that cannot be used (names the file and the fix)."""
+
+
+class InjectedFault(RuntimeError):
+    """Raised at a point named in MAAND_DEPLOY_TEST_FAULT (tests only)."""
+
+
+def inject_fault(point, environ=None):
+    """Raise InjectedFault when point is listed in MAAND_DEPLOY_TEST_FAULT."""
+    wanted = (environ if environ is not None else os.environ).get(FAULT_ENV, "")
+    if point in [p.strip() for p in wanted.split(",")]:
+        raise InjectedFault("%s=%s: injected controller fault at %s" % (FAULT_ENV, wanted, point))
 
 
 def runs_root(bucket):
@@ -181,6 +196,7 @@ def advance(run_dir, key, gate_runner):
     plan = load_plan(run_dir)
     state = load_state(run_dir)
     state, failures = fold_in_flight(run_dir, plan, state, gate_runner)
+    inject_fault("step:%s" % key)
     step = find_step(plan, key)
     if key in state.steps_completed:
         raise RunError("step %s of this run already ran" % key)
@@ -201,4 +217,5 @@ def finish(run_dir, gate_runner):
     plan = load_plan(run_dir)
     state = load_state(run_dir)
     state, dummy = fold_in_flight(run_dir, plan, state, gate_runner)
+    inject_fault("finish")
     return plan, state, RS.final_report(state, plan)

@@ -12,7 +12,9 @@ Inputs (paths relative to the bucket, forward slashes):
   `workspace/disabled.json`: sha256 of the bytes (absent files are absent from the map);
 - `workspace/jobs/<name>/` for every folder under workspace/jobs (manifest.json included): the job
   tree hash of `_deploy_files.hash_tree`, the very hash deploy compares (runtime folders data/,
-  logs/ and bin/ at the top of a job are left out, as deploy leaves them out).
+  logs/ and bin/ at the top of a job are left out, as deploy leaves them out);
+- `workspace/containers/*` (named container specs) and `workspace/images/<name>/` (local OCI image
+  layouts) that job specs inherit from.
 
 Content hashes, not modification times: a `touch` or a fresh `git clone` does not make a build stale,
 and the catalog does not churn.
@@ -27,6 +29,8 @@ from . import _deploy_files
 
 TOP_FILES = ("maand.conf", "workspace/bucket.conf", "workspace/workers.json", "workspace/disabled.json")
 JOBS_DIR = "workspace/jobs"
+CONTAINERS_DIR = "workspace/containers"
+IMAGES_DIR = "workspace/images"
 _CHUNK = 1 << 20
 
 
@@ -50,12 +54,17 @@ def _top_files(bucket_dir):
     except OSError:
         names = []
     rels.extend("workspace/" + n for n in sorted(names) if n.startswith("bucket.jobs") and n.endswith(".conf"))
+    try:  # job specs' named containers (seed 004)
+        containers = os.listdir(os.path.join(bucket_dir, CONTAINERS_DIR))
+    except OSError:
+        containers = []
+    rels.extend("%s/%s" % (CONTAINERS_DIR, n) for n in sorted(containers) if not n.startswith("."))
     return rels
 
 
-def _job_dirs(bucket_dir):
+def _job_dirs(bucket_dir, under=JOBS_DIR):
     try:
-        entries = sorted(os.scandir(os.path.join(bucket_dir, JOBS_DIR)), key=lambda e: e.name)
+        entries = sorted(os.scandir(os.path.join(bucket_dir, under)), key=lambda e: e.name)
     except OSError:
         return []
     return [e for e in entries if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
@@ -73,6 +82,12 @@ def compute(bucket_dir):
             files[rel] = _unreadable(exc)
     for entry in _job_dirs(bucket_dir):
         rel = "%s/%s/" % (JOBS_DIR, entry.name)
+        try:
+            files[rel] = _deploy_files.hash_tree(entry.path)["hash"]
+        except _deploy_files.ContentError as exc:
+            files[rel] = _unreadable(exc)
+    for entry in _job_dirs(bucket_dir, IMAGES_DIR):  # local OCI image layouts named by job specs
+        rel = "%s/%s/" % (IMAGES_DIR, entry.name)
         try:
             files[rel] = _deploy_files.hash_tree(entry.path)["hash"]
         except _deploy_files.ContentError as exc:

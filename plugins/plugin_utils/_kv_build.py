@@ -35,8 +35,8 @@ class Prepared:
     job_vars: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
 
-def job_templates(job_root: str) -> list[str]:
-    """The .tpl files of a job folder (relative paths, sorted), as maand's transpile walks them."""
+def job_templates(job_root: str, suffix: str = ".tpl") -> list[str]:
+    """The .tpl (or other suffix) files of a job folder (relative paths, sorted), as maand's transpile walks them."""
     found = []
     for current, dirs, files in os.walk(job_root):
         if current == job_root:
@@ -44,7 +44,7 @@ def job_templates(job_root: str) -> list[str]:
         dirs.sort()
         rel_dir = os.path.relpath(current, job_root)
         for name in sorted(files):
-            if name.endswith(".tpl"):
+            if name.endswith(suffix):
                 found.append(os.path.normpath(os.path.join(rel_dir, name)))
     return found
 
@@ -57,6 +57,8 @@ def check(bucket: Any, report: Any) -> Prepared:
         root = os.path.join(bucket.path, job.path)
         for rel in job_templates(root):
             _check_template(name, job.path, root, rel, report)
+        for rel in job_templates(root, ".j2"):
+            _check_jinja(name, job.path, root, rel, report)
         vars_path = os.path.join(root, "vars.toml")
         if os.path.isfile(vars_path):
             try:
@@ -88,6 +90,26 @@ def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) ->
         report.error("ErrInvalidJob", file_rel, "line %s, column %s" % (exc.line, exc.column),
                      "job %s: template %s does not parse: %s" % (job, rel, exc.cause),
                      _fix(exc.cause))
+
+
+def _check_jinja(job: str, job_rel: str, root: str, rel: str, report: Any) -> None:
+    """A .j2 is rendered with Jinja2 at deploy: its syntax is checked here (names and keys at deploy)."""
+    import jinja2
+
+    file_rel = os.path.join(job_rel, rel)
+    try:
+        with open(os.path.join(root, rel), encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        report.error("ErrInvalidJob", file_rel, "", "job %s: template %s cannot be read: %s"
+                     % (job, rel, getattr(exc, "strerror", None) or exc), "make it a readable UTF-8 text file")
+        return
+    try:
+        jinja2.Environment().parse(text, rel, rel)
+    except jinja2.TemplateSyntaxError as exc:
+        report.error("ErrInvalidJob", file_rel, "line %s" % exc.lineno,
+                     "job %s: template %s does not parse (Jinja2): %s" % (job, rel, exc.message),
+                     "fix the Jinja2 syntax (see docs/templates.md)")
 
 
 def _fix(cause: str) -> str:

@@ -39,6 +39,7 @@ KINDS = frozenset(
         "ErrInvalidCatalog",
         "ErrJobCommandFileNotFound",
         "ErrInvalidJobVars",
+        "ErrInvalidContainer",
     }
 )
 

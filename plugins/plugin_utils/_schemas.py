@@ -44,6 +44,9 @@ MANIFEST_KEYS = (
     "max_concurrent_upgrades", "deploy_parallel_count", "update_parallel_count", "restart_policy",
     "restart_globs", "commands", "health_check", "certs", "constraints", "hardware", "placement",
     "description",
+    # job specs after Maelstrom (seed 004; checked by _jobspec_build)
+    "environment", "parent", "layers", "working_directory", "user", "group", "network", "mounts",
+    "enable_writable_file_system", "timeout", "estimated_duration", "priority",
 )
 
 # Known keys per place in a manifest ("*": any key of a map; "[]": every item of a list). Keys not

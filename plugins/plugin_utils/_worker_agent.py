@@ -10,9 +10,15 @@ imported by the controller's unit tests. The deploy copies it once per run to
     python3 agent.py read <root>      -> the worker's promoted state (JSON on stdout)
     python3 agent.py < request.json   -> apply one step for this host (JSON on stdout)
 
-A step request is {"root", "keep", "timeout", "tail", "promote": [promotion], "ops": [op]}: the
-pending promotions of earlier steps are written first, then the ops run in order. Every op and
-promotion gets its own outcome; one failing op does not stop the others (they belong to other jobs).
+A step request is {"root", "keep", "timeout", "tail", "slots", "promote": [promotion], "ops": [op]}:
+the pending promotions of earlier steps are written first, then the ops run in order, consecutive
+run ops side by side in up to `slots` processes. An op may carry its job spec's run fields: "env",
+"cwd" (working directory inside the job folder), "user", "group", "network" ("disabled": a new
+network namespace without interfaces up; "loopback": only lo up), "mounts" (tmp/proc/sys in a private
+mount namespace), "enable_writable_file_system" (false: the root file system read-only except the job
+folder and the mounts), "timeout" (seconds, 0 = none).
+Every op and promotion gets its own outcome, with "started" and "seconds" for a make target; one
+failing op does not stop the others (they belong to other jobs).
 
 Worker layout (as maand): /opt/worker/<bucket_id>/
     worker.json          bucket_id, worker host, labels, update_seq
@@ -24,14 +30,23 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
 
 from __future__ import absolute_import, division, print_function
 
+import ctypes
+import fcntl
 import glob
+import grp
 import json
 import os
+import pwd
+import re
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 KEEP = ("data", "logs")
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
@@ -85,7 +100,9 @@ def read_state(root):
     """What a worker holds for one bucket: worker.json, jobs.json, promoted records, job trees."""
     bad = []
     out = {"exists": os.path.isdir(root), "worker": None, "jobs": None, "deployed": {}, "trees": [],
-           "pending": [], "bad": bad, "others": other_buckets(root)}
+           "pending": [], "bad": bad, "others": other_buckets(root),
+           # the names job specs may run as (the plan refuses an unknown user or group before touching anything)
+           "users": sorted(set(p.pw_name for p in pwd.getpwall())), "groups": sorted(set(g.gr_name for g in grp.getgrall()))}
     if not out["exists"]:
         return out
     out["worker"] = _load(os.path.join(root, "worker.json"), bad)
@@ -184,18 +201,171 @@ def _kill_group(proc):
         proc.kill()
 
 
-def make(folder, target, env, label, timeout=None, tail=20):
+class RunAs(object):
+    """Where and as whom a make target runs (job spec: working_directory, user, group)."""
+
+    def __init__(self, cwd=None, user=None, group=None, network=None, mounts=None, read_only=False):
+        self.cwd = cwd
+        self.user = user
+        self.group = group
+        self.network = network if network in ("disabled", "loopback") else None
+        self.mounts = list(mounts or ())
+        self.read_only = bool(read_only)
+
+    def namespaces(self, folder, label):
+        """(mounts, read_only, writable) for private_mounts, or None; OpFailed when a mount point is missing."""
+        if not self.mounts and not self.read_only:
+            return None
+        for mount in self.mounts:
+            if mount.get("type") not in MOUNT_FS:
+                raise OpFailed("%s: mount type %r is not supported on the worker" % (label, mount.get("type")))
+            if not os.path.isdir(mount.get("mount_point") or ""):
+                raise OpFailed("%s: mount point %s does not exist on the worker; create it or fix \"mounts\""
+                               % (label, mount.get("mount_point")), reason="no_mount_point")
+        return self.mounts, self.read_only, folder
+
+    def ids(self, label):
+        """(uid, gid) to switch to, or (None, None); OpFailed when the user or group does not exist."""
+        if self.user is None and self.group is None:
+            return None, None
+        uid, gid = None, None
+        if self.user is not None:
+            try:
+                entry = pwd.getpwuid(self.user) if isinstance(self.user, int) else pwd.getpwnam(self.user)
+                uid, gid = entry.pw_uid, entry.pw_gid
+            except KeyError:
+                if not isinstance(self.user, int):
+                    raise OpFailed("%s: user %r does not exist on the worker; create it or fix \"user\" in the job "
+                                   "spec" % (label, self.user), reason="no_user")
+                uid = self.user
+        if self.group is not None:
+            try:
+                gid = (grp.getgrgid(self.group) if isinstance(self.group, int) else grp.getgrnam(self.group)).gr_gid
+            except KeyError:
+                if not isinstance(self.group, int):
+                    raise OpFailed("%s: group %r does not exist on the worker; create it or fix \"group\" in the "
+                                   "job spec" % (label, self.group), reason="no_group")
+                gid = self.group
+        if os.geteuid() != 0 and (uid not in (None, os.geteuid()) or gid not in (None, os.getegid())):
+            raise OpFailed("%s: running as user %s / group %s needs root on the worker (use become)"
+                           % (label, self.user, self.group), reason="not_root")
+        return uid, gid
+
+
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def private_network(network):
+    """In the child: a new network namespace (Maelstrom's network "disabled": no interface up;
+    "loopback": only lo up). Needs root (CAP_SYS_ADMIN)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "unshare(CLONE_NEWNET): %s" % os.strerror(err))
+    if network == "loopback":
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            flags = struct.unpack("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
+            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
+        finally:
+            sock.close()
+
+
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
+KEEP_FLAGS = 0x2 | 0x4 | 0x8  # ST_NOSUID/ST_NODEV/ST_NOEXEC == MS_NOSUID/MS_NODEV/MS_NOEXEC
+
+
+def _mount_points():
+    """Every mount point of this mount namespace (/proc/self/mountinfo field 5, octal escapes undone)."""
+    with open("/proc/self/mountinfo", "rb") as handle:
+        points = [line.split()[4] for line in handle if line.strip()]
+    return [re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), p) for p in points]
+
+
+MOUNT_FS = {"tmp": (b"tmpfs", b"tmpfs"), "proc": (b"proc", b"proc"), "sys": (b"sysfs", b"sysfs")}
+
+
+def _mount(libc, source, target, fstype, flags):
+    if libc.mount(source, target, fstype, flags, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "mount %s: %s" % (target, os.strerror(err)))
+
+
+def private_mounts(mounts, read_only, writable):
+    """In the child: a private mount namespace; with read_only the root file system is remounted
+    read-only except the `writable` folder (the job's) and the mounts; then tmp/proc/sys mounts."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "unshare(CLONE_NEWNS): %s" % os.strerror(err))
+    _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE)
+    if read_only:
+        path = writable.encode()
+        _mount(libc, path, path, None, MS_BIND | MS_REC)
+        for point in _mount_points():
+            if point == path or point.startswith(path + b"/"):
+                continue
+            keep = os.statvfs(point).f_flag & KEEP_FLAGS  # nosuid, nodev, noexec stay as they were
+            _mount(libc, None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
+    for mount in mounts or ():
+        source, fstype = MOUNT_FS[mount["type"]]
+        _mount(libc, source, mount["mount_point"].encode(), fstype, 0)
+
+
+def _switch(uid, gid, network=None, mounts=None):
+    """preexec_fn: the job's network and mount namespaces, then drop to gid/uid, in the child before make."""
+    def run():
+        if network in ("disabled", "loopback"):
+            private_network(network)
+        if mounts is not None:
+            private_mounts(*mounts)
+            os.chdir(os.getcwd())  # Popen changed directory before the new mounts: enter them
+        if gid is not None:
+            os.setgroups([gid])
+            os.setgid(gid)
+        if uid is not None:
+            os.setuid(uid)
+    return run
+
+
+def _make_argv(folder, target, run_as):
+    """make as today in the job folder; with a working directory, make runs there with -f the job's Makefile."""
+    if not run_as.cwd:
+        return ["make", target], folder
+    cwd = os.path.normpath(os.path.join(folder, run_as.cwd))
+    makefile = next(m for m in MAKEFILES if os.path.isfile(os.path.join(folder, m)))
+    return ["make", "-f", os.path.join(folder, makefile), target], cwd
+
+
+def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
     """Run `make target` in folder; returns the output tail, raises OpFailed naming the cause."""
     if not os.path.isdir(folder):
         raise OpFailed("%s: job folder %s is missing on the worker" % (label, folder))
     if not has_makefile(folder):
         raise OpFailed("%s: no Makefile in %s; every job needs a Makefile with start/stop/restart targets"
                        % (label, folder), reason="no_makefile")
+    run_as = run_as or RunAs()
+    argv, cwd = _make_argv(folder, target, run_as)
+    if not os.path.isdir(cwd):
+        raise OpFailed("%s: working directory %s is missing on the worker; create it in the job folder or fix "
+                       "\"working_directory\"" % (label, cwd), reason="no_cwd")
+    uid, gid = run_as.ids(label)
+    mounts = run_as.namespaces(folder, label)
+    if (run_as.network or mounts) and os.geteuid() != 0:
+        raise OpFailed("%s: the job spec's network, mounts or read-only file system need root on the worker "
+                       "(use become)" % label, reason="not_root")
     full = dict(os.environ)
     full.update(env or {})
+    switch = uid is not None or gid is not None or run_as.network or mounts
     try:
-        proc = subprocess.Popen(["make", target], cwd=folder, env=full, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_switch(uid, gid, run_as.network, mounts) if switch else None)
+    except subprocess.SubprocessError as exc:  # the preexec_fn failed (namespace or ids)
+        raise OpFailed("%s: cannot set up the job spec's user/group/network for make (%s)" % (label, exc),
+                       reason="setup")
     except OSError as exc:
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
     try:
@@ -204,7 +374,8 @@ def make(folder, target, env, label, timeout=None, tail=20):
         _kill_group(proc)
         data = proc.communicate()[0]
         lines = data.decode("utf-8", "replace").splitlines()[-int(tail or 20):]
-        raise OpFailed("%s: make %s timed out after %ss" % (label, target, timeout), rc=-1, output_tail=lines)
+        raise OpFailed("%s: make %s timed out after %s s (its process group was killed)" % (label, target, timeout),
+                       rc=-1, output_tail=lines, reason="timeout")
     text = data.decode("utf-8", "replace")
     lines = text.splitlines()[-int(tail or 20):]
     if proc.returncode != 0:
@@ -226,6 +397,8 @@ class Step(object):
         self.keep = tuple(request.get("keep") or KEEP)
         self.timeout = request.get("timeout")
         self.tail = request.get("tail") or 20
+        self.slots = max(1, int(request.get("slots") or 1))
+        self.began = time.time()
 
     def job_dir(self, job):
         return os.path.join(self.root, "jobs", job)
@@ -245,7 +418,17 @@ def promote(step, job, record):
 
 
 def _run_make(step, op, target, out, label):
-    lines = make(step.job_dir(op["job"]), target, op.get("env"), label, step.timeout, step.tail)
+    """make target with the op's environment, run fields and timeout (the op's own, 0 = none, else the
+    step's); the measured seconds go into the outcome (the controller keeps them as estimates)."""
+    timeout = op["timeout"] if op.get("timeout") is not None else step.timeout
+    run_as = RunAs(op.get("cwd"), op.get("user"), op.get("group"), op.get("network"), op.get("mounts"),
+                   op.get("enable_writable_file_system") is False)
+    began = time.time()
+    out["started"] = round(began - step.began, 3)
+    try:
+        lines = make(step.job_dir(op["job"]), target, op.get("env"), label, timeout, step.tail, run_as)
+    finally:
+        out["seconds"] = round(time.time() - began, 3)
     out["steps"].append("make %s" % target)
     out["output_tail"] = lines
     out["changed"] = True
@@ -328,11 +511,51 @@ def apply_promotion(step, entry):
                 "msg": "%s: promote failed on the worker: %s" % (entry.get("id"), exc)}
 
 
+def run_ops(step, ops):
+    """The ops in order; consecutive run ops (different jobs of one wave step) run side by side in up
+    to step.slots processes, started in the given order as slots free up (the controller ordered them:
+    priority, then longest estimate first). Outcomes keep the ops' order."""
+    out = []
+    i = 0
+    while i < len(ops):
+        j = i
+        while j < len(ops) and ops[j].get("kind") == "run":
+            j += 1
+        if j - i > 1 and step.slots > 1:
+            out.extend(_parallel(step, ops[i:j]))
+            i = j
+        else:
+            out.append(apply_op(step, ops[i]))
+            i += 1
+    return out
+
+
+def _parallel(step, ops):
+    results = [None] * len(ops)
+    queue = list(enumerate(ops))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                index, op = queue.pop(0)
+            results[index] = apply_op(step, op)
+
+    threads = [threading.Thread(target=worker) for dummy in range(min(step.slots, len(ops)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
 def run_step(request):
-    """Promotions first, then the ops, in order. Returns the answer dict."""
+    """Promotions first, then the ops. Returns the answer dict."""
     step = Step(request)
     promotions = [apply_promotion(step, p) for p in request.get("promote") or []]
-    ops = [apply_op(step, op) for op in request.get("ops") or []]
+    ops = run_ops(step, request.get("ops") or [])
     return {"ok": True, "promotions": promotions, "ops": ops}
 
 

@@ -146,6 +146,55 @@ def test_job_refuses_unknown_workers_under_limit(home, bucket):
     assert "Job nope must be one of this bucket's jobs (api, api-staging)" in out, out
 
 
+def no_worker_bucket(home):
+    """The example, built without a worker (maand builds such a bucket: zero workers)."""
+    dest = home / "bucket"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("data"))
+    (dest / "workspace" / "workers.json").write_text("[]")
+    rc, out = run(home, "ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % dest)
+    assert rc == 0, out
+    return dest
+
+
+def test_deploy_of_a_bucket_without_workers_refuses(home):
+    """A valid bucket with nothing to deploy to must not end in "skipping: no hosts matched", exit 0."""
+    bucket = no_worker_bucket(home)
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.deploy")
+    assert rc != 0, out
+    assert "has no workers" in out and "nothing was run" in out, out
+    assert "workspace/workers.json" in out, out
+
+
+def test_deploy_to_removed_workers_only_still_runs_the_plan(home, bucket):
+    """Workers that left the bucket still hold its jobs: that deploy (which removes them) is not refused."""
+    (bucket / "workspace" / "workers.json").write_text("[]")
+    rc, out = run(home, "ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % bucket)
+    assert rc == 0, out
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.deploy", "--list-hosts")
+    assert rc == 0, out
+    assert "10.0.0.10" in out and "10.0.0.20" in out, out
+    # only the localhost play (the workers do not exist): its check passes
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "-i", "localhost,", "maand.core.deploy",
+                  "--check", "--limit", "localhost")
+    assert "has no workers" not in out, out
+    assert "TASK [Check that the bucket has workers to deploy to]" in out and "ok: [localhost]" in out, out
+
+
+def test_job_without_workers_refuses(home):
+    bucket = no_worker_bucket(home)
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.job",
+                  "-e", "maand_job=api", "-e", "maand_target=status")
+    assert rc != 0, out
+    assert "Job api has no active allocation, so `make status` would run nowhere; nothing was run." in out, out
+
+
+def test_job_on_workers_without_its_allocation_refuses(home, bucket):
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.job",
+                  "-e", "maand_job=api", "-e", "maand_target=status", "-e", "maand_job_workers=10.0.0.20")
+    assert rc != 0, out
+    assert "Job api has no active allocation on 10.0.0.20 (its active allocations are on: 10.0.0.10)" in out, out
+
+
 def test_explain_new_names_and_deprecated_aliases(home, bucket):
     new = run(home, "ansible-playbook", "maand.core.explain", "-e", "maand_bucket=%s" % bucket,
               "-e", "maand_job=api", "-e", "maand_show=rejected", "-e", "maand_job_workers=10.0.0.20")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from unittest import mock
 
@@ -63,3 +64,54 @@ def test_finish_in_check_mode_reports_the_plan_only(tmp_path):
     res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": plan, "run_dir": ""},
                  check_mode=True).run(task_vars={})
     assert not res.get("failed") and res["msg"].startswith("deploy plan (check mode)")
+
+
+def test_state_read_of_a_vanished_worker_is_a_state_not_a_failed_task():
+    from ansible.errors import AnsibleConnectionFailure
+    from ansible_collections.maand.core.plugins.action import deploy_plan, deploy_state
+    act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
+    with mock.patch.object(deploy_state.ActionModule, "_low_level_execute_command",
+                           side_effect=AnsibleConnectionFailure("ssh: connect to host h1 port 22: No route to host")):
+        res = act.run(task_vars={"inventory_hostname": "h1"})
+    assert not res.get("failed") and not res.get("unreachable"), res
+    assert res["state"] == {"reachable": False, "error": "AnsibleConnectionFailure: ssh: connect to host h1 port 22: "
+                                                         "No route to host"}
+    assert "cannot read the deploy state of h1" in res["warnings"][0]
+    state = deploy_plan._host_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")
+    assert state == {"reachable": False, "error": res["state"]["error"]}
+
+
+def test_state_read_of_a_broken_agent_answer_is_unreachable():
+    from ansible_collections.maand.core.plugins.action import deploy_state
+    act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
+    with mock.patch.object(deploy_state.ActionModule, "_low_level_execute_command",
+                           return_value={"rc": 1, "stdout": "", "stderr": "python3: not found"}):
+        res = act.run(task_vars={"inventory_hostname": "h1"})
+    assert not res.get("failed") and res["state"]["reachable"] is False, res
+    assert "python3: not found" in res["state"]["error"], res
+
+
+def test_state_read_of_a_good_worker_is_reachable():
+    import json as _json
+    from ansible_collections.maand.core.plugins.action import deploy_plan, deploy_state
+    act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
+    answer = {"exists": True, "worker": None, "jobs": None, "deployed": {}, "trees": [], "pending": [], "bad": [],
+              "others": []}
+    with mock.patch.object(deploy_state.ActionModule, "_low_level_execute_command",
+                           return_value={"rc": 0, "stdout": _json.dumps(answer), "stderr": ""}):
+        res = act.run(task_vars={"inventory_hostname": "h1"})
+    assert not res.get("failed") and res["state"]["reachable"] is True, res
+    assert deploy_plan._host_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")["exists"] is True
+
+
+def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tmp_path, monkeypatch):
+    from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock
+    assert not action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0}).run(task_vars={}).get("failed")
+    monkeypatch.setenv(DR.FAULT_ENV, "finish")
+    released = []
+    monkeypatch.setattr(_deploy_lock, "release", lambda bucket, pid: released.append(bucket))
+    res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": PLAN, "run_dir": run_dir}).run(
+        task_vars={})
+    assert res["failed"] and "the deploy finish step crashed" in res["msg"] and "InjectedFault" in res["msg"], res
+    assert released == [str(tmp_path)]
+    assert os.path.isdir(run_dir)  # kept for inspection

@@ -189,7 +189,8 @@ def test_first_deploy_starts_everything_in_one_step_with_meta():
     wave = plan["steps"][1]
     assert [o["id"] for o in wave["ops"]["h1"]] == ["api@h1", "web@h1"]
     assert all(o["target"] == "start" and o["sync"] and o["promote_now"] for ops in wave["ops"].values() for o in ops)
-    assert wave["ops"]["h1"][0]["env"] == {"CURRENT_VERSION": "0.0.0", "NEW_VERSION": "1.0.0"}
+    assert wave["ops"]["h1"][0]["env"] == {"CURRENT_VERSION": "0.0.0", "NEW_VERSION": "1.0.0", "JOB": "api",
+                                           "ALLOCATION_ID": "api-h1", "ALLOCATION_IP": "h1", "ALLOCATION_INDEX": "0"}
     assert plan["has_work"]
 
 
@@ -254,7 +255,8 @@ def test_version_bump_with_reload_policy_and_globs():
     row = plan["rows"][0]
     assert "version 1.0.0 -> 1.1.0" in row["reason"]
     op = plan["steps"][-1]["ops"]["h2"][0]
-    assert op["env"] == {"CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.1.0"} and op["sync"] is False
+    assert op["env"] == {"CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.1.0", "JOB": "web", "ALLOCATION_ID": "web-h2",
+                         "ALLOCATION_IP": "h2", "ALLOCATION_INDEX": "1"} and op["sync"] is False
     # a .conf changed -> restart, naming the match
     new = content("web", files={"Makefile": "m1", "conf/a.conf": "c9"})
     plan = P.compute_plan(cat, new, st, ["h1", "h2"])
@@ -478,3 +480,63 @@ def test_unknown_jobs_in_maand_jobs_get_a_did_you_mean():
     assert errors and 'wbe (did you mean "web"?)' in errors[0]
     dummy, errors = P.parse_jobs_filter(["zzzz"], ["api", "web"])
     assert errors and "zzzz;" in errors[0] and "did you mean" not in errors[0]
+
+
+# --- templates and the allocation context (_deploy_stage content, make environment) -----------------
+
+def _rendered(files, origins):
+    return {"hash": F.tree_hash(files), "files": files, "origins": origins}
+
+
+def test_rendered_content_per_allocation_drives_restarts_and_names_template_output():
+    cat = catalog([job("api", ports={"api_http_port": 30001, "api_admin_port": 30002})],
+                  [("api", "h1", "active"), ("api", "h2", "active")], workers=("h1", "h2"))
+    old = {"Makefile": "m", "config.json": "c1"}
+    new = {"Makefile": "m", "config.json": "c2", "certs/api.crt": "k"}
+    content = {"api": {"hash": "job", "files": {"Makefile": "m"}, "origins": {},
+                       "allocations": {"h1": _rendered(new, {"config.json": "template", "certs/api.crt": "certs"}),
+                                       "h2": _rendered(old, {"config.json": "template"})}}}
+    states = {h: {"reachable": True, "worker": None, "jobs": None, "trees": ["api"],
+                  "deployed": {"api": P.state_record("api", "api-%s" % h, _rendered(old, {}), "1.0.0", True, 1)}}
+              for h in ("h1", "h2")}
+    plan = P.compute_plan(cat, content, states, ["h1", "h2"])
+    rows = {r["worker"]: r for r in plan["rows"]}
+    assert rows["h2"]["action"] == "skip"  # its own rendered output did not change: not touched
+    assert rows["h1"]["action"] == "restart"
+    assert "template output changed: config.json" in rows["h1"]["reason"]
+    assert "certs changed: certs/api.crt" in rows["h1"]["reason"]
+    op = next(o for s in plan["steps"] for ops in s["ops"].values() for o in ops if o["id"] == "api@h1")
+    assert op["record"]["hash"] == content["api"]["allocations"]["h1"]["hash"]
+    assert op["env"]["API_HTTP_PORT"] == "30001" and op["env"]["API_ADMIN_PORT"] == "30002"
+    assert op["env"]["ALLOCATION_INDEX"] == "0" and op["env"]["ALLOCATION_IP"] == "h1"
+
+
+def test_render_errors_refuse_the_deploy_and_skip_the_allocation():
+    cat = catalog([job("api")], [("api", "h1", "active")], workers=("h1",))
+    content = {"api": {"hash": "x", "files": {}, "allocations": {"h1": {"error": "job api, file a.tpl: boom"}}}}
+    states = {"h1": {"reachable": True, "deployed": {}, "trees": []}}
+    plan = P.compute_plan(cat, content, states, ["h1"], {"stage_errors": ["template: job api, file a.tpl: boom"]})
+    assert plan["errors"] == ["template: job api, file a.tpl: boom"] and plan["steps"] == []
+    assert plan["rows"][0]["action"] == "skip" and "cannot render" in plan["rows"][0]["reason"]
+
+
+def test_allocation_index_counts_non_removed_allocations_in_worker_order():
+    cat = catalog([job("api")], [("api", "h3", "active"), ("api", "h1", "disabled"), ("api", "h2", "removed")])
+    position = {w["host"]: (w["position"], i) for i, w in enumerate(cat["workers"])}
+    assert P.allocation_indexes(cat, position) == {("api", "h1"): 0, ("api", "h3"): 1}
+    assert P.port_env({"b_port": 2, "a_port": 1}) == {"A_PORT": "1", "B_PORT": "2"}
+
+
+def test_current_versions_and_seen_update_seq_from_worker_states():
+    rec = P.state_record("api", "x", None, "1.2.0", True, 3)
+    states = {"h1": {"deployed": {"api": rec}, "worker": {"update_seq": 4}},
+              "h2": {"deployed": {"api": {"format": 99, "version": "9"}}, "worker": {"update_seq": "bad"}}}
+    assert P.current_versions(states) == {("api", "h1"): "1.2.0"}
+    assert P.seen_update_seq(states) == 4
+
+
+def test_catalog_allocation_env_is_the_deploys():
+    cat = catalog([job("api", ports={"api_http_port": 30001})], [("api", "h2", "active"), ("api", "h3", "active")])
+    assert P.catalog_allocation_env(cat, "api", "h3", "1.0.0", "1.0.0") == {
+        "ALLOCATION_ID": "api-h3", "ALLOCATION_IP": "h3", "ALLOCATION_INDEX": "1", "JOB": "api",
+        "CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.0.0", "API_HTTP_PORT": "30001"}

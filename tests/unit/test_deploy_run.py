@@ -137,3 +137,28 @@ def test_segments_wide_for_many_acting_hosts_narrow_otherwise():
     assert DR.segments(plan, 33)[0]["kind"] == "narrow"
     assert DR.segments({"steps": []}, 8) == []
     assert DR.step_key("3") == 3 and DR.step_key("final") == DR.FINAL
+
+
+def test_injected_fault_points(monkeypatch):
+    DR.inject_fault("step:1", {})  # unset: nothing
+    DR.inject_fault("step:1", {DR.FAULT_ENV: "step:2,finish"})
+    with pytest.raises(DR.InjectedFault, match="injected controller fault at step:2"):
+        DR.inject_fault("step:2", {DR.FAULT_ENV: "step:2,finish"})
+    monkeypatch.setenv(DR.FAULT_ENV, "finish")
+    with pytest.raises(DR.InjectedFault):
+        DR.inject_fault("finish")
+
+
+def test_a_fault_injected_after_the_fold_leaves_the_step_unfolded_and_the_run_failed(bucket, monkeypatch):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    DR.advance(run_dir, 0, no_gates)
+    answer_all(run_dir, 0, ["h1"])
+    monkeypatch.setenv(DR.FAULT_ENV, "step:1")
+    with pytest.raises(DR.InjectedFault):
+        DR.advance(run_dir, 1, no_gates)
+    state = DR.load_state(run_dir)
+    assert state.in_flight is None and state.steps_completed == [0]  # step 0 folded, step 1 never planned
+    assert not os.path.exists(os.path.dirname(DR.request_path(run_dir, 1, "h1")))
+    monkeypatch.delenv(DR.FAULT_ENV)
+    report = DR.finish(run_dir, no_gates)[2]
+    assert report.failed and any("stopped before step(s) 1" in p for p in report.problems), report.problems

@@ -122,3 +122,13 @@ def test_kv_json_is_valid_and_format_2(tmp_path):
     doc = json.load(open(os.path.join(root, "data", "kv.json")))
     assert doc["format"] == 2
     assert doc["namespaces"]["maand/bucket"]["bucket_id"]["version"] == 1
+
+
+def test_j2_syntax_is_checked_at_build(tmp_path):
+    root = bucket(tmp_path, {"conf/ok.env.j2": "{{ kv['vars/job/api']['x'] }}{% if WorkerIP %}y{% endif %}",
+                             "conf/bad.env.j2": "a\n{% if %}\n", "_modules/z.j2": "{% nope"})
+    result = _build.build(root)
+    assert not result.written
+    [(kind, file, field, message, fix)] = errors(result)
+    assert (kind, file, field) == ("ErrInvalidJob", "workspace/jobs/api/conf/bad.env.j2", "line 2")
+    assert "job api: template conf/bad.env.j2 does not parse (Jinja2)" in message and "Jinja2" in fix

@@ -1,0 +1,239 @@
+"""Job specs on a real SSH fleet (seed 004): the controller's environment reaches make (and never the
+catalog, the run folder or the worker's records), working_directory and user, a changed value restarts
+the job, targets of one wave start side by side in Maelstrom's order, and a job timeout kills its target."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.integration.deploy.bucket import add_job, make_bucket, write
+
+pytestmark = [pytest.mark.fleet, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "pg://user:s3cret-9f1c@db/app"
+
+ENV_MAKEFILE = """\
+.PHONY: start stop restart reload
+start restart:
+\techo "db=$$DB level=$$LEVEL user=$$(id -un) group=$$(id -gn) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
+stop reload:
+\t@true
+"""
+
+NAP_MAKEFILE = """\
+.PHONY: start stop restart reload
+start:
+\tmkdir -p logs; date +%s.%N > logs/t0; sleep {secs}; date +%s.%N > logs/t1
+stop restart reload:
+\t@true
+"""
+
+NET_MAKEFILE = """\
+.PHONY: start stop restart reload
+start:
+\t/usr/bin/python3 -c 'import socket; socket.create_connection(("$(PEER)", 22), timeout=3)' \
+2>/dev/null && echo reach=yes > reach.txt || echo reach=no > reach.txt
+stop restart reload:
+\t@true
+"""
+
+HANG_MAKEFILE = """\
+.PHONY: start stop restart reload
+start:
+\techo hanging; sleep 297 & sleep 297
+stop restart reload:
+\t@true
+"""
+
+
+SEALED_MAKEFILE = """\
+.PHONY: start stop restart reload
+start restart:
+\tstat -f -c %T /tmp > fs.txt
+\ttouch /var/tmp/maand-sealed-probe 2>/dev/null && rm -f /var/tmp/maand-sealed-probe && echo rw >> fs.txt \
+|| echo ro >> fs.txt
+stop reload:
+\t@true
+"""
+
+IMAGE_MAKEFILE = """\
+.PHONY: start stop restart reload
+start restart:
+\techo "x=$$X" > out.txt
+stop reload:
+\t@true
+"""
+
+
+def _blob(root: Path, data: bytes) -> dict:
+    digest = hashlib.sha256(data).hexdigest()
+    (root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+    (root / "blobs" / "sha256" / digest).write_bytes(data)
+    return {"digest": "sha256:" + digest, "size": len(data)}
+
+
+def _image(root: Path) -> None:
+    """A one-layer OCI image layout (as skopeo copy ... oci: writes it): opt/tool.sh, Env TOOL_HOME."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = b"#!/bin/sh\necho tool\n"
+        info = tarfile.TarInfo("opt/tool.sh")
+        info.size, info.mode = len(data), 0o755
+        tar.addfile(info, io.BytesIO(data))
+    layer = _blob(root, buf.getvalue())
+    config = _blob(root, json.dumps({"config": {"Env": ["TOOL_HOME=/opt"]}}).encode())
+    manifest = _blob(root, json.dumps({"schemaVersion": 2, "config": config, "layers": [layer]}).encode())
+    (root / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [manifest]}))
+
+
+class Run:
+    def __init__(self, fleet, bucket):
+        self.fleet = fleet
+        self.bucket = bucket
+        self.env = dict(os.environ, JS_DB_URL=SECRET)
+
+    def play(self, name, *args, check=True):
+        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
+        if name == "build":
+            cmd += ["-e", "maand_bucket=%s" % self.bucket]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=400, check=False,
+                              env=self.env)
+        out = proc.stdout + proc.stderr
+        if check and proc.returncode != 0:
+            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
+        return proc.returncode, out
+
+    def job(self, host, job):
+        bucket_id = json.loads((self.bucket / "data" / "catalog.json").read_text())["bucket_id"]
+        return Path(self.fleet.host(host)["opt_dir"]) / "worker" / bucket_id / "jobs" / job
+
+
+@pytest.fixture(scope="module")
+def run(fleet_factory, tmp_path_factory):
+    fleet = fleet_factory(2)
+    bucket = make_bucket(tmp_path_factory.mktemp("jobspec") / "bucket", fleet.state_dir, n_jobs=1)
+    write(bucket / "workspace" / "containers" / "base.json", json.dumps({
+        "environment": {"DB": "$env{JS_DB_URL}", "LEVEL": "$env{JS_LEVEL:-info}"},
+        "working_directory": "run", "user": "nobody", "group": "daemon"}))
+    root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
+    (root / "run").mkdir()
+    os.chmod(root / "run", 0o777)
+    write(bucket / "layers" / "common" / "conf" / "shared.conf", "shared=1\n")
+    write(bucket / "layers" / "common" / "conf" / "own.conf", "from the layer\n")
+    add_job(bucket, "layered", files={"conf/own.conf": "own\n"}, layers=["layers/common"])
+    _image(bucket / "workspace" / "images" / "tiny")
+    add_job(bucket, "imaged", makefile=IMAGE_MAKEFILE, parent={"image": "tiny"}, environment={"X": "$prev{TOOL_HOME}"})
+    add_job(bucket, "sealed", makefile=SEALED_MAKEFILE, mounts=[{"type": "tmp", "mount_point": "/tmp"}],
+            enable_writable_file_system=False)
+    peer = fleet.addresses[0]
+    add_job(bucket, "netoff", makefile=NET_MAKEFILE.replace("$(PEER)", peer), network="disabled")
+    add_job(bucket, "neton", makefile=NET_MAKEFILE.replace("$(PEER)", peer))
+    for name, secs in (("nap1", 1), ("nap2", 2), ("nap3", 3)):
+        add_job(bucket, name, makefile=NAP_MAKEFILE.format(secs=secs), estimated_duration=secs,
+                selectors=["worker"])
+    return Run(fleet, bucket)
+
+
+def test_01_plan_shows_the_worker_order(run):
+    run.play("build")
+    rc, out = run.play("deploy", "--check", "--diff", "-e", "maand_worker_slots=2")
+    assert "worker order" in out, out
+    for h in run.fleet.addresses:
+        assert re.search(r"on %s: 2 slot\(s\): .*nap3 \(3s\), nap2 \(2s\), nap1 \(1s\)" % re.escape(h), out), out
+
+
+def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
+    run.play("deploy", "-e", "maand_worker_slots=2")
+    for h in run.fleet.addresses:
+        text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
+        assert "db=%s level=info user=nobody group=daemon" % SECRET in text, text
+        assert "/jobs/envjob/run new=1.0.0" in text, text
+        t = {n: [float((run.job(h, n) / "logs" / f).read_text()) for f in ("t0", "t1")]
+             for n in ("nap1", "nap2", "nap3")}
+        assert abs(t["nap3"][0] - t["nap2"][0]) < 1.0, t         # the two longest start together
+        assert t["nap1"][0] >= t["nap2"][1] - 0.3, t              # the shortest waits for a free slot
+        assert max(v[1] for v in t.values()) - min(v[0] for v in t.values()) < 5.0, t  # serial: >= 6 s
+
+
+def test_02b_network_disabled_has_no_network(run):
+    for h in run.fleet.addresses:
+        assert (run.job(h, "netoff") / "reach.txt").read_text().strip() == "reach=no"
+        assert (run.job(h, "neton") / "reach.txt").read_text().strip() == "reach=yes"
+
+
+def test_02d_private_tmp_and_read_only_file_system(run):
+    for h in run.fleet.addresses:
+        assert (run.job(h, "sealed") / "fs.txt").read_text().split() == ["tmpfs", "ro"]
+
+
+def test_02c_layers_are_stacked_under_the_job(run):
+    for h in run.fleet.addresses:
+        layered = run.job(h, "layered")
+        assert (layered / "conf" / "shared.conf").read_text() == "shared=1\n"
+        assert (layered / "conf" / "own.conf").read_text() == "own\n"  # the job's own file on top
+        imaged = run.job(h, "imaged")
+        assert (imaged / "opt" / "tool.sh").read_text() == "#!/bin/sh\necho tool\n"
+        assert (imaged / "out.txt").read_text().strip() == "x=/opt"  # the image's Env starts the environment
+    write(run.bucket / "layers" / "common" / "conf" / "shared.conf", "shared=2\n")
+    rc, out = run.play("deploy", "--check", "--diff")
+    assert re.search(r"layered\s+\S+\s+restart\s+content changed: conf/shared.conf", out), out
+
+
+def test_03_values_never_land_in_catalog_run_folder_or_records(run):
+    for path in (run.bucket / "data").rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path
+    for h in run.fleet.addresses:
+        for path in (run.job(h, "envjob").parents[1] / "deploy").glob("*"):
+            assert SECRET not in path.read_text(), path
+    history = json.loads((run.bucket / "data" / "job_history.json").read_text())
+    assert [round(t) for t in history["targets"]["nap3/start"]["timings"]] == [3, 3]  # one run per worker
+
+
+def test_04_changed_value_restarts_and_plan_names_the_key(run):
+    run.env["JS_LEVEL"] = "debug"
+    rc, out = run.play("deploy", "--check", "--diff")
+    assert re.search(r"envjob\s+\S+\s+restart\s+environment changed: LEVEL", out), out
+    run.play("deploy")
+    for h in run.fleet.addresses:
+        assert "level=debug" in (run.job(h, "envjob") / "run" / "out.txt").read_text()
+
+
+def test_05_unknown_variable_refuses_before_touching_workers(run):
+    del run.env["JS_DB_URL"]
+    rc, out = run.play("deploy", check=False)
+    assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
+        "'JS_DB_URL'" in out, out
+    run.env["JS_DB_URL"] = SECRET
+
+
+def test_05b_unknown_user_refuses_the_plan(run):
+    base = run.bucket / "workspace" / "containers" / "base.json"
+    good = base.read_text()
+    base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
+    run.play("build")
+    before = (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text()
+    rc, out = run.play("deploy", check=False)
+    assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
+    assert (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text() == before
+    base.write_text(good)
+
+
+def test_06_timeout_kills_the_target_and_names_it(run):
+    add_job(run.bucket, "hang", makefile=HANG_MAKEFILE, timeout=2)
+    run.play("build")
+    rc, out = run.play("deploy", check=False)
+    assert rc != 0 and "make start timed out after 2 s" in out and "hanging" in out, out
+    # the fleet's hosts share the controller's process table: the whole group was killed everywhere
+    left = subprocess.run(["pgrep", "-f", "[s]leep 297"], capture_output=True, text=True, check=False).stdout
+    assert not left.strip(), left

@@ -1,0 +1,309 @@
+"""What a deploy ships per allocation (_deploy_stage): maand's excludes, .tpl/.j2 rendered per allocation,
+the content hash over the rendered output, secrets kept out of digests, the staged tree."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _deploy_files, _kv
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_stage as S
+from tests.bucket_factory import make_bucket, write
+
+# docs/reference/kv/namespaces.md, "End-to-end example"
+NAMESPACES_E2E = """{
+  "env": "{{ get "vars/bucket" "environment" }}",
+  "service": "{{ get "vars/job/api" "service_name" }}",
+  "listen": "{{ get "maand/bucket" "api_http_port" }}",
+  "peers": "{{ get (printf "maand/job/api/worker/%s" .WorkerIP) "peer_workers" }}",
+  "version": "{{ .NewVersion }}"
+}"""
+WORKERS = [
+    {"host": "10.0.0.1", "labels": ["worker", "api"], "memory": "4096 mb", "cpu": "2000 mhz"},
+    {"host": "10.0.0.2", "labels": ["worker", "api"], "memory": "4096 mb", "cpu": "2000 mhz"},
+]
+JOBS = {"api": {"version": "1.2.0", "selectors": ["worker", "api"],
+                "resources": {"memory": {"min": "256 mb", "max": "1 gb"}, "ports": {"api_http_port": {}}}}}
+HOSTS = ("10.0.0.1", "10.0.0.2")
+
+
+def e2e(tmp_path, files=None):
+    root = str(tmp_path / "bucket")
+    make_bucket(root, WORKERS, JOBS, bucket_conf='environment = "staging"\nport_min = "30000"\nport_max = "39999"\n',
+                jobs_conf='[api]\nmemory = "512 mb"\n')
+    job = os.path.join(root, "workspace", "jobs", "api")
+    write(os.path.join(job, "vars.toml"), 'service_name = "api-gateway"\n')
+    write(os.path.join(job, "config.json.tpl"), NAMESPACES_E2E)
+    for rel, text in (files or {}).items():
+        write(os.path.join(job, rel), text)
+    result = _build.compute(root, bucket_id="b-1")
+    assert result.report.ok, [p.message for p in result.report.errors]
+    kv = _kv.compute_kv(result.catalog, _kv.load_job_vars(root, result.catalog))
+    return root, result.catalog, kv
+
+
+def compute(root, catalog, kv, digest_key=None, **kw):
+    return S.compute(root, catalog, ["api"], HOSTS, kv=(kv, digest_key), **kw)
+
+
+def rendered(staging, host, rel="config.json"):
+    content = staging.allocations[("api", host)]
+    return next(o.content.decode() for o in content.outputs if o.rel == rel)
+
+
+# --- what ships -------------------------------------------------------------------------------
+
+def test_read_job_applies_maands_excludes(tmp_path):
+    root = tmp_path / "job"
+    for rel in ("Makefile.tpl", "run.sh", "conf/app.conf.j2", "conf/plain.conf", "vars.toml", "_modules/command_x.py",
+                "_prometheus/scrape.yaml", "data/db", "logs/l", "bin/b", "conf/vars.toml", "sub/_modules/kept"):
+        write(str(root / rel), "x")
+    (root / "empty" / "nested").mkdir(parents=True)
+    src = S.read_job("api", str(root))
+    assert sorted(src.files) == ["conf/plain.conf", "conf/vars.toml", "run.sh", "sub/_modules/kept"]
+    assert [(t.rel, t.out, t.kind) for t in src.templates] == [
+        ("Makefile.tpl", "Makefile", "go"), ("conf/app.conf.j2", "conf/app.conf", "jinja")]
+    assert "empty/nested" in src.dirs and "conf" in src.dirs
+    assert not any(d.split("/")[0] in ("_modules", "_prometheus", "data", "logs", "bin") for d in src.dirs)
+
+
+def test_two_templates_rendering_the_same_file_are_refused(tmp_path):
+    write(str(tmp_path / "a.conf.tpl"), "1")
+    write(str(tmp_path / "a.conf.j2"), "2")
+    with pytest.raises(_deploy_files.ContentError, match="a.conf.j2 and a.conf.tpl both render a.conf|"
+                                                         "a.conf.tpl and a.conf.j2 both render a.conf"):
+        S.read_job("api", str(tmp_path))
+
+
+def test_a_template_output_replaces_a_plain_file_of_that_name(tmp_path):
+    write(str(tmp_path / "app.conf"), "plain")
+    write(str(tmp_path / "app.conf.tpl"), "rendered {{ .Job }}")
+    src = S.read_job("api", str(tmp_path))
+    assert src.shadowed == ("app.conf",) and "app.conf" not in src.files
+    content = S.render(src, S.Context({}, _kv.AllocationData(Job="api", WorkerIP="h")))
+    assert content.outputs[0].content == b"rendered api"
+
+
+# --- namespaces.md end to end, per worker ----------------------------------------------------
+
+def test_namespaces_md_example_renders_per_worker(tmp_path):
+    root, catalog, kv = e2e(tmp_path)
+    staging = compute(root, catalog, kv)
+    assert staging.errors == []
+    port = kv["maand/bucket"]["api_http_port"]
+    for ip, peer in (("10.0.0.1", "10.0.0.2"), ("10.0.0.2", "10.0.0.1")):
+        assert rendered(staging, ip) == (
+            '{\n  "env": "staging",\n  "service": "api-gateway",\n  "listen": "%s",\n  "peers": "%s",\n'
+            '  "version": "1.2.0"\n}' % (port, peer))
+        entry = staging.content["api"]["allocations"][ip]
+        assert "config.json" in entry["files"] and "config.json.tpl" not in entry["files"]
+        assert "vars.toml" not in entry["files"] and entry["origins"] == {"config.json": "template"}
+        assert entry["hash"] == _deploy_files.tree_hash(entry["files"])
+    hashes = {staging.content["api"]["allocations"][ip]["hash"] for ip in HOSTS}
+    assert len(hashes) == 2  # the peer differs, so does the content
+
+
+def test_the_hash_follows_the_rendered_output_not_the_template(tmp_path):
+    root, catalog, kv = e2e(tmp_path)
+    before = compute(root, catalog, kv).content["api"]["allocations"]
+    kv["vars/bucket"]["environment"] = "production"
+    after = compute(root, catalog, kv).content["api"]["allocations"]
+    for ip in HOSTS:
+        assert before[ip]["hash"] != after[ip]["hash"]
+        assert _deploy_files.changed_paths(before[ip]["files"], after[ip]["files"]) == ["config.json"]
+    kv["vars/bucket"]["unused"] = "1"
+    again = compute(root, catalog, kv).content["api"]["allocations"]
+    assert {ip: again[ip]["hash"] for ip in HOSTS} == {ip: after[ip]["hash"] for ip in HOSTS}
+
+
+def test_plain_output_digest_is_what_hash_tree_gives_the_same_file(tmp_path):
+    root, catalog, kv = e2e(tmp_path)
+    staging = compute(root, catalog, kv)
+    dest = staging.stage(root, "api", "10.0.0.1")
+    on_disk = _deploy_files.hash_tree(dest)
+    assert on_disk == {"hash": staging.content["api"]["allocations"]["10.0.0.1"]["hash"],
+                       "files": staging.content["api"]["allocations"]["10.0.0.1"]["files"]}
+
+
+def test_makefile_tpl_only_job_ships_a_makefile(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"Makefile.tpl": "start:\n\t@echo {{ get \"maand/bucket\" \"api_http_port\" }}\n"})
+    os.remove(os.path.join(root, "workspace", "jobs", "api", "Makefile"))
+    staging = compute(root, catalog, kv)
+    assert staging.errors == []
+    assert rendered(staging, "10.0.0.1", "Makefile") == "start:\n\t@echo %s\n" % kv["maand/bucket"]["api_http_port"]
+    dest = staging.stage(root, "api", "10.0.0.1")
+    assert sorted(os.listdir(dest)) == ["Makefile", "config.json", "manifest.json"]
+
+
+def test_dot_fields_and_current_version(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"dot.txt.tpl": "{{ .AllocationID }} {{ .Job }} {{ .CurrentVersion }} "
+                                                      "{{ .NewVersion }} {{ .WorkerIP }} {{ join .Labels \",\" }} "
+                                                      "{{ .BucketPath }} {{ .JobPath }} {{ .UpdateSeq }}"})
+    staging = compute(root, catalog, kv, current_versions={("api", "10.0.0.2"): "1.1.0"}, update_seq=7)
+    alloc = {a["worker"]: a["alloc_id"] for a in catalog["allocations"]}
+    assert rendered(staging, "10.0.0.1", "dot.txt") == (
+        "%s api 0.0.0 1.2.0 10.0.0.1 api,worker /opt/worker/b-1 /opt/worker/b-1/jobs/api 7" % alloc["10.0.0.1"])
+    assert rendered(staging, "10.0.0.2", "dot.txt").split()[2] == "1.1.0"
+
+
+# --- failures: before any worker is touched ---------------------------------------------------
+
+def test_missing_key_names_job_file_line_column_key_and_workers(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"conf/app.ini.tpl": "a\nname = {{ get \"vars/job/api\" \"cluster\" }}\n"})
+    staging = compute(root, catalog, kv)
+    assert len(staging.errors) == 1  # one message for both workers
+    msg = staging.errors[0]
+    assert "job api, file conf/app.ini.tpl, line 2, column 10 (worker 10.0.0.1, 10.0.0.2)" in msg
+    assert "key cluster not found in namespace vars/job/api" in msg and "getOptional" in msg
+    assert staging.content["api"]["allocations"]["10.0.0.1"]["error"].startswith("job api, file conf/app.ini.tpl")
+
+
+def test_get_optional_is_not_an_error(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"o.tpl": "[{{ getOptional \"vars/job/api\" \"cluster\" }}]"})
+    staging = compute(root, catalog, kv)
+    assert staging.errors == [] and rendered(staging, "10.0.0.1", "o") == "[]"
+
+
+def test_disallowed_namespace_fails_even_with_get_optional(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"o.tpl": "{{ getOptional \"vars/job/db\" \"x\" }}"})
+    staging = compute(root, catalog, kv)
+    assert len(staging.errors) == 1
+    assert "vars/job/db namespace is not available for job api" in staging.errors[0]
+    assert "demands" in staging.errors[0]
+
+
+def test_unreadable_kv_fails_the_plan_not_a_traceback(tmp_path):
+    root, catalog, dummy = e2e(tmp_path)
+    write(os.path.join(root, "data", "kv.json"), "{not json")
+    staging = S.compute(root, catalog, ["api"], HOSTS)
+    assert len(staging.errors) == 1 and "data/kv.json is unreadable" in staging.errors[0]
+
+
+# --- secrets ---------------------------------------------------------------------------------
+
+def test_secret_bearing_output_gets_an_hmac_digest(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"pw.tpl": "password = {{ getSecret \"db_password\" }}\n"})
+    kv["secrets/job/api"] = {"db_password": "hunter2"}
+    key = S.derive_digest_key(b"k" * 32)
+    staging = compute(root, catalog, kv, digest_key=lambda: key)
+    entry = staging.content["api"]["allocations"]["10.0.0.1"]
+    plain = hashlib.sha256(b"-password = hunter2\n").hexdigest()
+    assert entry["files"]["pw"] != plain  # the digest cannot be checked against guesses without the key
+    assert entry["files"]["pw"] == S.output_digest(b"password = hunter2\n", False, True, lambda: key)
+    assert "hunter2" not in repr(entry) and "hunter2" not in repr(staging.content)
+    assert entry["files"]["config.json"] == hashlib.sha256(b"-" + rendered(staging, "10.0.0.1").encode()).hexdigest()
+    kv["secrets/job/api"]["db_password"] = "hunter3"
+    assert compute(root, catalog, kv, digest_key=lambda: key).content["api"]["allocations"]["10.0.0.1"]["files"]["pw"] \
+        != entry["files"]["pw"]  # a changed secret still restarts
+
+
+def test_secrets_decrypt_lazily_from_the_store(tmp_path):
+    from ansible_collections.maand.core.plugins.plugin_utils import _kv_store
+    root, catalog, computed = e2e(tmp_path, {"pw.tpl": "{{ getSecret \"db_password\" }}"})
+    with _kv_store.KVStore.edit(root) as store:
+        store.apply_build(computed)
+        store.put("secrets/job/api", "db_password", "s3cret")
+    kv, digest_key = S.load_kv(root)
+    assert "s3cret" not in repr(kv)
+    staging = S.compute(root, catalog, ["api"], HOSTS)  # reads data/kv.json itself
+    assert staging.errors == [] and rendered(staging, "10.0.0.1", "pw") == "s3cret"
+    assert staging.content["api"]["allocations"]["10.0.0.1"]["files"]["pw"] == S.output_digest(
+        b"s3cret", False, True, digest_key)
+
+
+# --- Jinja2: the same context ------------------------------------------------------------------
+
+def test_j2_gets_the_kv_the_dot_fields_and_the_functions(tmp_path):
+    text = ("{{ kv['vars/bucket']['environment'] }} {{ get('vars/job/api', 'service_name') }} {{ WorkerIP }} "
+            "{{ NewVersion }} {{ kv['maand/job/api/worker/' ~ WorkerIP]['peer_workers'] }} "
+            "{{ kv['vars/job/api'].get('nope', 'dflt') }} {{ 'nope' in kv['vars/job/api'] }}\n")
+    root, catalog, kv = e2e(tmp_path, {"app.env.j2": text})
+    staging = compute(root, catalog, kv)
+    assert staging.errors == []
+    assert rendered(staging, "10.0.0.2", "app.env") == "staging api-gateway 10.0.0.2 1.2.0 10.0.0.1 dflt False\n"
+
+
+@pytest.mark.parametrize("text,cause", [
+    ("ok\n{{ kv['vars/job/api']['cluster'] }}", "key cluster not found in namespace vars/job/api"),
+    ("ok\n{{ kv['vars/job/db']['x'] }}", "vars/job/db namespace is not available for job api"),
+    ("ok\n{{ undefined_name }}", "'undefined_name' is undefined"),
+])
+def test_j2_failures_name_file_and_line(tmp_path, text, cause):
+    root, catalog, kv = e2e(tmp_path, {"app.env.j2": text})
+    staging = compute(root, catalog, kv)
+    assert len(staging.errors) == 1
+    assert "job api, file app.env.j2, line 2 (worker 10.0.0.1, 10.0.0.2)" in staging.errors[0]
+    assert cause in staging.errors[0]
+
+
+def test_j2_syntax_error(tmp_path):
+    root, catalog, kv = e2e(tmp_path)  # build refuses it too; the deploy must not trust that
+    write(os.path.join(root, "workspace", "jobs", "api", "app.env.j2"), "ok\n{% if %}")
+    staging = compute(root, catalog, kv)
+    assert "job api, file app.env.j2, line 2" in staging.errors[0] and "does not parse" in staging.errors[0]
+
+
+# --- overlays and the staged tree ----------------------------------------------------------
+
+def test_overlays_join_the_tree_and_the_hash(tmp_path):
+    root, catalog, kv = e2e(tmp_path)
+
+    def certs(job, host):
+        return [S.Overlay("certs/%s.crt" % job, ("CERT %s" % host).encode(), origin="certs")]
+    staging = compute(root, catalog, kv, overlays=[certs])
+    entry = staging.content["api"]["allocations"]["10.0.0.1"]
+    assert entry["origins"] == {"certs/api.crt": "certs", "config.json": "template"}
+    dest = staging.stage(root, "api", "10.0.0.1")
+    with open(os.path.join(dest, "certs", "api.crt"), encoding="utf-8") as handle:
+        assert handle.read() == "CERT 10.0.0.1"
+    assert _deploy_files.hash_tree(dest)["hash"] == entry["hash"]
+
+
+def test_stage_links_plain_files_and_never_writes_into_the_workspace(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"run.sh": "#!/bin/sh\n", "app.conf": "plain", "app.conf.tpl": "{{ .Job }}",
+                                       "tmp/.keep": ""})
+    job = os.path.join(root, "workspace", "jobs", "api")
+    os.chmod(os.path.join(job, "run.sh"), 0o755)
+    os.symlink("run.sh", os.path.join(job, "link.sh"))
+    os.makedirs(os.path.join(job, "empty"))
+    os.chmod(os.path.join(job, "empty"), 0o777)
+    staging = compute(root, catalog, kv)
+    dest = staging.stage(root, "api", "10.0.0.1")
+    assert os.path.samefile(os.path.join(dest, "run.sh"), os.path.join(job, "run.sh"))
+    assert os.readlink(os.path.join(dest, "link.sh")) == "run.sh"
+    assert os.path.isdir(os.path.join(dest, "empty")) and os.stat(os.path.join(dest, "empty")).st_mode & 0o777 == 0o777
+    with open(os.path.join(dest, "app.conf"), encoding="utf-8") as handle:
+        assert handle.read() == "api"
+    with open(os.path.join(job, "app.conf"), encoding="utf-8") as handle:
+        assert handle.read() == "plain"
+    assert not os.path.exists(os.path.join(dest, "vars.toml"))
+    assert not os.path.exists(os.path.join(dest, "config.json.tpl"))
+    S.reset_stage(root)
+    assert os.listdir(S.stage_root(root)) == [] and os.stat(S.stage_root(root)).st_mode & 0o777 == 0o700
+
+
+def test_a_job_without_templates_is_not_rendered_per_allocation(tmp_path):
+    root, catalog, kv = e2e(tmp_path)
+    os.remove(os.path.join(root, "workspace", "jobs", "api", "config.json.tpl"))
+    staging = compute(root, catalog, kv)
+    assert "allocations" not in staging.content["api"] and staging.allocations == {}
+    assert staging.content["api"]["hash"] == _deploy_files.tree_hash(staging.content["api"]["files"])
+    assert "vars.toml" not in staging.content["api"]["files"]
+    dest = staging.stage(root, "api", "10.0.0.2")
+    assert sorted(os.listdir(dest)) == ["Makefile", "manifest.json"]
+
+
+@pytest.mark.parametrize("name,text", [
+    ("pw.tpl", '{{ int (getSecret "db_password") }}'),
+    ("pw.tpl", '{{ $p := get "secrets/job/api" "db_password" }}{{ index $p 99 }}'),
+    ("pw.j2", "{{ kv['secrets/job/api']['db_password'] ~ kv['vars/job/api']['nope'] }}"),
+    ("pw.j2", "{{ get('secrets/job/api', 'db_password') + 1 }}"),
+])
+def test_a_failing_template_never_prints_the_secret_it_read(tmp_path, name, text):
+    root, catalog, kv = e2e(tmp_path, {name: text})
+    kv["secrets/job/api"] = {"db_password": "hunter2"}
+    staging = compute(root, catalog, kv, digest_key=lambda: b"k" * 32)
+    assert len(staging.errors) == 1, staging.errors
+    assert "hunter2" not in repr(staging.errors) and "hunter2" not in repr(staging.content)
