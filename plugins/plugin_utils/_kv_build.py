@@ -55,7 +55,8 @@ def check(bucket: Any, report: Any) -> Prepared:
     for name in sorted(bucket.jobs):
         job = bucket.jobs[name]
         root = os.path.join(bucket.path, job.path)
-        for rel in job_templates(root):
+        templates = getattr(job, "template_files", None)  # found by the model's walk of the job folder
+        for rel in (job_templates(root) if templates is None else templates):
             _check_template(name, job.path, root, rel, report)
         for rel in job_templates(root, ".j2"):
             _check_jinja(name, job.path, root, rel, report)
