@@ -389,14 +389,14 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             rel = entry.path[len(root) + 1:]
             if entry.is_symlink():
                 _check_symlink(bucket, rel_dir, root, rel, report)
-                if entry.name.endswith(".tpl") and not _in_skipped(rel) and not _is_dir(entry):
+                if entry.name.endswith((".tpl", ".j2")) and not _in_skipped(rel) and not _is_dir(entry):
                     tpl_files.append(rel)  # a link to a file counts, as in os.walk's files
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
             elif entry.name.endswith((".tpl", ".j2")):
                 templates.append(rel)
-                if entry.name.endswith(".tpl") and not _in_skipped(rel):
+                if not _in_skipped(rel):
                     tpl_files.append(rel)
     makefile = next((m for m in MAKEFILES if m in top and top[m].is_file()), None)  # follows a link, as os.stat
     if makefile is None:
@@ -407,9 +407,10 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
                          "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
     _report_unhonoured_files(name, rel_dir, top, makefile, templates, report)
-    # the .tpl files in the order of _kv_build.job_templates (an os.walk, sorted): one walk per job
+    # .tpl and .j2 files in the order of _kv_build.job_templates (an os.walk, sorted): one walk per job
     tpl_files.sort(key=lambda rel: (tuple(rel.split("/")[:-1]), rel.rsplit("/", 1)[-1]))
-    return makefile, frozenset(top), tuple(tpl_files)
+    return makefile, frozenset(top), {suffix: tuple(r for r in tpl_files if r.endswith(suffix))
+                                      for suffix in (".tpl", ".j2")}
 
 
 TEMPLATE_SKIPPED_DIRS = ("_modules", "_prometheus")  # as _kv_build.SKIPPED_DIRS
@@ -635,7 +636,7 @@ def load_job(bucket, name, report):
     job.manifest = manifest
     job.makefile = makefile
     job.top_entries = top  # names directly in the job folder
-    job.template_files = tpl_files  # its .tpl files (relative, sorted as _kv_build.job_templates)
+    job.template_files = tpl_files  # {".tpl": files, ".j2": files} (relative, sorted as _kv_build.job_templates)
     _load_version(job, manifest, rel, report)
     selectors = [s.lower() for s in manifest.get("selectors") or ()]
     for selector in selectors:
