@@ -120,7 +120,7 @@ def _job_spec(bucket: Any, job: Any, index: Any, images: dict, report: Any):
         report.error(KIND, job.file, getattr(exc, "where", "environment"), "job %s: %s" % (job.name, exc),
                      "fix the element, or write $$ for a literal $")
         return None
-    spec = catalog_spec(job.manifest, integrated, env_vars)
+    spec = catalog_spec(job.manifest, integrated, env_vars, job.file)
     spec["layers"] = [os.path.relpath(p, bucket.path) for p in integrated.image_layers] + list(integrated.spec.layers)
     _refuse_unhonoured(job, spec, report)
     _check_layers(bucket, job, integrated.spec.layers, report)
@@ -155,12 +155,21 @@ def _image(bucket: Any, name: str, images: dict, job: Any, report: Any):
     return found
 
 
-def catalog_spec(manifest: dict, integrated: Any, env_vars: list) -> dict:
-    """What the catalog keeps of one job's spec: the environment as written (never expanded values),
-    the image's Env as the initial map, the $env names, and the run fields deploy applies."""
+def _origin(origin: str, job_file: str) -> str:
+    """Where an environment element was written: 'workspace/containers/base.json: environment[0]'."""
+    if origin.startswith("containers/"):
+        return "workspace/" + origin
+    return "%s: %s" % (job_file, origin or "environment")
+
+
+def catalog_spec(manifest: dict, integrated: Any, env_vars: list, job_file: str = "manifest.json") -> dict:
+    """What the catalog keeps of one job's spec: the environment as written (never expanded values)
+    with the file and JSON path of each element, the image's Env as the initial map, the $env names,
+    and the run fields deploy applies."""
     spec = integrated.spec
     return {
-        "environment": [{"vars": dict(e.vars), "extend": e.extend} for e in spec.environment],
+        "environment": [{"vars": dict(e.vars), "extend": e.extend, "origin": _origin(e.origin, job_file)}
+                        for e in spec.environment],
         "initial_environment": dict(integrated.initial_environment),
         "env_vars": list(env_vars),
         "working_directory": spec.working_directory,

@@ -25,6 +25,7 @@ No Ansible imports.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -55,13 +56,14 @@ def expand(job: str, spec: dict, lookup) -> dict:
     elements = spec.get("environment") or []
     if not elements and not spec.get("initial_environment"):
         return {}
-    integrated = JS.IntegratedSpec(JS.CollapsedSpec(environment=JS.parse_environment(elements)),
-                                   dict(spec.get("initial_environment") or {}))
     try:
+        parsed = [dataclasses.replace(JS.parse_environment([{"vars": e.get("vars"), "extend": e.get("extend", True)}])[0],
+                                      origin=e.get("origin") or "workspace/jobs/%s/manifest.json: environment[%d]" % (job, i))
+                  for i, e in enumerate(elements)]
+        integrated = JS.IntegratedSpec(JS.CollapsedSpec(environment=parsed), dict(spec.get("initial_environment") or {}))
         return JS.job_environment_of(integrated, lookup)
     except JS.SpecError as exc:
-        raise EnvError("job %s (workspace/jobs/%s/manifest.json, or a container it inherits from): %s"
-                       % (job, job, exc)) from None
+        raise EnvError("job %s: %s" % (job, exc)) from None
 
 
 def env_digest(bucket_id: str, job: str, key: str, value: str) -> str:
@@ -112,6 +114,25 @@ def runtime_op(op: dict, lookup) -> dict:
         if spec.get(field) is not None:
             out[key] = spec[field]
     return out
+
+
+def check_ids(catalog: dict, states: dict, jobs: list) -> list:
+    """Errors for job specs whose user or group name the worker does not know (names read with the
+    worker's state; numeric ids are not checked). Only reachable workers that reported their names."""
+    specs = specs_of(catalog)
+    errors = []
+    for alloc in catalog.get("allocations", []):
+        spec = specs.get(alloc.get("job"))
+        state = states.get(alloc.get("worker")) or {}
+        if not spec or alloc.get("job") not in jobs or alloc.get("state") != "active" or not state.get("reachable"):
+            continue
+        for field, known in (("user", "users"), ("group", "groups")):
+            name = spec.get(field)
+            if isinstance(name, str) and isinstance(state.get(known), list) and name not in state[known]:
+                errors.append("job %s: %s %r does not exist on worker %s; create it there, or fix \"%s\" in "
+                              "workspace/jobs/%s/manifest.json (or the container it inherits from)"
+                              % (alloc["job"], field, name, alloc["worker"], field, alloc["job"]))
+    return errors
 
 
 # --- slots, order, history --------------------------------------------------------------------------

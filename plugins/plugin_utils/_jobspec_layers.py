@@ -108,13 +108,12 @@ def _member_path(member: tarfile.TarInfo, job: str, layer: str) -> str:
 
 def _extract(path: str, dest: str, job: str, layer: str) -> None:
     try:
-        archive = tarfile.open(path, "r:*")
-    except (tarfile.TarError, OSError) as exc:
+        with tarfile.open(path, "r:*") as archive:
+            for member in archive:
+                _extract_member(archive, member, dest, job, layer)
+    except tarfile.TarError as exc:
         raise LayerError("job %s: layer %s is not a tar (gzip or plain) layer (%s); copy the image with "
-                         "skopeo copy --dest-compress-format gzip" % (job, layer, exc))
-    with archive:
-        for member in archive:
-            _extract_member(archive, member, dest, job, layer)
+                         "skopeo copy --dest-compress-format gzip" % (job, layer, exc)) from None
 
 
 def _extract_member(archive, member, dest, job, layer):

@@ -21,13 +21,10 @@ import dataclasses
 import os
 from typing import Any, Mapping
 
-from . import _gotemplate, _kv, _kv_store
+from . import _gotemplate, _kv, _kv_store, _prometheus
 
-# maand's template functions that maand.core does not provide (Prometheus assembly,
-# maand-sh/maand deploy/templates.go): named in the error so the fix is clear.
-MAAND_ONLY_FUNCS = ("scrapeConfigs", "ruleFiles")
 # Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
-# rendered by maand's Prometheus assembly with another function map.
+# read by maand's Prometheus assembly (scrape.yaml.tpl has its own function map).
 SKIPPED_DIRS = ("_modules", "_prometheus")
 
 
@@ -58,9 +55,10 @@ def check(bucket: Any, report: Any) -> Prepared:
     for name in sorted(bucket.jobs):
         job = bucket.jobs[name]
         root = os.path.join(bucket.path, job.path)
-        for rel in job_templates(root):
+        walked = getattr(job, "template_files", None)  # found by the model's one walk of the job folder
+        for rel in (job_templates(root) if walked is None else walked[".tpl"]):
             _check_template(name, job.path, root, rel, report)
-        for rel in job_templates(root, ".j2"):
+        for rel in (job_templates(root, ".j2") if walked is None else walked[".j2"]):
             _check_jinja(name, job.path, root, rel, report)
         vars_path = os.path.join(root, "vars.toml")
         if os.path.isfile(vars_path):
@@ -88,7 +86,7 @@ def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) ->
                      "make it a readable UTF-8 text file")
         return
     try:
-        _kv.parse_template(text, rel)
+        _kv.parse_template(text, rel, _prometheus.PARSE_FUNCS)
     except _gotemplate.TemplateError as exc:
         report.error("ErrInvalidJob", file_rel, "line %s, column %s" % (exc.line, exc.column),
                      "job %s: template %s does not parse: %s" % (job, rel, exc.cause),
@@ -117,12 +115,8 @@ def _check_jinja(job: str, job_rel: str, root: str, rel: str, report: Any) -> No
 
 def _fix(cause: str) -> str:
     if "not defined" in cause and cause.startswith("function"):
-        used = next((f for f in MAAND_ONLY_FUNCS if '"%s"' % f in cause), None)
-        if used:
-            return ("%s is maand's Prometheus helper, which maand.core does not provide; write the"
-                    " scrape configuration out in the template" % used)
         return ("use maand's functions (%s) or Go's built-ins (%s)"
-                % (" ".join(sorted(_kv.TEMPLATE_FUNC_NAMES)),
+                % (" ".join(sorted(_kv.TEMPLATE_FUNC_NAMES | set(_prometheus.FUNC_NAMES))),
                    " ".join(sorted(_gotemplate.BUILTINS))))
     return "fix the template syntax (Go text/template, see docs/templates.md)"
 

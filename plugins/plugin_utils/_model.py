@@ -77,7 +77,7 @@ class Job:
                  "memory_mb", "memory_source", "min_cpu_mhz", "max_cpu_mhz", "cpu_mhz", "cpu_source", "ports",
                  "min_allocations_count", "max_concurrent_starts", "max_concurrent_upgrades", "restart_policy",
                  "restart_globs", "commands", "health_check", "constraints", "hardware", "placement", "makefile",
-                 "vars", "manifest", "rules", "top_entries")
+                 "vars", "manifest", "rules", "top_entries", "template_files")
 
 
 class Command:
@@ -305,7 +305,8 @@ def load_workers(bucket, report):
     workers = []
     for index, item in enumerate(document):
         field = "[%d]" % index
-        for key in sorted(set(item) - known):
+        extra = item.keys() - known
+        for key in sorted(extra) if extra else ():
             report.unhonoured("ErrInvalidWorkerJSON", rel, "%s.%s" % (field, key), "unknown key %r is ignored%s" % (
                 key, did_you_mean(key, known)), "remove it or fix its spelling")
         host = item["host"].strip()  # maand trims host and hostname (workspace/workspace.go GetWorkers)
@@ -322,11 +323,11 @@ def load_workers(bucket, report):
         worker.host = host
         worker.hostname = (item.get("hostname") or "").strip() or None
         given = [label.strip().lower() for label in item.get("labels", ())]
-        twice = sorted({label for label in given if given.count(label) > 1}) if len(set(given)) < len(given) else ()
-        if twice:
+        labels = set(given)
+        if len(labels) < len(given):
+            twice = sorted({label for label in given if given.count(label) > 1})
             report.error("ErrInvalidWorkerJSON", rel, field + ".labels", "worker %s have duplicate labels (%s)" % (
                 host, ", ".join(twice)), "list each label once (labels are compared in lower case)")
-        labels = set(given)
         labels.add("worker")
         worker.labels = tuple(sorted(labels))
         # maand (workspace/worker.go NewWorker): tag keys and values trimmed and lower-cased
@@ -348,7 +349,8 @@ def load_workers(bucket, report):
                                  "write e.g. \"8 gb\"" if key != "cpu" else "write e.g. \"4000 mhz\"")
             setattr(worker, attr, value)
         worker.cores = item.get("cores") or None
-        worker.arch = _worker_arch(item.get("arch"), rel, field, report)
+        arch = item.get("arch")
+        worker.arch = None if arch is None else _worker_arch(arch, rel, field, report)
         workers.append(worker)
     workers.sort(key=lambda w: w.position)
     for i, worker in enumerate(workers):
@@ -371,7 +373,7 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
     """Check the job tree: reserved dirs, Makefile, symlinks; report the files maand.core ships but does
     not act on (templates, vars.toml, _modules/, _prometheus/)."""
     root = os.path.join(bucket.path, rel_dir)
-    templates, top = [], {}
+    templates, top, tpl_files = [], {}, []
     stack = [root]
     while stack:
         current = stack.pop()
@@ -387,11 +389,15 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             rel = entry.path[len(root) + 1:]
             if entry.is_symlink():
                 _check_symlink(bucket, rel_dir, root, rel, report)
+                if entry.name.endswith((".tpl", ".j2")) and not _in_skipped(rel) and not _is_dir(entry):
+                    tpl_files.append(rel)  # a link to a file counts, as in os.walk's files
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
             elif entry.name.endswith((".tpl", ".j2")):
                 templates.append(rel)
+                if not _in_skipped(rel):
+                    tpl_files.append(rel)
     makefile = next((m for m in MAKEFILES if m in top and top[m].is_file()), None)  # follows a link, as os.stat
     if makefile is None:
         report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
@@ -401,7 +407,24 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
                          "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
     _report_unhonoured_files(name, rel_dir, top, makefile, templates, report)
-    return makefile, frozenset(top)
+    # .tpl and .j2 files in the order of _kv_build.job_templates (an os.walk, sorted): one walk per job
+    tpl_files.sort(key=lambda rel: (tuple(rel.split("/")[:-1]), rel.rsplit("/", 1)[-1]))
+    return makefile, frozenset(top), {suffix: tuple(r for r in tpl_files if r.endswith(suffix))
+                                      for suffix in (".tpl", ".j2")}
+
+
+TEMPLATE_SKIPPED_DIRS = ("_modules", "_prometheus")  # as _kv_build.SKIPPED_DIRS
+
+
+def _in_skipped(rel):
+    return rel.split("/", 1)[0] in TEMPLATE_SKIPPED_DIRS and "/" in rel
+
+
+def _is_dir(entry):
+    try:
+        return entry.is_dir()  # follows the link, as os.walk does to sort dirs from files
+    except OSError:
+        return False
 
 
 def _check_symlink(bucket, rel_dir, root, rel, report):
@@ -593,7 +616,7 @@ def load_job(bucket, name, report):
         report.error("ErrInvalidJob", rel_dir, "", "the job folder is a symlink", "make it a real folder in workspace/jobs")
         return None
     manifest = _read_json(bucket, rel, report, "ErrInvalidManifest", required=True)
-    makefile, top = _walk_job(bucket, name, rel_dir, report, rel)
+    makefile, top, tpl_files = _walk_job(bucket, name, rel_dir, report, rel)
     if manifest is None:
         return None
     if not isinstance(manifest, dict):
@@ -613,6 +636,7 @@ def load_job(bucket, name, report):
     job.manifest = manifest
     job.makefile = makefile
     job.top_entries = top  # names directly in the job folder
+    job.template_files = tpl_files  # {".tpl": files, ".j2": files} (relative, sorted as _kv_build.job_templates)
     _load_version(job, manifest, rel, report)
     selectors = [s.lower() for s in manifest.get("selectors") or ()]
     for selector in selectors:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import tomllib
 
@@ -40,7 +41,13 @@ def read_bytes(path, limit=None):
     """The file's bytes; InputError if it is larger than limit (OSError passes through)."""
     limit = MAX_FILE_BYTES if limit is None else limit
     with open(path, "rb") as handle:
-        raw = handle.read(limit + 1)
+        # read(limit + 1) would allocate limit bytes for every small file: ask for the size first
+        # (a file of unknown size, st_size 0, or one that grew meanwhile is read on up to the limit)
+        size = os.fstat(handle.fileno()).st_size
+        want = min(size, limit) + 1 if size else limit + 1
+        raw = handle.read(want)
+        if len(raw) == want and want <= limit:
+            raw += handle.read(limit + 1 - want)
     if len(raw) > limit:
         raise InputError("", "the file is larger than %d MiB" % (limit >> 20), "keep it under %d MiB" % (limit >> 20))
     return raw

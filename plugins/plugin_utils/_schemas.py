@@ -70,6 +70,7 @@ DISABLED_KNOWN = {"": ("jobs", "workers"), "jobs.*": ("allocations",)}
 
 
 _DESCEND = {}
+_CHILDREN = {}
 
 
 def _descend_specs(known):
@@ -84,31 +85,48 @@ def _descend_specs(known):
     return _DESCEND[key]
 
 
+def _children(known, spec):
+    """(known keys as a set or None, {key: child spec}, child spec of any other key or None) of a spec:
+    computed once per (table, spec), so the walk does no string work per key."""
+    cache_key = (id(known), spec)
+    if cache_key not in _CHILDREN:
+        descend = _descend_specs(known)
+        base = spec.replace("[]", "")
+        prefix = base + "." if base else ""
+        explicit = {}
+        for name in descend:
+            rest = name[len(prefix):] if name.startswith(prefix) else None
+            if rest and "." not in rest and rest != "*":
+                explicit[rest] = name.replace(base, spec, 1) if base else name
+        wildcard = prefix + "*"
+        wildcard = (wildcard.replace(base, spec, 1) if base else wildcard) if wildcard in descend else None
+        keys = known.get(spec)
+        _CHILDREN[cache_key] = (frozenset(keys) if keys is not None else None, keys, explicit, wildcard)
+    return _CHILDREN[cache_key]
+
+
 def unknown_keys(document, known):
     """(field path, unknown key, known keys) for every key not in `known` (see MANIFEST_KNOWN), sorted."""
-    descend = _descend_specs(known)
     found = []
     stack = [("", "", document)]
     while stack:
         spec, path, value = stack.pop()
         if not isinstance(value, dict):
             continue
-        keys = known.get(spec)
+        keyset, keys, explicit, wildcard = _children(known, spec)
         for key in value:
-            if keys is not None and key not in keys:
+            if keyset is not None and key not in keyset:
                 found.append((path, key, keys))
                 continue
-            base = spec.replace("[]", "")
-            for name in ("%s.%s" % (base, key) if base else str(key), "%s.*" % base if base else "*"):
-                if name in descend:
-                    where = "%s.%s" % (path, key) if path else str(key)
-                    item = value[key]
-                    spec_name = name.replace(base, spec, 1) if base else name
-                    if isinstance(item, list) and spec_name + "[]" in known:
-                        stack.extend((spec_name + "[]", "%s[%d]" % (where, i), v) for i, v in enumerate(item))
-                    else:
-                        stack.append((spec_name, where, item))
-                    break
+            child = explicit.get(key, wildcard)
+            if child is None:
+                continue
+            where = "%s.%s" % (path, key) if path else str(key)
+            item = value[key]
+            if isinstance(item, list) and child + "[]" in known:
+                stack.extend((child + "[]", "%s[%d]" % (where, i), v) for i, v in enumerate(item))
+            else:
+                stack.append((child, where, item))
     return sorted(found, key=lambda item: (item[0], str(item[1])))
 
 

@@ -100,7 +100,9 @@ def read_state(root):
     """What a worker holds for one bucket: worker.json, jobs.json, promoted records, job trees."""
     bad = []
     out = {"exists": os.path.isdir(root), "worker": None, "jobs": None, "deployed": {}, "trees": [],
-           "pending": [], "bad": bad, "others": other_buckets(root)}
+           "pending": [], "bad": bad, "others": other_buckets(root),
+           # the names job specs may run as (the plan refuses an unknown user or group before touching anything)
+           "users": sorted(set(p.pw_name for p in pwd.getpwall())), "groups": sorted(set(g.gr_name for g in grp.getgrall()))}
     if not out["exists"]:
         return out
     out["worker"] = _load(os.path.join(root, "worker.json"), bad)

@@ -25,7 +25,7 @@ SECRET = "pg://user:s3cret-9f1c@db/app"
 ENV_MAKEFILE = """\
 .PHONY: start stop restart reload
 start restart:
-\techo "db=$$DB level=$$LEVEL user=$$(id -un) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
+\techo "db=$$DB level=$$LEVEL user=$$(id -un) group=$$(id -gn) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
 stop reload:
 \t@true
 """
@@ -124,7 +124,7 @@ def run(fleet_factory, tmp_path_factory):
     bucket = make_bucket(tmp_path_factory.mktemp("jobspec") / "bucket", fleet.state_dir, n_jobs=1)
     write(bucket / "workspace" / "containers" / "base.json", json.dumps({
         "environment": {"DB": "$env{JS_DB_URL}", "LEVEL": "$env{JS_LEVEL:-info}"},
-        "working_directory": "run", "user": "nobody"}))
+        "working_directory": "run", "user": "nobody", "group": "daemon"}))
     root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)
@@ -156,7 +156,8 @@ def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
     run.play("deploy", "-e", "maand_worker_slots=2")
     for h in run.fleet.addresses:
         text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
-        assert "db=%s level=info user=nobody" % SECRET in text and "/jobs/envjob/run new=1.0.0" in text, text
+        assert "db=%s level=info user=nobody group=daemon" % SECRET in text, text
+        assert "/jobs/envjob/run new=1.0.0" in text, text
         t = {n: [float((run.job(h, n) / "logs" / f).read_text()) for f in ("t0", "t1")]
              for n in ("nap1", "nap2", "nap3")}
         assert abs(t["nap3"][0] - t["nap2"][0]) < 1.0, t         # the two longest start together
@@ -211,8 +212,21 @@ def test_04_changed_value_restarts_and_plan_names_the_key(run):
 def test_05_unknown_variable_refuses_before_touching_workers(run):
     del run.env["JS_DB_URL"]
     rc, out = run.play("deploy", check=False)
-    assert rc != 0 and "unknown variable" in out and "JS_DB_URL" in out and "job envjob" in out, out
+    assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
+        "'JS_DB_URL'" in out, out
     run.env["JS_DB_URL"] = SECRET
+
+
+def test_05b_unknown_user_refuses_the_plan(run):
+    base = run.bucket / "workspace" / "containers" / "base.json"
+    good = base.read_text()
+    base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
+    run.play("build")
+    before = (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text()
+    rc, out = run.play("deploy", check=False)
+    assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
+    assert (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text() == before
+    base.write_text(good)
 
 
 def test_06_timeout_kills_the_target_and_names_it(run):

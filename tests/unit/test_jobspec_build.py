@@ -44,7 +44,10 @@ def test_three_jobs_share_a_base_container(tmp_path):
     result = _build.compute(_bucket(tmp_path, jobs, {"base.json": BASE}))
     assert result.report.ok, _errors(result)
     web = _job(result, "web")["spec"]
-    assert web["environment"] == BASE["environment"] + [{"vars": {"PATH": "/opt/web:$prev{PATH}"}, "extend": True}]
+    assert web["environment"] == [
+        dict(BASE["environment"][0], origin="workspace/containers/base.json: environment[0]"),
+        {"vars": {"PATH": "/opt/web:$prev{PATH}"}, "extend": True,
+         "origin": "workspace/jobs/web/manifest.json: environment"}]
     assert (web["user"], web["working_directory"], web["timeout"], web["priority"]) == ("maand", "bin", 30, 2)
     assert web["env_vars"] == ["LOG_LEVEL"]
     worker = _job(result, "worker")["spec"]
@@ -57,7 +60,8 @@ def test_catalog_never_holds_controller_values(tmp_path, monkeypatch):
     result = _build.compute(_bucket(tmp_path, {"web": {"environment": {"DB": "$env{DB_URL}"}}}))
     assert result.report.ok, _errors(result)
     assert "secret-value" not in json.dumps(result.catalog)
-    assert _job(result, "web")["spec"]["environment"] == [{"vars": {"DB": "$env{DB_URL}"}, "extend": True}]
+    assert _job(result, "web")["spec"]["environment"] == [{"vars": {"DB": "$env{DB_URL}"}, "extend": True,
+                                                           "origin": "workspace/jobs/web/manifest.json: environment"}]
 
 
 def test_bad_fields_name_file_field_and_fix(tmp_path):

@@ -17,8 +17,12 @@ SPEC = {"environment": [{"vars": {"DB": "$env{DB_URL}", "LOG": "$env{LOG_LEVEL:-
 
 def test_expand_and_unknown_variable_names_job_file_and_variable():
     assert D.expand("api", SPEC, {"DB_URL": "pg://x"}.get) == {"DB": "pg://x", "LOG": "info"}
-    with pytest.raises(D.EnvError, match=r"job api \(workspace/jobs/api/manifest.json.*DB_URL"):
+    with pytest.raises(D.EnvError, match=r"^job api: workspace/jobs/api/manifest.json: environment\[0\].vars.DB: "
+                                         r"unknown variable 'DB_URL'"):
         D.expand("api", SPEC, {}.get)
+    spec = dict(SPEC, environment=[dict(SPEC["environment"][0], origin="workspace/containers/base.json: environment")])
+    with pytest.raises(D.EnvError, match=r"^job api: workspace/containers/base.json: environment.vars.DB: "):
+        D.expand("api", spec, {}.get)
 
 
 def test_env_digests_hide_values_and_change_with_them():
@@ -92,3 +96,58 @@ def test_record_history_keeps_last_three(tmp_path):
     hist = D.load_history(str(tmp_path))
     assert hist["targets"]["api/start"] == {"timings": [2.0, 3.0, 4.0], "failed": False}
     assert hist["targets"]["web/start"]["failed"] is True
+
+
+def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
+    cat = catalog([dict(job("api"), spec={"user": "svc", "group": "svc"}), job("web")],
+                  [("api", "h1", "active"), ("api", "h2", "active"), ("api", "h3", "disabled"), ("web", "h1", "active")])
+    st = states(["h1", "h2", "h3"])
+    st["h1"].update(users=["root", "svc"], groups=["root", "svc"])
+    st["h2"].update(users=["root"], groups=["root", "svc"])
+    st["h3"].update(users=[], groups=[])
+    errors = D.check_ids(cat, st, ["api", "web"])
+    assert errors == ["job api: user 'svc' does not exist on worker h2; create it there, or fix \"user\" in "
+                      "workspace/jobs/api/manifest.json (or the container it inherits from)"]
+    assert D.check_ids(cat, st, ["web"]) == []
+    del st["h2"]["users"]  # an older agent: not checked here (the worker names it when make would run)
+    assert D.check_ids(cat, st, ["api"]) == []
+
+
+def test_read_state_lists_users_and_groups(tmp_path):
+    from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+    st = A.read_state(str(tmp_path / "nope"))
+    assert "root" in st["users"] and "root" in st["groups"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+_JOB = hst.tuples(hst.integers(-3, 3), hst.one_of(hst.none(), hst.integers(0, 20)), hst.booleans(), hst.booleans())
+
+
+@given(hst.lists(_JOB, max_size=12), hst.integers(1, 4))
+@settings(max_examples=200, deadline=None)
+def test_worker_order_is_maelstroms_order_property(jobs, slots):
+    """Any mix: a permutation, ops without target first, then priority (+1 when never run or failed)
+    descending, within a priority unknown estimates first, then the longest first."""
+    ops, specs, history = [], {}, {"targets": {}}
+    for i, (priority, estimate, has_target, ran) in enumerate(jobs):
+        name = "j%d" % i
+        ops.append({"id": name + "@h", "job": name, "target": "start" if has_target else None})
+        specs[name] = {"priority": priority, "estimated_duration": estimate}
+        if ran:
+            history["targets"][name + "/start"] = {"timings": [1.0], "failed": False}
+    ordered, runs = D.order_host_ops(ops, specs, history, slots)
+    assert sorted(o["id"] for o in ordered) == sorted(o["id"] for o in ops)
+    quiet = [o for o in ordered if not o["target"]]
+    assert ordered[:len(quiet)] == quiet
+    keys = []
+    for op in ordered[len(quiet):]:
+        spec = specs[op["job"]]
+        bump = 0 if (op["job"] + "/start") in history["targets"] else 1
+        est = spec["estimated_duration"]
+        if est is None and bump == 0:
+            est = 1.0
+        keys.append((-(spec["priority"] + bump), 0 if est is None else 1, -(est or 0)))
+    assert keys == sorted(keys)
+    assert len(runs) == len(ordered) - len(quiet) and all(0 <= r.slot < slots for r in runs)

@@ -76,9 +76,10 @@ def test_rebuild_drops_stale_build_keys_and_keeps_hook_keys(tmp_path):
     ('{\n  "a": "{{ get "vars/job/api" }"\n}', "line 2, column", "unexpected", "fix the template syntax"),
     ('x\n{{ if .Job }}open', "line 2, column", "unexpected EOF", "fix the template syntax"),
     ('{{ getenv "HOME" }}', "line 1, column 3", 'function "getenv" not defined',
-     "use maand's functions (add div get getOptional getSecret int join keys lower max min mul split"),
-    ('{{ scrapeConfigs }}', "line 1, column 3", 'function "scrapeConfigs" not defined',
-     "scrapeConfigs is maand's Prometheus helper"),
+     "use maand's functions (add div get getOptional getSecret int join keys lower max min mul ruleFiles"
+     " scrapeConfigs split"),
+    ('{{ scrapeConfig }}', "line 1, column 3", 'function "scrapeConfig" not defined',
+     "use maand's functions ("),
 ])
 def test_bad_templates_fail_the_build_with_job_file_line_column_and_fix(tmp_path, text, field, cause, fix):
     root = bucket(tmp_path, {"conf/config.json.tpl": "{{ .Job }}", "conf/bad.json.tpl": text})
@@ -94,7 +95,8 @@ def test_bad_templates_fail_the_build_with_job_file_line_column_and_fix(tmp_path
 def test_maand_functions_builtins_and_skipped_folders_parse(tmp_path):
     ok = ('{{ range $i, $w := split (get "maand/job/api" "workers") "," }}{{ $i }}={{ upper $w }}{{ end }}'
           '{{ getOptional "vars/job/api" "x" | trim }}{{ printf "%d" (add 1 (int "2")) }}'
-          '{{ getSecret "pw" }}{{ len (keys "maand/bucket") }}{{ index .Labels 0 }}')
+          '{{ getSecret "pw" }}{{ len (keys "maand/bucket") }}{{ index .Labels 0 }}'
+          '{{ scrapeConfigs }}{{ ruleFiles | printf "%s" }}')  # maand's FuncMap has them for every job
     root = bucket(tmp_path, {"Makefile.tpl": "start:\n\techo {{ .Job }}\n", "a/b/c.tpl": ok,
                              "_prometheus/x.tpl": "{{ scrapeConfigs }}", "_modules/y.tpl": "{{ nope }}"})
     result = _build.build(root)

@@ -1,0 +1,76 @@
+"""_readers.read_bytes: the size bound holds whatever the file's reported size (it asks the size first so
+that a small file does not cost an allocation of the whole limit)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _readers
+
+
+@pytest.mark.parametrize("size", [0, 1, 99, 100])
+def test_files_up_to_the_limit_are_read_whole(tmp_path, size):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * size)
+    assert _readers.read_bytes(str(path), limit=100) == b"x" * size
+
+
+@pytest.mark.parametrize("size", [101, 250])
+def test_files_over_the_limit_are_refused(tmp_path, size):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * size)
+    with pytest.raises(_readers.InputError, match="larger than"):
+        _readers.read_bytes(str(path), limit=100)
+
+
+def test_a_file_that_reports_size_zero_is_still_read_and_bounded(tmp_path, monkeypatch):
+    path = tmp_path / "f"
+    path.write_bytes(b"y" * 60)
+    real = _readers.os.fstat
+
+    class Stat:
+        st_size = 0
+    monkeypatch.setattr(_readers.os, "fstat", lambda fd: Stat())
+    assert _readers.read_bytes(str(path), limit=100) == b"y" * 60
+    path.write_bytes(b"y" * 160)
+    with pytest.raises(_readers.InputError):
+        _readers.read_bytes(str(path), limit=100)
+    monkeypatch.setattr(_readers.os, "fstat", real)
+
+
+def test_a_file_that_grew_after_its_size_was_taken_is_read_on_to_the_limit(tmp_path, monkeypatch):
+    path = tmp_path / "f"
+    path.write_bytes(b"z" * 80)
+
+    class Stat:
+        st_size = 10  # stale: the file grew to 80 bytes
+    monkeypatch.setattr(_readers.os, "fstat", lambda fd: Stat())
+    assert _readers.read_bytes(str(path), limit=100) == b"z" * 80
+    path.write_bytes(b"z" * 120)
+    with pytest.raises(_readers.InputError):
+        _readers.read_bytes(str(path), limit=100)
+
+
+def test_build_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypatch):
+    import gc
+
+    from ansible_collections.maand.core.plugins.plugin_utils import _build
+    seen = []
+    monkeypatch.setattr(_build, "_compute", lambda *a: seen.append(gc.isenabled()) or "result")
+    assert gc.isenabled()
+    assert _build.compute(str(tmp_path)) == "result"
+    assert seen == [False] and gc.isenabled()
+
+    def boom(*a):
+        raise RuntimeError("x")
+    monkeypatch.setattr(_build, "_compute", boom)
+    with pytest.raises(RuntimeError):
+        _build.compute(str(tmp_path))
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that runs without the collector keeps it off
+        monkeypatch.setattr(_build, "_compute", lambda *a: None)
+        _build.compute(str(tmp_path))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
