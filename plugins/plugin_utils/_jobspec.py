@@ -663,6 +663,13 @@ def _check_mounts(value, where: str) -> None:
         point = mount.get("mount_point")
         if not isinstance(point, str) or not point.startswith("/"):
             raise SpecError(f"{where}[{i}].mount_point: must be an absolute path, not {point!r}")
+        if mount["type"] == "bind":  # Maelstrom JobMount::Bind {mount_point, local_path, read_only}
+            local = mount.get("local_path")
+            if not isinstance(local, str) or not local.startswith("/"):
+                raise SpecError(f"{where}[{i}].local_path: a bind mount needs the absolute path of a folder on "
+                                f"the worker, not {local!r}")
+            if not isinstance(mount.get("read_only", False), bool):
+                raise SpecError(f"{where}[{i}].read_only: must be true or false")
 
 
 _CHECKS = (
@@ -684,7 +691,8 @@ _FIXES = {
     "user": "give a user name or uid that exists on the workers, e.g. \"nobody\" or 65534",
     "group": "give a group name or gid that exists on the workers, e.g. \"nogroup\" or 65534",
     "network": "use \"disabled\", \"loopback\" or \"local\" (default: local)",
-    "mounts": 'write [{"type": "tmp", "mount_point": "/tmp"}]',
+    "mounts": 'write [{"type": "tmp", "mount_point": "/tmp"}] or [{"type": "bind", "mount_point": "/srv", '
+              '"local_path": "/data/srv", "read_only": true}]',
     "enable_writable_file_system": "write true or false",
 }
 
