@@ -11,7 +11,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _hook_deploy, _hook_run, _hooks
 
 display = Display()
 
@@ -27,6 +27,23 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True
+
+    @staticmethod
+    def _post_build(bucket_dir, catalog, outcome, check_mode, task_vars):
+        """maand runs post_build after the catalog commit, jobs in deployment_seq order; failures fail the build."""
+        if not _hooks.jobs_with(catalog, "post_build"):
+            return []
+        if check_mode:
+            display.display("check mode: post_build job commands not run")
+            return []
+        try:
+            with _hook_deploy.session(bucket_dir, catalog, None,
+                                      int(task_vars.get("maand_hook_timeout") or _hook_run.DEFAULT_TIMEOUT),
+                                      int(task_vars.get("maand_deploy_output_tail") or _hook_run.DEFAULT_TAIL),
+                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
+                return _hook_deploy.post_build(ctx)
+        except OSError as exc:
+            return ["post_build: cannot run the job commands: %s" % exc]
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -68,6 +85,14 @@ class ActionModule(ActionBase):
             return result
 
         catalog = outcome.catalog
+        hook_failures = self._post_build(bucket_dir, catalog, outcome, check_mode, task_vars or {})
+        if hook_failures:
+            for msg in hook_failures:
+                display.display("FAILED: %s" % msg, color="red", stderr=True)
+            result.update(failed=True, changed=bool(outcome.written), bucket_id=catalog["bucket_id"],
+                          msg="maand build: post_build job command(s) failed (data/catalog.json is written; fix the "
+                              "command and build again):\n" + "\n".join(hook_failures))
+            return result
         table = _build.allocation_table(catalog, limit=args["table_limit"] or None)
         for line in table:
             display.display(line)
