@@ -15,6 +15,17 @@ from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog
 
 display = Display()
 
+
+def int_var(templar, task_vars, name, default):
+    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
+    value = (task_vars or {}).get(name)
+    if value is None:
+        return default
+    try:
+        return int(templar.template(value))
+    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
+        return default
+
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "default": "."},
     "table_limit": {"type": "int", "default": 200},
@@ -28,8 +39,7 @@ class ActionModule(ActionBase):
     _requires_connection = False
     _supports_check_mode = True
 
-    @staticmethod
-    def _post_build(bucket_dir, catalog, outcome, check_mode, task_vars):
+    def _post_build(self, bucket_dir, catalog, outcome, check_mode, task_vars):
         """maand runs post_build after the catalog commit, jobs in deployment_seq order; failures fail the build."""
         if not _hooks.jobs_with(catalog, "post_build"):
             return []
@@ -38,8 +48,8 @@ class ActionModule(ActionBase):
             return []
         try:
             with _hook_deploy.session(bucket_dir, catalog, None,
-                                      int(task_vars.get("maand_hook_timeout") or _hook_run.DEFAULT_TIMEOUT),
-                                      int(task_vars.get("maand_deploy_output_tail") or _hook_run.DEFAULT_TAIL),
+                                      int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
+                                      int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
                                       log=lambda msg: display.display("hook: " + msg)) as ctx:
                 return _hook_deploy.post_build(ctx)
         except OSError as exc:

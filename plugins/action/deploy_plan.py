@@ -28,6 +28,17 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
 display = Display()
 
 
+def int_var(templar, task_vars, name, default):
+    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
+    value = (task_vars or {}).get(name)
+    if value is None:
+        return default
+    try:
+        return int(templar.template(value))
+    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
+        return default
+
+
 def ssh_args(task_vars):
     """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
     try:
@@ -128,8 +139,8 @@ class ActionModule(ActionBase):
             display.warning("check mode: pre_deploy hooks of %s not run; templates show the KV as it is" % ", ".join(jobs))
             return {}, in_scope, jobs_filter
         with _hook_deploy.session(bucket, catalog, _hook_deploy.hosts_from_hostvars(hostvars, hosts, ssh_args(task_vars)),
-                                  int(task_vars.get("maand_hook_timeout") or _hook_run.DEFAULT_TIMEOUT),
-                                  int(task_vars.get("maand_deploy_output_tail") or _hook_run.DEFAULT_TAIL),
+                                  int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
+                                  int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
                                   _deploy_plan.current_versions(states),
                                   lambda msg: display.display("hook: " + msg)) as ctx:
             failed = _hook_deploy.pre_deploy(ctx, jobs)

@@ -15,6 +15,17 @@ from ansible_collections.maand.core.plugins.plugin_utils import _deploy_gate, _d
 display = Display()
 
 
+def int_var(templar, task_vars, name, default):
+    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
+    value = (task_vars or {}).get(name)
+    if value is None:
+        return default
+    try:
+        return int(templar.template(value))
+    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
+        return default
+
+
 def ssh_args(task_vars):
     """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
     try:
@@ -35,10 +46,11 @@ def gate_runner(hostvars):
     return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed)
 
 
-def hook_callbacks(run_dir, task_vars, probes):
+def hook_callbacks(run_dir, task_vars, probes, templar):
     """The gate runner and after_results with the bucket's job commands (_hook_deploy)."""
     return _hook_deploy.callbacks_for_run(run_dir, task_vars.get("hostvars") or {}, probes,
-                                          task_vars.get("maand_hook_timeout"), task_vars.get("maand_deploy_output_tail"),
+                                          int_var(templar, task_vars, "maand_hook_timeout", 600),
+                                          int_var(templar, task_vars, "maand_deploy_output_tail", 20),
                                           lambda msg: display.display("hook: " + msg), ssh_args(task_vars))
 
 
@@ -56,7 +68,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         try:
             key = _deploy_run.step_key(args["step"])
-            with hook_callbacks(args["run_dir"], task_vars, gate_runner(hostvars)) as (gate, after):
+            with hook_callbacks(args["run_dir"], task_vars, gate_runner(hostvars), self._templar) as (gate, after):
                 hosts, failures = _deploy_run.advance(args["run_dir"], key, gate, after)
         except (_deploy_run.RunError, ValueError, OSError) as exc:
             result.update(failed=True, changed=False, msg="deploy step %s: %s" % (args["step"], exc))
