@@ -444,10 +444,8 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
     if os.path.lexists(dest):
         shutil.rmtree(dest)
     os.makedirs(dest, mode=0o755)
-    for rel in ("",) + tuple(source.dirs):  # folders keep their modes, as rsync --archive carries them
-        folder = os.path.join(dest, rel) if rel else dest
-        os.makedirs(folder, mode=0o755, exist_ok=True)
-        os.chmod(folder, stat.S_IMODE(os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode))
+    for rel in source.dirs:
+        os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
     generated = {o.rel: o for o in content.outputs}
     for rel in content.files:
         target = os.path.join(dest, rel)
@@ -456,6 +454,10 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
             _write_output(target, generated[rel])
         else:
             _link(os.path.join(source.root, rel), target)
+    # folders keep their modes, as rsync --archive carries them; set last, deepest first
+    for rel in sorted(source.dirs, key=lambda r: r.count("/"), reverse=True) + [""]:
+        mode = os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode
+        os.chmod(os.path.join(dest, rel) if rel else dest, stat.S_IMODE(mode))
 
 
 def _write_output(path: str, out: Output) -> None:

@@ -269,11 +269,14 @@ def test_stage_links_plain_files_and_never_writes_into_the_workspace(tmp_path):
     os.symlink("run.sh", os.path.join(job, "link.sh"))
     os.makedirs(os.path.join(job, "empty"))
     os.chmod(os.path.join(job, "empty"), 0o777)
+    write(os.path.join(job, "ro", "f.txt"), "read only folder")
+    os.chmod(os.path.join(job, "ro"), 0o555)
     staging = compute(root, catalog, kv)
     dest = staging.stage(root, "api", "10.0.0.1")
     assert os.path.samefile(os.path.join(dest, "run.sh"), os.path.join(job, "run.sh"))
     assert os.readlink(os.path.join(dest, "link.sh")) == "run.sh"
     assert os.path.isdir(os.path.join(dest, "empty")) and os.stat(os.path.join(dest, "empty")).st_mode & 0o777 == 0o777
+    assert os.stat(os.path.join(dest, "ro")).st_mode & 0o777 == 0o555 and os.path.isfile(os.path.join(dest, "ro", "f.txt"))
     with open(os.path.join(dest, "app.conf"), encoding="utf-8") as handle:
         assert handle.read() == "api"
     with open(os.path.join(job, "app.conf"), encoding="utf-8") as handle:
