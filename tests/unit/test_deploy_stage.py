@@ -310,3 +310,13 @@ def test_a_failing_template_never_prints_the_secret_it_read(tmp_path, name, text
     staging = compute(root, catalog, kv, digest_key=lambda: b"k" * 32)
     assert len(staging.errors) == 1, staging.errors
     assert "hunter2" not in repr(staging.errors) and "hunter2" not in repr(staging.content)
+
+
+def test_remove_tree_removes_read_only_staged_folders_as_any_user(tmp_path):
+    ro = tmp_path / "stage" / "h" / "api" / "ro"
+    ro.mkdir(parents=True)
+    (ro / "f").write_text("x")
+    os.chmod(ro, 0o555)
+    S.remove_tree(str(tmp_path / "stage"))
+    assert not (tmp_path / "stage").exists()
+    S.remove_tree(str(tmp_path / "stage"))  # absent: nothing to do
