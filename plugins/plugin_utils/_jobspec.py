@@ -19,12 +19,13 @@ Pure Python, no Ansible imports. Semantics follow Maelstrom's own source
 from __future__ import annotations
 
 import heapq
-import json
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Callable, Mapping, Optional
+
+from . import _readers
 
 
 class SpecError(ValueError):
@@ -782,9 +783,13 @@ def _blob(root: PurePosixPath, descriptor: Mapping, name: str) -> PurePosixPath:
 
 
 def _read_json(path: PurePosixPath, name: str):
+    """An image's JSON file through the bucket's one JSON reader (_readers: size and nesting bounded,
+    NaN refused), never a traceback."""
     try:
-        with open(str(path), encoding="utf-8") as handle:
-            return json.load(handle)
+        return _readers.parse_json(_readers.read_bytes(str(path)).decode("utf-8"))
+    except _readers.InputError as exc:
+        raise SpecError(f"image {name}: {path}: {exc.field + ': ' if exc.field else ''}{exc.message} "
+                        f"(fix: {exc.fix})") from None
     except FileNotFoundError:
         raise SpecError(f"image {name}: {path} is missing (copy the image: skopeo copy docker://REF "
                         f"oci:workspace/images/{name})") from None

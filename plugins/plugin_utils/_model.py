@@ -81,7 +81,7 @@ class Job:
 
 
 class Command:
-    __slots__ = ("name", "executed_on", "demand_job", "demand_command", "min_version", "max_version")
+    __slots__ = ("name", "executed_on", "demand_job", "demand_command", "demand_config", "min_version", "max_version")
 
 
 class Bucket:
@@ -560,6 +560,7 @@ def _load_commands(bucket, job, manifest, rel, report):
         command.demand_job = demands.get("job") or ""
         command.demand_command = demands.get("command") or ""
         config = demands.get("config") or {}
+        command.demand_config = config if isinstance(config, dict) else {}
         command.min_version = config.get("min_version")
         command.max_version = config.get("max_version")
         commands[name] = command
