@@ -269,11 +269,14 @@ def test_stage_links_plain_files_and_never_writes_into_the_workspace(tmp_path):
     os.symlink("run.sh", os.path.join(job, "link.sh"))
     os.makedirs(os.path.join(job, "empty"))
     os.chmod(os.path.join(job, "empty"), 0o777)
+    write(os.path.join(job, "ro", "f.txt"), "read only folder")
+    os.chmod(os.path.join(job, "ro"), 0o555)
     staging = compute(root, catalog, kv)
     dest = staging.stage(root, "api", "10.0.0.1")
     assert os.path.samefile(os.path.join(dest, "run.sh"), os.path.join(job, "run.sh"))
     assert os.readlink(os.path.join(dest, "link.sh")) == "run.sh"
     assert os.path.isdir(os.path.join(dest, "empty")) and os.stat(os.path.join(dest, "empty")).st_mode & 0o777 == 0o777
+    assert os.stat(os.path.join(dest, "ro")).st_mode & 0o777 == 0o555 and os.path.isfile(os.path.join(dest, "ro", "f.txt"))
     with open(os.path.join(dest, "app.conf"), encoding="utf-8") as handle:
         assert handle.read() == "api"
     with open(os.path.join(job, "app.conf"), encoding="utf-8") as handle:
@@ -307,3 +310,13 @@ def test_a_failing_template_never_prints_the_secret_it_read(tmp_path, name, text
     staging = compute(root, catalog, kv, digest_key=lambda: b"k" * 32)
     assert len(staging.errors) == 1, staging.errors
     assert "hunter2" not in repr(staging.errors) and "hunter2" not in repr(staging.content)
+
+
+def test_remove_tree_removes_read_only_staged_folders_as_any_user(tmp_path):
+    ro = tmp_path / "stage" / "h" / "api" / "ro"
+    ro.mkdir(parents=True)
+    (ro / "f").write_text("x")
+    os.chmod(ro, 0o555)
+    S.remove_tree(str(tmp_path / "stage"))
+    assert not (tmp_path / "stage").exists()
+    S.remove_tree(str(tmp_path / "stage"))  # absent: nothing to do
