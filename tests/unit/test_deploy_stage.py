@@ -320,3 +320,12 @@ def test_remove_tree_removes_read_only_staged_folders_as_any_user(tmp_path):
     S.remove_tree(str(tmp_path / "stage"))
     assert not (tmp_path / "stage").exists()
     S.remove_tree(str(tmp_path / "stage"))  # absent: nothing to do
+
+
+def test_j2_has_the_common_ansible_filters(tmp_path):
+    text = ("{{ {'a': [1, 'x']} | to_json }}|{{ 'hi' | b64encode }}|{{ 'aGk=' | b64decode }}|{{ \"a b\" | quote }}|"
+            "{{ 'yes' | bool }}|{{ Labels | to_json }}\n{{ {'b': 1} | to_nice_json(indent=2) }}\n")
+    root, catalog, kv = e2e(tmp_path, {"f.txt.j2": text})
+    staging = compute(root, catalog, kv)
+    assert rendered(staging, "10.0.0.1", "f.txt") == ('{"a": [1, "x"]}|aGk=|hi|\'a b\'|True|["api", "worker"]\n'
+                                                      '{\n  "b": 1\n}\n')
