@@ -28,12 +28,15 @@ key, the namespace) and a fix.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import hashlib
 import hmac
+import json
 import os
 import posixpath
+import shlex
 import shutil
 import stat
 import traceback
@@ -405,8 +408,25 @@ def _jinja_env(texts: tuple) -> Any:
 
     sources = dict(texts)
     loader = jinja2.FunctionLoader(lambda name: (sources[name], name, lambda: True) if name in sources else None)
-    return ImmutableSandboxedEnvironment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                         autoescape=False)
+    env = ImmutableSandboxedEnvironment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                        autoescape=False)
+    env.filters.update(JINJA_FILTERS)
+    return env
+
+
+def _b64decode(text: str) -> str:
+    return base64.b64decode(text.encode("ascii")).decode("utf-8")
+
+
+# The few Ansible filters config files use most, with Ansible's meaning (stdlib only).
+JINJA_FILTERS = {
+    "to_json": lambda value: json.dumps(value, sort_keys=False),
+    "to_nice_json": lambda value, indent=4: json.dumps(value, indent=indent, sort_keys=True),
+    "b64encode": lambda text: base64.b64encode(str(text).encode("utf-8")).decode("ascii"),
+    "b64decode": _b64decode,
+    "quote": lambda text: shlex.quote(str(text)),
+    "bool": lambda value: value if isinstance(value, bool) else str(value).strip().lower() in ("yes", "on", "1", "true"),
+}
 
 
 def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: dict, tracker: _Tracker) -> str:
