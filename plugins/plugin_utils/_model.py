@@ -16,10 +16,12 @@ maand.conf may also hold `hardware` (bucket-wide hardware minimums) and `[constr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import tomllib
+from typing import Any, Optional
 
 from . import _job_checks, _readers, _schemas
 from ._hardware import ARCHES, normalize_arch
@@ -60,9 +62,22 @@ COMMAND_EVENTS = frozenset(
 )
 
 
+@dataclasses.dataclass(slots=True, eq=False, init=False)
 class Worker:
-    __slots__ = ("host", "hostname", "labels", "tags", "zone", "position", "memory_mb", "cpu_mhz",
-                 "cores", "storage_mb", "arch", "index")
+    """A worker of workspace/workers.json as the model reads it (typed record; the loader sets every field)."""
+
+    host: str
+    hostname: Optional[str]
+    labels: tuple  # lower-cased, sorted, with "worker"
+    tags: dict  # lower-cased keys and values
+    zone: str
+    position: int
+    memory_mb: Optional[float]
+    cpu_mhz: Optional[float]
+    cores: Optional[int]
+    storage_mb: Optional[float]
+    arch: Optional[str]  # Juju's name (amd64, arm64, ...)
+    index: int  # rank in position order: the bit of this worker in every worker mask
 
     def as_catalog(self):
         return {
@@ -72,16 +87,54 @@ class Worker:
         }
 
 
+@dataclasses.dataclass(slots=True, eq=False, init=False)
 class Job:
-    __slots__ = ("name", "file", "path", "version", "version_given", "selectors", "min_memory_mb", "max_memory_mb",
-                 "memory_mb", "memory_source", "min_cpu_mhz", "max_cpu_mhz", "cpu_mhz", "cpu_source", "ports",
-                 "min_allocations_count", "max_concurrent_starts", "max_concurrent_upgrades", "restart_policy",
-                 "restart_globs", "commands", "health_check", "constraints", "hardware", "placement", "makefile",
-                 "vars", "manifest", "rules", "top_entries", "template_files")
+    """A job of workspace/jobs/<name>/ as the model reads it (typed record; load_job sets every field)."""
+
+    name: str
+    file: str  # workspace/jobs/<name>/manifest.json
+    path: str  # workspace/jobs/<name>
+    version: str
+    version_given: bool
+    selectors: tuple
+    min_memory_mb: Optional[float]
+    max_memory_mb: Optional[float]
+    memory_mb: float
+    memory_source: Optional[str]
+    min_cpu_mhz: Optional[float]
+    max_cpu_mhz: Optional[float]
+    cpu_mhz: float
+    cpu_source: Optional[str]
+    ports: dict  # port name -> fixed port, or None (from the bucket.conf pool)
+    min_allocations_count: int
+    max_concurrent_starts: int
+    max_concurrent_upgrades: int
+    restart_policy: str
+    restart_globs: list
+    commands: dict  # name -> Command
+    health_check: dict
+    constraints: Any
+    hardware: Any
+    placement: Any
+    makefile: Optional[str]
+    vars: dict
+    manifest: dict
+    rules: Any  # _select.JobRules, compiled once every job is loaded
+    top_entries: frozenset  # names directly in the job folder
+    template_files: dict  # {".tpl": files, ".j2": files} from the one walk of the job folder
 
 
+@dataclasses.dataclass(slots=True, eq=False, init=False)
 class Command:
-    __slots__ = ("name", "executed_on", "demand_job", "demand_command", "demand_config", "min_version", "max_version")
+    """A job command of a manifest (maand's job_commands; maand.core reads, orders and warns, never runs them)."""
+
+    name: str
+    executed_on: list
+    demand_job: str
+    demand_command: str
+    demand_config: dict
+    min_version: Optional[str]
+    max_version: Optional[str]
 
 
 class Bucket:
