@@ -1,7 +1,7 @@
 """Deploy benchmark on the local SSH fleet (root, Linux; see tests/fleet/README.md). Not a test: never run by .ci/run.
 
     python3 bench/bench_deploy.py [--collection PATH] [--sizes 8,32,64] [--runs 3] [--big-runs 1]
-                                  [--forks 20] [--label NAME] [--out bench/results]
+                                  [--forks 20] [--templates] [--label NAME] [--out bench/results]
 
 For every fleet size N it starts N sshd hosts (tests/fleet/fleet.py), writes a bucket with 5 jobs
 (api, web, job2 on every worker; half1, half2 on every other worker; job2 and half2 form the second
@@ -105,6 +105,7 @@ class Bench:
         self.bucket = work / "bucket"
         self.hosts = []
         self.bucket_id = None
+        self.templates = False
 
     def env(self):
         e = dict(os.environ)
@@ -182,6 +183,9 @@ class Bench:
         script = "print('command')\n"  # build refuses a command without its script (as maand)
         ready_py = {"_modules/command_ready.py": script}
         after_py = {"_modules/command_after.py": script}
+        if self.templates:  # every job renders 2 templates per allocation from the KV
+            ready_py = dict(ready_py, **TEMPLATES)
+            after_py = dict(after_py, **TEMPLATES)
         add_job(b, "api", files={"conf/api.conf": "threads=0\n", **ready_py}, makefile=STAMPED_MAKEFILE,
                 commands=ready)
         add_job(b, "web", files={"conf/site.conf": "listen=80\n", "static/index.html": "<h1>v1</h1>\n"},
@@ -228,9 +232,19 @@ class Bench:
         return sorted(stamps)
 
 
+# --templates: a .tpl and a .j2 in every job (rendered per allocation by the deploy, issue 10)
+TEMPLATES = {
+    "config.json.tpl": '{"bucket": "{{ get "maand/bucket" "bucket_id" }}", "worker": "{{ .WorkerIP }}", '
+                       '"index": "{{ get (printf "maand/job/%s/worker/%s" .Job .WorkerIP) (printf "%s_allocation_index" .Job) }}", '
+                       '"peers": "{{ get (printf "maand/job/%s/worker/%s" .Job .WorkerIP) "peer_workers" }}"}\n',
+    "app.env.j2": "JOB={{ Job }}\nWORKERS={{ kv['maand/job/' ~ Job]['workers'] }}\nVERSION={{ NewVersion }}\n",
+}
+
+
 def measure(n, runs, args, collections):
     work = Path(tempfile.mkdtemp(prefix="maand-bench-deploy-%d-" % n))
     b = Bench(n, work, collections, args.forks)
+    b.templates = args.templates
     out = {"hosts": n}
     try:
         b.up()
@@ -356,6 +370,8 @@ def main(argv=None):
     ap.add_argument("--forks", type=int, default=20)
     ap.add_argument("--change-limit", type=float, default=0,
                     help="stop (c) after this many seconds and report the batches done and their spacing (0: no limit)")
+    ap.add_argument("--templates", action="store_true",
+                    help="every job also holds a .tpl and a .j2 rendered per allocation (KV, peers, index)")
     ap.add_argument("--label", default=None, help="name of the result files (default: the collection's folder name)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results"), help="folder for deploy-<label>.json/.md")
     args = ap.parse_args(argv)
@@ -373,7 +389,7 @@ def main(argv=None):
     (coll_dir / "ansible_collections" / "maand" / "core").symlink_to(collection)
     result = {"label": label, "collection": collection_info(collection), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "cores": os.cpu_count(), "machine": platform.platform(), "forks": args.forks, "runs": args.runs,
-              "big_runs": args.big_runs, "jobs": 5, "sizes": []}
+              "big_runs": args.big_runs, "jobs": 5, "templates": args.templates, "sizes": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:

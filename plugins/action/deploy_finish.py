@@ -97,7 +97,11 @@ class ActionModule(ActionBase):
         if not check and done is not None:
             prune(bucket, plan, done, result, problems)
             # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
-            shutil.rmtree(_deploy_stage.stage_root(bucket), ignore_errors=True)
+            try:
+                _deploy_stage.remove_tree(_deploy_stage.stage_root(bucket))
+            except OSError as exc:
+                problems.append("could not remove %s (it may hold rendered secrets): %s"
+                                % (_deploy_stage.stage_root(bucket), exc))
         if args["release"] and not check:
             try:
                 _deploy_lock.release(bucket, os.getppid())

@@ -12,6 +12,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils import _build, _explain
 from ansible_collections.maand.core.plugins.plugin_utils._model import WORKERS_FILE
+from ansible_collections.maand.core.plugins.plugin_utils._problems import did_you_mean
 
 display = Display()
 
@@ -74,13 +75,16 @@ class ActionModule(ActionBase):
             result.update(summary=lines, msg="%d jobs" % len(lines))
             return result
         if name not in bucket.jobs:
-            result.update(failed=True, msg="unknown job %r (jobs: %s)" % (name, ", ".join(sorted(bucket.jobs))))
+            result.update(failed=True, msg="unknown job %r%s (jobs: %s)" % (
+                name, did_you_mean(name, bucket.jobs), ", ".join(sorted(bucket.jobs))))
             return result
         hosts = args["workers"]
         if hosts:
-            unknown = sorted(set(hosts) - {w.host for w in bucket.workers})
+            known = {w.host for w in bucket.workers}
+            unknown = sorted(set(hosts) - known)
             if unknown:
-                result.update(failed=True, msg="unknown workers: %s" % ", ".join(unknown))
+                result.update(failed=True, msg="unknown workers: %s" % ", ".join(
+                    host + did_you_mean(host, known) for host in unknown))
                 return result
         lines = _explain.explain_lines(bucket, placement, name, hosts=hosts, show=args["show"],
                                        limit=args["limit"] or None)

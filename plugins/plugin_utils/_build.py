@@ -121,8 +121,9 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
             "restart_globs": job.restart_globs, "max_concurrent_starts": job.max_concurrent_starts,
             "max_concurrent_upgrades": job.max_concurrent_upgrades, "min_allocations_count": job.min_allocations_count,
             "health_check": job.health_check, "makefile": job.makefile, "vars": job.vars,
-            "commands": {c.name: {"executed_on": c.executed_on, "demands": {"job": c.demand_job,
-                                                                            "command": c.demand_command}}
+            "commands": {c.name: {"executed_on": c.executed_on,
+                                  "demands": dict({"job": c.demand_job, "command": c.demand_command},
+                                                  **({"config": c.demand_config} if c.demand_config else {}))}
                          for c in job.commands.values()},
         })
         if job.rules is not None and not job.rules.plain:

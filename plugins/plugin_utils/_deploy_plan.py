@@ -365,6 +365,7 @@ class _Planner:
         self.workers = {w["host"]: w for w in catalog.get("workers", [])}
         self.allocs = {(a.get("job"), a.get("worker")): a for a in catalog.get("allocations", [])}
         self.indexes = None  # (job, host) -> ALLOCATION_INDEX, computed on first use
+        self.by_worker = None  # host -> its allocation records, computed on first use
         self.position = worker_positions(catalog)
         self.hosts = set(hosts)
         self.errors = []
@@ -600,9 +601,13 @@ class _Planner:
         worker = self.workers.get(host) or {}
         worker_json = {"bucket_id": self.bucket_id, "worker": host, "labels": sorted(worker.get("labels") or []),
                        "update_seq": seq}
+        if self.by_worker is None:  # allocations by worker, once: metadata of every host stays linear
+            self.by_worker = {}
+            for a in self.catalog.get("allocations", []):
+                self.by_worker.setdefault(a.get("worker"), []).append(a)
         entries = []
-        for a in self.catalog.get("allocations", []):
-            if a.get("worker") != host or a.get("state") == "removed":
+        for a in self.by_worker.get(host, ()):
+            if a.get("state") == "removed":
                 continue
             entries.append({"job": a["job"], "alloc_id": a.get("alloc_id"),
                             "disabled": a.get("state") == "disabled",

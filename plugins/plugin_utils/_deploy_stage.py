@@ -28,12 +28,15 @@ key, the namespace) and a fix.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import hashlib
 import hmac
+import json
 import os
 import posixpath
+import shlex
 import shutil
 import stat
 import traceback
@@ -405,8 +408,25 @@ def _jinja_env(texts: tuple) -> Any:
 
     sources = dict(texts)
     loader = jinja2.FunctionLoader(lambda name: (sources[name], name, lambda: True) if name in sources else None)
-    return ImmutableSandboxedEnvironment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                         autoescape=False)
+    env = ImmutableSandboxedEnvironment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                        autoescape=False)
+    env.filters.update(JINJA_FILTERS)
+    return env
+
+
+def _b64decode(text: str) -> str:
+    return base64.b64decode(text.encode("ascii")).decode("utf-8")
+
+
+# The few Ansible filters config files use most, with Ansible's meaning (stdlib only).
+JINJA_FILTERS = {
+    "to_json": lambda value: json.dumps(value, sort_keys=False),
+    "to_nice_json": lambda value, indent=4: json.dumps(value, indent=indent, sort_keys=True),
+    "b64encode": lambda text: base64.b64encode(str(text).encode("utf-8")).decode("ascii"),
+    "b64decode": _b64decode,
+    "quote": lambda text: shlex.quote(str(text)),
+    "bool": lambda value: value if isinstance(value, bool) else str(value).strip().lower() in ("yes", "on", "1", "true"),
+}
 
 
 def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: dict, tracker: _Tracker) -> str:
@@ -441,13 +461,10 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
 
     A plain file is a hard link to the workspace file (a copy when linking fails); a generated file
     is written fresh, so nothing ever writes through a link into the workspace."""
-    if os.path.lexists(dest):
-        shutil.rmtree(dest)
+    remove_tree(dest)
     os.makedirs(dest, mode=0o755)
-    for rel in ("",) + tuple(source.dirs):  # folders keep their modes, as rsync --archive carries them
-        folder = os.path.join(dest, rel) if rel else dest
-        os.makedirs(folder, mode=0o755, exist_ok=True)
-        os.chmod(folder, stat.S_IMODE(os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode))
+    for rel in source.dirs:
+        os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
     generated = {o.rel: o for o in content.outputs}
     for rel in content.files:
         target = os.path.join(dest, rel)
@@ -456,6 +473,19 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
             _write_output(target, generated[rel])
         else:
             _link(os.path.join(source.root, rel), target)
+    # folders keep their modes, as rsync --archive carries them; set last, deepest first
+    for rel in sorted(source.dirs, key=lambda r: r.count("/"), reverse=True) + [""]:
+        mode = os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode
+        os.chmod(os.path.join(dest, rel) if rel else dest, stat.S_IMODE(mode))
+
+
+def remove_tree(path: str) -> None:
+    """rmtree that also removes staged folders whose mode (copied from the workspace) is read-only."""
+    def retry(func: Callable, failed: str, dummy: Any) -> None:
+        os.chmod(os.path.dirname(failed), 0o700)
+        func(failed)
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=retry)
 
 
 def _write_output(path: str, out: Output) -> None:
@@ -488,8 +518,7 @@ def stage_path(bucket_dir: str, host: str, job: str) -> str:
 def reset_stage(bucket_dir: str) -> str:
     """Empty data/.deploy-stage (0700: rendered files may hold secrets); the caller holds the deploy lock."""
     root = stage_root(bucket_dir)
-    if os.path.lexists(root):
-        shutil.rmtree(root)
+    remove_tree(root)
     os.makedirs(root, mode=0o700)
     os.chmod(root, 0o700)
     return root

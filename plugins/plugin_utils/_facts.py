@@ -24,7 +24,7 @@ from ._catalog import atomic_write, bucket_lock
 from ._hardware import normalize_arch
 from ._model import MAAND_CONF, WORKERS_FILE, Bucket, load_maand_conf, load_workers
 from ._naming import group_name
-from ._problems import Report
+from ._problems import Report, did_you_mean
 from ._units import parse_cpu_mhz, parse_memory_mb
 
 TEMP_PREFIX = ".workers.json."
@@ -109,7 +109,7 @@ def select_targets(workers, labels=None, hosts=None):
     if unknown:
         raise WorkersFileError(
             "hosts not in workspace/workers.json: %s. Add them to workers.json first, or fix the "
-            "names passed in maand_hosts" % ", ".join(unknown))
+            "names passed in maand_hosts" % ", ".join(host + did_you_mean(host, known) for host in unknown))
     targets = [w for w in workers
                if (not hosts or w.host in hosts) and (not labels or set(labels) & set(w.labels))]
     if not targets:

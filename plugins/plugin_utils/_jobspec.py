@@ -19,12 +19,13 @@ Pure Python, no Ansible imports. Semantics follow Maelstrom's own source
 from __future__ import annotations
 
 import heapq
-import json
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Callable, Mapping, Optional
+
+from . import _readers
 
 
 class SpecError(ValueError):
@@ -662,6 +663,13 @@ def _check_mounts(value, where: str) -> None:
         point = mount.get("mount_point")
         if not isinstance(point, str) or not point.startswith("/"):
             raise SpecError(f"{where}[{i}].mount_point: must be an absolute path, not {point!r}")
+        if mount["type"] == "bind":  # Maelstrom JobMount::Bind {mount_point, local_path, read_only}
+            local = mount.get("local_path")
+            if not isinstance(local, str) or not local.startswith("/"):
+                raise SpecError(f"{where}[{i}].local_path: a bind mount needs the absolute path of a folder on "
+                                f"the worker, not {local!r}")
+            if not isinstance(mount.get("read_only", False), bool):
+                raise SpecError(f"{where}[{i}].read_only: must be true or false")
 
 
 _CHECKS = (
@@ -683,7 +691,8 @@ _FIXES = {
     "user": "give a user name or uid that exists on the workers, e.g. \"nobody\" or 65534",
     "group": "give a group name or gid that exists on the workers, e.g. \"nogroup\" or 65534",
     "network": "use \"disabled\", \"loopback\" or \"local\" (default: local)",
-    "mounts": 'write [{"type": "tmp", "mount_point": "/tmp"}]',
+    "mounts": 'write [{"type": "tmp", "mount_point": "/tmp"}] or [{"type": "bind", "mount_point": "/srv", '
+              '"local_path": "/data/srv", "read_only": true}]',
     "enable_writable_file_system": "write true or false",
 }
 
@@ -774,9 +783,13 @@ def _blob(root: PurePosixPath, descriptor: Mapping, name: str) -> PurePosixPath:
 
 
 def _read_json(path: PurePosixPath, name: str):
+    """An image's JSON file through the bucket's one JSON reader (_readers: size and nesting bounded,
+    NaN refused), never a traceback."""
     try:
-        with open(str(path), encoding="utf-8") as handle:
-            return json.load(handle)
+        return _readers.parse_json(_readers.read_bytes(str(path)).decode("utf-8"))
+    except _readers.InputError as exc:
+        raise SpecError(f"image {name}: {path}: {exc.field + ': ' if exc.field else ''}{exc.message} "
+                        f"(fix: {exc.fix})") from None
     except FileNotFoundError:
         raise SpecError(f"image {name}: {path} is missing (copy the image: skopeo copy docker://REF "
                         f"oci:workspace/images/{name})") from None

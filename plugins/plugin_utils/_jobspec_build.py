@@ -188,9 +188,9 @@ def catalog_spec(manifest: dict, integrated: Any, env_vars: list, job_file: str 
 
 # Fields a worker cannot honour (yet): refused at build with the reason, never ignored.
 _REFUSED = (
-    ("mounts", lambda v: any(m.get("type") in ("devices", "bind") for m in v or ()),
-     "devices and bind mounts are not set up by maand.core (tmp, proc and sys are)",
-     "use tmp, proc or sys mounts, or set the device or bind mount up from the Makefile"),
+    ("mounts", lambda v: any(m.get("type") == "devices" for m in v or ()),
+     "devices mounts are not set up by maand.core (tmp, proc, sys and bind are; the worker's /dev stays visible)",
+     "remove the devices mount (the worker's /dev is used), or use tmp, proc, sys or bind mounts"),
 )
 
 

@@ -25,11 +25,11 @@ import functools
 import hashlib
 import json
 import os
-import tomllib
 import uuid
 from typing import Any, Callable, Iterable, Mapping
 
 from . import _gotemplate as gotemplate
+from . import _readers
 
 KV = Mapping[str, Mapping[str, str]]
 
@@ -333,9 +333,16 @@ def _by_position(workers: list[dict]) -> list[dict]:
 
 
 def load_vars_toml(path: str) -> dict[str, str]:
-    """A job's vars.toml as KV strings (nested tables are refused: the KV holds strings)."""
-    with open(path, "rb") as handle:
-        data = tomllib.load(handle)
+    """A job's vars.toml as KV strings (nested tables are refused: the KV holds strings). Read by the
+    bucket's one TOML reader (_readers): size and nesting bounded, NaN/infinities and 64-bit overflow
+    refused naming the key, never a traceback."""
+    try:
+        data = _readers.parse_toml(_readers.read_bytes(path).decode("utf-8"))
+    except _readers.InputError as exc:
+        raise KVError("%s: %s%s (fix: %s)" % (path, "%s: " % exc.field if exc.field else "", exc.message,
+                                              exc.fix)) from None
+    except UnicodeDecodeError as exc:
+        raise KVError("%s: not UTF-8 text (byte %d)" % (path, exc.start)) from None
     out = {}
     for key, value in data.items():
         if isinstance(value, (dict, list)):

@@ -58,10 +58,10 @@ def check(bucket: Any, report: Any) -> Prepared:
     for name in sorted(bucket.jobs):
         job = bucket.jobs[name]
         root = os.path.join(bucket.path, job.path)
-        templates = getattr(job, "template_files", None)  # found by the model's walk of the job folder
-        for rel in (job_templates(root) if templates is None else templates):
+        walked = getattr(job, "template_files", None)  # found by the model's one walk of the job folder
+        for rel in (job_templates(root) if walked is None else walked[".tpl"]):
             _check_template(name, job.path, root, rel, report)
-        for rel in job_templates(root, ".j2"):
+        for rel in (job_templates(root, ".j2") if walked is None else walked[".j2"]):
             _check_jinja(name, job.path, root, rel, report)
         vars_path = os.path.join(root, "vars.toml")
         if os.path.isfile(vars_path):

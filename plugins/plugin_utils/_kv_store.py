@@ -40,6 +40,7 @@ MAX_HISTORY = 7  # maand kv/store.go MaxVersionsToKeep
 MASK = "***"
 
 USER_PREFIXES = ("vars/job/", "secrets/job/")
+ROLLOUT_ORDER_KEY = "rollout_order"
 
 
 class KVStoreError(Exception):
@@ -222,6 +223,13 @@ class KVStore:
         """Tombstone a key of vars/job/<job> or secrets/job/<job>. False if it was not there."""
         self._check_user(namespace, key)
         return self._delete(namespace, key)
+
+    def put_rollout_order(self, job: str, order: str) -> bool:
+        """maand/job/<job> rollout_order, the one build-owned key hooks may write (pre_deploy or cli:
+        maand jobcommand/runtime_http.go validateStoreKeyWrite); the next build drops it."""
+        if not job or "/" in job:
+            raise KVStoreError("rollout_order needs a job name, not %r" % job)
+        return self._put("maand/job/%s" % job, ROLLOUT_ORDER_KEY, str(order))
 
     def apply_build(self, computed: Mapping[str, Mapping[str, str]]) -> list[Change]:
         """Take build's computed KV (_kv.compute_kv without previous): build-owned namespaces are

@@ -16,10 +16,12 @@ maand.conf may also hold `hardware` (bucket-wide hardware minimums) and `[constr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import tomllib
+from typing import Any, Optional
 
 from . import _job_checks, _readers, _schemas
 from ._hardware import ARCHES, normalize_arch
@@ -60,9 +62,22 @@ COMMAND_EVENTS = frozenset(
 )
 
 
+@dataclasses.dataclass(slots=True, eq=False, init=False)
 class Worker:
-    __slots__ = ("host", "hostname", "labels", "tags", "zone", "position", "memory_mb", "cpu_mhz",
-                 "cores", "storage_mb", "arch", "index")
+    """A worker of workspace/workers.json as the model reads it (typed record; the loader sets every field)."""
+
+    host: str
+    hostname: Optional[str]
+    labels: tuple  # lower-cased, sorted, with "worker"
+    tags: dict  # lower-cased keys and values
+    zone: str
+    position: int
+    memory_mb: Optional[float]
+    cpu_mhz: Optional[float]
+    cores: Optional[int]
+    storage_mb: Optional[float]
+    arch: Optional[str]  # Juju's name (amd64, arm64, ...)
+    index: int  # rank in position order: the bit of this worker in every worker mask
 
     def as_catalog(self):
         return {
@@ -72,16 +87,54 @@ class Worker:
         }
 
 
+@dataclasses.dataclass(slots=True, eq=False, init=False)
 class Job:
-    __slots__ = ("name", "file", "path", "version", "version_given", "selectors", "min_memory_mb", "max_memory_mb",
-                 "memory_mb", "memory_source", "min_cpu_mhz", "max_cpu_mhz", "cpu_mhz", "cpu_source", "ports",
-                 "min_allocations_count", "max_concurrent_starts", "max_concurrent_upgrades", "restart_policy",
-                 "restart_globs", "commands", "health_check", "constraints", "hardware", "placement", "makefile",
-                 "vars", "manifest", "rules", "top_entries", "template_files")
+    """A job of workspace/jobs/<name>/ as the model reads it (typed record; load_job sets every field)."""
+
+    name: str
+    file: str  # workspace/jobs/<name>/manifest.json
+    path: str  # workspace/jobs/<name>
+    version: str
+    version_given: bool
+    selectors: tuple
+    min_memory_mb: Optional[float]
+    max_memory_mb: Optional[float]
+    memory_mb: float
+    memory_source: Optional[str]
+    min_cpu_mhz: Optional[float]
+    max_cpu_mhz: Optional[float]
+    cpu_mhz: float
+    cpu_source: Optional[str]
+    ports: dict  # port name -> fixed port, or None (from the bucket.conf pool)
+    min_allocations_count: int
+    max_concurrent_starts: int
+    max_concurrent_upgrades: int
+    restart_policy: str
+    restart_globs: list
+    commands: dict  # name -> Command
+    health_check: dict
+    constraints: Any
+    hardware: Any
+    placement: Any
+    makefile: Optional[str]
+    vars: dict
+    manifest: dict
+    rules: Any  # _select.JobRules, compiled once every job is loaded
+    top_entries: frozenset  # names directly in the job folder
+    template_files: dict  # {".tpl": files, ".j2": files} from the one walk of the job folder
 
 
+@dataclasses.dataclass(slots=True, eq=False, init=False)
 class Command:
-    __slots__ = ("name", "executed_on", "demand_job", "demand_command", "min_version", "max_version")
+    """A job command of a manifest (maand's job_commands; maand.core reads, orders and warns, never runs them)."""
+
+    name: str
+    executed_on: list
+    demand_job: str
+    demand_command: str
+    demand_config: dict
+    min_version: Optional[str]
+    max_version: Optional[str]
 
 
 class Bucket:
@@ -389,14 +442,14 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             rel = entry.path[len(root) + 1:]
             if entry.is_symlink():
                 _check_symlink(bucket, rel_dir, root, rel, report)
-                if entry.name.endswith(".tpl") and not _in_skipped(rel) and not _is_dir(entry):
+                if entry.name.endswith((".tpl", ".j2")) and not _in_skipped(rel) and not _is_dir(entry):
                     tpl_files.append(rel)  # a link to a file counts, as in os.walk's files
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
             elif entry.name.endswith((".tpl", ".j2")):
                 templates.append(rel)
-                if entry.name.endswith(".tpl") and not _in_skipped(rel):
+                if not _in_skipped(rel):
                     tpl_files.append(rel)
     makefile = next((m for m in MAKEFILES if m in top and top[m].is_file()), None)  # follows a link, as os.stat
     if makefile is None:
@@ -407,9 +460,10 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
             report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
                          "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
     _report_unhonoured_files(name, rel_dir, top, makefile, templates, report)
-    # the .tpl files in the order of _kv_build.job_templates (an os.walk, sorted): one walk per job
+    # .tpl and .j2 files in the order of _kv_build.job_templates (an os.walk, sorted): one walk per job
     tpl_files.sort(key=lambda rel: (tuple(rel.split("/")[:-1]), rel.rsplit("/", 1)[-1]))
-    return makefile, frozenset(top), tuple(tpl_files)
+    return makefile, frozenset(top), {suffix: tuple(r for r in tpl_files if r.endswith(suffix))
+                                      for suffix in (".tpl", ".j2")}
 
 
 TEMPLATE_SKIPPED_DIRS = ("_modules", "_prometheus")  # as _kv_build.SKIPPED_DIRS
@@ -559,6 +613,7 @@ def _load_commands(bucket, job, manifest, rel, report):
         command.demand_job = demands.get("job") or ""
         command.demand_command = demands.get("command") or ""
         config = demands.get("config") or {}
+        command.demand_config = config if isinstance(config, dict) else {}
         command.min_version = config.get("min_version")
         command.max_version = config.get("max_version")
         commands[name] = command
@@ -635,7 +690,7 @@ def load_job(bucket, name, report):
     job.manifest = manifest
     job.makefile = makefile
     job.top_entries = top  # names directly in the job folder
-    job.template_files = tpl_files  # its .tpl files (relative, sorted as _kv_build.job_templates)
+    job.template_files = tpl_files  # {".tpl": files, ".j2": files} (relative, sorted as _kv_build.job_templates)
     _load_version(job, manifest, rel, report)
     selectors = [s.lower() for s in manifest.get("selectors") or ()]
     for selector in selectors:

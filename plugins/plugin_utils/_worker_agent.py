@@ -14,7 +14,7 @@ A step request is {"root", "keep", "timeout", "tail", "slots", "promote": [promo
 the pending promotions of earlier steps are written first, then the ops run in order, consecutive
 run ops side by side in up to `slots` processes. An op may carry its job spec's run fields: "env",
 "cwd" (working directory inside the job folder), "user", "group", "network" ("disabled": a new
-network namespace without interfaces up; "loopback": only lo up), "mounts" (tmp/proc/sys in a private
+network namespace without interfaces up; "loopback": only lo up), "mounts" (tmp/proc/sys/bind in a private
 mount namespace), "enable_writable_file_system" (false: the root file system read-only except the job
 folder and the mounts), "timeout" (seconds, 0 = none).
 Every op and promotion gets its own outcome, with "started" and "seconds" for a make target; one
@@ -217,11 +217,12 @@ class RunAs(object):
         if not self.mounts and not self.read_only:
             return None
         for mount in self.mounts:
-            if mount.get("type") not in MOUNT_FS:
+            if mount.get("type") not in MOUNT_FS and mount.get("type") != "bind":
                 raise OpFailed("%s: mount type %r is not supported on the worker" % (label, mount.get("type")))
-            if not os.path.isdir(mount.get("mount_point") or ""):
-                raise OpFailed("%s: mount point %s does not exist on the worker; create it or fix \"mounts\""
-                               % (label, mount.get("mount_point")), reason="no_mount_point")
+            for key in ("mount_point", "local_path") if mount.get("type") == "bind" else ("mount_point",):
+                if not os.path.isdir(mount.get(key) or ""):
+                    raise OpFailed("%s: %s %s does not exist on the worker; create it or fix \"mounts\""
+                                   % (label, key.replace("_", " "), mount.get(key)), reason="no_mount_point")
         return self.mounts, self.read_only, folder
 
     def ids(self, label):
@@ -295,7 +296,7 @@ def _mount(libc, source, target, fstype, flags):
 
 def private_mounts(mounts, read_only, writable):
     """In the child: a private mount namespace; with read_only the root file system is remounted
-    read-only except the `writable` folder (the job's) and the mounts; then tmp/proc/sys mounts."""
+    read-only except the `writable` folder (the job's) and the mounts; then tmp/proc/sys/bind mounts."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNS) != 0:
         err = ctypes.get_errno()
@@ -310,8 +311,14 @@ def private_mounts(mounts, read_only, writable):
             keep = os.statvfs(point).f_flag & KEEP_FLAGS  # nosuid, nodev, noexec stay as they were
             _mount(libc, None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
     for mount in mounts or ():
+        point = mount["mount_point"].encode()
+        if mount["type"] == "bind":
+            _mount(libc, mount["local_path"].encode(), point, None, MS_BIND | MS_REC)
+            if mount.get("read_only"):
+                _mount(libc, None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            continue
         source, fstype = MOUNT_FS[mount["type"]]
-        _mount(libc, source, mount["mount_point"].encode(), fstype, 0)
+        _mount(libc, source, point, fstype, 0)
 
 
 def _switch(uid, gid, network=None, mounts=None):

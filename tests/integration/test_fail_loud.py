@@ -233,3 +233,31 @@ def test_a_limit_on_a_good_bucket_still_runs(home, bucket):
                   "--limit", "10.0.0.10", "--list-hosts")
     assert rc == 0, out
     assert "10.0.0.10" in out and "10.0.0.20" not in out, out
+
+
+USER_CFGS = {
+    "plugins-without-maand": "[inventory]\nenable_plugins = host_list, ini, yaml\nunparsed_is_failed = False\n",
+    "lenient": "[defaults]\nany_errors_fatal = False\nhost_key_checking = False\n"
+               "[inventory]\nunparsed_is_failed = False\nany_unparsed_is_failed = False\n",
+}
+
+
+@pytest.mark.parametrize("cfg", sorted(USER_CFGS))
+@pytest.mark.parametrize("broken", [False, True], ids=["valid-bucket", "invalid-bucket"])
+def test_deploy_fails_loud_under_a_users_own_ansible_cfg(home, bucket, cfg, broken):
+    """The user's ansible.cfg (in the working folder, as Ansible finds it) cannot make a deploy that ran
+    nothing exit 0: the workspace inventory must have loaded, else the run fails naming why."""
+    if broken:
+        break_workers(bucket)
+    (home / "cwd" / "ansible.cfg").write_text(USER_CFGS[cfg])
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    env.pop("ANSIBLE_CONFIG", None)
+    proc = subprocess.run(["ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.deploy", "--check"],
+                          cwd=str(home / "cwd"), env=env, capture_output=True, text=True, timeout=180, check=False)
+    out = proc.stdout + proc.stderr
+    if cfg == "plugins-without-maand" or broken:
+        assert proc.returncode != 0, out
+        assert "Assert that the maand.core.workspace inventory loaded" in out, out
+        assert (HAS_ERRORS in out and "workers.json" in out) or (NOT_LOADED in out and "enable_plugins" in out), out
+    else:  # a valid bucket under a lenient cfg reaches the deploy play (its unreachable example hosts fail it)
+        assert "Assert that the maand.core.workspace inventory loaded" in out and NOT_LOADED not in out, out

@@ -209,6 +209,15 @@ def test_04_changed_value_restarts_and_plan_names_the_key(run):
         assert "level=debug" in (run.job(h, "envjob") / "run" / "out.txt").read_text()
 
 
+def test_04b_job_playbook_runs_targets_with_the_spec(run):
+    run.env["JS_LEVEL"] = "trace"
+    run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart")
+    for h in run.fleet.addresses:
+        text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
+        assert "level=trace user=nobody group=daemon" in text and "/jobs/envjob/run" in text, text
+    run.env["JS_LEVEL"] = "debug"
+
+
 def test_05_unknown_variable_refuses_before_touching_workers(run):
     del run.env["JS_DB_URL"]
     rc, out = run.play("deploy", check=False)

@@ -190,3 +190,26 @@ def test_build_playbook_prints_the_explanation_of_a_short_job(tmp_path):
     assert "  10.0.0.4 (position 3): not placed" in out and "missing label prod (selectors)" in out
     assert "job gpu matches no worker (selectors: gpu): gpu: 0/10 workers: 10 missing label gpu" in out
     assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
+
+
+def test_explain_action_names_unknown_jobs_and_workers_with_did_you_mean(tmp_path):
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from ansible_collections.maand.core.plugins.action import explain as explain_action
+    compute(tmp_path, {"api": {"selectors": ["worker"]}})
+    bucket = str(tmp_path)
+
+    def run(**args):
+        task = SimpleNamespace(args=dict(bucket=bucket, **args), async_val=0, check_mode=False, diff=False,
+                               action="x", resolved_action="maand.core.explain", environment=[], no_log=False,
+                               delegate_to=None)
+        connection = mock.MagicMock()
+        connection._shell.tmpdir = None
+        act = explain_action.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(),
+                                          mock.MagicMock())
+        return act.run(task_vars={})
+    res = run(job="apii")
+    assert res["failed"] and 'unknown job \'apii\' (did you mean "api"?)' in res["msg"], res
+    res = run(job="api", workers=["10.0.0.100"])  # not a worker; 10.0.0.10 is
+    assert res["failed"] and "unknown workers: 10.0.0.100 (did you mean" in res["msg"], res

@@ -120,3 +120,26 @@ def test_private_mounts_and_read_only_file_system(root):
 def test_missing_mount_point_is_named(root):
     out = step(root, [op("a", "start", mounts=[{"type": "tmp", "mount_point": "/no/such/dir"}])])[0]
     assert out["reason"] == "no_mount_point" and "/no/such/dir" in out["msg"]
+
+
+BIND_MAKEFILE = """\
+start:
+\t@cat $(POINT)/seen
+\t@touch $(POINT)/x 2>/dev/null && echo bind-rw || echo bind-ro
+"""
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="a mount namespace needs root")
+@pytest.mark.parametrize("read_only, expect", [(True, "bind-ro"), (False, "bind-rw")])
+def test_bind_mount(root, read_only, expect):
+    local, point = root / "local", root / "point"
+    local.mkdir()
+    point.mkdir()
+    (local / "seen").write_text("from-local\n")
+    (root / "jobs/a/Makefile").write_text(BIND_MAKEFILE)
+    mounts = [{"type": "bind", "mount_point": str(point), "local_path": str(local), "read_only": read_only}]
+    out = step(root, [op("a", "start", env={"POINT": str(point)}, mounts=mounts)])[0]
+    assert out["ok"], out
+    assert out["output_tail"] == ["from-local", expect]
+    assert not (point / "seen").exists()  # the bind lived only in the target's mount namespace
+    assert (local / "x").exists() == (not read_only)

@@ -104,13 +104,14 @@ def test_unknown_prev_and_malformed_dollar_are_build_errors(tmp_path):
 
 def test_fields_a_worker_cannot_honour_are_refused(tmp_path):
     result = _build.compute(_bucket(tmp_path, {
-        "a": {"mounts": [{"type": "bind", "mount_point": "/srv"}]},
+        "a": {"mounts": [{"type": "bind", "mount_point": "/srv"}]},  # no local_path
+        "d": {"mounts": [{"type": "bind", "mount_point": "/srv", "local_path": "/data", "read_only": True}]},
         "b": {"mounts": [{"type": "tmp", "mount_point": "/tmp"}, {"type": "devices", "mount_point": "/dev"}]},
         "c": {"mounts": [{"type": "tmp", "mount_point": "/tmp"}, {"type": "proc", "mount_point": "/proc"}],
               "enable_writable_file_system": False},
         "e": {"network": "local", "enable_writable_file_system": True}}))
     fields = sorted((p.file.split("/")[2], p.field) for p in result.report.errors)
-    assert fields == [("a", "mounts"), ("b", "mounts")]
+    assert fields == [("a", "mounts[0].local_path"), ("b", "mounts")]
     assert all(p.fix for p in result.report.errors)
 
 

@@ -45,6 +45,9 @@ def test_good_fields():
     ({"network": "host"}, "network", "disabled, loopback, local"),
     ({"mounts": [{"type": "nfs", "mount_point": "/x"}]}, "mounts[0].type", "tmp, proc"),
     ({"mounts": [{"type": "tmp", "mount_point": "tmp"}]}, "mounts[0].mount_point", "absolute path"),
+    ({"mounts": [{"type": "bind", "mount_point": "/srv"}]}, "mounts[0].local_path", "bind mount needs"),
+    ({"mounts": [{"type": "bind", "mount_point": "/srv", "local_path": "/d", "read_only": "yes"}]},
+     "mounts[0].read_only", "true or false"),
     ({"enable_writable_file_system": "yes"}, "enable_writable_file_system", "true or false"),
 ])
 def test_bad_field(manifest, field, fragment):

@@ -1,4 +1,4 @@
-"""The model's one walk of a job folder lists its .tpl files exactly as _kv_build.job_templates (an
+"""The model's one walk of a job folder lists its .tpl and .j2 files exactly as _kv_build.job_templates (an
 os.walk) does: same files, same order; build's template check uses that list instead of a second walk."""
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils import _kv_build, _model
 from ansible_collections.maand.core.plugins.plugin_utils._problems import Report
 
-NAMES = ["a", "b", "conf", "_modules", "_prometheus", "z.tpl", "A.tpl", "m.tpl", "x.j2", "x.txt", "Makefile.tpl"]
+NAMES = ["a", "b", "conf", "_modules", "_prometheus", "z.tpl", "A.tpl", "m.tpl", "x.j2", "y.j2", "x.txt",
+         "Makefile.tpl"]
 
 
-def walk(tmp_path, job_root):
+def walk(tmp_path, job_root, suffix=".tpl"):
     bucket = _model.Bucket(str(tmp_path))
     rel_dir = os.path.relpath(job_root, str(tmp_path))
-    dummy, dummy, tpl_files = _model._walk_job(bucket, "j", rel_dir, Report(), rel_dir + "/manifest.json")
-    return list(tpl_files)
+    dummy, dummy, files = _model._walk_job(bucket, "j", rel_dir, Report(), rel_dir + "/manifest.json")
+    return list(files[suffix])
 
 
 def random_tree(root, rng, depth=0):
@@ -37,6 +38,7 @@ def test_same_templates_as_the_os_walk(tmp_path, seed):
     job = tmp_path / "workspace" / "jobs" / "j"
     random_tree(str(job), random.Random(seed))
     assert walk(tmp_path, str(job)) == _kv_build.job_templates(str(job))
+    assert walk(tmp_path, str(job), ".j2") == _kv_build.job_templates(str(job), ".j2")
 
 
 def test_links_and_skipped_folders(tmp_path):
@@ -48,6 +50,9 @@ def test_links_and_skipped_folders(tmp_path):
     os.symlink("a.tpl", str(job / "link.tpl"))          # a link to a file: listed
     os.symlink("sub", str(job / "dirlink.tpl"))         # a link to a folder: not a file, not walked
     os.symlink("missing", str(job / "broken.tpl"))      # a broken link: listed (os.walk lists it as a file)
+    (job / "sub" / "page.j2").write_text("x")
+    os.symlink("sub/page.j2", str(job / "page.j2"))
+    assert walk(tmp_path, str(job), ".j2") == _kv_build.job_templates(str(job), ".j2") == ["page.j2", "sub/page.j2"]
     expected = _kv_build.job_templates(str(job))
     assert walk(tmp_path, str(job)) == expected
     assert "_modules/cmd.tpl" not in expected and "deep/_modules/kept.tpl" in expected and "link.tpl" in expected

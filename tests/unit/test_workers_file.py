@@ -156,6 +156,8 @@ def test_label_and_host_filters(bucket):
     assert hosts(hosts=["10.231.1.10", "w3.example"], labels="staging") == ["w3.example"]
     with pytest.raises(wfile.WorkersFileError, match="hosts not in workspace/workers.json: 10.9.9.9"):
         hosts(hosts="10.9.9.9")
+    with pytest.raises(wfile.WorkersFileError, match='w3.exmple \\(did you mean "w3.example"\\?\\)'):
+        hosts(hosts="w3.exmple")
     with pytest.raises(wfile.WorkersFileError, match="no worker .* matches labels=gpu"):
         hosts(labels="gpu")
 

@@ -1,0 +1,59 @@
+"""Hostile input in the files read outside the model (issue 9, "Hostile input" and "One reader"): a job's
+vars.toml and an image's OCI JSON go through the bucket's one reader (_readers), so deep nesting, NaN,
+infinities and 64-bit overflow give an error naming the file (and key), never a traceback."""
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _kv, _readers
+from ansible_collections.maand.core.plugins.plugin_utils._jobspec import SpecError, read_oci_layout
+from tests.maand_init import init_bucket, job
+
+DEEP = "a = " + "[" * 200000 + "]" * 200000 + "\n"
+
+
+@pytest.mark.parametrize("text, words", [
+    (DEEP, "nesting is too deep"),
+    ("a = nan\n", "nan"),
+    ("a = inf\n", "inf"),
+    ("a = 99999999999999999999\n", "out of range"),
+    ("a = 1\nb = {c = 1}\n", "b is a table"),
+    ("a = \"x\n", "Illegal character"),
+], ids=["deep", "nan", "inf", "int64", "table", "syntax"])
+def test_hostile_vars_toml_is_a_named_error(tmp_path, text, words):
+    root = Path(init_bucket(tmp_path))
+    job(str(root), "a", "{}")
+    (root / "workspace" / "jobs" / "a" / "vars.toml").write_text(text)
+    result = _build.build(str(root))
+    assert not result.report.ok and not result.written
+    assert not (root / "data" / "catalog.json").exists() or _catalog.read_catalog(str(root)) is None
+    hits = [p for p in result.report.errors if p.file == "workspace/jobs/a/vars.toml"]
+    assert hits, "\n".join(str(p) for p in result.report.errors)
+    assert words.lower() in str(hits[0]).lower(), str(hits[0])
+
+
+def test_vars_toml_values_still_read_as_strings(tmp_path):
+    path = tmp_path / "vars.toml"
+    path.write_text('a = "x"\nb = 2\nc = 1.5\nd = true\n')
+    assert _kv.load_vars_toml(str(path)) == {"a": "x", "b": "2", "c": "1.5", "d": "true"}
+
+
+def test_vars_toml_size_is_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(_readers, "MAX_FILE_BYTES", 64)
+    path = tmp_path / "vars.toml"
+    path.write_text('a = "%s"\n' % ("x" * 100))
+    with pytest.raises(_kv.KVError, match="larger than"):
+        _kv.load_vars_toml(str(path))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 200000 + "]" * 200000, "nesting is too deep"),
+    ('{"schemaVersion": NaN, "manifests": []}', "NaN"),
+    ('{"schemaVersion": 1e400, "manifests": []}', "out of range"),
+], ids=["deep", "nan", "overflow"])
+def test_hostile_oci_json_is_a_spec_error(tmp_path, text, words):
+    (tmp_path / "index.json").write_text(text)
+    with pytest.raises(SpecError, match=r"image x: .*index.json") as info:
+        read_oci_layout(str(tmp_path), "x")
+    assert words in str(info.value), str(info.value)

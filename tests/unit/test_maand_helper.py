@@ -1,0 +1,82 @@
+"""The ``maand`` module hook scripts import (_maand_helper, staged as maand.py): the public
+functions of maand's own maand.py (maand-sh/maand jobcommand/maand.py), same names and
+parameters, so maand's hook scripts run unchanged; no dependency beyond the standard library."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils import _maand_helper as maand
+
+# def names and parameters of maand's maand.py (HEAD of maand-sh/maand)
+MAAND_PY = {
+    "allocation_id": [], "allocation_ip": [], "allocation_index": [], "is_allocation_disabled": [],
+    "command_event": [], "command_name": [], "job_name": [], "get_store_value": ["namespace", "key"],
+    "put_rollout_order": ["order"], "get_rollout_order": [], "put_job_variable": ["key", "value"],
+    "list_job_keys": ["namespace"], "delete_job_variable": ["key"], "delete_job_secret": ["key"],
+    "put_job_secret": ["key", "value"], "list_command_demands": [],
+    "acquire_semaphore": ["name", "capacity", "timeout_seconds"], "release_semaphore": ["name"],
+    "semaphore_status": ["name"], "get_allocation_id": [], "get_allocation_ip": [], "get_allocation_index": [],
+    "get_event": [], "get_command": [], "get_job": [], "kv_get": ["namespace", "key"], "kv_put": ["key", "value"],
+    "kv_put_secret": ["key", "value"], "get_demands": [], "get_kv_value": ["namespace", "key"],
+    "find_bucket_root": [], "load_ssh": [],
+    "run_ssh": ["worker_ip", "remote_cmd", "timeout", "check", "connect_timeout"],
+    "run_runner_target": ["target", "worker_ip", "job", "timeout"],
+    "run_make_target": ["target", "worker_ip", "job", "timeout"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAAND_PY))
+def test_every_maand_py_function_is_here_with_its_parameters(name):
+    fn = getattr(maand, name)
+    assert list(inspect.signature(fn).parameters) == MAAND_PY[name]
+
+
+def test_standard_library_only():
+    tree = ast.parse(Path(maand.__file__).read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= {"json", "os", "shlex", "subprocess", "urllib", "pathlib"}
+
+
+def test_context_from_env(monkeypatch):
+    for k, v in {"ALLOCATION_ID": "a1", "ALLOCATION_IP": "10.0.0.2", "ALLOCATION_INDEX": "3", "DISABLED": "1",
+                 "EVENT": "cli", "COMMAND": "command_x", "JOB": "api", "MAAND_RUNTIME_API_PORT": "5555",
+                 "MAAND_RUNTIME_API_TOKEN": "t0k"}.items():
+        monkeypatch.setenv(k, v)
+    assert (maand.allocation_id(), maand.allocation_ip(), maand.allocation_index(), maand.is_allocation_disabled(),
+            maand.command_event(), maand.command_name(), maand.job_name()) == ("a1", "10.0.0.2", "3", True, "cli",
+                                                                              "command_x", "api")
+    assert maand._runtime_api_base_url() == "http://127.0.0.1:5555"
+    assert maand._runtime_request_headers() == {"X-ALLOCATION-ID": "a1", "COMMAND": "command_x", "EVENT": "cli",
+                                                "X-MAAND-TOKEN": "t0k"}
+    assert maand.job()["name"] == "api" and maand.worker() == {"worker_ip": "10.0.0.2"}
+
+
+def test_response_raise_for_status():
+    ok = maand.Response(200, b'{"value": "x"}', "http://h/kv")
+    assert ok.ok and ok.json() == {"value": "x"} and ok.raise_for_status() is ok
+    bad = maand.Response(400, b"Invalid or unauthorized namespace\n", "http://h/kv", "Bad Request")
+    with pytest.raises(maand.HTTPError, match="400 Bad Request for url http://h/kv: Invalid or unauthorized"):
+        bad.raise_for_status()
+
+
+def test_ssh_uses_the_runs_connection_settings(tmp_path, monkeypatch):
+    hosts = tmp_path / "hosts.json"
+    hosts.write_text('{"10.0.0.2": {"address": "127.0.0.1", "port": 2222, "user": "ops", "key": "/k",'
+                     ' "options": ["-o", "UserKnownHostsFile=/dev/null"], "sudo": true}}')
+    monkeypatch.setenv("MAAND_HOSTS_FILE", str(hosts))
+    argv, sudo = maand._ssh_argv("10.0.0.2", 15)
+    assert argv[-1] == "ops@127.0.0.1" and ["-p", "2222"] == argv[argv.index("-p"):argv.index("-p") + 2]
+    assert "UserKnownHostsFile=/dev/null" in argv and sudo
+    # a worker the run does not know: maand.conf's ssh_user/ssh_key (maand's load_ssh)
+    (tmp_path / "maand.conf").write_text('ssh_user = "deploy"\nssh_key = "w.key"\n')
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "w.key").write_text("")
+    monkeypatch.chdir(tmp_path)
+    argv, sudo = maand._ssh_argv("10.0.0.9", 15)
+    assert argv[-1] == "deploy@10.0.0.9" and str(tmp_path / "secrets" / "w.key") in argv and not sudo
