@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 
+import yaml
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
@@ -16,6 +18,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_plan,
     _deploy_run,
     _deploy_stage,
+    _extra_vars,
     _fingerprint,
     _jobspec_deploy,
     _jobspec_layers,
@@ -38,6 +41,31 @@ ARGUMENT_SPEC = {
     "adopt_bucket_id": {"type": "str", "default": ""},
     "slots": {"type": "int", "default": 0},
 }
+
+
+ROLE_SPECS = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "deploy", "meta", "argument_specs.yml")
+OTHER_KNOWN = ("maand_bucket",)  # the bucket of build/explain/cat; harmless here
+
+
+def deploy_extra_vars():
+    """The maand_* extra vars the deploy reads: the role's options (meta/argument_specs.yml)."""
+    with open(ROLE_SPECS, encoding="utf-8") as handle:
+        specs = yaml.safe_load(handle)
+    return set(specs["argument_specs"]["main"]["options"]) | set(OTHER_KNOWN)
+
+
+def warn_unknown_extra_vars(loader):
+    """Warn about maand_* extra vars the deploy does not read (a typo would be ignored in silence)."""
+    try:
+        extra = load_extra_vars(loader)
+        known = deploy_extra_vars()
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        display.warning("could not check the maand_ extra vars: %s" % exc)
+        return []
+    messages = _extra_vars.unknown_extra_vars(extra, known, "maand.core.deploy")
+    for message in messages:
+        display.warning(message)
+    return messages
 
 
 def _host_state(hostvars, host, var):
@@ -110,6 +138,7 @@ class ActionModule(ActionBase):
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+        warn_unknown_extra_vars(self._loader)
         try:
             catalog = _catalog.read_catalog(bucket)
         except _catalog.CatalogError as exc:

@@ -43,7 +43,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
-from . import _deploy_files, _gotemplate, _kv
+from . import _deploy_files, _gotemplate, _kv, _secrets
 
 GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
@@ -251,7 +251,7 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
     for out in outputs:
         try:
             files[out.rel] = output_digest(out.content, out.executable, out.secret, context.digest_key)
-        except Exception as exc:  # the key file is missing or unreadable
+        except (OSError, ValueError, _secrets.SecretError) as exc:  # the key file is missing or unreadable
             raise RenderError(source.name, host, out.source or out.rel, "cannot digest a secret-bearing output: %s"
                               % exc, "restore secrets/kv.key (it decrypts the secrets the output reads)") from None
     return AllocationContent(source.name, host, files, _deploy_files.tree_hash(files),
@@ -575,8 +575,6 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
 
 def digest_loader(bucket_dir: str) -> Callable[[], bytes]:
     """A loader of the digest key of secret-bearing outputs (secrets/kv.key is read on first use)."""
-    from . import _secrets
-
     @functools.lru_cache(maxsize=1)
     def digest_key() -> bytes:
         return derive_digest_key(_secrets.load_key(bucket_dir))

@@ -152,6 +152,9 @@ def test_01_baseline(env):
     env.build()
     env.converges()
     env.runtime_kept()
+    rc, out = env.deploy("--check", "-e", "maand_job=api")  # a typo of maand_jobs is not ignored in silence
+    assert 'the extra var maand_job is not read by maand.core.deploy and is ignored (did you mean "maand_jobs"?)' \
+        in " ".join(out.split()), out
 
 
 def test_02_a_controller_step_that_raises_fails_the_run_and_the_next_deploy_converges(env):

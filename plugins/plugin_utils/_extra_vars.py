@@ -1,0 +1,26 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Extra vars a playbook does not read (no Ansible imports).
+
+Every extra var a user types starts with ``maand_``; one that the playbook does not read is ignored by
+Ansible without a word, and a typo can change what a run does (``-e maand_job=api`` to the deploy, which
+reads ``maand_jobs``, deploys every job). The actions warn about such names, with a "did you mean".
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from ._problems import did_you_mean
+
+PREFIX = "maand_"
+
+
+def unknown_extra_vars(extra_vars: Mapping, known: Iterable[str], playbook: str) -> list[str]:
+    """One message per maand_* extra var that `playbook` does not read (sorted)."""
+    known = sorted(set(known))
+    return ["the extra var %s is not read by %s and is ignored%s; it reads: %s"
+            % (name, playbook, did_you_mean(name, known), ", ".join(known))
+            for name in sorted(n for n in extra_vars if isinstance(n, str) and n.startswith(PREFIX))
+            if name not in known]

@@ -1,0 +1,33 @@
+"""maand_* extra vars the deploy does not read are warned about, with a "did you mean" (issue 9 item 2)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+from ansible_collections.maand.core.plugins.action import deploy_plan
+from ansible_collections.maand.core.plugins.plugin_utils import _extra_vars
+
+
+def test_unknown_maand_vars_get_a_did_you_mean():
+    msgs = _extra_vars.unknown_extra_vars({"maand_job": "api", "maand_jobs": "web", "other": 1, "maand_forse": True},
+                                          ["maand_jobs", "maand_force"], "maand.core.deploy")
+    assert len(msgs) == 2
+    assert msgs[0].startswith('the extra var maand_forse is not read by maand.core.deploy and is ignored '
+                              '(did you mean "maand_force"?)')
+    assert msgs[1].startswith('the extra var maand_job is not read by maand.core.deploy and is ignored '
+                              '(did you mean "maand_jobs"?)')
+    assert _extra_vars.unknown_extra_vars({"maand_jobs": 1, "job": 2}, ["maand_jobs"], "x") == []
+
+
+def test_the_deploy_knows_every_option_of_its_role():
+    known = deploy_plan.deploy_extra_vars()
+    assert {"maand_jobs", "maand_force", "maand_sync_only", "maand_adopt_bucket_id", "maand_deploy_make_timeout",
+            "maand_deploy_output_tail", "maand_deploy_rsync_verify_host", "maand_bucket"} <= known
+
+
+def test_deploy_plan_warns_about_a_typo_in_the_extra_vars():
+    with mock.patch.object(deploy_plan, "load_extra_vars", return_value={"maand_job": "api", "maand_force": True}), \
+            mock.patch.object(deploy_plan.display, "warning") as warning:
+        messages = deploy_plan.warn_unknown_extra_vars(None)
+    assert len(messages) == 1 and 'maand_job is not read' in messages[0] and '"maand_jobs"' in messages[0]
+    warning.assert_called_once_with(messages[0])
