@@ -87,6 +87,8 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id, specs)
         if inputs is not None:
             result.catalog["inputs"] = inputs
+        if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
+            result.catalog = None  # scrape.yaml.tpl failed: nothing is written
     return result
 
 

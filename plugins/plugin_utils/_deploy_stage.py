@@ -133,6 +133,10 @@ def read_job(name: str, root: str) -> JobSource:
             templates.append(_read_template(root, rel, kind))
     outs: dict[str, str] = {}
     for tmpl in templates:
+        if tmpl.out.split("/", 1)[0] in RUNTIME_DIRS:
+            raise _deploy_files.ContentError(
+                "job %s: %s renders %s, but %s/ belongs to the worker (never shipped); rename the template"
+                % (name, tmpl.rel, tmpl.out, tmpl.out.split("/", 1)[0]))
         if tmpl.out in outs:
             raise _deploy_files.ContentError(
                 "job %s: %s and %s both render %s; keep one of them" % (name, outs[tmpl.out], tmpl.rel, tmpl.out))

@@ -509,7 +509,7 @@ def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     deploy and vars.toml is merged into the KV by build, so only _modules/ and _prometheus/ remain."""
     del makefile, templates
     for entry, what in (("_modules", "holds job command scripts, which maand.core does not run (deploy never ships _modules/ to workers, as maand)"),
-                        ("_prometheus", "is not assembled into a Prometheus job by maand.core (deploy never ships _prometheus/ to workers, as maand)")):
+                        ("_prometheus", "scrape configs reach the Prometheus job's {{ scrapeConfigs }}, but its alerts, runbooks and dashboards are not assembled into rules/ and consoles/ by maand.core (deploy never ships _prometheus/ to workers, as maand)")):
         if entry in top:
             report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
                               "remove it, or build without maand_strict to accept it")

@@ -380,3 +380,10 @@ def test_a_secret_output_without_the_key_file_is_an_error_naming_it(tmp_path):
     kv["secrets/job/api"] = {"db_password": "x"}
     staging = compute(root, catalog, kv, digest_key=S.digest_loader(root))  # no secrets/kv.key in this bucket
     assert len(staging.errors) == 1 and "secrets/kv.key" in staging.errors[0] and "file pw.tpl" in staging.errors[0]
+
+
+@pytest.mark.parametrize("name", ["data.tpl", "logs.j2", "bin.tpl"])
+def test_a_template_rendering_a_worker_owned_name_is_refused(tmp_path, name):
+    write(str(tmp_path / name), "x")
+    with pytest.raises(_deploy_files.ContentError, match="belongs to the worker"):
+        S.read_job("api", str(tmp_path))
