@@ -323,3 +323,40 @@ def test_function_map_parses_for_build():
     assert set(prom.PARSE_FUNCS) == set(prom.FUNC_NAMES) == {"scrapeConfigs", "ruleFiles"}
     with pytest.raises(prom.PrometheusError):
         prom.PARSE_FUNCS["scrapeConfigs"]()
+
+
+# --- rules/ of the server job (deploy/prometheus_rules.go, promconfig/alerts.go InjectRunbookURLs) -------
+
+with open(os.path.join(os.path.dirname(DATA), "yamlv3_alerts.json"), encoding="utf-8") as _handle:
+    ALERTS = json.load(_handle)
+
+
+@pytest.mark.parametrize("case", ALERTS, ids=[c["name"] for c in ALERTS])
+def test_inject_runbook_urls_is_maands_byte_for_byte(case):
+    if case["error"]:
+        with pytest.raises(prom.PrometheusError) as err:
+            prom.inject_runbook_urls(case["job"], case["text"], case["base"])
+        assert case["error"].rsplit("alerts ", 1)[-1] in str(err.value)
+        return
+    assert prom.inject_runbook_urls(case["job"], case["text"], case["base"]) == case["out"]
+
+
+def test_rule_files_of_the_server_job(tmp_path):
+    """TestAssemblePrometheusAlertRules: runbook_url on the worker's Prometheus, certs rules added."""
+    root = bucket(tmp_path, jobs={"api": ([], {"alerts/slo.yaml": ALERT + "        annotations:\n          runbook: ApiDown\n",
+                                               "runbooks/ApiDown.md": "# Api Down\n"})})
+    catalog, dummy = built(root)
+    port = next(j for j in catalog["jobs"] if j["name"] == "prometheus")["ports"]["prometheus_http_port"]
+    with pytest.raises(prom.PrometheusError) as err:  # maand reads prometheus_port_http, this server names it otherwise
+        prom.rule_files(root, catalog, "prometheus", "10.0.0.1")
+    assert "prometheus_port_http" in str(err.value)
+    for j in catalog["jobs"]:
+        if j["name"] == "prometheus":
+            j["ports"]["prometheus_port_http"] = port
+    files = prom.rules_provider(root, catalog)("prometheus", "10.0.0.1")
+    assert sorted(files) == ["rules/api/slo.yaml", "rules/maand/certs.yaml"]
+    text = files["rules/api/slo.yaml"].decode()
+    assert "runbook_url: http://10.0.0.1:%d/consoles/runbooks/api/ApiDown.html" % port in text
+    assert "runbook:" not in text
+    assert b"maand_cert_expiring" in files["rules/maand/certs.yaml"]
+    assert prom.rules_provider(root, catalog)("api", "10.0.0.1") == {}
