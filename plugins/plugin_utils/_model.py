@@ -216,7 +216,8 @@ def _too_deep(document, known, rel, report):
     for index, item in enumerate(document if isinstance(document, list) else ()):
         for key in (set(item) - known) if isinstance(item, dict) else ():
             try:
-                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key))
+                # levels counted from the worker's entry, as a manifest's from its object: the value is level 2
+                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key), start=2)
             except _readers.InputError as exc:
                 report.error("ErrInvalidWorkerJSON", rel, exc.field, exc.message, exc.fix)
                 return True
