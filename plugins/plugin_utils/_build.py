@@ -15,6 +15,7 @@ import uuid
 
 from . import _catalog, _fingerprint, _jobspec_build, _kv_build
 from ._explain import report_shortfalls
+from ._job_checks import resolve_health
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
 from ._problems import Report
@@ -86,6 +87,8 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id, specs)
         if inputs is not None:
             result.catalog["inputs"] = inputs
+        if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
+            result.catalog = None  # scrape.yaml.tpl failed: nothing is written
     return result
 
 
@@ -124,6 +127,9 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
                                                   **({"config": c.demand_config} if c.demand_config else {}))}
                          for c in job.commands.values()},
         })
+        gate, gate_errors = resolve_health(jobs[-1])  # port names -> the ports assigned above
+        if not gate_errors:  # else (an ssh probe, warned above) deploy refuses the job, naming the probe
+            jobs[-1]["health_gate"] = gate  # the gate spec deploy runs, without re-validating
         if job.rules is not None and not job.rules.plain:
             jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them
         if specs and name in specs:

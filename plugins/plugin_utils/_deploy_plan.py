@@ -26,14 +26,13 @@ from __future__ import annotations
 import itertools
 
 from . import _deploy_files as files_mod
+from ._job_checks import DEFAULT_HEALTH, GATE_PROBES as HEALTH_TYPES, resolve_health  # noqa: F401
 from ._problems import did_you_mean
 
 ACTIONS = ("start", "restart", "reload", "sync", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
-HEALTH_TYPES = ("tcp", "http")
-DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
 ENV_PREFIX = ".maand-env/"  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
 
 
@@ -105,81 +104,6 @@ def hook_events(job):
     """The job commands events of a job that run in its batches' gates (_hook_deploy)."""
     events = {e for c in (job.get("commands") or {}).values() for e in (c.get("executed_on") or ())}
     return [e for e in HOOK_EVENTS if e in events]
-
-
-def resolve_health(job):
-    """A job's health_check -> (gate spec or None, errors). Port names resolve through job.ports."""
-    raw = job.get("health_check") or {}
-    name = job.get("name")
-    where = "jobs/%s/manifest.json health_check" % name
-    if not isinstance(raw, dict):
-        return None, ["%s: expected an object with \"checks\"" % where]
-    checks = raw.get("checks") or []
-    if not checks:
-        return None, []
-    if not isinstance(checks, list):
-        return None, ["%s.checks: expected a list of probes" % where]
-    errors = []
-    ports = job.get("ports") or {}
-    resolved = []
-    for i, check in enumerate(checks):
-        at = "%s.checks[%d]" % (where, i)
-        if not isinstance(check, dict):
-            errors.append("%s: expected an object like {\"type\": \"tcp\", \"port\": \"http_port\"}" % at)
-            continue
-        kind = check.get("type")
-        if kind not in HEALTH_TYPES:
-            errors.append("%s.type: %r is not supported by maand.core (use one of: %s)" % (at, kind, ", ".join(HEALTH_TYPES)))
-            continue
-        port = check.get("port")
-        if isinstance(port, str) and not port.isdigit():
-            if port not in ports:
-                errors.append("%s.port: %r is not a port of job %s (its ports: %s)" % (
-                    at, port, name, ", ".join(sorted(ports)) or "none"))
-                continue
-            port = ports[port]
-        try:
-            port = int(port)
-        except (TypeError, ValueError):
-            errors.append("%s.port: expected a port name or number, got %r" % (at, port))
-            continue
-        if not 0 < port < 65536:
-            errors.append("%s.port: %d is not a valid port" % (at, port))
-            continue
-        probe = {"type": kind, "port": port}
-        if kind == "http":
-            probe["path"] = str(check.get("path") or "/")
-            if not probe["path"].startswith("/"):
-                probe["path"] = "/" + probe["path"]
-            probe["scheme"] = str(check.get("scheme") or "http")
-            if probe["scheme"] not in ("http", "https"):
-                errors.append("%s.scheme: %r must be http or https" % (at, probe["scheme"]))
-                continue
-            try:
-                probe["expect_status"] = int(check.get("expect_status") or 200)
-            except (TypeError, ValueError):
-                errors.append("%s.expect_status: expected an HTTP status code" % at)
-                continue
-        resolved.append(probe)
-    wait = raw.get("wait") or {}
-    spec = {"job": name, "checks": resolved}
-    for key, src, default in (("timeout_seconds", raw.get("timeout_seconds"), DEFAULT_HEALTH["timeout_seconds"]),
-                              ("attempts", wait.get("attempts") if isinstance(wait, dict) else None, DEFAULT_HEALTH["attempts"]),
-                              ("interval_seconds", wait.get("interval_seconds") if isinstance(wait, dict) else None,
-                               DEFAULT_HEALTH["interval_seconds"])):
-        value = default if src is None else src
-        try:
-            value = float(value) if key != "attempts" else int(value)
-        except (TypeError, ValueError):
-            errors.append("%s.%s: expected a number, got %r" % (where, key, src))
-            continue
-        if value < 0 or (key == "attempts" and value < 1):
-            errors.append("%s.%s: must be positive, got %r" % (where, key, src))
-            continue
-        spec[key] = value
-    if errors:
-        return None, errors
-    return spec, []
 
 
 def state_record(job, alloc_id, content, version, running, update_seq):
@@ -411,7 +335,10 @@ class _Planner:
         for name, job in sorted(self.jobs.items()):
             if job.get("removed") or not self.in_scope_job(name):
                 continue
-            spec, gate_errors = resolve_health(job)
+            if "health_gate" in job:  # resolved and validated by build (_build: catalog job "health_gate")
+                spec, gate_errors = job["health_gate"], []
+            else:  # a catalog of an older build, or a check build could not resolve (refused here, named)
+                spec, gate_errors = resolve_health(job)
             self.errors.extend(gate_errors)
             if not spec and not gate_errors and hook_events(job):
                 spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (_hook_deploy)

@@ -43,7 +43,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
-from . import _deploy_files, _gotemplate, _kv
+from . import _deploy_files, _gotemplate, _kv, _secrets
 
 GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
@@ -133,6 +133,10 @@ def read_job(name: str, root: str) -> JobSource:
             templates.append(_read_template(root, rel, kind))
     outs: dict[str, str] = {}
     for tmpl in templates:
+        if tmpl.out.split("/", 1)[0] in RUNTIME_DIRS:
+            raise _deploy_files.ContentError(
+                "job %s: %s renders %s, but %s/ belongs to the worker (never shipped); rename the template"
+                % (name, tmpl.rel, tmpl.out, tmpl.out.split("/", 1)[0]))
         if tmpl.out in outs:
             raise _deploy_files.ContentError(
                 "job %s: %s and %s both render %s; keep one of them" % (name, outs[tmpl.out], tmpl.rel, tmpl.out))
@@ -251,7 +255,7 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
     for out in outputs:
         try:
             files[out.rel] = output_digest(out.content, out.executable, out.secret, context.digest_key)
-        except Exception as exc:  # the key file is missing or unreadable
+        except (OSError, ValueError, _secrets.SecretError) as exc:  # the key file is missing or unreadable
             raise RenderError(source.name, host, out.source or out.rel, "cannot digest a secret-bearing output: %s"
                               % exc, "restore secrets/kv.key (it decrypts the secrets the output reads)") from None
     return AllocationContent(source.name, host, files, _deploy_files.tree_hash(files),
@@ -575,8 +579,6 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
 
 def digest_loader(bucket_dir: str) -> Callable[[], bytes]:
     """A loader of the digest key of secret-bearing outputs (secrets/kv.key is read on first use)."""
-    from . import _secrets
-
     @functools.lru_cache(maxsize=1)
     def digest_key() -> bytes:
         return derive_digest_key(_secrets.load_key(bucket_dir))

@@ -10,7 +10,7 @@ AllowedKVNamespacesWithUpstream; deploy/templates.go templateFuncMap; docs/refer
 * a job on a worker reads ``maand/bucket``, ``vars/bucket``, ``maand/worker``,
   ``maand/worker/<ip>``, ``maand/worker/<ip>/tags``, its own ``maand/job/<job>``,
   ``vars/bucket/job/<job>``, ``vars/job/<job>``, ``secrets/job/<job>``, its allocation
-  ``maand/job/<job>/worker/<ip>``, and for every job it demands (upstream) ``maand/job/<up>``,
+  ``maand/job/<job>/worker/<ip>``, ``maand/prometheus`` (the scrape catalog), and for every job it demands (upstream) ``maand/job/<up>``,
   ``vars/job/<up>``, ``secrets/job/<up>``; ports live in ``maand/bucket`` so every job reads them;
 * ``get`` fails on a disallowed namespace and on a missing (or deleted) key; ``getOptional``
   returns "" for a missing key but still fails on a disallowed namespace.
@@ -36,6 +36,7 @@ KV = Mapping[str, Mapping[str, str]]
 BUCKET_NS = "maand/bucket"
 BUCKET_VARS_NS = "vars/bucket"
 WORKERS_NS = "maand/worker"
+PROMETHEUS_NS = "maand/prometheus"  # build's scrape catalog (_prometheus); every job may read it
 
 
 def worker_ns(ip: str) -> str:
@@ -74,7 +75,7 @@ def allowed_namespaces(job: str, worker_ip: str, upstream_jobs: Iterable[str] = 
     """The namespaces job's templates and commands on worker_ip may read (maand's read rules)."""
     allowed = [BUCKET_NS, BUCKET_VARS_NS, WORKERS_NS, worker_ns(worker_ip),
                worker_tags_ns(worker_ip), job_ns(job), job_bucket_vars_ns(job), job_vars_ns(job),
-               job_secrets_ns(job), allocation_ns(job, worker_ip)]
+               job_secrets_ns(job), allocation_ns(job, worker_ip), PROMETHEUS_NS]
     for up in upstream_jobs:
         for ns in (job_ns(up), job_vars_ns(up), job_secrets_ns(up)):
             if ns not in allowed:

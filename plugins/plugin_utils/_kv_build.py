@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import _gotemplate, _kv, _kv_store, _prometheus
 
@@ -33,6 +34,8 @@ class Prepared:
     """What check found, for write: vars.toml of every job that has one."""
 
     job_vars: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # maand/prometheus and maand/job/<job> job_name (check_prometheus), merged into the KV by write
+    prometheus: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
 
 def job_templates(job_root: str, suffix: str = ".tpl") -> list[str]:
@@ -121,6 +124,57 @@ def _fix(cause: str) -> str:
     return "fix the template syntax (Go text/template, see docs/templates.md)"
 
 
+def check_prometheus(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared, report: Any) -> bool:
+    """maand's Prometheus catalog (promconfig BuildCatalog): render scrape.yaml.tpl files over the KV
+    this build computes, validate them and keep the maand/prometheus keys for write. False on error."""
+    try:
+        view: Mapping[str, Any] = {}
+        if any(f.scrape_file == _prometheus.SCRAPE_TPL for f in _prometheus.collect(bucket_dir, catalog)):
+            view = _kv_view(bucket_dir, catalog, prepared)
+        prepared.prometheus = _prometheus.compute_kv(bucket_dir, catalog, view)
+    except _prometheus.PrometheusError as exc:
+        report.error("ErrInvalidJob", exc.file or "workspace/jobs", "", str(exc),
+                     "fix the scrape file (maand's _prometheus/ rules: docs/templates.md, Prometheus)")
+        return False
+    except (_kv.KVError, _kv_store.KVStoreError) as exc:
+        report.error("ErrInvalidJob", _kv.KV_FILE, "", "scrape.yaml.tpl needs the KV: %s" % exc,
+                     "restore data/kv.json (and secrets/kv.key) or remove the template's reads")
+        return False
+    return True
+
+
+class _LazySecrets(Mapping):
+    """A secrets/ namespace of the store, decrypted key by key when a scrape template reads it."""
+
+    def __init__(self, store: Any, ns: str, keys: list[str]) -> None:
+        self._store, self._ns, self._keys = store, ns, keys
+
+    def __getitem__(self, key: str) -> str:
+        value = self._store.get(self._ns, key, reveal_secrets=True)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def _kv_view(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared) -> dict:
+    """The KV as this build will write it (build-owned keys recomputed, hooks' keys kept), secrets lazy."""
+    store = _kv_store.KVStore.load(bucket_dir) if _kv_store.KVStore.exists(bucket_dir) else None
+    previous = store.snapshot() if store is not None else {}
+    view: dict = _kv.compute_kv(catalog, prepared.job_vars, previous=previous, ca_cert=_ca_cert(bucket_dir))
+    if store is not None:
+        masked = store.snapshot(mask="*")
+        for ns, keys in masked.items():
+            if _kv.is_secret_ns(ns):
+                view[ns] = _LazySecrets(store, ns, sorted(keys))
+    return view
+
+
 def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
           extra: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
     """Apply the catalog's KV to data/kv.json; lines for the build output (empty if unchanged).
@@ -128,7 +182,7 @@ def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
     extra: more build-owned keys (e.g. certificates) merged into the computed namespaces.
     """
     computed = _kv.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
-    for ns, keys in (extra or {}).items():
+    for ns, keys in list(prepared.prometheus.items()) + list((extra or {}).items()):
         computed.setdefault(ns, {}).update(keys)
     store = _kv_store.KVStore.load(bucket_dir)
     changes = store.apply_build(computed)

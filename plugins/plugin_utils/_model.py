@@ -216,7 +216,8 @@ def _too_deep(document, known, rel, report):
     for index, item in enumerate(document if isinstance(document, list) else ()):
         for key in (set(item) - known) if isinstance(item, dict) else ():
             try:
-                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key))
+                # levels counted from the worker's entry, as a manifest's from its object: the value is level 2
+                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key), start=2)
             except _readers.InputError as exc:
                 report.error("ErrInvalidWorkerJSON", rel, exc.field, exc.message, exc.fix)
                 return True
@@ -509,7 +510,7 @@ def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     deploy, vars.toml is merged into the KV by build and _modules/ holds the job commands (run on the
     controller, never shipped), so only _prometheus/ remains."""
     del makefile, templates
-    for entry, what in (("_prometheus", "is not assembled into a Prometheus job by maand.core (deploy never ships _prometheus/ to workers, as maand)"),):
+    for entry, what in (("_prometheus", "scrape configs reach the Prometheus job's {{ scrapeConfigs }}, but its alerts, runbooks and dashboards are not assembled into rules/ and consoles/ by maand.core (deploy never ships _prometheus/ to workers, as maand)"),):
         if entry in top:
             report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
                               "remove it, or build without maand_strict to accept it")

@@ -364,10 +364,7 @@ def test_the_staged_tree_hashes_to_the_planned_hash_and_holds_no_excluded_file(t
     catalog = {"bucket_id": "b", "workers": [{"host": "h1", "labels": ["worker"], "position": 0}],
                "jobs": [{"name": "api", "version": "1", "path": "workspace/jobs/api"}],
                "allocations": [{"job": "api", "worker": "h1", "alloc_id": "x", "state": "active"}]}
-    try:
-        staging = S.compute(str(root), catalog, ["api"], ["h1"], kv=({"maand/bucket": {"api_http_port": "1"}}, None))
-    except Exception as exc:  # noqa: BLE001 - the property: compute never raises
-        raise AssertionError("compute raised %r" % exc)
+    staging = S.compute(str(root), catalog, ["api"], ["h1"], kv=({"maand/bucket": {"api_http_port": "1"}}, None))
     if staging.content["api"].get("error") or staging.errors:
         return  # two templates rendering one file: refused with a message, nothing staged
     entry = staging.content["api"].get("allocations", {}).get("h1") or staging.content["api"]
@@ -376,3 +373,17 @@ def test_the_staged_tree_hashes_to_the_planned_hash_and_holds_no_excluded_file(t
     assert on_disk["hash"] == entry["hash"] and on_disk["files"] == entry["files"]
     for rel in on_disk["files"]:
         assert not S.excluded(rel) and S.template_kind(rel) is None, rel
+
+
+def test_a_secret_output_without_the_key_file_is_an_error_naming_it(tmp_path):
+    root, catalog, kv = e2e(tmp_path, {"pw.tpl": "{{ getSecret \"db_password\" }}"})
+    kv["secrets/job/api"] = {"db_password": "x"}
+    staging = compute(root, catalog, kv, digest_key=S.digest_loader(root))  # no secrets/kv.key in this bucket
+    assert len(staging.errors) == 1 and "secrets/kv.key" in staging.errors[0] and "file pw.tpl" in staging.errors[0]
+
+
+@pytest.mark.parametrize("name", ["data.tpl", "logs.j2", "bin.tpl"])
+def test_a_template_rendering_a_worker_owned_name_is_refused(tmp_path, name):
+    write(str(tmp_path / name), "x")
+    with pytest.raises(_deploy_files.ContentError, match="belongs to the worker"):
+        S.read_job("api", str(tmp_path))

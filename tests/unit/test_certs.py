@@ -1,0 +1,121 @@
+"""The bucket CA and leaf certificates (_certs), against maand's build/build_certs.go and
+build/cert_renewal_test.go (TestCertNeedsRenewal's table is taken as it is)."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import padding
+
+from ansible_collections.maand.core.plugins.plugin_utils import _certs
+
+SMALL = 1024  # maand's own test mode key size; keeps the unit loop fast
+NOW = datetime.datetime(2026, 6, 25, 12, 0, 0, tzinfo=datetime.timezone.utc)
+DAY = datetime.timedelta(days=1)
+
+# maand build/cert_renewal_test.go TestCertNeedsRenewal: (not_after offset, buffer days, renew?)
+RENEWAL_TABLE = [
+    (-DAY, 30, True),                          # expired
+    (10 * DAY, 30, True),                      # inside the 30-day window
+    (90 * DAY, 30, False),                     # outside the window
+    (10 * DAY, 0, False),                      # buffer 0: not expired yet
+    (-datetime.timedelta(hours=1), 0, True),   # buffer 0: expired
+    (59 * DAY, 61, True),                      # buffer > ttl always renews
+]
+
+
+@pytest.mark.parametrize("offset,buffer,renew", RENEWAL_TABLE)
+def test_maand_renewal_table(offset, buffer, renew):
+    assert _certs.needs_renewal(NOW + offset, buffer, NOW) is renew
+
+
+@pytest.fixture(scope="module")
+def ca_bucket(tmp_path_factory):
+    bucket = tmp_path_factory.mktemp("bucket")
+    ca = _certs.load_or_create_ca(str(bucket), "bucket-id-1", key_size=SMALL)
+    return bucket, ca
+
+
+def test_ca_made_once_with_maand_shape(ca_bucket):
+    bucket, ca = ca_bucket
+    key_pem = (bucket / "secrets" / "ca.key").read_text()
+    assert key_pem.startswith("-----BEGIN RSA PRIVATE KEY-----")  # PKCS#1, as maand
+    assert oct((bucket / "secrets" / "ca.key").stat().st_mode & 0o777) == "0o600"
+    assert ca.cert.subject.rfc4514_string() == "CN=bucket-id-1"
+    assert ca.cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    again = _certs.load_or_create_ca(str(bucket), "other-id", key_size=SMALL)
+    assert again.digest == ca.digest  # an existing CA is kept, never remade
+
+
+def _verify(ca, cert):
+    ca.cert.public_key().verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(),
+                                cert.signature_hash_algorithm)
+
+
+@pytest.mark.parametrize("pkcs8,header", [(False, "RSA PRIVATE KEY"), (True, "PRIVATE KEY")])
+def test_leaf_verifies_with_sans_and_key_format(ca_bucket, pkcs8, header):
+    _, ca = ca_bucket
+    leaf = _certs.issue_leaf(ca, "api.example.com", ["10.0.0.7"], 60, pkcs8, key_size=SMALL, now=NOW)
+    cert = x509.load_pem_x509_certificate(leaf.cert_pem.encode())
+    _verify(ca, cert)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1"),
+                                                        ipaddress.ip_address("10.0.0.7")]
+    assert cert.subject.rfc4514_string() == "CN=api.example.com"
+    assert cert.not_valid_after_utc - cert.not_valid_before_utc == 60 * DAY
+    assert leaf.key_pem.startswith("-----BEGIN %s-----" % header)
+
+
+def test_pem_renewal_follows_the_buffer(ca_bucket):
+    _, ca = ca_bucket
+    leaf = _certs.issue_leaf(ca, "x", ["10.0.0.1"], 60, False, key_size=SMALL, now=NOW)
+    assert not _certs.pem_needs_renewal(leaf.cert_pem, 10, NOW + 49 * DAY)
+    assert _certs.pem_needs_renewal(leaf.cert_pem, 10, NOW + 50 * DAY)
+    assert _certs.pem_needs_renewal(None, 10, NOW)
+    assert _certs.pem_needs_renewal("garbage", 10, NOW)
+
+
+@pytest.mark.parametrize("value,days", [(None, 60), (0, 60), (90, 90), (-1, 60)])
+def test_ttl_default(value, days):
+    assert _certs.ttl_days(value) == days
+
+
+@pytest.mark.parametrize("keep", ["ca.crt", "ca.key"])
+def test_half_present_ca_refused_and_kept(tmp_path, ca_bucket, keep):
+    src, _ = ca_bucket
+    (tmp_path / "secrets").mkdir()
+    data = (src / "secrets" / keep).read_bytes()
+    (tmp_path / "secrets" / keep).write_bytes(data)
+    with pytest.raises(_certs.CertError) as err:
+        _certs.load_or_create_ca(str(tmp_path), "id", key_size=SMALL)
+    assert "half present" in str(err.value) and "secrets/%s" % keep in str(err.value)
+    assert sorted(os.listdir(tmp_path / "secrets")) == [keep]
+    assert (tmp_path / "secrets" / keep).read_bytes() == data  # nothing lost
+
+
+@pytest.mark.parametrize("broken,needle", [("ca.crt", "secrets/ca.crt is corrupt"),
+                                           ("ca.key", "secrets/ca.key is corrupt")])
+def test_corrupt_ca_refused_naming_file(tmp_path, ca_bucket, broken, needle):
+    src, _ = ca_bucket
+    (tmp_path / "secrets").mkdir()
+    for name in ("ca.crt", "ca.key"):
+        (tmp_path / "secrets" / name).write_bytes((src / "secrets" / name).read_bytes())
+    (tmp_path / "secrets" / broken).write_text("-----BEGIN nonsense\n")
+    with pytest.raises(_certs.CertError, match=needle):
+        _certs.load_or_create_ca(str(tmp_path), "id", key_size=SMALL)
+    assert (tmp_path / "secrets" / broken).read_text() == "-----BEGIN nonsense\n"
+
+
+def test_mismatched_ca_pair_refused(tmp_path, ca_bucket):
+    src, _ = ca_bucket
+    other = tmp_path / "other"
+    _certs.load_or_create_ca(str(other), "other", key_size=SMALL)
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "ca.crt").write_bytes((src / "secrets" / "ca.crt").read_bytes())
+    (tmp_path / "secrets" / "ca.key").write_bytes((other / "secrets" / "ca.key").read_bytes())
+    with pytest.raises(_certs.CertError, match="do not belong together"):
+        _certs.load_ca(str(tmp_path))
