@@ -422,11 +422,12 @@ def _sorted_keys(mapping: dict) -> list:
 
 
 def _key_less(a: str, b: str) -> bool:
-    """sorter.go keyList.Less for string keys: letters by code point, digit runs by value."""
+    """sorter.go keyList.Less for string keys: letters by code point, digit runs by value (Go's
+    unicode.IsDigit is Python's isdecimal; a digit counts as rune - '0', as in Go)."""
     digits = False
     for i in range(min(len(a), len(b))):
         if a[i] == b[i]:
-            digits = a[i].isdigit()
+            digits = a[i].isdecimal()
             continue
         al, bl = a[i].isalpha(), b[i].isalpha()
         if al and bl:
@@ -436,17 +437,17 @@ def _key_less(a: str, b: str) -> bool:
         an = bn = 0
         if a[i] == "0" or b[i] == "0":
             j = i - 1
-            while j >= 0 and a[j].isdigit():
+            while j >= 0 and a[j].isdecimal():
                 if a[j] != "0":
                     an = bn = 1
                     break
                 j -= 1
         ai = i
-        while ai < len(a) and a[ai].isdigit():
-            an, ai = an * 10 + int(a[ai]), ai + 1
+        while ai < len(a) and a[ai].isdecimal():
+            an, ai = an * 10 + (ord(a[ai]) - 48), ai + 1
         bi = i
-        while bi < len(b) and b[bi].isdigit():
-            bn, bi = bn * 10 + int(b[bi]), bi + 1
+        while bi < len(b) and b[bi].isdecimal():
+            bn, bi = bn * 10 + (ord(b[bi]) - 48), bi + 1
         if an != bn:
             return an < bn
         if ai != bi:
@@ -610,10 +611,10 @@ def _literal(text: str) -> list:
         header += "-"
     elif text.endswith("\n\n") or len(text) == 1:
         header += "+"
-    body = text[:-1] if text.endswith("\n") else text
-    if body.startswith("\n"):
-        body = body[1:]
-    return [header, body.split("\n")]
+    body = text[1:] if text.startswith("\n") else text
+    if not body:
+        return [header, []]
+    return [header, (body[:-1] if body.endswith("\n") else body).split("\n")]
 
 
 def _v3_copy(value: Any) -> Any:
