@@ -89,6 +89,8 @@ def warn_unknown_extra_vars(loader):
     messages = _extra_vars.unknown_extra_vars(extra, known, "maand.core.deploy")
     for message in messages:
         display.warning(message)
+    for message in _extra_vars.deprecated_extra_vars(extra, _extra_vars.DEPLOY_RENAMED):
+        display.deprecated(message, version="2.0.0", collection_name="maand.core")
     return messages
 
 
