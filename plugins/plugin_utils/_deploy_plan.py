@@ -96,6 +96,16 @@ def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_on
     return "restart", []
 
 
+HOOK_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
+HOOK_ONLY_GATE = {"checks": [], "timeout_seconds": 0, "attempts": 1, "interval_seconds": 0}
+
+
+def hook_events(job):
+    """The job commands events of a job that run in its batches' gates (_hook_deploy)."""
+    events = {e for c in (job.get("commands") or {}).values() for e in (c.get("executed_on") or ())}
+    return [e for e in HOOK_EVENTS if e in events]
+
+
 def state_record(job, alloc_id, content, version, running, update_seq):
     return {
         "format": STATE_FORMAT,
@@ -330,6 +340,8 @@ class _Planner:
             else:  # a catalog of an older build, or a check build could not resolve (refused here, named)
                 spec, gate_errors = resolve_health(job)
             self.errors.extend(gate_errors)
+            if not spec and not gate_errors and hook_events(job):
+                spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (_hook_deploy)
             if spec:
                 self.gates[name] = spec
             policy = job.get("restart_policy") or "always"
@@ -606,6 +618,8 @@ class _Planner:
         """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""
         job = self.jobs[name]
         job_ops = self.rollout[name]
+        if "job_control" in hook_events(job):
+            return [self._job_control_batch(name, job_ops, row_index)]
         start_b = batches(job_ops["start"], int(job.get("max_concurrent_starts") or 0))
         upgrade_size = job.get("max_concurrent_upgrades")
         upgrade_b = batches(job_ops["upgrade"], 1 if upgrade_size is None else max(int(upgrade_size), 1))
@@ -618,17 +632,39 @@ class _Planner:
         total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
         counter = {"start": 0, "upgrade": 0, "sync": 0}
         out = []
-        for phase, ops in seq:
+        for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
             label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
             lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
             gate = None
             if name in self.gates and lifecycle_hosts:
                 gate = dict(self.gates[name], hosts=lifecycle_hosts)
+                if hook_events(job):
+                    order = [o["host"] for p, b in seq if p == phase for o in b if o["action"] != "sync"]
+                    gate["hooks"] = {"phase": "new" if phase == "start" else "update",
+                                     "batch_index": counter[phase] - 1, "batch_count": total[phase],
+                                     "order": order, "last": pos == len(seq) - 1}
             for o in ops:
                 row_index[(name, o["host"])]["batch"] = label
             out.append({"label": label, "ops": ops, "gate": gate})
         return out
+
+    def _job_control_batch(self, name, job_ops, row_index):
+        """A job_control job: its whole rollout is one batch whose ops only sync files; the job's
+        job_control command starts, restarts or reloads it in the batch's gate (maand deployJobWithCommands)."""
+        ops = job_ops["sync"] + job_ops["start"] + job_ops["upgrade"]
+        for o in job_ops["start"] + job_ops["upgrade"]:
+            o["target"] = None
+        label = "%s job_control" % name
+        lifecycle_hosts = [o["host"] for o in job_ops["start"] + job_ops["upgrade"]]
+        gate = None
+        if lifecycle_hosts:
+            gate = dict(self.gates[name], hosts=lifecycle_hosts, hooks={
+                "job_control": True, "new": [o["host"] for o in job_ops["start"]],
+                "updated": [o["host"] for o in job_ops["upgrade"]], "last": True})
+        for o in ops:
+            row_index[(name, o["host"])]["batch"] = label
+        return {"label": label, "ops": ops, "gate": gate}
 
     def _schedule_wave(self, wave, subs):
         """Batch i of every job in the wave runs side by side in one step."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 
+from . import _prometheus
 from ._deploy_files import GlobError, validate_glob
 
 HEALTH_TYPES = ("tcp", "http", "ssh")
@@ -258,13 +259,7 @@ def check_reload_target(bucket_path, job, report):
 # --- _prometheus/ (maand promconfig/catalog.go BuildCatalog, alerts.go, scrape.go; guides/prometheus.md) --
 
 SERVER_FILES = ("prometheus.yml", "prometheus.yml.tpl")
-FORBIDDEN_SD = (
-    "kubernetes_sd_configs", "dns_sd_configs", "file_sd_configs", "consul_sd_configs", "ecs_sd_configs",
-    "ec2_sd_configs", "openstack_sd_configs", "azure_sd_configs", "gce_sd_configs", "hetzner_sd_configs",
-    "ionos_sd_configs", "linode_sd_configs", "digitalocean_sd_configs", "docker_sd_configs",
-    "dockerswarm_sd_configs", "eureka_sd_configs", "http_sd_configs", "kuma_sd_configs", "marathon_sd_configs",
-    "nerve_sd_configs", "serverset_sd_configs", "triton_sd_configs", "uyuni_sd_configs",
-)
+FORBIDDEN_SD = _prometheus.FORBIDDEN_SD
 PORT_PLACEHOLDER = "maand:port/"
 JOB_PLACEHOLDER = "maand:job"
 MAX_YAML_BYTES = 4 << 20
@@ -320,8 +315,7 @@ def _runbook_slugs(folder):
 
 
 def _load_yaml(bucket, rel, job, report):
-    import yaml  # ansible-core's own dependency; only jobs with _prometheus/ need it
-
+    """The file read as maand reads it (go-yaml v3: YAML 1.2 scalars, merge keys), by _prometheus's reader."""
     try:
         with open(os.path.join(bucket.path, rel), "rb") as handle:
             data = handle.read(MAX_YAML_BYTES + 1)
@@ -336,11 +330,12 @@ def _load_yaml(bucket, rel, job, report):
                      "remove the file or fill it in")
         return None, False
     try:
-        return yaml.safe_load(data), True
-    except (yaml.YAMLError, RecursionError, ValueError) as exc:
-        report.error("ErrInvalidJob", rel, "", "job %s: invalid YAML: %s" % (job.name, str(exc).replace("\n", " ")),
-                     "fix the YAML syntax")
-        return None, False
+        return _prometheus.load_yaml(data.decode("utf-8"), "job %s" % job.name), True
+    except UnicodeDecodeError:
+        report.error("ErrInvalidJob", rel, "", "job %s: not UTF-8 text" % job.name, "save the file as UTF-8")
+    except _prometheus.PrometheusError as exc:
+        report.error("ErrInvalidJob", rel, "", str(exc), "fix the YAML syntax")
+    return None, False
 
 
 def _text(value):

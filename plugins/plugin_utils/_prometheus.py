@@ -171,15 +171,38 @@ def load_yaml(text: str, what: str) -> Any:
     return None if node is None else _construct(node, what)
 
 
+def _pairs(node: Any, what: str) -> list:
+    """A mapping node's (key, value) nodes with YAML merge keys (<<: *a, <<: [*a, *b]) applied as
+    yaml.v3 applies them: explicit keys win, then the merged mappings in order."""
+    import yaml
+
+    own, merged = [], []
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.style is None and key_node.value == "<<":
+            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise PrometheusError("%s: map merge requires map or sequence of maps as the value" % what)
+                merged.extend(_pairs(source, what))
+        else:
+            own.append((key_node, value_node))
+    seen = {k.value for k, dummy in own if isinstance(k, yaml.ScalarNode)}
+    for key_node, value_node in merged:
+        if not (isinstance(key_node, yaml.ScalarNode) and key_node.value in seen):
+            own.append((key_node, value_node))
+            seen.add(getattr(key_node, "value", None))
+    return own
+
+
 def _construct(node: Any, what: str) -> Any:
     import yaml
 
     if isinstance(node, yaml.MappingNode):
         out = {}
-        for key_node, value_node in node.value:
+        for key_node, value_node in _pairs(node, what):
             key = _construct(key_node, what)
-            if key == "<<" and getattr(key_node, "style", None) is None:
-                raise PrometheusError("%s: YAML merge keys (<<) are not supported here; write the keys out" % what)
+            if isinstance(key, (dict, list)):
+                raise PrometheusError("%s: a mapping key must be a scalar" % what)
             if not isinstance(key, str):
                 key = str(key) if not isinstance(key, bool) else ("true" if key else "false")
             out[key] = _construct(value_node, what)
@@ -356,7 +379,7 @@ def _emit_node(value: Any, indent: int, lines: list[str], prefix: str, in_seq: b
         if isinstance(scalar, list):  # a literal block
             header, body = scalar
             lines.append(_join(prefix, header))
-            child = _next_indent(indent if prefix else -4, in_seq)
+            child = _next_indent(indent, in_seq) if prefix else 4  # a document that is one block: 4
             lines.extend((" " * child + line) if line else "" for line in body)
         else:
             lines.append(_join(prefix, scalar))
@@ -1041,7 +1064,7 @@ def _string_map(node: Any, where: str) -> _Ordered | dict:
         return {}
     if not isinstance(node, yaml.MappingNode):
         raise PrometheusError("%s must be a mapping" % where)
-    return {_scalar_text(k, where): _scalar_text(v, where) for k, v in node.value}
+    return {_scalar_text(k, where): _scalar_text(v, where) for k, v in _pairs(node, where)}
 
 
 def _fields(node: Any, where: str) -> dict:
@@ -1049,7 +1072,7 @@ def _fields(node: Any, where: str) -> dict:
 
     if not isinstance(node, yaml.MappingNode):
         raise PrometheusError("%s must be a mapping" % where)
-    return {_scalar_text(k, where): v for k, v in node.value}
+    return {_scalar_text(k, where): v for k, v in _pairs(node, where)}
 
 
 def _items(node: Any, where: str) -> list:

@@ -115,7 +115,7 @@ def test_scrape_configs_yaml_starts_with_a_newline():
     ("[]\n", "at least one scrape item"),
     ("job_name: api\n", "expected a YAML list"),
     ("- [\n", "invalid YAML"),
-    ("- &a {job_name: x}\n- <<: *a\n", "merge keys"),
+    ("- <<: 1\n", "map merge requires map"),
     ("- job_name: !custom x\n", "tag !custom"),
 ])
 def test_parse_scrape_refuses(text, words):
@@ -133,6 +133,11 @@ def test_plain_scalars_resolve_as_yaml_v3(text, value):
     """gopkg.in/yaml.v3 resolve.go: YAML 1.2 booleans, Go integer syntax, timestamps via maand's JSON."""
     assert prom.resolve_plain(text) == value
     assert type(prom.resolve_plain(text)) is type(value) or isinstance(value, str)
+
+
+def test_merge_keys_as_yaml_v3():
+    data = prom.load_yaml("base: &b {a: 1, b: 2}\nx:\n  <<: *b\n  b: 3\ny:\n  <<: [{a: 9}, *b]\n", "x")
+    assert data["x"] == {"a": 1, "b": 3} and data["y"] == {"a": 9, "b": 2}
 
 
 def test_multiline_mapping_key_refused():
@@ -417,3 +422,19 @@ def _same(a, b):
 def test_marshal_reads_back_as_the_same_value(value):
     text = prom.marshal(value)
     assert _same(prom.load_yaml(text, "x"), value), text
+
+
+def test_build_reads_alert_and_scrape_files_as_maand(tmp_path):
+    """One reader (go-yaml v3 rules): merge keys in alerts, `job_name: yes` is the string yes."""
+    alerts = ("groups:\n  - name: api\n    rules:\n      - &base\n        alert: A\n        expr: up == 0\n"
+              "      - <<: *base\n        alert: B\n")
+    root = bucket(tmp_path, jobs={"api": (["metrics_port"], {
+        "alerts/a.yaml": alerts,
+        "scrape.yaml": "- job_name: yes\n  static_configs:\n    - targets: [maand:port/_implicit]\n"})})
+    catalog, kv = built(root)
+    assert kv["maand/job/api"]["job_name"] == "yes"
+    assert '"job_name":"yes"' in kv["maand/prometheus"]["scrape/api"]
+    assert '\n  - job_name: "yes"\n' in prom.render_scrape_configs(root, catalog, kv)
+    ws(root, "jobs/api/_prometheus/alerts/a.yaml", alerts.replace("alert: B", "alert: A"))
+    result = _build.build(root)
+    assert "duplicate alert name 'A'" in " ".join(str(p) for p in result.report.errors)
