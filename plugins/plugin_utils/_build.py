@@ -15,6 +15,7 @@ import uuid
 
 from . import _catalog, _certs, _certs_build, _fingerprint, _jobspec_build, _kv_build
 from ._explain import report_shortfalls
+from ._job_checks import resolve_health
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
 from ._problems import Report
@@ -128,6 +129,9 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
                                                   **({"config": c.demand_config} if c.demand_config else {}))}
                          for c in job.commands.values()},
         })
+        gate, gate_errors = resolve_health(jobs[-1])  # port names -> the ports assigned above
+        if not gate_errors:  # else (an ssh probe, warned above) deploy refuses the job, naming the probe
+            jobs[-1]["health_gate"] = gate  # the gate spec deploy runs, without re-validating
         if job.rules is not None and not job.rules.plain:
             jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them
         if job.certs:

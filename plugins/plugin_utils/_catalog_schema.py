@@ -49,6 +49,7 @@ JOB = {
         "restart_policy": {"type": ["string", "null"]},
         "restart_globs": _STRINGS,
         "health_check": {"type": ["object", "null"]},
+        "health_gate": {"type": ["object", "null"]},  # health_check resolved by build (absent: deploy resolves)
         "vars": {"type": "object"},
     },
 }

@@ -26,14 +26,13 @@ from __future__ import annotations
 import itertools
 
 from . import _deploy_files as files_mod
+from ._job_checks import DEFAULT_HEALTH, GATE_PROBES as HEALTH_TYPES, resolve_health  # noqa: F401
 from ._problems import did_you_mean
 
 ACTIONS = ("start", "restart", "reload", "sync", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
-HEALTH_TYPES = ("tcp", "http")
-DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
 ENV_PREFIX = ".maand-env/"  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
 
 
@@ -97,79 +96,14 @@ def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_on
     return "restart", []
 
 
-def resolve_health(job):
-    """A job's health_check -> (gate spec or None, errors). Port names resolve through job.ports."""
-    raw = job.get("health_check") or {}
-    name = job.get("name")
-    where = "jobs/%s/manifest.json health_check" % name
-    if not isinstance(raw, dict):
-        return None, ["%s: expected an object with \"checks\"" % where]
-    checks = raw.get("checks") or []
-    if not checks:
-        return None, []
-    if not isinstance(checks, list):
-        return None, ["%s.checks: expected a list of probes" % where]
-    errors = []
-    ports = job.get("ports") or {}
-    resolved = []
-    for i, check in enumerate(checks):
-        at = "%s.checks[%d]" % (where, i)
-        if not isinstance(check, dict):
-            errors.append("%s: expected an object like {\"type\": \"tcp\", \"port\": \"http_port\"}" % at)
-            continue
-        kind = check.get("type")
-        if kind not in HEALTH_TYPES:
-            errors.append("%s.type: %r is not supported by maand.core (use one of: %s)" % (at, kind, ", ".join(HEALTH_TYPES)))
-            continue
-        port = check.get("port")
-        if isinstance(port, str) and not port.isdigit():
-            if port not in ports:
-                errors.append("%s.port: %r is not a port of job %s (its ports: %s)" % (
-                    at, port, name, ", ".join(sorted(ports)) or "none"))
-                continue
-            port = ports[port]
-        try:
-            port = int(port)
-        except (TypeError, ValueError):
-            errors.append("%s.port: expected a port name or number, got %r" % (at, port))
-            continue
-        if not 0 < port < 65536:
-            errors.append("%s.port: %d is not a valid port" % (at, port))
-            continue
-        probe = {"type": kind, "port": port}
-        if kind == "http":
-            probe["path"] = str(check.get("path") or "/")
-            if not probe["path"].startswith("/"):
-                probe["path"] = "/" + probe["path"]
-            probe["scheme"] = str(check.get("scheme") or "http")
-            if probe["scheme"] not in ("http", "https"):
-                errors.append("%s.scheme: %r must be http or https" % (at, probe["scheme"]))
-                continue
-            try:
-                probe["expect_status"] = int(check.get("expect_status") or 200)
-            except (TypeError, ValueError):
-                errors.append("%s.expect_status: expected an HTTP status code" % at)
-                continue
-        resolved.append(probe)
-    wait = raw.get("wait") or {}
-    spec = {"job": name, "checks": resolved}
-    for key, src, default in (("timeout_seconds", raw.get("timeout_seconds"), DEFAULT_HEALTH["timeout_seconds"]),
-                              ("attempts", wait.get("attempts") if isinstance(wait, dict) else None, DEFAULT_HEALTH["attempts"]),
-                              ("interval_seconds", wait.get("interval_seconds") if isinstance(wait, dict) else None,
-                               DEFAULT_HEALTH["interval_seconds"])):
-        value = default if src is None else src
-        try:
-            value = float(value) if key != "attempts" else int(value)
-        except (TypeError, ValueError):
-            errors.append("%s.%s: expected a number, got %r" % (where, key, src))
-            continue
-        if value < 0 or (key == "attempts" and value < 1):
-            errors.append("%s.%s: must be positive, got %r" % (where, key, src))
-            continue
-        spec[key] = value
-    if errors:
-        return None, errors
-    return spec, []
+HOOK_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
+HOOK_ONLY_GATE = {"checks": [], "timeout_seconds": 0, "attempts": 1, "interval_seconds": 0}
+
+
+def hook_events(job):
+    """The job commands events of a job that run in its batches' gates (_hook_deploy)."""
+    events = {e for c in (job.get("commands") or {}).values() for e in (c.get("executed_on") or ())}
+    return [e for e in HOOK_EVENTS if e in events]
 
 
 def state_record(job, alloc_id, content, version, running, update_seq):
@@ -401,8 +335,13 @@ class _Planner:
         for name, job in sorted(self.jobs.items()):
             if job.get("removed") or not self.in_scope_job(name):
                 continue
-            spec, gate_errors = resolve_health(job)
+            if "health_gate" in job:  # resolved and validated by build (_build: catalog job "health_gate")
+                spec, gate_errors = job["health_gate"], []
+            else:  # a catalog of an older build, or a check build could not resolve (refused here, named)
+                spec, gate_errors = resolve_health(job)
             self.errors.extend(gate_errors)
+            if not spec and not gate_errors and hook_events(job):
+                spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (_hook_deploy)
             if spec:
                 self.gates[name] = spec
             policy = job.get("restart_policy") or "always"
@@ -679,6 +618,8 @@ class _Planner:
         """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""
         job = self.jobs[name]
         job_ops = self.rollout[name]
+        if "job_control" in hook_events(job):
+            return [self._job_control_batch(name, job_ops, row_index)]
         start_b = batches(job_ops["start"], int(job.get("max_concurrent_starts") or 0))
         upgrade_size = job.get("max_concurrent_upgrades")
         upgrade_b = batches(job_ops["upgrade"], 1 if upgrade_size is None else max(int(upgrade_size), 1))
@@ -691,17 +632,39 @@ class _Planner:
         total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
         counter = {"start": 0, "upgrade": 0, "sync": 0}
         out = []
-        for phase, ops in seq:
+        for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
             label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
             lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
             gate = None
             if name in self.gates and lifecycle_hosts:
                 gate = dict(self.gates[name], hosts=lifecycle_hosts)
+                if hook_events(job):
+                    order = [o["host"] for p, b in seq if p == phase for o in b if o["action"] != "sync"]
+                    gate["hooks"] = {"phase": "new" if phase == "start" else "update",
+                                     "batch_index": counter[phase] - 1, "batch_count": total[phase],
+                                     "order": order, "last": pos == len(seq) - 1}
             for o in ops:
                 row_index[(name, o["host"])]["batch"] = label
             out.append({"label": label, "ops": ops, "gate": gate})
         return out
+
+    def _job_control_batch(self, name, job_ops, row_index):
+        """A job_control job: its whole rollout is one batch whose ops only sync files; the job's
+        job_control command starts, restarts or reloads it in the batch's gate (maand deployJobWithCommands)."""
+        ops = job_ops["sync"] + job_ops["start"] + job_ops["upgrade"]
+        for o in job_ops["start"] + job_ops["upgrade"]:
+            o["target"] = None
+        label = "%s job_control" % name
+        lifecycle_hosts = [o["host"] for o in job_ops["start"] + job_ops["upgrade"]]
+        gate = None
+        if lifecycle_hosts:
+            gate = dict(self.gates[name], hosts=lifecycle_hosts, hooks={
+                "job_control": True, "new": [o["host"] for o in job_ops["start"]],
+                "updated": [o["host"] for o in job_ops["upgrade"]], "last": True})
+        for o in ops:
+            row_index[(name, o["host"])]["batch"] = label
+        return {"label": label, "ops": ops, "gate": gate}
 
     def _schedule_wave(self, wave, subs):
         """Batch i of every job in the wave runs side by side in one step."""

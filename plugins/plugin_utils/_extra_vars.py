@@ -24,3 +24,14 @@ def unknown_extra_vars(extra_vars: Mapping, known: Iterable[str], playbook: str)
             % (name, playbook, did_you_mean(name, known), ", ".join(known))
             for name in sorted(n for n in extra_vars if isinstance(n, str) and n.startswith(PREFIX))
             if name not in known]
+
+
+# Deploy options from before every user-facing extra var took the maand_ prefix (still read by the role).
+DEPLOY_RENAMED = {"deploy_make_timeout": "maand_deploy_make_timeout", "deploy_output_tail": "maand_deploy_output_tail",
+                  "deploy_rsync_verify_host": "maand_deploy_rsync_verify_host"}
+
+
+def deprecated_extra_vars(extra_vars: Mapping, renamed: Mapping[str, str]) -> list[str]:
+    """One deprecation message per old (unprefixed) name among the extra vars (sorted)."""
+    return ["the extra var %s is deprecated: use -e %s=... instead" % (name, renamed[name])
+            for name in sorted(n for n in extra_vars if n in renamed)]

@@ -14,6 +14,7 @@ import json
 import os
 import re
 
+from . import _prometheus
 from ._deploy_files import GlobError, validate_glob
 
 HEALTH_TYPES = ("tcp", "http", "ssh")
@@ -41,6 +42,89 @@ def _go_type_error(report, rel, field, value, go_field, want, job):
                  "job %s: expected %s, got %r (maand: json: cannot unmarshal %s into Go struct field %s of type %s)" % (
                      job, "an integer" if want == "int" else "a string", value, got, go_field, want),
                  "write %s as %s" % (field, "a whole number, e.g. 5" if want == "int" else "a string"))
+
+
+# The probes deploy's health gates run (ssh probes are warned about at build and refused at deploy), and
+# the gate defaults. resolve_health turns a catalog job's health_check into the gate spec build stores in
+# the catalog (job "health_gate"), so deploy does not re-validate it.
+GATE_PROBES = ("tcp", "http")
+DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
+
+
+def resolve_health(job):
+    """A job's health_check -> (gate spec or None, errors). Port names resolve through job.ports."""
+    raw = job.get("health_check") or {}
+    name = job.get("name")
+    where = "jobs/%s/manifest.json health_check" % name
+    if not isinstance(raw, dict):
+        return None, ["%s: expected an object with \"checks\"" % where]
+    checks = raw.get("checks") or []
+    if not checks:
+        return None, []
+    if not isinstance(checks, list):
+        return None, ["%s.checks: expected a list of probes" % where]
+    errors = []
+    ports = job.get("ports") or {}
+    resolved = []
+    for i, check in enumerate(checks):
+        at = "%s.checks[%d]" % (where, i)
+        if not isinstance(check, dict):
+            errors.append("%s: expected an object like {\"type\": \"tcp\", \"port\": \"http_port\"}" % at)
+            continue
+        kind = check.get("type")
+        if kind not in GATE_PROBES:
+            errors.append("%s.type: %r is not supported by maand.core (use one of: %s)" % (at, kind, ", ".join(GATE_PROBES)))
+            continue
+        port = check.get("port")
+        if isinstance(port, str) and not port.isdigit():
+            if port not in ports:
+                errors.append("%s.port: %r is not a port of job %s (its ports: %s)" % (
+                    at, port, name, ", ".join(sorted(ports)) or "none"))
+                continue
+            port = ports[port]
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            errors.append("%s.port: expected a port name or number, got %r" % (at, port))
+            continue
+        if not 0 < port < 65536:
+            errors.append("%s.port: %d is not a valid port" % (at, port))
+            continue
+        probe = {"type": kind, "port": port}
+        if kind == "http":
+            probe["path"] = str(check.get("path") or "/")
+            if not probe["path"].startswith("/"):
+                probe["path"] = "/" + probe["path"]
+            probe["scheme"] = str(check.get("scheme") or "http")
+            if probe["scheme"] not in ("http", "https"):
+                errors.append("%s.scheme: %r must be http or https" % (at, probe["scheme"]))
+                continue
+            try:
+                probe["expect_status"] = int(check.get("expect_status") or 200)
+            except (TypeError, ValueError):
+                errors.append("%s.expect_status: expected an HTTP status code" % at)
+                continue
+        resolved.append(probe)
+    wait = raw.get("wait") or {}
+    spec = {"job": name, "checks": resolved}
+    for key, src, default in (("timeout_seconds", raw.get("timeout_seconds"), DEFAULT_HEALTH["timeout_seconds"]),
+                              ("attempts", wait.get("attempts") if isinstance(wait, dict) else None, DEFAULT_HEALTH["attempts"]),
+                              ("interval_seconds", wait.get("interval_seconds") if isinstance(wait, dict) else None,
+                               DEFAULT_HEALTH["interval_seconds"])):
+        value = default if src is None else src
+        try:
+            value = float(value) if key != "attempts" else int(value)
+        except (TypeError, ValueError):
+            errors.append("%s.%s: expected a number, got %r" % (where, key, src))
+            continue
+        if value < 0 or (key == "attempts" and value < 1):
+            errors.append("%s.%s: must be positive, got %r" % (where, key, src))
+            continue
+        spec[key] = value
+    if errors:
+        return None, errors
+    return spec, []
+
 
 
 def check_health(job, manifest, rel, report):
@@ -176,13 +260,7 @@ def check_reload_target(bucket_path, job, report):
 # --- _prometheus/ (maand promconfig/catalog.go BuildCatalog, alerts.go, scrape.go; guides/prometheus.md) --
 
 SERVER_FILES = ("prometheus.yml", "prometheus.yml.tpl")
-FORBIDDEN_SD = (
-    "kubernetes_sd_configs", "dns_sd_configs", "file_sd_configs", "consul_sd_configs", "ecs_sd_configs",
-    "ec2_sd_configs", "openstack_sd_configs", "azure_sd_configs", "gce_sd_configs", "hetzner_sd_configs",
-    "ionos_sd_configs", "linode_sd_configs", "digitalocean_sd_configs", "docker_sd_configs",
-    "dockerswarm_sd_configs", "eureka_sd_configs", "http_sd_configs", "kuma_sd_configs", "marathon_sd_configs",
-    "nerve_sd_configs", "serverset_sd_configs", "triton_sd_configs", "uyuni_sd_configs",
-)
+FORBIDDEN_SD = _prometheus.FORBIDDEN_SD
 PORT_PLACEHOLDER = "maand:port/"
 JOB_PLACEHOLDER = "maand:job"
 MAX_YAML_BYTES = 4 << 20
@@ -238,8 +316,7 @@ def _runbook_slugs(folder):
 
 
 def _load_yaml(bucket, rel, job, report):
-    import yaml  # ansible-core's own dependency; only jobs with _prometheus/ need it
-
+    """The file read as maand reads it (go-yaml v3: YAML 1.2 scalars, merge keys), by _prometheus's reader."""
     try:
         with open(os.path.join(bucket.path, rel), "rb") as handle:
             data = handle.read(MAX_YAML_BYTES + 1)
@@ -254,11 +331,12 @@ def _load_yaml(bucket, rel, job, report):
                      "remove the file or fill it in")
         return None, False
     try:
-        return yaml.safe_load(data), True
-    except (yaml.YAMLError, RecursionError, ValueError) as exc:
-        report.error("ErrInvalidJob", rel, "", "job %s: invalid YAML: %s" % (job.name, str(exc).replace("\n", " ")),
-                     "fix the YAML syntax")
-        return None, False
+        return _prometheus.load_yaml(data.decode("utf-8"), "job %s" % job.name), True
+    except UnicodeDecodeError:
+        report.error("ErrInvalidJob", rel, "", "job %s: not UTF-8 text" % job.name, "save the file as UTF-8")
+    except _prometheus.PrometheusError as exc:
+        report.error("ErrInvalidJob", rel, "", str(exc), "fix the YAML syntax")
+    return None, False
 
 
 def _text(value):

@@ -217,7 +217,8 @@ def _too_deep(document, known, rel, report):
     for index, item in enumerate(document if isinstance(document, list) else ()):
         for key in (set(item) - known) if isinstance(item, dict) else ():
             try:
-                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key))
+                # levels counted from the worker's entry, as a manifest's from its object: the value is level 2
+                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key), start=2)
             except _readers.InputError as exc:
                 report.error("ErrInvalidWorkerJSON", rel, exc.field, exc.message, exc.fix)
                 return True
@@ -507,10 +508,10 @@ def _check_symlink(bucket, rel_dir, root, rel, report):
 
 def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     """What maand acts on and maand.core does not. Templates (.tpl, .j2, Makefile.tpl) are rendered at
-    deploy and vars.toml is merged into the KV by build, so only _modules/ and _prometheus/ remain."""
+    deploy, vars.toml is merged into the KV by build and _modules/ holds the job commands (run on the
+    controller, never shipped), so only _prometheus/ remains."""
     del makefile, templates
-    for entry, what in (("_modules", "holds job command scripts, which maand.core does not run (deploy never ships _modules/ to workers, as maand)"),
-                        ("_prometheus", "scrape configs reach the Prometheus job's {{ scrapeConfigs }}, but its alerts, runbooks and dashboards are not assembled into rules/ and consoles/ by maand.core (deploy never ships _prometheus/ to workers, as maand)")):
+    for entry, what in (("_prometheus", "scrape configs reach the Prometheus job's {{ scrapeConfigs }}, but its alerts, runbooks and dashboards are not assembled into rules/ and consoles/ by maand.core (deploy never ships _prometheus/ to workers, as maand)"),):
         if entry in top:
             report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
                               "remove it, or build without maand_strict to accept it")
@@ -618,12 +619,6 @@ def _load_commands(bucket, job, manifest, rel, report):
         command.min_version = config.get("min_version")
         command.max_version = config.get("max_version")
         commands[name] = command
-        if command.executed_on:
-            report.unhonoured("ErrInvalidJobCommandConfiguration", rel, field, "job %s: maand.core does not run job "
-                              "commands (this one on %s)%s" % (job.name, ", ".join(command.executed_on),
-                                                               "; its demand still orders deploy waves"
-                                                               if command.demand_job else ""),
-                              "run the step from the Makefile, or remove the command")
     return commands
 
 

@@ -171,15 +171,38 @@ def load_yaml(text: str, what: str) -> Any:
     return None if node is None else _construct(node, what)
 
 
+def _pairs(node: Any, what: str) -> list:
+    """A mapping node's (key, value) nodes with YAML merge keys (<<: *a, <<: [*a, *b]) applied as
+    yaml.v3 applies them: explicit keys win, then the merged mappings in order."""
+    import yaml
+
+    own, merged = [], []
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.style is None and key_node.value == "<<":
+            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise PrometheusError("%s: map merge requires map or sequence of maps as the value" % what)
+                merged.extend(_pairs(source, what))
+        else:
+            own.append((key_node, value_node))
+    seen = {k.value for k, dummy in own if isinstance(k, yaml.ScalarNode)}
+    for key_node, value_node in merged:
+        if not (isinstance(key_node, yaml.ScalarNode) and key_node.value in seen):
+            own.append((key_node, value_node))
+            seen.add(getattr(key_node, "value", None))
+    return own
+
+
 def _construct(node: Any, what: str) -> Any:
     import yaml
 
     if isinstance(node, yaml.MappingNode):
         out = {}
-        for key_node, value_node in node.value:
+        for key_node, value_node in _pairs(node, what):
             key = _construct(key_node, what)
-            if key == "<<" and getattr(key_node, "style", None) is None:
-                raise PrometheusError("%s: YAML merge keys (<<) are not supported here; write the keys out" % what)
+            if isinstance(key, (dict, list)):
+                raise PrometheusError("%s: a mapping key must be a scalar" % what)
             if not isinstance(key, str):
                 key = str(key) if not isinstance(key, bool) else ("true" if key else "false")
             out[key] = _construct(value_node, what)
@@ -356,7 +379,7 @@ def _emit_node(value: Any, indent: int, lines: list[str], prefix: str, in_seq: b
         if isinstance(scalar, list):  # a literal block
             header, body = scalar
             lines.append(_join(prefix, header))
-            child = _next_indent(indent if prefix else -4, in_seq)
+            child = _next_indent(indent, in_seq) if prefix else 4  # a document that is one block: 4
             lines.extend((" " * child + line) if line else "" for line in body)
         else:
             lines.append(_join(prefix, scalar))
@@ -422,11 +445,12 @@ def _sorted_keys(mapping: dict) -> list:
 
 
 def _key_less(a: str, b: str) -> bool:
-    """sorter.go keyList.Less for string keys: letters by code point, digit runs by value."""
+    """sorter.go keyList.Less for string keys: letters by code point, digit runs by value (Go's
+    unicode.IsDigit is Python's isdecimal; a digit counts as rune - '0', as in Go)."""
     digits = False
     for i in range(min(len(a), len(b))):
         if a[i] == b[i]:
-            digits = a[i].isdigit()
+            digits = a[i].isdecimal()
             continue
         al, bl = a[i].isalpha(), b[i].isalpha()
         if al and bl:
@@ -436,17 +460,17 @@ def _key_less(a: str, b: str) -> bool:
         an = bn = 0
         if a[i] == "0" or b[i] == "0":
             j = i - 1
-            while j >= 0 and a[j].isdigit():
+            while j >= 0 and a[j].isdecimal():
                 if a[j] != "0":
                     an = bn = 1
                     break
                 j -= 1
         ai = i
-        while ai < len(a) and a[ai].isdigit():
-            an, ai = an * 10 + int(a[ai]), ai + 1
+        while ai < len(a) and a[ai].isdecimal():
+            an, ai = an * 10 + (ord(a[ai]) - 48), ai + 1
         bi = i
-        while bi < len(b) and b[bi].isdigit():
-            bn, bi = bn * 10 + int(b[bi]), bi + 1
+        while bi < len(b) and b[bi].isdecimal():
+            bn, bi = bn * 10 + (ord(b[bi]) - 48), bi + 1
         if an != bn:
             return an < bn
         if ai != bi:
@@ -610,10 +634,10 @@ def _literal(text: str) -> list:
         header += "-"
     elif text.endswith("\n\n") or len(text) == 1:
         header += "+"
-    body = text[:-1] if text.endswith("\n") else text
-    if body.startswith("\n"):
-        body = body[1:]
-    return [header, body.split("\n")]
+    body = text[1:] if text.startswith("\n") else text
+    if not body:
+        return [header, []]
+    return [header, (body[:-1] if body.endswith("\n") else body).split("\n")]
 
 
 def _v3_copy(value: Any) -> Any:
@@ -1040,7 +1064,7 @@ def _string_map(node: Any, where: str) -> _Ordered | dict:
         return {}
     if not isinstance(node, yaml.MappingNode):
         raise PrometheusError("%s must be a mapping" % where)
-    return {_scalar_text(k, where): _scalar_text(v, where) for k, v in node.value}
+    return {_scalar_text(k, where): _scalar_text(v, where) for k, v in _pairs(node, where)}
 
 
 def _fields(node: Any, where: str) -> dict:
@@ -1048,7 +1072,7 @@ def _fields(node: Any, where: str) -> dict:
 
     if not isinstance(node, yaml.MappingNode):
         raise PrometheusError("%s must be a mapping" % where)
-    return {_scalar_text(k, where): v for k, v in node.value}
+    return {_scalar_text(k, where): v for k, v in _pairs(node, where)}
 
 
 def _items(node: Any, where: str) -> list:

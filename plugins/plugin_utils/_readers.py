@@ -85,7 +85,7 @@ def parse_json(text, max_depth=MAX_DEPTH, check_depth=True):
         raise InputError("", "a number is out of range: %s" % exc, "write numbers in range (64-bit)")
     if _SEEN.bad:
         _raise_bad(document, "JSON")
-    if check_depth and text.count("[") + text.count("{") > max_depth:  # fewer brackets cannot nest deeper
+    if check_depth and text.count("[") + text.count("{") >= max_depth:  # fewer brackets cannot nest too deep
         check_nesting(document, max_depth)
     return document
 
@@ -105,13 +105,15 @@ def parse_toml(text, max_depth=MAX_DEPTH):
     return document
 
 
-def check_nesting(value, max_depth=MAX_DEPTH, prefix=""):
-    """InputError naming the path when value nests deeper than max_depth. Walks containers only."""
-    stack = [(value, 1)]
+def check_nesting(value, max_depth=MAX_DEPTH, prefix="", start=1):
+    """InputError naming the path when value nests deeper than max_depth. Walks containers only.
+    `start` is the level of value in its document (1: value is the document)."""
+    stack = [(value, start)]
     while stack:
         item, depth = stack.pop()
-        if depth > max_depth:
-            for dummy in _walk(value, max_depth, prefix):  # the slow walk, only to name the path
+        # as _walk counts: a value inside a container at max_depth (a leaf included) is past the limit
+        if depth > max_depth or (depth == max_depth and isinstance(item, (dict, list)) and item):
+            for dummy in _walk(value, max_depth, prefix, start):  # the slow walk, only to name the path
                 pass
         if isinstance(item, dict):
             stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
@@ -119,9 +121,9 @@ def check_nesting(value, max_depth=MAX_DEPTH, prefix=""):
             stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
 
 
-def _walk(value, max_depth, prefix=""):
+def _walk(value, max_depth, prefix="", start=1):
     """Yield (json path, leaf value); InputError past max_depth. Iterative: safe on any depth."""
-    stack = [(prefix, value, 1)]
+    stack = [(prefix, value, start)]
     while stack:
         path, item, depth = stack.pop()
         if depth > max_depth:

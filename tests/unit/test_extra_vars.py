@@ -31,3 +31,14 @@ def test_deploy_plan_warns_about_a_typo_in_the_extra_vars():
         messages = deploy_plan.warn_unknown_extra_vars(None)
     assert len(messages) == 1 and 'maand_job is not read' in messages[0] and '"maand_jobs"' in messages[0]
     warning.assert_called_once_with(messages[0])
+
+
+def test_old_deploy_option_names_are_deprecated():
+    assert _extra_vars.deprecated_extra_vars({"deploy_make_timeout": 5, "maand_jobs": "a"},
+                                             _extra_vars.DEPLOY_RENAMED) == [
+        "the extra var deploy_make_timeout is deprecated: use -e maand_deploy_make_timeout=... instead"]
+    with mock.patch.object(deploy_plan, "load_extra_vars", return_value={"deploy_output_tail": 5}), \
+            mock.patch.object(deploy_plan.display, "deprecated") as deprecated:
+        assert deploy_plan.warn_unknown_extra_vars(None) == []
+    deprecated.assert_called_once()
+    assert "maand_deploy_output_tail" in deprecated.call_args[0][0]

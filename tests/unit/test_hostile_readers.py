@@ -57,3 +57,27 @@ def test_hostile_oci_json_is_a_spec_error(tmp_path, text, words):
     with pytest.raises(SpecError, match=r"image x: .*index.json") as info:
         read_oci_layout(str(tmp_path), "x")
     assert words in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("where", ["manifest", "worker"])
+@pytest.mark.parametrize("opener, closer", [("[", "]"), ('{"a":', "}")], ids=["list", "object"])
+@pytest.mark.parametrize("depth", [61, 62, 63, 64])
+def test_nesting_limit_boundary_in_the_bucket_files(tmp_path, where, opener, closer, depth):
+    """The boundary of the property test test_any_nesting_depth_builds_or_names_the_file, always checked
+    (hypothesis found depth 63 accepted): a value nested `depth` levels builds iff depth + 2 <= MAX_DEPTH."""
+    value = opener * depth + "1" + closer * depth
+    root = init_bucket(tmp_path)
+    if where == "manifest":
+        job(root, "a", '{"extra": %s}' % value)
+        file = "workspace/jobs/a/manifest.json"
+    else:
+        from tests.maand_init import ws
+        ws(root, "workers.json", '[{"host": "10.0.0.1", "extra": %s}]' % value)
+        file = "workspace/workers.json"
+    result = _build.build(root)
+    if depth + 2 > _readers.MAX_DEPTH:
+        hits = [p for p in result.report.errors if p.file == file]
+        assert hits and "nested deeper than %d levels" % _readers.MAX_DEPTH in str(hits[0]), result.report.error_text()
+        assert not result.written
+    else:
+        assert result.report.ok and result.written, result.report.error_text()

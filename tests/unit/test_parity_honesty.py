@@ -47,11 +47,6 @@ CASES = [
      "workspace/disabled.json", "workers", 'did you mean "10.0.0.1"?'),
     ("disabled_key_typo", lambda r: ws(r, "disabled.json", {"job": {}}),
      "workspace/disabled.json", "job", 'did you mean "jobs"?'),
-    ("commands", lambda r: job(r, "a", {"commands": {"command_m": {"executed_on": ["pre_deploy"]}}},
-                               modules=["command_m.py"]),
-     "workspace/jobs/a/manifest.json", "commands.command_m", "does not run job commands (this one on pre_deploy)"),
-    ("modules", lambda r: (job(r, "a", {}), ws(r, "jobs/a/_modules/helper.py", "")),
-     "workspace/jobs/a", "_modules", "does not run"),
     ("prometheus", lambda r: (job(r, "a", {}), ws(r, "jobs/a/_prometheus/runbooks/x.md", "")),
      "workspace/jobs/a", "_prometheus", "not assembled"),
     ("maand_db", lambda r: write(os.path.join(r, "data", "maand.db"), ""),
@@ -97,6 +92,10 @@ NOW_HONOURED = [
     ("vars_toml", lambda r: (job(r, "a", {}), ws(r, "jobs/a/vars.toml", 'a = "1"\n'))),
     ("bucket_vars", lambda r: ws(r, "bucket.conf", 'port_min = "30000"\nregion = "eu"\n')),
     ("job_vars", lambda r: (job(r, "a", {}), ws(r, "bucket.jobs.conf", '[a]\nmemory = "1 mb"\nmode = "x"\n'))),
+    # issue 12: job commands run (build, deploy, maand.core.job_command); _modules/ stays on the controller
+    ("commands", lambda r: job(r, "a", {"commands": {"command_m": {"executed_on": ["pre_deploy"]}}},
+                               modules=["command_m.py"])),
+    ("modules", lambda r: (job(r, "a", {}), ws(r, "jobs/a/_modules/helper.py", ""))),
     ("certs", lambda r: job(r, "a", {"certs": {"tls": {"subject": {"common_name": "a"}}}})),  # issue 13
 ]
 

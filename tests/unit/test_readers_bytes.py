@@ -74,3 +74,21 @@ def test_build_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypatc
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("containers", [62, 63, 64, 65])
+@pytest.mark.parametrize("opener, closer", [("[", "]"), ('{"a":', "}")])
+def test_depth_limit_counts_leaves_like_the_walk(containers, opener, closer):
+    """parse_json's quick gate and check_nesting agree with _walk (a leaf is one level deeper than its
+    container): hypothesis found 64 containers around a leaf accepted although _walk refuses it."""
+    text = opener * containers + "1" + closer * containers
+    limit = _readers.MAX_DEPTH
+    walk_refuses = containers + 1 > limit
+    if walk_refuses:
+        with pytest.raises(_readers.InputError, match="nested deeper"):
+            _readers.parse_json(text)
+    else:
+        _readers.parse_json(text)
+    empty = opener * containers + ("[]" if opener == "[" else "{}")[:0] + closer * containers
+    if opener == "[" and containers <= limit:  # empty innermost container: no leaf, within the limit
+        _readers.parse_json(empty)
