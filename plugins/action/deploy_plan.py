@@ -15,6 +15,7 @@ from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
+    _certs_build,
     _deploy_lock,
     _deploy_plan,
     _deploy_run,
@@ -53,7 +54,7 @@ def ssh_args(task_vars):
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
 # their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
-OVERLAY_PROVIDERS = ()
+OVERLAY_PROVIDERS = (_certs_build.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},

@@ -13,7 +13,7 @@ import contextlib
 import gc
 import uuid
 
-from . import _catalog, _fingerprint, _jobspec_build, _kv_build
+from . import _catalog, _certs, _certs_build, _fingerprint, _jobspec_build, _kv_build
 from ._explain import report_shortfalls
 from ._job_checks import resolve_health
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
@@ -89,6 +89,8 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
             result.catalog["inputs"] = inputs
         if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
             result.catalog = None  # scrape.yaml.tpl failed: nothing is written
+        elif not _certs_build.check(bucket_dir, result.catalog, bucket.conf, report):
+            result.catalog = None  # a corrupt or half-present CA: nothing is written
     return result
 
 
@@ -132,6 +134,8 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
             jobs[-1]["health_gate"] = gate  # the gate spec deploy runs, without re-validating
         if job.rules is not None and not job.rules.plain:
             jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them
+        if job.certs:
+            jobs[-1]["certs"] = [c.as_catalog() for c in job.certs]  # only jobs that declare certs
         if specs and name in specs:
             jobs[-1]["spec"] = specs[name]  # only jobs that use job-spec fields (docs/jobspec.md)
     jobs.extend(placement.removed_jobs)
@@ -164,14 +168,31 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,
                          strict=strict)
         _finish(result)
+        issued = _issue_certs(bucket_dir, result)
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)
             result.written = True
         if result.catalog is not None:
-            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv)
+            result.changes.extend(issued.lines)
+            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv)
             result.changes.extend(kv_lines)
             result.changed = result.changed or bool(kv_lines)
     return result
+
+
+def _issue_certs(bucket_dir, result):
+    """Keep or issue the jobs' leaf certificates (_certs_build) before anything is written."""
+    if result.catalog is None:
+        return _certs_build.Issued()
+    from . import _kv_store  # late: only a writing build reads the store
+
+    try:
+        previous = _kv_store.KVStore.load(bucket_dir).snapshot() if _kv_store.KVStore.exists(bucket_dir) else {}
+        return _certs_build.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
+    except (_certs.CertError, _kv_store.KVStoreError) as exc:
+        result.report.error("ErrInvalidCA", _certs.CA_CERT_REL, "", str(exc), "see docs/certs.md")
+        result.catalog = None
+        return _certs_build.Issued()
 
 
 def _finish(result):

@@ -40,6 +40,7 @@ KINDS = frozenset(
         "ErrJobCommandFileNotFound",
         "ErrInvalidJobVars",
         "ErrInvalidContainer",
+        "ErrInvalidCA",
     }
 )
 
