@@ -42,3 +42,29 @@ def test_old_deploy_option_names_are_deprecated():
         assert deploy_plan.warn_unknown_extra_vars(None) == []
     deprecated.assert_called_once()
     assert "maand_deploy_output_tail" in deprecated.call_args[0][0]
+
+
+def _action(args):
+    from types import SimpleNamespace
+
+    from ansible_collections.maand.core.plugins.action import extra_vars
+    task = SimpleNamespace(args=args, async_val=0, check_mode=False, diff=False, action="x",
+                           resolved_action="maand.core.extra_vars", environment=[], no_log=False, delegate_to=None)
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    return extra_vars, extra_vars.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(),
+                                               mock.MagicMock())
+
+
+def test_extra_vars_action_warns_or_refuses():
+    module, act = _action({"known": ["maand_job_workers"], "playbook": "maand.core.job", "refuse": True})
+    with mock.patch.object(module, "load_extra_vars", return_value={"maand_job_worker": "h1"}):
+        res = act.run(task_vars={})
+    assert res["failed"] and res["msg"].startswith("nothing was run: the extra var maand_job_worker")
+    module, act = _action({"known": ["maand_strict"], "playbook": "maand.core.build"})
+    with mock.patch.object(module, "load_extra_vars", return_value={"maand_strcit": True}):
+        res = act.run(task_vars={})
+    assert not res.get("failed") and '(did you mean "maand_strict"?)' in res["warnings"][0]
+    with mock.patch.object(module, "load_extra_vars", return_value={"maand_strict": True, "other": 1}):
+        res = act.run(task_vars={})
+    assert not res.get("failed") and not res.get("warnings") and res["unknown"] == []
