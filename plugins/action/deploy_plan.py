@@ -233,7 +233,8 @@ class ActionModule(ActionBase):
         try:
             plan = _deploy_plan.compute_plan(catalog, staging.content, states, hosts,
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
-                                              "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors})
+                                              "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors,
+                                              "rollout_orders": _hook_deploy.rollout_orders(bucket, in_scope)})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:

@@ -312,6 +312,8 @@ class _Planner:
         self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (_deploy_stage)
         self.force = bool(options.get("force"))
         self.sync_only = bool(options.get("sync_only"))
+        self.rollout_orders = dict(options.get("rollout_orders") or {})  # job -> rollout_order a hook put in the KV
+        self.order_notes = []
         self.gates = {}          # job -> health gate spec
         self.reconcile = {}      # host -> [op]
         self.rollout = {}        # job -> {"start": [op], "upgrade": [op], "sync": [op]}
@@ -620,9 +622,12 @@ class _Planner:
         job_ops = self.rollout[name]
         if "job_control" in hook_events(job):
             return [self._job_control_batch(name, job_ops, row_index)]
-        start_b = batches(job_ops["start"], int(job.get("max_concurrent_starts") or 0))
+        starts, start_src = self._ordered(name, job_ops["start"])
+        upgrades, upgrade_src = self._ordered(name, job_ops["upgrade"])
+        sources = {"start": start_src, "upgrade": upgrade_src}
+        start_b = batches(starts, int(job.get("max_concurrent_starts") or 0))
         upgrade_size = job.get("max_concurrent_upgrades")
-        upgrade_b = batches(job_ops["upgrade"], 1 if upgrade_size is None else max(int(upgrade_size), 1))
+        upgrade_b = batches(upgrades, 1 if upgrade_size is None else max(int(upgrade_size), 1))
         seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
         if job_ops["sync"]:
             if seq:
@@ -643,11 +648,31 @@ class _Planner:
                     order = [o["host"] for p, b in seq if p == phase for o in b if o["action"] != "sync"]
                     gate["hooks"] = {"phase": "new" if phase == "start" else "update",
                                      "batch_index": counter[phase] - 1, "batch_count": total[phase],
-                                     "order": order, "last": pos == len(seq) - 1}
+                                     "order": order, "order_source": sources.get(phase, "default"),
+                                     "last": pos == len(seq) - 1}
             for o in ops:
                 row_index[(name, o["host"])]["batch"] = label
             out.append({"label": label, "ops": ops, "gate": gate})
         return out
+
+    def _ordered(self, name, ops):
+        """ops in the order a hook put in maand/job/<job> rollout_order when it names exactly these
+        allocations (maand ResolveRolloutOrder), else as they are; (ops, "kv" | "default")."""
+        raw = self.rollout_orders.get(name)
+        if not raw or not ops:
+            return ops, "default"
+        order = [ip.strip() for ip in str(raw).split(",") if ip.strip()]
+        hosts = [o["host"] for o in ops]
+        problem = None
+        if len(set(order)) != len(order):
+            problem = "duplicate allocation"
+        elif set(order) != set(hosts):
+            problem = "it names %s, the batch has %s" % (",".join(order), ",".join(hosts))
+        if problem:
+            self.order_notes.append("job %s: rollout_order %r ignored (%s); using the catalog order" % (name, raw, problem))
+            return ops, "default"
+        by_host = {o["host"]: o for o in ops}
+        return [by_host[h] for h in order], "kv"
 
     def _job_control_batch(self, name, job_ops, row_index):
         """A job_control job: its whole rollout is one batch whose ops only sync files; the job's
@@ -702,6 +727,7 @@ class _Planner:
             "has_work": bool(self.steps) and not self.errors,
         }
         plan["lines"] = render_plan(plan)
+        plan["lines"].extend("note: " + note for note in self.order_notes)
         return plan
 
 

@@ -147,7 +147,7 @@ def run_gate_hooks(ctx: _hook_run.Context, gate: Mapping[str, Any], probes: Call
         problems = _hook_run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
     else:
         env = _hooks.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
-                               info.get("phase") or "new", info.get("order") or hosts, "default")
+                               info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
         targets = _hooks.targets(ctx.catalog, job, workers=hosts)
         problems = _hook_run.run_event(ctx, job, "after_allocation_started", targets, env,
                                        concurrency=max(1, len(targets))).failures()
@@ -233,3 +233,19 @@ def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callabl
         catalog = None
     return deploy_callbacks(bucket, catalog, plan, hosts_from_hostvars(hostvars, list(hostvars), ssh_args), probes,
                             int(timeout or _hook_run.DEFAULT_TIMEOUT), int(tail or _hook_run.DEFAULT_TAIL), log)
+
+
+def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
+    """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); build drops them."""
+    from . import _kv_store  # late: only the deploy plan needs it
+
+    try:
+        store = _kv_store.KVStore.load(bucket_dir)
+    except _kv_store.KVStoreError:
+        return {}
+    out = {}
+    for job in jobs:
+        value = store.get("maand/job/%s" % job, _kv_store.ROLLOUT_ORDER_KEY)
+        if value:
+            out[job] = value
+    return out
