@@ -8,10 +8,11 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
+from ansible_collections.maand.core.plugins.action.deploy_plan import deploy_extra_vars
 from ansible_collections.maand.core.plugins.plugin_utils import _extra_vars
 
 ARGUMENT_SPEC = {
-    "known": {"type": "list", "elements": "str", "required": True},
+    "known": {"type": "list", "elements": "str"},
     "playbook": {"type": "str", "required": True},
     "refuse": {"type": "bool", "default": False},
 }
@@ -26,10 +27,17 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        messages = _extra_vars.unknown_extra_vars(load_extra_vars(self._loader), args["known"], args["playbook"])
+        if args["known"] is None:
+            args["known"] = list(_extra_vars.PLAYBOOK_VARS.get(args["playbook"]) or ())
+        extra = load_extra_vars(self._loader)
+        messages = _extra_vars.unknown_extra_vars(extra, args["known"], args["playbook"])
+        # a var another maand.core playbook reads is only warned about, never refused: an AWX workflow
+        # passes its extra vars to every node
+        others = _extra_vars.other_playbooks_vars(args["playbook"], deploy_extra_vars()) - set(args["known"])
+        refused = _extra_vars.unknown_extra_vars(extra, args["known"], args["playbook"], others)
         result.update(changed=False, unknown=messages)
-        if messages and args["refuse"]:
-            result.update(failed=True, msg="nothing was run: " + "; ".join(messages))
+        if refused and args["refuse"]:
+            result.update(failed=True, msg="nothing was run: " + "; ".join(refused))
         elif messages:
             result["warnings"] = messages
             result["msg"] = "%d unknown maand_ extra var(s)" % len(messages)

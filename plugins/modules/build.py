@@ -48,8 +48,8 @@ options:
     type: bool
   strict:
     description:
-      - Make every build warning about something maand.core does not honour yet (templates, C(vars.toml),
-        hooks, certificates, unknown keys, ...) an error.
+      - Make every build warning about something maand.core does not honour yet (C(_prometheus/) assembly,
+        C(log_format), unknown keys, ...) an error.
       - When not set, the extra variable C(maand_strict) is used (default false).
     type: bool
 attributes:

@@ -15,15 +15,18 @@ description:
     reads, and names every other one with a \"did you mean\" from the known names: Ansible ignores an extra var
     nobody reads, so a typo (C(-e maand_job_worker=10.0.0.1) for C(maand_job_workers)) would change what a run
     does without a word."
+  - "A var that another maand.core playbook reads is only warned about, never refused (an AWX workflow passes
+    its extra vars to every node)."
   - "Runs on the controller (no connection)."
 author:
   - maand.core developers (@maand-sh)
 options:
   known:
-    description: The C(maand_) extra vars the playbook reads.
+    description:
+      - The C(maand_) extra vars the playbook reads.
+      - Default, the list kept for O(playbook) in C(plugins/plugin_utils/_extra_vars.py).
     type: list
     elements: str
-    required: true
   playbook:
     description: The playbook's name, for the messages.
     type: str
@@ -49,7 +52,6 @@ EXAMPLES = r"""
 - name: Check the extra vars
   maand.core.extra_vars:
     playbook: maand.core.job
-    known: [maand_job, maand_target, maand_job_workers]
     refuse: true
 """
 

@@ -820,11 +820,6 @@ def load_bucket(path, report=None):
     if problem:
         report.error("ErrInvalidCatalog", "data", "", problem, "make data/ a real folder inside the bucket")
     load_maand_conf(bucket, report)
-    if os.path.lexists(os.path.join(bucket.path, "data", "maand.db")):
-        report.unhonoured("ErrInvalidMaandConf", "data/maand.db", "", "maand's database is not read: maand.core keeps "
-                          "its own catalog (data/catalog.json) with a new bucket_id, so its first deploy starts "
-                          "every job again under a new /opt/worker/<bucket_id>/",
-                          "stop the jobs maand deployed first (maand job stop), or keep this bucket on maand")
     load_bucket_conf(bucket, report)
     load_job_configs(bucket, report)
     load_workers(bucket, report)

@@ -41,6 +41,7 @@ KINDS = frozenset(
         "ErrInvalidJobVars",
         "ErrInvalidContainer",
         "ErrInvalidCA",
+        "ErrInvalidMaandDB",
     }
 )
 

@@ -57,7 +57,7 @@ def _action(args):
 
 
 def test_extra_vars_action_warns_or_refuses():
-    module, act = _action({"known": ["maand_job_workers"], "playbook": "maand.core.job", "refuse": True})
+    module, act = _action({"playbook": "maand.core.job", "refuse": True})  # known: the registry's list
     with mock.patch.object(module, "load_extra_vars", return_value={"maand_job_worker": "h1"}):
         res = act.run(task_vars={})
     assert res["failed"] and res["msg"].startswith("nothing was run: the extra var maand_job_worker")
@@ -68,3 +68,27 @@ def test_extra_vars_action_warns_or_refuses():
     with mock.patch.object(module, "load_extra_vars", return_value={"maand_strict": True, "other": 1}):
         res = act.run(task_vars={})
     assert not res.get("failed") and not res.get("warnings") and res["unknown"] == []
+
+
+
+def test_a_var_of_another_maand_playbook_is_warned_about_never_refused():
+    """An AWX workflow passes its extra vars (maand_jobs for the deploy node) to the job node too."""
+    module, act = _action({"playbook": "maand.core.job", "refuse": True})
+    with mock.patch.object(module, "load_extra_vars", return_value={"maand_jobs": "api", "maand_force": True,
+                                                                     "maand_job": "api"}):
+        res = act.run(task_vars={})
+    assert not res.get("failed"), res
+    assert [m.split()[3] for m in res["warnings"]] == ["maand_force", "maand_jobs"]
+
+
+def test_the_registry_names_what_the_playbooks_use():
+    """Every maand_ extra var a playbook reads with default(...) is in its registry list."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "playbooks"
+    for playbook, known in _extra_vars.PLAYBOOK_VARS.items():
+        text = (root / ("%s.yml" % playbook.rsplit(".", 1)[1])).read_text()
+        read = set(re.findall(r"\b(maand_[a-z_]+) \| default\(", text)) | set(re.findall(r"\b(maand_[a-z_]+) is defined", text))
+        inventory = {"maand_bucket_dir", "maand_bucket_id", "maand_catalog_jobs", "maand_allocations",
+                     "maand_inventory_errors", "maand_workspace_ok", "maand_catalog"}
+        assert read - inventory <= set(known), (playbook, sorted(read - inventory - set(known)))

@@ -49,8 +49,6 @@ CASES = [
      "workspace/disabled.json", "job", 'did you mean "jobs"?'),
     ("prometheus", lambda r: (job(r, "a", {}), ws(r, "jobs/a/_prometheus/runbooks/x.md", "")),
      "workspace/jobs/a", "_prometheus", "not assembled"),
-    ("maand_db", lambda r: write(os.path.join(r, "data", "maand.db"), ""),
-     "data/maand.db", "", "new bucket_id"),
 ]
 
 
