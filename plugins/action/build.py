@@ -11,9 +11,20 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _hook_deploy, _hook_run, _hooks
 
 display = Display()
+
+
+def int_var(templar, task_vars, name, default):
+    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
+    value = (task_vars or {}).get(name)
+    if value is None:
+        return default
+    try:
+        return int(templar.template(value))
+    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
+        return default
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "default": "."},
@@ -27,6 +38,22 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True
+
+    def _post_build(self, bucket_dir, catalog, outcome, check_mode, task_vars):
+        """maand runs post_build after the catalog commit, jobs in deployment_seq order; failures fail the build."""
+        if not _hooks.jobs_with(catalog, "post_build"):
+            return []
+        if check_mode:
+            display.display("check mode: post_build job commands not run")
+            return []
+        try:
+            with _hook_deploy.session(bucket_dir, catalog, None,
+                                      int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
+                                      int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
+                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
+                return _hook_deploy.post_build(ctx)
+        except OSError as exc:
+            return ["post_build: cannot run the job commands: %s" % exc]
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -68,6 +95,14 @@ class ActionModule(ActionBase):
             return result
 
         catalog = outcome.catalog
+        hook_failures = self._post_build(bucket_dir, catalog, outcome, check_mode, task_vars or {})
+        if hook_failures:
+            for msg in hook_failures:
+                display.display("FAILED: %s" % msg, color="red", stderr=True)
+            result.update(failed=True, changed=bool(outcome.written), bucket_id=catalog["bucket_id"],
+                          msg="maand build: post_build job command(s) failed (data/catalog.json is written; fix the "
+                              "command and build again):\n" + "\n".join(hook_failures))
+            return result
         table = _build.allocation_table(catalog, limit=args["table_limit"] or None)
         for line in table:
             display.display(line)

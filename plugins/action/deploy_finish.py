@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 
+from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -19,9 +20,30 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_plan,
     _deploy_run,
     _deploy_stage,
+    _hook_deploy,
 )
 
 display = Display()
+
+
+def int_var(templar, task_vars, name, default):
+    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
+    value = (task_vars or {}).get(name)
+    if value is None:
+        return default
+    try:
+        return int(templar.template(value))
+    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
+        return default
+
+
+def ssh_args(task_vars):
+    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
+    try:
+        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
+                                         variables=task_vars) or ""
+    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
+        return ""
 
 
 def gate_runner(hostvars):
@@ -38,12 +60,15 @@ ARGUMENT_SPEC = {
 }
 
 
-def run_outcome(run_dir, plan, hostvars):
+def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):
     """(plan, problems, done) of the run; a run folder that cannot be read is itself a problem."""
     if not run_dir:
         return plan, [f["msg"] for f in plan.get("failures") or []], []
     try:
-        plan, dummy, report = _deploy_run.finish(run_dir, gate_runner(hostvars))
+        task_vars = task_vars or {}
+        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(hostvars), settings[0], settings[1],
+                                            lambda msg: display.display("hook: " + msg), ssh_args(task_vars)) as (gate, after):
+            plan, dummy, report = _deploy_run.finish(run_dir, gate, after)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], []
     return plan, list(report.problems), list(report.done)
@@ -88,7 +113,9 @@ class ActionModule(ActionBase):
         run_dir = "" if check else args["run_dir"]
         result.update(changed=False, pruned=[])
         try:
-            plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {})
+            settings = (int_var(self._templar, task_vars, "maand_hook_timeout", 600),
+                        int_var(self._templar, task_vars, "maand_deploy_output_tail", 20))
+            plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {}, task_vars, settings)
         except Exception as exc:  # pylint: disable=broad-exception-caught
             # a crash here still fails the run (below) and still releases the lock; nothing is pruned
             plan, done = args["plan"], None

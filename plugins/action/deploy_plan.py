@@ -8,28 +8,54 @@ from __future__ import annotations
 import os
 
 import yaml
+from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
+    _certs_build,
     _deploy_lock,
     _deploy_plan,
     _deploy_run,
     _deploy_stage,
     _extra_vars,
     _fingerprint,
+    _hook_deploy,
+    _hook_run,
+    _hooks,
     _jobspec_deploy,
     _jobspec_layers,
+    _maand_db,
 )
 
 display = Display()
 
+
+def int_var(templar, task_vars, name, default):
+    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
+    value = (task_vars or {}).get(name)
+    if value is None:
+        return default
+    try:
+        return int(templar.template(value))
+    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
+        return default
+
+
+def ssh_args(task_vars):
+    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
+    try:
+        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
+                                         variables=task_vars) or ""
+    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
+        return ""
+
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
 # their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
-OVERLAY_PROVIDERS = ()
+OVERLAY_PROVIDERS = (_certs_build.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
@@ -135,6 +161,29 @@ class ActionModule(ActionBase):
                 display.display(line, color="red" if line.startswith(("ERROR", "FAILED")) else None)
         return result
 
+    def _pre_deploy(self, bucket, catalog, in_scope, jobs_filter, states, hostvars, hosts, task_vars):
+        """maand runs pre_deploy before staging, so its KV writes reach this deploy's templates; a
+        job whose hook fails is left out (and the deploy fails). Not in check mode (hooks have effects)."""
+        jobs = [j for j in in_scope if _hooks.has_event(catalog, j, "pre_deploy")]
+        if not jobs:
+            return {}, in_scope, jobs_filter
+        if self._task.check_mode:
+            display.warning("check mode: pre_deploy hooks of %s not run; templates show the KV as it is" % ", ".join(jobs))
+            return {}, in_scope, jobs_filter
+        with _hook_deploy.session(bucket, catalog, _hook_deploy.hosts_from_hostvars(hostvars, hosts, ssh_args(task_vars)),
+                                  int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
+                                  int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
+                                  _deploy_plan.current_versions(states),
+                                  lambda msg: display.display("hook: " + msg)) as ctx:
+            failed = _hook_deploy.pre_deploy(ctx, jobs)
+        for job, messages in sorted(failed.items()):
+            for msg in messages:
+                display.display("FAILED: %s" % msg, color="red", stderr=True)
+        if failed:
+            in_scope = [j for j in in_scope if j not in failed]
+            jobs_filter = sorted(in_scope)
+        return failed, in_scope, jobs_filter
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -166,6 +215,8 @@ class ActionModule(ActionBase):
         states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
         in_scope = [j["name"] for j in catalog.get("jobs", [])
                     if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
+        hook_failures, in_scope, jobs_filter = self._pre_deploy(bucket, catalog, in_scope, jobs_filter, states,
+                                                               hostvars, hosts, task_vars)
         # every job tree read once, every active allocation's templates rendered and hashed in memory
         id_errors = _jobspec_deploy.check_ids(catalog, states, in_scope)
         if id_errors:
@@ -180,15 +231,24 @@ class ActionModule(ActionBase):
         env_errors = _with_environments(catalog, staging.content)
         if env_errors:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(env_errors))
+        adopted, adopt_warning = _maand_db.adopted_versions(bucket, catalog["bucket_id"])  # takeover from maand
+        if adopt_warning:
+            display.warning(adopt_warning)
         try:
             plan = _deploy_plan.compute_plan(catalog, staging.content, states, hosts,
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
-                                              "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors})
+                                              "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors,
+                                              "rollout_orders": _hook_deploy.rollout_orders(bucket, in_scope),
+                                              "adopted": adopted})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
                               plan=plan)
+        for job, messages in sorted(hook_failures.items()):  # the deploy goes on without them and ends failed
+            plan["failures"].extend({"job": job, "worker": None, "msg": "%s (job %s not deployed)" % (m, job)}
+                                    for m in messages)
+            plan["lines"].append("FAILED: job %s: pre_deploy failed, the job is not deployed this run" % job)
         workers = {w["host"]: w for w in catalog.get("workers", [])}
         plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
                                                     _jobspec_deploy.load_history(bucket), args["slots"]))

@@ -6,12 +6,33 @@ step's agent requests (docs: plugins/modules/deploy_step.py)."""
 
 from __future__ import annotations
 
+from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_gate, _deploy_run
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_gate, _deploy_run, _hook_deploy
 
 display = Display()
+
+
+def int_var(templar, task_vars, name, default):
+    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
+    value = (task_vars or {}).get(name)
+    if value is None:
+        return default
+    try:
+        return int(templar.template(value))
+    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
+        return default
+
+
+def ssh_args(task_vars):
+    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
+    try:
+        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
+                                         variables=task_vars) or ""
+    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
+        return ""
 
 ARGUMENT_SPEC = {
     "run_dir": {"type": "path", "required": True},
@@ -25,6 +46,14 @@ def gate_runner(hostvars):
     return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed)
 
 
+def hook_callbacks(run_dir, task_vars, probes, templar):
+    """The gate runner and after_results with the bucket's job commands (_hook_deploy)."""
+    return _hook_deploy.callbacks_for_run(run_dir, task_vars.get("hostvars") or {}, probes,
+                                          int_var(templar, task_vars, "maand_hook_timeout", 600),
+                                          int_var(templar, task_vars, "maand_deploy_output_tail", 20),
+                                          lambda msg: display.display("hook: " + msg), ssh_args(task_vars))
+
+
 class ActionModule(ActionBase):
     """Any exception here fails the task, and with it the run (the role's finish refuses an unfolded state)."""
 
@@ -36,9 +65,11 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        hostvars = task_vars.get("hostvars") or {}
         try:
             key = _deploy_run.step_key(args["step"])
-            hosts, failures = _deploy_run.advance(args["run_dir"], key, gate_runner(task_vars.get("hostvars") or {}))
+            with hook_callbacks(args["run_dir"], task_vars, gate_runner(hostvars), self._templar) as (gate, after):
+                hosts, failures = _deploy_run.advance(args["run_dir"], key, gate, after)
         except (_deploy_run.RunError, ValueError, OSError) as exc:
             result.update(failed=True, changed=False, msg="deploy step %s: %s" % (args["step"], exc))
             return result

@@ -22,6 +22,10 @@ description:
   - The catalog's C(bucket_id) is never replaced silently; a copy is kept in C(data/bucket_id). See the
     O(new_bucket_id) option.
   - In check mode it validates and reports what would change in the catalog, writing nothing.
+  - After a successful build (not in check mode) it runs the C(post_build) job commands of every job
+    registering one, in deployment_seq order, on the controller (see docs/hooks.md); a failing command
+    fails the build (the catalog stays written, as in maand). C(maand_hook_timeout) (default 600 s)
+    bounds each command.
 author:
   - maand.core developers (@maand-sh)
 options:
@@ -44,8 +48,8 @@ options:
     type: bool
   strict:
     description:
-      - Make every build warning about something maand.core does not honour yet (templates, C(vars.toml),
-        hooks, certificates, unknown keys, ...) an error.
+      - Make every build warning about something maand.core does not honour yet (C(_prometheus/) assembly,
+        C(log_format), unknown keys, ...) an error.
       - When not set, the extra variable C(maand_strict) is used (default false).
     type: bool
 attributes:

@@ -13,7 +13,7 @@ import contextlib
 import gc
 import uuid
 
-from . import _catalog, _fingerprint, _jobspec_build, _kv_build
+from . import _catalog, _certs, _certs_build, _fingerprint, _jobspec_build, _kv_build, _maand_db
 from ._explain import report_shortfalls
 from ._job_checks import resolve_health
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
@@ -34,6 +34,7 @@ class BuildResult:
         self.written = False
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
         self.kv = None  # _kv_build.Prepared: what build writes into data/kv.json
+        self.maand = None  # _maand_db.MaandDB when this build takes the bucket over from maand
 
 
 @contextlib.contextmanager
@@ -66,6 +67,13 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
     report = result.report = Report()
     result.previous, kept_id = _catalog.previous_for_build(bucket_dir, report, new_bucket_id)
     bucket_id = kept_id or bucket_id
+    if result.previous is None and kept_id is None:
+        result.maand = _take_over(bucket_dir, report)
+        bucket_id = result.maand.bucket_id if result.maand else bucket_id
+    elif _maand_db.exists(bucket_dir):
+        report.warn("ErrInvalidMaandDB", _maand_db.DB_REL, "", "not read: this bucket was taken over (maand.core keeps"
+                    " %s); maand's database no longer follows the bucket" % _catalog.CATALOG_REL,
+                    "move data/maand.db out of data/ (keep it as a backup) and stop using maand on this bucket")
     bucket, dummy = load_bucket(bucket_dir, report)
     result.bucket = bucket
     result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
@@ -85,11 +93,41 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         report.apply_strict()
     if report.ok:
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id, specs)
+        _keep_worker_ids(result.catalog, result.previous, result.maand)
         if inputs is not None:
             result.catalog["inputs"] = inputs
         if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
             result.catalog = None  # scrape.yaml.tpl failed: nothing is written
+        elif not _certs_build.check(bucket_dir, result.catalog, bucket.conf, report):
+            result.catalog = None  # a corrupt or half-present CA: nothing is written
     return result
+
+
+def _take_over(bucket_dir, report):
+    """maand's database when there is one and no catalog yet (docs/certs.md, README: taking over)."""
+    try:
+        db = _maand_db.read(bucket_dir)
+    except _maand_db.MaandDBError as exc:
+        report.error("ErrInvalidMaandDB", _maand_db.DB_REL, "", str(exc),
+                     "see the README, Taking over a bucket from maand")
+        return None
+    if db is not None:
+        report.warn("ErrTakeover", _maand_db.DB_REL, "", "taking the bucket over from maand: bucket_id %s, update_seq"
+                    " %d, %d KV keys, %d deployed allocations kept" % (
+                        db.bucket_id, db.update_seq, sum(len(k) for k in db.kv.values()), len(db.deployed)),
+                    "deploy next: allocations maand runs are adopted without a restart")
+    return db
+
+
+def _keep_worker_ids(catalog, previous, maand):
+    """Workers keep the worker_id maand gave them (previous catalog, else maand.db)."""
+    known = dict((maand.worker_ids if maand else {}))
+    for worker in (previous or {}).get("workers", []):
+        if worker.get("worker_id"):
+            known[worker["host"]] = worker["worker_id"]
+    for worker in catalog["workers"]:
+        if worker["host"] in known:
+            worker["worker_id"] = known[worker["host"]]
 
 
 def explain_short_jobs(result, limit=20):
@@ -132,6 +170,8 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
             jobs[-1]["health_gate"] = gate  # the gate spec deploy runs, without re-validating
         if job.rules is not None and not job.rules.plain:
             jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them
+        if job.certs:
+            jobs[-1]["certs"] = [c.as_catalog() for c in job.certs]  # only jobs that declare certs
         if specs and name in specs:
             jobs[-1]["spec"] = specs[name]  # only jobs that use job-spec fields (docs/jobspec.md)
     jobs.extend(placement.removed_jobs)
@@ -164,14 +204,43 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,
                          strict=strict)
         _finish(result)
+        _import_maand_kv(bucket_dir, result)
+        issued = _issue_certs(bucket_dir, result)
         if result.catalog is not None and result.changed:
             _catalog.write_catalog(bucket_dir, result.catalog)
             result.written = True
         if result.catalog is not None:
-            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv)
+            result.changes.extend(issued.lines)
+            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv)
             result.changes.extend(kv_lines)
             result.changed = result.changed or bool(kv_lines)
     return result
+
+
+def _import_maand_kv(bucket_dir, result):
+    """On takeover, data/kv.json starts as maand's key_value table (latest versions, values as stored)."""
+    from . import _kv_store  # late: only a writing build
+
+    if result.catalog is None or result.maand is None or _kv_store.KVStore.exists(bucket_dir):
+        return
+    spaces = {ns: {k: _kv_store.Entry(v, ver) for k, (v, ver) in keys.items()} for ns, keys in result.maand.kv.items()}
+    _kv_store.KVStore(bucket_dir, spaces).save()
+    result.changes.append("takeover: data/kv.json from %s (%d namespaces)" % (_maand_db.DB_REL, len(spaces)))
+
+
+def _issue_certs(bucket_dir, result):
+    """Keep or issue the jobs' leaf certificates (_certs_build) before anything is written."""
+    if result.catalog is None:
+        return _certs_build.Issued()
+    from . import _kv_store  # late: only a writing build reads the store
+
+    try:
+        previous = _kv_store.KVStore.load(bucket_dir).snapshot() if _kv_store.KVStore.exists(bucket_dir) else {}
+        return _certs_build.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
+    except (_certs.CertError, _kv_store.KVStoreError) as exc:
+        result.report.error("ErrInvalidCA", _certs.CA_CERT_REL, "", str(exc), "see docs/certs.md")
+        result.catalog = None
+        return _certs_build.Issued()
 
 
 def _finish(result):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
@@ -96,7 +97,7 @@ def ca_paths(bucket_dir: str) -> Tuple[str, str]:
     return (os.path.join(bucket_dir, SECRETS_DIR, CA_CERT), os.path.join(bucket_dir, SECRETS_DIR, CA_KEY))
 
 
-def load_or_create_ca(bucket_dir: str, bucket_id: str, key_size: int = KEY_SIZE) -> CA:
+def load_or_create_ca(bucket_dir: str, bucket_id: str, key_size: Optional[int] = None) -> CA:
     """The bucket CA from secrets/; made (both files) when both are absent, refused when one is."""
     cert_path, key_path = ca_paths(bucket_dir)
     have_cert, have_key = os.path.exists(cert_path), os.path.exists(key_path)
@@ -107,7 +108,7 @@ def load_or_create_ca(bucket_dir: str, bucket_id: str, key_size: int = KEY_SIZE)
                         " (every leaf certificate is then reissued)"
                         % (present, missing, missing, present))
     if not have_cert:
-        _create_ca(cert_path, key_path, bucket_id, key_size)
+        _create_ca(cert_path, key_path, bucket_id, key_size or KEY_SIZE)
     return load_ca(bucket_dir)
 
 
@@ -191,13 +192,13 @@ def _serial() -> int:
 
 
 def issue_leaf(ca: CA, common_name: str, ips: Sequence[str], days: int, pkcs8: bool,
-               key_size: int = KEY_SIZE, now: Optional[datetime.datetime] = None) -> Leaf:
+               key_size: Optional[int] = None, now: Optional[datetime.datetime] = None) -> Leaf:
     """A leaf signed by the CA: SANs 127.0.0.1 + ips (in that order, as maand), ``days`` long."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=key_size)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=key_size or KEY_SIZE)
     start = now or _utcnow()
     sans = [x509.IPAddress(ipaddress.ip_address(ip)) for ip in _san_ips(ips)]
     cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+            .subject_name(_subject(common_name))
             .issuer_name(ca.cert.subject).public_key(key.public_key()).serial_number(_serial())
             .not_valid_before(start).not_valid_after(start + datetime.timedelta(days=days))
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -213,9 +214,55 @@ def issue_leaf(ca: CA, common_name: str, ips: Sequence[str], days: int, pkcs8: b
                 key_pem=key_pem.decode("ascii"))
 
 
+def _subject(common_name: str) -> x509.Name:
+    """CN=common_name, or an empty subject for an empty name (as Go's pkix.Name{})."""
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)] if common_name else [])
+
+
 def _san_ips(ips: Sequence[str]) -> list:
     out = [LOOPBACK]
     for ip in ips:
         if ip not in out:
             out.append(ip)
     return out
+
+
+def leaf_problem(ca: CA, cert_pem: Optional[str], key_pem: Optional[str], common_name: str,
+                 ips: Sequence[str], pkcs8: bool, buffer_days: int,
+                 now: Optional[datetime.datetime] = None) -> Optional[str]:
+    """Why a stored leaf must be issued again (None: keep it): missing, unreadable, not signed by
+    the bucket CA (the CA changed), config changed (subject, SANs, key format), or due for renewal."""
+    if not cert_pem or not key_pem:
+        return "missing"
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem.encode())
+        key = serialization.load_pem_private_key(key_pem.encode(), password=None)
+    except (ValueError, TypeError):
+        return "unreadable"
+    try:
+        cert.verify_directly_issued_by(ca.cert)
+    except (ValueError, TypeError, InvalidSignature):
+        return "CA changed"
+    if not _same_config(cert, key, key_pem, common_name, ips, pkcs8):
+        return "config changed"
+    if needs_renewal(cert.not_valid_after_utc, buffer_days, now or _utcnow()):
+        return "renewal (expires %s)" % cert.not_valid_after_utc.strftime("%Y-%m-%d")
+    return None
+
+
+def _same_config(cert: x509.Certificate, key, key_pem: str, common_name: str, ips: Sequence[str],
+                 pkcs8: bool) -> bool:
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if (names[0].value if names else "") != common_name:
+        return False
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        have = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
+    except x509.ExtensionNotFound:
+        have = set()
+    if have != set(_san_ips(ips)):
+        return False
+    header = "-----BEGIN PRIVATE KEY-----" if pkcs8 else "-----BEGIN RSA PRIVATE KEY-----"
+    if not key_pem.lstrip().startswith(header):
+        return False
+    return key.public_key().public_numbers() == cert.public_key().public_numbers()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 
 from . import _deploy_files as files_mod
+from . import _kv as _kv_mod
 from ._job_checks import DEFAULT_HEALTH, GATE_PROBES as HEALTH_TYPES, resolve_health  # noqa: F401
 from ._problems import did_you_mean
 
@@ -94,6 +95,16 @@ def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_on
             return "restart", matched
         return "reload", []
     return "restart", []
+
+
+HOOK_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
+HOOK_ONLY_GATE = {"checks": [], "timeout_seconds": 0, "attempts": 1, "interval_seconds": 0}
+
+
+def hook_events(job):
+    """The job commands events of a job that run in its batches' gates (_hook_deploy)."""
+    events = {e for c in (job.get("commands") or {}).values() for e in (c.get("executed_on") or ())}
+    return [e for e in HOOK_EVENTS if e in events]
 
 
 def state_record(job, alloc_id, content, version, running, update_seq):
@@ -302,6 +313,9 @@ class _Planner:
         self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (_deploy_stage)
         self.force = bool(options.get("force"))
         self.sync_only = bool(options.get("sync_only"))
+        self.adopted = dict(options.get("adopted") or {})  # (job, host) -> version maand deployed (takeover)
+        self.rollout_orders = dict(options.get("rollout_orders") or {})  # job -> rollout_order a hook put in the KV
+        self.order_notes = []
         self.gates = {}          # job -> health gate spec
         self.reconcile = {}      # host -> [op]
         self.rollout = {}        # job -> {"start": [op], "upgrade": [op], "sync": [op]}
@@ -330,6 +344,8 @@ class _Planner:
             else:  # a catalog of an older build, or a check build could not resolve (refused here, named)
                 spec, gate_errors = resolve_health(job)
             self.errors.extend(gate_errors)
+            if not spec and not gate_errors and hook_events(job):
+                spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (_hook_deploy)
             if spec:
                 self.gates[name] = spec
             policy = job.get("restart_policy") or "always"
@@ -453,6 +469,8 @@ class _Planner:
               "record": state_record(name, row["alloc_id"], cur, new_version, True, None),
               "promote_now": name not in self.gates}
         bucket = self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})
+        if deployed is None and self._adopt(row, op, bucket, st, new_version):
+            return
         if deployed is None or not deployed.get("running"):
             self._decide_start(row, op, bucket, st, deployed, reasons)
             return
@@ -462,6 +480,25 @@ class _Planner:
         if not hash_changed and not version_changed:
             reasons.append("forced (maand_force)")
         self._decide_upgrade(row, op, bucket, job, changed, hash_changed, version_changed, reasons)
+
+    def _adopt(self, row, op, bucket, st, new_version):
+        """An allocation maand deployed and runs (data/maand.db, its tree on the worker, no maand.core record):
+        same version -> its files are synced and it is recorded, not restarted. True when handled."""
+        name, host = row["job"], row["worker"]
+        maand_version = self.adopted.get((name, host))
+        if maand_version is None or name not in (st.get("trees") or []):
+            return False
+        if maand_version != new_version:
+            row["paths"] = []
+            op.update(action="restart", target="restart",
+                      env=self.alloc_env(name, host, maand_version, new_version))
+            row.update(action="restart", reason="taken over from maand: version %s -> %s" % (maand_version, new_version))
+            bucket["upgrade"].append(op)
+            return True
+        op.update(action="sync", target=None, promote_now=True)
+        row.update(action="sync", reason="taken over from maand (running %s): files synced, not restarted" % new_version)
+        bucket["sync"].append(op)
+        return True
 
     def _decide_start(self, row, op, bucket, st, deployed, reasons):
         name, host = row["job"], row["worker"]
@@ -526,8 +563,11 @@ class _Planner:
 
     def desired_meta(self, host, seq):
         worker = self.workers.get(host) or {}
+        # maand's worker.json (deploy/types.go WorkerData: its bin/worker.py checks bucket_id, worker_id,
+        # update_seq) with maand.core's "worker" beside it
         worker_json = {"bucket_id": self.bucket_id, "worker": host, "labels": sorted(worker.get("labels") or []),
-                       "update_seq": seq}
+                       "update_seq": seq, "worker_ip": host,
+                       "worker_id": str(worker.get("worker_id") or _kv_mod.stable_uuid(host))}
         if self.by_worker is None:  # allocations by worker, once: metadata of every host stays linear
             self.by_worker = {}
             for a in self.catalog.get("allocations", []):
@@ -537,10 +577,12 @@ class _Planner:
             if a.get("state") == "removed":
                 continue
             entries.append({"job": a["job"], "alloc_id": a.get("alloc_id"),
-                            "disabled": a.get("state") == "disabled",
+                            "disabled": 1 if a.get("state") == "disabled" else 0,
                             "version": (self.jobs.get(a["job"]) or {}).get("version") or ZERO_VERSION})
         entries.sort(key=lambda e: e["job"])
-        return worker_json, {"bucket_id": self.bucket_id, "jobs": entries}
+        # maand's jobs.json: a list of {"job", "disabled": 0|1} (its bin/runner.py reads it), maand.core's
+        # alloc_id and version beside them in each entry
+        return worker_json, entries
 
     def _meta_hosts(self):
         """Reachable catalog workers in scope that did not leave workers.json, sorted."""
@@ -606,9 +648,14 @@ class _Planner:
         """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""
         job = self.jobs[name]
         job_ops = self.rollout[name]
-        start_b = batches(job_ops["start"], int(job.get("max_concurrent_starts") or 0))
+        if "job_control" in hook_events(job):
+            return [self._job_control_batch(name, job_ops, row_index)]
+        starts, start_src = self._ordered(name, job_ops["start"])
+        upgrades, upgrade_src = self._ordered(name, job_ops["upgrade"])
+        sources = {"start": start_src, "upgrade": upgrade_src}
+        start_b = batches(starts, int(job.get("max_concurrent_starts") or 0))
         upgrade_size = job.get("max_concurrent_upgrades")
-        upgrade_b = batches(job_ops["upgrade"], 1 if upgrade_size is None else max(int(upgrade_size), 1))
+        upgrade_b = batches(upgrades, 1 if upgrade_size is None else max(int(upgrade_size), 1))
         seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
         if job_ops["sync"]:
             if seq:
@@ -618,17 +665,59 @@ class _Planner:
         total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
         counter = {"start": 0, "upgrade": 0, "sync": 0}
         out = []
-        for phase, ops in seq:
+        for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
             label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
             lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
             gate = None
             if name in self.gates and lifecycle_hosts:
                 gate = dict(self.gates[name], hosts=lifecycle_hosts)
+                if hook_events(job):
+                    order = [o["host"] for p, b in seq if p == phase for o in b if o["action"] != "sync"]
+                    gate["hooks"] = {"phase": "new" if phase == "start" else "update",
+                                     "batch_index": counter[phase] - 1, "batch_count": total[phase],
+                                     "order": order, "order_source": sources.get(phase, "default"),
+                                     "last": pos == len(seq) - 1}
             for o in ops:
                 row_index[(name, o["host"])]["batch"] = label
             out.append({"label": label, "ops": ops, "gate": gate})
         return out
+
+    def _ordered(self, name, ops):
+        """ops in the order a hook put in maand/job/<job> rollout_order when it names exactly these
+        allocations (maand ResolveRolloutOrder), else as they are; (ops, "kv" | "default")."""
+        raw = self.rollout_orders.get(name)
+        if not raw or not ops:
+            return ops, "default"
+        order = [ip.strip() for ip in str(raw).split(",") if ip.strip()]
+        hosts = [o["host"] for o in ops]
+        problem = None
+        if len(set(order)) != len(order):
+            problem = "duplicate allocation"
+        elif set(order) != set(hosts):
+            problem = "it names %s, the batch has %s" % (",".join(order), ",".join(hosts))
+        if problem:
+            self.order_notes.append("job %s: rollout_order %r ignored (%s); using the catalog order" % (name, raw, problem))
+            return ops, "default"
+        by_host = {o["host"]: o for o in ops}
+        return [by_host[h] for h in order], "kv"
+
+    def _job_control_batch(self, name, job_ops, row_index):
+        """A job_control job: its whole rollout is one batch whose ops only sync files; the job's
+        job_control command starts, restarts or reloads it in the batch's gate (maand deployJobWithCommands)."""
+        ops = job_ops["sync"] + job_ops["start"] + job_ops["upgrade"]
+        for o in job_ops["start"] + job_ops["upgrade"]:
+            o["target"] = None
+        label = "%s job_control" % name
+        lifecycle_hosts = [o["host"] for o in job_ops["start"] + job_ops["upgrade"]]
+        gate = None
+        if lifecycle_hosts:
+            gate = dict(self.gates[name], hosts=lifecycle_hosts, hooks={
+                "job_control": True, "new": [o["host"] for o in job_ops["start"]],
+                "updated": [o["host"] for o in job_ops["upgrade"]], "last": True})
+        for o in ops:
+            row_index[(name, o["host"])]["batch"] = label
+        return {"label": label, "ops": ops, "gate": gate}
 
     def _schedule_wave(self, wave, subs):
         """Batch i of every job in the wave runs side by side in one step."""
@@ -666,6 +755,7 @@ class _Planner:
             "has_work": bool(self.steps) and not self.errors,
         }
         plan["lines"] = render_plan(plan)
+        plan["lines"].extend("note: " + note for note in self.order_notes)
         return plan
 
 

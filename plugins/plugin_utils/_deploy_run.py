@@ -167,8 +167,11 @@ def read_results(run_dir, key, hosts):
     return answers, reasons
 
 
-def fold_in_flight(run_dir, plan, state, gate_runner):
-    """Fold the step whose agents ran (results, then health gates). Returns (state, new failure messages)."""
+def fold_in_flight(run_dir, plan, state, gate_runner, after_results=None):
+    """Fold the step whose agents ran (results, then health gates). Returns (state, new failure messages).
+
+    after_results(step, ok_ops) -> [(job, message)] runs between the two (the reconcile step's
+    after_allocation_stopped hooks); each message fails its job as a failed op does."""
     if state.in_flight is None:
         return state, []
     key = state.in_flight
@@ -177,6 +180,9 @@ def fold_in_flight(run_dir, plan, state, gate_runner):
     hosts = sorted(RS.requests_for_step(state, step))
     answers, reasons = read_results(run_dir, key, hosts)
     state, ok_ops = RS.fold_results(state, step, answers, reasons)
+    if after_results is not None:
+        for job, msg in after_results(step, ok_ops):
+            RS.record_failure(state, step, job, msg)
     outcomes = {g["job"]: gate_runner(g) for g in RS.gates_to_run(state, step)}
     state = RS.fold_gates(state, step, ok_ops, outcomes)
     state.in_flight = None
@@ -191,11 +197,11 @@ def _messages(state):
     return out
 
 
-def advance(run_dir, key, gate_runner):
+def advance(run_dir, key, gate_runner, after_results=None):
     """Fold the step in flight, then write the requests of step key. Returns (hosts, new failures)."""
     plan = load_plan(run_dir)
     state = load_state(run_dir)
-    state, failures = fold_in_flight(run_dir, plan, state, gate_runner)
+    state, failures = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
     inject_fault("step:%s" % key)
     step = find_step(plan, key)
     if key in state.steps_completed:
@@ -212,10 +218,10 @@ def read_request(run_dir, key, host):
     return _read_json(request_path(run_dir, key, host))
 
 
-def finish(run_dir, gate_runner):
+def finish(run_dir, gate_runner, after_results=None):
     """Fold what is still in flight; returns (plan, state, report)."""
     plan = load_plan(run_dir)
     state = load_state(run_dir)
-    state, dummy = fold_in_flight(run_dir, plan, state, gate_runner)
+    state, dummy = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
     inject_fault("finish")
     return plan, state, RS.final_report(state, plan)

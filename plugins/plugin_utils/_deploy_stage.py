@@ -185,6 +185,7 @@ class Overlay:
     executable: bool = False
     secret: bool = False  # its digest is an HMAC, its content never printed
     origin: str = "overlay"
+    private: bool = False  # written 0600 (a private key); rsync --archive keeps the mode on the worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +198,7 @@ class Output:
     secret: bool
     origin: str  # "template" or an overlay's origin
     source: str = ""
+    private: bool = False  # mode 0600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,7 +252,8 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
             raise RenderError(source.name, host, extra.rel, "%s output %s collides with another generated file"
                               % (extra.origin, extra.rel), "rename the template or the %s file" % extra.origin)
         taken.add(extra.rel)
-        outputs.append(Output(extra.rel, extra.content, extra.executable, extra.secret, extra.origin))
+        outputs.append(Output(extra.rel, extra.content, extra.executable, extra.secret, extra.origin,
+                              private=extra.private))
     files = {rel: d for rel, d in source.files.items() if rel not in taken}
     for out in outputs:
         try:
@@ -493,7 +496,7 @@ def remove_tree(path: str) -> None:
 
 
 def _write_output(path: str, out: Output) -> None:
-    mode = 0o755 if out.executable else 0o644
+    mode = 0o600 if out.private else 0o755 if out.executable else 0o644
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     with os.fdopen(fd, "wb") as handle:
         handle.write(out.content)
@@ -676,7 +679,12 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
     for alloc in todo:
         job, host = alloc["job"], alloc["worker"]
         source = out.sources[job]
-        extra = tuple(item for provider in overlays for item in provider(job, host))
+        try:
+            extra = tuple(item for provider in overlays for item in provider(job, host))
+        except RenderError as exc:  # a provider's generated file is missing (e.g. a certificate not built)
+            out.errors.append("%s: %s (fix: %s)" % (exc.where(), exc.cause, exc.fix))
+            out.content[job].setdefault("allocations", {})[host] = {"error": "%s: %s" % (exc.where(), exc.cause)}
+            continue
         if not source.templates and not extra:
             continue
         worker = workers.get(host) or {}

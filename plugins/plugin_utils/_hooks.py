@@ -33,6 +33,9 @@ VENV_DIRS = (".venv", "venv")
 STAGE_SKIP = (".venv", "venv", "node_modules", "__pycache__")
 API_HOST = "127.0.0.1"
 HELPER_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_maand_helper.py")
+# maand's maand.ts for Bun commands (the collection's files/hooks/maand.ts)
+HELPER_TS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                         "files", "hooks", "maand.ts")
 
 
 class HookError(Exception):
@@ -230,4 +233,5 @@ def stage(bucket_dir: str, job_path: str, job: str, worker: str, stage_root: str
     modules = os.path.join(dest, "_modules")
     os.makedirs(modules, exist_ok=True)
     shutil.copyfile(HELPER_PY, os.path.join(modules, "maand.py"))
+    shutil.copyfile(HELPER_TS, os.path.join(modules, "maand.ts"))
     return modules

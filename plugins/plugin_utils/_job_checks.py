@@ -10,6 +10,7 @@ problem goes into the Report with the file, the field, maand's wording and a fix
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -456,3 +457,74 @@ def _implicit_port(job, ports):
     if not matches:
         return None, "job %s scrape.yaml uses maand:port/_implicit but no metrics port is declared in manifest" % job.name
     return None, "job %s ambiguous metrics ports %s; set an explicit port in scrape.yaml" % (job.name, matches)
+
+
+# --- certs (maand workspace/types.go Manifest.Certs, build/build_certs.go, docs/reference/certs.md) ----
+
+CERT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class CertSpec:
+    """One entry of a manifest's certs map: files certs/<name>.crt and .key on every allocation."""
+
+    __slots__ = ("name", "pkcs8", "one", "common_name")
+
+    def __init__(self, name, pkcs8, one, common_name):
+        self.name, self.pkcs8, self.one, self.common_name = name, pkcs8, one, common_name
+
+    def as_catalog(self):
+        return {"name": self.name, "pkcs8": self.pkcs8, "one": self.one, "common_name": self.common_name}
+
+
+def read_certs(job, manifest, rel, report):
+    """The manifest's certs as CertSpecs (sorted by name); bad entries are errors naming the field."""
+    out = []
+    for name, entry in sorted((manifest.get("certs") or {}).items()):
+        field = "certs.%s" % name
+        if not CERT_NAME.match(name) or name.endswith(".") or name == "ca":
+            report.error("ErrInvalidManifest", rel, field, "job %s: cert name %r cannot be a file name under certs/%s"
+                         % (job, name, " (ca.crt is the bucket CA)" if name == "ca" else ""),
+                         "rename it with letters, digits, '.', '_' or '-' (not \"ca\")")
+            continue
+        if not isinstance(entry, dict):
+            _cert_type_error(report, rel, field, entry, job, "an object", '{"subject": {"common_name": "api.internal"}}')
+            continue
+        spec = _cert_spec(job, name, entry, rel, report)
+        if spec is not None:
+            out.append(spec)
+    return tuple(out)
+
+
+def _cert_spec(job, name, entry, rel, report):
+    field = "certs.%s" % name
+    ok = True
+    for flag in ("pkcs8", "one"):
+        if flag in entry and not isinstance(entry[flag], bool):
+            _cert_type_error(report, rel, "%s.%s" % (field, flag), entry[flag], job, "true or false", "false")
+            ok = False
+    subject = entry.get("subject")
+    if subject is not None and not isinstance(subject, dict):
+        _cert_type_error(report, rel, field + ".subject", subject, job, "an object", '{"common_name": "api.internal"}')
+        return None
+    common_name = (subject or {}).get("common_name")
+    if common_name is not None and not isinstance(common_name, str):
+        _cert_type_error(report, rel, field + ".subject.common_name", common_name, job, "a string", '"api.internal"')
+        return None
+    if common_name and len(common_name) > 64:
+        report.error("ErrInvalidManifest", rel, field + ".subject.common_name", "job %s: cert %s common_name is %d"
+                     " characters; X.509 allows at most 64 (RFC 5280 ub-common-name)" % (job, name, len(common_name)),
+                     "shorten it to 64 characters or fewer")
+        return None
+    if not common_name:
+        report.warn("ErrInvalidManifest", rel, field + ".subject.common_name",
+                    "job %s: cert %s has no subject common_name: its certificate gets an empty subject (as maand)"
+                    % (job, name), "set subject.common_name, e.g. the service's DNS name")
+    if not ok:
+        return None
+    return CertSpec(name, bool(entry.get("pkcs8")), bool(entry.get("one")), common_name or "")
+
+
+def _cert_type_error(report, rel, field, value, job, want, example):
+    """maand decodes certs into typed Go structs: a wrong JSON type fails the manifest there too."""
+    report.error("ErrInvalidManifest", rel, field, "job %s: expected %s, got %s" % (job, want, json.dumps(value)),
+                 "write %s as %s, e.g. %s" % (field, want, example))

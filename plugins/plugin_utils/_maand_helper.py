@@ -340,13 +340,12 @@ def _ssh_argv(worker_ip, connect_timeout):
     if host is None:
         user, key_path, use_sudo = load_ssh()
         host = {"address": worker_ip, "user": user, "key": str(key_path), "sudo": use_sudo}
-    argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=%d" % connect_timeout,
-            "-o", "StrictHostKeyChecking=accept-new"]
+    argv = ["ssh"] + list(host.get("options") or [])  # ssh keeps the first value of an option: the run's win
+    argv += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=%d" % connect_timeout, "-o", "StrictHostKeyChecking=accept-new"]
     if host.get("key"):
         argv += ["-i", host["key"]]
     if host.get("port"):
         argv += ["-p", str(host["port"])]
-    argv += list(host.get("options") or [])
     target = host.get("address") or worker_ip
     argv.append("%s@%s" % (host["user"], target) if host.get("user") else target)
     return argv, bool(host.get("sudo"))

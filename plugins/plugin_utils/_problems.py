@@ -40,6 +40,8 @@ KINDS = frozenset(
         "ErrJobCommandFileNotFound",
         "ErrInvalidJobVars",
         "ErrInvalidContainer",
+        "ErrInvalidCA",
+        "ErrInvalidMaandDB",
     }
 )
 

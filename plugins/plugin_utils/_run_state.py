@@ -113,6 +113,11 @@ def _fail(state, step, job, msg):
         state.failed_by_job.setdefault(job, []).append(msg)
 
 
+def record_failure(state, step, job, msg):
+    """A failure found outside the agent's answers (a hook after a stop) fails its job like a failed op."""
+    _fail(state, step, job, msg)
+
+
 def _fail_promotion(state, job, msg):
     if job is None:
         state.errors.append(msg)

@@ -165,7 +165,7 @@ class RuntimeAPI:
 
         class Handler(_Handler):
             runtime = api
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="maand-runtime-api", daemon=True)
         self._thread.start()
@@ -386,6 +386,12 @@ ROUTES = {
     "/semaphore/release": {"POST": "sem_release"},
     "/semaphore/status": {"GET": "sem_status"},
 }
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: hooks of 64 allocations calling at once got their
+    # connections reset (bench/bench_hooks.py found it)
+    request_queue_size = 256
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

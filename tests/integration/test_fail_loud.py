@@ -261,3 +261,22 @@ def test_deploy_fails_loud_under_a_users_own_ansible_cfg(home, bucket, cfg, brok
         assert (HAS_ERRORS in out and "workers.json" in out) or (NOT_LOADED in out and "enable_plugins" in out), out
     else:  # a valid bucket under a lenient cfg reaches the deploy play (its unreachable example hosts fail it)
         assert "Assert that the maand.core.workspace inventory loaded" in out and NOT_LOADED not in out, out
+
+
+def test_job_refuses_a_typo_in_its_extra_vars(home, bucket):
+    """-e maand_job_worker=... (for maand_job_workers) would run the target on every worker of the job."""
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.job", "-e", "maand_job=api",
+                  "-e", "maand_target=restart", "-e", "maand_job_worker=10.0.0.20")
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert 'the extra var maand_job_worker is not read by maand.core.job and is ignored (did you mean ' \
+           '"maand_job_workers"?)' in flat, out
+    assert "nothing was run" in flat, out
+
+
+def test_build_warns_about_a_typo_in_its_extra_vars(home, bucket):
+    rc, out = run(home, "ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % bucket,
+                  "-e", "maand_strcit=true")
+    assert rc == 0, out
+    assert 'maand_strcit is not read by maand.core.build and is ignored (did you mean "maand_strict"?)' \
+        in " ".join(out.split()), out

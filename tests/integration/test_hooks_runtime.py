@@ -229,3 +229,28 @@ def test_missing_runtime_and_missing_script_are_named(tmp_path):
     if not _hooks.shutil.which("bun"):
         assert "command_x.ts needs bun on the controller" in out.failures()[0]
     assert threading.active_count() >= 1
+
+
+def test_many_hooks_calling_at_once_are_all_served(tmp_path):
+    """64 allocations' hooks call the API in the same instant (the listen backlog was 5: resets)."""
+    root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
+    alloc = _hooks.targets(catalog, "api")[0]
+    with RuntimeAPI(root, catalog) as api:
+        tokens = [api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")[0] for _ in range(64)]
+        barrier = threading.Barrier(64)
+        statuses = []
+
+        def call(token):
+            headers = {"Content-Type": "application/json", "X-ALLOCATION-ID": alloc.alloc_id, "EVENT": "cli",
+                       "COMMAND": "command_x", "X-MAAND-TOKEN": token}
+            req = urllib.request.Request("http://127.0.0.1:%d/kv" % api.port, method="GET", headers=headers,
+                                         data=b'{"namespace": "maand/bucket", "key": "bucket_id"}')
+            barrier.wait()
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                statuses.append(resp.status)
+        threads = [threading.Thread(target=call, args=(t,)) for t in tokens]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert statuses == [200] * 64

@@ -142,7 +142,7 @@ def test_stage_copies_the_job_without_venvs_and_adds_the_helper(tmp_path):
     (job / "Makefile").write_text("start:\n")
     modules = _hooks.stage(str(tmp_path), "workspace/jobs/api", "api", "10.0.0.2", str(tmp_path / "stage"))
     assert modules == str(tmp_path / "stage" / "workers" / "10.0.0.2" / "jobs" / "api" / "_modules")
-    assert sorted(os.listdir(modules)) == ["command_x.py", "maand.py"]
+    assert sorted(os.listdir(modules)) == ["command_x.py", "maand.py", "maand.ts"]
     assert "put_job_variable" in (tmp_path / "stage" / "workers" / "10.0.0.2" / "jobs" / "api" / "_modules"
                                   / "maand.py").read_text()
     assert os.path.isfile(os.path.join(os.path.dirname(modules), "Makefile"))
@@ -150,3 +150,20 @@ def test_stage_copies_the_job_without_venvs_and_adds_the_helper(tmp_path):
     (job / "Makefile").unlink()
     _hooks.stage(str(tmp_path), "workspace/jobs/api", "api", "10.0.0.2", str(tmp_path / "stage"))
     assert not os.path.exists(os.path.join(os.path.dirname(modules), "Makefile"))
+
+
+# export names of maand's maand.ts (HEAD of maand-sh/maand jobcommand/maand.ts)
+MAAND_TS_EXPORTS = [
+    "allocationId", "allocationIp", "allocationIndex", "isAllocationDisabled", "commandEvent", "commandName",
+    "jobName", "getStoreValue", "putRolloutOrder", "getRolloutOrder", "putJobVariable", "putJobSecret",
+    "listJobKeys", "deleteJobVariable", "deleteJobSecret", "listCommandDemands", "acquireSemaphore",
+    "releaseSemaphore", "semaphoreStatus", "getAllocationId", "getAllocationIp", "getAllocationIndex", "getEvent",
+    "getCommand", "getJob", "kvGet", "kvPut", "kvPutSecret", "getDemands"]
+
+
+def test_the_bun_helper_exports_maands_functions_and_sends_the_token():
+    import re
+    text = open(_hooks.HELPER_TS, encoding="utf-8").read()
+    exported = re.findall(r"^export (?:async function|function|const) (\w+)", text, re.M)
+    assert exported == MAAND_TS_EXPORTS
+    assert "MAAND_RUNTIME_API_PORT" in text and '"X-MAAND-TOKEN": process.env.MAAND_RUNTIME_API_TOKEN' in text

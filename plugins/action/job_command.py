@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run a job command for the cli event on the controller (docs: plugins/modules/job_command.py)."""
+
+from __future__ import annotations
+
+import os
+
+from ansible import constants as C
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _fingerprint, _hook_deploy, _hook_run, _hooks
+
+display = Display()
+
+
+def ssh_args(task_vars):
+    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
+    try:
+        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
+                                         variables=task_vars) or ""
+    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
+        return ""
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "required": True},
+    "command": {"type": "str", "required": True},
+    "job": {"type": "str", "default": ""},
+    "concurrency": {"type": "int", "default": 1},
+    "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
+    "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
+}
+
+
+def _catalog_of(bucket):
+    catalog = _catalog.read_catalog(bucket)
+    if catalog is None:
+        raise _hooks.HookError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build -e "
+                               "maand_bucket=%s first" % (bucket, bucket))
+    changed = _fingerprint.stale(bucket, catalog)
+    if changed:
+        raise _hooks.HookError("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); "
+                               "run ansible-playbook maand.core.build -e maand_bucket=%s" % (bucket, ", ".join(changed[:10]), bucket))
+    return catalog
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+        command = args["command"].strip()
+        if command and not command.startswith("command_"):
+            command = "command_" + command
+        result.update(changed=False, jobs=[], results=[])
+        if self._task.check_mode:
+            result.update(skipped=True, msg="check mode: job command %s not run" % command)
+            return result
+        hostvars = task_vars.get("hostvars") or {}
+        try:
+            catalog = _catalog_of(bucket)
+            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args(task_vars))
+            with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
+                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
+                jobs, failures = _hook_deploy.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
+        except (_hooks.HookError, _hook_deploy.HookFailed, _catalog.CatalogError, OSError) as exc:
+            result.update(failed=True, msg=str(exc))
+            return result
+        result.update(changed=True, jobs=jobs)
+        if failures:
+            result.update(failed=True, msg="job command %s failed:\n%s" % (command, "\n".join(failures)))
+        else:
+            result["msg"] = "job command %s ran on %s" % (command, ", ".join(jobs))
+        return result

@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: extra_vars
+short_description: "Refuse or warn about maand_ extra vars a playbook does not read"
+version_added: 1.0.0
+description:
+  - "Private: internal to the maand.core playbooks; its options and results may change in any
+    release without notice. Do not call it from your own playbooks or roles."
+  - "Compares the extra vars of the run (C(-e)) whose names start with C(maand_) with the names the playbook
+    reads, and names every other one with a \"did you mean\" from the known names: Ansible ignores an extra var
+    nobody reads, so a typo (C(-e maand_job_worker=10.0.0.1) for C(maand_job_workers)) would change what a run
+    does without a word."
+  - "A var that another maand.core playbook reads is only warned about, never refused (an AWX workflow passes
+    its extra vars to every node)."
+  - "Runs on the controller (no connection)."
+author:
+  - maand.core developers (@maand-sh)
+options:
+  known:
+    description:
+      - The C(maand_) extra vars the playbook reads.
+      - Default, the list kept for O(playbook) in C(plugins/plugin_utils/_extra_vars.py).
+    type: list
+    elements: str
+  playbook:
+    description: The playbook's name, for the messages.
+    type: str
+    required: true
+  refuse:
+    description: Fail the task (the run) on an unknown name instead of warning.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Reads nothing but the run's extra vars.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+extends_documentation_fragment:
+  - maand.core.controller
+notes:
+  - An action plugin.
+"""
+
+EXAMPLES = r"""
+- name: Check the extra vars
+  maand.core.extra_vars:
+    playbook: maand.core.job
+    refuse: true
+"""
+
+RETURN = r"""
+unknown:
+  description: One message per unknown C(maand_) extra var.
+  returned: always
+  type: list
+  elements: str
+"""

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: job_command
+short_description: Run a maand job command (event cli) on the controller
+version_added: 1.0.0
+description:
+  - maand's C(maand job_command) / C(maand jobcommand). Runs on the controller (an action plugin; no
+    connection is opened).
+  - Runs the job command O(command) of O(job), or of every job that registers it for the C(cli) event
+    (in deployment_seq order), once per active allocation, with maand's environment variables and
+    runtime API on localhost (see docs/hooks.md). Scripts are C(workspace/jobs/<job>/_modules/<command>.py)
+    (C(.ts)/C(.js) need bun on the controller).
+  - KV writes of the command are saved to C(data/kv.json) as they happen.
+  - Fails when the command is not registered for C(cli) on the job, or when any allocation's run
+    fails (its exit status, timeout or refused KV writes, with the last lines of its output).
+author:
+  - maand.core developers (@maand-sh)
+options:
+  bucket:
+    description: The bucket directory (holding C(maand.conf) and C(workspace/)).
+    type: path
+    required: true
+  command:
+    description: The command name, as in the manifest (C(command_<name>)); the C(command_) prefix may be left out.
+    type: str
+    required: true
+  job:
+    description: The job; empty runs the command on every job that registers it for C(cli).
+    type: str
+    default: ""
+  concurrency:
+    description: How many allocations of a job run at the same time.
+    type: int
+    default: 1
+  timeout:
+    description: Seconds after which a running command is killed (with its process group) and fails.
+    type: int
+    default: 600
+  tail:
+    description: Lines of a failing command's output shown.
+    type: int
+    default: 20
+attributes:
+  check_mode:
+    support: none
+    description: Job commands have effects of their own; in check mode nothing runs.
+  diff_mode:
+    support: none
+extends_documentation_fragment:
+  - maand.core.controller
+notes:
+  - Connection settings for the C(maand) module's C(run_ssh) come from the inventory's hosts
+    (C(ansible_host), C(ansible_port), C(ansible_user), C(ansible_ssh_private_key_file), ssh args).
+"""
+
+EXAMPLES = r"""
+- name: Run command_migrate of job api
+  maand.core.job_command:
+    bucket: /srv/bucket
+    command: command_migrate
+    job: api
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+jobs:
+  description: The jobs the command ran on.
+  returned: always
+  type: list
+  elements: str
+results:
+  description: One entry per allocation run (job, command, worker, ok, rc, output tail).
+  returned: always
+  type: list
+  elements: dict
+"""

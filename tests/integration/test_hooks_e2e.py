@@ -1,0 +1,300 @@
+"""End to end on a real SSH fleet: a bucket written after maand's job-command docs and tutorial
+(docs/guides/job-commands-tutorial.md, docs/reference/cli/job-command.md) builds and deploys with its
+hooks run in maand's order, their KV writes visible to templates, a job_control job started by its
+command (over ssh with the maand module's run_make_target) and never by `make start`, cli commands
+through maand.core.job_command, and failing / hanging hooks failing the deploy, named.
+
+The steps share one bucket and one 2-host fleet and run in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.deploy.bucket import FLEET, write
+
+pytestmark = [pytest.mark.fleet, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Every hook appends "<event> <job> <command> <worker> <extra>" to $HOOK_LOG (a controller file).
+LOG_PY = """\
+import os
+
+
+def log(extra=""):
+    with open(os.environ["HOOK_LOG"], "a") as f:
+        f.write("%s %s %s %s %s\\n" % (os.environ["EVENT"], os.environ["JOB"], os.environ["COMMAND"],
+                                     os.environ["ALLOCATION_IP"], extra))
+"""
+
+# maand's reference example, verbatim apart from the values (docs/reference/cli/job-command.md; its
+# template calls getSecret with a namespace too, but maand's getSecret takes the key only: deploy/templates.go)
+DB_BOOTSTRAP = """\
+from maand import put_job_secret, put_job_variable
+from hooklog import log
+
+put_job_secret("db_password", "pw-from-vault").raise_for_status()
+put_job_variable("db_host", "db.internal").raise_for_status()
+log()
+"""
+DB_SCHEMA = """\
+import maand
+from hooklog import log
+
+maand.put_job_variable("schema", "v1").raise_for_status()
+log(",".join(d["job"] + ":" + d["command"] for d in maand.list_command_demands().json()))
+"""
+DB_HEALTH = """\
+import maand
+from hooklog import log
+
+assert maand.get_kv_value("vars/job/db", "db_host") == "db.internal"
+log()
+"""
+DB_POST = """\
+import os, maand
+from hooklog import log
+
+log(os.environ["CURRENT_VERSION"] + "->" + os.environ["NEW_VERSION"])
+"""
+DB_CONFIG_TPL = """\
+db_host = "{{ get "vars/job/db" "db_host" }}"
+db_password = "{{ getSecret "db_password" }}"
+schema = "{{ get "vars/job/db" "schema" }}"
+"""
+# the tutorial's own script (maand.job(), maand.worker(), maand.kv.get)
+API_MIGRATE = """\
+#!/usr/bin/env python3
+import maand
+from hooklog import log
+
+
+def main():
+    job = maand.job()
+    worker = maand.worker()
+    print(f"migrate api on {worker['worker_ip']} alloc={job['allocation_id']}")
+    name = maand.kv.get("maand/job/api", "name")
+    print(f"job name from KV: {name}")
+    log(name)
+
+
+if __name__ == "__main__":
+    main()
+"""
+API_CONTROL = """\
+import os, maand
+from hooklog import log
+
+for ip in [h for h in os.environ["NEW_ALLOCATIONS"].split(",") if h]:
+    if ip == maand.allocation_ip():
+        maand.run_make_target("start")
+for ip in [h for h in os.environ["UPDATED_ALLOCATIONS"].split(",") if h]:
+    if ip == maand.allocation_ip():
+        maand.run_make_target("restart")
+log("new=" + os.environ["NEW_ALLOCATIONS"] + " updated=" + os.environ["UPDATED_ALLOCATIONS"])
+"""
+WEB_STARTED = """\
+import os
+from hooklog import log
+
+log("%s %s/%s %s" % (os.environ["DEPLOY_PHASE"], os.environ["BATCH_INDEX"], os.environ["BATCH_COUNT"],
+                     os.environ["BATCH_ALLOCATIONS"]))
+"""
+WEB_STOPPED = """\
+import os
+from hooklog import log
+
+log("%s disabled=%s" % (os.environ["DEPLOY_PHASE"], os.environ["DISABLED"]))
+"""
+MAKEFILE = """\
+.PHONY: start stop restart reload
+start stop restart reload:
+\tmkdir -p logs
+\techo "$@" >> logs/make.log
+"""
+
+
+class Env:
+    def __init__(self, fleet, bucket, hook_log):
+        self.fleet, self.bucket, self.hosts, self.hook_log = fleet, bucket, fleet.addresses, hook_log
+
+    def play(self, name, *args, check=True, env=None):
+        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
+        if name == "build":
+            cmd += ["-e", "maand_bucket=%s" % self.bucket]
+        run_env = dict(os.environ, HOOK_LOG=str(self.hook_log), **(env or {}))
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=600, check=False,
+                              env=run_env)
+        out = proc.stdout + proc.stderr
+        if check and proc.returncode != 0:
+            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-8000:]))
+        return proc.returncode, out
+
+    def events(self):
+        if not self.hook_log.exists():
+            return []
+        lines = self.hook_log.read_text().splitlines()
+        self.hook_log.unlink()
+        return [line.rstrip() for line in lines]
+
+    @property
+    def catalog(self):
+        return json.loads((self.bucket / "data" / "catalog.json").read_text())
+
+    def job(self, host, job):
+        return Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.catalog["bucket_id"] / "jobs" / job
+
+    def make_log(self, host, job):
+        path = self.job(host, job) / "logs" / "make.log"
+        return path.read_text().split() if path.exists() else []
+
+
+def set_manifest(bucket, job, manifest):
+    write(bucket / "workspace" / "jobs" / job / "manifest.json", json.dumps(manifest, indent=2))
+
+
+@pytest.fixture(scope="module")
+def env(fleet_factory, tmp_path_factory):
+    fleet = fleet_factory(2)
+    root = tmp_path_factory.mktemp("hooks")
+    bucket = root / "bucket"
+    write(bucket / "maand.yml", "plugin: maand.core.workspace\n")
+    write(bucket / "maand.conf", 'job_config_selector = ""\n')
+    write(bucket / "workspace" / "bucket.conf", 'port_min = "30000"\nport_max = "39999"\n')
+    workers = subprocess.run([sys.executable, str(FLEET), "workers-json", "--state-dir", str(fleet.state_dir),
+                              "--labels", "worker"], check=True, capture_output=True, text=True).stdout
+    write(bucket / "workspace" / "workers.json", workers)
+    subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(fleet.state_dir), "--bucket",
+                    str(bucket)], check=True, capture_output=True, text=True)
+    jobs = bucket / "workspace" / "jobs"
+    set_manifest(bucket, "db", {"version": "1.0.0", "selectors": ["worker"], "commands": {
+        "command_bootstrap": {"executed_on": ["pre_deploy"]},
+        "command_schema": {"executed_on": ["post_build", "cli"]},
+        "command_health": {"executed_on": ["health_check"]},
+        "command_smoke": {"executed_on": ["post_deploy"]}}})
+    for name, body in (("command_bootstrap", DB_BOOTSTRAP), ("command_schema", DB_SCHEMA),
+                       ("command_health", DB_HEALTH), ("command_smoke", DB_POST), ("hooklog", LOG_PY)):
+        write(jobs / "db" / "_modules" / (name + ".py"), body)
+    write(jobs / "db" / "Makefile", MAKEFILE)
+    write(jobs / "db" / "config.toml.tpl", DB_CONFIG_TPL)
+    set_manifest(bucket, "api", {"version": "2.0.0", "selectors": ["worker"], "commands": {
+        "command_migrate": {"executed_on": ["cli", "pre_deploy"],
+                            "demands": {"job": "db", "command": "command_schema", "config": {"min_version": "1.0.0"}}},
+        "command_rollout": {"executed_on": ["job_control"]}}})
+    for name, body in (("command_migrate", API_MIGRATE), ("command_rollout", API_CONTROL), ("hooklog", LOG_PY)):
+        write(jobs / "api" / "_modules" / (name + ".py"), body)
+    write(jobs / "api" / "Makefile", MAKEFILE)
+    set_manifest(bucket, "web", {"version": "1.0.0", "selectors": ["worker"], "max_concurrent_starts": 1,
+                                 "commands": {"command_joined": {"executed_on": ["after_allocation_started"]},
+                                              "command_drain": {"executed_on": ["after_allocation_stopped"]}}})
+    for name, body in (("command_joined", WEB_STARTED), ("command_drain", WEB_STOPPED), ("hooklog", LOG_PY)):
+        write(jobs / "web" / "_modules" / (name + ".py"), body)
+    write(jobs / "web" / "Makefile", MAKEFILE)
+    return Env(fleet, bucket, root / "hooks.log")
+
+
+def test_01_build_runs_post_build_and_the_first_deploy_runs_hooks_in_maands_order(env):
+    h0, h1 = env.hosts
+    env.play("build")
+    assert sorted(env.events()) == sorted("post_build db command_schema %s api:command_migrate" % h for h in (h0, h1))
+    env.play("deploy")
+    events = env.events()
+    # pre_deploy before anything else, in deployment_seq order (db before api, which demands it)
+    first = events[:4]
+    assert sorted(first[:2]) == ["pre_deploy db command_bootstrap %s" % h for h in (h0, h1)]
+    assert sorted(first[2:]) == ["pre_deploy api command_migrate %s api" % h for h in (h0, h1)]
+    rest = events[4:]
+    # db: health_check then post_deploy (versions 0.0.0 -> 1.0.0); api: job_control once per allocation
+    db = [e for e in rest if " db " in e]
+    assert sorted(db[:2]) == ["health_check db command_health %s" % h for h in (h0, h1)]
+    assert sorted(db[2:]) == ["post_deploy db command_smoke %s 0.0.0->1.0.0" % h for h in (h0, h1)]
+    api = sorted(e for e in rest if " api " in e)
+    assert api == ["job_control api command_rollout %s new=%s,%s updated=" % (h, h0, h1) for h in (h0, h1)]
+    # web: one batch at a time (max_concurrent_starts 1), the hook after each batch
+    web = [e for e in rest if " web " in e]
+    assert web == ["after_allocation_started web command_joined %s new 0/2 %s" % (h0, h0),
+                   "after_allocation_started web command_joined %s new 1/2 %s" % (h1, h1)]
+    assert rest.index(db[-1]) < min(rest.index(e) for e in api)  # wave of db before the wave of api
+
+
+def test_02_kv_writes_of_pre_deploy_reach_the_templates_and_secrets_stay_encrypted(env):
+    for host in env.hosts:
+        text = (env.job(host, "db") / "config.toml").read_text()
+        assert text == 'db_host = "db.internal"\ndb_password = "pw-from-vault"\nschema = "v1"\n'
+        assert not (env.job(host, "db") / "_modules").exists()  # never shipped
+    assert "pw-from-vault" not in (env.bucket / "data" / "kv.json").read_text()
+
+
+def test_03_job_control_replaces_make_start(env):
+    for host in env.hosts:
+        assert env.make_log(host, "api") == ["start"]  # run by command_rollout over ssh, once
+        assert env.make_log(host, "db") == ["start"]   # the Makefile path for the others
+
+
+def test_04_a_second_deploy_with_nothing_changed_runs_only_pre_deploy(env):
+    env.play("deploy")
+    events = env.events()
+    assert events and all(e.startswith("pre_deploy ") for e in events)
+    assert env.make_log(env.hosts[0], "api") == ["start"]
+
+
+def test_05_cli_commands(env):
+    env.play("job_command", "-e", "maand_command=command_migrate", "-e", "maand_job=api")
+    assert sorted(env.events()) == sorted("cli api command_migrate %s api" % h for h in env.hosts)
+    env.play("job_command", "-e", "maand_command=command_schema")  # every job that registers it
+    assert len(env.events()) == 2
+    rc, out = env.play("job_command", "-e", "maand_command=command_rollout", "-e", "maand_job=api", check=False)
+    assert rc != 0 and 'job "api" command "command_rollout" is not registered for event "cli"' in out
+    assert env.events() == []
+
+
+def test_06_a_failing_hook_fails_its_job_and_the_deploy(env):
+    api = env.bucket / "workspace" / "jobs" / "api"
+    manifest = json.loads((api / "manifest.json").read_text())
+    manifest["version"] = "2.1.0"
+    set_manifest(env.bucket, "api", manifest)
+    write(api / "_modules" / "command_rollout.py", "print('rolling out')\nraise SystemExit('rollout refused by the cluster')\n")
+    env.play("build")
+    env.events()
+    rc, out = env.play("deploy", check=False)
+    assert rc != 0
+    assert "job api command command_rollout (event job_control) on" in out and "rollout refused by the cluster" in out
+    assert "rolling out" in out  # the output tail
+    for host in env.hosts:  # not promoted: the next deploy tries again
+        record = json.loads((env.job(host, "api").parent.parent / "deploy" / "api.json").read_text())
+        assert record["version"] == "2.0.0"
+
+
+def test_07_a_hanging_pre_deploy_is_killed_named_and_its_job_left_out(env):
+    api = env.bucket / "workspace" / "jobs" / "api"
+    write(api / "_modules" / "command_rollout.py", API_CONTROL)
+    write(api / "_modules" / "command_migrate.py", "import time\nprint('waiting for lock', flush=True)\ntime.sleep(600)\n")
+    env.play("build")
+    env.events()
+    rc, out = env.play("deploy", "-e", "maand_hook_timeout=3", check=False)
+    assert rc != 0
+    assert "job api command command_migrate (event pre_deploy)" in out and "timed out after 3s" in out
+    assert "waiting for lock" in out
+    assert env.make_log(env.hosts[0], "api") == ["start"]  # api left out of this deploy
+    write(api / "_modules" / "command_migrate.py", API_MIGRATE)
+    env.play("build")
+    env.play("deploy")
+    assert sorted(env.make_log(h, "api") for h in env.hosts) == [["start", "restart"]] * 2
+
+
+def test_08_disabling_runs_after_allocation_stopped(env):
+    h0 = env.hosts[0]
+    write(env.bucket / "workspace" / "disabled.json", json.dumps({"jobs": {"web": {"workers": [h0]}}}))
+    env.play("build")
+    env.events()
+    env.play("deploy")
+    events = env.events()
+    assert "after_allocation_stopped web command_drain %s stop disabled=1" % h0 in events
+    assert env.make_log(h0, "web")[-1] == "stop"
