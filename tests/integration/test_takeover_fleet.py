@@ -99,6 +99,11 @@ def _maand_db(env):
         conn.execute("INSERT INTO hash (namespace, key, current_hash, previous_hash, current_version)"
                      " VALUES ('api_allocation', ?, 'd41d8cd98f00b204e9800998ecf8427e', '', '1.0.0')", (alloc,))
     conn.execute("INSERT INTO key_value VALUES ('mode', 'blue', 'vars/job/api', 1, '0', '', 0)")
+    for host, (crt, key) in env.leaves.items():  # maand's BuildCerts: PEMs in the allocation namespace (trimmed)
+        for name, value in (("certs/tls.crt", crt), ("certs/tls.key", key)):
+            conn.execute("INSERT INTO key_value VALUES (?, ?, ?, 1, '0', '', 0)",
+                         (name, value, "maand/job/api/worker/%s" % host))
+    conn.execute("INSERT INTO key_value VALUES ('certs/ca.crt', ?, 'maand/worker', 1, '0', '', 0)", (env.ca_pem,))
     conn.commit()
     conn.close()
 
@@ -113,6 +118,13 @@ def _maand_worker(env, host, api_src):
         "labels": ["worker"], "update_seq": 3}, indent=3))
     (root / "jobs.json").write_text(json.dumps([{"job": "api", "disabled": 0}], indent=3))
     shutil.copytree(api_src, root / "jobs" / "api")
+    certs = root / "jobs" / "api" / "certs"  # maand's updateCerts: .crt 0644, .key 0600, ca.crt
+    certs.mkdir()
+    crt, key = env.leaves[host]
+    (certs / "tls.crt").write_text(crt)
+    (certs / "tls.key").write_text(key)
+    (certs / "tls.key").chmod(0o600)
+    (certs / "ca.crt").write_text(env.ca_pem)
     (root / "jobs" / "api" / "logs").mkdir()
     (root / "jobs" / "api" / "logs" / "events.log").write_text("start\n")  # maand started it
 
@@ -131,9 +143,18 @@ def env(fleet_factory, tmp_path_factory):
     subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(fleet.state_dir), "--bucket",
                     str(bucket)], check=True, capture_output=True, text=True)
     api = bucket / "workspace" / "jobs" / "api"
-    write(api / "manifest.json", json.dumps({"version": "1.0.0", "selectors": ["worker"]}))
+    write(api / "manifest.json", json.dumps({"version": "1.0.0", "selectors": ["worker"],
+                                             "certs": {"tls": {"subject": {"common_name": "api.internal"}}}}))
     write(api / "Makefile", MAKEFILE)
     e = Env(fleet, bucket)
+    from ansible_collections.maand.core.plugins.plugin_utils import _certs
+
+    ca = _certs.load_or_create_ca(str(bucket), BUCKET_ID)  # what `maand init` made: secrets/ca.crt, ca.key
+    e.ca_pem = ca.cert_pem.strip()
+    e.leaves = {}
+    for host in e.hosts:
+        leaf = _certs.issue_leaf(ca, "api.internal", [host], 60, False)
+        e.leaves[host] = (leaf.cert_pem.strip(), leaf.key_pem.strip())
     _maand_db(e)
     for host in e.hosts:
         _maand_worker(e, host, api)
@@ -142,6 +163,7 @@ def env(fleet_factory, tmp_path_factory):
 
 def test_01_first_build_keeps_maands_bucket_id(env):
     rc, out = env.play("build")
+    assert "issued" not in out  # maand's leaves are valid: kept
     assert "taking the bucket over from maand: bucket_id %s" % BUCKET_ID in out, out
     catalog = json.loads((env.bucket / "data" / "catalog.json").read_text())
     assert catalog["bucket_id"] == BUCKET_ID
@@ -153,8 +175,13 @@ def test_02_first_deploy_restarts_nothing(env):
     for host in env.hosts:
         assert re.search(r"api\s+%s\s+sync\s+taken over from maand" % re.escape(host), out), out
     rc, out = env.play("deploy")
+    assert "issued" not in out
     for host in env.hosts:
         assert env.events(host) == ["start"]  # no make target ran
+        certs = env.root(host) / "jobs" / "api" / "certs"
+        assert (certs / "tls.crt").read_text() == env.leaves[host][0]  # maand's certificate, kept
+        assert (certs / "tls.key").read_text() == env.leaves[host][1]
+        assert (certs / "tls.key").stat().st_mode & 0o777 == 0o600
         root = env.root(host)
         assert (root / "deploy" / "api.json").is_file()  # recorded as maand.core's now
         assert sorted(p.name for p in (Path(env.fleet.host(host)["opt_dir"]) / "worker").iterdir()
