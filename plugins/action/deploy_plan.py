@@ -27,6 +27,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _hooks,
     _jobspec_deploy,
     _jobspec_layers,
+    _maand_db,
 )
 
 display = Display()
@@ -230,11 +231,15 @@ class ActionModule(ActionBase):
         env_errors = _with_environments(catalog, staging.content)
         if env_errors:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(env_errors))
+        adopted, adopt_warning = _maand_db.adopted_versions(bucket, catalog["bucket_id"])  # takeover from maand
+        if adopt_warning:
+            display.warning(adopt_warning)
         try:
             plan = _deploy_plan.compute_plan(catalog, staging.content, states, hosts,
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
                                               "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors,
-                                              "rollout_orders": _hook_deploy.rollout_orders(bucket, in_scope)})
+                                              "rollout_orders": _hook_deploy.rollout_orders(bucket, in_scope),
+                                              "adopted": adopted})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:

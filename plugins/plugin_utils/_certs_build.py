@@ -46,11 +46,14 @@ def job_specs(catalog: Mapping[str, Any]) -> dict[str, list[dict]]:
     return {j["name"]: list(j["certs"]) for j in catalog.get("jobs", []) if j.get("certs") and not j.get("removed")}
 
 
-def _holders(catalog: Mapping[str, Any], job: str) -> list[str]:
-    """The workers of job's non-removed allocations, in workers.json order."""
+def _holders(catalog: Mapping[str, Any], jobs: Any) -> dict[str, list[str]]:
+    """{job: the workers of its non-removed allocations, in workers.json order} for jobs (one pass)."""
     order = {w["host"]: i for i, w in enumerate(catalog.get("workers", []))}
-    hosts = {a["worker"] for a in catalog.get("allocations", []) if a["job"] == job and a.get("state") != "removed"}
-    return sorted(hosts, key=lambda h: (order.get(h, len(order)), h))
+    out: dict[str, set] = {job: set() for job in jobs}
+    for a in catalog.get("allocations", []):
+        if a["job"] in out and a.get("state") != "removed":
+            out[a["job"]].add(a["worker"])
+    return {job: sorted(hosts, key=lambda h: (order.get(h, len(order)), h)) for job, hosts in out.items()}
 
 
 def settings(conf: Mapping[str, Any]) -> tuple[int, int]:
@@ -85,13 +88,14 @@ def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
     """Keep or issue every job's leaves (see the module doc). Raises _certs.CertError."""
     out = Issued()
     specs = job_specs(catalog)
-    if not any(_holders(catalog, job) for job in specs):
+    holders = _holders(catalog, specs)
+    if not any(holders.values()):
         return out  # no leaf to issue: the CA is made by the first build that needs it
     ca = _certs.load_or_create_ca(bucket_dir, str(catalog.get("bucket_id") or "maand"))
     ttl, buffer = settings(conf)
     counts = {"issued": 0, "kept": 0}
     for job, entries in sorted(specs.items()):
-        hosts = _holders(catalog, job)
+        hosts = holders[job]
         for spec in entries:
             issued, reasons = _one_spec(ca, job, spec, hosts, previous, (ttl, buffer), out.kv)
             counts["issued"] += issued
@@ -100,7 +104,7 @@ def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
                 out.lines.append("  certs: %s/%s issued for %s (%s)" % (job, spec["name"], where, why))
     bucket_id = str(catalog.get("bucket_id") or "")
     for job, entries in specs.items():
-        for host in _holders(catalog, job):
+        for host in holders[job]:
             out.kv.setdefault(_kv.allocation_ns(job, host), {}).update(_path_keys(bucket_id, job, entries))
     if counts["issued"]:
         out.lines.insert(0, "certs: %d leaf certificate%s issued, %d kept (CA %s)" % (

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 
 from . import _deploy_files as files_mod
+from . import _kv as _kv_mod
 from ._job_checks import DEFAULT_HEALTH, GATE_PROBES as HEALTH_TYPES, resolve_health  # noqa: F401
 from ._problems import did_you_mean
 
@@ -312,6 +313,7 @@ class _Planner:
         self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (_deploy_stage)
         self.force = bool(options.get("force"))
         self.sync_only = bool(options.get("sync_only"))
+        self.adopted = dict(options.get("adopted") or {})  # (job, host) -> version maand deployed (takeover)
         self.rollout_orders = dict(options.get("rollout_orders") or {})  # job -> rollout_order a hook put in the KV
         self.order_notes = []
         self.gates = {}          # job -> health gate spec
@@ -467,6 +469,8 @@ class _Planner:
               "record": state_record(name, row["alloc_id"], cur, new_version, True, None),
               "promote_now": name not in self.gates}
         bucket = self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})
+        if deployed is None and self._adopt(row, op, bucket, st, new_version):
+            return
         if deployed is None or not deployed.get("running"):
             self._decide_start(row, op, bucket, st, deployed, reasons)
             return
@@ -476,6 +480,25 @@ class _Planner:
         if not hash_changed and not version_changed:
             reasons.append("forced (maand_force)")
         self._decide_upgrade(row, op, bucket, job, changed, hash_changed, version_changed, reasons)
+
+    def _adopt(self, row, op, bucket, st, new_version):
+        """An allocation maand deployed and runs (data/maand.db, its tree on the worker, no maand.core record):
+        same version -> its files are synced and it is recorded, not restarted. True when handled."""
+        name, host = row["job"], row["worker"]
+        maand_version = self.adopted.get((name, host))
+        if maand_version is None or name not in (st.get("trees") or []):
+            return False
+        if maand_version != new_version:
+            row["paths"] = []
+            op.update(action="restart", target="restart",
+                      env=self.alloc_env(name, host, maand_version, new_version))
+            row.update(action="restart", reason="taken over from maand: version %s -> %s" % (maand_version, new_version))
+            bucket["upgrade"].append(op)
+            return True
+        op.update(action="sync", target=None, promote_now=True)
+        row.update(action="sync", reason="taken over from maand (running %s): files synced, not restarted" % new_version)
+        bucket["sync"].append(op)
+        return True
 
     def _decide_start(self, row, op, bucket, st, deployed, reasons):
         name, host = row["job"], row["worker"]
@@ -540,8 +563,11 @@ class _Planner:
 
     def desired_meta(self, host, seq):
         worker = self.workers.get(host) or {}
+        # maand's worker.json (deploy/types.go WorkerData: its bin/worker.py checks bucket_id, worker_id,
+        # update_seq) with maand.core's "worker" beside it
         worker_json = {"bucket_id": self.bucket_id, "worker": host, "labels": sorted(worker.get("labels") or []),
-                       "update_seq": seq}
+                       "update_seq": seq, "worker_ip": host,
+                       "worker_id": str(worker.get("worker_id") or _kv_mod.stable_uuid(host))}
         if self.by_worker is None:  # allocations by worker, once: metadata of every host stays linear
             self.by_worker = {}
             for a in self.catalog.get("allocations", []):
@@ -551,10 +577,12 @@ class _Planner:
             if a.get("state") == "removed":
                 continue
             entries.append({"job": a["job"], "alloc_id": a.get("alloc_id"),
-                            "disabled": a.get("state") == "disabled",
+                            "disabled": 1 if a.get("state") == "disabled" else 0,
                             "version": (self.jobs.get(a["job"]) or {}).get("version") or ZERO_VERSION})
         entries.sort(key=lambda e: e["job"])
-        return worker_json, {"bucket_id": self.bucket_id, "jobs": entries}
+        # maand's jobs.json: a list of {"job", "disabled": 0|1} (its bin/runner.py reads it), maand.core's
+        # alloc_id and version beside them in each entry
+        return worker_json, entries
 
     def _meta_hosts(self):
         """Reachable catalog workers in scope that did not leave workers.json, sorted."""

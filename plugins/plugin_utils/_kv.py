@@ -216,6 +216,11 @@ def _atoi(s: Any) -> int:
     raise KVError("expected a string or an int")
 
 
+def _template_int(s: Any) -> int:
+    """deploy/templates.go templateInt: a string is trimmed (strings.TrimSpace) before strconv.Atoi."""
+    return _atoi(_trim(s) if isinstance(s, str) else s)
+
+
 def template_funcs(reader: KVReader) -> dict[str, Callable]:
     """maand's FuncMap for a job's .tpl files, reading through reader's rules."""
 
@@ -236,7 +241,7 @@ def template_funcs(reader: KVReader) -> dict[str, Callable]:
         "get": get, "getOptional": get_optional, "getSecret": get_secret, "keys": keys,
         "split": _split, "trim": _trim, "join": _join, "upper": _upper, "lower": _lower,
         "add": _add, "sub": _sub, "mul": _mul, "div": _div, "min": _min, "max": _max,
-        "int": _atoi,
+        "int": _template_int,
     }
 
 

@@ -154,3 +154,19 @@ def _deployed(conn: sqlite3.Connection) -> dict:
         out[(str(job), str(ip))] = Deployed(str(job), str(ip), str(alloc_id), str(row[1] or ""), str(row[0]),
                                             bool(disabled))
     return out
+
+
+def adopted_versions(bucket_dir: str, bucket_id: str) -> tuple:
+    """For the deploy plan: ({(job, worker ip): version} of the active allocations maand deployed, warning).
+
+    Empty when there is no maand.db or it belongs to another bucket_id; a database that cannot be read
+    gives a warning (the plan then starts those allocations as new ones)."""
+    if not exists(bucket_dir):
+        return {}, ""
+    try:
+        db = read(bucket_dir)
+    except MaandDBError as exc:
+        return {}, "%s; allocations maand deployed are not adopted (they would start again)" % exc
+    if db is None or db.bucket_id != bucket_id:
+        return {}, ""
+    return {key: dep.version for key, dep in db.deployed.items() if not dep.disabled}, ""

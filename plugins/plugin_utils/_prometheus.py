@@ -823,6 +823,7 @@ def render_scrape_template(text: str, job: str, version: str, kv: Mapping[str, M
     """Render scrape.yaml.tpl as maand's build does; raises _gotemplate.TemplateError."""
     reader = _ScrapeReader(kv, job, "", tuple(upstream_jobs))
     funcs = {name: func for name, func in _kv.template_funcs(reader).items() if name in SCRAPE_TEMPLATE_FUNCS}
+    funcs["int"] = _kv._atoi  # scrape_template.go's int does not trim, unlike deploy's templateInt
     data = ScrapeTemplateData(job, version or "0.0.0", version or "0.0.0")
     return _gotemplate.parse(text, SCRAPE_TPL, funcs).execute(data, funcs=funcs)
 

@@ -96,7 +96,7 @@ def test_02_first_deploy_starts_everything(env):
     assert "health gate passed: api" in out
     for h in env.hosts:
         assert json.loads((env.root(h) / "worker.json").read_text())["worker"] == h
-        jobs = json.loads((env.root(h) / "jobs.json").read_text())["jobs"]
+        jobs = json.loads((env.root(h) / "jobs.json").read_text())  # maand's list (issue 13)
         assert [j["job"] for j in jobs] == ["api", "job2", "web"]
         for job in ("api", "job2", "web"):
             assert env.events(h, job) == ["start 0.0.0 1.0.0"]
@@ -187,8 +187,8 @@ def test_06_disable_stops_and_reenable_starts(env):
     assert env.events(h1, "job2")[-1].startswith("stop ")
     assert (env.job(h1, "job2") / "Makefile").exists() and (env.job(h1, "job2") / "data" / "status").read_text() == "stopped\n"
     assert env.record(h1, "job2")["running"] is False
-    assert json.loads((env.root(h1) / "jobs.json").read_text())["jobs"][1] == {
-        "alloc_id": env.record(h1, "job2")["alloc_id"], "disabled": True, "job": "job2", "version": "1.0.0"}
+    assert json.loads((env.root(h1) / "jobs.json").read_text())[1] == {
+        "alloc_id": env.record(h1, "job2")["alloc_id"], "disabled": 1, "job": "job2", "version": "1.0.0"}
     rc, out = env.deploy()
     assert set(env.changed(out).values()) == {0}, out
     disabled.write_text("{}")

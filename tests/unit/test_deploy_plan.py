@@ -540,3 +540,37 @@ def test_catalog_allocation_env_is_the_deploys():
     assert P.catalog_allocation_env(cat, "api", "h3", "1.0.0", "1.0.0") == {
         "ALLOCATION_ID": "api-h3", "ALLOCATION_IP": "h3", "ALLOCATION_INDEX": "1", "JOB": "api",
         "CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.0.0", "API_HTTP_PORT": "30001"}
+
+
+# --- taking over from maand (issue 13): allocations maand deployed are adopted, not restarted ---
+
+def test_adopted_allocations_sync_without_a_target_and_get_recorded():
+    cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active"), ("api", "h3", "active")])
+    st = states(["h1", "h2", "h3"])
+    st["h1"]["trees"] = ["api"]  # maand's tree, no maand.core record
+    st["h2"]["trees"] = ["api"]
+    adopted = {("api", "h1"): "1.0.0", ("api", "h2"): "0.9.0"}  # h3: maand never deployed it
+    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2", "h3"], {"adopted": adopted})
+    assert not plan["errors"]
+    assert actions(plan) == {("api", "h1"): "sync", ("api", "h2"): "restart", ("api", "h3"): "start"}
+    rows = {r["worker"]: r for r in plan["rows"]}
+    assert "taken over from maand" in rows["h1"]["reason"] and "0.9.0 -> 1.0.0" in rows["h2"]["reason"]
+    ops = {o["host"]: o for s in plan["steps"] for ops in s["ops"].values() for o in ops if o.get("job") == "api"}
+    assert ops["h1"]["target"] is None and ops["h1"]["sync"] and ops["h1"]["record"]["running"]
+    assert ops["h2"]["target"] == "restart" and ops["h2"]["env"]["CURRENT_VERSION"] == "0.9.0"
+
+
+def test_adoption_needs_the_tree_on_the_worker():
+    cat = catalog([job("api")], [("api", "h1", "active")], workers=("h1",))
+    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"], {"adopted": {("api", "h1"): "1.0.0"}})
+    assert actions(plan) == {("api", "h1"): "start"}
+
+
+def test_worker_and_jobs_json_are_maands_formats():
+    cat = catalog([job("api")], [("api", "h1", "active")], workers=("h1",))
+    cat["workers"][0]["worker_id"] = "wid-1"
+    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    meta = next(o for o in plan["steps"][0]["ops"]["h1"] if o["kind"] == "meta")
+    assert {k: meta["worker_json"][k] for k in ("bucket_id", "worker_id", "worker_ip", "labels", "update_seq")} == {
+        "bucket_id": BID, "worker_id": "wid-1", "worker_ip": "h1", "labels": ["worker"], "update_seq": 1}
+    assert meta["jobs_json"] == [{"job": "api", "disabled": 0, "alloc_id": "api-h1", "version": "1.0.0"}]

@@ -32,6 +32,7 @@ def test_func_map_secret_and_helpers():
     assert f["add"](1, 2) == 3
     assert f["upper"]("hello") == "HELLO"
     assert f["int"]("42") == 42
+    assert f["int"](" 42\n") == 42  # deploy/templates.go templateInt trims first
 
 
 def test_func_map_math_and_string_helpers():

@@ -148,3 +148,14 @@ def test_schema_fixture_is_maands(tmp_path):
             "cat_allocations", "cat_jobs", "cat_kv", "cat_workers", "cat_deployments"} <= names
     assert json.dumps(sorted(r[1] for r in conn.execute("PRAGMA table_info(hash)"))) == json.dumps(sorted(
         ["namespace", "key", "current_hash", "previous_hash", "current_files", "previous_files", "current_version"]))
+
+
+def test_adopted_versions_for_the_deploy_plan(tmp_path):
+    root = bucket(tmp_path)
+    make_db(root)
+    adopted, warning = _maand_db.adopted_versions(root, BUCKET_ID)
+    assert adopted == {("api", h): "1.0.0" for h in HOSTS} and warning == ""
+    assert _maand_db.adopted_versions(root, "00000000-0000-4000-8000-000000000000") == ({}, "")  # other bucket
+    Path(root, "data", "maand.db").write_text("garbage")
+    adopted, warning = _maand_db.adopted_versions(root, BUCKET_ID)
+    assert adopted == {} and "not adopted" in warning and "data/maand.db" in warning

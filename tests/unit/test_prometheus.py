@@ -241,6 +241,7 @@ def test_build_renders_scrape_template(tmp_path):
     ('- job_name: {{ getOptional "vars/job/api" "x" }}\n', 'function "getOptional" not defined'),
     ('- job_name: {{ get "maand/worker" "x" }}\n', "maand/worker namespace is not available for job api scrape"),
     ('- job_name: {{ .WorkerIP }}\n', "WorkerIP"),
+    ('- job_name: a{{ int " 1" }}\n', 'strconv.Atoi: parsing " 1": invalid syntax'),  # no trim here, unlike deploy
     ("- job_name: api\n  dns_sd_configs: []\n", "dns_sd_configs is not supported"),
     ("- job_name: api\n  static_configs:\n    - targets: [maand:port/nope]\n", "port 'nope' is not declared"),
 ])
