@@ -29,7 +29,7 @@ options:
     description: What to show.
     type: str
     required: true
-    choices: [kv, allocations, jobs, workers, ports, deployments]
+    choices: [kv, allocations, jobs, workers, ports, deployments, certs]
   jobs:
     description: Only these jobs (for C(kv), the namespaces of these jobs).
     type: list

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from . import _catalog, _deploy_run, _kv, _kv_store
 from ._problems import did_you_mean
 
-VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments")
+VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs")
 MASK = _kv_store.MASK
 MAX_VALUE = 80
 
@@ -243,6 +243,41 @@ def _ports_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) 
     return table
 
 
+# --- certs (maand cat certs: cat/certs.go, certs/catalog.go) -------------------------------------
+
+def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    from . import _certs, _model  # late: cryptography only for this view
+
+    report = _model.Report()  # maand.conf problems are the build's to report; only the buffer is read here
+    bucket = _model.Bucket(bucket_dir)
+    _model.load_maand_conf(bucket, report)
+    buffer = bucket.conf.get("certs_renewal_buffer") if isinstance(bucket.conf.get("certs_renewal_buffer"), int) else 0
+    table = Table("Certificates of %s" % bucket_dir, ("SCOPE", "JOB", "WORKER", "CERT", "COMMON_NAME", "NOT_AFTER",
+                                                      "DAYS_LEFT", "STATUS"))
+    ca_path = os.path.join(bucket_dir, _certs.CA_CERT_REL)
+    if os.path.isfile(ca_path) and not request.jobs and not request.workers:
+        with open(ca_path, encoding="utf-8", errors="replace") as handle:
+            table.rows.append(_cert_row("ca", "", "", "ca", _certs.cert_status(handle.read(), buffer)))
+    try:
+        snapshot = _kv.read_kv(bucket_dir)
+    except _kv.KVError as exc:
+        raise CatError(str(exc)) from None
+    for ns, keys in sorted(snapshot.items()):
+        job, worker = namespace_owner(ns)
+        if not ns.startswith("maand/job/") or worker is None or not _keep(request, job, worker):
+            continue
+        for key in sorted(k for k in keys if k.startswith("certs/") and k.endswith(".crt")):
+            name = key[len("certs/"):-len(".crt")]
+            table.rows.append(_cert_row("job", job, worker, name, _certs.cert_status(keys[key], buffer)))
+    table.notes.append("expiring: inside certs_renewal_buffer (%d days); the next build issues it again" % buffer)
+    return table
+
+
+def _cert_row(scope: str, job: str, worker: str, name: str, status: Any) -> tuple[str, ...]:
+    return (scope, job or "-", worker or "-", name, status.common_name or "-", status.not_after or "-",
+            status.days_left or "-", status.status)
+
+
 # --- deployments --------------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -318,5 +353,8 @@ def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Req
     return table
 
 
-_BUILDERS = {"kv": _kv_table, "allocations": _allocations_table, "jobs": _jobs_table,
-             "workers": _workers_table, "ports": _ports_table, "deployments": _deployments_table}
+_BUILDERS = {
+    "kv": _kv_table, "allocations": _allocations_table, "jobs": _jobs_table,
+             "workers": _workers_table, "ports": _ports_table, "deployments": _deployments_table,
+             "certs": _certs_table,
+}

@@ -266,3 +266,27 @@ def _same_config(cert: x509.Certificate, key, key_pem: str, common_name: str, ip
     if not key_pem.lstrip().startswith(header):
         return False
     return key.public_key().public_numbers() == cert.public_key().public_numbers()
+
+
+@dataclass(frozen=True)
+class CertStatus:
+    """One row of `maand.core.cat -e maand_cat=certs` (maand certs/catalog.go Metric)."""
+
+    common_name: str
+    not_after: str  # UTC, "2026-01-02 03:04:05"
+    days_left: str
+    status: str  # ok, expiring, expired, invalid
+
+
+def cert_status(cert_pem: Optional[str], buffer_days: int, now: Optional[datetime.datetime] = None) -> CertStatus:
+    """maand's metricFromPEM: CN, NotAfter, whole days left (truncated), ok/expiring/expired/invalid."""
+    try:
+        cert = x509.load_pem_x509_certificate((cert_pem or "").encode())
+    except ValueError:
+        return CertStatus("", "", "", "invalid")
+    now = now or _utcnow()
+    not_after = cert.not_valid_after_utc
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    days = int((not_after - now).total_seconds() / 86400)
+    status = "expired" if now > not_after else "expiring" if needs_renewal(not_after, buffer_days, now) else "ok"
+    return CertStatus(str(names[0].value) if names else "", not_after.strftime("%Y-%m-%d %H:%M:%S"), str(days), status)

@@ -260,3 +260,23 @@ def test_ip_sans_are_ip_addresses(tmp_path):
     cert, _ = cert_of(kv(root), HOSTS[2], "t")
     ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert ext.get_values_for_type(x509.IPAddress)[1] == ipaddress.ip_address(HOSTS[2])
+
+
+def test_cat_certs_view_as_maand(tmp_path, monkeypatch):
+    from ansible_collections.maand.core.plugins.plugin_utils import _cat
+
+    root = bucket(tmp_path, certs={"tls": {"subject": {"common_name": "api.internal"}}},
+                  conf="")
+    with open(os.path.join(root, "maand.conf"), "w", encoding="utf-8") as handle:
+        handle.write('ssh_user = "agent"\nssh_key = "worker.key"\ncerts_ttl = 60\ncerts_renewal_buffer = 10\n')
+    build_ok(root)
+    rows = _cat.cat(root, _cat.Request(view="certs")).as_dicts()
+    assert [(r["scope"], r["job"], r["worker"], r["cert"]) for r in rows] == [("ca", "-", "-", "ca")] + [
+        ("job", "api", h, "tls") for h in HOSTS]
+    assert rows[1]["common_name"] == "api.internal" and rows[1]["status"] == "ok" and rows[1]["days_left"] == "59"
+    real = _certs._utcnow
+    monkeypatch.setattr(_certs, "_utcnow", lambda: real() + datetime.timedelta(days=55))
+    rows = _cat.cat(root, _cat.Request(view="certs", workers=(HOSTS[0],))).as_dicts()
+    assert [(r["worker"], r["status"], r["days_left"]) for r in rows] == [(HOSTS[0], "expiring", "4")]
+    monkeypatch.setattr(_certs, "_utcnow", lambda: real() + datetime.timedelta(days=61))
+    assert _cat.cat(root, _cat.Request(view="certs", jobs=("api",))).as_dicts()[0]["status"] == "expired"
