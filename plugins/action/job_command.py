@@ -31,6 +31,9 @@ ARGUMENT_SPEC = {
     "concurrency": {"type": "int", "default": 1},
     "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
     "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
+    "event": {"type": "str", "default": "cli", "choices": ["cli", "job_control"]},
+    "target": {"type": "str", "default": ""},
+    "workers": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -51,6 +54,33 @@ class ActionModule(ActionBase):
     _requires_connection = False
     _supports_check_mode = True
 
+    def _job_control(self, result, bucket, args, task_vars):
+        """maand.core.job: a job with job_control commands gets them (TARGET=<target>) instead of make."""
+        if not args["job"] or not args["target"]:
+            result.update(failed=True, msg="event job_control needs job and target")
+            return result
+        if self._task.check_mode:
+            result.update(msg="check mode: job_control of %s not run" % args["job"])
+            return result
+        hostvars = task_vars.get("hostvars") or {}
+        try:
+            catalog = _catalog_of(bucket)
+            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args(task_vars))
+            with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
+                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
+                handled, failures = _hook_deploy.job_control_target(ctx, args["job"], args["target"], args["workers"])
+        except (_hooks.HookError, _catalog.CatalogError, OSError) as exc:
+            result.update(failed=True, msg=str(exc))
+            return result
+        result.update(handled=handled, changed=handled and args["target"] != "status", jobs=[args["job"]] if handled else [])
+        if failures:
+            result.update(failed=True, msg="job_control of %s (TARGET=%s) failed:\n%s" % (
+                args["job"], args["target"], "\n".join(failures)))
+        else:
+            result["msg"] = ("job_control of %s ran with TARGET=%s" % (args["job"], args["target"]) if handled
+                             else "job %s has no job_control command: the Makefile runs" % args["job"])
+        return result
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -59,7 +89,9 @@ class ActionModule(ActionBase):
         command = args["command"].strip()
         if command and not command.startswith("command_"):
             command = "command_" + command
-        result.update(changed=False, jobs=[], results=[])
+        result.update(changed=False, jobs=[], handled=False)
+        if args["event"] == "job_control":
+            return self._job_control(result, bucket, args, task_vars)
         if self._task.check_mode:
             result.update(skipped=True, msg="check mode: job command %s not run" % command)
             return result

@@ -45,6 +45,23 @@ options:
     description: Lines of a failing command's output shown.
     type: int
     default: 20
+  event:
+    description:
+      - C(cli) (the default) runs O(command). C(job_control) is what C(maand.core.job) uses for maand's
+        C(maand job <target>): when O(job) registers C(job_control) commands they run with C(TARGET=<target>)
+        on its active allocations (of O(workers), when given) instead of the Makefile, and RV(handled) is true.
+    type: str
+    default: cli
+    choices: [cli, job_control]
+  target:
+    description: With O(event=job_control), the target (start, stop, restart, reload, status).
+    type: str
+    default: ""
+  workers:
+    description: With O(event=job_control), only the allocations on these workers.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: none
@@ -74,9 +91,8 @@ jobs:
   returned: always
   type: list
   elements: str
-results:
-  description: One entry per allocation run (job, command, worker, ok, rc, output tail).
+handled:
+  description: With O(event=job_control), whether the job has job_control commands (and they ran instead of make).
   returned: always
-  type: list
-  elements: dict
+  type: bool
 """

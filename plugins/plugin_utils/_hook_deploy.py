@@ -249,3 +249,20 @@ def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
         if value:
             out[job] = value
     return out
+
+
+def job_control_target(ctx: _hook_run.Context, job: str, target: str,
+                       workers: Iterable[str] | None = None) -> tuple[bool, list[str]]:
+    """maand job start|stop|restart|reload|status for a job with job_control commands (maand
+    jobcontrol/commands.go): the commands run with TARGET=<target> on the job's active allocations
+    (those of workers, when given), all at once. (handled, failures); not handled without commands."""
+    if not _hooks.has_event(ctx.catalog, job, "job_control"):
+        return False, []
+    chosen = _hooks.targets(ctx.catalog, job)
+    if workers:
+        wanted = set(workers)
+        chosen = [t for t in chosen if t.worker in wanted]
+    if not chosen:
+        return True, []
+    outcome = _hook_run.run_event(ctx, job, "job_control", chosen, {"TARGET": target}, concurrency=len(chosen))
+    return True, outcome.failures()

@@ -298,3 +298,27 @@ def test_08_disabling_runs_after_allocation_stopped(env):
     events = env.events()
     assert "after_allocation_stopped web command_drain %s stop disabled=1" % h0 in events
     assert env.make_log(h0, "web")[-1] == "stop"
+
+
+TARGET_CONTROL = """\
+import os, maand
+from hooklog import log
+
+maand.run_make_target(os.environ["TARGET"])
+log("target=" + os.environ["TARGET"])
+"""
+
+
+def test_09_the_job_playbook_runs_job_control_instead_of_make(env):
+    h0, h1 = env.hosts
+    write(env.bucket / "workspace" / "jobs" / "api" / "_modules" / "command_rollout.py", TARGET_CONTROL)
+    env.play("build")
+    env.events()
+    before = {h: env.make_log(h, "api") for h in env.hosts}
+    env.play("job", "-e", "maand_job=api", "-e", "maand_target=reload", "-e", "maand_job_workers=%s" % h1)
+    assert env.events() == ["job_control api command_rollout %s target=reload" % h1]
+    assert env.make_log(h1, "api") == before[h1] + ["reload"]  # through the command's run_make_target
+    assert env.make_log(h0, "api") == before[h0]
+    # a job without job_control still runs its Makefile target
+    env.play("job", "-e", "maand_job=db", "-e", "maand_target=reload")
+    assert env.events() == [] and all(env.make_log(h, "db")[-1] == "reload" for h in env.hosts)
