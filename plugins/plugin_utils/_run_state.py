@@ -207,8 +207,11 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
             continue
         problems = gate_outcomes[job]
         if problems:
-            _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (
-                job, step.get("label"), gate.get("attempts", 0), "; ".join(problems)))
+            if gate.get("hooks"):  # the job's commands ran in this gate (_hook_deploy); they name themselves
+                _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), "; ".join(problems)))
+            else:
+                _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (
+                    job, step.get("label"), gate.get("attempts", 0), "; ".join(problems)))
         else:
             passed.add(job)
     for op in ok_ops:

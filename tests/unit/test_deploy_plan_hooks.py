@@ -74,3 +74,17 @@ def test_rollout_order_from_the_kv_orders_the_batches():
     assert any(line.startswith("note: job web: rollout_order 'h3,h1' ignored") for line in bad["lines"])
     dup = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h1,h1,h2,h3"}})
     assert any("duplicate" in line for line in dup["lines"])
+
+
+def test_a_failed_hook_gate_names_the_job_and_batch_not_a_health_gate():
+    from ansible_collections.maand.core.plugins.plugin_utils import _run_state as RS
+    cat = catalog([job("api", commands=cmds("job_control"))], [("api", "h1", "active")])
+    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    step = wave_steps(plan)[0]
+    state = RS.new_state("r", plan)
+    op = step["ops"]["h1"][0]
+    answers = {"h1": {"ok": True, "ops": [{"id": op["id"], "ok": True}]}}
+    msg = "job api command command_x (event job_control) on h1 failed: exit status 3"
+    state = RS.fold_step(state, step, answers, {"api": [msg]})
+    assert state.failed_by_job["api"] == ["job api failed after wave 0: api job_control: " + msg]
+    assert not state.pending  # not promoted
