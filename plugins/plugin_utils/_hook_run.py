@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from typing import Any, Callable, Iterable, Mapping
 
-from . import _hooks
+from . import _hooks, _kv, _kv_store
 from ._runtime_api import RuntimeAPI
 
 DEFAULT_TIMEOUT = 600
@@ -124,11 +124,27 @@ def write_hosts_file(path: str, hosts: Mapping[str, Mapping[str, Any]]) -> str:
     return path
 
 
+def _stage_certs(ctx: Context, modules: str, target: _hooks.Target) -> None:
+    """The allocation's certificates (build keeps them in its maand/job/<job>/worker/<ip> namespace)
+    in the staged _modules/certs/, as maand stages them for its hooks."""
+    if not _kv_store.KVStore.exists(ctx.bucket_dir):
+        return
+    try:
+        store = _kv_store.KVStore.load(ctx.bucket_dir)
+    except _kv_store.KVStoreError:
+        return
+    ns = {k: e.value for k, e in (store.namespaces.get(_kv.allocation_ns(target.job, target.worker)) or {}).items()
+          if not e.deleted}
+    if any(k.startswith("certs/") for k in ns):
+        _hooks.write_certs(modules, ns, store.get(_kv.WORKERS_NS, "certs/ca.crt"))
+
+
 def run_one(ctx: Context, target: _hooks.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:
     job = _hooks.job_entry(ctx.catalog, target.job)
     try:
         modules = _hooks.stage(ctx.bucket_dir, job.get("path") or "workspace/jobs/%s" % target.job, target.job,
                                target.worker, os.path.join(ctx.stage_root, "%s-%s" % (event, command)))
+        _stage_certs(ctx, modules, target)
         script = _hooks.resolve_script(modules, target.job, command)
         argv = _hooks.argv_for(script, os.path.join(ctx.bucket_dir, job.get("path") or "", "_modules"))
     except (_hooks.HookError, OSError) as exc:

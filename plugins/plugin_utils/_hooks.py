@@ -235,3 +235,27 @@ def stage(bucket_dir: str, job_path: str, job: str, worker: str, stage_root: str
     shutil.copyfile(HELPER_PY, os.path.join(modules, "maand.py"))
     shutil.copyfile(HELPER_TS, os.path.join(modules, "maand.ts"))
     return modules
+
+
+def write_certs(modules: str, allocation_kv: Mapping[str, str], ca_cert: str | None) -> list[str]:
+    """The allocation's certificates from the KV into <_modules>/certs/ (maand
+    jobcommand/workspace.go syncWorkerCertificates): ``certs/<name>.crt`` (0644), ``.key`` (0600),
+    and ``certs/ca.crt`` from maand/worker. Returns the files written."""
+    written = []
+    for key, value in sorted(allocation_kv.items()):
+        if not key.startswith("certs/") or key.endswith("_path") or "/" in key[len("certs/"):] or key == "certs/":
+            continue
+        written.append(_write_private(os.path.join(modules, key), value, 0o600 if key.endswith(".key") else 0o644))
+    ca_path = os.path.join(modules, "certs", "ca.crt")
+    if ca_cert and not os.path.exists(ca_path):
+        written.append(_write_private(ca_path, ca_cert, 0o644))
+    return written
+
+
+def _write_private(path: str, text: str, mode: int) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, mode)
+    return path

@@ -254,3 +254,22 @@ def test_many_hooks_calling_at_once_are_all_served(tmp_path):
         for t in threads:
             t.join()
     assert statuses == [200] * 64
+
+
+def test_the_allocations_certificates_are_staged_next_to_the_script(tmp_path):
+    script = """
+        import os, stat
+        for name in ("tls.crt", "tls.key", "ca.crt"):
+            path = os.path.join("certs", name)
+            print(name, open(path).read().split("\\n")[0], oct(stat.S_IMODE(os.stat(path).st_mode)))
+    """
+    api_manifest = {"version": "2.0.0", "selectors": ["worker"], "certs": {"tls": {"subject": {"common_name": "api"}}},
+                    "commands": {"command_c": {"executed_on": ["cli"]}}}
+    root, catalog = bucket_with(tmp_path, {"command_c": (["cli"], script)}, api_manifest)
+    with RuntimeAPI(root, catalog) as api:
+        out = _hook_run.run_event(context(root, catalog, api), "api", "cli", _hooks.targets(catalog, "api")[:1])
+    assert out.ok, out.failures()
+    lines = out.results[0].output
+    assert lines[0] == "tls.crt -----BEGIN CERTIFICATE----- 0o644"
+    assert lines[1].startswith("tls.key -----BEGIN ") and lines[1].endswith("PRIVATE KEY----- 0o600")
+    assert lines[2] == "ca.crt -----BEGIN CERTIFICATE----- 0o644"
