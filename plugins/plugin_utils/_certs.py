@@ -288,5 +288,12 @@ def cert_status(cert_pem: Optional[str], buffer_days: int, now: Optional[datetim
     not_after = cert.not_valid_after_utc
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     days = int((not_after - now).total_seconds() / 86400)
-    status = "expired" if now > not_after else "expiring" if needs_renewal(not_after, buffer_days, now) else "ok"
+    status = expiry_status(not_after, buffer_days, now)
     return CertStatus(str(names[0].value) if names else "", not_after.strftime("%Y-%m-%d %H:%M:%S"), str(days), status)
+
+
+def expiry_status(not_after: datetime.datetime, buffer_days: int, now: datetime.datetime) -> str:
+    """maand's certExpiryStatus: expired (past NotAfter), expiring (inside the renewal buffer), ok."""
+    if now > not_after:
+        return "expired"
+    return "expiring" if needs_renewal(not_after, buffer_days, now) else "ok"

@@ -119,3 +119,26 @@ def test_mismatched_ca_pair_refused(tmp_path, ca_bucket):
     (tmp_path / "secrets" / "ca.key").write_bytes((other / "secrets" / "ca.key").read_bytes())
     with pytest.raises(_certs.CertError, match="do not belong together"):
         _certs.load_ca(str(tmp_path))
+
+
+# maand certs/catalog_test.go TestCertExpiryStatus
+@pytest.mark.parametrize("offset,status", [(-DAY, "expired"), (10 * DAY, "expiring"), (90 * DAY, "ok")])
+def test_maand_expiry_status_table(offset, status):
+    now = datetime.datetime(2026, 6, 1, 12, tzinfo=datetime.timezone.utc)
+    assert _certs.expiry_status(now + offset, 30, now) == status
+
+
+# maand build/build_certs_test.go: TestWorkerCertNeedsRegeneration_missingKey, TestCertPEMExpiringSoon(_invalid
+# Certificate), TestCertNeedsRegeneration_expiredWorkerCert (a cert made with ttl -60 days, buffer 30)
+def test_maand_regeneration_cases(ca_bucket):
+    _, ca = ca_bucket
+    good = _certs.issue_leaf(ca, "api", ["10.0.0.1"], 365, True, key_size=SMALL, now=NOW)
+    assert _certs.leaf_problem(ca, good.cert_pem, good.key_pem, "api", ["10.0.0.1"], True, 30, NOW) is None
+    assert _certs.leaf_problem(ca, good.cert_pem, None, "api", ["10.0.0.1"], True, 30, NOW) == "missing"
+    bad = "-----BEGIN CERTIFICATE-----\nZm9v\n-----END CERTIFICATE-----"
+    assert _certs.leaf_problem(ca, bad, good.key_pem, "api", ["10.0.0.1"], True, 30, NOW) == "unreadable"
+    assert _certs.pem_needs_renewal(bad, 30, NOW) and _certs.pem_needs_renewal("not-a-pem", 30, NOW)
+    expired = _certs.issue_leaf(ca, "api", ["10.0.0.1"], 60, True, key_size=SMALL, now=NOW - 120 * DAY)
+    why = _certs.leaf_problem(ca, expired.cert_pem, expired.key_pem, "api", ["10.0.0.1"], True, 30, NOW)
+    assert why.startswith("renewal")
+    assert _certs.leaf_problem(ca, good.cert_pem, good.key_pem, "api", ["10.0.0.2"], True, 30, NOW) == "config changed"

@@ -280,3 +280,14 @@ def test_cat_certs_view_as_maand(tmp_path, monkeypatch):
     assert [(r["worker"], r["status"], r["days_left"]) for r in rows] == [(HOSTS[0], "expiring", "4")]
     monkeypatch.setattr(_certs, "_utcnow", lambda: real() + datetime.timedelta(days=61))
     assert _cat.cat(root, _cat.Request(view="certs", jobs=("api",))).as_dicts()[0]["status"] == "expired"
+
+
+def test_all_allocations_removed_purges_cert_keys(tmp_path):
+    """maand build/build_certs_test.go TestBuildCerts_purgesCertKVWhenAllAllocationsRemoved."""
+    root = bucket(tmp_path, certs={"tls": {"pkcs8": True, "subject": {"common_name": "api"}}})
+    build_ok(root)
+    job(root, "api", {"selectors": ["nowhere"], "certs": {"tls": {"pkcs8": True, "subject": {"common_name": "api"}}}})
+    build_ok(root)
+    snap = kv(root)
+    for host in HOSTS:
+        assert not [k for k in snap.get("maand/job/api/worker/%s" % host, {}) if k.startswith("certs/")]
