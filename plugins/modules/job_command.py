@@ -68,6 +68,7 @@ attributes:
     description: Job commands have effects of their own; in check mode nothing runs.
   diff_mode:
     support: none
+    description: Nothing is compared; the command's own output is returned.
 extends_documentation_fragment:
   - maand.core.controller
 notes:
