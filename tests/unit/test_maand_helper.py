@@ -40,7 +40,7 @@ def test_standard_library_only():
     tree = ast.parse(Path(maand.__file__).read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"json", "os", "shlex", "subprocess", "urllib", "pathlib"}
+    assert imported <= {"http", "json", "os", "shlex", "subprocess", "urllib", "pathlib"}
 
 
 def test_context_from_env(monkeypatch):
