@@ -246,9 +246,12 @@ class ActionModule(ActionBase):
                 run_dir = _deploy_run.new_run(bucket, plan)
             except (OSError, _deploy_run.RunError) as exc:
                 return self._fail(result, bucket, "cannot create the deploy run folder under %s/data: %s" % (bucket, exc))
-            segments = _deploy_run.segments(plan, len(hosts))
+            # MAAND_DEPLOY_WIDE_FACTOR: a test-only knob, so that a 3-host fleet exercises narrow steps
+            segments = _deploy_run.segments(plan, len(hosts), int(os.environ.get("MAAND_DEPLOY_WIDE_FACTOR")
+                                                                  or _deploy_run.WIDE_FACTOR))
         result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
-                      msg=plan["lines"][0], run_dir=run_dir, segments=segments)
+                      msg=plan["lines"][0], run_dir=run_dir, segments=segments,
+                      segment_groups=_deploy_run.segment_groups(segments))
         if self._task.diff:
             result["diff"] = {"prepared": "\n".join(plan["lines"]) + "\n"}
         else:

@@ -83,7 +83,7 @@ def result_path(run_dir, key, host):
     return os.path.join(run_dir, "results", str(key), "%s.json" % host)
 
 
-def segments(plan, play_size):
+def segments(plan, play_size, wide_factor=WIDE_FACTOR):
     """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass.
 
     A step is wide (its agent task runs on every host of the play, skipped where idle) when at least
@@ -96,12 +96,29 @@ def segments(plan, play_size):
     for step in plan.get("steps") or []:
         hosts = set(step.get("ops") or {})
         acting = len(hosts | prev_hosts)  # hosts of the previous step may get their promotions here
-        wide = acting * WIDE_FACTOR >= play_size
+        wide = acting * wide_factor >= play_size
         out.append({"kind": "wide" if wide else "narrow", "step": step["index"]})
         prev_hosts = {g_host for g in step.get("gates") or [] for g_host in g.get("hosts") or []}
     if out:  # the final promote pass: its hosts are known only at run time
-        out.append({"kind": "wide" if play_size <= WIDE_FACTOR else "narrow", "step": FINAL})
+        out.append({"kind": "wide" if play_size <= wide_factor else "narrow", "step": FINAL})
     return out
+
+
+def segment_groups(segs):
+    """Consecutive narrow segments as one group, each wide segment a group of its own:
+    [{"kind": "wide"|"narrow", "segments": [...]}], in order.
+
+    The role includes a narrow group once, run_once, so its steps exist only on the first host of
+    the play: Ansible's per-host bookkeeping of a step (iterating every host, copying run_once results
+    to each) then no longer grows with the fleet, and a rolling batch costs the same at 64 hosts as at
+    8. A wide group is included on every host (its agent task runs on each)."""
+    groups = []
+    for seg in segs:
+        if seg["kind"] == "narrow" and groups and groups[-1]["kind"] == "narrow":
+            groups[-1]["segments"].append(seg)
+        else:
+            groups.append({"kind": seg["kind"], "segments": [seg]})
+    return groups
 
 
 def new_run(bucket, plan, run_id=None):
