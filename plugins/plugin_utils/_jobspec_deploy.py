@@ -12,8 +12,9 @@ On the controller, at plan time (``maand.core.deploy_plan``):
   "environment changed: KEY". The digests are salted, slow PBKDF2 hashes: the values themselves
   never land in the catalog, the plan, the run folder or the worker's records;
 - ``attach`` orders every wave step's ops on each worker in Maelstrom's order (priority, then
-  longest estimate first; estimates from the manifest, else the mean of the last 3 measured runs in
-  ``data/job_history.json``), marks each op with the worker's slots and the job's run fields, and
+  longest estimate first; estimates from the manifest, else the mean of the allocation's last 3
+  measured runs in ``data/job_history.json``, else the job's mean over its workers; an allocation
+  that failed last time or never ran gets priority +1), marks each op with the worker's slots and the job's run fields, and
   returns the plan lines "worker order".
 
 At request time (``maand.core.deploy_agent``): ``runtime_op`` expands the environment again (the
@@ -160,16 +161,17 @@ def load_history(bucket: str) -> dict:
 
 
 def record_history(bucket: str, runs: list) -> None:
-    """Add measured runs [(job, target, seconds, failed)] to data/job_history.json under a file lock
-    (the agent actions of several workers finish at the same time)."""
+    """Add measured runs [(job, target, seconds, failed, worker)] to data/job_history.json, one
+    entry per allocation (job@worker), under a file lock (the agent actions of several workers
+    finish at the same time)."""
     if not runs:
         return
     path = history_path(bucket)
     with open(path + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         history = load_history(bucket)
-        for job, target, seconds, failed in runs:
-            history = JS.history_record(history, job, target, seconds, failed)
+        for job, target, seconds, failed, worker in runs:
+            history = JS.history_record(history, job, target, seconds, failed, worker)
         _catalog.atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
 
 
@@ -185,7 +187,7 @@ def order_host_ops(ops: list, specs: dict, history: dict, slots: int) -> tuple:
 
 def _queued(op: dict, specs: dict, history: dict):
     spec = specs.get(op.get("job")) or {}
-    hint = JS.history_lookup(history, op["job"], op["target"])
+    hint = JS.history_lookup(history, op["job"], op["target"], op.get("host"))
     estimate = spec.get("estimated_duration")
     estimate = hint.estimated_duration if estimate is None else estimate
     priority = max(JS.PRIORITY_MIN, min(JS.PRIORITY_MAX, int(spec.get("priority") or 0) + hint.priority_bump))

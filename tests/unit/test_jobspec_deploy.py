@@ -88,14 +88,17 @@ def test_runtime_op_puts_values_only_in_the_request():
         D.runtime_op(op, {}.get)
 
 
-def test_record_history_keeps_last_three(tmp_path):
+def test_record_history_keeps_last_three_per_allocation(tmp_path):
     (tmp_path / "data").mkdir()
     for seconds in (1, 2, 3, 4):
-        D.record_history(str(tmp_path), [("api", "start", seconds, False)])
-    D.record_history(str(tmp_path), [("web", "start", 7, True)])
+        D.record_history(str(tmp_path), [("api", "start", seconds, False, "h1")])
+    D.record_history(str(tmp_path), [("api", "start", 7, True, "h2"), ("web", "start", 7, True, "h1")])
     hist = D.load_history(str(tmp_path))
-    assert hist["targets"]["api/start"] == {"timings": [2.0, 3.0, 4.0], "failed": False}
-    assert hist["targets"]["web/start"]["failed"] is True
+    assert hist["targets"]["api/start@h1"] == {"timings": [2.0, 3.0, 4.0], "failed": False}
+    assert hist["targets"]["api/start@h2"] == {"timings": [7.0], "failed": True}
+    assert hist["targets"]["web/start@h1"]["failed"] is True
+    ops = [{"id": "api@" + h, "job": "api", "host": h, "target": "start"} for h in ("h1", "h2")]
+    assert [D._queued(op, {}, hist).priority for op in ops] == [0, 1]  # h2 failed last time, h1 did not
 
 
 def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
@@ -133,10 +136,10 @@ def test_worker_order_is_maelstroms_order_property(jobs, slots):
     ops, specs, history = [], {}, {"targets": {}}
     for i, (priority, estimate, has_target, ran) in enumerate(jobs):
         name = "j%d" % i
-        ops.append({"id": name + "@h", "job": name, "target": "start" if has_target else None})
+        ops.append({"id": name + "@h", "job": name, "host": "h", "target": "start" if has_target else None})
         specs[name] = {"priority": priority, "estimated_duration": estimate}
         if ran:
-            history["targets"][name + "/start"] = {"timings": [1.0], "failed": False}
+            history["targets"][name + "/start@h"] = {"timings": [1.0], "failed": False}
     ordered, runs = D.order_host_ops(ops, specs, history, slots)
     assert sorted(o["id"] for o in ordered) == sorted(o["id"] for o in ops)
     quiet = [o for o in ordered if not o["target"]]
@@ -144,7 +147,7 @@ def test_worker_order_is_maelstroms_order_property(jobs, slots):
     keys = []
     for op in ordered[len(quiet):]:
         spec = specs[op["job"]]
-        bump = 0 if (op["job"] + "/start") in history["targets"] else 1
+        bump = 0 if (op["job"] + "/start@h") in history["targets"] else 1
         est = spec["estimated_duration"]
         if est is None and bump == 0:
             est = 1.0
