@@ -117,9 +117,40 @@ def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
 
 
 def test_read_state_lists_users_and_groups(tmp_path):
+    import os
+    import pwd
     from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
     st = A.read_state(str(tmp_path / "nope"))
     assert "root" in st["users"] and "root" in st["groups"]
+    assert (st["euid"], st["egid"]) == (os.geteuid(), os.getegid())
+    assert st["euser"] == pwd.getpwuid(os.geteuid()).pw_name and st["egroup"] in st["groups"]
+    json.dumps(st)  # travels as JSON
+
+
+def test_specs_that_need_root_are_refused_at_plan_on_a_non_root_agent():
+    """network, mounts, a read-only file system and a switch to another user or group need root:
+    on a worker whose agent is not root the plan refuses, naming job, worker, field and the fix."""
+    jobs = [dict(job("net"), spec={"network": "disabled"}), dict(job("ro"), spec={"enable_writable_file_system": False}),
+            dict(job("mnt"), spec={"mounts": [{"type": "tmp", "mount_point": "/tmp"}]}),
+            dict(job("own"), spec={"user": "deploy", "group": 1000, "network": "local"}),
+            dict(job("other"), spec={"user": "svc"}), dict(job("plain"), spec={"timeout": 5})]
+    names = [j["name"] for j in jobs]
+    cat = catalog(jobs, [(n, "h1", "active") for n in names] + [(n, "h2", "active") for n in names])
+    st = states(["h1", "h2"])
+    common = dict(users=["root", "deploy", "svc"], groups=["root", "deploy"])
+    st["h1"].update(common, euid=1000, egid=1000, euser="deploy", egroup="deploy")
+    st["h2"].update(common, euid=0, egid=0, euser="root", egroup="root")
+    errors = D.check_ids(cat, st, names)
+    assert [e.split(" needs root")[0] for e in errors] == [
+        'job net: "network": "disabled"', 'job ro: "enable_writable_file_system": false',
+        'job mnt: "mounts": "1 mount(s)"', 'job other: "user": "svc"']  # own user/group, local network: fine
+    assert all("on worker h1, but the maand agent runs there as deploy (uid 1000); set use_sudo = true in "
+               "maand.conf (ansible_become), or drop" in e for e in errors), errors
+    assert errors[0].endswith('drop "network" from workspace/jobs/net/manifest.json (or the container it '
+                              'inherits from)')
+    assert D.check_ids(cat, st, ["plain", "own"]) == []
+    del st["h1"]["euid"]  # an older agent: not checked here (the worker names it when make would run)
+    assert D.check_ids(cat, st, names) == []
 
 
 from hypothesis import given, settings  # noqa: E402
