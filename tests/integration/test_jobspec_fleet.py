@@ -108,7 +108,7 @@ class Run:
     def __init__(self, fleet, bucket):
         self.fleet = fleet
         self.bucket = bucket
-        self.env = dict(os.environ, JS_DB_URL=SECRET)
+        self.env = dict(os.environ, JS_DB_URL=SECRET, JS_HOOK_MARK=str(bucket.parent / "pre_deploy.log"))
 
     outputs: list = []  # every playbook's output, for the no-leak check
 
@@ -136,7 +136,10 @@ def run(fleet_factory, tmp_path_factory):
     write(bucket / "workspace" / "containers" / "base.json", json.dumps({
         "environment": {"DB": "$env{JS_DB_URL}", "LEVEL": "$env{JS_LEVEL:-info}"},
         "working_directory": "run", "user": "nobody", "group": "daemon"}))
-    root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
+    root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"},
+                   commands={"command_mark": {"executed_on": ["pre_deploy"]}})
+    write(root / "_modules" / "command_mark.py",  # a pre_deploy hook: one line per run and worker
+          'import os\nwith open(os.environ["JS_HOOK_MARK"], "a") as f:\n    f.write(os.environ["ALLOCATION_IP"] + "\\n")\n')
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)
     write(bucket / "layers" / "common" / "conf" / "shared.conf", "shared=1\n")
@@ -265,9 +268,12 @@ def test_05b_unknown_user_refuses_the_plan(run):
     base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
     run.play("build")
     before = (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text()
+    hooks = Path(run.env["JS_HOOK_MARK"]).read_text()
+    assert hooks, "the pre_deploy hook ran in the deploys before"
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
     assert (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text() == before
+    assert Path(run.env["JS_HOOK_MARK"]).read_text() == hooks  # refused before pre_deploy hooks ran
     base.write_text(good)
 
 
