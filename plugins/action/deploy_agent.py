@@ -53,7 +53,7 @@ def _record_history(bucket, request, answer):
     for outcome in answer.get("ops") or []:
         op = ops.get(outcome.get("id"))
         if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
-            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok")))
+            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
     try:
         _jobspec_deploy.record_history(bucket, runs)
     except OSError:

@@ -22,6 +22,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_run,
     _deploy_stage,
     _hook_deploy,
+    _kv_store,
 )
 
 display = Display()
@@ -76,8 +77,21 @@ def prune(bucket, plan, done, result, problems):
                 result.update(changed=True, pruned=sorted("%s@%s" % g for g in gone))
                 display.display("catalog: dropped %d cleaned removed allocation(s): %s" % (
                     len(gone), ", ".join(result["pruned"])), color="yellow")
-    except (OSError, _catalog.CatalogError) as exc:
-        problems.append("could not update data/catalog.json: %s" % exc)
+                drop_job_kv(bucket, catalog, new)
+    except (OSError, _catalog.CatalogError, _kv_store.KVStoreError) as exc:
+        problems.append("could not update data/catalog.json or data/kv.json: %s" % exc)
+
+
+def drop_job_kv(bucket, old, new):
+    """Jobs that left the catalog: tombstone their vars/job and secrets/job (held: bucket lock)."""
+    gone = sorted({j["name"] for j in old.get("jobs", [])} - {j["name"] for j in new.get("jobs", [])})
+    if gone and _kv_store.KVStore.exists(bucket):
+        store = _kv_store.KVStore.load(bucket)
+        changes = store.drop_jobs(gone)
+        store.save()
+        if changes:
+            display.display("KV: %d key(s) of removed job(s) %s deleted" % (len(changes), ", ".join(gone)),
+                            color="yellow")
 
 
 class ActionModule(ActionBase):

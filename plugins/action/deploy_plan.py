@@ -197,12 +197,13 @@ class ActionModule(ActionBase):
         states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
         in_scope = [j["name"] for j in catalog.get("jobs", [])
                     if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
-        hook_failures, in_scope, jobs_filter = self._pre_deploy(bucket, catalog, in_scope, jobs_filter, states,
-                                                                hostvars, hosts, task_vars)
-        # every job tree read once, every active allocation's templates rendered and hashed in memory
+        # job specs' users, groups and root needs checked before pre_deploy hooks run on any worker
         id_errors = _jobspec_deploy.check_ids(catalog, states, in_scope)
         if id_errors:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(id_errors))
+        hook_failures, in_scope, jobs_filter = self._pre_deploy(bucket, catalog, in_scope, jobs_filter, states,
+                                                                hostvars, hosts, task_vars)
+        # every job tree read once, every active allocation's templates rendered and hashed in memory
         try:  # job specs' layers stacked under the job trees (data/.jobspec-layers/<job>; a temp folder in check mode)
             with _jobspec_layers.stacked(bucket, catalog, in_scope, self._task.check_mode) as stacked:
                 staging = _deploy_stage.compute(bucket, stacked, in_scope, hosts, _deploy_plan.current_versions(states),

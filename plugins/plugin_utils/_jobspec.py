@@ -804,27 +804,61 @@ def job_environment_of(integrated: IntegratedSpec, env_lookup: Lookup) -> dict:
 
 # --- Deploy helpers: run history (kept by deploy under the bucket's data/) and a worker's plan ---
 
-HISTORY_VERSION = 1
+HISTORY_VERSION = 2
 
 
-def history_record(history: Optional[Mapping], job: str, target: str, seconds: float, failed: bool) -> dict:
-    """A new history document with one more measured run of ``job``'s make ``target``.
+def _history_key(job: str, target: str, worker: Optional[str] = None) -> str:
+    return f"{job}/{target}" if worker is None else f"{job}/{target}@{worker}"
 
-    The document is plain JSON: {"version": 1, "targets": {"<job>/<target>": {"timings": [...],
-    "failed": bool}}}; the last MAX_TIMINGS durations are kept. The input is not modified.
+
+def _history_targets(history: Optional[Mapping]) -> dict:
+    targets = (history or {}).get("targets") if isinstance(history, Mapping) else None
+    return targets if isinstance(targets, Mapping) else {}
+
+
+def _timings(entry) -> list:
+    if not isinstance(entry, Mapping):
+        return []
+    return [float(t) for t in entry.get("timings") or []
+            if isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0]
+
+
+def history_record(history: Optional[Mapping], job: str, target: str, seconds: float, failed: bool,
+                   worker: Optional[str] = None) -> dict:
+    """A new history document with one more measured run of ``job``'s make ``target`` on ``worker``.
+
+    The document is plain JSON: {"version": 2, "targets": {"<job>/<target>@<worker>": {"timings":
+    [...], "failed": bool}}}, one entry per allocation; the last MAX_TIMINGS durations are kept.
+    Version 1 documents (keys "<job>/<target>", pooled over workers) are read as they are: such an
+    entry stands for every allocation of the job until one of them is measured again, when it is
+    dropped (migration on read). The input is not modified.
     """
-    targets = dict((history or {}).get("targets") or {})
-    key = f"{job}/{target}"
+    targets = dict(_history_targets(history))
+    key = _history_key(job, target, worker)
     old = targets.get(key) or {}
-    targets[key] = {"timings": record_timing(old.get("timings") or [], seconds), "failed": bool(failed)}
+    targets[key] = {"timings": record_timing(_timings(old), seconds), "failed": bool(failed)}
+    if worker is not None:
+        targets.pop(_history_key(job, target), None)
     return {"version": HISTORY_VERSION, "targets": dict(sorted(targets.items()))}
 
 
-def history_lookup(history: Optional[Mapping], job: str, target: str) -> HistoryHint:
-    """The HistoryHint of ``job``'s ``target`` from a history document (never run: (1, None))."""
-    entry = ((history or {}).get("targets") or {}).get(f"{job}/{target}") or {}
-    timings = [t for t in entry.get("timings") or [] if isinstance(t, (int, float)) and t >= 0]
-    return history_hint(timings, bool(entry.get("failed")))
+def history_lookup(history: Optional[Mapping], job: str, target: str, worker: Optional[str] = None) -> HistoryHint:
+    """The HistoryHint of the allocation ``job``@``worker``'s ``target`` from a history document.
+
+    The allocation's own entry when it has one (its last 3 runs, its own failed flag); else a
+    version-1 entry of the job; else never run here (priority +1) with the job's mean over the
+    workers it ran on as the estimate (None when it never ran anywhere).
+    """
+    targets = _history_targets(history)
+    own = targets.get(_history_key(job, target, worker)) if worker is not None else None
+    if own is None:
+        own = targets.get(_history_key(job, target))
+    if isinstance(own, Mapping) and _timings(own):
+        return history_hint(_timings(own), bool(own.get("failed")))
+    prefix = _history_key(job, target, "")
+    means = [sum(ts) / len(ts) for key, ts in ((k, _timings(v)) for k, v in targets.items())
+             if key.startswith(prefix) and ts]
+    return HistoryHint(1, sum(means) / len(means) if means else None)
 
 
 @dataclass(frozen=True)
@@ -836,12 +870,13 @@ class PlannedJob:
     estimated_duration: Optional[float] = None
 
 
-def plan_worker(jobs: list, target: str, slots: int, history: Optional[Mapping] = None) -> list:
-    """The LPT plan of one worker's step: manifest priority + history bump, manifest estimate else
-    the history mean (Maelstrom's test runners), on ``slots`` parallel slots."""
+def plan_worker(jobs: list, target: str, slots: int, history: Optional[Mapping] = None,
+                worker: Optional[str] = None) -> list:
+    """The LPT plan of one worker's step: manifest priority + the allocation's history bump,
+    manifest estimate else the history mean (Maelstrom's test runners), on ``slots`` parallel slots."""
     queued = []
     for job in jobs:
-        hint = history_lookup(history, job.name, target)
+        hint = history_lookup(history, job.name, target, worker)
         estimate = job.estimated_duration if job.estimated_duration is not None else hint.estimated_duration
         priority = max(PRIORITY_MIN, min(PRIORITY_MAX, job.priority + hint.priority_bump))
         queued.append(QueuedJob(job.name, priority, estimate))

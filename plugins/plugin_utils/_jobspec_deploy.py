@@ -12,8 +12,9 @@ On the controller, at plan time (``maand.core.deploy_plan``):
   "environment changed: KEY". The digests are salted, slow PBKDF2 hashes: the values themselves
   never land in the catalog, the plan, the run folder or the worker's records;
 - ``attach`` orders every wave step's ops on each worker in Maelstrom's order (priority, then
-  longest estimate first; estimates from the manifest, else the mean of the last 3 measured runs in
-  ``data/job_history.json``), marks each op with the worker's slots and the job's run fields, and
+  longest estimate first; estimates from the manifest, else the mean of the allocation's last 3
+  measured runs in ``data/job_history.json``, else the job's mean over its workers; an allocation
+  that failed last time or never ran gets priority +1), marks each op with the worker's slots and the job's run fields, and
   returns the plan lines "worker order".
 
 At request time (``maand.core.deploy_agent``): ``runtime_op`` expands the environment again (the
@@ -116,22 +117,62 @@ def runtime_op(op: dict, lookup) -> dict:
     return out
 
 
-def check_ids(catalog: dict, states: dict, jobs: list) -> list:
-    """Errors for job specs whose user or group name the worker does not know (names read with the
-    worker's state; numeric ids are not checked). Only reachable workers that reported their names."""
+def _checked(catalog: dict, states: dict, jobs: list):
+    """(alloc, spec, state) of the active allocations of ``jobs`` with a spec on reachable workers."""
     specs = specs_of(catalog)
-    errors = []
     for alloc in catalog.get("allocations", []):
         spec = specs.get(alloc.get("job"))
         state = states.get(alloc.get("worker")) or {}
-        if not spec or alloc.get("job") not in jobs or alloc.get("state") != "active" or not state.get("reachable"):
-            continue
+        if spec and alloc.get("job") in jobs and alloc.get("state") == "active" and state.get("reachable"):
+            yield alloc, spec, state
+
+
+def check_ids(catalog: dict, states: dict, jobs: list) -> list:
+    """Errors for job specs whose user or group name the worker does not know (names read with the
+    worker's state; numeric ids are not checked), then those that need root where the worker's
+    agent is not root (check_root). Only reachable workers that reported their names."""
+    errors = []
+    for alloc, spec, state in _checked(catalog, states, jobs):
         for field, known in (("user", "users"), ("group", "groups")):
             name = spec.get(field)
             if isinstance(name, str) and isinstance(state.get(known), list) and name not in state[known]:
                 errors.append("job %s: %s %r does not exist on worker %s; create it there, or fix \"%s\" in "
                               "workspace/jobs/%s/manifest.json (or the container it inherits from)"
                               % (alloc["job"], field, name, alloc["worker"], field, alloc["job"]))
+    return errors + check_root(catalog, states, jobs)
+
+
+def root_fields(spec: dict, state: dict) -> list:
+    """The spec's fields that need root on a worker whose agent runs as state's euid/egid (the
+    agent's own checks: a network namespace, a mount namespace, a switch to another uid or gid)."""
+    fields = []
+    if spec.get("network") in ("disabled", "loopback"):
+        fields.append(("network", spec["network"]))
+    if spec.get("mounts"):
+        fields.append(("mounts", "%d mount(s)" % len(spec["mounts"])))
+    if spec.get("enable_writable_file_system") is False:
+        fields.append(("enable_writable_file_system", False))
+    for field, own_id, own_name in (("user", "euid", "euser"), ("group", "egid", "egroup")):
+        value = spec.get(field)
+        if value is not None and value not in (state.get(own_id), state.get(own_name)):
+            fields.append((field, value))
+    return fields
+
+
+def check_root(catalog: dict, states: dict, jobs: list) -> list:
+    """Errors for job specs that need root on a worker whose agent is not root (the state read
+    reports the agent's euid; an older agent that does not is not checked here)."""
+    errors = []
+    for alloc, spec, state in _checked(catalog, states, jobs):
+        euid = state.get("euid")
+        if not isinstance(euid, int) or euid == 0:
+            continue
+        for field, value in root_fields(spec, state):
+            errors.append("job %s: \"%s\": %s needs root on worker %s, but the maand agent runs there as %s "
+                          "(uid %d); set use_sudo = true in maand.conf (ansible_become), or drop \"%s\" from "
+                          "workspace/jobs/%s/manifest.json (or the container it inherits from)"
+                          % (alloc["job"], field, json.dumps(value), alloc["worker"], state.get("euser") or "?",
+                             euid, field, alloc["job"]))
     return errors
 
 
@@ -160,16 +201,17 @@ def load_history(bucket: str) -> dict:
 
 
 def record_history(bucket: str, runs: list) -> None:
-    """Add measured runs [(job, target, seconds, failed)] to data/job_history.json under a file lock
-    (the agent actions of several workers finish at the same time)."""
+    """Add measured runs [(job, target, seconds, failed, worker)] to data/job_history.json, one
+    entry per allocation (job@worker), under a file lock (the agent actions of several workers
+    finish at the same time)."""
     if not runs:
         return
     path = history_path(bucket)
     with open(path + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         history = load_history(bucket)
-        for job, target, seconds, failed in runs:
-            history = JS.history_record(history, job, target, seconds, failed)
+        for job, target, seconds, failed, worker in runs:
+            history = JS.history_record(history, job, target, seconds, failed, worker)
         _catalog.atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
 
 
@@ -185,7 +227,7 @@ def order_host_ops(ops: list, specs: dict, history: dict, slots: int) -> tuple:
 
 def _queued(op: dict, specs: dict, history: dict):
     spec = specs.get(op.get("job")) or {}
-    hint = JS.history_lookup(history, op["job"], op["target"])
+    hint = JS.history_lookup(history, op["job"], op["target"], op.get("host"))
     estimate = spec.get("estimated_duration")
     estimate = hint.estimated_duration if estimate is None else estimate
     priority = max(JS.PRIORITY_MIN, min(JS.PRIORITY_MAX, int(spec.get("priority") or 0) + hint.priority_bump))

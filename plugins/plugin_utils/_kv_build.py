@@ -185,7 +185,7 @@ def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
     for ns, keys in list(prepared.prometheus.items()) + list((extra or {}).items()):
         computed.setdefault(ns, {}).update(keys)
     store = _kv_store.KVStore.load(bucket_dir)
-    changes = store.apply_build(computed)
+    changes = store.apply_build(computed, catalog_jobs=[j["name"] for j in catalog.get("jobs", [])])
     written = store.save()
     if not changes:
         return ["KV: data/kv.json written"] if written else []

@@ -17,7 +17,9 @@ maand keeps its KV in maand.db's ``key_value`` table, one row per (namespace, ke
 Who owns what (maand build/build_variables.go): build owns ``maand/*``, ``vars/bucket`` and
 ``vars/bucket/job/*`` and replaces them on every build (stale keys become tombstones);
 ``vars/job/<job>`` and ``secrets/job/<job>`` belong to the user: build merges vars.toml into
-``vars/job/<job>`` and keeps every key hooks wrote there.
+``vars/job/<job>`` and keeps every key hooks wrote there, until the job leaves the catalog
+(removed from the workspace and cleaned up on its workers): then both are tombstoned, as maand's
+deploy and gc purge them (``drop_jobs``).
 
 The file is replaced atomically (temp file + os.replace). Writers hold the bucket lock
 (``_catalog.bucket_lock``, which build already takes) around load..save. No Ansible imports.
@@ -30,7 +32,7 @@ import dataclasses
 import json
 import os
 import time
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import _catalog, _secrets
 
@@ -57,6 +59,11 @@ def is_user_ns(namespace: str) -> bool:
     """vars/job/<job> and secrets/job/<job>: written by users and hooks, merged by build."""
     return any(namespace.startswith(p) and "/" not in namespace[len(p):] and namespace[len(p):]
                for p in USER_PREFIXES)
+
+
+def user_ns_job(namespace: str) -> str:
+    """The job of a user-owned namespace (vars/job/<job> or secrets/job/<job>)."""
+    return namespace.rsplit("/", 1)[1]
 
 
 @dataclasses.dataclass
@@ -231,10 +238,14 @@ class KVStore:
             raise KVStoreError("rollout_order needs a job name, not %r" % job)
         return self._put("maand/job/%s" % job, ROLLOUT_ORDER_KEY, str(order))
 
-    def apply_build(self, computed: Mapping[str, Mapping[str, str]]) -> list[Change]:
+    def apply_build(self, computed: Mapping[str, Mapping[str, str]],
+                    catalog_jobs: Iterable[str] | None = None) -> list[Change]:
         """Take build's computed KV (_kv.compute_kv without previous): build-owned namespaces are
         replaced (keys not computed any more become tombstones, whole namespaces included);
-        user-owned ones get the computed keys (vars.toml) merged over what they hold."""
+        user-owned ones get the computed keys (vars.toml) merged over what they hold.
+
+        catalog_jobs: every job the catalog still holds (removed ones that still have allocation
+        rows included); the user-owned namespaces of any other job are tombstoned (drop_jobs)."""
         changes: list[Change] = []
         for ns, keys in computed.items():
             for key, value in keys.items():
@@ -248,6 +259,23 @@ class KVStore:
             for key in sorted(keys):
                 if key not in wanted and self._delete(ns, key):
                     changes.append(Change(ns, key, "deleted"))
+        if catalog_jobs is not None:
+            held = set(catalog_jobs)
+            changes += self.drop_jobs(sorted({user_ns_job(ns) for ns in self.namespaces if is_user_ns(ns)} - held))
+        return changes
+
+    def drop_jobs(self, jobs: Iterable[str]) -> list[Change]:
+        """Tombstone every key of vars/job/<job> and secrets/job/<job> of jobs that left the
+        catalog (removed from the workspace and cleaned up on their workers), as maand's deploy
+        and gc purge a job's namespaces once it holds no allocation that is not removed
+        (deploy/purge_job_kv.go, data.JobKVNamespaces). A job added again starts empty."""
+        changes: list[Change] = []
+        for job in jobs:
+            for prefix in USER_PREFIXES:
+                ns = prefix + job
+                for key in sorted(self.namespaces.get(ns) or {}):
+                    if self._delete(ns, key):
+                        changes.append(Change(ns, key, "deleted"))
         return changes
 
     def prune_history(self, older_than_seconds: float) -> int:

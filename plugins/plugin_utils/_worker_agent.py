@@ -96,13 +96,31 @@ def other_buckets(root):
     return out
 
 
+def _user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
+def _group_name(gid):
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return None
+
+
 def read_state(root):
     """What a worker holds for one bucket: worker.json, jobs.json, promoted records, job trees."""
     bad = []
     out = {"exists": os.path.isdir(root), "worker": None, "jobs": None, "deployed": {}, "trees": [],
            "pending": [], "bad": bad, "others": other_buckets(root),
            # the names job specs may run as (the plan refuses an unknown user or group before touching anything)
-           "users": sorted(set(p.pw_name for p in pwd.getpwall())), "groups": sorted(set(g.gr_name for g in grp.getgrall()))}
+           "users": sorted(set(p.pw_name for p in pwd.getpwall())), "groups": sorted(set(g.gr_name for g in grp.getgrall())),
+           # who the agent runs as: the plan refuses job specs that need root (network, mounts, a
+           # read-only file system, another user or group) on a worker whose agent is not root
+           "euid": os.geteuid(), "egid": os.getegid(), "euser": _user_name(os.geteuid()),
+           "egroup": _group_name(os.getegid())}
     if not out["exists"]:
         return out
     out["worker"] = _load(os.path.join(root, "worker.json"), bad)

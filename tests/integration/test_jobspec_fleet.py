@@ -1,6 +1,8 @@
 """Job specs on a real SSH fleet (seed 004): the controller's environment reaches make (and never the
 catalog, the run folder or the worker's records), working_directory and user, a changed value restarts
-the job, targets of one wave start side by side in Maelstrom's order, and a job timeout kills its target."""
+the job, targets of one wave start side by side in Maelstrom's order (asserted by the order of start/end
+events, never by wall-clock seconds), and a job timeout kills its target. Every playbook runs with -vvvv
+(deploys also with --diff) and the secret value is in none of their output, data/ or the worker's records."""
 
 from __future__ import annotations
 
@@ -30,13 +32,19 @@ stop reload:
 \t@true
 """
 
+# Each nap job appends "<job> start" / "<job> end" to one events file per worker, under flock. nap3
+# ends only once nap1 started (waiting at most 30 s): run side by side, nap1 starts before nap3
+# ends; run one after another, nap3 ends first. No wall-clock numbers are asserted.
 NAP_MAKEFILE = """\
 .PHONY: start stop restart reload
 start:
-\tmkdir -p logs; date +%s.%N > logs/t0; sleep {secs}; date +%s.%N > logs/t1
+\tflock {events} -c 'echo "{name} start" >> {events}'
+\tsleep {secs}
+{wait}\tflock {events} -c 'echo "{name} end" >> {events}'
 stop restart reload:
 \t@true
 """
+WAIT_FOR = "\tfor i in $$(seq 300); do grep -qx '{event}' {events} 2>/dev/null && break; sleep 0.1; done\n"
 
 NET_MAKEFILE = """\
 .PHONY: start stop restart reload
@@ -100,7 +108,9 @@ class Run:
     def __init__(self, fleet, bucket):
         self.fleet = fleet
         self.bucket = bucket
-        self.env = dict(os.environ, JS_DB_URL=SECRET)
+        self.env = dict(os.environ, JS_DB_URL=SECRET, JS_HOOK_MARK=str(bucket.parent / "pre_deploy.log"))
+
+    outputs: list = []  # every playbook's output, for the no-leak check
 
     def play(self, name, *args, check=True):
         cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
@@ -109,6 +119,7 @@ class Run:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=400, check=False,
                               env=self.env)
         out = proc.stdout + proc.stderr
+        self.outputs.append(out)
         if check and proc.returncode != 0:
             raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
         return proc.returncode, out
@@ -125,7 +136,10 @@ def run(fleet_factory, tmp_path_factory):
     write(bucket / "workspace" / "containers" / "base.json", json.dumps({
         "environment": {"DB": "$env{JS_DB_URL}", "LEVEL": "$env{JS_LEVEL:-info}"},
         "working_directory": "run", "user": "nobody", "group": "daemon"}))
-    root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"})
+    root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"},
+                   commands={"command_mark": {"executed_on": ["pre_deploy"]}})
+    write(root / "_modules" / "command_mark.py",  # a pre_deploy hook: one line per run and worker
+          'import os\nwith open(os.environ["JS_HOOK_MARK"], "a") as f:\n    f.write(os.environ["ALLOCATION_IP"] + "\\n")\n')
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)
     write(bucket / "layers" / "common" / "conf" / "shared.conf", "shared=1\n")
@@ -138,31 +152,43 @@ def run(fleet_factory, tmp_path_factory):
     peer = fleet.addresses[0]
     add_job(bucket, "netoff", makefile=NET_MAKEFILE.replace("$(PEER)", peer), network="disabled")
     add_job(bucket, "neton", makefile=NET_MAKEFILE.replace("$(PEER)", peer))
+    events_dir = tmp_path_factory.mktemp("nap-events")
+    os.chmod(events_dir, 0o777)
+    events = "%s/events-$$ALLOCATION_IP.log" % events_dir
     for name, secs in (("nap1", 1), ("nap2", 2), ("nap3", 3)):
-        add_job(bucket, name, makefile=NAP_MAKEFILE.format(secs=secs), estimated_duration=secs,
-                selectors=["worker"])
-    return Run(fleet, bucket)
+        wait = WAIT_FOR.format(event="nap1 start", events=events) if name == "nap3" else ""
+        add_job(bucket, name, makefile=NAP_MAKEFILE.format(name=name, secs=secs, events=events, wait=wait),
+                estimated_duration=secs, selectors=["worker"])
+    out = Run(fleet, bucket)
+    out.events_dir = Path(events_dir)
+    return out
 
 
 def test_01_plan_shows_the_worker_order(run):
     run.play("build")
-    rc, out = run.play("deploy", "--check", "--diff", "-e", "maand_worker_slots=2")
+    rc, out = run.play("deploy", "--check", "--diff", "-vvvv", "-e", "maand_worker_slots=2")
     assert "worker order" in out, out
     for h in run.fleet.addresses:
         assert re.search(r"on %s: 2 slot\(s\): .*nap3 \(3s\), nap2 \(2s\), nap1 \(1s\)" % re.escape(h), out), out
 
 
+def _events(run, host):
+    return (run.events_dir / ("events-%s.log" % host)).read_text().split("\n")[:-1]
+
+
 def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
-    run.play("deploy", "-e", "maand_worker_slots=2")
+    run.play("deploy", "-vvvv", "--diff", "-e", "maand_worker_slots=2")
     for h in run.fleet.addresses:
         text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
         assert "db=%s level=info user=nobody group=daemon" % SECRET in text, text
         assert "/jobs/envjob/run new=1.0.0" in text, text
-        t = {n: [float((run.job(h, n) / "logs" / f).read_text()) for f in ("t0", "t1")]
-             for n in ("nap1", "nap2", "nap3")}
-        assert abs(t["nap3"][0] - t["nap2"][0]) < 1.0, t         # the two longest start together
-        assert t["nap1"][0] >= t["nap2"][1] - 0.3, t              # the shortest waits for a free slot
-        assert max(v[1] for v in t.values()) - min(v[0] for v in t.values()) < 5.0, t  # serial: >= 6 s
+        ev = _events(run, h)
+        assert sorted(ev) == sorted("%s %s" % (n, e) for n in ("nap1", "nap2", "nap3") for e in ("start", "end")), ev
+        at = {e: i for i, e in enumerate(ev)}
+        first_end = min(at["nap1 end"], at["nap2 end"], at["nap3 end"])
+        assert at["nap3 start"] < first_end and at["nap2 start"] < first_end, ev  # the two longest overlap
+        assert at["nap1 start"] > at["nap2 end"], ev  # the shortest waits for a free slot (2 slots)...
+        assert at["nap1 start"] < at["nap3 end"], ev  # ...and then runs beside nap3 (serial: nap3 ends first)
 
 
 def test_02b_network_disabled_has_no_network(run):
@@ -193,11 +219,19 @@ def test_03_values_never_land_in_catalog_run_folder_or_records(run):
     for path in (run.bucket / "data").rglob("*"):
         if path.is_file():
             assert SECRET not in path.read_text(errors="replace"), path
-    for h in run.fleet.addresses:
-        for path in (run.job(h, "envjob").parents[1] / "deploy").glob("*"):
-            assert SECRET not in path.read_text(), path
+    for h in run.fleet.addresses:  # the worker's records: everything but what make itself wrote
+        made = run.job(h, "envjob") / "run" / "out.txt"
+        for path in run.job(h, "envjob").parents[1].rglob("*"):
+            if path.is_file() and not path.is_symlink() and path != made:
+                assert b"s3cret-9f1c" not in path.read_bytes(), path
+    assert any("ESTABLISH SSH CONNECTION" in out for out in run.outputs)  # -vvvv did print the details
+    for out in run.outputs:  # deploy -vvvv --diff, the plan -vvvv: not in any output
+        assert SECRET not in out and "s3cret-9f1c" not in out
     history = json.loads((run.bucket / "data" / "job_history.json").read_text())
-    assert [round(t) for t in history["targets"]["nap3/start"]["timings"]] == [3, 3]  # one run per worker
+    assert history["version"] == 2 and "nap3/start" not in history["targets"]
+    for h in run.fleet.addresses:  # one entry per allocation, each with its own run
+        entry = history["targets"]["nap3/start@%s" % h]
+        assert len(entry["timings"]) == 1 and entry["timings"][0] >= 3 and entry["failed"] is False, history
 
 
 def test_04_changed_value_restarts_and_plan_names_the_key(run):
@@ -211,10 +245,12 @@ def test_04_changed_value_restarts_and_plan_names_the_key(run):
 
 def test_04b_job_playbook_runs_targets_with_the_spec(run):
     run.env["JS_LEVEL"] = "trace"
-    run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart")
+    rc, out = run.play("job", "-vvvv", "-e", "maand_job=envjob", "-e", "maand_target=restart")
+    assert "s3cret-9f1c" not in out
     for h in run.fleet.addresses:
         text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
         assert "level=trace user=nobody group=daemon" in text and "/jobs/envjob/run" in text, text
+        assert "db=%s" % SECRET in text, text  # the value did reach make
     run.env["JS_LEVEL"] = "debug"
 
 
@@ -232,9 +268,12 @@ def test_05b_unknown_user_refuses_the_plan(run):
     base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
     run.play("build")
     before = (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text()
+    hooks = Path(run.env["JS_HOOK_MARK"]).read_text()
+    assert hooks, "the pre_deploy hook ran in the deploys before"
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
     assert (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text() == before
+    assert Path(run.env["JS_HOOK_MARK"]).read_text() == hooks  # refused before pre_deploy hooks ran
     base.write_text(good)
 
 

@@ -88,14 +88,17 @@ def test_runtime_op_puts_values_only_in_the_request():
         D.runtime_op(op, {}.get)
 
 
-def test_record_history_keeps_last_three(tmp_path):
+def test_record_history_keeps_last_three_per_allocation(tmp_path):
     (tmp_path / "data").mkdir()
     for seconds in (1, 2, 3, 4):
-        D.record_history(str(tmp_path), [("api", "start", seconds, False)])
-    D.record_history(str(tmp_path), [("web", "start", 7, True)])
+        D.record_history(str(tmp_path), [("api", "start", seconds, False, "h1")])
+    D.record_history(str(tmp_path), [("api", "start", 7, True, "h2"), ("web", "start", 7, True, "h1")])
     hist = D.load_history(str(tmp_path))
-    assert hist["targets"]["api/start"] == {"timings": [2.0, 3.0, 4.0], "failed": False}
-    assert hist["targets"]["web/start"]["failed"] is True
+    assert hist["targets"]["api/start@h1"] == {"timings": [2.0, 3.0, 4.0], "failed": False}
+    assert hist["targets"]["api/start@h2"] == {"timings": [7.0], "failed": True}
+    assert hist["targets"]["web/start@h1"]["failed"] is True
+    ops = [{"id": "api@" + h, "job": "api", "host": h, "target": "start"} for h in ("h1", "h2")]
+    assert [D._queued(op, {}, hist).priority for op in ops] == [0, 1]  # h2 failed last time, h1 did not
 
 
 def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
@@ -114,9 +117,40 @@ def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
 
 
 def test_read_state_lists_users_and_groups(tmp_path):
+    import os
+    import pwd
     from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
     st = A.read_state(str(tmp_path / "nope"))
     assert "root" in st["users"] and "root" in st["groups"]
+    assert (st["euid"], st["egid"]) == (os.geteuid(), os.getegid())
+    assert st["euser"] == pwd.getpwuid(os.geteuid()).pw_name and st["egroup"] in st["groups"]
+    json.dumps(st)  # travels as JSON
+
+
+def test_specs_that_need_root_are_refused_at_plan_on_a_non_root_agent():
+    """network, mounts, a read-only file system and a switch to another user or group need root:
+    on a worker whose agent is not root the plan refuses, naming job, worker, field and the fix."""
+    jobs = [dict(job("net"), spec={"network": "disabled"}), dict(job("ro"), spec={"enable_writable_file_system": False}),
+            dict(job("mnt"), spec={"mounts": [{"type": "tmp", "mount_point": "/tmp"}]}),
+            dict(job("own"), spec={"user": "deploy", "group": 1000, "network": "local"}),
+            dict(job("other"), spec={"user": "svc"}), dict(job("plain"), spec={"timeout": 5})]
+    names = [j["name"] for j in jobs]
+    cat = catalog(jobs, [(n, "h1", "active") for n in names] + [(n, "h2", "active") for n in names])
+    st = states(["h1", "h2"])
+    common = dict(users=["root", "deploy", "svc"], groups=["root", "deploy"])
+    st["h1"].update(common, euid=1000, egid=1000, euser="deploy", egroup="deploy")
+    st["h2"].update(common, euid=0, egid=0, euser="root", egroup="root")
+    errors = D.check_ids(cat, st, names)
+    assert [e.split(" needs root")[0] for e in errors] == [
+        'job net: "network": "disabled"', 'job ro: "enable_writable_file_system": false',
+        'job mnt: "mounts": "1 mount(s)"', 'job other: "user": "svc"']  # own user/group, local network: fine
+    assert all("on worker h1, but the maand agent runs there as deploy (uid 1000); set use_sudo = true in "
+               "maand.conf (ansible_become), or drop" in e for e in errors), errors
+    assert errors[0].endswith('drop "network" from workspace/jobs/net/manifest.json (or the container it '
+                              'inherits from)')
+    assert D.check_ids(cat, st, ["plain", "own"]) == []
+    del st["h1"]["euid"]  # an older agent: not checked here (the worker names it when make would run)
+    assert D.check_ids(cat, st, names) == []
 
 
 from hypothesis import given, settings  # noqa: E402
@@ -133,10 +167,10 @@ def test_worker_order_is_maelstroms_order_property(jobs, slots):
     ops, specs, history = [], {}, {"targets": {}}
     for i, (priority, estimate, has_target, ran) in enumerate(jobs):
         name = "j%d" % i
-        ops.append({"id": name + "@h", "job": name, "target": "start" if has_target else None})
+        ops.append({"id": name + "@h", "job": name, "host": "h", "target": "start" if has_target else None})
         specs[name] = {"priority": priority, "estimated_duration": estimate}
         if ran:
-            history["targets"][name + "/start"] = {"timings": [1.0], "failed": False}
+            history["targets"][name + "/start@h"] = {"timings": [1.0], "failed": False}
     ordered, runs = D.order_host_ops(ops, specs, history, slots)
     assert sorted(o["id"] for o in ordered) == sorted(o["id"] for o in ops)
     quiet = [o for o in ordered if not o["target"]]
@@ -144,7 +178,7 @@ def test_worker_order_is_maelstroms_order_property(jobs, slots):
     keys = []
     for op in ordered[len(quiet):]:
         spec = specs[op["job"]]
-        bump = 0 if (op["job"] + "/start") in history["targets"] else 1
+        bump = 0 if (op["job"] + "/start@h") in history["targets"] else 1
         est = spec["estimated_duration"]
         if est is None and bump == 0:
             est = 1.0

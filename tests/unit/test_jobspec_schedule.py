@@ -159,21 +159,57 @@ def test_lpt_within_graham_4_3_of_optimum(durations, slots):
 def test_history_record_and_lookup():
     doc = None
     for seconds in (1, 2, 3, 10):
-        doc = history_record(doc, "web", "start", seconds, failed=False)
-    assert doc == {"version": 1, "targets": {"web/start": {"timings": [2.0, 3.0, 10.0], "failed": False}}}
-    assert history_lookup(doc, "web", "start") == HistoryHint(0, 5.0)
-    assert history_lookup(doc, "web", "stop") == HistoryHint(1, None)
-    failed = history_record(doc, "web", "start", 4, failed=True)
-    assert history_lookup(failed, "web", "start") == HistoryHint(1, 17 / 3)
-    assert doc["targets"]["web/start"]["timings"] == [2.0, 3.0, 10.0]  # input untouched
+        doc = history_record(doc, "web", "start", seconds, failed=False, worker="w1")
+    assert doc == {"version": 2, "targets": {"web/start@w1": {"timings": [2.0, 3.0, 10.0], "failed": False}}}
+    assert history_lookup(doc, "web", "start", "w1") == HistoryHint(0, 5.0)
+    assert history_lookup(doc, "web", "stop", "w1") == HistoryHint(1, None)
+    assert history_lookup(doc, "web", "start", "w2") == HistoryHint(1, 5.0)  # never ran there: job's mean
+    failed = history_record(doc, "web", "start", 4, failed=True, worker="w1")
+    assert history_lookup(failed, "web", "start", "w1") == HistoryHint(1, 17 / 3)
+    assert doc["targets"]["web/start@w1"]["timings"] == [2.0, 3.0, 10.0]  # input untouched
+
+
+def test_history_is_per_allocation_one_worker_fails_the_other_succeeds():
+    """w1 fails, w2 succeeds (and writes last): only w1's allocation is bumped, and each worker's
+    estimate is its own mean, not the pool of both."""
+    doc = None
+    for seconds in (10, 10, 10):
+        doc = history_record(doc, "db", "start", seconds, failed=False, worker="w1")
+    for seconds in (2, 2):
+        doc = history_record(doc, "db", "start", seconds, failed=False, worker="w2")
+    doc = history_record(doc, "db", "start", 12, failed=True, worker="w1")
+    doc = history_record(doc, "db", "start", 2, failed=False, worker="w2")
+    w1, w2, w3 = (history_lookup(doc, "db", "start", w) for w in ("w1", "w2", "w3"))
+    assert (w1.priority_bump, w1.estimated_duration) == (1, pytest.approx(32 / 3))
+    assert w2 == HistoryHint(0, 2.0)
+    assert (w3.priority_bump, w3.estimated_duration) == (1, pytest.approx((32 / 3 + 2.0) / 2))  # mean over workers
+    jobs = [PlannedJob("db"), PlannedJob("web", estimated_duration=5)]
+    doc = history_record(doc, "web", "start", 5, failed=False, worker="w1")
+    doc = history_record(doc, "web", "start", 5, failed=False, worker="w2")
+    assert [r.name for r in plan_worker(jobs, "start", 1, doc, "w1")] == ["db", "web"]  # failed here: +1
+    assert [r.name for r in plan_worker(jobs, "start", 1, doc, "w2")] == ["web", "db"]  # 5 s before 2 s
+
+
+def test_history_reads_version_1_documents():
+    """A version-1 file (pooled "<job>/<target>" keys) stands for every allocation until the job is
+    measured again; then its entry is dropped and the allocation entries take over."""
+    old = {"targets": {"web/start": {"timings": [3.0, 6.0], "failed": True}}}
+    assert history_lookup(old, "web", "start", "w1") == HistoryHint(1, 4.5)
+    assert history_lookup(old, "web", "start") == HistoryHint(1, 4.5)
+    new = history_record(old, "web", "start", 1, failed=False, worker="w1")
+    assert new == {"version": 2, "targets": {"web/start@w1": {"timings": [1.0], "failed": False}}}
+    assert history_lookup(new, "web", "start", "w1") == HistoryHint(0, 1.0)
+    assert history_lookup(new, "web", "start", "w2") == HistoryHint(1, 1.0)
+    assert history_lookup({"targets": {"web/start@w1": {"timings": ["x", -1, True]}}}, "web", "start", "w1") \
+        == HistoryHint(1, None)  # junk timings: never ran
 
 
 def test_plan_worker_uses_manifest_then_history():
     history = None
     for name, seconds, failed in (("a", 5, False), ("b", 1, False), ("c", 2, True)):
-        history = history_record(history, name, "start", seconds, failed)
+        history = history_record(history, name, "start", seconds, failed, worker="w1")
     jobs = [PlannedJob("a"), PlannedJob("b", estimated_duration=9), PlannedJob("c"), PlannedJob("d")]
-    runs = plan_worker(jobs, "start", 2, history)
+    runs = plan_worker(jobs, "start", 2, history, "w1")
     # c failed last time and d never ran: priority 1 (d first: no estimate); then b (manifest 9) before a (5)
     assert [r.name for r in runs] == ["d", "c", "b", "a"]
     assert format_plan("w1", runs) == [

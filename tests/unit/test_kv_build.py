@@ -72,6 +72,40 @@ def test_rebuild_drops_stale_build_keys_and_keeps_hook_keys(tmp_path):
         assert "s3cr3t-value" not in open(os.path.join(root, "data", name)).read()
 
 
+def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(tmp_path):
+    import shutil
+    from ansible_collections.maand.core.plugins.action import deploy_finish
+    from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_plan
+    root = bucket(tmp_path)
+    job(root, "web", {"version": "1.0.0", "selectors": ["worker"]})
+    _build.build(root)
+    store = _kv_store.KVStore.load(root)
+    store.put("secrets/job/api", "token", "s3cr3t-value")
+    store.put("vars/job/web", "kept", "yes")
+    store.save()
+    shutil.rmtree(os.path.join(root, "workspace", "jobs", "api"))
+    assert _build.build(root).report.ok
+    catalog = _catalog.read_catalog(root)
+    assert any(j["name"] == "api" and j.get("removed") for j in catalog["jobs"])
+    kv = _kv.read_kv(root, reveal_secrets=True)  # removed, not cleaned up on its workers yet: kept
+    assert kv["vars/job/api"] == {"service_name": "api-gateway"} and kv["secrets/job/api"] == {"token": "s3cr3t-value"}
+    assert "maand/job/api" not in kv  # build-owned: gone at once
+    cleaned = [{"job": a["job"], "worker": a["worker"]} for a in catalog["allocations"] if a["job"] == "api"]
+    pruned = _deploy_plan.prune_catalog(catalog, cleaned)
+    assert "api" not in [j["name"] for j in pruned["jobs"]]
+    deploy_finish.drop_job_kv(root, catalog, pruned)  # what the deploy does after it cleaned them up
+    kv = _kv.read_kv(root, reveal_secrets=True)
+    assert "vars/job/api" not in kv and "secrets/job/api" not in kv
+    assert kv["vars/job/web"] == {"kept": "yes"}
+    _catalog.write_catalog(root, pruned)
+    store = _kv_store.KVStore.load(root)
+    store.put("vars/job/api", "stale", "x")  # left behind (say, the deploy could not write data/kv.json)
+    store.save()
+    result = _build.build(root)
+    assert result.report.ok and "vars/job/api" not in _kv.read_kv(root)  # the next build tombstones it
+    assert any("deleted" in line for line in result.changes if line.startswith("KV"))
+
+
 @pytest.mark.parametrize("text, field, cause, fix", [
     ('{\n  "a": "{{ get "vars/job/api" }"\n}', "line 2, column", "unexpected", "fix the template syntax"),
     ('x\n{{ if .Job }}open', "line 2, column", "unexpected EOF", "fix the template syntax"),

@@ -242,3 +242,24 @@ def test_edit_saves_under_the_lock_and_not_on_error(tmp_path):
             s.put("vars/job/api", "a", "2")
             raise RuntimeError("hook failed")
     assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}
+
+
+def test_user_namespaces_of_jobs_gone_from_the_catalog_are_tombstoned(tmp_path):
+    """maand purges vars/job/<job> and secrets/job/<job> once the job holds no allocation that is
+    not removed (deploy/purge_job_kv.go, gc's purgeRemovedJobNamespaces): here, once the job left
+    the catalog. A job the catalog still holds (removed, not cleaned up yet) keeps them."""
+    s = store(tmp_path)
+    s.apply_build({"vars/job/api": {"a": "1"}, "vars/job/old": {"b": "2"}})
+    s.put("secrets/job/old", "token", "t0p-old")
+    s.put("secrets/job/api", "token", "t0p-api")
+    assert s.apply_build({"vars/job/api": {"a": "1"}}, catalog_jobs=["api", "old"]) == []  # old: still held
+    changes = s.apply_build({"vars/job/api": {"a": "1"}}, catalog_jobs=["api"])
+    assert sorted((c.namespace, c.key, c.kind) for c in changes) == [
+        ("secrets/job/old", "token", "deleted"), ("vars/job/old", "b", "deleted")]
+    snap = s.snapshot(reveal_secrets=True)
+    assert "vars/job/old" not in snap and "secrets/job/old" not in snap
+    assert snap["secrets/job/api"] == {"token": "t0p-api"}
+    assert s.namespaces["vars/job/old"]["b"].deleted  # a tombstone, with its history, as maand's Delete
+    assert s.drop_jobs(["old", "never-there"]) == []
+    s.put("vars/job/old", "b", "3")  # the job added again starts from what it writes
+    assert s.snapshot()["vars/job/old"] == {"b": "3"}
