@@ -236,7 +236,8 @@ def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callabl
 
 
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
-    """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); build drops them."""
+    """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); the next build resets it to
+    the catalog order (maand/job/<job> workers, as maand's build syncs it), which is no override."""
     from . import _kv_store  # late: only the deploy plan needs it
 
     try:
@@ -246,7 +247,7 @@ def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
     out = {}
     for job in jobs:
         value = store.get("maand/job/%s" % job, _kv_store.ROLLOUT_ORDER_KEY)
-        if value:
+        if value and value != store.get("maand/job/%s" % job, "workers"):
             out[job] = value
     return out
 

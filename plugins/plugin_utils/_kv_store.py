@@ -226,7 +226,7 @@ class KVStore:
 
     def put_rollout_order(self, job: str, order: str) -> bool:
         """maand/job/<job> rollout_order, the one build-owned key hooks may write (pre_deploy or cli:
-        maand jobcommand/runtime_http.go validateStoreKeyWrite); the next build drops it."""
+        maand jobcommand/runtime_http.go validateStoreKeyWrite); the next build resets it to the catalog order."""
         if not job or "/" in job:
             raise KVStoreError("rollout_order needs a job name, not %r" % job)
         return self._put("maand/job/%s" % job, ROLLOUT_ORDER_KEY, str(order))

@@ -736,7 +736,7 @@ def load_job(bucket, name, report):
     job.placement = manifest.get("placement")
     job.rules = None  # compiled by _select.compile_rules once every job is loaded
     section = bucket.job_configs.get(name) or {}
-    job.vars = {k: v for k, v in section.items() if k not in ("memory", "cpu")}
+    job.vars = dict(section)  # all of its bucket.jobs.conf section, memory and cpu too (maand vars/bucket/job/<job>)
     return job
 
 
