@@ -204,9 +204,10 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
     }
 
 
-def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
+def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
-    written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
+    written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock.
+    purge_job_kv: maand build --purge-job-kv (_kv_build.write)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
                          inputs=_fingerprint.compute(bucket_dir), strict=strict)
@@ -225,7 +226,7 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
             result.written = True
         if result.catalog is not None:
             result.changes.extend(issued.lines)
-            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv)
+            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv, purge_job_kv=purge_job_kv)
             result.changes.extend(kv_lines)
             result.changed = result.changed or bool(kv_lines)
     return result

@@ -517,6 +517,21 @@ def compute_kv(catalog: Mapping[str, Any], job_vars: Mapping[str, Mapping[str, s
     return {ns: keys for ns, keys in sorted(out.items()) if keys}
 
 
+def purged_job_namespaces(catalog: Mapping[str, Any], namespaces: Iterable[str]) -> list[str]:
+    """The vars/job/<job> and secrets/job/<job> among namespaces that `maand build --purge-job-kv` marks
+    deleted (maand build/build_variables.go: a job whose allocations are all removed, or a job no longer in
+    the workspace). A job with no allocation at all, or only disabled ones, keeps them."""
+    jobs = {j["name"] for j in catalog.get("jobs", []) if not j.get("removed")}
+    keep = jobs - _View.of(catalog).purged
+    out = []
+    for ns in namespaces:
+        for prefix in ("vars/job/", "secrets/job/"):
+            name = ns[len(prefix):] if ns.startswith(prefix) else ""
+            if name and "/" not in name and name not in keep:
+                out.append(ns)
+    return sorted(out)
+
+
 def upstream_jobs(catalog: Mapping[str, Any], job: str) -> list[str]:
     """The jobs job demands through its commands (maand's UpstreamDemandKVNamespaces)."""
     for entry in catalog.get("jobs", []):

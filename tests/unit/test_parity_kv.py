@@ -23,6 +23,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog
 from tests.maand_init import init_bucket, job, ws
 
 BUILD = "build"
+BUILD_PURGE = "build --purge-job-kv"  # -e maand_purge_job_kv=true
 ABSENT = object()  # the key is not there (or deleted)
 SET = object()  # the key is there with a non-empty value
 
@@ -64,8 +65,8 @@ def seed(namespace, key, value):
 
 def replay(root, steps):
     for step in steps:
-        if step == BUILD:
-            result = _build.build(root)
+        if step in (BUILD, BUILD_PURGE):
+            result = _build.build(root, purge_job_kv=step == BUILD_PURGE)
             assert result.report.ok, [str(p) for p in result.report.errors]
         else:
             step(root)
@@ -81,7 +82,7 @@ API_8080 = manifest("api", '{"selectors":["api"],"version":"1.0.0","resources":{
 VAULT = [workers('[{"host":"10.0.0.1","labels":["vault"]}]'), manifest("vault", '{"selectors":["vault"],"version":"1.0.0"}'),
          BUILD, seed("vars/job/vault", "cluster_initialized", "true"), seed("secrets/job/vault", "root_token", "enc:v1:token"),
          manifest("vault", '{"selectors":["nomatch"],"version":"1.0.0"}'), BUILD]
-PURGE_FLAG = "maand build --purge-job-kv is not implemented (README, Differences from maand)"
+VAULT_PURGED = VAULT[:-1] + [BUILD_PURGE]
 
 # (id, maand test, steps, {(namespace, key): expected value, ABSENT or SET}, xfail reason or None)
 CASES = [
@@ -110,7 +111,7 @@ CASES = [
      {("vars/job/app", "tracked"): "yes", ("vars/job/app", "runtime_only"): "keep-me"}, None),
     ("BuildPurgesJobCommandKVWhenFlagSet",
      "tests/build_vars_job_test.go TestBuildPurgesJobCommandKVWhenFlagSetAndNoActiveAllocations (build.Options{PurgeJobCommandKV})",
-     VAULT, {("vars/job/vault", "cluster_initialized"): ABSENT, ("secrets/job/vault", "root_token"): ABSENT}, PURGE_FLAG),
+     VAULT_PURGED, {("vars/job/vault", "cluster_initialized"): ABSENT, ("secrets/job/vault", "root_token"): ABSENT}, None),
     ("BuildDoesNotPurgeJobCommandKVWhenNoActiveAllocations",
      "tests/build_vars_job_test.go TestBuildDoesNotPurgeJobCommandKVWhenNoActiveAllocations",
      VAULT, {("vars/job/vault", "cluster_initialized"): "true", ("secrets/job/vault", "root_token"): "enc:v1:token"}, None),
@@ -156,7 +157,14 @@ CASES = [
      {("maand/job/api", "workers"): "", ("maand/job/api", "workers_length"): "0"}, None),
     ("BuildJobVariablesPurgesCommandKVWhenRequested",
      "build/build_variables_test.go TestBuildJobVariablesPurgesCommandKVWhenRequested / TestPurgeJobCommandKVNamespaces",
-     VAULT, {("vars/job/vault", "cluster_initialized"): ABSENT, ("secrets/job/vault", "root_token"): ABSENT}, PURGE_FLAG),
+     VAULT_PURGED, {("vars/job/vault", "cluster_initialized"): ABSENT, ("secrets/job/vault", "root_token"): ABSENT}, None),
+    ("PurgeJobCommandKV_removed_job", "build/build_variables.go buildJobVariables (removedJobs, purgeJobCommandKV)",
+     [TWO_API, API_8080, manifest("gone", '{"selectors":["api"]}'), BUILD, seed("vars/job/gone", "k", "v"),
+      seed("secrets/job/gone", "s", "x"), seed("vars/job/api", "k", "v"), remove_job("gone"), BUILD_PURGE],
+     {("vars/job/gone", "k"): ABSENT, ("secrets/job/gone", "s"): ABSENT, ("vars/job/api", "k"): "v"}, None),
+    ("PurgeJobCommandKV_keeps_disabled_only", "build/build_variables.go jobShouldPurgeBuildKV (disabled rows keep KV)",
+     [TWO_API, API_8080, BUILD, seed("vars/job/api", "k", "v"), write_ws("disabled.json", '{"jobs":{"api":{}}}'),
+      BUILD_PURGE], {("vars/job/api", "k"): "v", ("maand/job/api", "workers"): ""}, None),
     ("BuildJobVariablesPurgesRemovedJobKV",
      "build/build_variables_test.go TestBuildJobVariablesPurgesRemovedJobKV / TestPurgeBuildJobKVNamespaces",
      [TWO_API, manifest("gone", '{"selectors":["api"],"version":"1.0.0"}'), write_ws("bucket.jobs.conf", '[gone]\nmemory = "512"\n'),
