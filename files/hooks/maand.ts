@@ -103,6 +103,16 @@ export async function getRolloutOrder(): Promise<Response> {
   return getStoreValue(`maand/job/${job}`, "rollout_order");
 }
 
+/** putRolloutOrder under its name in maand's maand.ts before June 2026 (deploy_order). */
+export async function putDeployOrder(order: string | string[]): Promise<Response> {
+  return putRolloutOrder(order);
+}
+
+/** getRolloutOrder under its name in maand's maand.ts before June 2026 (deploy_order). */
+export async function getDeployOrder(): Promise<Response> {
+  return getRolloutOrder();
+}
+
 export async function putJobVariable(key: string, value: string): Promise<Response> {
   const job = jobName();
   return fetch(`${runtimeApiBaseUrl()}${ROUTE_STORE_KEYS}`, {

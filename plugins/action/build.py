@@ -21,6 +21,7 @@ ARGUMENT_SPEC = {
     "table_limit": {"type": "int", "default": 200},
     "new_bucket_id": {"type": "bool"},
     "strict": {"type": "bool"},
+    "purge_job_kv": {"type": "bool"},
 }
 
 
@@ -57,8 +58,12 @@ class ActionModule(ActionBase):
         strict = args["strict"]
         if strict is None:  # -e maand_strict=true
             strict = boolean((task_vars or {}).get("maand_strict", False), strict=False)
+        purge_job_kv = args["purge_job_kv"]
+        if purge_job_kv is None:  # -e maand_purge_job_kv=true
+            purge_job_kv = boolean((task_vars or {}).get("maand_purge_job_kv", False), strict=False)
         try:
-            outcome = _build.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict)
+            outcome = _build.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
+                                   purge_job_kv=purge_job_kv)
         except _catalog.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result

@@ -207,7 +207,7 @@ class ActionModule(ActionBase):
         try:  # job specs' layers stacked under the job trees (data/.jobspec-layers/<job>; a temp folder in check mode)
             with _jobspec_layers.stacked(bucket, catalog, in_scope, self._task.check_mode) as stacked:
                 staging = _deploy_stage.compute(bucket, stacked, in_scope, hosts, _deploy_plan.current_versions(states),
-                                                _deploy_plan.seen_update_seq(states),
+                                                _deploy_plan.seen_update_seq(states, catalog),
                                                 [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS])
         except (_jobspec_layers.LayerError, OSError) as exc:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  %s" % exc)

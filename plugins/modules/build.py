@@ -52,6 +52,13 @@ options:
         C(log_format), unknown keys, ...) an error.
       - When not set, the extra variable C(maand_strict) is used (default false).
     type: bool
+  purge_job_kv:
+    description:
+      - Also mark deleted the keys job commands wrote (C(vars/job/<job>), C(secrets/job/<job>)) of every job
+        whose allocations are all removed or that left the workspace, as C(maand build --purge-job-kv).
+      - A job with no allocation at all, or only disabled ones, keeps them; without this option they stay.
+      - When not set, the extra variable C(maand_purge_job_kv) is used (default false).
+    type: bool
 attributes:
   check_mode:
     support: full

@@ -19,7 +19,11 @@ from ._job_checks import resolve_health
 from ._model import WORKERS_FILE, data_dir_problem, load_bucket
 from ._placement import place
 from ._problems import Report
+from ._select import compile_rules
 from ._validate import assign_ports, check_capacity, check_counts, deployment_sequence
+
+
+UPDATE_SEQ_FLOOR = "update_seq_floor"  # catalog key: maand's update_seq at takeover (absent otherwise)
 
 
 class BuildResult:
@@ -75,6 +79,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
                     " %s); maand's database no longer follows the bucket" % _catalog.CATALOG_REL,
                     "move data/maand.db out of data/ (keep it as a backup) and stop using maand on this bucket")
     bucket, dummy = load_bucket(bucket_dir, report)
+    compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
     result.bucket = bucket
     result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
     specs = _jobspec_build.check(bucket, report)  # job specs (seed 004): containers, parents, environment
@@ -94,6 +99,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
     if report.ok:
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id, specs)
         _keep_worker_ids(result.catalog, result.previous, result.maand)
+        _keep_update_seq(result.catalog, result.previous, result.maand)
         if inputs is not None:
             result.catalog["inputs"] = inputs
         if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
@@ -128,6 +134,14 @@ def _keep_worker_ids(catalog, previous, maand):
     for worker in catalog["workers"]:
         if worker["host"] in known:
             worker["worker_id"] = known[worker["host"]]
+
+
+def _keep_update_seq(catalog, previous, maand):
+    """maand.db's update_seq, taken over once and then carried by every build: deploy's update_seq stays
+    above it (_deploy_plan.seen_update_seq), even where a worker reports less than maand reached."""
+    floor = maand.update_seq if maand else int((previous or {}).get(UPDATE_SEQ_FLOOR) or 0)
+    if floor > 0:
+        catalog[UPDATE_SEQ_FLOOR] = floor
 
 
 def explain_short_jobs(result, limit=20):
@@ -190,9 +204,10 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
     }
 
 
-def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
+def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
-    written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock."""
+    written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock.
+    purge_job_kv: maand build --purge-job-kv (_kv_build.write)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
                          inputs=_fingerprint.compute(bucket_dir), strict=strict)
@@ -211,7 +226,7 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False):
             result.written = True
         if result.catalog is not None:
             result.changes.extend(issued.lines)
-            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv)
+            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv, purge_job_kv=purge_job_kv)
             result.changes.extend(kv_lines)
             result.changed = result.changed or bool(kv_lines)
     return result

@@ -95,5 +95,6 @@ CATALOG = {
         "jobs": {"type": "array", "items": JOB},
         "allocations": {"type": "array", "items": ALLOCATION},
         "inputs": INPUTS,
+        "update_seq_floor": {"type": "integer", "minimum": 1},  # maand.db's update_seq, after a takeover
     },
 }

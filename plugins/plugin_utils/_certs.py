@@ -121,7 +121,7 @@ def load_or_create_ca(bucket_dir: str, bucket_id: str, key_size: Optional[int] =
     have_cert, have_key = os.path.exists(cert_path), os.path.exists(key_path)
     if have_cert != have_key:
         present, missing = (CA_CERT_REL, CA_KEY_REL) if have_cert else (CA_KEY_REL, CA_CERT_REL)
-        raise CertError("%s exists but %s is missing: the bucket CA is half present; restore %s from"
+        raise CertError("%s exists but %s is missing: the bucket CA is half present (maand: CA is incomplete); restore %s from"
                         " a backup of the bucket, or move %s away so that the build makes a new CA"
                         " (every leaf certificate is then reissued)"
                         % (present, missing, missing, present))

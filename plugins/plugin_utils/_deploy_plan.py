@@ -194,9 +194,10 @@ def current_versions(states):
     return out
 
 
-def seen_update_seq(states):
-    """The highest update_seq the workers report (0 when none does)."""
-    seen = 0
+def seen_update_seq(states, catalog=None):
+    """The highest update_seq the workers report, and at least the catalog's update_seq_floor (maand.db's
+    update_seq, kept by a takeover build); 0 when neither has one."""
+    seen = int((catalog or {}).get("update_seq_floor") or 0)
     for st in states.values():
         w = (st or {}).get("worker")
         if isinstance(w, dict) and isinstance(w.get("update_seq"), int):
@@ -599,7 +600,7 @@ class _Planner:
 
     def plan_metadata(self):
         """Bump update_seq when anything changes; write metadata where it differs; stamp the records."""
-        self.seen_seq = seen_update_seq({h: self.state(h) for h in self.hosts})
+        self.seen_seq = seen_update_seq({h: self.state(h) for h in self.hosts}, self.catalog)
         has_job_work = bool(self.reconcile) or any(b["start"] or b["upgrade"] or b["sync"]
                                                    for b in self.rollout.values())
         needs_meta = any(self._meta_stale(h) for h in self._meta_hosts())

@@ -19,7 +19,7 @@ PREFIX = "maand_"
 
 # The extra vars each playbook reads (the deploy's are its role's options: roles/deploy/meta/argument_specs.yml).
 PLAYBOOK_VARS = {
-    "maand.core.build": ("maand_bucket", "maand_strict", "maand_new_bucket_id"),
+    "maand.core.build": ("maand_bucket", "maand_strict", "maand_new_bucket_id", "maand_purge_job_kv"),
     "maand.core.explain": ("maand_bucket", "maand_job", "maand_job_workers", "maand_show", "maand_limit"),
     "maand.core.cat": ("maand_bucket", "maand_cat", "maand_jobs", "maand_workers", "maand_reveal", "maand_deleted"),
     "maand.core.facts": ("maand_bucket", "maand_labels", "maand_hosts", "maand_build", "maand_strict",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ._constraints import FleetIndex, _bits_to_int, properties_of
 from ._hardware import FIELDS as HARDWARE_FIELDS  # hardware key -> Worker attribute (memory_mb, ...)
-from ._hardware import HardwareMasks, _worker_arch
+from ._hardware import HardwareMasks, worker_arch
 
 
 class WorkerIndex(FleetIndex, HardwareMasks):
@@ -82,7 +82,7 @@ class WorkerIndex(FleetIndex, HardwareMasks):
             self._values = {key: [getattr(w, attr, None) for w in self.workers]
                             for key, attr in HARDWARE_FIELDS.items()}
             if "arch" in self._values:
-                self._values["arch"] = [_worker_arch(v) for v in self._values["arch"]]
+                self._values["arch"] = [worker_arch(v) for v in self._values["arch"]]
         return self._values
 
     def hardware_record(self, i):

@@ -258,12 +258,13 @@ class HardwareIndex(HardwareMasks):
         workers = list(workers)
         self.size = len(workers)
         self.values: dict[str, list] = {k: [w.get(f) for w in workers] for k, f in FIELDS.items()}
-        self.values["arch"] = [_worker_arch(v) for v in self.values["arch"]]
+        self.values["arch"] = [worker_arch(v) for v in self.values["arch"]]
         self._ge: dict[tuple[str, float], int] = {}
         self._eq: dict[tuple[str, str], int] = {}
 
 
-def _worker_arch(value):
+def worker_arch(value):
+    """A worker's arch as the Juju name constraints use (normalize_arch), or as written when unknown."""
     try:
         return normalize_arch(value)
     except ValueError:
@@ -332,7 +333,7 @@ def hardware_shortfalls(hw: Mapping, worker: Mapping[str, Any], maxima: Mapping 
         want = hw.get(key)
         if not want:
             continue
-        have = _worker_arch(worker.get(FIELDS[key]))
+        have = worker_arch(worker.get(FIELDS[key]))
         if have is None:
             out.append(f"{key} unknown (workers.json has no {key}; ansible-playbook maand.core.facts writes it)")
         elif have != want:

@@ -132,6 +132,11 @@ def pre_deploy(ctx: _hook_run.Context, jobs: Iterable[str]) -> dict[str, list[st
     return failed
 
 
+# maand docs/reference/cli/health-check.md, Parallelism: "Within a job: concurrency 1" (its commands and
+# allocations one at a time), in deploy gates as in maand.core.health_check.
+HEALTH_CHECK_CONCURRENCY = 1
+
+
 def gate_hooks(catalog: Mapping[str, Any], job: str) -> list[str]:
     """The gate events job registers (the planner gives such a job a gate on every batch)."""
     return [e for e in GATE_EVENTS if _hooks.has_event(catalog, job, e)]
@@ -157,7 +162,7 @@ def run_gate_hooks(ctx: _hook_run.Context, gate: Mapping[str, Any], probes: Call
         problems = probes(gate)
         if problems:
             return problems
-    problems = _hook_run.run_event(ctx, job, "health_check", concurrency=4).failures()
+    problems = _hook_run.run_event(ctx, job, "health_check", concurrency=HEALTH_CHECK_CONCURRENCY).failures()
     if problems or not info.get("last"):
         return problems
     return _hook_run.run_event(ctx, job, "post_deploy").failures()
@@ -171,7 +176,7 @@ def after_stops(ctx: _hook_run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> 
             continue
         if not _hooks.has_event(ctx.catalog, op["job"], "after_allocation_stopped"):
             continue
-        env = _hooks.batch_env(op["job"], [op["host"]], 0, 1, "stop", [op["host"]], "default")
+        env = _hooks.stop_env(op["job"], op["host"])
         targets = _hooks.targets(ctx.catalog, op["job"], workers=[op["host"]])
         if not targets:  # a removed allocation: no longer in the catalog's live rows
             targets = [_hooks.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
@@ -236,7 +241,8 @@ def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callabl
 
 
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
-    """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); build drops them."""
+    """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); the next build resets it to
+    the catalog order (maand/job/<job> workers, as maand's build syncs it), which is no override."""
     from . import _kv_store  # late: only the deploy plan needs it
 
     try:
@@ -246,7 +252,7 @@ def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
     out = {}
     for job in jobs:
         value = store.get("maand/job/%s" % job, _kv_store.ROLLOUT_ORDER_KEY)
-        if value:
+        if value and value != store.get("maand/job/%s" % job, "workers"):
             out[job] = value
     return out
 

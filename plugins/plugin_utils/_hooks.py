@@ -219,6 +219,12 @@ def batch_env(job: str, batch: Iterable[str], index: int, count: int, phase: str
             "JOB": job}
 
 
+def stop_env(job: str, host: str) -> dict[str, str]:
+    """after_allocation_stopped's variables: one stopped allocation, phase stop, and no rollout order
+    (maand deploy/batch_hooks.go executeAfterAllocationStopped leaves RolloutOrder and OrderSource empty)."""
+    return batch_env(job, [host], 0, 1, "stop", [], "")
+
+
 # --- staging ------------------------------------------------------------------------------------
 
 def stage(bucket_dir: str, job_path: str, job: str, worker: str, stage_root: str) -> str:

@@ -30,25 +30,6 @@ KIND = "ErrInvalidManifest"
 KIND_CONTAINER = "ErrInvalidContainer"
 
 
-def container_files(bucket_dir: str) -> list:
-    """The ``workspace/containers/*.json`` files (relative paths, sorted); [] without the folder."""
-    try:
-        names = sorted(os.listdir(os.path.join(bucket_dir, CONTAINERS_DIR)))
-    except OSError:
-        return []
-    return ["%s/%s" % (CONTAINERS_DIR, n) for n in names if n.endswith(".json") and not n.startswith(".")]
-
-
-def image_dirs(bucket_dir: str) -> list:
-    """The ``workspace/images/<name>/`` folders (relative paths with a trailing slash, sorted)."""
-    try:
-        entries = sorted(os.scandir(os.path.join(bucket_dir, IMAGES_DIR)), key=lambda e: e.name)
-    except OSError:
-        return []
-    return ["%s/%s/" % (IMAGES_DIR, e.name) for e in entries if not e.name.startswith(".")
-            and e.is_dir(follow_symlinks=False)]
-
-
 def read_containers(bucket: Any, report: Any) -> dict:
     """{name: document} of the valid container files; every problem goes to report."""
     folder = os.path.join(bucket.path, CONTAINERS_DIR)

@@ -81,13 +81,6 @@ def with_env(content: dict, bucket_id: str, job: str, env: dict) -> dict:
     return {"hash": _deploy_files.tree_hash(files), "files": files}
 
 
-def split_env_paths(paths: list) -> tuple:
-    """(file paths, environment keys) of a changed-paths list."""
-    files = [p for p in paths if not p.startswith(ENV_PREFIX)]
-    keys = [p[len(ENV_PREFIX):] for p in paths if p.startswith(ENV_PREFIX)]
-    return files, keys
-
-
 # --- run fields of an op ----------------------------------------------------------------------------
 
 RUN_FIELDS = ("environment", "initial_environment", "working_directory", "user", "group", "network", "mounts",

@@ -375,16 +375,20 @@ class _View:
     workers: list[dict]
     jobs: dict[str, dict]
     live: list[dict]  # non-removed allocations, worker position order
+    # jobs whose allocations are all removed: their build-owned job namespaces are purged
+    # (maand build/build_variables.go jobShouldPurgeBuildKV; a job with no allocation keeps them)
+    purged: frozenset = frozenset()
 
     @classmethod
     def of(cls, catalog: Mapping[str, Any]) -> "_View":
         workers = _by_position([w for w in catalog.get("workers", []) if not w.get("removed")])
         jobs = {j["name"]: j for j in catalog.get("jobs", []) if not j.get("removed")}
         order = {w["host"]: i for i, w in enumerate(workers)}
-        live = [a for a in catalog.get("allocations", [])
-                if a.get("state") != "removed" and a["job"] in jobs and a["worker"] in order]
+        allocations = catalog.get("allocations", [])
+        live = [a for a in allocations if a.get("state") != "removed" and a["job"] in jobs and a["worker"] in order]
         live.sort(key=lambda a: (a["job"], order[a["worker"]]))
-        return cls(catalog, workers, jobs, live)
+        purged = frozenset({a["job"] for a in allocations} - {a["job"] for a in allocations if a.get("state") != "removed"})
+        return cls(catalog, workers, jobs, live, purged)
 
     def label_workers(self, label: str) -> list[str]:
         return [w["host"] for w in self.workers if label in (w.get("labels") or [])]
@@ -452,9 +456,9 @@ def _worker_namespaces(view: _View) -> dict[str, dict[str, str]]:
 def _job_namespace(view: _View, name: str) -> dict[str, str]:
     job = view.jobs[name]
     active = view.job_workers(name, active_only=True)
-    ns = {"name": name, "job_id": stable_uuid(name), "version": str(job.get("version") or ""),
+    ns = {"name": name, "job_name": name, "job_id": stable_uuid(name), "version": str(job.get("version") or ""),
           "selectors": ",".join(job.get("selectors") or []), "workers": ",".join(active),
-          "workers_length": str(len(active)), "deploy_order": ",".join(active),
+          "workers_length": str(len(active)), "rollout_order": ",".join(active), "deploy_order": ",".join(active),
           "memory": _num(job.get("memory_mb")), "cpu": _num(job.get("cpu_mhz")),
           "min_memory_mb": _num(job.get("min_memory_mb")),
           "max_memory_mb": _num(job.get("max_memory_mb")),
@@ -470,6 +474,8 @@ def _job_namespace(view: _View, name: str) -> dict[str, str]:
 def _job_namespaces(view: _View) -> dict[str, dict[str, str]]:
     out = {}
     for name, job in view.jobs.items():
+        if name in view.purged:
+            continue
         out[job_ns(name)] = _job_namespace(view, name)
         out[job_bucket_vars_ns(name)] = {k: str(v) for k, v in (job.get("vars") or {}).items()}
         peers = view.job_workers(name, active_only=False)
@@ -509,6 +515,21 @@ def compute_kv(catalog: Mapping[str, Any], job_vars: Mapping[str, Mapping[str, s
     out.update(_job_namespaces(view))
     out.update(_user_namespaces(view, job_vars or {}, previous or {}))
     return {ns: keys for ns, keys in sorted(out.items()) if keys}
+
+
+def purged_job_namespaces(catalog: Mapping[str, Any], namespaces: Iterable[str]) -> list[str]:
+    """The vars/job/<job> and secrets/job/<job> among namespaces that `maand build --purge-job-kv` marks
+    deleted (maand build/build_variables.go: a job whose allocations are all removed, or a job no longer in
+    the workspace). A job with no allocation at all, or only disabled ones, keeps them."""
+    jobs = {j["name"] for j in catalog.get("jobs", []) if not j.get("removed")}
+    keep = jobs - _View.of(catalog).purged
+    out = []
+    for ns in namespaces:
+        for prefix in ("vars/job/", "secrets/job/"):
+            name = ns[len(prefix):] if ns.startswith(prefix) else ""
+            if name and "/" not in name and name not in keep:
+                out.append(ns)
+    return sorted(out)
 
 
 def upstream_jobs(catalog: Mapping[str, Any], job: str) -> list[str]:

@@ -176,16 +176,21 @@ def _kv_view(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared) ->
 
 
 def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
-          extra: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
+          extra: Mapping[str, Mapping[str, str]] | None = None, purge_job_kv: bool = False) -> list[str]:
     """Apply the catalog's KV to data/kv.json; lines for the build output (empty if unchanged).
 
     extra: more build-owned keys (e.g. certificates) merged into the computed namespaces.
+    purge_job_kv: also mark deleted vars/job/<job> and secrets/job/<job> of jobs whose allocations are
+    all removed or that left the workspace (maand build --purge-job-kv; _kv.purged_job_namespaces).
     """
     computed = _kv.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
     for ns, keys in list(prepared.prometheus.items()) + list((extra or {}).items()):
         computed.setdefault(ns, {}).update(keys)
     store = _kv_store.KVStore.load(bucket_dir)
     changes = store.apply_build(computed, catalog_jobs=[j["name"] for j in catalog.get("jobs", [])])
+    if purge_job_kv:
+        for ns in _kv.purged_job_namespaces(catalog, list(store.namespaces)):
+            changes += store.delete_namespace(ns)
     written = store.save()
     if not changes:
         return ["KV: data/kv.json written"] if written else []

@@ -231,9 +231,16 @@ class KVStore:
         self._check_user(namespace, key)
         return self._delete(namespace, key)
 
+    def delete_namespace(self, namespace: str) -> list[Change]:
+        """Tombstone every live key of a vars/job/<job> or secrets/job/<job> namespace (maand build
+        --purge-job-kv); the changes made."""
+        self._check_user(namespace, "*")
+        return [Change(namespace, key, "deleted") for key in sorted(self.namespaces.get(namespace) or {})
+                if self._delete(namespace, key)]
+
     def put_rollout_order(self, job: str, order: str) -> bool:
         """maand/job/<job> rollout_order, the one build-owned key hooks may write (pre_deploy or cli:
-        maand jobcommand/runtime_http.go validateStoreKeyWrite); the next build drops it."""
+        maand jobcommand/runtime_http.go validateStoreKeyWrite); the next build resets it to the catalog order."""
         if not job or "/" in job:
             raise KVStoreError("rollout_order needs a job name, not %r" % job)
         return self._put("maand/job/%s" % job, ROLLOUT_ORDER_KEY, str(order))

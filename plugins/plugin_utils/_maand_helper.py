@@ -157,6 +157,16 @@ def get_rollout_order():
     return get_store_value("maand/job/%s" % job_name(), "rollout_order")
 
 
+def put_deploy_order(order):
+    """put_rollout_order under its name in maand's maand.py and docs before June 2026 (deploy_order)."""
+    return put_rollout_order(order)
+
+
+def get_deploy_order():
+    """get_rollout_order under its name in maand's maand.py and docs before June 2026 (deploy_order)."""
+    return get_rollout_order()
+
+
 def put_job_variable(key, value):
     """PUT /kv: write a key under vars/job/<current job>."""
     return _request("PUT", _ROUTE_STORE_KEYS, {"namespace": "vars/job/%s" % job_name(), "key": key, "value": value})

@@ -8,7 +8,7 @@ Nothing here writes anything. Files read (paths relative to the bucket):
   workspace/workers.json                  hosts, labels, tags, capacity
   workspace/jobs/<job>/manifest.json      + Makefile (or Makefile.tpl / Makefile.j2)
   workspace/bucket.conf                   TOML: port_min/port_max, other keys are bucket vars
-  workspace/bucket.jobs[.<selector>].conf TOML: per-job memory/cpu reservations, other keys job vars
+  workspace/bucket.jobs[.<selector>].conf TOML: per-job memory/cpu reservations; every key a job var
   workspace/disabled.json                 drained jobs, allocations and workers
 maand.conf may also hold `hardware` (bucket-wide hardware minimums) and `[constraint_groups]`
 (named RFC 31 constraints); see docs/placement.md.
@@ -511,8 +511,9 @@ def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     deploy, vars.toml is merged into the KV by build and _modules/ holds the job commands (run on the
     controller, never shipped), so only _prometheus/ remains."""
     del makefile, templates
-    prometheus = ("scrape configs reach the Prometheus job's {{ scrapeConfigs }}, but its alerts, runbooks and"
-                  " dashboards are not assembled into rules/ and consoles/ by maand.core (deploy never ships"
+    prometheus = ("scrape configs reach the Prometheus job's {{ scrapeConfigs }} and {{ ruleFiles }}, but deploy"
+                  " does not ship its alerts to the server job's rules/ yet (they are assembled as maand does,"
+                  " _prometheus.rules_provider), nor runbooks and dashboards to consoles/ (deploy never ships"
                   " _prometheus/ to workers, as maand)")
     for entry, what in (("_prometheus", prometheus),):
         if entry in top:
@@ -734,9 +735,9 @@ def load_job(bucket, name, report):
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
     job.placement = manifest.get("placement")
-    job.rules = None  # compiled by _select.compile_rules once every job is loaded
+    job.rules = None  # compiled by _select.compile_rules (called by _build) once every job is loaded
     section = bucket.job_configs.get(name) or {}
-    job.vars = {k: v for k, v in section.items() if k not in ("memory", "cpu")}
+    job.vars = dict(section)  # all of its bucket.jobs.conf section, memory and cpu too (maand vars/bucket/job/<job>)
     return job
 
 
@@ -828,7 +829,4 @@ def load_bucket(path, report=None):
     load_workers(bucket, report)
     load_jobs(bucket, report)
     load_disabled(bucket, report)
-    from . import _select  # late import: _select reads names from this module
-
-    _select.compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
-    return bucket, report
+    return bucket, report  # job.rules are compiled next by _build (_select.compile_rules)

@@ -120,14 +120,3 @@ class Report:
 
     def error_text(self):
         return "\n".join(str(p) for p in self.errors)
-
-
-class BuildFailed(Exception):
-    """Raised by callers that want an exception; carries the whole report."""
-
-    def __init__(self, report):
-        self.report = report
-        count = len(report.errors)
-        super().__init__(
-            "maand build found %d error%s:\n%s" % (count, "" if count == 1 else "s", report.error_text())
-        )

@@ -284,7 +284,8 @@ class RuntimeAPI:
 
     def kv_put(self, inv, token, body, headers, query):
         ns, key, value = self._ns_key(self._payload(body, headers), need_value=True)
-        rollout = ns == _kv.job_ns(inv.job) and key == _kv_store.ROLLOUT_ORDER_KEY
+        # deploy_order: the key's name in maand before June 2026 (its older put_deploy_order helpers)
+        rollout = ns == _kv.job_ns(inv.job) and key in (_kv_store.ROLLOUT_ORDER_KEY, "deploy_order")
         if ns != _kv.job_vars_ns(inv.job) and not (rollout and inv.event in ROLLOUT_ORDER_EVENTS):
             raise _err("namespace")
         self._check_write(inv, key)

@@ -11,7 +11,7 @@ import threading
 import time
 import urllib.request
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _hook_run, _hooks, _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils import _build, _hook_deploy, _hook_run, _hooks, _kv_store
 from ansible_collections.maand.core.plugins.plugin_utils._runtime_api import RuntimeAPI
 from tests.bucket_factory import make_bucket, write
 
@@ -90,6 +90,51 @@ def test_refused_writes_fail_the_hook_even_when_the_script_ignores_them(tmp_path
     assert "status 400 Invalid or unauthorized namespace" in msg  # the output tail
     assert not cli.ok and "refused 2 write(s)" in cli.failures()[0] and "rollout 200" in cli.failures()[0]
     assert _kv_store.KVStore.load(root).get("maand/job/api", "rollout_order") == "10.0.0.2"
+
+
+def test_maands_older_deploy_order_names_still_order_the_rollout(tmp_path):
+    """maand.py before June 2026: put_deploy_order / get_deploy_order and the raw key deploy_order."""
+    script = """
+        import maand
+        maand.put_deploy_order(["10.0.0.3", "10.0.0.1", "10.0.0.2"]).raise_for_status()
+        print("got", maand.get_deploy_order().json()["value"])
+        maand._request("PUT", "/kv", {"namespace": "maand/job/api", "key": "deploy_order",
+                                      "value": "10.0.0.2,10.0.0.3,10.0.0.1"}).raise_for_status()
+    """
+    root, catalog = bucket_with(tmp_path, {"command_order": (["cli"], script)})
+    with RuntimeAPI(root, catalog) as api:
+        outcome = _hook_run.run_event(context(root, catalog, api), "api", "cli", _hooks.targets(catalog, "api")[:1])
+    assert outcome.ok, outcome.failures()
+    assert "got 10.0.0.3,10.0.0.1,10.0.0.2" in outcome.results[0].output
+    assert _kv_store.KVStore.load(root).get("maand/job/api", "rollout_order") == "10.0.0.2,10.0.0.3,10.0.0.1"
+
+
+def test_health_check_commands_run_one_at_a_time_and_stop_hooks_get_maands_env(tmp_path):
+    """maand docs/reference/cli/health-check.md: within a job, concurrency 1; deploy/batch_hooks.go:
+    after_allocation_stopped gets an empty ROLLOUT_ORDER and ROLLOUT_ORDER_SOURCE."""
+    log = str(tmp_path / "events.log")
+    health = """
+        import os, time
+        with open(%r, "a") as f: f.write("start " + os.environ["ALLOCATION_IP"] + chr(10))
+        time.sleep(0.2)
+        with open(%r, "a") as f: f.write("end " + os.environ["ALLOCATION_IP"] + chr(10))
+    """ % (log, log)
+    stopped = """
+        import os, sys
+        env = [os.environ[k] for k in ("ROLLOUT_ORDER", "ROLLOUT_ORDER_SOURCE", "DEPLOY_PHASE", "BATCH_ALLOCATIONS")]
+        print("env", env)
+        sys.exit(0 if env == ["", "", "stop", "10.0.0.2"] else 1)
+    """
+    root, catalog = bucket_with(tmp_path, {"command_health": (["health_check"], health),
+                                           "command_stopped": (["after_allocation_stopped"], stopped)})
+    gate = {"job": "api", "hosts": [w["host"] for w in WORKERS], "hooks": {"phase": "new", "last": False}}
+    with RuntimeAPI(root, catalog) as api:
+        ctx = context(root, catalog, api)
+        assert _hook_deploy.run_gate_hooks(ctx, gate, lambda g: []) == []
+        assert _hook_deploy.after_stops(ctx, [{"job": "api", "host": "10.0.0.2", "target": "stop"}]) == []
+    events = open(log, encoding="utf-8").read().splitlines()
+    assert [e.split()[0] for e in events] == ["start", "end"] * 3, events  # never two at once
+    assert [e.split()[1] for e in events[::2]] == [e.split()[1] for e in events[1::2]]
 
 
 def test_health_check_is_read_only(tmp_path):

@@ -189,6 +189,7 @@ def test_02_first_deploy_restarts_nothing(env):
         worker = json.loads((root / "worker.json").read_text())
         jobs = json.loads((root / "jobs.json").read_text())
         assert worker["worker_id"] == env.worker_ids[host] and worker["worker_ip"] == host
+        assert worker["update_seq"] > 3  # above maand's (maand.db and the workers say 3)
         assert [(j["job"], j["disabled"]) for j in jobs] == [("api", 0)]  # maand's runner.py reads this
         # maand's own worker.py check (exit 0 = in sync), run on this host's worker.json
         code = ("import runpy, sys; ns = runpy.run_path(sys.argv[1]); "

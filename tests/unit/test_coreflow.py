@@ -12,6 +12,7 @@ from ansible_collections.maand.core.plugins.plugin_utils._constraints import Fle
 from ansible_collections.maand.core.plugins.plugin_utils._fleet import WorkerIndex
 from ansible_collections.maand.core.plugins.plugin_utils._hardware import KEYS, HardwareIndex
 from ansible_collections.maand.core.plugins.plugin_utils._model import Worker, load_bucket
+from ansible_collections.maand.core.plugins.plugin_utils._select import compile_rules
 from ansible_collections.maand.core.plugins.plugin_utils._placement import (
     NO_ELIGIBLE_WORKER, NO_SELECTOR_MATCH, SHORT_OF_COUNT, Shortfall, place)
 from tests.bucket_factory import make_bucket
@@ -85,6 +86,7 @@ JOBS = {
 
 def test_placement_returns_shortfalls_as_data_and_words_nothing(tmp_path):
     loaded, report = load_bucket(bucket(tmp_path, JOBS))
+    compile_rules(loaded, report)  # as _build does after loading
     assert report.ok, report.error_text()
     placement = place(loaded, None, report)
     assert placement.shortfalls == [Shortfall("counted", SHORT_OF_COUNT, 5, 3),
@@ -109,6 +111,7 @@ def test_compiling_rules_does_not_rewrite_the_models_selectors(tmp_path):
     jobs = {"db": {"selectors": ["web"]}, "agent": {"placement": {"scale_with": "db"}}}
     root = bucket(tmp_path, jobs)
     loaded, report = load_bucket(root)
+    compile_rules(loaded, report)
     assert loaded.jobs["agent"].selectors == ("agent",), "the model keeps maand's default selector"
     assert loaded.jobs["agent"].rules.selectors == ("worker",), "placement uses co-location alone"
     result = _build.compute(root)

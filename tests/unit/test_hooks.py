@@ -133,6 +133,14 @@ def test_batch_and_job_control_env():
     assert _hooks.job_control_env(["h1"], []) == {"NEW_ALLOCATIONS": "h1", "UPDATED_ALLOCATIONS": ""}
 
 
+def test_after_allocation_stopped_env_is_maands():
+    """maand deploy/batch_hooks.go executeAfterAllocationStopped: one allocation, phase stop, batch 0 of 1,
+    RolloutOrder and OrderSource left empty."""
+    assert _hooks.stop_env("api", "h2") == {
+        "BATCH_ALLOCATIONS": "h2", "BATCH_INDEX": "0", "BATCH_COUNT": "1", "DEPLOY_PHASE": "stop",
+        "ROLLOUT_ORDER": "", "ROLLOUT_ORDER_SOURCE": "", "JOB": "api"}
+
+
 def test_stage_copies_the_job_without_venvs_and_adds_the_helper(tmp_path):
     job = tmp_path / "workspace" / "jobs" / "api"
     (job / "_modules" / ".venv" / "bin").mkdir(parents=True)
@@ -160,10 +168,15 @@ MAAND_TS_EXPORTS = [
     "releaseSemaphore", "semaphoreStatus", "getAllocationId", "getAllocationIp", "getAllocationIndex", "getEvent",
     "getCommand", "getJob", "kvGet", "kvPut", "kvPutSecret", "getDemands"]
 
+MAAND_TS_OLD_NAMES = {"putDeployOrder": "putRolloutOrder", "getDeployOrder": "getRolloutOrder"}
+
 
 def test_the_bun_helper_exports_maands_functions_and_sends_the_token():
     import re
     text = open(_hooks.HELPER_TS, encoding="utf-8").read()
     exported = re.findall(r"^export (?:async function|function|const) (\w+)", text, re.M)
-    assert exported == MAAND_TS_EXPORTS
+    assert [name for name in exported if name not in MAAND_TS_OLD_NAMES] == MAAND_TS_EXPORTS
+    for old, new in MAAND_TS_OLD_NAMES.items():  # maand.ts before June 2026: the same call under the old name
+        body = re.search(r"^export async function %s\(([^)]*)\)[^{]*\{\n(.*?)\n\}" % old, text, re.M | re.S)
+        assert body and body.group(2).strip() == "return %s(%s);" % (new, "order" if body.group(1) else "")
     assert "MAAND_RUNTIME_API_PORT" in text and '"X-MAAND-TOKEN": process.env.MAAND_RUNTIME_API_TOKEN' in text

@@ -366,10 +366,10 @@ def test_job_and_allocation_namespaces(tmp_path):
     job = kv["maand/job/api"]
     assert job["name"] == "api" and job["version"] == "1.2.0" and job["selectors"] == "api,worker"
     assert job["workers_length"] == "2" and job["worker_0"] == "10.0.0.1"
-    assert job["deploy_order"] == "10.0.0.1,10.0.0.2"
+    assert job["rollout_order"] == job["deploy_order"] == "10.0.0.1,10.0.0.2"  # maand's name, and its name before 2026-06-29
     assert (job["memory"], job["min_memory_mb"], job["max_memory_mb"]) == ("512", "256", "1024")
     assert (job["cpu"], job["min_cpu_mhz"], job["max_cpu_mhz"]) == ("0", "0", "0")
-    assert kv["vars/bucket/job/api"] == {"replicas_hint": "3"}
+    assert kv["vars/bucket/job/api"] == {"memory": "512 mb", "replicas_hint": "3"}  # the whole section, as maand
     assert kv["maand/job/api/worker/10.0.0.2"] == {
         "peer_workers": "10.0.0.1", "api_allocation_index": "1", "version": "1.2.0"}
 

@@ -159,3 +159,27 @@ def test_adopted_versions_for_the_deploy_plan(tmp_path):
     Path(root, "data", "maand.db").write_text("garbage")
     adopted, warning = _maand_db.adopted_versions(root, BUCKET_ID)
     assert adopted == {} and "not adopted" in warning and "data/maand.db" in warning
+
+
+def test_takeover_carries_maands_update_seq_into_the_next_deploy(tmp_path):
+    """maand.db's bucket.update_seq (7) is kept in the catalog by every build: the first maand.core deploy's
+    update_seq is above it even where the workers report less (issue 13, item 3)."""
+    from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
+    from tests.unit.test_deploy_plan import catalog as plan_catalog, content, job as plan_job, states
+
+    root = bucket(tmp_path)
+    make_db(root, update_seq=7)
+    assert _build.build(root).report.ok
+    catalog = _catalog.read_catalog(root)
+    assert catalog["update_seq_floor"] == 7
+    ws(root, "workers.json", [{"host": h, "labels": ["worker"], "hostname": "w"} for h in HOSTS])
+    assert _build.build(root).changed and _catalog.read_catalog(root)["update_seq_floor"] == 7  # carried
+    reported = {h: {"worker": {"update_seq": 3}} for h in HOSTS}
+    assert P.seen_update_seq(reported) == 3 and P.seen_update_seq(reported, catalog) == 7
+    assert P.seen_update_seq({h: {"worker": {"update_seq": 9}} for h in HOSTS}, catalog) == 9
+    cat = plan_catalog([plan_job("api")], [("api", h, "active") for h in ("h1", "h2")])
+    cat["update_seq_floor"] = 7
+    plan = P.compute_plan(cat, content("api"), states(["h1", "h2"]), ["h1", "h2"])
+    assert (plan["previous_update_seq"], plan["update_seq"]) == (7, 8)
+    fresh = init_bucket(tmp_path / "fresh")
+    assert _build.build(fresh).report.ok and "update_seq_floor" not in _catalog.read_catalog(fresh)

@@ -30,6 +30,19 @@ MAAND_PY = {
 }
 
 
+# maand's maand.py before June 2026 (maand-sh/maand 3f8043e^ jobcommand/maand.py): rollout_order was deploy_order
+MAAND_PY_OLD = {"put_deploy_order": ("put_rollout_order", ["order"]), "get_deploy_order": ("get_rollout_order", [])}
+
+
+@pytest.mark.parametrize("name", sorted(MAAND_PY_OLD))
+def test_maands_older_deploy_order_names_are_aliases(name):
+    new, params = MAAND_PY_OLD[name]
+    fn = getattr(maand, name)
+    assert list(inspect.signature(fn).parameters) == params
+    body = ast.parse(inspect.getsource(fn)).body[0].body[-1]
+    assert isinstance(body, ast.Return) and ast.unparse(body.value) == "%s(%s)" % (new, ", ".join(params))
+
+
 @pytest.mark.parametrize("name", sorted(MAAND_PY))
 def test_every_maand_py_function_is_here_with_its_parameters(name):
     fn = getattr(maand, name)

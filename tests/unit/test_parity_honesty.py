@@ -48,7 +48,7 @@ CASES = [
     ("disabled_key_typo", lambda r: ws(r, "disabled.json", {"job": {}}),
      "workspace/disabled.json", "job", 'did you mean "jobs"?'),
     ("prometheus", lambda r: (job(r, "a", {}), ws(r, "jobs/a/_prometheus/runbooks/x.md", "")),
-     "workspace/jobs/a", "_prometheus", "not assembled"),
+     "workspace/jobs/a", "_prometheus", "does not ship its alerts to the server job's rules/ yet"),
 ]
 
 

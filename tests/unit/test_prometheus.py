@@ -259,7 +259,7 @@ def test_without_server_job_the_kv_is_cleared(tmp_path):
     root = bucket(tmp_path, server=None, jobs={"api": (["api_metrics_port"], {"scrape.yaml": API_SCRAPE})})
     dummy, kv = built(root)
     assert kv["maand/prometheus"] == {"scrape_configs": "[]", "scrape_jobs": "", "scrape_jobs_length": "0"}
-    assert "job_name" not in kv.get("maand/job/api", {})
+    assert kv["maand/job/api"]["job_name"] == "api"  # build_variables.go's; no scrape override without a server
 
 
 def test_every_job_reads_maand_prometheus():
