@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible import context
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -45,6 +46,7 @@ class ActionModule(ActionBase):
         try:
             cmd = _run_command.check_command(args["cmd"])
             if args["step"] == "select":
+                _run_command.check_split(context.CLIARGS.get("extra_vars") or ())
                 workers = {h: list((_hostvar(hostvars, h, "maand_worker") or {}).get("labels") or ())
                            for h in args["catalog_workers"]}
                 chosen = _run_command.select(workers, args["hosts"], _run_command.split_names(args["workers"]),

@@ -43,6 +43,23 @@ def check_command(cmd: Any) -> str:
     return cmd
 
 
+def check_split(raw_extra_vars: Iterable[str]) -> None:
+    """Refuse `-e maand_cmd=echo hi` (shell quotes already gone): Ansible reads a key=value -e at the
+    spaces, so maand_cmd would be `echo` and the rest dropped without a word."""
+    for raw in raw_extra_vars or ():
+        if not isinstance(raw, str):
+            continue
+        text = raw.strip()
+        if not text.startswith("maand_cmd="):
+            continue
+        rest = text[len("maand_cmd="):]
+        words = rest.split()
+        if rest[:1] not in ("'", '"') and len(words) > 1 and any("=" not in w for w in words[1:]):
+            raise RunCommandError("-e %s is read by Ansible as key=value pairs split at the spaces, so maand_cmd "
+                                  "would be only %r; nothing was run. Fix: quote the command inside the -e value: "
+                                  "-e \"maand_cmd='%s'\" (or -e '{\"maand_cmd\": \"...\"}')" % (raw, words[0], rest))
+
+
 def select(workers: Mapping[str, Sequence[str]], play_hosts: Iterable[str], names: Sequence[str],
            labels: Sequence[str]) -> list:
     """The chosen workers, in play order: the play's hosts (--limit), narrowed to `names` when given

@@ -307,6 +307,13 @@ def test_run_command_refuses_unknown_names_and_empty_choices():
         _run_command.check_command("  ")
 
 
+def test_run_command_refuses_a_command_ansible_split_at_the_spaces():
+    with pytest.raises(_run_command.RunCommandError, match=r"would be only 'df'; nothing was run. Fix: quote"):
+        _run_command.check_split(["maand_cmd=df -h /opt"])
+    _run_command.check_split(["maand_cmd='df -h /opt'", "maand_cmd=uptime maand_workers=h1", '{"maand_cmd": "a b"}',
+                              "maand_cmd=uptime"])
+
+
 def test_run_command_report():
     outcomes = [_run_command.outcome("a", {"rc": 0, "stdout": "up 1 day", "stderr": ""}),
                 _run_command.outcome("b", {"rc": 2, "stdout": "", "stderr": "no such file"}),
