@@ -235,7 +235,7 @@ def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]]
     for listing in sorted(listings, key=lambda item: item.host):
         dropped |= _plan_worker(out, cat, listing)
     left = set(cat.keep) | (set(cat.removed) - dropped)
-    _plan_rows(out, cat, dropped, left)
+    _plan_rows(out, cat, left)
     _plan_namespaces(out, cat, namespaces, left)
     _plan_history(out, namespaces, {n.namespace for n in out.namespaces})
     return out
@@ -272,8 +272,7 @@ def _plan_worker(out: Plan, cat: _Catalog, listing: Listing) -> set:
     return dropped
 
 
-def _plan_rows(out: Plan, cat: _Catalog, dropped: set, left: set) -> None:
-    del dropped
+def _plan_rows(out: Plan, cat: _Catalog, left: set) -> None:
     jobs_left = {job for job, dummy in left}
     workers_left = {worker for dummy, worker in left}
     for job in cat.removed_jobs:

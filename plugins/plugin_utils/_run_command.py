@@ -128,8 +128,8 @@ def report(outcomes: Sequence[Outcome], cmd: str) -> tuple:
         elif item.status == "not run":
             problems.append("worker %s: %s" % (item.host, item.msg))
         elif item.status == "failed":
-            problems.append("worker %s: `%s` exited %s" % (item.host, cmd, item.rc if item.rc is not None else
-                                                             "without a status: %s" % item.msg))
+            status = item.rc if item.rc is not None else "without a status: %s" % item.msg
+            problems.append("worker %s: `%s` exited %s" % (item.host, cmd, status))
     ok = sum(1 for item in outcomes if item.status == "ok")
     lines.append("run_command: ok on %d of %d worker(s)" % (ok, len(outcomes)))
     return lines, problems

@@ -4,7 +4,6 @@ real folder tree with symbolic links; run_command's worker choice and report (_r
 
 from __future__ import annotations
 
-import os
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -186,7 +185,8 @@ def buckets(draw):
     removed_jobs = draw(st.sets(NAMES))
     removed_workers = draw(st.sets(HOSTS))
     cat = catalog([(j, w, s) for (j, w), s in sorted(allocs.items())],
-                  jobs=draw(st.sets(NAMES)) | {j for j, dummy in allocs}, workers=draw(st.sets(HOSTS)) | {w for dummy, w in allocs}, removed_jobs=removed_jobs, removed_workers=removed_workers)
+                  jobs=draw(st.sets(NAMES)) | {j for j, dummy in allocs},
+                  workers=draw(st.sets(HOSTS)) | {w for dummy, w in allocs}, removed_jobs=removed_jobs, removed_workers=removed_workers)
     job_ns = ["maand/job/%s", "vars/job/%s", "secrets/job/%s", "vars/bucket/job/%s"]
     namespaces = draw(st.sets(st.one_of(
         st.builds(lambda f, j: f % j, st.sampled_from(job_ns), NAMES),
