@@ -108,8 +108,7 @@ class ActionModule(ActionBase):
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
         display.display("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
-        result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), lines=lines,
-                      diff={"before_header": "gc", "after_header": "gc", "prepared": "\n".join(lines) + "\n"})
+        result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), lines=lines)
 
     def _commit(self, bucket, args, hostvars, result):
         planned = _gc.Plan.from_dict(args["plan"] or {})

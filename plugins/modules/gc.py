@@ -57,8 +57,8 @@ attributes:
     support: full
     description: The plan step prints the plan; the commit step deletes nothing.
   diff_mode:
-    support: full
-    description: The plan step returns the plan as a prepared diff.
+    support: none
+    description: The plan step always prints the plan, with or without C(--diff).
 extends_documentation_fragment:
   - maand.core.controller
 notes:

@@ -235,3 +235,21 @@ def test_07_gc_is_refused_while_a_deploy_holds_the_lock(env):
     rc, out = env.play("gc")  # the holder is gone: its lock is stale, and gc goes ahead
     assert not env.job(h0, "stray").exists(), out
     assert not (env.bucket / "data" / "deploy.lock").exists()
+
+
+def test_08_gc_faults_are_named_and_release_the_lock(env):
+    h0, h1, h2 = env.hosts
+    rc, out = env.play("gc", "-e", "maand_retain_days=week", check=False)
+    assert rc != 0 and "maand_retain_days 'week' is not a number of days" in out, out
+    assert not (env.bucket / "data" / "deploy.lock").exists()
+    env.fleet.ssh(h0, "mkdir -p /opt/worker/%s/jobs/stray2" % env.bucket_id)
+    env.fleet.stop_host(h1)
+    try:
+        rc, out = env.play("gc", check=False)
+    finally:
+        env.fleet.start_host(h1)
+    assert rc != 0
+    flat = " ".join(out.split())
+    assert "worker %s could not be read" % h1 in flat and "fix: check that it is up and reachable over SSH" in flat, out
+    assert not env.job(h0, "stray2").exists()  # the reachable workers were collected
+    assert not (env.bucket / "data" / "deploy.lock").exists()
