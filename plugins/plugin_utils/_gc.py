@@ -34,6 +34,7 @@ test checks it).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any, Iterable, Mapping
 
@@ -187,7 +188,7 @@ def retain_days(value: Any) -> float:
         days = float(value)
     except (TypeError, ValueError):
         raise GCError("maand_retain_days %r is not a number of days (fix: -e maand_retain_days=7)" % (value,)) from None
-    if days < 0 or days != days or days in (float("inf"),):
+    if not math.isfinite(days) or days < 0:
         raise GCError("maand_retain_days %r must be a number of days >= 0 (fix: -e maand_retain_days=7)" % (value,))
     return days
 
