@@ -253,3 +253,26 @@ def test_08_gc_faults_are_named_and_release_the_lock(env):
     assert "worker %s could not be read" % h1 in flat and "fix: check that it is up and reachable over SSH" in flat, out
     assert not env.job(h0, "stray2").exists()  # the reachable workers were collected
     assert not (env.bucket / "data" / "deploy.lock").exists()
+
+
+def test_09_gc_leaves_removed_allocations_a_deploy_has_not_stopped_yet(env):
+    h0, h1, h2 = env.hosts
+    shutil.rmtree(env.bucket / "workspace" / "jobs" / "web")
+    env.play("build")  # web@h0 and web@h1 are now removed in the catalog, still running on the workers
+    assert {a["state"] for a in env.catalog()["allocations"] if a["job"] == "web"} == {"removed"}
+    rc, out = env.play("gc")
+    flat = " ".join(out.split())
+    for h in (h0, h1):
+        assert "web on %s: the worker still holds a deploy record of it" % h in flat, out
+        assert (env.job(h, "web") / "data" / "keep.me").exists() and (env.job(h, "web") / "Makefile").exists()
+    assert "/jobs/web" not in out
+    assert "maand/job/web" not in " ".join(re.findall(r"kv: deleted namespace (\S+) ", out)), out
+    assert len([a for a in env.catalog()["allocations"] if a["job"] == "web"]) == 2
+    env.play("deploy")  # stops and removes them, keeping data/ and logs/
+    for h in (h0, h1):
+        assert sorted(p.name for p in env.job(h, "web").iterdir()) == ["data", "logs"]
+    rc, out = env.play("gc")
+    for h in (h0, h1):
+        assert not env.job(h, "web").exists(), out
+    store = _kv_store.KVStore.load(str(env.bucket))
+    assert not [ns for ns in store.namespaces if "/web" in ns], sorted(store.namespaces)
