@@ -288,11 +288,17 @@ class KVStore:
     def prune_history(self, older_than_seconds: float) -> int:
         """Drop history revisions written before now - older_than_seconds, and keys deleted before
         then (maand gc's PurgeStaleVersions). Returns how many revisions went."""
-        cutoff = self.clock() - max(0.0, float(older_than_seconds))
+        return self.prune_before(self.clock() - max(0.0, float(older_than_seconds)))
+
+    def prune_before(self, cutoff: float, only: set | None = None) -> int:
+        """prune_history with an absolute cutoff (a time.time()), on every key or only the
+        (namespace, key) pairs in `only` (gc does exactly what its plan listed)."""
         dropped = 0
         for ns in list(self.namespaces):
             keys = self.namespaces[ns]
             for key in list(keys):
+                if only is not None and (ns, key) not in only:
+                    continue
                 entry = keys[key]
                 if entry.deleted and entry.modified < cutoff:
                     dropped += 1 + len(entry.history)
@@ -305,6 +311,13 @@ class KVStore:
                 del self.namespaces[ns]
         self.dirty = self.dirty or dropped > 0
         return dropped
+
+    def purge_namespace(self, namespace: str) -> int:
+        """Delete a whole namespace, its keys, tombstones and history (gc of a job or worker that is
+        gone, as maand's gc). Returns how many keys went."""
+        keys = self.namespaces.pop(namespace, None) or {}
+        self.dirty = self.dirty or bool(keys)
+        return len(keys)
 
     # --- internals ------------------------------------------------------------------------
 

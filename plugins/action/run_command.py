@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""maand run_command on the controller: choose the workers, report their output
+(docs: plugins/modules/run_command.py)."""
+
+from __future__ import annotations
+
+from ansible import context
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import _run_command
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "step": {"type": "str", "required": True, "choices": ["select", "report"]},
+    "cmd": {"type": "raw"},
+    "workers": {"type": "raw"},
+    "labels": {"type": "raw"},
+    "catalog_workers": {"type": "list", "elements": "str", "default": []},
+    "hosts": {"type": "list", "elements": "str", "default": []},
+    "result_var": {"type": "str", "default": "_maand_run_command"},
+}
+
+
+def _hostvar(hostvars, host, name):
+    try:
+        return hostvars[host].get(name)
+    except Exception:  # pylint: disable=broad-exception-caught
+        return None
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        hostvars = (task_vars or {}).get("hostvars") or {}
+        result["changed"] = False
+        try:
+            cmd = _run_command.check_command(args["cmd"])
+            if args["step"] == "select":
+                _run_command.check_split(context.CLIARGS.get("extra_vars") or ())
+                workers = {h: list((_hostvar(hostvars, h, "maand_worker") or {}).get("labels") or ())
+                           for h in args["catalog_workers"]}
+                chosen = _run_command.select(workers, args["hosts"], _run_command.split_names(args["workers"]),
+                                             _run_command.split_names(args["labels"]))
+                result.update(hosts=chosen, msg="running `%s` on %s" % (cmd, ", ".join(chosen)))
+                return result
+        except _run_command.RunCommandError as exc:
+            result.update(failed=True, msg="maand.core.run_command: %s" % exc)
+            return result
+        if self._task.check_mode:
+            result["msg"] = "check mode: `%s` was not run" % cmd
+            return result
+        outcomes = [_run_command.outcome(h, _hostvar(hostvars, h, args["result_var"])) for h in args["hosts"]]
+        lines, problems = _run_command.report(outcomes, cmd)
+        display.display("\n".join(lines))
+        result.update(changed=any(o.status != "not run" for o in outcomes), lines=lines, problems=problems,
+                      outcomes=[o.__dict__ for o in outcomes])
+        if problems:
+            result.update(failed=True, msg="run_command failed on %d worker(s):\n  %s" % (len(problems), "\n  ".join(problems)))
+        else:
+            result["msg"] = lines[-1]
+        return result

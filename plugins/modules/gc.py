@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gc
+short_description: Plan and commit maand's gc of a bucket (the controller side)
+version_added: 1.0.0
+description:
+  - "Private: internal to the C(maand.core.gc) playbook; its options and results may change in any
+    release without notice. Run the playbook instead."
+  - Runs on the controller (an action plugin; no connection is opened).
+  - With O(step=plan) it reads C(data/catalog.json), C(data/kv.json) and each worker's listing of
+    C(/opt/worker/<bucket_id>/jobs/) (registered by C(maand.core.deploy_state)) and prints what gc deletes,
+    namely the job folders that removed allocations left on workers (with their C(data/) and C(logs/)), the
+    catalog rows of removed allocations, jobs and workers that a deploy cleaned, the KV namespaces of
+    jobs, allocations and workers that are gone, and KV history older than O(retain_days).
+  - Nothing that belongs to an active or disabled allocation is ever planned.
+  - With O(step=commit) it re-reads the catalog and the KV under the bucket lock and deletes only what
+    the shown plan listed and still holds; a removed allocation whose folder could not be deleted keeps
+    its row. It fails, listing them, when a worker could not be read or a deletion failed.
+author:
+  - maand.core developers (@maand-sh)
+options:
+  bucket:
+    description: The bucket directory.
+    type: path
+    required: true
+  step:
+    description: V(plan) or V(commit).
+    type: str
+    required: true
+    choices: [plan, commit]
+  hosts:
+    description: The workers of the play (their listings and deletion results are read from hostvars).
+    type: list
+    elements: str
+    default: []
+  retain_days:
+    description: Keep KV history written in the last N days (default 0, as maand's C(--retain-days)).
+    type: raw
+  plan:
+    description: The plan the plan step returned (commit step).
+    type: dict
+  state_var:
+    description: The registered C(maand.core.deploy_state) result of each worker.
+    type: str
+    default: _maand_gc_state
+  deleted_var:
+    description: The registered C(maand.core.gc_worker) result of each worker.
+    type: str
+    default: _maand_gc_deleted
+attributes:
+  check_mode:
+    support: full
+    description: The plan step prints the plan; the commit step deletes nothing.
+  diff_mode:
+    support: none
+    description: The plan step always prints the plan, with or without C(--diff).
+extends_documentation_fragment:
+  - maand.core.controller
+notes:
+  - The playbook C(maand.core.gc) takes the bucket's deploy lock first, so gc never runs beside a deploy.
+"""
+
+EXAMPLES = r"""
+- name: Plan the gc of a bucket
+  maand.core.gc:
+    bucket: /srv/bucket
+    step: plan
+    hosts: "{{ ansible_play_hosts_all }}"
+    retain_days: 7
+  register: gc_plan
+"""
+
+RETURN = r"""
+plan:
+  description: The plan (plan step) or what was deleted (commit step).
+  returned: success
+  type: dict
+delete:
+  description: The plan step's job folders to delete, per worker.
+  returned: success
+  type: dict
+  sample: {"10.0.0.1": ["old_api"]}
+lines:
+  description: The printed lines.
+  returned: success
+  type: list
+  elements: str
+problems:
+  description: Unreadable workers and failed deletions (commit step).
+  returned: success
+  type: list
+  elements: str
+"""
