@@ -44,10 +44,10 @@ def _go_type_error(report, rel, field, value, go_field, want, job):
                  "write %s as %s" % (field, "a whole number, e.g. 5" if want == "int" else "a string"))
 
 
-# The probes deploy's health gates run (ssh probes are warned about at build and refused at deploy), and
-# the gate defaults. resolve_health turns a catalog job's health_check into the gate spec build stores in
-# the catalog (job "health_gate"), so deploy does not re-validate it.
-GATE_PROBES = ("tcp", "http")
+# The probes deploy's health gates and maand.core.health_check run (tcp and http from the controller,
+# ssh on the worker), and the gate defaults. resolve_health turns a catalog job's health_check into the
+# gate spec build stores in the catalog (job "health_gate"), so deploy does not re-validate it.
+GATE_PROBES = ("tcp", "http", "ssh")
 DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
 
 
@@ -72,8 +72,16 @@ def resolve_health(job):
             errors.append("%s: expected an object like {\"type\": \"tcp\", \"port\": \"http_port\"}" % at)
             continue
         kind = check.get("type")
+        kind = kind.strip().lower() if isinstance(kind, str) else kind
         if kind not in GATE_PROBES:
             errors.append("%s.type: %r is not supported by maand.core (use one of: %s)" % (at, kind, ", ".join(GATE_PROBES)))
+            continue
+        if kind == "ssh":
+            command = check.get("command")
+            if not isinstance(command, str) or not command.strip():
+                errors.append("%s.command: an ssh probe needs the shell command to run on the worker" % at)
+                continue
+            resolved.append({"type": "ssh", "command": command.strip()})
             continue
         port = check.get("port")
         if isinstance(port, str) and not port.isdigit():
@@ -179,10 +187,6 @@ def _check_probe(job, probe, index, rel, report):
         if not (probe.get("command") or "").strip():
             report.error("ErrInvalidManifest", rel, at + ".command", "job %s health_check.checks[%d] ssh probe requires "
                          "command" % (job.name, index), "add \"command\": \"<shell command run on the worker>\"")
-            return
-        report.unhonoured("ErrInvalidManifest", rel, at, "job %s: ssh health probes are not run by maand.core, and its "
-                          "deploy refuses a job that has one" % job.name,
-                          "use a tcp or http probe, or remove this probe before deploying with maand.core")
         return
     port = (probe.get("port") or "").strip()
     if not port:
