@@ -240,6 +240,25 @@ def makefile_targets(text):
     return targets
 
 
+# maand job run --target: "any safe custom name"; never a make option (-f, --eval=...) or a variable assignment.
+SAFE_TARGET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_INCLUDE = re.compile(r"^\s*-?include\s", re.MULTILINE)
+
+
+def target_problem(target, makefile_text, makefile_name="Makefile"):
+    """Why `make <target>` cannot run for maand.core.job (None when it can): an unsafe name, or a target
+    the job's Makefile does not define (not checked when it includes other makefiles)."""
+    if not isinstance(target, str) or not SAFE_TARGET.match(target):
+        return ("target %r is not a safe Makefile target name (letters, digits, '_', '.', '-'; not starting with "
+                "'-' or '.')" % (target,))
+    if makefile_text is None:
+        return None
+    if target in makefile_targets(makefile_text) or _INCLUDE.search(makefile_text):
+        return None
+    known = sorted(t for t in makefile_targets(makefile_text) if not t.startswith(".") and "%" not in t)
+    return "the job's %s defines no target %r; its targets: %s" % (makefile_name, target, ", ".join(known) or "none")
+
+
 def check_reload_target(bucket_path, job, report):
     """restart_policy reload runs `make reload` on a content change: a Makefile without that target would
     fail mid-rollout, so build says so (maand would also fail, at deploy)."""
