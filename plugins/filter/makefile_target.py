@@ -15,8 +15,9 @@ description:
     C(start), C(stop), C(restart), C(reload), C(status) or any safe custom name such as C(migrate).
   - >-
     A name that is not safe (letters, digits, C(_), C(.) and C(-), not starting with C(-) or C(.)) is refused,
-    so a target can never be a make option. When the Makefile text is given, the target must be one it
-    defines, unless the Makefile includes other makefiles (not followed).
+    so a target can never be a make option. When the Makefile text is given, a custom target must be one
+    it defines, unless the Makefile includes other makefiles (not followed); the lifecycle targets are
+    always accepted, as in maand.
   - >-
     Returns an empty string when the target can run, else the reason, naming the Makefile's targets.
 options:

@@ -245,13 +245,17 @@ SAFE_TARGET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _INCLUDE = re.compile(r"^\s*-?include\s", re.MULTILINE)
 
 
+LIFECYCLE_TARGETS = ("start", "stop", "restart", "reload", "status")
+
+
 def target_problem(target, makefile_text, makefile_name="Makefile"):
-    """Why `make <target>` cannot run for maand.core.job (None when it can): an unsafe name, or a target
-    the job's Makefile does not define (not checked when it includes other makefiles)."""
+    """Why `make <target>` cannot run for maand.core.job (None when it can): an unsafe name, or a custom
+    target the job's Makefile does not define (not checked when it includes other makefiles). maand's
+    lifecycle targets are always accepted, as in maand (a Makefile without one fails at make, named)."""
     if not isinstance(target, str) or not SAFE_TARGET.match(target):
         return ("target %r is not a safe Makefile target name (letters, digits, '_', '.', '-'; not starting with "
                 "'-' or '.')" % (target,))
-    if makefile_text is None:
+    if makefile_text is None or target in LIFECYCLE_TARGETS:
         return None
     if target in makefile_targets(makefile_text) or _INCLUDE.search(makefile_text):
         return None
