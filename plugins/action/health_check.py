@@ -105,12 +105,12 @@ class ActionModule(ActionBase):
                 wait=args["wait"], wait_seconds=args["wait_seconds"], skipped=skipped,
                 log=lambda msg: display.display("health_check: " + msg))
         lines = [line.text() for line in outcome.lines]
-        for name in outcome.skipped:
-            lines.append("health check skipped: %s (no health_check config or commands)" % name)
+        for name in sorted(outcome.skipped):
+            lines.append("health check skipped: %s (%s)" % (name, outcome.skipped[name]))
         summary = outcome.summary()
         for line in lines:
             display.display(line, color="red" if line.startswith("FAILED") else None)
-        result.update(lines=lines, summary=summary, skipped_jobs=outcome.skipped, rounds=outcome.rounds,
+        result.update(lines=lines, summary=summary, skipped_jobs=sorted(outcome.skipped), rounds=outcome.rounds,
                       checks=[{"job": x.job, "worker": x.worker, "check": x.what, "ok": x.ok, "ms": x.ms,
                                "reason": x.reason} for x in outcome.lines],
                       failed=bool(outcome.failed), msg=summary)

@@ -56,8 +56,8 @@ def ssh_probe(conn, command, timeout, run=subprocess.run):
         return None
     if done.returncode == 255:
         return "ssh %s: cannot connect: %s" % (conn["address"], _tail(done.stderr) or "exit 255")
-    return "ssh %s: %r exited %d%s" % (conn["address"], command, done.returncode,
-                                        (": " + _tail(done.stderr or done.stdout)) if (done.stderr or done.stdout) else "")
+    output = _tail(done.stderr or done.stdout)
+    return "ssh %s: %r exited %d%s" % (conn["address"], command, done.returncode, (": " + output) if output else "")
 
 
 def probe(address, check, timeout, conns=None, ssh_run=subprocess.run):

@@ -50,8 +50,8 @@ class Line:
 
     def text(self) -> str:
         outcome = ("%d ms" % self.ms) if self.ok and self.ms is not None else self.reason if not self.ok else ""
-        return ("%-6s %-16s %-15s %-30s %s" % ("ok" if self.ok else "FAILED", self.job, self.worker, self.what,
-                                                outcome)).rstrip()
+        status = "ok" if self.ok else "FAILED"
+        return ("%-6s %-16s %-15s %-30s %s" % (status, self.job, self.worker, self.what, outcome)).rstrip()
 
 
 @dataclasses.dataclass
@@ -71,7 +71,7 @@ class JobPlan:
 @dataclasses.dataclass
 class Outcome:
     lines: list[Line]
-    skipped: list[str]  # jobs without probes or commands (maand: not an error)
+    skipped: dict[str, str]  # job -> why it was not checked (no probes or commands, no allocation here)
     rounds: int
 
     @property
@@ -85,7 +85,7 @@ class Outcome:
         head = "health_check: %d ok, %d failed" % (len(self.lines) - len(self.failed), len(self.failed))
         head += "; %d job(s) checked" % len(jobs)
         if self.skipped:
-            head += ", %d skipped (no health_check config or commands: %s)" % (len(self.skipped), ", ".join(self.skipped))
+            head += ", %d skipped (%s)" % (len(self.skipped), ", ".join(sorted(self.skipped)))
         if bad_jobs:
             head += "; unhealthy jobs: %s" % ", ".join(bad_jobs)
         if bad_workers:
@@ -120,11 +120,15 @@ def _commands(job: Mapping[str, Any]) -> list[str]:
                   if "health_check" in ((spec or {}).get("executed_on") or ()))
 
 
-def plan_jobs(catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str]) -> tuple[list[JobPlan], list[str]]:
-    """(a JobPlan per job with something to check on its active allocations among hosts, the jobs skipped)."""
+NO_CONFIG = "no health_check config or commands"
+NO_ALLOCATION = "no active allocation on the chosen workers"
+
+
+def plan_jobs(catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str]) -> tuple[list[JobPlan], dict[str, str]]:
+    """(a JobPlan per job with something to check on its active allocations among hosts, {skipped job: why})."""
     records = {j["name"]: j for j in catalog.get("jobs") or []}
     chosen = set(hosts)
-    plans, skipped = [], []
+    plans, skipped = [], {}
     for name in jobs:
         job = records[name]
         workers = [a["worker"] for a in catalog.get("allocations") or []
@@ -134,8 +138,11 @@ def plan_jobs(catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[s
         else:
             spec, errors = resolve_health(job)
         commands = _commands(job)
-        if not workers or (not errors and not (spec or {}).get("checks") and not commands):
-            skipped.append(name)
+        if not errors and not (spec or {}).get("checks") and not commands:
+            skipped[name] = NO_CONFIG
+            continue
+        if not workers:
+            skipped[name] = NO_ALLOCATION
             continue
         spec = spec or {}
         plans.append(JobPlan(name, workers, list(spec.get("checks") or []), commands,
@@ -172,7 +179,7 @@ class _Item:
 def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Callable[[str, str, dict, float], str | None],
         commands: Callable[[str, list[str]], dict[str, str | None]] | None = None, *, wait: bool = False,
         wait_seconds: float = 0, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-        port_check: Callable[[str, int], str | None] = tcp_port, skipped: Iterable[str] = (),
+        port_check: Callable[[str, int], str | None] = tcp_port, skipped: Mapping[str, str] | None = None,
         log: Callable[[str], None] = lambda msg: None) -> Outcome:
     """Check the workers' SSH ports and the jobs. workers: {host: (address, ssh port)}; probe(host,
     address, check, timeout) -> None | reason; commands(job, hosts) -> {host: None | reason}."""
@@ -214,7 +221,7 @@ def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Cal
             len(pending), ", ".join(sorted({"%s@%s" % (i.line.job, i.line.worker) for i in pending}))))
         sleep(min(i.interval for i in left))
     lines = [i.line for i in port_items] + [i.line for _p, probes, cmds in job_items for i in probes + list(cmds.values())]
-    return Outcome(lines, sorted(skipped), rounds)
+    return Outcome(lines, dict(skipped or {}), rounds)
 
 
 def _retry(item: _Item, fn: Callable[[], str | None], clock: Callable[[], float]) -> bool:

@@ -67,7 +67,9 @@ def test_plan_jobs_active_allocations_on_the_chosen_hosts_only():
                    ("hooked", "h1", "active")])
     plans, skipped = H.plan_jobs(cat, ["api", "plain", "hooked"], ["h1", "h2"])
     assert [(p.job, p.workers, p.commands) for p in plans] == [("api", ["h1"], []), ("hooked", ["h1"], ["command_health"])]
-    assert skipped == ["plain"]
+    assert skipped == {"plain": H.NO_CONFIG}
+    plans, skipped = H.plan_jobs(cat, ["api", "plain"], ["h2"])
+    assert plans == [] and skipped == {"api": H.NO_ALLOCATION, "plain": H.NO_CONFIG}
 
 
 def test_a_probe_that_cannot_run_fails_its_job_lines():
@@ -81,15 +83,14 @@ def test_healthy_and_failing_lines_and_summary(listener):
     bad = closed_port()
     plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": listener}], []),
              H.JobPlan("web", ["h1"], [{"type": "tcp", "port": bad}], [])]
-    out = H.run(plans, {"h1": ("127.0.0.1", listener)}, real_probe, skipped=["plain"])
+    out = H.run(plans, {"h1": ("127.0.0.1", listener)}, real_probe, skipped={"plain": H.NO_CONFIG})
     texts = [x.text() for x in out.lines]
     assert texts[0].startswith("ok     (worker)         h1              ssh port :%d" % listener)
     assert texts[1].startswith("ok     api              h1              tcp :%d" % listener) and texts[1].endswith(" ms")
     assert texts[2].startswith("FAILED web              h1              tcp :%d" % bad)
     assert "refused" in texts[2].lower()
     assert [x.job for x in out.failed] == ["web"]
-    assert out.summary() == ("health_check: 2 ok, 1 failed; 2 job(s) checked, 1 skipped (no health_check config "
-                             "or commands: plain); unhealthy jobs: web")
+    assert out.summary() == "health_check: 2 ok, 1 failed; 2 job(s) checked, 1 skipped (plain); unhealthy jobs: web"
 
 
 def test_an_unreachable_worker_is_named(listener):
