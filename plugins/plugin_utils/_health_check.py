@@ -18,6 +18,7 @@ commands are passed in, so tests run them for real on loopback sockets and local
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import socket
 import time
@@ -31,6 +32,7 @@ WORKER = "(worker)"
 PORT_TIMEOUT = 5.0
 PORT_ATTEMPTS = DEFAULT_HEALTH["attempts"]
 PORT_INTERVAL = DEFAULT_HEALTH["interval_seconds"]
+PARALLEL = 8  # probes at a time (maand: 4 jobs at a time)
 
 
 class HealthCheckError(Exception):
@@ -231,15 +233,16 @@ def _retry(item: _Item, fn: Callable[[], str | None], clock: Callable[[], float]
 
 
 def _round(port_items: list[_Item], job_items, commands, clock) -> list[_Item]:
-    """One pass over what is not healthy yet; returns what is still not healthy (and may be retried)."""
-    pending = []
-    for item in port_items:
-        if not item.line.ok and not _retry(item, item.check, clock):
-            pending.append(item)
+    """One pass over what is not healthy yet; returns what is still not healthy (and may be retried).
+    The port dials and probes run side by side (PARALLEL at a time), then the job commands, job by job."""
+    due = [i for i in port_items if not i.line.ok] + [
+        i for _p, probes, _c in job_items for i in probes if i.check is not None and not i.line.ok]
+    healthy_now = []
+    if due:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(PARALLEL, len(due))) as pool:
+            healthy_now = list(pool.map(lambda i: _retry(i, i.check, clock), due))
+    pending = [i for i, ok in zip(due, healthy_now) if not ok]
     for plan, probes, cmds in job_items:
-        for item in probes:
-            if item.check is not None and not item.line.ok and not _retry(item, item.check, clock):
-                pending.append(item)
         healthy = {host for host in plan.workers
                    if all(i.line.ok for i in probes if i.line.worker == host)}
         todo = [host for host, item in cmds.items() if not item.line.ok and host in healthy]

@@ -15,7 +15,7 @@ from tests.unit.test_deploy_plan import catalog, job
 def listener():
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
+    sock.listen(128)
     yield sock.getsockname()[1]
     sock.close()
 
@@ -143,3 +143,11 @@ def test_wait_seconds_bounds_the_retries_instead_of_attempts():
 
 def test_split_names():
     assert H.split_names(" a, ,b ") == ["a", "b"] and H.split_names(["a", " "]) == ["a"] and H.split_names(None) == []
+
+
+def test_many_probes_all_get_their_own_line_in_order(listener):
+    bad = closed_port()
+    hosts = ["h%d" % i for i in range(12)]
+    plans = [H.JobPlan("api", hosts, [{"type": "tcp", "port": listener}, {"type": "tcp", "port": bad}], [])]
+    out = H.run(plans, {}, lambda h, a, c, t: _deploy_gate.probe("127.0.0.1", c, t))
+    assert [(x.worker, x.ok) for x in out.lines] == [(h, ok) for h in hosts for ok in (True, False)]
