@@ -137,3 +137,23 @@ def test_06_maand_health_check_after_the_target(env):
                        "-e", "maand_wait_seconds=1", check=False)
     assert rc != 0 and "unhealthy jobs: api" in out
     env.play("job", "-e", "maand_job=api", "-e", "maand_target=start", "-e", "maand_health_check=true")
+
+
+def test_07_a_probe_deploy_cannot_run_fails_only_its_job(env):
+    """A catalog of an older build (no health_gate) with a probe type deploy does not know: that job is
+    not deployed and named, the others deploy, and the run fails."""
+    path = env.bucket / "data" / "catalog.json"
+    saved = path.read_text()
+    catalog = json.loads(saved)
+    for job in catalog["jobs"]:
+        if job["name"] == "flaky":
+            job.pop("health_gate", None)
+            job["health_check"] = {"checks": [{"type": "grpc", "port": 1}]}
+    path.write_text(json.dumps(catalog, indent=2, sort_keys=True))
+    try:
+        rc, out = env.play("deploy", "-e", "maand_force=true", check=False)
+    finally:
+        path.write_text(saved)
+    assert rc != 0
+    assert "job flaky not deployed: its health_check cannot run" in out and "'grpc' is not supported" in out
+    assert "health gate passed: api" in out  # api was redeployed (forced) all the same
