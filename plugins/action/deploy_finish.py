@@ -28,10 +28,12 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
 display = Display()
 
 
-def gate_runner(hostvars):
+def gate_runner(hostvars, ssh_args=""):
+    """The health gate runner: tcp/http from the controller, ssh probes with the run's connection settings."""
     def passed(gate):
         display.display("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), color="green")
-    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed)
+    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed,
+                               conns=lambda: _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args))
 
 
 ARGUMENT_SPEC = {
@@ -48,8 +50,9 @@ def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):
         return plan, [f["msg"] for f in plan.get("failures") or []], []
     try:
         task_vars = task_vars or {}
-        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(hostvars), settings[0], settings[1],
-                                            lambda msg: display.display("hook: " + msg), _action_support.ssh_args(C.config, task_vars)) as (gate, after):
+        ssh_args = _action_support.ssh_args(C.config, task_vars)
+        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(hostvars, ssh_args), settings[0], settings[1],
+                                            lambda msg: display.display("hook: " + msg), ssh_args) as (gate, after):
             plan, dummy, report = _deploy_run.finish(run_dir, gate, after)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], []

@@ -10,12 +10,12 @@ from ansible.plugins.action import ActionBase
 import os
 
 from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_plan, _deploy_remote, _jobspec_deploy
+from ansible_collections.maand.core.plugins.plugin_utils._job_checks import target_problem
 
-TARGETS = ["start", "stop", "restart", "reload", "status"]
 ARGUMENT_SPEC = {
     "bucket_id": {"type": "str", "required": True},
     "job": {"type": "str", "required": True},
-    "target": {"type": "str", "required": True, "choices": TARGETS},
+    "target": {"type": "str", "required": True},
     "version": {"type": "str", "default": "0.0.0"},
     "timeout": {"type": "int", "default": 600},
     "tail": {"type": "int", "default": 20},
@@ -45,6 +45,10 @@ class ActionModule(ActionBase):
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         target = args["target"]
+        problem = target_problem(target, None)
+        if problem:
+            result.update(failed=True, msg="%s; nothing was run" % problem)
+            return result
         if self._task.check_mode and target != "status":
             result.update(changed=True, skipped=False, msg="check mode: would run make %s" % target)
             return result

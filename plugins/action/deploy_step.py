@@ -21,10 +21,12 @@ ARGUMENT_SPEC = {
 }
 
 
-def gate_runner(hostvars):
+def gate_runner(hostvars, ssh_args=""):
+    """The health gate runner: tcp/http from the controller, ssh probes with the run's connection settings."""
     def passed(gate):
         display.display("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), color="green")
-    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed)
+    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed,
+                               conns=lambda: _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args))
 
 
 def hook_callbacks(run_dir, task_vars, probes, templar):
@@ -49,7 +51,8 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         try:
             key = _deploy_run.step_key(args["step"])
-            with hook_callbacks(args["run_dir"], task_vars, gate_runner(hostvars), self._templar) as (gate, after):
+            with hook_callbacks(args["run_dir"], task_vars, gate_runner(hostvars, _action_support.ssh_args(C.config, task_vars)),
+                                self._templar) as (gate, after):
                 hosts, failures = _deploy_run.advance(args["run_dir"], key, gate, after)
         except (_deploy_run.RunError, ValueError, OSError) as exc:
             result.update(failed=True, changed=False, msg="deploy step %s: %s" % (args["step"], exc))

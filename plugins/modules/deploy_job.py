@@ -29,10 +29,12 @@ options:
     type: str
     required: true
   target:
-    description: The Makefile target.
+    description:
+      - The Makefile target, C(start), C(stop), C(restart), C(reload), C(status) or any other target the job's
+        Makefile defines, such as C(migrate). A name that is not safe (letters, digits, C(_), C(.), C(-), not
+        starting with C(-) or C(.)) is refused, so it can never be a make option.
     type: str
     required: true
-    choices: [start, stop, restart, reload, status]
   version:
     description: The job version passed as CURRENT_VERSION and NEW_VERSION.
     type: str

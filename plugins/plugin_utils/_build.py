@@ -180,7 +180,7 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
                          for c in job.commands.values()},
         })
         gate, gate_errors = resolve_health(jobs[-1])  # port names -> the ports assigned above
-        if not gate_errors:  # else (an ssh probe, warned above) deploy refuses the job, naming the probe
+        if not gate_errors:  # else deploy fails that job alone, naming the probe
             jobs[-1]["health_gate"] = gate  # the gate spec deploy runs, without re-validating
         if job.rules is not None and not job.rules.plain:
             jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them

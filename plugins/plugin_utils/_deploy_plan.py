@@ -12,10 +12,10 @@ the controller (`_deploy_files.hash_tree`), and what each worker reported about 
 - `steps`: the ordered execution schedule. Step 0 reconciles (worker metadata, stop disabled,
   remove removed, purge workers that left workers.json); then one step per rolling batch, waves in
   `deployment_seq` order, batches of different jobs in the same wave run side by side;
-- `errors`: reasons to refuse the whole deploy before touching anything (bad options, bad
-  health_check, sync_only that would need a start);
-- `failures`: allocations that cannot be deployed this run (their worker is unreachable): the run
-  goes on for the others and fails at the end, naming them;
+- `errors`: reasons to refuse the whole deploy before touching anything (bad options, sync_only
+  that would need a start);
+- `failures`: allocations that cannot be deployed this run (their worker is unreachable, or their
+  job's health_check cannot run): the run goes on for the others and fails at the end, naming them;
 - `prune`: catalog rows a successful run may drop without touching a worker.
 
 Nothing here performs I/O.
@@ -318,6 +318,7 @@ class _Planner:
         self.rollout_orders = dict(options.get("rollout_orders") or {})  # job -> rollout_order a hook put in the KV
         self.order_notes = []
         self.gates = {}          # job -> health gate spec
+        self.gate_failed = {}    # job -> why its health_check cannot run (the job is not deployed)
         self.reconcile = {}      # host -> [op]
         self.rollout = {}        # job -> {"start": [op], "upgrade": [op], "sync": [op]}
         self.dead_removed_workers = set()
@@ -342,9 +343,12 @@ class _Planner:
                 continue
             if "health_gate" in job:  # resolved and validated by build (_build: catalog job "health_gate")
                 spec, gate_errors = job["health_gate"], []
-            else:  # a catalog of an older build, or a check build could not resolve (refused here, named)
+            else:  # a catalog of an older build, or a check build could not resolve (that job fails, named)
                 spec, gate_errors = resolve_health(job)
-            self.errors.extend(gate_errors)
+            if gate_errors:  # only this job is left out; the others deploy and the run ends failed
+                self.gate_failed[name] = gate_errors
+                self.failures.append({"job": name, "worker": None, "msg": "job %s not deployed: its health_check "
+                                      "cannot run: %s" % (name, "; ".join(gate_errors))})
             if not spec and not gate_errors and hook_events(job):
                 spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (_hook_deploy)
             if spec:
@@ -397,6 +401,10 @@ class _Planner:
             return
         if state == "disabled":
             self._decide_disabled(row, deployed)
+            return
+        if name in self.gate_failed:
+            row.update(action="skip", reason="not deployed: its health_check cannot run (%s)"
+                       % "; ".join(self.gate_failed[name]))
             return
         cur = (cur.get("allocations") or {}).get(host, cur)  # rendered per allocation (_deploy_stage)
         if cur.get("error"):  # the message is in options["stage_errors"], once for all its workers

@@ -24,7 +24,9 @@ PLAYBOOK_VARS = {
     "maand.core.cat": ("maand_bucket", "maand_cat", "maand_jobs", "maand_workers", "maand_reveal", "maand_deleted"),
     "maand.core.facts": ("maand_bucket", "maand_labels", "maand_hosts", "maand_build", "maand_strict",
                          "maand_new_bucket_id"),
-    "maand.core.job": ("maand_bucket", "maand_job", "maand_target", "maand_job_workers"),
+    "maand.core.job": ("maand_bucket", "maand_job", "maand_target", "maand_job_workers", "maand_health_check",
+                       "maand_wait_seconds"),
+    "maand.core.health_check": ("maand_jobs", "maand_wait", "maand_wait_seconds"),
     "maand.core.run_command": ("maand_cmd", "maand_workers", "maand_labels"),
     "maand.core.gc": ("maand_retain_days",),
 }

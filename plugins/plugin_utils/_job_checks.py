@@ -44,10 +44,10 @@ def _go_type_error(report, rel, field, value, go_field, want, job):
                  "write %s as %s" % (field, "a whole number, e.g. 5" if want == "int" else "a string"))
 
 
-# The probes deploy's health gates run (ssh probes are warned about at build and refused at deploy), and
-# the gate defaults. resolve_health turns a catalog job's health_check into the gate spec build stores in
-# the catalog (job "health_gate"), so deploy does not re-validate it.
-GATE_PROBES = ("tcp", "http")
+# The probes deploy's health gates and maand.core.health_check run (tcp and http from the controller,
+# ssh on the worker), and the gate defaults. resolve_health turns a catalog job's health_check into the
+# gate spec build stores in the catalog (job "health_gate"), so deploy does not re-validate it.
+GATE_PROBES = ("tcp", "http", "ssh")
 DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
 
 
@@ -72,8 +72,16 @@ def resolve_health(job):
             errors.append("%s: expected an object like {\"type\": \"tcp\", \"port\": \"http_port\"}" % at)
             continue
         kind = check.get("type")
+        kind = kind.strip().lower() if isinstance(kind, str) else kind
         if kind not in GATE_PROBES:
             errors.append("%s.type: %r is not supported by maand.core (use one of: %s)" % (at, kind, ", ".join(GATE_PROBES)))
+            continue
+        if kind == "ssh":
+            command = check.get("command")
+            if not isinstance(command, str) or not command.strip():
+                errors.append("%s.command: an ssh probe needs the shell command to run on the worker" % at)
+                continue
+            resolved.append({"type": "ssh", "command": command.strip()})
             continue
         port = check.get("port")
         if isinstance(port, str) and not port.isdigit():
@@ -179,10 +187,6 @@ def _check_probe(job, probe, index, rel, report):
         if not (probe.get("command") or "").strip():
             report.error("ErrInvalidManifest", rel, at + ".command", "job %s health_check.checks[%d] ssh probe requires "
                          "command" % (job.name, index), "add \"command\": \"<shell command run on the worker>\"")
-            return
-        report.unhonoured("ErrInvalidManifest", rel, at, "job %s: ssh health probes are not run by maand.core, and its "
-                          "deploy refuses a job that has one" % job.name,
-                          "use a tcp or http probe, or remove this probe before deploying with maand.core")
         return
     port = (probe.get("port") or "").strip()
     if not port:
@@ -234,6 +238,29 @@ def makefile_targets(text):
         if match:
             targets.update(match.group(1).split())
     return targets
+
+
+# maand job run --target: "any safe custom name"; never a make option (-f, --eval=...) or a variable assignment.
+SAFE_TARGET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_INCLUDE = re.compile(r"^\s*-?include\s", re.MULTILINE)
+
+
+LIFECYCLE_TARGETS = ("start", "stop", "restart", "reload", "status")
+
+
+def target_problem(target, makefile_text, makefile_name="Makefile"):
+    """Why `make <target>` cannot run for maand.core.job (None when it can): an unsafe name, or a custom
+    target the job's Makefile does not define (not checked when it includes other makefiles). maand's
+    lifecycle targets are always accepted, as in maand (a Makefile without one fails at make, named)."""
+    if not isinstance(target, str) or not SAFE_TARGET.match(target):
+        return ("target %r is not a safe Makefile target name (letters, digits, '_', '.', '-'; not starting with "
+                "'-' or '.')" % (target,))
+    if makefile_text is None or target in LIFECYCLE_TARGETS:
+        return None
+    if target in makefile_targets(makefile_text) or _INCLUDE.search(makefile_text):
+        return None
+    known = sorted(t for t in makefile_targets(makefile_text) if not t.startswith(".") and "%" not in t)
+    return "the job's %s defines no target %r; its targets: %s" % (makefile_name, target, ", ".join(known) or "none")
 
 
 def check_reload_target(bucket_path, job, report):

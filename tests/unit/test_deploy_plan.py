@@ -383,15 +383,40 @@ def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
 
 
 @pytest.mark.parametrize("hc,msg", [
-    ({"checks": [{"type": "ssh", "command": "true"}]}, "not supported"),
+    ({"checks": [{"type": "udp", "port": 8080}]}, "not supported"),
+    ({"checks": [{"type": "ssh"}]}, "needs the shell command"),
     ({"checks": [{"type": "tcp", "port": "nope"}]}, "is not a port of job api"),
     ({"checks": [{"type": "tcp", "port": 8080}], "wait": {"attempts": 0}}, "must be positive"),
 ])
-def test_bad_health_check_is_a_clear_error(hc, msg):
+def test_bad_health_check_fails_only_its_job(hc, msg):
+    cat = catalog([job("api", health_check=hc), job("db")], [("api", "h1", "active"), ("db", "h1", "active")])
+    plan = P.compute_plan(cat, content("api", "db"), states(["h1"]), ["h1"])
+    assert plan["errors"] == []
+    assert [f["job"] for f in plan["failures"]] == ["api"]
+    assert msg in plan["failures"][0]["msg"] and "jobs/api/manifest.json health_check" in plan["failures"][0]["msg"]
+    rows = {r["job"]: r for r in plan["rows"]}
+    assert rows["api"]["action"] == "skip" and "health_check cannot run" in rows["api"]["reason"]
+    assert rows["db"]["action"] == "start"
+    ops = [o for s in plan["steps"] for os_ in s["ops"].values() for o in os_ if o.get("job")]
+    assert {o["job"] for o in ops} == {"db"}  # db deploys, api is left out
+    assert any(line.startswith("FAILED: job api not deployed") for line in plan["lines"])
+
+
+def test_a_job_with_a_bad_probe_still_stops_its_disabled_allocations():
+    hc = {"checks": [{"type": "udp", "port": 1}]}
+    cat = catalog([job("api", health_check=hc)], [("api", "h1", "disabled")])
+    cont = content("api")
+    plan = P.compute_plan(cat, cont, states(["h1"], {"h1": {"api": record("api", cont)}}), ["h1"])
+    assert [r["action"] for r in plan["rows"]] == ["stop"] and plan["failures"]
+
+
+def test_an_ssh_probe_is_a_gate():
+    hc = {"checks": [{"type": "ssh", "command": "systemctl is-active api"}]}
     cat = catalog([job("api", health_check=hc)], [("api", "h1", "active")])
     plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
-    assert any(msg in e and "jobs/api/manifest.json health_check" in e for e in plan["errors"])
-    assert plan["steps"] == []
+    assert not plan["errors"] and not plan["failures"]
+    gates = [g for s in plan["steps"] for g in s["gates"]]
+    assert gates[0]["checks"] == [{"type": "ssh", "command": "systemctl is-active api"}]
 
 
 def test_block_after_failures():

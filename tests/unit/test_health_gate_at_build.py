@@ -1,6 +1,6 @@
 """Build resolves each job's health_check into the gate spec deploy runs (catalog job "health_gate": port names
 to the assigned numbers, defaults filled in), so deploy does not re-validate it (issue 9 item 1). Catalogs
-without the key (older builds, or an ssh probe build only warns about) are resolved and checked at deploy."""
+without the key (older builds) are resolved and checked at deploy; a probe deploy cannot run fails only its job."""
 
 from __future__ import annotations
 
@@ -42,13 +42,22 @@ def test_build_stores_the_resolved_gate(tmp_path):
     assert api["health_gate"] == resolve_health(api)[0]  # what deploy computed from the same record
 
 
-def test_an_ssh_probe_is_left_for_deploy_to_refuse(tmp_path):
+def test_an_ssh_probe_is_resolved_into_the_gate(tmp_path):
     jobs = built(tmp_path, {"api": {"selectors": ["web"], "health_check": {
-        "checks": [{"type": "ssh", "command": "true"}]}}})
-    assert "health_gate" not in jobs["api"]
-    cat = catalog([dict(job("api"), health_check=jobs["api"]["health_check"])], [("api", "h1", "active")])
+        "checks": [{"type": "ssh", "command": "test -f /tmp/ok"}]}}})
+    assert jobs["api"]["health_gate"]["checks"] == [{"type": "ssh", "command": "test -f /tmp/ok"}]
+    cat = catalog([dict(job("api"), health_gate=jobs["api"]["health_gate"])], [("api", "h1", "active")])
     plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
-    assert any("ssh" in e and "not supported by maand.core" in e for e in plan["errors"]), plan["errors"]
+    assert not plan["errors"] and not plan["failures"]
+
+
+def test_an_unresolvable_probe_of_an_older_catalog_fails_only_its_job():
+    cat = catalog([job("api", health_check={"checks": [{"type": "grpc", "port": 1}]}), job("db")],
+                  [("api", "h1", "active"), ("db", "h1", "active")])
+    plan = P.compute_plan(cat, content("api", "db"), states(["h1"]), ["h1"])
+    assert not plan["errors"]
+    assert [f["job"] for f in plan["failures"]] == ["api"] and "not supported by maand.core" in plan["failures"][0]["msg"]
+    assert any(s["jobs"] == ["db"] for s in plan["steps"] if s.get("jobs"))
 
 
 def test_deploy_uses_the_stored_gate_without_resolving_again():

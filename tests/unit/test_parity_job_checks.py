@@ -83,17 +83,18 @@ def test_manifest_and_command_health_check_build(tmp_path):
     assert build(root)[0].report.ok
 
 
-def test_ssh_probe_warns_as_not_honoured_and_fails_in_strict(tmp_path):
-    """maand runs ssh probes (docs/reference/cli/health-check.md); maand.core does not."""
+def test_ssh_probe_is_honoured_and_stored_in_the_gate(tmp_path):
+    """maand runs ssh probes on the worker (docs/reference/cli/health-check.md); so does maand.core now."""
     root = init_bucket(tmp_path)
     ws(root, "workers.json", APP_WORKER)
-    job(root, "app", {"selectors": ["app"], "health_check": {"checks": [{"type": "ssh", "command": "true"}]}})
+    job(root, "app", {"selectors": ["app"], "health_check": {"checks": [{"type": "ssh", "command": " true "}]}})
     result = build(root)[0]
     assert result.report.ok
-    assert [w.field for w in result.report.warnings if w.unhonoured] == ["health_check.checks[0]"]
+    assert not [w for w in result.report.warnings if "health_check" in w.field]
     result.report.apply_strict()
-    assert [p.field for p in result.report.errors] == ["health_check.checks[0]"]
-    assert "maand_strict" in str(result.report.errors[0])
+    assert result.report.ok
+    gate = [j for j in result.catalog["jobs"] if j["name"] == "app"][0]["health_gate"]
+    assert gate["checks"] == [{"type": "ssh", "command": "true"}]
 
 
 @pytest.mark.parametrize("globs, ok", [(["*.conf", "**/x.yml", "conf/*"], True), (["[a-"], False), ([" "], False)])

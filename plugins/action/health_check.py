@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""maand's `maand health_check` on the controller (docs: plugins/modules/health_check.py). Read-only."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from ansible import constants as C
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import (
+    _action_support,
+    _catalog,
+    _deploy_gate,
+    _fingerprint,
+    _health_check,
+    _hook_deploy,
+    _hook_run,
+    _hooks,
+)
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "required": True},
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "jobs": {"type": "raw", "default": []},
+    "wait": {"type": "bool", "default": False},
+    "wait_seconds": {"type": "float", "default": 0},
+    "workers_check": {"type": "bool", "default": True},
+    "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
+    "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
+}
+
+
+def read_catalog(bucket):
+    catalog = _catalog.read_catalog(bucket)
+    if catalog is None:
+        raise _health_check.HealthCheckError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build "
+                                             "-e maand_bucket=%s first" % (bucket, bucket))
+    changed = _fingerprint.stale(bucket, catalog)
+    if changed:
+        raise _health_check.HealthCheckError(
+            "ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); run "
+            "ansible-playbook maand.core.build -e maand_bucket=%s" % (bucket, ", ".join(changed[:10]), bucket))
+    return catalog
+
+
+def command_runner(stack, bucket, catalog, conns, timeout, tail):
+    """commands(job, hosts) -> {host: None | reason}: the job's health_check commands (maand: after the
+    probes), run on the controller with the runtime API, started once, when first needed."""
+    holder = {}
+
+    def run(job, hosts):
+        if "ctx" not in holder:
+            holder["ctx"] = stack.enter_context(_hook_deploy.session(
+                bucket, catalog, conns, timeout, tail, log=lambda msg: display.vvv("hook: " + msg)))
+        targets = [t for t in _hooks.targets(catalog, job) if t.worker in hosts]
+        outcome = _hook_run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
+        out = {}
+        for host in hosts:
+            failed = [r for r in outcome.results if r.worker == host and not r.ok]
+            out[host] = ("; ".join(outcome.errors) if outcome.errors else
+                         failed[0].message().replace("\n", " | ") if failed else None)
+        return out
+    return run
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+        hostvars = task_vars.get("hostvars") or {}
+        result["changed"] = False
+        try:
+            catalog = read_catalog(bucket)
+            jobs = _health_check.select_jobs(catalog, args["jobs"])
+        except (_health_check.HealthCheckError, _catalog.CatalogError) as exc:
+            result.update(failed=True, msg="maand.core.health_check: %s; nothing was checked" % exc)
+            return result
+        live = {w["host"] for w in catalog.get("workers") or [] if not w.get("removed")}
+        hosts = [h for h in args["hosts"] if h in live]
+        conns = _hook_deploy.hosts_from_hostvars(hostvars, hosts, _action_support.ssh_args(C.config, task_vars))
+        workers = {h: (conns[h]["address"], int(conns[h].get("port") or 22)) for h in hosts if h in conns}
+        plans, skipped = _health_check.plan_jobs(catalog, jobs, hosts)
+        by_address = _deploy_gate.by_address(conns)
+
+        def probe(host, address, check, timeout):
+            return _deploy_gate.probe(address, check, timeout, by_address)
+
+        with contextlib.ExitStack() as stack:
+            outcome = _health_check.run(
+                plans, workers if args["workers_check"] else {}, probe,
+                command_runner(stack, bucket, catalog, conns, args["timeout"], args["tail"]),
+                wait=args["wait"], wait_seconds=args["wait_seconds"], skipped=skipped,
+                log=lambda msg: display.display("health_check: " + msg))
+        lines = [line.text() for line in outcome.lines]
+        for name in sorted(outcome.skipped):
+            lines.append("health check skipped: %s (%s)" % (name, outcome.skipped[name]))
+        summary = outcome.summary()
+        for line in lines:
+            display.display(line, color="red" if line.startswith("FAILED") else None)
+        result.update(lines=lines, summary=summary, skipped_jobs=sorted(outcome.skipped), rounds=outcome.rounds,
+                      checks=[{"job": x.job, "worker": x.worker, "check": x.what, "ok": x.ok, "ms": x.ms,
+                               "reason": x.reason} for x in outcome.lines],
+                      failed=bool(outcome.failed), msg=summary)
+        if not outcome.lines and not outcome.skipped:
+            result.update(failed=True, msg="maand.core.health_check: nothing to check on %s (no active allocation of %s)"
+                          % (", ".join(hosts) or "no worker", ", ".join(jobs) or "any job"))
+        return result

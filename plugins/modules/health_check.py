@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: health_check
+short_description: Check that the workers answer on their SSH port and that every job's allocations are healthy
+version_added: 1.1.0
+description:
+  - Runs on the controller (an action plugin). Read-only. maand's C(maand health_check).
+  - First a TCP dial to the SSH port of each worker in O(hosts) (C(ansible_port), default 22).
+  - Then, for every active allocation of every job (or of O(jobs)) on those workers, the job's manifest
+    C(health_check.checks) probes, C(tcp) and C(http) from the controller and C(ssh) (its C(command) run
+    on the worker over SSH with the run's connection settings, exit 0 means healthy), then, on the
+    allocations whose probes passed, the job's C(health_check) job commands on the controller.
+  - A job with neither probes nor commands is skipped, as maand does; that is not a failure.
+  - One line per check, for example C(ok api 10.0.0.1 http :30000/health 12 ms) or
+    C(FAILED api 10.0.0.1 tcp :30001 connection refused), then a summary. The task fails when any
+    check failed.
+  - With O(wait), what is not healthy yet is tried again until healthy, each job within its own
+    C(wait.attempts) and C(wait.interval_seconds) (default 30 times, 1 second apart), or within
+    O(wait_seconds) in all when that is above 0.
+  - An unknown job name fails with the bucket's jobs and a "did you mean"; nothing is checked.
+author:
+  - maand.core developers (@maand-sh)
+options:
+  bucket:
+    description: The bucket directory (C(maand_bucket_dir) of the maand.core.workspace inventory).
+    type: path
+    required: true
+  hosts:
+    description: The workers to check (the play's hosts, so that C(--limit) is honoured).
+    type: list
+    elements: str
+    required: true
+  jobs:
+    description: Only these jobs (a list or a comma-separated string); default every job.
+    type: raw
+    default: []
+  wait:
+    description: Retry what is not healthy until it is, or until the retry budget is spent.
+    type: bool
+    default: false
+  wait_seconds:
+    description: With O(wait), the time budget for all retries in seconds; 0 uses each job's own attempts.
+    type: float
+    default: 0
+  workers_check:
+    description: Dial each worker's SSH port first.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds a C(health_check) job command may run.
+    type: int
+    default: 600
+  tail:
+    description: Lines of a failed job command's output to show.
+    type: int
+    default: 20
+attributes:
+  check_mode:
+    support: full
+    description: Only reads; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Reports checks, not a diff.
+extends_documentation_fragment:
+  - maand.core.controller
+notes:
+  - The playbook C(maand.core.health_check) runs this module with C(-e maand_jobs=a,b), C(-e maand_wait=true)
+    and C(-e maand_wait_seconds=N); the playbook C(maand.core.job) runs it after a target with
+    C(-e maand_health_check=true).
+"""
+
+EXAMPLES = r"""
+- name: Every job on every worker of the play
+  maand.core.health_check:
+    bucket: "{{ maand_bucket_dir }}"
+    hosts: "{{ ansible_play_hosts_all }}"
+
+- name: Wait up to two minutes for api and web
+  maand.core.health_check:
+    bucket: /srv/bucket
+    hosts: [10.0.0.1, 10.0.0.2]
+    jobs: api,web
+    wait: true
+    wait_seconds: 120
+"""
+
+RETURN = r"""
+lines:
+  description: The printed lines, one per check, then the skipped jobs.
+  returned: always
+  type: list
+  elements: str
+  sample: ["ok     api              10.0.0.1        http :30000/health             12 ms"]
+summary:
+  description: The summary line.
+  returned: always
+  type: str
+  sample: "health_check: 4 ok, 1 failed; 2 job(s) checked; unhealthy jobs: api"
+checks:
+  description: One dict per check (job, worker, check, ok, ms, reason); job is C((worker)) for the SSH port.
+  returned: always
+  type: list
+  elements: dict
+skipped_jobs:
+  description: Jobs with no probes and no health_check commands.
+  returned: always
+  type: list
+  elements: str
+rounds:
+  description: How many rounds of checks ran (more than 1 only with O(wait)).
+  returned: always
+  type: int
+"""

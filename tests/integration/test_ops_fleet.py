@@ -1,0 +1,159 @@
+"""The operations verbs end to end on a real 2-host SSH fleet (issue 13): an `ssh` health probe gates a
+deploy and runs on the worker; maand.core.health_check with a healthy and an unhealthy job (named, exit
+non-zero), maand_jobs, --limit and maand_wait; maand.core.job with a custom Makefile target (migrate),
+an unknown target, and maand_health_check=true.
+
+`flaky`'s ssh probe counts its runs in /opt/flaky-count on the worker and passes from the third run on:
+"healthy after a while" without any timing. The steps share one bucket and run in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.integration.deploy.bucket import MAKEFILE, SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
+
+pytestmark = [pytest.mark.fleet, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+PORT = 31011
+FLAKY = 'c=$(cat /opt/flaky-count 2>/dev/null || echo 0); echo $((c+1)) > /opt/flaky-count; [ "$c" -ge 2 ]'
+MIGRATE = "migrate:\n\tmkdir -p data\n\techo migrated-$(ALLOCATION_IP) > data/migrated\n"
+
+
+class Env:
+    def __init__(self, fleet, bucket):
+        self.fleet, self.bucket, self.hosts = fleet, bucket, fleet.addresses
+
+    def play(self, name, *args, check=True):
+        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
+        if name == "build":
+            cmd += ["-e", "maand_bucket=%s" % self.bucket]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=600, check=False,
+                              env=dict(os.environ))
+        out = proc.stdout + proc.stderr
+        if check and proc.returncode != 0:
+            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-8000:]))
+        return proc.returncode, out
+
+    def opt(self, host):
+        return Path(self.fleet.host(host)["opt_dir"])
+
+    def job_dir(self, host, job):
+        bucket_id = json.loads((self.bucket / "data" / "catalog.json").read_text())["bucket_id"]
+        return self.opt(host) / "worker" / bucket_id / "jobs" / job
+
+    def reset_flaky(self):
+        for host in self.hosts:
+            (self.opt(host) / "flaky-count").unlink(missing_ok=True)
+
+
+def lines(out, word):
+    return [line.strip() for line in out.splitlines() if line.strip().startswith(word)]
+
+
+@pytest.fixture(scope="module")
+def env(fleet_factory, tmp_path_factory):
+    fleet = fleet_factory(2)
+    bucket = make_bucket(tmp_path_factory.mktemp("ops") / "bucket", fleet.state_dir, n_jobs=1, health=True, port=PORT)
+    add_job(bucket, "api", files={"health_mode": "ok\n", "server.py": SERVER_PY},
+            makefile=SERVER_MAKEFILE.format(port=PORT) + MIGRATE, resources={"ports": {"http_port": PORT}},
+            health_check={"checks": [{"type": "tcp", "port": "http_port"},
+                                     {"type": "http", "port": "http_port", "path": "/health_mode"},
+                                     {"type": "ssh", "command": "touch /opt/api-gate-ran && test -d /opt/worker"}],
+                          "timeout_seconds": 2, "wait": {"attempts": 30, "interval_seconds": 0.5}})
+    add_job(bucket, "flaky", makefile=MAKEFILE,
+            health_check={"checks": [{"type": "ssh", "command": FLAKY}], "timeout_seconds": 5,
+                          "wait": {"attempts": 10, "interval_seconds": 0.2}})
+    add_job(bucket, "plain", makefile=MAKEFILE)
+    return Env(fleet, bucket)
+
+
+def test_01_an_ssh_probe_gates_the_deploy_and_runs_on_the_worker(env):
+    env.play("build")
+    rc, out = env.play("deploy")
+    assert "health gate passed: api" in out and "health gate passed: flaky" in out
+    for host in env.hosts:
+        assert (env.opt(host) / "api-gate-ran").exists()  # the probe ran on the worker, not on the controller
+        assert int((env.opt(host) / "flaky-count").read_text()) >= 3  # retried until it passed
+    assert not Path("/opt/api-gate-ran").exists()
+
+
+def test_02_health_check_names_the_unhealthy_job_and_fails(env):
+    env.reset_flaky()
+    rc, out = env.play("health_check", check=False)
+    assert rc != 0
+    h0, h1 = env.hosts
+    ok = lines(out, "ok ")
+    assert {line.split()[1:3][1] for line in ok if line.split()[1] == "(worker)"} == {h0, h1}
+    api = [line for line in ok if line.split()[1] == "api"]
+    assert len(api) == 6 and any("http :%d/health_mode" % PORT in line for line in api)
+    assert all(line.endswith(" ms") for line in api)
+    failed = lines(out, "FAILED")
+    assert sorted(line.split()[2] for line in failed if line.split()[1] == "flaky") == sorted([h0, h1])
+    assert all("exited 1" in line for line in failed)
+    assert "health check skipped: plain (no health_check config or commands)" in out
+    assert "unhealthy jobs: flaky" in out
+
+
+def test_03_maand_jobs_limit_and_unknown_names(env):
+    rc, out = env.play("health_check", "-e", "maand_jobs=api")
+    assert not lines(out, "FAILED") and "flaky" not in "\n".join(lines(out, "ok "))
+    h0, h1 = env.hosts
+    rc, out = env.play("health_check", "-e", "maand_jobs=api", "--limit", h0)
+    checked = {line.split()[2] for line in lines(out, "ok ")}
+    assert checked == {h0}
+    rc, out = env.play("health_check", "-e", "maand_jobs=apy", check=False)
+    assert rc != 0 and 'apy (did you mean "api"?)' in out and "nothing was checked" in out
+
+
+def test_04_maand_wait_retries_until_healthy(env):
+    env.reset_flaky()
+    rc, out = env.play("health_check", "-e", "maand_jobs=flaky", "-e", "maand_wait=true")
+    assert "not healthy yet" in out
+    assert len([line for line in lines(out, "ok ") if line.split()[1] == "flaky"]) == 2
+
+
+def test_05_a_custom_target_runs_through_the_job_playbook(env):
+    env.play("job", "-e", "maand_job=api", "-e", "maand_target=migrate")
+    for host in env.hosts:
+        assert (env.job_dir(host, "api") / "data" / "migrated").read_text().strip() == "migrated-%s" % host
+    rc, out = env.play("job", "-e", "maand_job=api", "-e", "maand_target=nope", check=False)
+    assert rc != 0
+    assert "defines no target 'nope'; its targets: migrate, reload, restart, start, status, stop" in out
+    rc, out = env.play("job", "-e", "maand_job=api", "-e", "maand_target=-f/etc/passwd", check=False)
+    assert rc != 0 and "not a safe Makefile target name" in out
+
+
+def test_06_maand_health_check_after_the_target(env):
+    rc, out = env.play("job", "-e", "maand_job=api", "-e", "maand_target=restart", "-e", "maand_health_check=true")
+    assert len([line for line in lines(out, "ok ") if line.split()[1] == "api"]) == 6
+    rc, out = env.play("job", "-e", "maand_job=api", "-e", "maand_target=stop", "-e", "maand_health_check=true",
+                       "-e", "maand_wait_seconds=1", check=False)
+    assert rc != 0 and "unhealthy jobs: api" in out
+    env.play("job", "-e", "maand_job=api", "-e", "maand_target=start", "-e", "maand_health_check=true")
+
+
+def test_07_a_probe_deploy_cannot_run_fails_only_its_job(env):
+    """A catalog of an older build (no health_gate) with a probe type deploy does not know: that job is
+    not deployed and named, the others deploy, and the run fails."""
+    path = env.bucket / "data" / "catalog.json"
+    saved = path.read_text()
+    catalog = json.loads(saved)
+    for job in catalog["jobs"]:
+        if job["name"] == "flaky":
+            job.pop("health_gate", None)
+            job["health_check"] = {"checks": [{"type": "grpc", "port": 1}]}
+    path.write_text(json.dumps(catalog, indent=2, sort_keys=True))
+    try:
+        rc, out = env.play("deploy", "-e", "maand_force=true", check=False)
+    finally:
+        path.write_text(saved)
+    assert rc != 0
+    assert "job flaky not deployed: its health_check cannot run" in out and "'grpc' is not supported" in out
+    assert "health gate passed: api" in out  # api was redeployed (forced) all the same

@@ -1,0 +1,72 @@
+"""ssh health probes (maand: "one shell line on the worker over SSH", exit 0 = healthy): the ssh argv from the
+run's connection settings, and the probe's outcome. The remote command really runs (locally, by sh)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_gate as G
+
+CONN = {"address": "10.0.0.7", "port": 2222, "user": "agent", "key": "/b/secrets/worker.key",
+        "options": ["-o", "ControlPath=/tmp/cp-%C", "-o", "ControlMaster=auto"], "sudo": False}
+
+
+def local_ssh(argv, **kw):
+    """Runs the remote part of an ssh argv with sh on this machine (what the worker would do)."""
+    assert argv[0] == "ssh"
+    return subprocess.run(["sh", "-c", argv[-1]], **kw)
+
+
+def test_ssh_argv_uses_the_run_connection_settings_first():
+    argv = G.ssh_argv(CONN, 7)
+    assert argv[:5] == ["ssh", "-o", "ControlPath=/tmp/cp-%C", "-o", "ControlMaster=auto"]
+    assert argv[argv.index("-i") + 1] == "/b/secrets/worker.key" and argv[argv.index("-p") + 1] == "2222"
+    assert "ConnectTimeout=7" in argv and "BatchMode=yes" in argv
+    assert argv[-1] == "agent@10.0.0.7"
+    assert G.ssh_argv({"address": "h"})[-1] == "h"
+
+
+def test_ssh_remote_quotes_the_command_and_honours_sudo():
+    assert G.ssh_remote("test -f '/x y'") == "sh -c 'test -f '\"'\"'/x y'\"'\"''"
+    assert G.ssh_remote("true", sudo=True).startswith("sudo -n sh -c ")
+
+
+def test_ssh_probe_exit_zero_is_healthy(tmp_path):
+    marker = tmp_path / "ran"
+    assert G.ssh_probe(CONN, "touch %s && test -f %s" % (marker, marker), 5, local_ssh) is None
+    assert marker.exists()
+
+
+def test_ssh_probe_failure_names_the_exit_code_and_output():
+    err = G.ssh_probe(CONN, "echo not ready >&2; exit 3", 5, local_ssh)
+    assert err.startswith("ssh 10.0.0.7: ") and "exited 3" in err and "not ready" in err
+
+
+def test_ssh_probe_connection_failure_is_named():
+    def unreachable(argv, **kw):
+        return subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host 10.0.0.7 port 2222: Connection refused")
+    assert "cannot connect" in G.ssh_probe(CONN, "true", 5, unreachable)
+
+
+def test_gate_runs_ssh_probes_with_the_connection_of_each_host():
+    calls = []
+
+    def conns_once():
+        calls.append(1)
+        return {"w1": dict(CONN, address="10.0.0.1")}
+
+    def probe_locally(address, check, timeout, conns):
+        return G.probe(address, check, timeout, conns, ssh_run=local_ssh)
+    run = G.runner({"w1": "10.0.0.1"}, conns=conns_once, probe_impl=probe_locally)
+    gate = {"job": "api", "hosts": ["w1"], "checks": [{"type": "ssh", "command": "exit 1"}], "attempts": 2,
+            "interval_seconds": 0, "timeout_seconds": 1}
+    problems = run(gate)
+    assert problems == ["w1: ssh 10.0.0.1: 'exit 1' exited 1"]
+    assert run(dict(gate, checks=[{"type": "ssh", "command": "true"}])) == []
+    assert calls == [1]  # connection settings computed once, when the first ssh probe runs
+
+
+def test_describe():
+    assert G.describe({"type": "tcp", "port": 1}) == "tcp :1"
+    assert G.describe({"type": "http", "port": 2, "path": "/h", "scheme": "https"}) == "https :2/h"
+    assert G.describe({"type": "ssh", "command": "systemctl is-active x"}) == "ssh 'systemctl is-active x'"
