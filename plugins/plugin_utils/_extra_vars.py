@@ -25,6 +25,8 @@ PLAYBOOK_VARS = {
     "maand.core.facts": ("maand_bucket", "maand_labels", "maand_hosts", "maand_build", "maand_strict",
                          "maand_new_bucket_id"),
     "maand.core.job": ("maand_bucket", "maand_job", "maand_target", "maand_job_workers"),
+    "maand.core.status": ("maand_jobs", "maand_format", "maand_status_timeout"),
+    "maand.core.job_create": ("maand_bucket", "maand_job"),
 }
 
 
