@@ -103,7 +103,8 @@ def _running(outcome: Mapping[str, Any], control: bool) -> tuple[str, str]:
     if running is True:
         return "yes", note
     if running is False:
-        tail = [line for line in outcome.get("output_tail") or [] if line.strip()]
+        tail = [line for line in outcome.get("output_tail") or []
+                if line.strip() and not line.startswith(("make: ***", "make["))]  # make's own "Error 1"
         return "no", note or (tail[-1].strip()[:80] if tail else "make status exit code != 0")
     if note == NO_FOLDER:
         return "-", "not deployed"
