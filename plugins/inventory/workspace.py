@@ -197,9 +197,22 @@ def bucket_holding(path, levels=8):
 def folder_error(bucket_dir, path):
     inventory = next((os.path.join(bucket_dir, n) for n in INVENTORY_FILES if os.path.isfile(os.path.join(bucket_dir, n))),
                      os.path.join(bucket_dir, "maand.yml"))
-    return ("ErrInventoryPath: -i was given the maand bucket folder %s (or a file in it: %s), not its inventory "
-            "file. Fix: pass -i %s, or run from %s without -i (its ansible.cfg, written by maand.core.init, sets "
-            "inventory = maand.yml)" % (bucket_dir, os.path.relpath(path, bucket_dir), inventory, bucket_dir))
+    given = "" if os.path.abspath(path) == bucket_dir else " (or a file in it: %s)" % os.path.relpath(path, bucket_dir)
+    return ("ErrInventoryPath: -i was given the maand bucket folder %s%s, not its inventory file. Fix: pass -i %s, "
+            "or run from %s without -i (its ansible.cfg, written by maand.core.init, sets inventory = maand.yml)"
+            % (bucket_dir, given, inventory, bucket_dir))
+
+
+def folder_sources():
+    """The -i sources of this run that are bucket folders (a folder with workspace/): under Ansible's
+    default enable_plugins this plugin only sees the folder's maand.yml (through `auto`)."""
+    try:
+        from ansible import context
+        sources = context.CLIARGS.get("inventory") or ()
+    except Exception:  # pylint: disable=broad-except  # no CLI (a unit test, ansible-runner's API)
+        return set()
+    return {os.path.abspath(s) for s in sources
+            if isinstance(s, str) and "," not in s and os.path.isdir(os.path.join(s, "workspace"))}
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -217,9 +230,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         bucket_dir = bucket_holding(path)
         if bucket_dir is not None:
             BaseInventoryPlugin.parse(self, inventory, loader, path, cache)
-            self._refuse_folder(bucket_dir, path)
+            self._refuse_folder(bucket_dir, bucket_dir if os.path.abspath(bucket_dir) in folder_sources() else path)
             return
         super().parse(inventory, loader, path, cache)
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder in folder_sources():
+            self._refuse_folder(folder, folder)
+            return
         self._read_config_data(path)  # raises for a file that is not a maand.core.workspace source
         bucket_dir = self.get_option("bucket") or "."
         bucket_dir = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(path)), bucket_dir))
