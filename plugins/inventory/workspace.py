@@ -171,14 +171,72 @@ def load_preview(bucket_dir, warn):
             "preview": True}
 
 
+INVENTORY_FILES = ("maand.yml", "maand.yaml")
+
+
+def bucket_holding(path, levels=8):
+    """The bucket folder (a folder with maand.yml and workspace/) that holds path, a file other than the
+    bucket's maand.yml, or None. Ansible walks a folder given to -i file by file: every file of a
+    bucket folder is claimed so that `-i <bucket>` gives one error naming <bucket>/maand.yml instead
+    of a parse error per file (maand.conf, ansible.cfg, workspace/...)."""
+    path = os.path.abspath(path)
+    if os.path.basename(path) in INVENTORY_FILES:
+        return None
+    folder = os.path.dirname(path)
+    for dummy in range(levels):
+        if os.path.isdir(os.path.join(folder, "workspace")) and any(
+                os.path.isfile(os.path.join(folder, name)) for name in INVENTORY_FILES):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return None
+
+
+def folder_error(bucket_dir, path):
+    inventory = next((os.path.join(bucket_dir, n) for n in INVENTORY_FILES if os.path.isfile(os.path.join(bucket_dir, n))),
+                     os.path.join(bucket_dir, "maand.yml"))
+    given = "" if os.path.abspath(path) == bucket_dir else " (or a file in it: %s)" % os.path.relpath(path, bucket_dir)
+    return ("ErrInventoryPath: -i was given the maand bucket folder %s%s, not its inventory file. Fix: pass -i %s, "
+            "or run from %s without -i (its ansible.cfg, written by maand.core.init, sets inventory = maand.yml)"
+            % (bucket_dir, given, inventory, bucket_dir))
+
+
+def folder_sources():
+    """The -i sources of this run that are bucket folders (a folder with workspace/): under Ansible's
+    default enable_plugins this plugin only sees the folder's maand.yml (through `auto`)."""
+    try:
+        from ansible import context
+        sources = context.CLIARGS.get("inventory") or ()
+    except Exception:  # pylint: disable=broad-except  # no CLI (a unit test, ansible-runner's API)
+        return set()
+    return {os.path.abspath(s) for s in sources
+            if isinstance(s, str) and "," not in s and os.path.isdir(os.path.join(s, "workspace"))}
+
+
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = "maand.core.workspace"
 
+    # Bucket folders passed to -i in this process (see bucket_holding): their maand.yml adds no host either.
+    folders_passed = set()
+
     def verify_file(self, path):
-        return super().verify_file(path) and path.endswith(("maand.yml", "maand.yaml"))
+        if not super().verify_file(path):
+            return False
+        return path.endswith(INVENTORY_FILES) or bucket_holding(path) is not None
 
     def parse(self, inventory, loader, path, cache=True):
+        bucket_dir = bucket_holding(path)
+        if bucket_dir is not None:
+            BaseInventoryPlugin.parse(self, inventory, loader, path, cache)
+            self._refuse_folder(bucket_dir, bucket_dir if os.path.abspath(bucket_dir) in folder_sources() else path)
+            return
         super().parse(inventory, loader, path, cache)
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder in folder_sources():
+            self._refuse_folder(folder, folder)
+            return
         self._read_config_data(path)  # raises for a file that is not a maand.core.workspace source
         bucket_dir = self.get_option("bucket") or "."
         bucket_dir = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(path)), bucket_dir))
@@ -198,10 +256,25 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             data = load_preview(bucket_dir, self.display.warning) if preview else load_from_catalog(bucket_dir)
             if self.get_option("cache") and not data.get("errors"):
                 self._cache[key] = data
+        if data["bucket_dir"] in self.folders_passed:
+            return  # the bucket folder itself was passed to -i: _refuse_folder set the error
         if data.get("errors"):
             self._populate_failure(data)
         else:
             self._populate(data)
+
+    def _refuse_folder(self, bucket_dir, path):
+        """A file of a bucket folder given to -i (usually the folder itself): no host, one error naming
+        <bucket>/maand.yml, and the first play of the maand.core playbooks fails with it."""
+        if bucket_dir in self.folders_passed:
+            return
+        self.folders_passed.add(bucket_dir)
+        for group in ("maand_workers", "maand_removed_workers"):  # the folder's maand.yml may have been read first
+            if group in self.inventory.groups:
+                for host in list(self.inventory.groups[group].get_hosts()):
+                    self.inventory.remove_host(host)
+                self.inventory.remove_group(group)
+        self._populate_failure({"errors": [folder_error(bucket_dir, path)], "bucket_dir": bucket_dir, "bucket_id": None})
 
     def _populate_failure(self, data):
         """No hosts; `all` says why (maand_workspace_ok false, maand_inventory_errors) so the first play

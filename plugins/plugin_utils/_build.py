@@ -273,15 +273,21 @@ def _finish(result):
     result.changed = before != after
 
 
+def job_ports(job):
+    """A job's ports as `name=port` (sorted by name, comma separated); empty when it has none."""
+    return ",".join("%s=%s" % (name, port) for name, port in sorted((job.get("ports") or {}).items()))
+
+
 def allocation_table(catalog, limit=None):
-    """Rows for humans: job, worker, state, zone, memory, cpu, seq."""
-    header = ("JOB", "WORKER", "STATE", "ZONE", "MEMORY", "CPU", "SEQ")
+    """Rows for humans: job, worker, state, zone, memory, cpu, seq, the job's ports (name=port)."""
+    header = ("JOB", "WORKER", "STATE", "ZONE", "MEMORY", "CPU", "SEQ", "PORTS")
     rows = [header]
     allocations = catalog["allocations"]
+    ports = {job["name"]: job_ports(job) for job in catalog.get("jobs") or []}
     shown = allocations if limit is None else allocations[:limit]
     for a in shown:
         rows.append((a["job"], a["worker"], a["state"], a["zone"] or "-", "%.0f MB" % (a["memory_mb"] or 0),
-                     "%.0f MHz" % (a["cpu_mhz"] or 0), str(a["deployment_seq"])))
+                     "%.0f MHz" % (a["cpu_mhz"] or 0), str(a["deployment_seq"]), ports.get(a["job"]) or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     if limit is not None and len(allocations) > limit:

@@ -29,6 +29,8 @@ PLAYBOOK_VARS = {
     "maand.core.health_check": ("maand_jobs", "maand_wait", "maand_wait_seconds"),
     "maand.core.run_command": ("maand_cmd", "maand_workers", "maand_labels"),
     "maand.core.gc": ("maand_retain_days",),
+    "maand.core.status": ("maand_jobs", "maand_format", "maand_status_timeout"),
+    "maand.core.job_create": ("maand_bucket", "maand_job"),
 }
 
 

@@ -10,6 +10,9 @@ imported by the controller's unit tests. The deploy copies it once per run to
     python3 agent.py read <root>      -> the worker's promoted state (JSON on stdout)
     python3 agent.py < request.json   -> apply one step for this host (JSON on stdout)
 
+maand.core.status sends a step request with only "status" ops (one per job: the promoted record's
+version and time, then `make status`, exit code 0 = running); nothing on the worker changes.
+
 A step request is {"root", "keep", "timeout", "tail", "slots", "promote": [promotion], "ops": [op]}:
 the pending promotions of earlier steps are written first, then the ops run in order, consecutive
 run ops side by side in up to `slots` processes. An op may carry its job spec's run fields: "env",
@@ -501,6 +504,39 @@ def do_remove(step, op, out, label):
     out["steps"].append("remove")
 
 
+def do_status(step, op, out, label):
+    """What the worker holds of one job (read-only): the promoted record's version and time, whether a
+    start is pending, then `make status` (exit code 0 = running; None when it cannot tell)."""
+    job = op["job"]
+    bad = []
+    record = _load(step.record(job), bad)
+    out["version"] = record.get("version") if isinstance(record, dict) else None
+    try:
+        out["deployed_at"] = int(os.stat(step.record(job)).st_mtime) if isinstance(record, dict) else None
+    except OSError:
+        out["deployed_at"] = None
+    out["pending"] = os.path.exists(step.marker(job))
+    out["running"] = None
+    if bad:
+        out["note"] = "unreadable %s" % bad[0]
+    folder = step.job_dir(job)
+    if not os.path.isdir(folder):
+        out["note"] = "no job folder on the worker"
+        return
+    if not op.get("target"):  # a job whose status is not its Makefile's (job_control commands)
+        return
+    try:
+        _run_make(step, op, "status", out, label)
+        out["running"] = True
+    except OpFailed as exc:
+        out["output_tail"] = exc.fields.get("output_tail") or []
+        if exc.fields.get("reason") is None and isinstance(exc.fields.get("rc"), int) and exc.fields["rc"] > 0:
+            out["running"] = False
+        else:
+            out["note"] = exc.msg
+    out["changed"] = False
+
+
 def apply_op(step, op):
     """One operation -> its outcome {"id", "ok", "changed", "steps", ...}; never raises."""
     out = {"id": op.get("id"), "ok": True, "changed": False, "steps": []}
@@ -514,6 +550,8 @@ def apply_op(step, op):
             do_run(step, op, out, label)
         elif kind == "remove":
             do_remove(step, op, out, label)
+        elif kind == "status":
+            do_status(step, op, out, label)
         elif kind == "purge":
             out["changed"] = purge(step.root, step.keep)
             out["steps"].append("purge")
@@ -537,14 +575,14 @@ def apply_promotion(step, entry):
 
 
 def run_ops(step, ops):
-    """The ops in order; consecutive run ops (different jobs of one wave step) run side by side in up
+    """The ops in order; consecutive run (or status) ops (different jobs of one wave step) run side by side in up
     to step.slots processes, started in the given order as slots free up (the controller ordered them:
     priority, then longest estimate first). Outcomes keep the ops' order."""
     out = []
     i = 0
     while i < len(ops):
         j = i
-        while j < len(ops) and ops[j].get("kind") == "run":
+        while j < len(ops) and ops[j].get("kind") == ops[i].get("kind") and ops[i].get("kind") in ("run", "status"):
             j += 1
         if j - i > 1 and step.slots > 1:
             out.extend(_parallel(step, ops[i:j]))

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Scaffold a new job in a bucket (docs: plugins/modules/job_create.py)."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.maand.core.plugins.plugin_utils import _job_scaffold
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "required": True},
+    "job": {"type": "str", "required": True},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+        job = args["job"].strip()
+        try:
+            if self._task.check_mode:
+                folder = _job_scaffold.check(bucket, job)
+                paths = [os.path.join(folder, rel) for rel in _job_scaffold.files(job)]
+            else:
+                paths = _job_scaffold.create(bucket, job)
+        except _job_scaffold.ScaffoldError as exc:
+            result.update(failed=True, changed=False, msg="maand.core.job_create: %s" % exc)
+            return result
+        except OSError as exc:
+            result.update(failed=True, changed=False, msg="maand.core.job_create: cannot write job %s in %s: %s"
+                          % (job, bucket, exc))
+            return result
+        result.update(changed=True, job=job, path=os.path.dirname(paths[0]), files=paths,
+                      port=_job_scaffold.port_name(job),
+                      msg="created job %s in %s (%s)" % (job, os.path.dirname(paths[0]),
+                                                          ", ".join(os.path.basename(p) for p in paths)))
+        return result

@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet's status table from the workers' answers (docs: plugins/modules/status.py). Read-only."""
+
+from __future__ import annotations
+
+import json
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _status
+
+display = Display()
+
+ARGUMENT_SPEC = {
+    "bucket": {"type": "path", "required": True},
+    "answers": {"type": "dict", "required": True},
+    "jobs": {"type": "raw", "default": []},
+    "format": {"type": "str", "default": "table"},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        result["changed"] = False
+        try:
+            fmt = _status.check_format(args["format"])
+            jobs = _status.split_jobs(args["jobs"])
+            catalog = _catalog.read_catalog(args["bucket"])
+            if catalog is None:
+                raise _status.StatusError("%s/data/catalog.json does not exist: run maand.core.build first"
+                                          % args["bucket"])
+            _status.check_jobs(catalog, jobs)
+        except (_status.StatusError, _catalog.CatalogError) as exc:
+            result.update(failed=True, msg="maand.core.status: %s" % exc)
+            return result
+        answers = {h: (a if isinstance(a, dict) else {}) for h, a in args["answers"].items()}
+        table_rows = _status.rows(catalog, answers, jobs)
+        data = _status.as_json(table_rows, answers)
+        if fmt == "json":
+            display.display(json.dumps(data, indent=2, sort_keys=True))
+        else:
+            for line in _status.table_lines(table_rows, answers):
+                display.display(line)
+        result.update(status=data, msg=data["summary"])
+        bad = data["unreachable"] + data["failed"]
+        if bad:
+            result.update(failed=True, msg="%s; no answer from %s" % (data["summary"], ", ".join(bad)))
+        return result
