@@ -198,8 +198,7 @@ def render_diff(job, host, rel, before, after, max_lines=MAX_LINES):
         if side.get("binary"):
             return "%s: binary file %s, changed (not shown)\n" % (label, name)
         if side.get("too_large"):
-            return "%s: %d bytes %s, changed (larger than %d bytes, not shown)\n" % (label, side["too_large"], name,
-                                                                                    MAX_BYTES)
+            return "%s: larger than %d bytes %s, changed (not shown)\n" % (label, MAX_BYTES, name)
     old = [] if before.get("missing") else before.get("text", "").splitlines(True)
     new = [] if after.get("missing") else after.get("text", "").splitlines(True)
     lines = list(difflib.unified_diff(old, new, "%s (%s)" % (label, host) if old else "/dev/null",

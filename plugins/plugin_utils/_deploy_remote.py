@@ -14,7 +14,6 @@ status 86 means the file is gone (reinstall and retry).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -83,8 +82,8 @@ def read_command_no_install(python, bucket_id):
 def files_command(python, bucket_id, wanted):
     """--diff: the promoted text of some files ({job: [rel]}), run from stdin (agent_source()) like the
     check-mode read, so nothing is written on the worker."""
-    blob = base64.b64encode(json.dumps(wanted, sort_keys=True).encode("utf-8")).decode("ascii")
-    return "exec %s - files %s %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)), blob)
+    request = json.dumps(wanted, sort_keys=True)
+    return "exec %s - files %s %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)), shlex.quote(request))
 
 
 def install_command():

@@ -30,12 +30,11 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
     history/<job>/current/   a copy of the promoted tree (the files of its record) + record.json
     history/<job>/previous/  the tree and record promoted before it (one only): what a rollback restores
 
-    python3 - files <root> <base64 JSON {job: [rel]}> -> the promoted text of those files (--diff)
+    python3 - files <root> <JSON {job: [rel]}> -> the promoted text of those files (--diff)
 """
 
 from __future__ import absolute_import, division, print_function
 
-import base64
 import ctypes
 import fcntl
 import glob
@@ -728,8 +727,8 @@ def main(argv=None, stdin=None, stdout=None):
         answer = read_state(argv[1])
     elif argv[:1] == ["files"] and len(argv) == 3:
         try:
-            wanted = json.loads(base64.b64decode(argv[2].encode("ascii")).decode("utf-8"))
-        except (ValueError, TypeError) as exc:
+            wanted = json.loads(argv[2])
+        except ValueError as exc:
             answer = {"ok": False, "msg": "bad files request: %s" % exc}
         else:
             answer = read_files(argv[1], wanted)
