@@ -729,7 +729,8 @@ class _Planner:
         out = []
         for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
-            label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
+            shown = "rollback" if phase == "upgrade" and all(o.get("restore") for o in ops) else phase
+            label = "%s %s batch %d/%d" % (name, shown, counter[phase], total[phase])
             lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
             gate = None
             if name in self.gates and lifecycle_hosts:
