@@ -41,11 +41,12 @@ class ActionModule(ActionBase):
         if err:
             result["warnings"] = ["--diff: cannot read the promoted files of %s: %s" % (host, err)]
         after = (spec.get("after") or {}).get(host) or {}
+        promoted = (spec.get("promoted") or {}).get(host) or {}
         blobs = spec.get("blobs") or {}
         diffs = []
         for job in sorted(wanted):
             for rel in wanted[job]:
-                old = (before.get(job) or {}).get(rel) or {"missing": True}
+                old = _deploy_pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
                 new = blobs.get((after.get(job) or {}).get(rel)) or {"missing": True}
                 diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new)})
         diffs.extend({"prepared": n} for n in notes)

@@ -175,18 +175,23 @@ def pinned_summary(bucket_id, given):
         return None
 
 
-def content_diff(plan, staging):
-    """--diff: per worker, the changed files to read there and what this deploy ships at each (deduplicated)."""
+def content_diff(plan, staging, states):
+    """--diff: per worker, the changed files to read there, their promoted digests (a worker's copy that does
+    not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
+    each (deduplicated)."""
     wanted, notes = _deploy_pin.diff_requests(plan, staging.is_secret)
-    after, blobs = {}, {}
+    after, blobs, promoted = {}, {}, {}
     for host, jobs in wanted.items():
         for job, rels in jobs.items():
+            record = ((states.get(host) or {}).get("deployed") or {}).get(job) or {}
+            promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
             for rel in rels:
                 text = _deploy_pin.text_of(staging.shipped_bytes(job, host, rel))
                 key = hashlib.sha256(_deploy_pin.canonical(text).encode("utf-8")).hexdigest()[:24]
                 blobs[key] = text
                 after.setdefault(host, {}).setdefault(job, {})[rel] = key
-    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after, "blobs": blobs}
+    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after, "blobs": blobs,
+            "promoted": promoted}
 
 
 class ActionModule(ActionBase):
@@ -313,11 +318,7 @@ class ActionModule(ActionBase):
         if plan["errors"]:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
                               plan=plan)
-        digest = _deploy_pin.plan_digest(plan)  # before hook failures and estimates join the plan
-        plan["plan_hash"] = digest
-        plan["lines"][1:1] = _deploy_pin.wave_picture(catalog)
-        plan["lines"].append("plan hash: %s (pin this plan: -e maand_plan=%s)" % (digest[:_deploy_pin.SHORT],
-                                                                                   digest[:_deploy_pin.SHORT]))
+        digest = _deploy_pin.decorate(plan, catalog)  # before hook failures and estimates join the plan
         refused = self._check_pin(args["plan_hash"], plan, digest)
         if refused:
             return self._fail(result, bucket, refused, plan=plan)
@@ -343,7 +344,7 @@ class ActionModule(ActionBase):
             segments = _deploy_run.segments(plan, len(hosts))
         result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
                       msg=plan["lines"][0], run_dir=run_dir, segments=segments, plan_hash=digest,
-                      content_diff=content_diff(plan, staging) if self._task.diff else {"hosts": []})
+                      content_diff=content_diff(plan, staging, states) if self._task.diff else {"hosts": []})
         if self._task.diff:
             result["diff"] = {"prepared": "\n".join(plan["lines"]) + "\n"}
         else:

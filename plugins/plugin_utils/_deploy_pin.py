@@ -64,6 +64,16 @@ def plan_digest(plan):
     return hashlib.sha256(canonical(plan_summary(plan)).encode("utf-8")).hexdigest()
 
 
+def decorate(plan, catalog):
+    """Stamp the plan with its hash: plan["plan_hash"], the wave picture after the head line and a last
+    line "plan hash: <16 hex> (pin this plan: -e maand_plan=<16 hex>)". Returns the full digest."""
+    digest = plan_digest(plan)
+    plan["plan_hash"] = digest
+    plan["lines"][1:1] = wave_picture(catalog)
+    plan["lines"].append("plan hash: %s (pin this plan: -e maand_plan=%s)" % (digest[:SHORT], digest[:SHORT]))
+    return digest
+
+
 def pin_error(given):
     """An error for a malformed maand_plan value, or None."""
     text = str(given or "").strip().lower()
@@ -190,10 +200,24 @@ def text_of(data, limit=MAX_BYTES):
         return {"binary": True}
 
 
+def checked_before(before, promoted_digest):
+    """The worker's side of a diff, shown only when its digest is the promoted record's: a secret-bearing
+    output is recorded with an HMAC digest (never equal), and a file edited by hand on the worker is not
+    what the record describes. A file the record does not list is new (shown as absent)."""
+    if not before or before.get("missing") or not promoted_digest:
+        return {"missing": True}
+    if "text" in before and before.get("digest") != promoted_digest:
+        return {"unverified": True}
+    return before
+
+
 def render_diff(job, host, rel, before, after, max_lines=MAX_LINES):
     """A unified diff of one file (before: the worker's promoted copy, after: what this deploy ships),
     at most max_lines lines; binary, large or unreadable sides are named, not shown."""
     label = "%s/%s" % (job, rel)
+    if before.get("unverified"):
+        return ("%s: changed; the copy on %s is not shown (secret-bearing, or not the promoted content: its digest "
+                "differs from the deploy record)\n" % (label, host))
     for side, name in ((before, "on %s" % host), (after, "in this deploy")):
         if side.get("binary"):
             return "%s: binary file %s, changed (not shown)\n" % (label, name)

@@ -87,6 +87,10 @@ def parse_rollback(value, known_jobs, jobs_filter, options):
         return set(), [e.replace("maand_jobs:", "maand_rollback:", 1) for e in errors]
     if not names:
         return set(), []
+    gone = [n for n in names if (known_jobs.get(n) or {}).get("removed")]
+    if gone:
+        errors.append("maand_rollback: job(s) %s left the workspace; a rollback needs a job that is still deployed "
+                      "(put its folder back and build)" % ", ".join(gone))
     bad = [k for k in ("force", "sync_only") if options.get(k)]
     if bad:
         errors.append("maand_rollback cannot be combined with %s (a rollback restores the previous tree as it was)"

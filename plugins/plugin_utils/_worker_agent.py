@@ -39,6 +39,7 @@ import ctypes
 import fcntl
 import glob
 import grp
+import hashlib
 import json
 import os
 import pwd
@@ -259,8 +260,22 @@ def read_files(root, wanted):
         for rel in rels:
             if rel.startswith("/") or ".." in rel.split("/"):
                 continue
-            out[job][rel] = read_file_text(os.path.join(base, rel))
+            entry = read_file_text(os.path.join(base, rel))
+            if "text" in entry:
+                entry["digest"] = file_digest(os.path.join(base, rel))
+            out[job][rel] = entry
     return {"ok": True, "files": out}
+
+
+def file_digest(path):
+    """The controller's digest of a shipped file (_deploy_files): sha256 of b"l" + a link's target, else of
+    b"x" (executable) or b"-" + the bytes. A secret-bearing output's recorded digest is an HMAC: never equal."""
+    if os.path.islink(path):
+        return hashlib.sha256(b"l" + os.readlink(path).encode("utf-8", "surrogateescape")).hexdigest()
+    digest = hashlib.sha256(b"x" if os.stat(path).st_mode & 0o100 else b"-")
+    with open(path, "rb") as handle:
+        digest.update(handle.read())
+    return digest.hexdigest()
 
 
 # --- files -----------------------------------------------------------------------------------------

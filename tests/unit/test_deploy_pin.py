@@ -117,9 +117,16 @@ def test_wave_picture_is_empty_for_one_wave_and_bounds_both_ways():
     assert PIN.wave_picture(catalog([job("a"), b], []))[1] == "  wave 0 a --(ready >= 1 <= 2)--> wave 1 b"
 
 
-def test_plan_lines_hold_the_wave_picture_only_when_given():
-    # compute_plan stays catalog-only; the action inserts wave_picture(catalog) after the head line
-    assert not any(line.startswith("waves:") for line in _plan()["lines"])
+def test_decorate_puts_the_wave_picture_after_the_head_line_and_the_hash_last():
+    poller = job("poller", deployment_seq=1, commands={"w": {"demands": {"job": "api", "command": "ready"}}})
+    cat = catalog([job("api"), poller], [("api", "h1", "active"), ("poller", "h1", "active")])
+    plan = P.compute_plan(cat, content("api", "poller"), _settle(cat, content("api", "poller"), HOSTS), HOSTS)
+    assert not any(line.startswith("waves:") for line in plan["lines"])
+    head = plan["lines"][0]
+    digest = PIN.decorate(plan, cat)
+    assert plan["plan_hash"] == digest == PIN.plan_digest(plan)  # the lines are not part of the hash
+    assert plan["lines"][:3] == [head, "waves: wave 0 api; wave 1 poller", "  wave 0 api --(ready)--> wave 1 poller"]
+    assert plan["lines"][-1] == "plan hash: %s (pin this plan: -e maand_plan=%s)" % (digest[:16], digest[:16])
 
 
 # --- bounded diff ----------------------------------------------------------------------------------
@@ -158,3 +165,21 @@ def test_text_of_matches_the_agents_reader(tmp_path):
         (tmp_path / "f").write_bytes(data)
         assert PIN.text_of(data) == A.read_file_text(str(tmp_path / "f"))
     assert json.dumps(PIN.text_of(None)) == json.dumps(A.read_file_text(str(tmp_path / "nope")))
+
+
+def test_the_workers_side_is_shown_only_when_it_is_the_promoted_content(tmp_path):
+    from ansible_collections.maand.core.plugins.plugin_utils import _deploy_files as F
+    from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+    job_dir = tmp_path / "jobs" / "api"
+    job_dir.mkdir(parents=True)
+    (job_dir / "plain.conf").write_text("port=1\n")
+    (job_dir / "secret.conf").write_text("password=hunter2\n")
+    recorded = F.hash_tree(str(job_dir))["files"]
+    recorded["secret.conf"] = "0" * 64  # what an HMAC digest looks like to anyone without the key
+    got = A.read_files(str(tmp_path), {"api": ["plain.conf", "secret.conf", "new.conf"]})["files"]["api"]
+    plain = PIN.checked_before(got["plain.conf"], recorded["plain.conf"])
+    assert "-port=1\n+port=2\n" in PIN.render_diff("api", "h1", "plain.conf", plain, {"text": "port=2\n"})
+    hidden = PIN.render_diff("api", "h1", "secret.conf", PIN.checked_before(got["secret.conf"], recorded["secret.conf"]),
+                             {"text": "password=other\n"})
+    assert "hunter2" not in hidden and "not shown" in hidden
+    assert PIN.checked_before(got["new.conf"], None) == {"missing": True}

@@ -110,7 +110,9 @@ def test_remove_drops_the_history_and_read_files_prefers_the_recorded_copy(root)
     _ship(root, "v1", "1.0.0")
     (root / "jobs/api/conf/a.conf").write_text("edited by hand")
     got = A.read_files(str(root), {"api": ["conf/a.conf", "nope", "../../etc/passwd"]})
-    assert got == {"ok": True, "files": {"api": {"conf/a.conf": {"text": "v1"}, "nope": {"missing": True}}}}
+    files = got["files"]["api"]
+    assert sorted(files) == ["conf/a.conf", "nope"] and files["nope"] == {"missing": True}
+    assert files["conf/a.conf"]["text"] == "v1" and len(files["conf/a.conf"]["digest"]) == 64
     A.run_step({"root": str(root), "ops": [{"id": "api@h", "kind": "remove", "job": "api", "host": "h"}]})
     assert not (root / "history" / "api").exists()
     assert sorted(p.name for p in (root / "jobs/api").iterdir()) == ["data", "logs"]
@@ -119,7 +121,7 @@ def test_remove_drops_the_history_and_read_files_prefers_the_recorded_copy(root)
 def test_main_files_command(root, capsys):
     _ship(root, "v1", "1.0.0")
     A.main(["files", str(root), json.dumps({"api": ["conf/a.conf"]})])
-    assert json.loads(capsys.readouterr().out)["files"]["api"]["conf/a.conf"] == {"text": "v1"}
+    assert json.loads(capsys.readouterr().out)["files"]["api"]["conf/a.conf"]["text"] == "v1"
     A.main(["files", str(root), "{not json"])
     assert "bad files request" in json.loads(capsys.readouterr().out)["msg"]
 
@@ -137,7 +139,7 @@ def _states_with_previous(cat, hosts, previous=True):
 
 
 def _cat():
-    return catalog([job("api", version="1.2.0", max_concurrent_upgrades=1), job("web")],
+    return catalog([job("api", version="1.2.0", max_concurrent_upgrades=1), job("web"), job("old", removed=True)],
                    [("api", h, "active") for h in HOSTS] + [("web", "h1", "active")], workers=HOSTS)
 
 
@@ -178,6 +180,7 @@ def test_rollback_is_refused_when_a_worker_has_no_previous_version():
     ({"rollback": "apii"}, "maand_rollback: unknown job(s) apii (did you mean \"api\"?)"),
     ({"rollback": "api", "force": True}, "maand_rollback cannot be combined with maand_force"),
     ({"rollback": "api", "jobs": "web"}, "maand_rollback names api but maand_jobs names web"),
+    ({"rollback": "old"}, "maand_rollback: job(s) old left the workspace"),
 ])
 def test_rollback_option_errors(opts, msg):
     cat = _cat()
