@@ -12,6 +12,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import _deploy_pin, _de
 
 ARGUMENT_SPEC = {
     "bucket_id": {"type": "str", "required": True},
+    "host": {"type": "str", "required": True},
     "content_diff": {"type": "dict", "required": True},
 }
 
@@ -24,14 +25,15 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        host = task_vars.get("inventory_hostname")
+        host = args["host"]  # the delegated worker (run_once, looping over the workers with changes)
         spec = args["content_diff"]
         wanted = (spec.get("wanted") or {}).get(host) or {}
         notes = ["%s\n" % n for n in (spec.get("notes") or {}).get(host) or []]
         before, err = {}, None
         if wanted:
             try:
-                cmd = _deploy_remote.files_command(_deploy_remote.interpreter(task_vars), args["bucket_id"], wanted)
+                cmd = _deploy_remote.files_command(_deploy_remote.interpreter(task_vars, host), args["bucket_id"],
+                                                   wanted)
                 res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
                 data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                         "reading the promoted files")

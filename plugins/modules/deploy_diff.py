@@ -25,6 +25,10 @@ options:
     description: The bucket id (catalog C(bucket_id)).
     type: str
     required: true
+  host:
+    description: The worker (the task is delegated to it).
+    type: str
+    required: true
   content_diff:
     description: The C(content_diff) the C(maand.core.deploy_plan) task returned.
     type: dict
@@ -48,8 +52,11 @@ EXAMPLES = r"""
 - name: Show the content diff
   maand.core.deploy_diff:
     bucket_id: "{{ deploy_plan_result.plan.bucket_id }}"
+    host: "{{ item }}"
     content_diff: "{{ deploy_plan_result.content_diff }}"
-  when: ansible_diff_mode and inventory_hostname in deploy_plan_result.content_diff.hosts
+  loop: "{{ deploy_plan_result.content_diff.hosts if ansible_diff_mode | bool else [] }}"
+  run_once: true
+  delegate_to: "{{ item }}"
 """
 
 RETURN = r"""
