@@ -29,15 +29,18 @@ class ActionModule(ActionBase):
         spec = args["content_diff"]
         wanted = (spec.get("wanted") or {}).get(host) or {}
         notes = ["%s\n" % n for n in (spec.get("notes") or {}).get(host) or []]
-        before, err = {}, None
+        previous = (spec.get("previous") or {}).get(host) or {}  # rollbacks: job -> {rel: recorded digest}
+        before, older, err = {}, {}, None
         if wanted:
             try:
+                request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted}}
                 cmd = _deploy_remote.files_command(_deploy_remote.interpreter(task_vars, host), args["bucket_id"],
-                                                   wanted)
+                                                   request)
                 res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
                 data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                         "reading the promoted files")
                 before = (data or {}).get("files") or {}
+                older = (data or {}).get("previous") or {}
             except Exception as exc:  # pylint: disable=broad-exception-caught - a diff must never fail the deploy
                 err = "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-300:])
         if err:
@@ -49,6 +52,10 @@ class ActionModule(ActionBase):
         for job in sorted(wanted):
             for rel in wanted[job]:
                 old = _deploy_pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
+                if job in previous:
+                    new = _deploy_pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
+                    diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new, after_label="previous")})
+                    continue
                 new = blobs.get((after.get(job) or {}).get(rel)) or {"missing": True}
                 diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new)})
         diffs.extend({"prepared": n} for n in notes)

@@ -176,22 +176,28 @@ def pinned_summary(bucket_id, given):
 
 
 def content_diff(plan, staging, states):
-    """--diff: per worker, the changed files to read there, their promoted digests (a worker's copy that does
-    not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
-    each (deduplicated)."""
+    """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
+    does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
+    each (deduplicated); for a rollback, the worker's previous copy is the other side."""
     wanted, notes = _deploy_pin.diff_requests(plan, staging.is_secret)
-    after, blobs, promoted = {}, {}, {}
+    rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
+    after, blobs, promoted, previous = {}, {}, {}, {}
     for host, jobs in wanted.items():
+        st = states.get(host) or {}
         for job, rels in jobs.items():
-            record = ((states.get(host) or {}).get("deployed") or {}).get(job) or {}
+            record = (st.get("deployed") or {}).get(job) or {}
             promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
+            if (job, host) in rollback:
+                old = (st.get("previous") or {}).get(job) or {}
+                previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
+                continue
             for rel in rels:
                 text = _deploy_pin.text_of(staging.shipped_bytes(job, host, rel))
                 key = hashlib.sha256(_deploy_pin.canonical(text).encode("utf-8")).hexdigest()[:24]
                 blobs[key] = text
                 after.setdefault(host, {}).setdefault(job, {})[rel] = key
     return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after, "blobs": blobs,
-            "promoted": promoted}
+            "promoted": promoted, "previous": previous}
 
 
 class ActionModule(ActionBase):

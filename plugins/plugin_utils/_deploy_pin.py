@@ -159,7 +159,7 @@ def wave_picture(catalog):
 
 # --- bounded content diff --------------------------------------------------------------------------
 
-CHANGED = ("start", "restart", "reload", "sync")
+CHANGED = ("start", "restart", "reload", "sync", "rollback")
 
 
 def diff_requests(plan, is_secret, max_files=MAX_FILES):
@@ -211,13 +211,15 @@ def checked_before(before, promoted_digest):
     return before
 
 
-def render_diff(job, host, rel, before, after, max_lines=MAX_LINES):
-    """A unified diff of one file (before: the worker's promoted copy, after: what this deploy ships),
-    at most max_lines lines; binary, large or unreadable sides are named, not shown."""
+def render_diff(job, host, rel, before, after, max_lines=MAX_LINES, after_label="planned"):
+    """A unified diff of one file (before: the worker's promoted copy, after: what this deploy ships, or
+    for a rollback the worker's previous copy), at most max_lines lines; binary, large or unverified
+    sides are named, not shown."""
     label = "%s/%s" % (job, rel)
-    if before.get("unverified"):
-        return ("%s: changed; the copy on %s is not shown (secret-bearing, or not the promoted content: its digest "
-                "differs from the deploy record)\n" % (label, host))
+    for side, name in ((before, "the copy on %s" % host), (after, "the %s copy" % after_label)):
+        if side.get("unverified"):
+            return ("%s: changed; %s is not shown (secret-bearing, or not the promoted content: its digest "
+                    "differs from the deploy record)\n" % (label, name))
     for side, name in ((before, "on %s" % host), (after, "in this deploy")):
         if side.get("binary"):
             return "%s: binary file %s, changed (not shown)\n" % (label, name)
@@ -226,7 +228,7 @@ def render_diff(job, host, rel, before, after, max_lines=MAX_LINES):
     old = [] if before.get("missing") else before.get("text", "").splitlines(True)
     new = [] if after.get("missing") else after.get("text", "").splitlines(True)
     lines = list(difflib.unified_diff(old, new, "%s (%s)" % (label, host) if old else "/dev/null",
-                                      "%s (planned)" % label if new else "/dev/null"))
+                                      "%s (%s)" % (label, after_label) if new else "/dev/null"))
     if not lines:
         return "%s: content identical, mode or link changed\n" % label
     out = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines[:max_lines]]

@@ -537,6 +537,7 @@ class _Planner:
         record = dict(previous, running=True, update_seq=None, rolled_back_from=cur_version)
         record.pop("rollback", None)
         target = "restart" if deployed.get("running") else "start"
+        row["paths"] = files_mod.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
         row.update(action="rollback", hash=previous.get("hash"), to_version=old_version,
                    reason="rollback: %s %s -> %s (hash %s -> %s; %s); the catalog stays at %s, the next deploy "
                    "rolls forward again" % (name, cur_version, old_version, _short(deployed.get("hash")),

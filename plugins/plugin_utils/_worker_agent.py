@@ -30,7 +30,7 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
     history/<job>/current/   a copy of the promoted tree (the files of its record) + record.json
     history/<job>/previous/  the tree and record promoted before it (one only): what a rollback restores
 
-    python3 - files <root> <JSON {job: [rel]}> -> the promoted text of those files (--diff)
+    python3 - files <root> <JSON {"current": {job: [rel]}, "previous": {...}}> -> the promoted text of those files (--diff)
 """
 
 from __future__ import absolute_import, division, print_function
@@ -159,7 +159,7 @@ def snapshot(tree, record, dest):
     os.makedirs(os.path.join(dest, "files"), 0o700)
     for rel in _record_files(record):
         src = os.path.join(tree, rel)
-        if not os.path.lexists(src) or os.path.isdir(src):
+        if not os.path.lexists(src) or (os.path.isdir(src) and not os.path.islink(src)):
             continue
         target = os.path.join(dest, "files", rel)
         if not os.path.isdir(os.path.dirname(target)):
@@ -249,13 +249,20 @@ def read_file_text(path, limit=MAX_FILE_BYTES):
         return {"binary": True}
 
 
-def read_files(root, wanted):
-    """{job: {rel: read_file_text}} from the recorded copy of the promoted tree (history/<job>/current),
-    else the job folder."""
+def read_files(root, wanted, previous=None):
+    """{"files": {job: {rel: read_file_text}}} from the recorded copy of the promoted tree
+    (history/<job>/current), else the job folder; "previous": the same from history/<job>/previous."""
+    answer = {"ok": True, "files": _read_copies(root, wanted, "current")}
+    if previous:
+        answer["previous"] = _read_copies(root, previous, "previous")
+    return answer
+
+
+def _read_copies(root, wanted, which):
     out = {}
     for job, rels in sorted((wanted or {}).items()):
-        copy = os.path.join(root, HISTORY, job, "current", "files")
-        base = copy if os.path.isdir(copy) else os.path.join(root, "jobs", job)
+        copy = os.path.join(root, HISTORY, job, which, "files")
+        base = copy if os.path.isdir(copy) or which == "previous" else os.path.join(root, "jobs", job)
         out[job] = {}
         for rel in rels:
             if rel.startswith("/") or ".." in rel.split("/"):
@@ -264,7 +271,7 @@ def read_files(root, wanted):
             if "text" in entry:
                 entry["digest"] = file_digest(os.path.join(base, rel))
             out[job][rel] = entry
-    return {"ok": True, "files": out}
+    return out
 
 
 def file_digest(path):
@@ -743,10 +750,12 @@ def main(argv=None, stdin=None, stdout=None):
     elif argv[:1] == ["files"] and len(argv) == 3:
         try:
             wanted = json.loads(argv[2])
+            if not isinstance(wanted, dict):
+                raise ValueError("expected an object")
         except ValueError as exc:
             answer = {"ok": False, "msg": "bad files request: %s" % exc}
         else:
-            answer = read_files(argv[1], wanted)
+            answer = read_files(argv[1], wanted.get("current"), wanted.get("previous"))
     elif not argv:
         try:
             request = json.loads(stdin.read())

@@ -108,6 +108,7 @@ def test_05_the_pinned_plan_deploys_v2(env):
 def test_06_rollback_restores_v1_on_every_worker_through_the_gate(env):
     rc, out = env.deploy("--check", "--diff", "-e", "maand_rollback=api")
     assert out.count("rollback: api 1.1.0 -> 1.0.0") == 3, out
+    assert out.count("+++ api/conf/api.conf (previous)\n@@ -1 +1 @@\n-threads=16\n+threads=4\n") == 3, out
     rc, out = env.deploy("-e", "maand_rollback=api")
     assert out.count("health gate passed: api") == 3
     for h in env.hosts:

@@ -177,6 +177,7 @@ def test_the_workers_side_is_shown_only_when_it_is_the_promoted_content(tmp_path
     recorded = F.hash_tree(str(job_dir))["files"]
     recorded["secret.conf"] = "0" * 64  # what an HMAC digest looks like to anyone without the key
     got = A.read_files(str(tmp_path), {"api": ["plain.conf", "secret.conf", "new.conf"]})["files"]["api"]
+    assert "previous" not in A.read_files(str(tmp_path), {"api": ["plain.conf"]})
     plain = PIN.checked_before(got["plain.conf"], recorded["plain.conf"])
     assert "-port=1\n+port=2\n" in PIN.render_diff("api", "h1", "plain.conf", plain, {"text": "port=2\n"})
     hidden = PIN.render_diff("api", "h1", "secret.conf", PIN.checked_before(got["secret.conf"], recorded["secret.conf"]),
@@ -192,3 +193,14 @@ def test_maand_plan_and_maand_rollback_are_deploy_options():
     assert {"maand_plan", "maand_rollback"} <= set(_extra_vars.DEPLOY_VARS) <= known
     assert _extra_vars.unknown_extra_vars({"maand_plan": "ab" * 8, "maand_rollback": "api"}, known,
                                           "maand.core.deploy") == []
+
+
+def test_a_rollback_diff_compares_the_workers_current_and_previous_copies():
+    rows = [_row("api", "h1", ["conf/a.conf"], action="rollback", from_version="1.2.0")]
+    wanted, notes = PIN.diff_requests({"rows": rows}, lambda j, h, rel: False)
+    assert wanted == {"h1": {"api": ["conf/a.conf"]}} and notes == {}
+    out = PIN.render_diff("api", "h1", "conf/a.conf", {"text": "v=2\n"}, {"text": "v=1\n"}, after_label="previous")
+    assert "+++ api/conf/a.conf (previous)" in out and "-v=2\n+v=1\n" in out
+    hidden = PIN.render_diff("api", "h1", "s", {"text": "a"}, {"unverified": True}, after_label="previous")
+    assert hidden == ("api/s: changed; the previous copy is not shown (secret-bearing, or not the promoted content: "
+                      "its digest differs from the deploy record)\n")

@@ -63,6 +63,22 @@ def test_promotions_keep_the_current_and_one_previous_tree(root):
     assert state["previous"]["api"]["version"] == "2.0.0"
 
 
+def test_history_keeps_symlinks_and_modes(root):
+    import os
+    tree = root / "jobs/api"
+    (tree / "run.sh").write_text("#!/bin/sh\n")
+    os.chmod(tree / "run.sh", 0o755)
+    os.symlink("conf", tree / "etc")
+    os.symlink("run.sh", tree / "start")
+    record = dict(_rec("1.0.0", "v1"), files={"run.sh": "a", "etc": "b", "start": "c", "Makefile": "d"})
+    A.keep_history(str(root), "api", record)
+    A.keep_history(str(root), "api", dict(record, version="2.0.0"))
+    (tree / "run.sh").unlink()
+    A.restore_previous(str(root), "api", ("data", "logs"))
+    assert os.stat(tree / "run.sh").st_mode & 0o111 and os.readlink(tree / "etc") == "conf"
+    assert os.readlink(tree / "start") == "run.sh" and (tree / "data/db").read_text() == "precious"
+
+
 def test_same_version_promotion_only_updates_the_record(root):
     _ship(root, "v1", "1.0.0")
     _ship(root, "v2", "2.0.0")
@@ -120,8 +136,13 @@ def test_remove_drops_the_history_and_read_files_prefers_the_recorded_copy(root)
 
 def test_main_files_command(root, capsys):
     _ship(root, "v1", "1.0.0")
-    A.main(["files", str(root), json.dumps({"api": ["conf/a.conf"]})])
-    assert json.loads(capsys.readouterr().out)["files"]["api"]["conf/a.conf"]["text"] == "v1"
+    _ship(root, "v2", "2.0.0")
+    A.main(["files", str(root), json.dumps({"current": {"api": ["conf/a.conf"]}, "previous": {"api": ["conf/a.conf"]}})])
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["files"]["api"]["conf/a.conf"]["text"] == "v2"
+    assert answer["previous"]["api"]["conf/a.conf"]["text"] == "v1"  # what a rollback puts back
+    A.main(["files", str(root), "[]"])
+    assert "bad files request" in json.loads(capsys.readouterr().out)["msg"]
     A.main(["files", str(root), "{not json"])
     assert "bad files request" in json.loads(capsys.readouterr().out)["msg"]
 
@@ -163,6 +184,7 @@ def test_rollback_plans_the_previous_version_through_rolling_batches():
     assert op["record"]["version"] == "1.1.0" and op["record"]["rolled_back_from"] == "1.2.0"
     assert op["record"]["update_seq"] == plan["update_seq"]
     assert any("rollback: api 1.2.0 -> 1.1.0" in line for line in plan["lines"])
+    assert rows[("api", "h1")]["paths"] == ["conf/a.conf"]  # what goes back (shown by --diff)
     assert "options: jobs=api rollback=api" in plan["lines"]
 
 
