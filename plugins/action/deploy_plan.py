@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -181,7 +180,7 @@ def content_diff(plan, staging, states):
     each (deduplicated); for a rollback, the worker's previous copy is the other side."""
     wanted, notes = _deploy_pin.diff_requests(plan, staging.is_secret)
     rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
-    after, blobs, promoted, previous = {}, {}, {}, {}
+    after, blobs, promoted, previous = {}, _deploy_pin.Blobs(), {}, {}
     for host, jobs in wanted.items():
         st = states.get(host) or {}
         for job, rels in jobs.items():
@@ -192,11 +191,10 @@ def content_diff(plan, staging, states):
                 previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
                 continue
             for rel in rels:
-                text = _deploy_pin.text_of(staging.shipped_bytes(job, host, rel))
-                key = hashlib.sha256(_deploy_pin.canonical(text).encode("utf-8")).hexdigest()[:24]
-                blobs[key] = text
+                key = blobs.add(_deploy_pin.text_of(staging.shipped_bytes(job, host, rel)))
                 after.setdefault(host, {}).setdefault(job, {})[rel] = key
-    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after, "blobs": blobs,
+    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
+            "blobs": blobs.texts,
             "promoted": promoted, "previous": previous}
 
 

@@ -28,6 +28,7 @@ MIN_PIN = 12        # shortest prefix -e maand_plan accepts
 MAX_FILES = 10      # changed files shown per allocation
 MAX_LINES = 120     # diff lines shown per file
 MAX_BYTES = 256 * 1024
+MAX_TOTAL = 4 * 1024 * 1024  # new content a --diff carries per run (distinct texts, all workers together)
 ENV_PREFIX = ".maand-env/"
 
 
@@ -186,6 +187,25 @@ def diff_requests(plan, is_secret, max_files=MAX_FILES):
     return wanted, notes
 
 
+class Blobs:
+    """The distinct new texts of a --diff, at most MAX_TOTAL bytes of text; past that, {"over_budget"}."""
+
+    def __init__(self, budget=MAX_TOTAL):
+        self.texts, self.left = {}, budget
+
+    def add(self, text):
+        key = hashlib.sha256(canonical(text).encode("utf-8")).hexdigest()[:24]
+        if key in self.texts:
+            return key
+        size = len(text.get("text") or "")
+        if size > self.left:
+            self.texts["over_budget"] = {"over_budget": True}
+            return "over_budget"
+        self.left -= size
+        self.texts[key] = text
+        return key
+
+
 def text_of(data, limit=MAX_BYTES):
     """bytes (or None: absent) -> {"text"} | {"binary"} | {"too_large": size} | {"missing"} (the agent's shape)."""
     if data is None:
@@ -216,6 +236,8 @@ def render_diff(job, host, rel, before, after, max_lines=MAX_LINES, after_label=
     for a rollback the worker's previous copy), at most max_lines lines; binary, large or unverified
     sides are named, not shown."""
     label = "%s/%s" % (job, rel)
+    if after.get("over_budget"):
+        return "%s: changed (not shown: --diff carries at most %d MiB of new text per run)\n" % (label, MAX_TOTAL >> 20)
     for side, name in ((before, "the copy on %s" % host), (after, "the %s copy" % after_label)):
         if side.get("unverified"):
             return ("%s: changed; %s is not shown (secret-bearing, or not the promoted content: its digest "

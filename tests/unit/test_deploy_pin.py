@@ -204,3 +204,13 @@ def test_a_rollback_diff_compares_the_workers_current_and_previous_copies():
     hidden = PIN.render_diff("api", "h1", "s", {"text": "a"}, {"unverified": True}, after_label="previous")
     assert hidden == ("api/s: changed; the previous copy is not shown (secret-bearing, or not the promoted content: "
                       "its digest differs from the deploy record)\n")
+
+
+def test_the_new_texts_of_a_diff_are_deduplicated_and_bounded():
+    blobs = PIN.Blobs(budget=10)
+    a = blobs.add({"text": "12345678"})
+    assert blobs.add({"text": "12345678"}) == a  # the same rendered text on every worker is carried once
+    assert blobs.add({"binary": True}) != a
+    over = blobs.add({"text": "abcdef"})
+    assert blobs.texts[over] == {"over_budget": True}
+    assert "not shown: --diff carries at most" in PIN.render_diff("api", "h1", "f", {"text": "x"}, blobs.texts[over])
