@@ -103,8 +103,8 @@ def test_rollback_op_restores_the_previous_tree_keeps_runtime_dirs_and_swaps_his
     assert (tree / "logs/ev").read_text().splitlines()[-1] == "restart 2.0.0 1.0.0"
     assert (root / "deploy/api.rollback").exists()  # gated: not promoted yet
     assert A.read_state(str(root))["rollback_pending"] == ["api"]
-    A.run_step({"root": str(root), "promote": [{"id": "api@h", "job": "api",
-                                                 "record": dict(_rec("1.0.0", "v1"), rolled_back_from="2.0.0")}]})
+    promotion = {"id": "api@h", "job": "api", "record": dict(_rec("1.0.0", "v1"), rolled_back_from="2.0.0")}
+    A.run_step({"root": str(root), "promote": [promotion]})
     assert not (root / "deploy/api.rollback").exists()
     assert json.loads((root / "history/api/current/record.json").read_text())["version"] == "1.0.0"
     assert json.loads((root / "history/api/previous/record.json").read_text())["version"] == "2.0.0"
