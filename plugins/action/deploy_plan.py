@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 
 import yaml
 from ansible import constants as C
@@ -18,6 +20,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
     _certs_build,
     _deploy_lock,
+    _deploy_pin,
     _deploy_plan,
     _deploy_run,
     _deploy_stage,
@@ -48,6 +51,8 @@ ARGUMENT_SPEC = {
     "state_var": {"type": "str", "default": "deploy_state_read"},
     "adopt_bucket_id": {"type": "str", "default": ""},
     "slots": {"type": "int", "default": 0},
+    "rollback": {"type": "raw"},
+    "plan_hash": {"type": "str", "default": ""},
 }
 
 
@@ -124,6 +129,57 @@ def _with_env(entry, bucket_id, name, env):
     return out
 
 
+def pins_dir(bucket_id):
+    """Where --check keeps the summaries of the plans it printed (no secrets: actions, hashes, versions), so
+    a refused -e maand_plan can name what changed; outside the bucket, which check mode never writes."""
+    return os.path.join(tempfile.gettempdir(), "maand-plans-%d" % os.getuid(), str(bucket_id))
+
+
+def keep_summary(bucket_id, digest, summary):
+    try:
+        folder = pins_dir(bucket_id)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        with open(os.path.join(folder, digest + ".json"), "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, sort_keys=True)
+    except OSError:
+        pass  # only a better message is lost
+
+
+def pinned_summary(bucket_id, given):
+    try:
+        names = [n for n in os.listdir(pins_dir(bucket_id)) if n.startswith(given) and n.endswith(".json")]
+        if len(names) != 1:
+            return None
+        with open(os.path.join(pins_dir(bucket_id), names[0]), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def content_diff(plan, staging, states):
+    """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
+    does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
+    each (deduplicated); for a rollback, the worker's previous copy is the other side."""
+    wanted, notes = _deploy_pin.diff_requests(plan, staging.is_secret)
+    rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
+    after, blobs, promoted, previous = {}, _deploy_pin.Blobs(), {}, {}
+    for host, jobs in wanted.items():
+        st = states.get(host) or {}
+        for job, rels in jobs.items():
+            record = (st.get("deployed") or {}).get(job) or {}
+            promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
+            if (job, host) in rollback:
+                old = (st.get("previous") or {}).get(job) or {}
+                previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
+                continue
+            for rel in rels:
+                key = blobs.add(_deploy_pin.text_of(staging.shipped_bytes(job, host, rel)))
+                after.setdefault(host, {}).setdefault(job, {})[rel] = key
+    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
+            "blobs": blobs.texts,
+            "promoted": promoted, "previous": previous}
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -142,6 +198,27 @@ class ActionModule(ActionBase):
             for line in plan["lines"]:
                 display.display(line, color="red" if line.startswith(("ERROR", "FAILED")) else None)
         return result
+
+    def _check_pin(self, given, plan, digest):
+        """None, or why the deploy is refused: -e maand_plan names another plan than the one computed now."""
+        summary = _deploy_pin.plan_summary(plan)
+        if self._task.check_mode:
+            keep_summary(plan["bucket_id"], digest, summary)
+        if not given:
+            return None
+        error = _deploy_pin.pin_error(given)
+        if error:
+            return "deploy refused, nothing was changed: " + error
+        if _deploy_pin.pin_matches(given, digest):
+            plan["lines"].append("plan hash matches the pinned plan %s" % given)
+            return None
+        old = pinned_summary(plan["bucket_id"], str(given).strip().lower())
+        why = (_deploy_pin.describe_changes(old, summary) if old else
+               ["(the pinned plan's summary is not on this controller, so what changed cannot be named; "
+                "compare with a new --check --diff)"])
+        return ("deploy refused, nothing was changed: the plan is %s, not the pinned plan %s (maand_plan). "
+                "What changed:\n  %s\nReview the new plan with --check --diff and pin its hash."
+                % (digest[:_deploy_pin.SHORT], given, "\n  ".join(why)))
 
     def _pre_deploy(self, bucket, catalog, in_scope, jobs_filter, states, hostvars, hosts, task_vars):
         """maand runs pre_deploy before staging, so its KV writes reach this deploy's templates; a
@@ -222,12 +299,16 @@ class ActionModule(ActionBase):
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
                                               "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors,
                                               "rollout_orders": _hook_deploy.rollout_orders(bucket, in_scope),
-                                              "adopted": adopted})
+                                              "adopted": adopted, "rollback": args["rollback"]})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]),
                               plan=plan)
+        digest = _deploy_pin.decorate(plan, catalog)  # before hook failures and estimates join the plan
+        refused = self._check_pin(args["plan_hash"], plan, digest)
+        if refused:
+            return self._fail(result, bucket, refused, plan=plan)
         for job, messages in sorted(hook_failures.items()):  # the deploy goes on without them and ends failed
             plan["failures"].extend({"job": job, "worker": None, "msg": "%s (job %s not deployed)" % (m, job)}
                                     for m in messages)
@@ -252,7 +333,8 @@ class ActionModule(ActionBase):
                                                                   or _deploy_run.WIDE_FACTOR))
         result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
                       msg=plan["lines"][0], run_dir=run_dir, segments=segments,
-                      segment_groups=_deploy_run.segment_groups(segments))
+                      segment_groups=_deploy_run.segment_groups(segments), plan_hash=digest,
+                      content_diff=content_diff(plan, staging, states) if self._task.diff else {"hosts": []})
         if self._task.diff:
             result["diff"] = {"prepared": "\n".join(plan["lines"]) + "\n"}
         else:

@@ -69,6 +69,18 @@ options:
         in Maelstrom's order (priority, then longest estimate first; see docs/jobspec.md).
     type: int
     default: 0
+  rollback:
+    description:
+      - Jobs to roll back (C(maand_rollback)); a list or a comma-separated string. Each active allocation gets the
+        previous tree and record its worker kept, through the job's batches and gate; refused when a worker has
+        no previous version.
+    type: raw
+  plan_hash:
+    description:
+      - A plan hash (C(maand_plan), at least 12 hex digits). The task fails, before any worker is touched, when the
+        computed plan's hash does not start with it, naming what changed when the check run's summary is known.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full
@@ -101,6 +113,16 @@ run_dir:
   description: The run folder (C(data/.deploy-run/<run_id>)) holding the plan, the run state and the agents' results; empty in check mode.
   returned: always
   type: str
+plan_hash:
+  description: The sha256 of the plan's semantic content (actions, content hashes, versions, batches, gates).
+  returned: always
+  type: str
+content_diff:
+  description:
+    - With C(--diff), per worker the changed files to read there and what the deploy ships at each (no
+      secret-bearing file), for C(maand.core.deploy_diff); C(hosts) lists the workers with something to show.
+  returned: always
+  type: dict
 segments:
   description: The steps as the role runs them, each C(wide) (agent task on every host) or C(narrow) (one looped task), then the final promote pass.
   returned: always

@@ -30,7 +30,7 @@ from . import _kv as _kv_mod
 from ._job_checks import resolve_health
 from ._problems import did_you_mean
 
-ACTIONS = ("start", "restart", "reload", "sync", "skip", "stop", "remove", "purge", "unreachable")
+ACTIONS = ("start", "restart", "reload", "sync", "rollback", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
@@ -77,6 +77,28 @@ def parse_jobs_filter(value, known_jobs):
         return None, ["maand_jobs: unknown job(s) %s; jobs in the catalog: %s" % (
             named, ", ".join(sorted(known_jobs)) or "(none)")]
     return sorted(set(names)), []
+
+
+def parse_rollback(value, known_jobs, jobs_filter, options):
+    """`maand_rollback` (None, "a,b" or a list) -> (set of jobs, errors); it cannot be combined with
+    maand_force or maand_sync_only, and maand_jobs, when given, must name the same jobs."""
+    names, errors = parse_jobs_filter(value, known_jobs)
+    if errors:
+        return set(), [e.replace("maand_jobs:", "maand_rollback:", 1) for e in errors]
+    if not names:
+        return set(), []
+    gone = [n for n in names if (known_jobs.get(n) or {}).get("removed")]
+    if gone:
+        errors.append("maand_rollback: job(s) %s left the workspace; a rollback needs a job that is still deployed "
+                      "(put its folder back and build)" % ", ".join(gone))
+    bad = [k for k in ("force", "sync_only") if options.get(k)]
+    if bad:
+        errors.append("maand_rollback cannot be combined with %s (a rollback restores the previous tree as it was)"
+                      % " or ".join("maand_" + k for k in bad))
+    if jobs_filter is not None and set(jobs_filter) != set(names):
+        errors.append("maand_rollback names %s but maand_jobs names %s; a rollback deploys only the jobs it "
+                      "rolls back (leave maand_jobs out)" % (",".join(names), ",".join(jobs_filter)))
+    return set(names), errors
 
 
 def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_only):
@@ -310,6 +332,10 @@ class _Planner:
         self.prune = []
         self.jobs_filter, filter_errors = parse_jobs_filter(options.get("jobs"), self.jobs)
         self.errors.extend(filter_errors)
+        self.rollback, rollback_errors = parse_rollback(options.get("rollback"), self.jobs, self.jobs_filter, options)
+        self.errors.extend(rollback_errors)
+        if self.rollback:  # a rollback deploys only the jobs it names
+            self.jobs_filter = sorted(self.rollback)
         self.errors.extend(foreign_buckets(self.bucket_id, states, self.hosts, options.get("adopt_bucket_id")))
         self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (_deploy_stage)
         self.force = bool(options.get("force"))
@@ -406,6 +432,9 @@ class _Planner:
             row.update(action="skip", reason="not deployed: its health_check cannot run (%s)"
                        % "; ".join(self.gate_failed[name]))
             return
+        if name in self.rollback:
+            self._decide_rollback(row, job, st, deployed)
+            return
         cur = (cur.get("allocations") or {}).get(host, cur)  # rendered per allocation (_deploy_stage)
         if cur.get("error"):  # the message is in options["stage_errors"], once for all its workers
             row.update(action="skip", reason="cannot render: %s" % cur["error"])
@@ -467,11 +496,17 @@ class _Planner:
         new_version = job.get("version") or ZERO_VERSION
         cur_version = (deployed or {}).get("version") or ZERO_VERSION
         prev_files = (deployed or {}).get("files") or {}
-        hash_changed = deployed is None or deployed.get("hash") != cur.get("hash")
+        row["hash"] = cur.get("hash")
+        unpromoted_rollback = deployed is not None and name in (st.get("rollback_pending") or [])
+        hash_changed = deployed is None or deployed.get("hash") != cur.get("hash") or unpromoted_rollback
         version_changed = deployed is not None and cur_version != new_version
         changed = files_mod.changed_paths(prev_files, cur.get("files")) if deployed and hash_changed else []
-        reasons = _change_reasons(deployed, hash_changed, changed, version_changed, cur_version, new_version,
-                                  cur.get("origins"))
+        reasons = _change_reasons(deployed, hash_changed and not unpromoted_rollback, changed, version_changed,
+                                  cur_version, new_version, cur.get("origins"))
+        if unpromoted_rollback:
+            reasons.insert(0, "a rollback was not promoted (its gate failed): the workspace's files go back")
+        if deployed is not None and deployed.get("rolled_back_from"):
+            reasons.append("roll forward after the rollback from %s" % deployed["rolled_back_from"])
         row["paths"] = changed
         op = {"id": "%s@%s" % (name, host), "kind": "run", "job": name, "host": host, "src": job.get("path"),
               "sync": bool(hash_changed), "env": self.alloc_env(name, host, cur_version, new_version),
@@ -489,6 +524,38 @@ class _Planner:
         if not hash_changed and not version_changed:
             reasons.append("forced (maand_force)")
         self._decide_upgrade(row, op, bucket, job, changed, hash_changed, version_changed, reasons)
+
+    def _decide_rollback(self, row, job, st, deployed):
+        """maand_rollback: the worker's previous promoted tree and record go back, through the job's
+        rolling batches and gate (a restart, or a start when it is not running)."""
+        name, host = row["job"], row["worker"]
+        previous = (st.get("previous") or {}).get(name)
+        if deployed is None:
+            row.update(action="skip", reason="rollback: nothing deployed here")
+            self.errors.append("maand_rollback: %s@%s has nothing deployed, so nothing to roll back" % (name, host))
+            return
+        if not isinstance(previous, dict) or previous.get("format") != STATE_FORMAT:
+            row.update(action="skip", reason="rollback: no previous version on the worker")
+            self.errors.append(
+                "maand_rollback: %s@%s has no previous version to roll back to (a worker keeps the tree of the "
+                "version promoted before the current one, from the first deploy that promotes a new version with "
+                "this release on); deploy the old version from the workspace instead" % (name, host))
+            return
+        cur_version = deployed.get("version") or ZERO_VERSION
+        old_version = previous.get("version") or ZERO_VERSION
+        record = dict(previous, running=True, update_seq=None, rolled_back_from=cur_version)
+        record.pop("rollback", None)
+        target = "restart" if deployed.get("running") else "start"
+        row["paths"] = files_mod.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
+        row.update(action="rollback", hash=previous.get("hash"), to_version=old_version,
+                   reason="rollback: %s %s -> %s (hash %s -> %s; %s); the catalog stays at %s, the next deploy "
+                   "rolls forward again" % (name, cur_version, old_version, _short(deployed.get("hash")),
+                                            _short(previous.get("hash")), target, job.get("version") or ZERO_VERSION))
+        op = {"id": "%s@%s" % (name, host), "kind": "run", "job": name, "host": host, "src": job.get("path"),
+              "sync": False, "restore": True, "action": "rollback", "target": target,
+              "env": self.alloc_env(name, host, cur_version, old_version), "record": record,
+              "promote_now": name not in self.gates}
+        self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})["upgrade"].append(op)
 
     def _adopt(self, row, op, bucket, st, new_version):
         """An allocation maand deployed and runs (data/maand.db, its tree on the worker, no maand.core record):
@@ -676,7 +743,8 @@ class _Planner:
         out = []
         for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
-            label = "%s %s batch %d/%d" % (name, phase, counter[phase], total[phase])
+            shown = "rollback" if phase == "upgrade" and all(o.get("restore") for o in ops) else phase
+            label = "%s %s batch %d/%d" % (name, shown, counter[phase], total[phase])
             lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
             gate = None
             if name in self.gates and lifecycle_hosts:
@@ -753,7 +821,8 @@ class _Planner:
             "bucket_id": self.bucket_id,
             "update_seq": self.update_seq,
             "previous_update_seq": self.seen_seq,
-            "options": {"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only},
+            "options": {"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only,
+                        "rollback": sorted(self.rollback)},
             "rows": self.rows,
             "steps": self.steps if not self.errors else [],
             "errors": self.errors,
@@ -779,6 +848,8 @@ def render_plan(plan):
     lines.append(head)
     opts = plan["options"]
     flags = [k for k in ("force", "sync_only") if opts.get(k)]
+    if opts.get("rollback"):
+        flags.append("rollback=%s" % ",".join(opts["rollback"]))
     if opts.get("jobs") or flags:
         lines.append("options: jobs=%s%s" % (",".join(opts["jobs"]) if opts.get("jobs") else "all",
                                              "".join(" %s" % f for f in flags)))

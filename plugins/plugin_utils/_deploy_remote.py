@@ -79,6 +79,13 @@ def read_command_no_install(python, bucket_id):
     return "exec %s - read %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)))
 
 
+def files_command(python, bucket_id, wanted):
+    """--diff: the promoted text of some files ({job: [rel]}), run from stdin (agent_source()) like the
+    check-mode read, so nothing is written on the worker."""
+    request = json.dumps(wanted, sort_keys=True)
+    return "exec %s - files %s %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)), shlex.quote(request))
+
+
 def install_command():
     return install_prefix() + "true"
 

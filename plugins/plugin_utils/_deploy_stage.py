@@ -52,6 +52,7 @@ EXCLUDED_FILES = ("vars.toml",)
 RUNTIME_DIRS = _deploy_files.RUNTIME_DIRS
 DIGEST_CONTEXT = b"maand.core stage digest v1"
 STAGE_DIR = ".deploy-stage"
+_READ_LIMIT = 256 * 1024  # --diff reads at most this much of a shipped file (larger ones are named only)
 
 
 class RenderError(Exception):
@@ -611,6 +612,31 @@ class Staging:
             content = AllocationContent(job, host, dict(source.files), "", ())
         write_stage(dest, source, content)
         return dest
+
+    def is_secret(self, job: str, host: str, rel: str) -> bool:
+        """True for a generated file of the allocation that read a secret or is private (a key): --diff
+        never shows it."""
+        content = self.allocations.get((job, host))
+        return any(o.rel == rel and (o.secret or o.private) for o in (content.outputs if content else ()))
+
+    def shipped_bytes(self, job: str, host: str, rel: str) -> bytes | None:
+        """What this deploy ships at rel for the allocation (a rendered output or the workspace file), or
+        None when it ships nothing there. A symlink reads as "symlink -> target" (as the worker agent)."""
+        content = self.allocations.get((job, host))
+        for out in content.outputs if content else ():
+            if out.rel == rel:
+                return out.content
+        source = self.sources.get(job)
+        if source is None or rel not in source.files:
+            return None
+        path = os.path.join(source.root, rel)
+        try:
+            if os.path.islink(path):
+                return ("symlink -> %s\n" % os.readlink(path)).encode("utf-8")
+            with open(path, "rb") as handle:
+                return handle.read(_READ_LIMIT + 1)
+        except OSError:
+            return None
 
     def stage_plan(self, bucket_dir: str, plan: Mapping[str, Any]) -> int:
         """Stage every op of the plan that syncs, pointing its src at the staged tree; returns how many.

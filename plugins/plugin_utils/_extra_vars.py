@@ -55,6 +55,13 @@ def other_playbooks_vars(playbook: str, deploy_vars: Iterable[str] = ()) -> set:
     return out
 
 
+# The deploy's own vars are its role's options (roles/deploy/meta/argument_specs.yml); the pinned-plan and
+# rollback ones, named here so other playbooks do not warn about them as typos of theirs.
+DEPLOY_VARS = ("maand_jobs", "maand_force", "maand_sync_only", "maand_plan", "maand_rollback", "maand_adopt_bucket_id",
+               "maand_deploy_make_timeout", "maand_deploy_output_tail", "maand_deploy_rsync_verify_host",
+               "maand_worker_slots")
+
+
 # Deploy options from before every user-facing extra var took the maand_ prefix (still read by the role).
 DEPLOY_RENAMED = {"deploy_make_timeout": "maand_deploy_make_timeout", "deploy_output_tail": "maand_deploy_output_tail",
                   "deploy_rsync_verify_host": "maand_deploy_rsync_verify_host"}

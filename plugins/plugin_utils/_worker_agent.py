@@ -29,6 +29,11 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
     jobs/<job>/          the job tree (rsync'd); data/, logs/, bin/ inside it belong to the worker
     deploy/<job>.json    the promoted state of this allocation (written only after its gate passed)
     deploy/<job>.pending a start ran but was not promoted yet: the next start stops it first
+    deploy/<job>.rollback a rollback restored the previous tree but was not promoted yet
+    history/<job>/current/   a copy of the promoted tree (the files of its record) + record.json
+    history/<job>/previous/  the tree and record promoted before it (one only): what a rollback restores
+
+    python3 - files <root> <JSON {"current": {job: [rel]}, "previous": {...}}> -> the promoted text of those files (--diff)
 """
 
 from __future__ import absolute_import, division, print_function
@@ -37,6 +42,7 @@ import ctypes
 import fcntl
 import glob
 import grp
+import hashlib
 import json
 import os
 import pwd
@@ -139,7 +145,165 @@ def read_state(root):
             out["pending"].append(name[:-8])
     jobs = os.path.join(root, "jobs")
     out["trees"] = [n for n in _listdir(jobs) if os.path.isdir(os.path.join(jobs, n))]
+    for name in _listdir(os.path.join(root, "deploy")):
+        if name.endswith(".rollback"):
+            out.setdefault("rollback_pending", []).append(name[:-9])
+    previous = {}
+    for name in _listdir(os.path.join(root, HISTORY)):
+        rec = _load(os.path.join(root, HISTORY, name, "previous", "record.json"), bad)
+        if isinstance(rec, dict):
+            previous[name] = rec
+    if previous:
+        out["previous"] = previous
     return out
+
+
+# --- history: the promoted tree and the one before it (rollback) ------------------------------------
+
+HISTORY = "history"
+ENV_PREFIX = ".maand-env/"  # pseudo paths of a job spec's environment in a record's files (not files)
+
+
+def _record_files(record):
+    return sorted(rel for rel in (record.get("files") or {}) if not rel.startswith(ENV_PREFIX)
+                  and not rel.startswith("/") and ".." not in rel.split("/"))
+
+
+def _same_version(a, b):
+    return isinstance(a, dict) and isinstance(b, dict) and a.get("hash") == b.get("hash") \
+        and a.get("version") == b.get("version")
+
+
+def snapshot(tree, record, dest):
+    """Copy the files of record (as they are in tree) to dest/files and write dest/record.json."""
+    _remove(dest)
+    os.makedirs(os.path.join(dest, "files"), 0o700)
+    for rel in _record_files(record):
+        src = os.path.join(tree, rel)
+        if not os.path.lexists(src) or (os.path.isdir(src) and not os.path.islink(src)):
+            continue
+        target = os.path.join(dest, "files", rel)
+        if not os.path.isdir(os.path.dirname(target)):
+            os.makedirs(os.path.dirname(target))
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), target)
+        else:
+            shutil.copy2(src, target)
+    atomic_write(os.path.join(dest, "record.json"), json.dumps(record, sort_keys=True))
+
+
+def keep_history(root, job, record):
+    """After a promotion: history/<job>/current follows the promoted record. A new version (hash or
+    version) moves current to previous first (the one before is dropped); promoting the previous
+    version again (a rollback) swaps the two. Same version: only the record is updated."""
+    base = os.path.join(root, HISTORY, job)
+    current, previous = os.path.join(base, "current"), os.path.join(base, "previous")
+    have = _load(os.path.join(current, "record.json"), [])
+    if _same_version(have, record):
+        atomic_write(os.path.join(current, "record.json"), json.dumps(record, sort_keys=True))
+        return
+    if not os.path.isdir(base):
+        os.makedirs(base, 0o700)
+    if _same_version(_load(os.path.join(previous, "record.json"), []), record) and isinstance(have, dict):
+        swap = os.path.join(base, ".swap")
+        _remove(swap)
+        os.rename(previous, swap)
+        os.rename(current, previous)
+        os.rename(swap, current)
+        atomic_write(os.path.join(current, "record.json"), json.dumps(record, sort_keys=True))
+        return
+    if isinstance(have, dict):
+        _remove(previous)
+        os.rename(current, previous)
+    else:
+        _remove(current)
+    snapshot(os.path.join(root, "jobs", job), record, current)
+
+
+def restore_previous(root, job, keep):
+    """Put the previous promoted tree of job back in jobs/<job> (everything but keep and bin/ is replaced)."""
+    source = os.path.join(root, HISTORY, job, "previous", "files")
+    if not os.path.isdir(source):
+        raise OpFailed("%s: no previous version on this worker (history/%s/previous is missing); nothing to roll back to"
+                       % (job, job), reason="no_previous")
+    folder = os.path.join(root, "jobs", job)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    for name in _listdir(folder):
+        if name not in tuple(keep) + ("bin",):
+            _remove(os.path.join(folder, name))
+    for current, dirs, files in os.walk(source):
+        rel_dir = os.path.relpath(current, source)
+        dest_dir = folder if rel_dir == "." else os.path.join(folder, rel_dir)
+        if not os.path.isdir(dest_dir):
+            os.makedirs(dest_dir)
+        for name in list(files) + [d for d in dirs if os.path.islink(os.path.join(current, d))]:
+            src, dest = os.path.join(current, name), os.path.join(dest_dir, name)
+            if os.path.islink(src):
+                os.symlink(os.readlink(src), dest)
+            else:
+                shutil.copy2(src, dest)
+
+
+# --- files: the promoted text of changed files (--diff) ----------------------------------------------
+
+MAX_FILE_BYTES = 256 * 1024
+
+
+def read_file_text(path, limit=MAX_FILE_BYTES):
+    """{"text"} of a UTF-8 file, or {"missing"}, {"binary"} or {"too_large": size}."""
+    try:
+        if os.path.islink(path):
+            return {"text": "symlink -> %s\n" % os.readlink(path)}
+        size = os.path.getsize(path)
+        if size > limit:
+            return {"too_large": size}
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except (IOError, OSError):
+        return {"missing": True}
+    if b"\0" in data:
+        return {"binary": True}
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"binary": True}
+
+
+def read_files(root, wanted, previous=None):
+    """{"files": {job: {rel: read_file_text}}} from the recorded copy of the promoted tree
+    (history/<job>/current), else the job folder; "previous": the same from history/<job>/previous."""
+    answer = {"ok": True, "files": _read_copies(root, wanted, "current")}
+    if previous:
+        answer["previous"] = _read_copies(root, previous, "previous")
+    return answer
+
+
+def _read_copies(root, wanted, which):
+    out = {}
+    for job, rels in sorted((wanted or {}).items()):
+        copy = os.path.join(root, HISTORY, job, which, "files")
+        base = copy if os.path.isdir(copy) or which == "previous" else os.path.join(root, "jobs", job)
+        out[job] = {}
+        for rel in rels:
+            if rel.startswith("/") or ".." in rel.split("/"):
+                continue
+            entry = read_file_text(os.path.join(base, rel))
+            if "text" in entry:
+                entry["digest"] = file_digest(os.path.join(base, rel))
+            out[job][rel] = entry
+    return out
+
+
+def file_digest(path):
+    """The controller's digest of a shipped file (_deploy_files): sha256 of b"l" + a link's target, else of
+    b"x" (executable) or b"-" + the bytes. A secret-bearing output's recorded digest is an HMAC: never equal."""
+    if os.path.islink(path):
+        return hashlib.sha256(b"l" + os.readlink(path).encode("utf-8", "surrogateescape")).hexdigest()
+    digest = hashlib.sha256(b"x" if os.stat(path).st_mode & 0o100 else b"-")
+    with open(path, "rb") as handle:
+        digest.update(handle.read())
+    return digest.hexdigest()
 
 
 # --- files -----------------------------------------------------------------------------------------
@@ -437,12 +601,17 @@ class Step(object):
     def marker(self, job):
         return os.path.join(self.root, "deploy", "%s.pending" % job)
 
+    def rollback_marker(self, job):
+        return os.path.join(self.root, "deploy", "%s.rollback" % job)
+
 
 def promote(step, job, record):
-    """Write the promoted record of one allocation and drop its pending marker."""
+    """Write the promoted record of one allocation, drop its markers, keep the tree's history."""
     atomic_write(step.record(job), json.dumps(record, sort_keys=True))
-    if os.path.exists(step.marker(job)):
-        os.unlink(step.marker(job))
+    for marker in (step.marker(job), step.rollback_marker(job)):
+        if os.path.exists(marker):
+            os.unlink(marker)
+    keep_history(step.root, job, record)
 
 
 def _run_make(step, op, target, out, label):
@@ -466,6 +635,11 @@ def do_run(step, op, out, label):
     """run/stop: the make target (a start first stops a start that was never promoted), then promote."""
     target = op.get("target")
     job = op["job"]
+    if op.get("restore"):  # a rollback: the previous promoted tree goes back before make
+        atomic_write(step.rollback_marker(job), json.dumps({"alloc_id": (op.get("record") or {}).get("alloc_id")}))
+        restore_previous(step.root, job, step.keep)
+        out["steps"].append("restore previous tree")
+        out["changed"] = True
     if target == "start" and op.get("record") is not None:  # a deploy start (the job playbook has no record)
         if os.path.exists(step.marker(job)):
             try:
@@ -497,10 +671,11 @@ def do_remove(step, op, out, label):
         _run_make(step, op, op["target"], out, label)
     if clean_job(folder, step.keep):
         out["changed"] = True
-    for path in (step.record(job), step.marker(job)):
+    for path in (step.record(job), step.marker(job), step.rollback_marker(job)):
         if os.path.exists(path):
             os.unlink(path)
             out["changed"] = True
+    _remove(os.path.join(step.root, HISTORY, job))
     out["steps"].append("remove")
 
 
@@ -628,6 +803,15 @@ def main(argv=None, stdin=None, stdout=None):
     stdout = stdout or sys.stdout
     if argv[:1] == ["read"] and len(argv) == 2:
         answer = read_state(argv[1])
+    elif argv[:1] == ["files"] and len(argv) == 3:
+        try:
+            wanted = json.loads(argv[2])
+            if not isinstance(wanted, dict):
+                raise ValueError("expected an object")
+        except ValueError as exc:
+            answer = {"ok": False, "msg": "bad files request: %s" % exc}
+        else:
+            answer = read_files(argv[1], wanted.get("current"), wanted.get("previous"))
     elif not argv:
         try:
             request = json.loads(stdin.read())

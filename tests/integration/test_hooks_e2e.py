@@ -204,7 +204,9 @@ def test_01_build_runs_post_build_and_the_first_deploy_runs_hooks_in_maands_orde
     h0, h1 = env.hosts
     env.play("build")
     assert sorted(env.events()) == sorted("post_build db command_schema %s api:command_migrate" % h for h in (h0, h1))
-    env.play("deploy")
+    rc, out = env.play("deploy")
+    # the plan's wave picture, from deployment_seq and api's demand on db (issue 14)
+    assert "waves: wave 0 db, web; wave 1 api\n  wave 0 db --(command_schema >= 1.0.0)--> wave 1 api\n" in out, out
     events = env.events()
     # pre_deploy before anything else, in deployment_seq order (db before api, which demands it)
     first = events[:4]

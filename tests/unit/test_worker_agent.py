@@ -199,5 +199,5 @@ def test_python36_syntax_of_the_agent():
     source = open(A.__file__.replace(".pyc", ".py")).read()
     tree = ast.parse(source, feature_version=(3, 6))
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
-    assert names <= {"ctypes", "fcntl", "glob", "grp", "json", "os", "pwd", "re", "shutil", "signal", "socket", "struct",
+    assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "json", "os", "pwd", "re", "shutil", "signal", "socket", "struct",
                      "subprocess", "sys", "tempfile", "threading", "time"}

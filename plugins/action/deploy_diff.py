@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The content diff of a deploy's changed files on one worker, one round trip (docs: plugins/modules/deploy_diff.py)."""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_pin, _deploy_remote
+
+ARGUMENT_SPEC = {
+    "bucket_id": {"type": "str", "required": True},
+    "host": {"type": "str", "required": True},
+    "content_diff": {"type": "dict", "required": True},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True  # read-only
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        host = args["host"]  # the delegated worker (run_once, looping over the workers with changes)
+        spec = args["content_diff"]
+        wanted = (spec.get("wanted") or {}).get(host) or {}
+        notes = ["%s\n" % n for n in (spec.get("notes") or {}).get(host) or []]
+        previous = (spec.get("previous") or {}).get(host) or {}  # rollbacks: job -> {rel: recorded digest}
+        before, older, err = {}, {}, None
+        if wanted:
+            try:
+                request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted}}
+                cmd = _deploy_remote.files_command(_deploy_remote.interpreter(task_vars, host), args["bucket_id"],
+                                                   request)
+                res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
+                data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                                        "reading the promoted files")
+                before = (data or {}).get("files") or {}
+                older = (data or {}).get("previous") or {}
+            except Exception as exc:  # pylint: disable=broad-exception-caught - a diff must never fail the deploy
+                err = "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-300:])
+        if err:
+            result["warnings"] = ["--diff: cannot read the promoted files of %s: %s" % (host, err)]
+        after = (spec.get("after") or {}).get(host) or {}
+        promoted = (spec.get("promoted") or {}).get(host) or {}
+        blobs = spec.get("blobs") or {}
+        diffs = []
+        for job in sorted(wanted):
+            for rel in wanted[job]:
+                old = _deploy_pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
+                if job in previous:
+                    new = _deploy_pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
+                    diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new, after_label="previous")})
+                    continue
+                new = blobs.get((after.get(job) or {}).get(rel)) or {"missing": True}
+                diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new)})
+        diffs.extend({"prepared": n} for n in notes)
+        result.update(changed=bool(diffs), files=sum(len(v) for v in wanted.values()))
+        if diffs:
+            result["diff"] = diffs
+        return result
