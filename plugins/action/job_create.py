@@ -44,5 +44,5 @@ class ActionModule(ActionBase):
         result.update(changed=True, job=job, path=os.path.dirname(paths[0]), files=paths,
                       port=_job_scaffold.port_name(job),
                       msg="created job %s in %s (%s)" % (job, os.path.dirname(paths[0]),
-                                                          ", ".join(os.path.basename(p) for p in paths)))
+                                                         ", ".join(os.path.basename(p) for p in paths)))
         return result

@@ -27,7 +27,7 @@ def test_scaffolded_jobs_build_with_their_pool_ports(root):
     for job in ("api", "web_2"):
         paths = _job_scaffold.create(root, job)
         assert sorted(os.path.basename(p) for p in paths) == sorted(["manifest.json", "Makefile", "%s.conf.tpl" % job,
-                                                                       "server.py"])
+                                                                     "server.py"])
     result = _build.build(root)
     assert result.report.ok, [str(p) for p in result.report.errors]
     jobs = {j["name"]: j for j in result.catalog["jobs"]}

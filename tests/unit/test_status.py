@@ -108,7 +108,7 @@ def test_a_failed_or_missing_answer_is_unknown_and_counted():
 
 def test_a_job_without_folder_is_not_deployed():
     answers = {"h2": {"answered": True, "jobs": {"api": {"running": None, "note": _status.NO_FOLDER},
-                                                   "old": {"running": None, "note": _status.NO_FOLDER}}}}
+                                                 "old": {"running": None, "note": _status.NO_FOLDER}}}}
     rows = _status.rows(CATALOG, answers)
     assert [(r.running, r.note) for r in rows] == [("-", "not deployed")] * 2
     assert _status.summary(rows, answers) == "status: 2 not deployed"
