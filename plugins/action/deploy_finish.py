@@ -13,13 +13,15 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.action.deploy_step import gate_runner, sayer, watched
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
-    _deploy_gate,
     _deploy_lock,
     _deploy_plan,
+    _deploy_progress,
     _deploy_run,
     _deploy_stage,
+    _deploy_view,
     _hook_deploy,
 )
 
@@ -46,12 +48,6 @@ def ssh_args(task_vars):
         return ""
 
 
-def gate_runner(hostvars):
-    def passed(gate):
-        display.display("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), color="green")
-    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed)
-
-
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
     "plan": {"type": "dict", "required": True},
@@ -61,17 +57,20 @@ ARGUMENT_SPEC = {
 
 
 def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):
-    """(plan, problems, done) of the run; a run folder that cannot be read is itself a problem."""
+    """(plan, problems, done, verdict) of the run; a run folder that cannot be read is itself a problem."""
     if not run_dir:
-        return plan, [f["msg"] for f in plan.get("failures") or []], []
+        return plan, [f["msg"] for f in plan.get("failures") or []], [], _deploy_view.verdict(plan, [], {})
     try:
-        task_vars = task_vars or {}
-        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(hostvars), settings[0], settings[1],
-                                            lambda msg: display.display("hook: " + msg), ssh_args(task_vars)) as (gate, after):
-            plan, dummy, report = _deploy_run.finish(run_dir, gate, after)
+        task_vars = dict(task_vars or {}, hostvars=hostvars)
+        say = sayer(run_dir)
+        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(run_dir, task_vars), settings[0], settings[1],
+                                            lambda msg: say("hook: " + msg), ssh_args(task_vars)) as (gate, after):
+            plan, state, report = _deploy_run.finish(run_dir, gate, after)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
-        return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], []
-    return plan, list(report.problems), list(report.done)
+        return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
+    rows = _deploy_view.verdict(plan, state.done, state.failed_ops,
+                                _deploy_progress.gate_times(_deploy_progress.read_all(run_dir)))
+    return plan, list(report.problems), list(report.done), rows
 
 
 def prune(bucket, plan, done, result, problems):
@@ -112,13 +111,15 @@ class ActionModule(ActionBase):
         check = bool(self._task.check_mode)
         run_dir = "" if check else args["run_dir"]
         result.update(changed=False, pruned=[])
+        progress_mark = _deploy_progress.mark(run_dir)
         try:
             settings = (int_var(self._templar, task_vars, "maand_hook_timeout", 600),
                         int_var(self._templar, task_vars, "maand_deploy_output_tail", 20))
-            plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {}, task_vars, settings)
+            plan, problems, done, rows = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {}, task_vars,
+                                                     settings)
         except Exception as exc:  # pylint: disable=broad-exception-caught
             # a crash here still fails the run (below) and still releases the lock; nothing is pruned
-            plan, done = args["plan"], None
+            plan, done, rows = args["plan"], None, None
             problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
                         "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
         if not check and done is not None:
@@ -134,6 +135,8 @@ class ActionModule(ActionBase):
                 _deploy_lock.release(bucket, os.getppid())
             except OSError as exc:
                 problems.append("could not release the deploy lock: %s" % exc)
+        if watched():  # the records this task wrote: the callback may not have read them before the folder goes
+            result["progress"] = _deploy_progress.read_since(run_dir, progress_mark)
         if run_dir and not problems:
             shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
         result["problems"] = problems
@@ -143,6 +146,13 @@ class ActionModule(ActionBase):
             counts[row["action"]] = counts.get(row["action"], 0) + 1
         summary = ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts)) or "nothing to do"
         result["summary"] = summary
+        if rows is not None and not check:
+            result["verdict"] = [v.to_dict() for v in rows]
+            result["verdict_line"] = _deploy_view.done_line(rows, len(problems))
+            result["workers"] = _deploy_view.worker_results(rows)
+            if not watched():  # the callback prints the verdict from the result
+                for line in _deploy_view.verdict_table(rows) + [result["verdict_line"]]:
+                    display.display(line)
         if problems:
             result.update(failed=True, msg="deploy finished with %d problem(s) (%s):\n  %s" % (
                 len(problems), summary, "\n  ".join(problems)))

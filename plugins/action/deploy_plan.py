@@ -20,6 +20,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_plan,
     _deploy_run,
     _deploy_stage,
+    _deploy_view,
     _extra_vars,
     _fingerprint,
     _hook_deploy,
@@ -265,11 +266,12 @@ class ActionModule(ActionBase):
             except (OSError, _deploy_run.RunError) as exc:
                 return self._fail(result, bucket, "cannot create the deploy run folder under %s/data: %s" % (bucket, exc))
             segments = _deploy_run.segments(plan, len(hosts))
+        summary = _deploy_view.plan_summary(plan)
         result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
-                      msg=plan["lines"][0], run_dir=run_dir, segments=segments)
+                      msg=plan["lines"][0], run_dir=run_dir, segments=segments, summary=summary)
         if self._task.diff:
-            result["diff"] = {"prepared": "\n".join(plan["lines"]) + "\n"}
-        else:
-            for line in plan["lines"]:
+            result["diff"] = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
+        elif C.DEFAULT_STDOUT_CALLBACK not in ("maand.core.deploy", "deploy"):  # that callback prints them
+            for line in plan["lines"] + [summary]:
                 display.display(line, color="yellow" if work and line.startswith("  ") and " skip " not in line else None)
         return result

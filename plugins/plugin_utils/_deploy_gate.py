@@ -35,8 +35,12 @@ def probe(address, check, timeout):
         return "%s %s:%d: %s" % (check["type"], address, port, exc)
 
 
-def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe):
-    """Probe every check on every host until all pass or attempts run out. Returns the problems ([] = passed)."""
+def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe, watch=None, clock=time.monotonic):
+    """Probe every check on every host until all pass or attempts run out. Returns the problems ([] = passed).
+
+    watch (optional, _deploy_progress.GateWatch): waiting(host, check, attempt, elapsed, error) after
+    each attempt that left a probe failing (the first one), ended(passed, elapsed, attempts) at the end."""
+    start = clock()
     pending = {(h, i) for h in gate["hosts"] for i in range(len(gate["checks"]))}
     last = {}
     for attempt in range(gate["attempts"]):
@@ -48,9 +52,16 @@ def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe):
             else:
                 last[key] = err
         if not pending:
+            if watch is not None:
+                watch.ended(True, clock() - start, attempt + 1)
             return []
+        if watch is not None:
+            host, i = min(pending)
+            watch.waiting(host, gate["checks"][i], attempt + 1, clock() - start, last.get((host, i)))
         if attempt + 1 < gate["attempts"]:
             sleep(gate["interval_seconds"])
+    if watch is not None:
+        watch.ended(False, clock() - start, gate["attempts"])
     return ["%s: %s" % (host, last.get((host, i), "failed")) for host, i in sorted(pending)]
 
 
