@@ -78,16 +78,24 @@ def progress_line(record):
     return None
 
 
+def _names(hosts, most=4):
+    return ", ".join(hosts[:most]) + (" and %d more" % (len(hosts) - most) if len(hosts) > most else "")
+
+
 def step_line(step, hosts):
-    """The line shown while a step's agents run: 'wave 1: api upgrade batch 1/3: applying on 10.0.0.1'."""
-    if step is None:
-        what = "final promotions"
-    else:
-        what = step.get("label") or "step %s" % step.get("index")
+    """The line shown when a step's agents start: 'wave 1: api upgrade batch 2/3: applying on
+    10.0.0.2; promoting on 10.0.0.1' (hosts without ops of the step only promote earlier batches)."""
+    what = "final promotions" if step is None else step.get("label") or "step %s" % step.get("index")
     if not hosts:
         return "%s: nothing to apply" % what
-    names = ", ".join(hosts[:4]) + (" and %d more" % (len(hosts) - 4) if len(hosts) > 4 else "")
-    return "%s: applying on %s" % (what, names)
+    with_ops = [h for h in hosts if step is not None and h in (step.get("ops") or {})]
+    promoting = [h for h in hosts if h not in with_ops]
+    parts = []
+    if with_ops:
+        parts.append("applying on %s" % _names(with_ops))
+    if promoting:
+        parts.append("promoting on %s" % _names(promoting))
+    return "%s: %s" % (what, "; ".join(parts))
 
 
 # --- the verdict --------------------------------------------------------------------------------
