@@ -138,6 +138,7 @@ class CallbackModule(DefaultCallback):
         self._verdict = None
         self._verdict_line = ""
         self._printed = {}  # batch -> elapsed of its last printed wait line (no live line)
+        self._said = set()  # failure messages already printed (steps, plan, finish repeat them)
 
     # --- output ---------------------------------------------------------------------------------
 
@@ -279,7 +280,7 @@ class CallbackModule(DefaultCallback):
         if action == DEPLOY + "finish" and self._display.verbosity == 0:
             self._finish(result.result)
             for problem in result.result.get("problems") or [result.result.get("msg") or "failed"]:
-                self._emit("FAILED: %s" % problem, color=C.COLOR_ERROR, stderr=True)
+                self._failure(problem)
             return
         self._end_live()
         super().v2_runner_on_failed(result, ignore_errors)
@@ -300,17 +301,23 @@ class CallbackModule(DefaultCallback):
             self._run_dir = res.get("run_dir") or ""
             for line in self._plan.get("lines") or []:
                 self._emit(line)
+            self._said.update(f.get("msg") for f in self._plan.get("failures") or [])
             self._emit(res.get("summary") or _deploy_view.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
         elif action == DEPLOY + "step":
             self._unfollow(res)
             for msg in res.get("new_failures") or []:
-                self._emit("FAILED: %s" % msg, color=C.COLOR_ERROR, stderr=True)
+                self._failure(msg)
             step = self._find_step(res.get("step"))
             if res.get("hosts") or step is not None:
                 self._emit(_deploy_view.step_line(step, list(res.get("hosts") or [])))
         elif action == DEPLOY + "finish":
             self._unfollow(res)
             self._finish(res)
+
+    def _failure(self, msg):
+        if msg not in self._said:
+            self._said.add(msg)
+            self._emit("FAILED: %s" % msg, color=C.COLOR_ERROR, stderr=self.get_option("display_failed_stderr"))
 
     def _find_step(self, key):
         for step in (self._plan or {}).get("steps") or []:

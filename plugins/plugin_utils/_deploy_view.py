@@ -205,7 +205,8 @@ def done_line(rows, problems=0):
 
 
 def worker_results(rows):
-    """{worker: "ok" | "unreachable" | "failed"}: unreachable when any of its allocations was."""
+    """{worker: "ok" | "unreachable" | "failed"}: unreachable when any of its allocations was, failed
+    when one failed (an allocation not run because its job failed elsewhere leaves the worker ok)."""
     out = {}
     for v in rows:
         if not v.worker:
@@ -213,8 +214,8 @@ def worker_results(rows):
         now = out.get(v.worker, "ok")
         if v.result == "unreachable":
             now = "unreachable"
-        elif v.result in BAD_RESULTS and now == "ok":
-            now = "failed"
+        elif v.result in BAD_RESULTS and v.result != "not run" and now == "ok":
+            now = "failed"  # "not run": its job was stopped elsewhere, the worker did nothing wrong
         out[v.worker] = now
     return out
 

@@ -222,11 +222,13 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
         problems = gate_outcomes[job]
         if problems:
             _gate_failed_ops(state, gate, ok_ops, problems)
+            # problems with several lines (a worker's status tail) go one per line
+            text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
             if gate.get("hooks"):  # the job's commands ran in this gate (_hook_deploy); they name themselves
-                _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), "; ".join(problems)))
+                _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), text))
             else:
                 _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (
-                    job, step.get("label"), gate.get("attempts", 0), "; ".join(problems)))
+                    job, step.get("label"), gate.get("attempts", 0), text))
         else:
             passed.add(job)
     for op in ok_ops:

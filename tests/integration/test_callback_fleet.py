@@ -40,10 +40,11 @@ class Env:
         if name == "build":
             cmd += ["-e", "maand_bucket=%s" % self.bucket]
         full_env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="maand.core.deploy",
-                        MAAND_DEPLOY_LIVE="never", **(env or {}))
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=400, check=False,
-                              env=full_env)
-        return proc.returncode, proc.stdout, proc.stderr
+                        MAAND_DEPLOY_LIVE="never")
+        full_env.update(env or {})
+        proc = subprocess.run(cmd, capture_output=True, cwd=str(REPO), timeout=400, check=False, env=full_env)
+        # bytes, decoded here: text mode would turn the live line's carriage returns into newlines
+        return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
 
     def build(self):
         rc, out, err = self.play("build")
@@ -75,7 +76,7 @@ def env(fleet_factory, tmp_path_factory):
 
 
 def table_row(out, job, host):
-    found = [l for l in out.splitlines() if l.split()[:2] == [job, host]]
+    found = [l for l in out.splitlines() if l.startswith(job + " ") and l.split()[:2] == [job, host]]
     assert len(found) == 1, (job, host, out)
     return found[0].split()
 

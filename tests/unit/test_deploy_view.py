@@ -83,6 +83,7 @@ def test_ops_never_run_are_not_run_and_unreachable_ops_say_so():
     assert got[("api", "h1")] == "unreachable"
     assert got[("api", "h2")] == "not run"
     assert V.worker_results(rows)["h1"] == "unreachable"
+    assert V.worker_results(rows)["h2"] == "ok"  # nothing failed there: its job stopped elsewhere
 
 
 def test_verdict_table_aligns_and_folds_unchanged_rows():
