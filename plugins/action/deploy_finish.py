@@ -68,8 +68,12 @@ def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):
             plan, state, report = _deploy_run.finish(run_dir, gate, after)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
-    rows = _deploy_view.verdict(plan, state.done, state.failed_ops,
-                                _deploy_progress.gate_times(_deploy_progress.read_all(run_dir)))
+    try:  # the verdict is for the screen: it never changes the outcome
+        rows = _deploy_view.verdict(plan, state.done, state.failed_ops,
+                                    _deploy_progress.gate_times(_deploy_progress.read_all(run_dir)))
+    except (KeyError, TypeError, ValueError) as exc:
+        display.warning("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
+        rows = None
     return plan, list(report.problems), list(report.done), rows
 
 

@@ -277,8 +277,11 @@ class CallbackModule(DefaultCallback):
         action = short_action(result.task)
         if action in (DEPLOY + "step", DEPLOY + "finish"):
             self._unfollow(result.result)
-        if action == DEPLOY + "finish" and self._display.verbosity == 0:
-            self._finish(result.result)
+        if action.startswith(DEPLOY) and self._display.verbosity == 0:
+            # the message, not the result dumped as YAML (a refused plan would dump the whole plan)
+            if action == DEPLOY + "finish":
+                self._finish(result.result)
+            self._end_live()
             for problem in result.result.get("problems") or [result.result.get("msg") or "failed"]:
                 self._failure(problem)
             return

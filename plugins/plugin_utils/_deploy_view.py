@@ -117,7 +117,7 @@ class Verdict:
 def _op_id(row):
     if row.get("action") == "purge" or row.get("job") is None:
         return "purge@%s" % row.get("worker")
-    return "%s@%s" % (row["job"], row["worker"])
+    return "%s@%s" % (row.get("job"), row.get("worker"))
 
 
 def _result(row, done_ids, failed_ops):
