@@ -155,8 +155,9 @@ class ActionModule(ActionBase):
             result["verdict_line"] = _deploy_view.done_line(rows, len(problems))
             result["workers"] = _deploy_view.worker_results(rows)
             if not watched():  # the callback prints the verdict from the result
-                for line in _deploy_view.verdict_table(rows) + [result["verdict_line"]]:
-                    display.display(line)
+                for line in _deploy_view.verdict_table(rows) + [_deploy_view.workers_line(rows), result["verdict_line"]]:
+                    if line:
+                        display.display(line)
         if problems:
             result.update(failed=True, msg="deploy finished with %d problem(s) (%s):\n  %s" % (
                 len(problems), summary, "\n  ".join(problems)))

@@ -139,4 +139,4 @@ def test_finish_returns_the_verdict_and_writes_the_table_to_the_screen(tmp_path,
     assert res["verdict_line"] == "deploy done: 2 started, 1 unchanged"
     assert res["workers"] == {"h1": "ok", "h2": "ok", "h3": "ok"}
     assert shown[0].split() == ["JOB", "WORKER", "ACTION", "RESULT", "GATE", "VERSION"]  # default callback
-    assert shown[-1] == "deploy done: 2 started, 1 unchanged"
+    assert shown[-2:] == ["workers: 3 ok", "deploy done: 2 started, 1 unchanged"]
