@@ -58,7 +58,7 @@ def run_hooks(path, catalog, concurrency):
 
 def baseline(n):
     start = time.perf_counter()
-    for _ in range(n):
+    for _n in range(n):
         subprocess.run(["python3", "-c", "pass"], check=True)
     return time.perf_counter() - start
 
@@ -73,9 +73,9 @@ def main():
     for n in [int(s) for s in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             path, catalog = bucket(os.path.join(tmp, "b"), n)
-            serial = [run_hooks(path, catalog, 1) for _ in range(args.runs)]
-            parallel = [run_hooks(path, catalog, n) for _ in range(args.runs)]
-            base = [baseline(n) for _ in range(args.runs)]
+            serial = [run_hooks(path, catalog, 1) for _n in range(args.runs)]
+            parallel = [run_hooks(path, catalog, n) for _n in range(args.runs)]
+            base = [baseline(n) for _n in range(args.runs)]
         row = {"allocations": n, "serial_s": statistics.median(serial), "parallel_s": statistics.median(parallel),
                "baseline_s": statistics.median(base)}
         row["serial_per_alloc_ms"] = 1000 * row["serial_s"] / n

@@ -124,7 +124,7 @@ def core_timing(n_jobs=1000, depth=5, repeats=5):
     jobs = {"j%d" % i: {"parent": {"container": "c%d-0" % (i % 10)},
                         "environment": {"DB": "$env{DB_URL:-x}", "PATH": "/j:$prev{PATH}"}} for i in range(n_jobs)}
     times = []
-    for _ in range(repeats):
+    for _n in range(repeats):
         t0 = time.perf_counter()
         collapsed = JS.collapse_specs(jobs, containers)
         for spec in collapsed.values():
@@ -162,7 +162,7 @@ def main(argv=None):
     ap.add_argument("--out", default=str(REPO / "bench" / "results"))
     args = ap.parse_args(argv)
     result = {"label": args.label, "hosts": args.hosts, "slots": args.slots, "load": os.getloadavg()[0],
-              "lower_bound_s": max(max(SECONDS), sum(SECONDS) / args.slots), "core": core_timing(), "modes": {}}
+              "lower_bound_s": max(*SECONDS, sum(SECONDS) / args.slots), "core": core_timing(), "modes": {}}
     bench = Bench(Path(tempfile.mkdtemp(prefix="bench-slots-")), args.hosts, args.slots)
     try:
         bench.up()

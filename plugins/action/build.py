@@ -11,20 +11,10 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _hook_deploy, _hook_run, _hooks
+from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _build, _catalog, _hook_deploy, _hook_run, _hooks
 
 display = Display()
 
-
-def int_var(templar, task_vars, name, default):
-    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
-    value = (task_vars or {}).get(name)
-    if value is None:
-        return default
-    try:
-        return int(templar.template(value))
-    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
-        return default
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "default": "."},
@@ -48,8 +38,8 @@ class ActionModule(ActionBase):
             return []
         try:
             with _hook_deploy.session(bucket_dir, catalog, None,
-                                      int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
-                                      int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
+                                      _action_support.int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
+                                      _action_support.int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
                                       log=lambda msg: display.display("hook: " + msg)) as ctx:
                 return _hook_deploy.post_build(ctx)
         except OSError as exc:

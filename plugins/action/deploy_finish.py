@@ -15,6 +15,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.action.deploy_step import gate_runner, sayer, watched
 from ansible_collections.maand.core.plugins.plugin_utils import (
+    _action_support,
     _catalog,
     _deploy_lock,
     _deploy_plan,
@@ -26,26 +27,6 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
 )
 
 display = Display()
-
-
-def int_var(templar, task_vars, name, default):
-    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
-    value = (task_vars or {}).get(name)
-    if value is None:
-        return default
-    try:
-        return int(templar.template(value))
-    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
-        return default
-
-
-def ssh_args(task_vars):
-    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
-    try:
-        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
-                                         variables=task_vars) or ""
-    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
-        return ""
 
 
 ARGUMENT_SPEC = {
@@ -64,7 +45,8 @@ def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):
         task_vars = dict(task_vars or {}, hostvars=hostvars)
         say = sayer(run_dir)
         with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(run_dir, task_vars), settings[0], settings[1],
-                                            lambda msg: say("hook: " + msg), ssh_args(task_vars)) as (gate, after):
+                                            lambda msg: say("hook: " + msg),
+                                            _action_support.ssh_args(C.config, task_vars)) as (gate, after):
             plan, state, report = _deploy_run.finish(run_dir, gate, after)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
@@ -117,8 +99,8 @@ class ActionModule(ActionBase):
         result.update(changed=False, pruned=[])
         progress_mark = _deploy_progress.mark(run_dir)
         try:
-            settings = (int_var(self._templar, task_vars, "maand_hook_timeout", 600),
-                        int_var(self._templar, task_vars, "maand_deploy_output_tail", 20))
+            settings = (_action_support.int_var(self._templar, task_vars, "maand_hook_timeout", 600),
+                        _action_support.int_var(self._templar, task_vars, "maand_deploy_output_tail", 20))
             plan, problems, done, rows = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {}, task_vars,
                                                      settings)
         except Exception as exc:  # pylint: disable=broad-exception-caught

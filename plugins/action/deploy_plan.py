@@ -14,6 +14,7 @@ from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.maand.core.plugins.plugin_utils import (
+    _action_support,
     _catalog,
     _certs_build,
     _deploy_lock,
@@ -33,25 +34,6 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
 
 display = Display()
 
-
-def int_var(templar, task_vars, name, default):
-    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
-    value = (task_vars or {}).get(name)
-    if value is None:
-        return default
-    try:
-        return int(templar.template(value))
-    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
-        return default
-
-
-def ssh_args(task_vars):
-    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
-    try:
-        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
-                                         variables=task_vars) or ""
-    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
-        return ""
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
@@ -171,9 +153,9 @@ class ActionModule(ActionBase):
         if self._task.check_mode:
             display.warning("check mode: pre_deploy hooks of %s not run; templates show the KV as it is" % ", ".join(jobs))
             return {}, in_scope, jobs_filter
-        with _hook_deploy.session(bucket, catalog, _hook_deploy.hosts_from_hostvars(hostvars, hosts, ssh_args(task_vars)),
-                                  int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
-                                  int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
+        with _hook_deploy.session(bucket, catalog, _hook_deploy.hosts_from_hostvars(hostvars, hosts, _action_support.ssh_args(C.config, task_vars)),
+                                  _action_support.int_var(self._templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
+                                  _action_support.int_var(self._templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL),
                                   _deploy_plan.current_versions(states),
                                   lambda msg: display.display("hook: " + msg)) as ctx:
             failed = _hook_deploy.pre_deploy(ctx, jobs)
@@ -217,7 +199,7 @@ class ActionModule(ActionBase):
         in_scope = [j["name"] for j in catalog.get("jobs", [])
                     if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
         hook_failures, in_scope, jobs_filter = self._pre_deploy(bucket, catalog, in_scope, jobs_filter, states,
-                                                               hostvars, hosts, task_vars)
+                                                                hostvars, hosts, task_vars)
         # every job tree read once, every active allocation's templates rendered and hashed in memory
         id_errors = _jobspec_deploy.check_ids(catalog, states, in_scope)
         if id_errors:
@@ -265,10 +247,13 @@ class ActionModule(ActionBase):
                 run_dir = _deploy_run.new_run(bucket, plan)
             except (OSError, _deploy_run.RunError) as exc:
                 return self._fail(result, bucket, "cannot create the deploy run folder under %s/data: %s" % (bucket, exc))
-            segments = _deploy_run.segments(plan, len(hosts))
+            # MAAND_DEPLOY_WIDE_FACTOR: a test-only knob, so that a 3-host fleet exercises narrow steps
+            segments = _deploy_run.segments(plan, len(hosts), int(os.environ.get("MAAND_DEPLOY_WIDE_FACTOR")
+                                                                  or _deploy_run.WIDE_FACTOR))
         summary = _deploy_view.plan_summary(plan)
         result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
-                      msg=plan["lines"][0], run_dir=run_dir, segments=segments, summary=summary)
+                      msg=plan["lines"][0], run_dir=run_dir, segments=segments,
+                      segment_groups=_deploy_run.segment_groups(segments), summary=summary)
         if self._task.diff:
             result["diff"] = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
         elif C.DEFAULT_STDOUT_CALLBACK not in ("maand.core.deploy", "deploy"):  # that callback prints them

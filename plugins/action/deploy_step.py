@@ -10,29 +10,10 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_progress, _deploy_run, _hook_deploy
+from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _deploy_progress, _deploy_run, _hook_deploy
 
 display = Display()
 
-
-def int_var(templar, task_vars, name, default):
-    """An integer extra var (maand_hook_timeout, maand_deploy_output_tail), templated; default if unset or bad."""
-    value = (task_vars or {}).get(name)
-    if value is None:
-        return default
-    try:
-        return int(templar.template(value))
-    except Exception:  # pylint: disable=broad-exception-caught - a bad value: the default, as the role's
-        return default
-
-
-def ssh_args(task_vars):
-    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
-    try:
-        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
-                                         variables=task_vars) or ""
-    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
-        return ""
 
 ARGUMENT_SPEC = {
     "run_dir": {"type": "path", "required": True},
@@ -65,16 +46,17 @@ def gate_runner(run_dir, task_vars):
     def passed(gate):
         if not watched():  # the callback shows the pass from the progress record
             say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
-    return _deploy_progress.runner_for_run(run_dir, task_vars.get("hostvars") or {}, ssh_args(task_vars), passed)
+    return _deploy_progress.runner_for_run(run_dir, task_vars.get("hostvars") or {},
+                                           _action_support.ssh_args(C.config, task_vars), passed)
 
 
 def hook_callbacks(run_dir, task_vars, probes, templar):
     """The gate runner and after_results with the bucket's job commands (_hook_deploy)."""
     say = sayer(run_dir)
     return _hook_deploy.callbacks_for_run(run_dir, task_vars.get("hostvars") or {}, probes,
-                                          int_var(templar, task_vars, "maand_hook_timeout", 600),
-                                          int_var(templar, task_vars, "maand_deploy_output_tail", 20),
-                                          lambda msg: say("hook: " + msg), ssh_args(task_vars))
+                                          _action_support.int_var(templar, task_vars, "maand_hook_timeout", 600),
+                                          _action_support.int_var(templar, task_vars, "maand_deploy_output_tail", 20),
+                                          lambda msg: say("hook: " + msg), _action_support.ssh_args(C.config, task_vars))
 
 
 class ActionModule(ActionBase):

@@ -11,18 +11,10 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _fingerprint, _hook_deploy, _hook_run, _hooks
+from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _catalog, _fingerprint, _hook_deploy, _hook_run, _hooks
 
 display = Display()
 
-
-def ssh_args(task_vars):
-    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), for the hooks' run_ssh."""
-    try:
-        return C.config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
-                                         variables=task_vars) or ""
-    except Exception:  # pylint: disable=broad-exception-caught - no ssh plugin config: plain ssh
-        return ""
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
@@ -65,7 +57,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         try:
             catalog = _catalog_of(bucket)
-            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args(task_vars))
+            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), _action_support.ssh_args(C.config, task_vars))
             with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
                                       log=lambda msg: display.display("hook: " + msg)) as ctx:
                 handled, failures = _hook_deploy.job_control_target(ctx, args["job"], args["target"], args["workers"])
@@ -98,7 +90,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         try:
             catalog = _catalog_of(bucket)
-            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args(task_vars))
+            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), _action_support.ssh_args(C.config, task_vars))
             with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
                                       log=lambda msg: display.display("hook: " + msg)) as ctx:
                 jobs, failures = _hook_deploy.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))

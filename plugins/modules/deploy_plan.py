@@ -106,4 +106,11 @@ segments:
   returned: always
   type: list
   elements: dict
+segment_groups:
+  description:
+    - RV(segments) grouped as the role includes them, C({kind, segments}). Consecutive narrow steps form one group,
+      included once (run_once) so that idle hosts cost nothing; each wide step is a group of its own.
+  returned: always
+  type: list
+  elements: dict
 """

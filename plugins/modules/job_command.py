@@ -48,7 +48,7 @@ options:
   event:
     description:
       - C(cli) (the default) runs O(command). C(job_control) is what C(maand.core.job) uses for maand's
-        C(maand job <target>): when O(job) registers C(job_control) commands they run with C(TARGET=<target>)
+        C(maand job <target>). When O(job) registers C(job_control) commands they run with C(TARGET=<target>)
         on its active allocations (of O(workers), when given) instead of the Makefile, and RV(handled) is true.
     type: str
     default: cli
@@ -68,6 +68,7 @@ attributes:
     description: Job commands have effects of their own; in check mode nothing runs.
   diff_mode:
     support: none
+    description: Nothing is compared; the command's own output is returned.
 extends_documentation_fragment:
   - maand.core.controller
 notes:

@@ -78,7 +78,7 @@ def cat(bucket_dir: str, request: Request) -> Table:
     """The table of request.view for the bucket; CatError for unknown views, names or no catalog."""
     if request.view not in VIEWS:
         raise CatError("unknown view %r%s; the views are %s" % (request.view, did_you_mean(request.view, VIEWS),
-                                                                 ", ".join(VIEWS)))
+                                                                ", ".join(VIEWS)))
     catalog = _read_catalog(bucket_dir)
     _check_names("job", request.jobs, [j["name"] for j in catalog.get("jobs", [])])
     _check_names("worker", request.workers, [w["host"] for w in catalog.get("workers", [])])
@@ -100,7 +100,7 @@ def _check_names(kind: str, asked: Iterable[str], known: list[str]) -> None:
     for name in asked:
         if name not in known:
             raise CatError("unknown %s %s%s; the %ss are: %s" % (kind, name, did_you_mean(name, known), kind,
-                                                              ", ".join(sorted(known)) or "(none)"))
+                                                                 ", ".join(sorted(known)) or "(none)"))
 
 
 def _keep(request: Request, job: str | None, worker: str | None) -> bool:
@@ -355,6 +355,6 @@ def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Req
 
 _BUILDERS = {
     "kv": _kv_table, "allocations": _allocations_table, "jobs": _jobs_table,
-             "workers": _workers_table, "ports": _ports_table, "deployments": _deployments_table,
-             "certs": _certs_table,
+    "workers": _workers_table, "ports": _ports_table, "deployments": _deployments_table,
+    "certs": _certs_table,
 }

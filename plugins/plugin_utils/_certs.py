@@ -26,11 +26,20 @@ import secrets as _random
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
+try:
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+    CRYPTOGRAPHY_ERROR = None
+except ImportError as _exc:  # the controller lacks it (ansible-test's import check runs without it)
+    x509 = hashes = serialization = rsa = NameOID = None
+    CRYPTOGRAPHY_ERROR = _exc
+
+    class InvalidSignature(Exception):
+        """Stands in for cryptography's exception when the package is missing."""
+
 
 SECRETS_DIR = "secrets"
 CA_CERT = "ca.crt"
@@ -45,6 +54,13 @@ CA_KEY_REL = os.path.join(SECRETS_DIR, CA_KEY)
 
 class CertError(Exception):
     """A corrupt or half-present CA, or a leaf that cannot be made; the message names file and fix."""
+
+
+def _require() -> None:
+    """Refuse, naming the fix, when the ``cryptography`` package is not installed on the controller."""
+    if CRYPTOGRAPHY_ERROR is not None:
+        raise CertError("certificates need the Python package 'cryptography' on the controller "
+                        f"({CRYPTOGRAPHY_ERROR}) (fix: pip install cryptography)")
 
 
 @dataclass(frozen=True)
@@ -79,6 +95,7 @@ def needs_renewal(not_after: datetime.datetime, buffer_days: int, now: datetime.
 def pem_needs_renewal(cert_pem: Optional[str], buffer_days: int,
                       now: Optional[datetime.datetime] = None) -> bool:
     """Whether a stored leaf must be made again: missing, unreadable, or due for renewal."""
+    _require()
     if not cert_pem:
         return True
     try:
@@ -99,6 +116,7 @@ def ca_paths(bucket_dir: str) -> Tuple[str, str]:
 
 def load_or_create_ca(bucket_dir: str, bucket_id: str, key_size: Optional[int] = None) -> CA:
     """The bucket CA from secrets/; made (both files) when both are absent, refused when one is."""
+    _require()
     cert_path, key_path = ca_paths(bucket_dir)
     have_cert, have_key = os.path.exists(cert_path), os.path.exists(key_path)
     if have_cert != have_key:
@@ -113,6 +131,7 @@ def load_or_create_ca(bucket_dir: str, bucket_id: str, key_size: Optional[int] =
 
 
 def load_ca(bucket_dir: str) -> CA:
+    _require()
     cert_path, key_path = ca_paths(bucket_dir)
     cert_bytes = _read(cert_path, CA_CERT_REL)
     key_bytes = _read(key_path, CA_KEY_REL)
@@ -194,6 +213,7 @@ def _serial() -> int:
 def issue_leaf(ca: CA, common_name: str, ips: Sequence[str], days: int, pkcs8: bool,
                key_size: Optional[int] = None, now: Optional[datetime.datetime] = None) -> Leaf:
     """A leaf signed by the CA: SANs 127.0.0.1 + ips (in that order, as maand), ``days`` long."""
+    _require()
     key = rsa.generate_private_key(public_exponent=65537, key_size=key_size or KEY_SIZE)
     start = now or _utcnow()
     sans = [x509.IPAddress(ipaddress.ip_address(ip)) for ip in _san_ips(ips)]
@@ -232,6 +252,7 @@ def leaf_problem(ca: CA, cert_pem: Optional[str], key_pem: Optional[str], common
                  now: Optional[datetime.datetime] = None) -> Optional[str]:
     """Why a stored leaf must be issued again (None: keep it): missing, unreadable, not signed by
     the bucket CA (the CA changed), config changed (subject, SANs, key format), or due for renewal."""
+    _require()
     if not cert_pem or not key_pem:
         return "missing"
     try:
@@ -280,6 +301,7 @@ class CertStatus:
 
 def cert_status(cert_pem: Optional[str], buffer_days: int, now: Optional[datetime.datetime] = None) -> CertStatus:
     """maand's metricFromPEM: CN, NotAfter, whole days left (truncated), ok/expiring/expired/invalid."""
+    _require()
     try:
         cert = x509.load_pem_x509_certificate((cert_pem or "").encode())
     except ValueError:

@@ -27,7 +27,7 @@ import itertools
 
 from . import _deploy_files as files_mod
 from . import _kv as _kv_mod
-from ._job_checks import DEFAULT_HEALTH, GATE_PROBES as HEALTH_TYPES, resolve_health  # noqa: F401
+from ._job_checks import resolve_health
 from ._problems import did_you_mean
 
 ACTIONS = ("start", "restart", "reload", "sync", "skip", "stop", "remove", "purge", "unreachable")
@@ -602,7 +602,7 @@ class _Planner:
         self.seen_seq = seen_update_seq({h: self.state(h) for h in self.hosts})
         has_job_work = bool(self.reconcile) or any(b["start"] or b["upgrade"] or b["sync"]
                                                    for b in self.rollout.values())
-        needs_meta = any([self._meta_stale(h) for h in self._meta_hosts()])
+        needs_meta = any(self._meta_stale(h) for h in self._meta_hosts())
         bump = has_job_work or needs_meta
         self.update_seq = self.seen_seq + 1 if bump else self.seen_seq
         if bump:

@@ -84,15 +84,15 @@ def result_path(run_dir, key, host):
     return os.path.join(run_dir, "results", str(key), "%s.json" % host)
 
 
-def _kind(acting, play_size):
+def _kind(acting, play_size, wide_factor=WIDE_FACTOR):
     """wide when every host of the play acts, or when more than NARROW_MAX act and at least
-    1/WIDE_FACTOR of the play does; else narrow."""
-    if acting >= play_size or (acting > NARROW_MAX and acting * WIDE_FACTOR >= play_size):
+    1/wide_factor of the play does; else narrow."""
+    if acting >= play_size or (acting > NARROW_MAX and acting * wide_factor >= play_size):
         return "wide"
     return "narrow"
 
 
-def segments(plan, play_size):
+def segments(plan, play_size, wide_factor=WIDE_FACTOR):
     """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass.
 
     A wide step runs its agent task on every host of the play in parallel (forks), skipped where
@@ -107,11 +107,29 @@ def segments(plan, play_size):
     for step in plan.get("steps") or []:
         hosts = set(step.get("ops") or {})
         acting = len(hosts | prev_hosts)  # hosts of the previous step may get their promotions here
-        out.append({"kind": _kind(acting, play_size), "step": step["index"]})
+        out.append({"kind": _kind(acting, play_size, wide_factor), "step": step["index"]})
         prev_hosts = {g_host for g in step.get("gates") or [] for g_host in g.get("hosts") or []}
     if out:  # the final promote pass: the hosts of the last step's gates
-        out.append({"kind": _kind(len(prev_hosts), play_size) if prev_hosts else "narrow", "step": FINAL})
+        out.append({"kind": _kind(len(prev_hosts), play_size, wide_factor) if prev_hosts else "narrow",
+                    "step": FINAL})
     return out
+
+
+def segment_groups(segs):
+    """Consecutive narrow segments as one group, each wide segment a group of its own:
+    [{"kind": "wide"|"narrow", "segments": [...]}], in order.
+
+    The role includes a narrow group once, run_once, so its steps exist only on the first host of
+    the play: Ansible's per-host bookkeeping of a step (iterating every host, copying run_once results
+    to each) then no longer grows with the fleet, and a rolling batch costs the same at 64 hosts as at
+    8. A wide group is included on every host (its agent task runs on each)."""
+    groups = []
+    for seg in segs:
+        if seg["kind"] == "narrow" and groups and groups[-1]["kind"] == "narrow":
+            groups[-1]["segments"].append(seg)
+        else:
+            groups.append({"kind": seg["kind"], "segments": [seg]})
+    return groups
 
 
 def new_run(bucket, plan, run_id=None):

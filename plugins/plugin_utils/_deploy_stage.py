@@ -612,7 +612,6 @@ class Staging:
         write_stage(dest, source, content)
         return dest
 
-
     def stage_plan(self, bucket_dir: str, plan: Mapping[str, Any]) -> int:
         """Stage every op of the plan that syncs, pointing its src at the staged tree; returns how many.
 

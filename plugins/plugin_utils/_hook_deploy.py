@@ -101,7 +101,7 @@ def cli(ctx: _hook_run.Context, command: str, job: str | None, concurrency: int 
     if job:
         _hooks.job_entry(ctx.catalog, job)
         if command not in _hooks.commands_for(ctx.catalog, job, "cli"):
-            registered = [c for c in _hooks.commands_for(ctx.catalog, job, "cli")]
+            registered = list(_hooks.commands_for(ctx.catalog, job, "cli"))
             raise HookFailed('job "%s" command "%s" is not registered for event "cli" (its cli commands: %s); add '
                              '"cli" to commands.%s.executed_on in the job\'s manifest.json and rebuild'
                              % (job, command, ", ".join(registered) or "none", command))

@@ -101,7 +101,7 @@ def jobs_with(catalog: Mapping[str, Any], event: str, command: str | None = None
         names = [n for n, s in (entry.get("commands") or {}).items() if event in (s.get("executed_on") or ())]
         if names and (command is None or command in names):
             out.append((int(entry.get("deployment_seq") or 0), entry["name"]))
-    return [name for _, name in sorted(out)]
+    return [name for _x, name in sorted(out)]
 
 
 def has_event(catalog: Mapping[str, Any], job: str, event: str) -> bool:

@@ -126,7 +126,6 @@ def resolve_health(job):
     return spec, []
 
 
-
 def check_health(job, manifest, rel, report):
     raw = manifest.get("health_check")
     if raw is None:

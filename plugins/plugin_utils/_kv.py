@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import os
 import uuid
 from typing import Any, Callable, Iterable, Mapping

@@ -191,7 +191,7 @@ def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
         return ["KV: data/kv.json written"] if written else []
     counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in ("added", "changed", "deleted")}
     return ["KV: %s in data/kv.json" % ", ".join("%d key%s %s" % (n, "" if n == 1 else "s", kind)
-                                                for kind, n in counts.items() if n)]
+                                                 for kind, n in counts.items() if n)]
 
 
 def _ca_cert(bucket_dir: str) -> str | None:

@@ -62,7 +62,7 @@ class MaandDB:
     deployed: dict  # (job, worker ip) -> Deployed
 
     def kv_values(self) -> dict:
-        return {ns: {k: v for k, (v, _) in keys.items()} for ns, keys in self.kv.items()}
+        return {ns: {k: v for k, (v, _x) in keys.items()} for ns, keys in self.kv.items()}
 
 
 def db_path(bucket_dir: str) -> str:

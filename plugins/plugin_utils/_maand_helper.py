@@ -18,13 +18,12 @@ port, key and options from MAAND_HOSTS_FILE, written by the run) and falls back 
 The tutorial's ``maand.job()``, ``maand.worker()`` and ``maand.kv.get/put`` are here too.
 """
 
+import http.client
 import json
 import os
 import shlex
 import subprocess
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 _RUNTIME_API_PORT = 8080
@@ -122,20 +121,22 @@ def _runtime_request_headers():
 
 
 def _request(method, route, body=None, params=None, timeout=60):
-    url = _runtime_api_base_url() + route
-    if params:
-        url += "?" + urllib.parse.urlencode(params)
+    """One call to the runtime API of this run (plain HTTP on localhost, stdlib http.client)."""
+    base = urllib.parse.urlsplit(_runtime_api_base_url())
+    path = route + ("?" + urllib.parse.urlencode(params) if params else "")
+    url = _runtime_api_base_url() + path
     headers = _runtime_request_headers()
     data = None
     if body is not None:
         data = json.dumps(body).encode("utf-8")
         headers["Content-Type"] = "application/json"
-    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    conn = http.client.HTTPConnection(base.hostname, base.port, timeout=timeout)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # nosec: localhost API of this run
-            return Response(resp.status, resp.read(), url, resp.reason)
-    except urllib.error.HTTPError as exc:
-        return Response(exc.code, exc.read() or b"", url, exc.reason)
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        return Response(resp.status, resp.read() or b"", url, resp.reason)
+    finally:
+        conn.close()
 
 
 def get_store_value(namespace, key):

@@ -511,7 +511,10 @@ def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     deploy, vars.toml is merged into the KV by build and _modules/ holds the job commands (run on the
     controller, never shipped), so only _prometheus/ remains."""
     del makefile, templates
-    for entry, what in (("_prometheus", "scrape configs reach the Prometheus job's {{ scrapeConfigs }}, but its alerts, runbooks and dashboards are not assembled into rules/ and consoles/ by maand.core (deploy never ships _prometheus/ to workers, as maand)"),):
+    prometheus = ("scrape configs reach the Prometheus job's {{ scrapeConfigs }}, but its alerts, runbooks and"
+                  " dashboards are not assembled into rules/ and consoles/ by maand.core (deploy never ships"
+                  " _prometheus/ to workers, as maand)")
+    for entry, what in (("_prometheus", prometheus),):
         if entry in top:
             report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
                               "remove it, or build without maand_strict to accept it")

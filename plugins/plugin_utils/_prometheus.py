@@ -127,7 +127,7 @@ def _timestamp(text: str) -> Timestamp | None:
         zone = "Z"
     else:
         sign, rest = zone[0], zone[1:]
-        hours, _, minutes = rest.partition(":")
+        hours, _x, minutes = rest.partition(":")
         zone = "%s%02d:%s" % (sign, int(hours), minutes or "00")
     return Timestamp("%s-%02d-%02dT%02d:%02d:%02d%s%s" % (year, int(month), int(day), int(hour), int(minute),
                                                           int(second), frac, zone))
@@ -441,7 +441,14 @@ def _sorted_keys(mapping: dict) -> list:
     if isinstance(mapping, _Ordered):
         return list(mapping)
 
-    return sorted(mapping, key=functools.cmp_to_key(lambda a, b: -1 if _key_less(a, b) else (1 if _key_less(b, a) else 0)))
+    return sorted(mapping, key=functools.cmp_to_key(_key_cmp))
+
+
+def _key_cmp(left: str, right: str) -> int:
+    """A three-way comparison from _key_less, for sorted()."""
+    if _key_less(left, right):
+        return -1
+    return 1 if _key_less(right, left) else 0
 
 
 def _key_less(a: str, b: str) -> bool:
@@ -526,7 +533,7 @@ def _shortest(value: float) -> tuple[str, int]:
         exp_i = int(exp)
     else:
         mant, exp_i = text, 0
-    whole, _, frac = mant.partition(".")
+    whole, _x, frac = mant.partition(".")
     frac = frac.rstrip("0")
     digits = (whole + frac).lstrip("0")
     lead = len(whole + frac) - len((whole + frac).lstrip("0"))
@@ -540,7 +547,8 @@ def _string(text: str, simple_key: bool) -> Any:
     resolved = resolve_plain(text)
     if "\n" in text:
         style = "literal"
-    elif not (type(resolved) is str and not _BASE60.match(text) and text not in _OLD_BOOL):
+    # type(...) is str, not isinstance: a Timestamp (a str subclass) must be quoted
+    elif not (type(resolved) is str and not _BASE60.match(text) and text not in _OLD_BOOL):  # pylint: disable=unidiomatic-typecheck
         style = "double"
     if text == "" and style == "plain":
         style = "double"
@@ -1146,7 +1154,7 @@ def rule_files(bucket_dir: str, catalog: Mapping[str, Any], job: str, host: str)
     if port is None:
         raise PrometheusError("job %s has no port %s: maand links runbooks to http://<worker>:<%s>; declare it"
                               " in workspace/jobs/%s/manifest.json resources.ports" % (SERVER_JOB, SERVER_PORT,
-                                                                                      SERVER_PORT, SERVER_JOB))
+                                                                                       SERVER_PORT, SERVER_JOB))
     base = "http://%s:%d" % (host, int(port))
     out: dict[str, bytes] = {}
     for folder in collect(bucket_dir, catalog):

@@ -271,7 +271,7 @@ class RuntimeAPI:
     # --- KV -----------------------------------------------------------------------------
 
     def kv_get(self, inv, token, body, headers, query):
-        ns, key, _ = self._ns_key(self._payload(body, headers))
+        ns, key, _x = self._ns_key(self._payload(body, headers))
         if ns not in self._readable(inv):
             raise _err("namespace")
         try:
@@ -308,7 +308,7 @@ class RuntimeAPI:
         return self._delete(inv, body, headers, _kv.job_secrets_ns(inv.job))
 
     def _delete(self, inv, body, headers, allowed_ns):
-        ns, key, _ = self._ns_key(self._payload(body, headers))
+        ns, key, _x = self._ns_key(self._payload(body, headers))
         if ns != allowed_ns:
             raise _err("namespace")
         if inv.event == "health_check":

@@ -18,8 +18,16 @@ import base64
 import binascii
 import os
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+try:
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    CRYPTOGRAPHY_ERROR = None
+except ImportError as _exc:  # the controller lacks it (ansible-test's import check runs without it)
+    AESGCM = None
+    CRYPTOGRAPHY_ERROR = _exc
+
+    class InvalidTag(Exception):
+        """Stands in for cryptography's exception when the package is missing."""
 
 SECRETS_DIR = "secrets"
 KEY_FILE = "kv.key"
@@ -117,7 +125,15 @@ def decrypt(key: bytes, token: str) -> str:
         raise SecretError("the decrypted value is not UTF-8 text") from None
 
 
+def _require() -> None:
+    """Refuse, naming the fix, when the ``cryptography`` package is not installed on the controller."""
+    if CRYPTOGRAPHY_ERROR is not None:
+        raise SecretError("secrets need the Python package 'cryptography' on the controller "
+                          f"({CRYPTOGRAPHY_ERROR}) (fix: pip install cryptography)")
+
+
 def _check_key(key: bytes) -> bytes:
+    _require()
     if not isinstance(key, (bytes, bytearray)) or len(key) != KEY_SIZE:
         raise SecretError("an AES-256 key is %d bytes (see %s)" % (KEY_SIZE, KEY_REL))
     return bytes(key)

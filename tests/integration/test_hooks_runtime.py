@@ -11,8 +11,6 @@ import threading
 import time
 import urllib.request
 
-import pytest
-
 from ansible_collections.maand.core.plugins.plugin_utils import _build, _hook_run, _hooks, _kv_store
 from ansible_collections.maand.core.plugins.plugin_utils._runtime_api import RuntimeAPI
 from tests.bucket_factory import make_bucket, write
@@ -22,11 +20,11 @@ WORKERS = [{"host": "10.0.0.%d" % i, "labels": ["worker"]} for i in (1, 2, 3)]
 
 def bucket_with(tmp_path, scripts, api_manifest=None, db_manifest=None):
     api_manifest = api_manifest or {"version": "2.0.0", "selectors": ["worker"], "commands": {
-        name: {"executed_on": events} for name, (events, _) in scripts.items()}}
+        name: {"executed_on": events} for name, (events, _x) in scripts.items()}}
     db_manifest = db_manifest or {"version": "1.0.0", "selectors": ["worker"],
                                   "commands": {"command_schema": {"executed_on": ["cli"]}}}
     root = make_bucket(tmp_path / "b", WORKERS, {"api": api_manifest, "db": db_manifest})
-    for name, (_, body) in scripts.items():
+    for name, (_x, body) in scripts.items():
         write(os.path.join(root, "workspace", "jobs", "api", "_modules", name + ".py"), textwrap.dedent(body))
     result = _build.build(root)
     assert result.report.ok, result.report
@@ -175,7 +173,7 @@ def test_raw_http_needs_the_token_and_maands_headers(tmp_path):
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
     alloc = _hooks.targets(catalog, "api")[0]
     with RuntimeAPI(root, catalog) as api:
-        token, _ = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
+        token, _x = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
 
         def call(headers, body=b'{"namespace": "maand/bucket", "key": "bucket_id"}'):
             req = urllib.request.Request("http://127.0.0.1:%d/kv" % api.port, data=body, method="GET", headers=headers)
@@ -208,7 +206,7 @@ def test_demands_lists_the_commands_that_demand_this_one(tmp_path):
     """
     api_manifest = {"version": "2.0.0", "selectors": ["worker"], "commands": {
         "command_migrate": {"executed_on": ["cli"], "demands": {"job": "db", "command": "command_schema",
-                                                                 "config": {"min_version": "1.0.0"}}}}}
+                                                                "config": {"min_version": "1.0.0"}}}}}
     db_manifest = {"version": "1.0.0", "selectors": ["worker"], "commands": {"command_schema": {"executed_on": ["cli"]}}}
     root, catalog = bucket_with(tmp_path, {}, api_manifest, db_manifest)
     write(os.path.join(root, "workspace", "jobs", "api", "_modules", "command_migrate.py"), "")
@@ -236,7 +234,7 @@ def test_many_hooks_calling_at_once_are_all_served(tmp_path):
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
     alloc = _hooks.targets(catalog, "api")[0]
     with RuntimeAPI(root, catalog) as api:
-        tokens = [api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")[0] for _ in range(64)]
+        tokens = [api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")[0] for _n in range(64)]
         barrier = threading.Barrier(64)
         statuses = []
 

@@ -58,7 +58,7 @@ def _verify(ca, cert):
 
 @pytest.mark.parametrize("pkcs8,header", [(False, "RSA PRIVATE KEY"), (True, "PRIVATE KEY")])
 def test_leaf_verifies_with_sans_and_key_format(ca_bucket, pkcs8, header):
-    _, ca = ca_bucket
+    _x, ca = ca_bucket
     leaf = _certs.issue_leaf(ca, "api.example.com", ["10.0.0.7"], 60, pkcs8, key_size=SMALL, now=NOW)
     cert = x509.load_pem_x509_certificate(leaf.cert_pem.encode())
     _verify(ca, cert)
@@ -71,7 +71,7 @@ def test_leaf_verifies_with_sans_and_key_format(ca_bucket, pkcs8, header):
 
 
 def test_pem_renewal_follows_the_buffer(ca_bucket):
-    _, ca = ca_bucket
+    _x, ca = ca_bucket
     leaf = _certs.issue_leaf(ca, "x", ["10.0.0.1"], 60, False, key_size=SMALL, now=NOW)
     assert not _certs.pem_needs_renewal(leaf.cert_pem, 10, NOW + 49 * DAY)
     assert _certs.pem_needs_renewal(leaf.cert_pem, 10, NOW + 50 * DAY)
@@ -86,7 +86,7 @@ def test_ttl_default(value, days):
 
 @pytest.mark.parametrize("keep", ["ca.crt", "ca.key"])
 def test_half_present_ca_refused_and_kept(tmp_path, ca_bucket, keep):
-    src, _ = ca_bucket
+    src, _x = ca_bucket
     (tmp_path / "secrets").mkdir()
     data = (src / "secrets" / keep).read_bytes()
     (tmp_path / "secrets" / keep).write_bytes(data)
@@ -100,7 +100,7 @@ def test_half_present_ca_refused_and_kept(tmp_path, ca_bucket, keep):
 @pytest.mark.parametrize("broken,needle", [("ca.crt", "secrets/ca.crt is corrupt"),
                                            ("ca.key", "secrets/ca.key is corrupt")])
 def test_corrupt_ca_refused_naming_file(tmp_path, ca_bucket, broken, needle):
-    src, _ = ca_bucket
+    src, _x = ca_bucket
     (tmp_path / "secrets").mkdir()
     for name in ("ca.crt", "ca.key"):
         (tmp_path / "secrets" / name).write_bytes((src / "secrets" / name).read_bytes())
@@ -111,7 +111,7 @@ def test_corrupt_ca_refused_naming_file(tmp_path, ca_bucket, broken, needle):
 
 
 def test_mismatched_ca_pair_refused(tmp_path, ca_bucket):
-    src, _ = ca_bucket
+    src, _x = ca_bucket
     other = tmp_path / "other"
     _certs.load_or_create_ca(str(other), "other", key_size=SMALL)
     (tmp_path / "secrets").mkdir()
@@ -131,7 +131,7 @@ def test_maand_expiry_status_table(offset, status):
 # maand build/build_certs_test.go: TestWorkerCertNeedsRegeneration_missingKey, TestCertPEMExpiringSoon(_invalid
 # Certificate), TestCertNeedsRegeneration_expiredWorkerCert (a cert made with ttl -60 days, buffer 30)
 def test_maand_regeneration_cases(ca_bucket):
-    _, ca = ca_bucket
+    _x, ca = ca_bucket
     good = _certs.issue_leaf(ca, "api", ["10.0.0.1"], 365, True, key_size=SMALL, now=NOW)
     assert _certs.leaf_problem(ca, good.cert_pem, good.key_pem, "api", ["10.0.0.1"], True, 30, NOW) is None
     assert _certs.leaf_problem(ca, good.cert_pem, None, "api", ["10.0.0.1"], True, 30, NOW) == "missing"

@@ -151,7 +151,7 @@ def test_renewal_inside_the_buffer(tmp_path, monkeypatch):
 def test_disabled_allocations_still_get_certs(tmp_path):
     root = bucket(tmp_path, disabled=[HOSTS[1]])
     build_ok(root)
-    cert, _ = cert_of(kv(root), HOSTS[1], "tls")
+    cert, _x = cert_of(kv(root), HOSTS[1], "tls")
     assert sans(cert) == ["127.0.0.1", HOSTS[1]]
 
 
@@ -213,7 +213,7 @@ def test_missing_common_name_warns(tmp_path):
     root = bucket(tmp_path, certs={"t": {}})
     result = build_ok(root)
     assert any(w.field == "certs.t.subject.common_name" for w in result.report.warnings)
-    cert, _ = cert_of(kv(root), HOSTS[0], "t")
+    cert, _x = cert_of(kv(root), HOSTS[0], "t")
     assert cert.subject.rfc4514_string() == ""
 
 
@@ -231,7 +231,10 @@ def test_overlays_stage_key_0600(tmp_path):
     source = staging.sources["api"]
     dest = os.path.join(str(tmp_path), "stage")
     _deploy_stage.write_stage(dest, source, content)
-    mode = lambda rel: stat.S_IMODE(os.stat(os.path.join(dest, rel)).st_mode)  # noqa: E731
+
+    def mode(rel):
+        return stat.S_IMODE(os.stat(os.path.join(dest, rel)).st_mode)
+
     assert mode("certs/tls.key") == 0o600 and mode("certs/client.key") == 0o600
     assert mode("certs/tls.crt") == 0o644 and mode("certs/ca.crt") == 0o644
     other = _deploy_stage.compute(root, catalog, ["api"], [HOSTS[1]], overlays=[provide])
@@ -257,7 +260,7 @@ def test_overlay_missing_cert_is_a_plan_error(tmp_path):
 def test_ip_sans_are_ip_addresses(tmp_path):
     root = bucket(tmp_path, certs={"t": {"subject": {"common_name": "x"}}})
     build_ok(root)
-    cert, _ = cert_of(kv(root), HOSTS[2], "t")
+    cert, _x = cert_of(kv(root), HOSTS[2], "t")
     ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert ext.get_values_for_type(x509.IPAddress)[1] == ipaddress.ip_address(HOSTS[2])
 

@@ -120,9 +120,10 @@ def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tm
 def test_finish_returns_the_verdict_and_writes_the_table_to_the_screen(tmp_path, monkeypatch):
     from tests.unit.test_deploy_run import answer_all
     steps = [dict(step, gates=[]) for step in PLAN["steps"]]  # no probes here: gates are test_deploy_progress's
-    plan = dict(PLAN, steps=steps, rows=[{"job": "api", "worker": h, "action": "start", "from_version": None, "to_version": "1.0.0"}
-                            for h in ("h1", "h2")] + [{"job": "web", "worker": "h3", "action": "skip",
-                                                       "from_version": "1.0.0", "to_version": "1.0.0"}])
+    rows = [{"job": "api", "worker": h, "action": "start", "from_version": None, "to_version": "1.0.0"}
+            for h in ("h1", "h2")]
+    rows.append({"job": "web", "worker": "h3", "action": "skip", "from_version": "1.0.0", "to_version": "1.0.0"})
+    plan = dict(PLAN, steps=steps, rows=rows)
     (tmp_path / "data").mkdir()
     run_dir = DR.new_run(str(tmp_path), plan)
     for seg in DR.segments(plan, 3):

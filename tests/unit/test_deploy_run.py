@@ -147,6 +147,18 @@ def test_segments_wide_for_many_acting_hosts_narrow_otherwise():
     assert DR.step_key("3") == 3 and DR.step_key("final") == DR.FINAL
 
 
+def test_segment_groups_join_consecutive_narrow_steps_only():
+    w = [{"kind": "wide", "step": i} for i in range(3)]
+    n = [{"kind": "narrow", "step": i} for i in range(3, 7)]
+    groups = DR.segment_groups([w[0], n[0], n[1], w[1], w[2], n[2], n[3]])
+    assert [(g["kind"], [s["step"] for s in g["segments"]]) for g in groups] == [
+        ("wide", [0]), ("narrow", [3, 4]), ("wide", [1]), ("wide", [2]), ("narrow", [5, 6])]
+    assert DR.segment_groups([]) == []
+    # every segment kept once, in order
+    flat = [s for g in groups for s in g["segments"]]
+    assert flat == [w[0], n[0], n[1], w[1], w[2], n[2], n[3]]
+
+
 def test_injected_fault_points(monkeypatch):
     DR.inject_fault("step:1", {})  # unset: nothing
     DR.inject_fault("step:1", {DR.FAULT_ENV: "step:2,finish"})

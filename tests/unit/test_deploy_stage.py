@@ -355,7 +355,7 @@ def test_the_staged_tree_hashes_to_the_planned_hash_and_holds_no_excluded_file(t
             continue  # a file where a folder is wanted, or the reverse
         if rel.endswith(".j2"):
             text = text.replace("{{ .WorkerIP }}", "{{ WorkerIP }}").replace('{{ get "maand/bucket" "api_http_port" }}',
-                                                                              "{{ kv['maand/bucket']['api_http_port'] }}")
+                                                                             "{{ kv['maand/bucket']['api_http_port'] }}")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         if i in executable:

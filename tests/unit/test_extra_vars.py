@@ -70,12 +70,11 @@ def test_extra_vars_action_warns_or_refuses():
     assert not res.get("failed") and not res.get("warnings") and res["unknown"] == []
 
 
-
 def test_a_var_of_another_maand_playbook_is_warned_about_never_refused():
     """An AWX workflow passes its extra vars (maand_jobs for the deploy node) to the job node too."""
     module, act = _action({"playbook": "maand.core.job", "refuse": True})
     with mock.patch.object(module, "load_extra_vars", return_value={"maand_jobs": "api", "maand_force": True,
-                                                                     "maand_job": "api"}):
+                                                                    "maand_job": "api"}):
         res = act.run(task_vars={})
     assert not res.get("failed"), res
     assert [m.split()[3] for m in res["warnings"]] == ["maand_force", "maand_jobs"]

@@ -40,7 +40,7 @@ def test_standard_library_only():
     tree = ast.parse(Path(maand.__file__).read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"json", "os", "shlex", "subprocess", "urllib", "pathlib"}
+    assert imported <= {"http", "json", "os", "shlex", "subprocess", "urllib", "pathlib"}
 
 
 def test_context_from_env(monkeypatch):
@@ -50,7 +50,7 @@ def test_context_from_env(monkeypatch):
         monkeypatch.setenv(k, v)
     assert (maand.allocation_id(), maand.allocation_ip(), maand.allocation_index(), maand.is_allocation_disabled(),
             maand.command_event(), maand.command_name(), maand.job_name()) == ("a1", "10.0.0.2", "3", True, "cli",
-                                                                              "command_x", "api")
+                                                                               "command_x", "api")
     assert maand._runtime_api_base_url() == "http://127.0.0.1:5555"
     assert maand._runtime_request_headers() == {"X-ALLOCATION-ID": "a1", "COMMAND": "command_x", "EVENT": "cli",
                                                 "X-MAAND-TOKEN": "t0k"}

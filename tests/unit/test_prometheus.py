@@ -395,7 +395,7 @@ _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
                                       "#", "null", "~", "", " ", "'", '"', "a #b", "@", "%", "*", "...", "---"]))
 _KEYS = _TEXT.filter(lambda k: "\n" not in k)
 _VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                        st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=12)
+                                                         st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=12)
 
 
 def _no_leading_break(value):

@@ -212,8 +212,8 @@ def test_failed_ops_say_why_for_the_verdict():
                 o.update(ok=False, msg="make start failed")
         return a
     # api's first batch fails its gate on h1: its later batch never runs
-    state = run(PLAN, answer, gates={1: {"api": ["h1: tcp h1:1: [Errno 111] Connection refused",
-                                               "gave up after 1.0 s\n  h1: last lines"]}})
+    problems = ["h1: tcp h1:1: [Errno 111] Connection refused", "gave up after 1.0 s\n  h1: last lines"]
+    state = run(PLAN, answer, gates={1: {"api": problems}})
     assert state.failed_ops == {"api@h1": "gate", "db@h2": "failed"}
     assert "api@h2" not in state.failed_ops and "api@h2" not in {d["id"] for d in state.done}
     (msg,) = state.failed_by_job["api"]

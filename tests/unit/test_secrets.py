@@ -81,3 +81,13 @@ def test_load_key_missing_create_and_corrupt(tmp_path):
     path.write_bytes(b"x" * 33)
     with pytest.raises(_secrets.SecretError, match="corrupt"):
         _secrets.load_key(bucket)
+
+
+def test_missing_cryptography_is_named_with_the_fix(monkeypatch):
+    from plugins.plugin_utils import _certs
+    monkeypatch.setattr(_secrets, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
+    monkeypatch.setattr(_certs, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
+    with pytest.raises(_secrets.SecretError, match="pip install cryptography"):
+        _secrets.encrypt(b"k" * 32, "x")
+    with pytest.raises(_certs.CertError, match="pip install cryptography"):
+        _certs.cert_status(None, 10)
