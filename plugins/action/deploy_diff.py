@@ -41,7 +41,8 @@ class ActionModule(ActionBase):
                                                         "reading the promoted files")
                 before = (data or {}).get("files") or {}
                 older = (data or {}).get("previous") or {}
-            except Exception as exc:  # pylint: disable=broad-exception-caught - a diff must never fail the deploy
+            # a diff must never fail the deploy
+            except Exception as exc:  # pylint: disable=broad-exception-caught
                 err = "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-300:])
         if err:
             result["warnings"] = ["--diff: cannot read the promoted files of %s: %s" % (host, err)]

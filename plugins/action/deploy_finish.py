@@ -13,27 +13,21 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.action.deploy_step import gate_runner, sayer, watched
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _action_support,
     _catalog,
-    _deploy_gate,
     _deploy_lock,
     _deploy_plan,
+    _deploy_progress,
     _deploy_run,
     _deploy_stage,
+    _deploy_view,
     _hook_deploy,
     _kv_store,
 )
 
 display = Display()
-
-
-def gate_runner(hostvars, ssh_args=""):
-    """The health gate runner: tcp/http from the controller, ssh probes with the run's connection settings."""
-    def passed(gate):
-        display.display("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), color="green")
-    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed,
-                               conns=lambda: _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args))
 
 
 ARGUMENT_SPEC = {
@@ -45,18 +39,25 @@ ARGUMENT_SPEC = {
 
 
 def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):
-    """(plan, problems, done) of the run; a run folder that cannot be read is itself a problem."""
+    """(plan, problems, done, verdict) of the run; a run folder that cannot be read is itself a problem."""
     if not run_dir:
-        return plan, [f["msg"] for f in plan.get("failures") or []], []
+        return plan, [f["msg"] for f in plan.get("failures") or []], [], _deploy_view.verdict(plan, [], {})
     try:
-        task_vars = task_vars or {}
-        ssh_args = _action_support.ssh_args(C.config, task_vars)
-        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(hostvars, ssh_args), settings[0], settings[1],
-                                            lambda msg: display.display("hook: " + msg), ssh_args) as (gate, after):
-            plan, dummy, report = _deploy_run.finish(run_dir, gate, after)
+        task_vars = dict(task_vars or {}, hostvars=hostvars)
+        say = sayer(run_dir)
+        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(run_dir, task_vars), settings[0], settings[1],
+                                            lambda msg: say("hook: " + msg),
+                                            _action_support.ssh_args(C.config, task_vars)) as (gate, after):
+            plan, state, report = _deploy_run.finish(run_dir, gate, after)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
-        return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], []
-    return plan, list(report.problems), list(report.done)
+        return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
+    try:  # the verdict is for the screen: it never changes the outcome
+        rows = _deploy_view.verdict(plan, state.done, state.failed_ops,
+                                    _deploy_progress.gate_times(_deploy_progress.read_all(run_dir)))
+    except (KeyError, TypeError, ValueError) as exc:
+        display.warning("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
+        rows = None
+    return plan, list(report.problems), list(report.done), rows
 
 
 def prune(bucket, plan, done, result, problems):
@@ -110,13 +111,15 @@ class ActionModule(ActionBase):
         check = bool(self._task.check_mode)
         run_dir = "" if check else args["run_dir"]
         result.update(changed=False, pruned=[])
+        progress_mark = _deploy_progress.mark(run_dir)
         try:
             settings = (_action_support.int_var(self._templar, task_vars, "maand_hook_timeout", 600),
                         _action_support.int_var(self._templar, task_vars, "maand_deploy_output_tail", 20))
-            plan, problems, done = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {}, task_vars, settings)
+            plan, problems, done, rows = run_outcome(run_dir, args["plan"], task_vars.get("hostvars") or {}, task_vars,
+                                                     settings)
         except Exception as exc:  # pylint: disable=broad-exception-caught
             # a crash here still fails the run (below) and still releases the lock; nothing is pruned
-            plan, done = args["plan"], None
+            plan, done, rows = args["plan"], None, None
             problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
                         "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
         if not check and done is not None:
@@ -132,6 +135,8 @@ class ActionModule(ActionBase):
                 _deploy_lock.release(bucket, os.getppid())
             except OSError as exc:
                 problems.append("could not release the deploy lock: %s" % exc)
+        if watched():  # the records this task wrote: the callback may not have read them before the folder goes
+            result["progress"] = _deploy_progress.read_since(run_dir, progress_mark)
         if run_dir and not problems:
             shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
         result["problems"] = problems
@@ -141,6 +146,14 @@ class ActionModule(ActionBase):
             counts[row["action"]] = counts.get(row["action"], 0) + 1
         summary = ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts)) or "nothing to do"
         result["summary"] = summary
+        if rows is not None and not check:
+            result["verdict"] = [v.to_dict() for v in rows]
+            result["verdict_line"] = _deploy_view.done_line(rows, len(problems))
+            result["workers"] = _deploy_view.worker_results(rows)
+            if not watched():  # the callback prints the verdict from the result
+                for line in _deploy_view.verdict_table(rows) + [_deploy_view.workers_line(rows), result["verdict_line"]]:
+                    if line:
+                        display.display(line)
         if problems:
             result.update(failed=True, msg="deploy finished with %d problem(s) (%s):\n  %s" % (
                 len(problems), summary, "\n  ".join(problems)))

@@ -24,6 +24,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_plan,
     _deploy_run,
     _deploy_stage,
+    _deploy_view,
     _extra_vars,
     _fingerprint,
     _hook_deploy,
@@ -331,13 +332,14 @@ class ActionModule(ActionBase):
             # MAAND_DEPLOY_WIDE_FACTOR: a test-only knob, so that a 3-host fleet exercises narrow steps
             segments = _deploy_run.segments(plan, len(hosts), int(os.environ.get("MAAND_DEPLOY_WIDE_FACTOR")
                                                                   or _deploy_run.WIDE_FACTOR))
+        summary = _deploy_view.plan_summary(plan)
         result.update(changed=bool(self._task.check_mode and work), plan=plan, bucket=bucket,
                       msg=plan["lines"][0], run_dir=run_dir, segments=segments,
-                      segment_groups=_deploy_run.segment_groups(segments), plan_hash=digest,
+                      segment_groups=_deploy_run.segment_groups(segments), summary=summary, plan_hash=digest,
                       content_diff=content_diff(plan, staging, states) if self._task.diff else {"hosts": []})
         if self._task.diff:
-            result["diff"] = {"prepared": "\n".join(plan["lines"]) + "\n"}
-        else:
-            for line in plan["lines"]:
+            result["diff"] = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
+        elif C.DEFAULT_STDOUT_CALLBACK not in ("maand.core.deploy", "deploy"):  # that callback prints them
+            for line in plan["lines"] + [summary]:
                 display.display(line, color="yellow" if work and line.startswith("  ") and " skip " not in line else None)
         return result

@@ -10,7 +10,7 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _deploy_gate, _deploy_run, _hook_deploy
+from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _deploy_progress, _deploy_run, _hook_deploy
 
 display = Display()
 
@@ -21,20 +21,42 @@ ARGUMENT_SPEC = {
 }
 
 
-def gate_runner(hostvars, ssh_args=""):
-    """The health gate runner: tcp/http from the controller, ssh probes with the run's connection settings."""
+def watched():
+    """Whether the maand.core.deploy stdout callback shows this run (it reads the progress file, so
+    the task's own lines go there instead of the screen, where they would break its live line)."""
+    return C.DEFAULT_STDOUT_CALLBACK in ("maand.core.deploy", "deploy")
+
+
+def sayer(run_dir):
+    """say(msg, color=None): a line for the operator, on the screen or (watched) in the progress file."""
+    writer = _deploy_progress.Writer(run_dir)
+
+    def say(msg, color=None):
+        if watched():
+            writer.say(msg, color)
+        else:
+            display.display(msg, color=color)
+    return say
+
+
+def gate_runner(run_dir, task_vars):
+    """The health gates of the run: probes with progress records, status tails when one fails."""
+    say = sayer(run_dir)
+
     def passed(gate):
-        display.display("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), color="green")
-    return _deploy_gate.runner(_deploy_gate.host_addresses(hostvars), passed,
-                               conns=lambda: _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args))
+        if not watched():  # the callback shows the pass from the progress record
+            say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
+    return _deploy_progress.runner_for_run(run_dir, task_vars.get("hostvars") or {},
+                                           _action_support.ssh_args(C.config, task_vars), passed)
 
 
 def hook_callbacks(run_dir, task_vars, probes, templar):
     """The gate runner and after_results with the bucket's job commands (_hook_deploy)."""
+    say = sayer(run_dir)
     return _hook_deploy.callbacks_for_run(run_dir, task_vars.get("hostvars") or {}, probes,
                                           _action_support.int_var(templar, task_vars, "maand_hook_timeout", 600),
                                           _action_support.int_var(templar, task_vars, "maand_deploy_output_tail", 20),
-                                          lambda msg: display.display("hook: " + msg), _action_support.ssh_args(C.config, task_vars))
+                                          lambda msg: say("hook: " + msg), _action_support.ssh_args(C.config, task_vars))
 
 
 class ActionModule(ActionBase):
@@ -48,17 +70,17 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        hostvars = task_vars.get("hostvars") or {}
         try:
             key = _deploy_run.step_key(args["step"])
-            with hook_callbacks(args["run_dir"], task_vars, gate_runner(hostvars, _action_support.ssh_args(C.config, task_vars)),
+            with hook_callbacks(args["run_dir"], task_vars, gate_runner(args["run_dir"], task_vars),
                                 self._templar) as (gate, after):
                 hosts, failures = _deploy_run.advance(args["run_dir"], key, gate, after)
         except (_deploy_run.RunError, ValueError, OSError) as exc:
             result.update(failed=True, changed=False, msg="deploy step %s: %s" % (args["step"], exc))
             return result
-        for msg in failures:
-            display.display("FAILED: %s" % msg, color="red", stderr=True)
+        if not watched():  # the callback prints new_failures from the result
+            for msg in failures:
+                display.display("FAILED: %s" % msg, color="red", stderr=True)
         result.update(changed=False, hosts=hosts, step=key, new_failures=failures,
                       msg="step %s: %d host(s) act" % (key, len(hosts)))
         return result

@@ -46,7 +46,7 @@ def ssh_probe(conn, command, timeout, run=subprocess.run):
     """Run command on the worker over SSH; None when it exits 0, else the reason (exit code, output tail)."""
     argv = ssh_argv(conn, max(SSH_CONNECT_TIMEOUT, int(timeout)))
     try:
-        done = run(argv + [ssh_remote(command, bool(conn.get("sudo")))], capture_output=True, text=True,
+        done = run(argv + [ssh_remote(command, bool(conn.get("sudo")))], capture_output=True, text=True, check=False,
                    timeout=float(timeout) + SSH_CONNECT_TIMEOUT + max(SSH_CONNECT_TIMEOUT, int(timeout)))
     except subprocess.TimeoutExpired:
         return "ssh %s: %r timed out after %ss" % (conn["address"], command, timeout)
@@ -88,8 +88,12 @@ def probe(address, check, timeout, conns=None, ssh_run=subprocess.run):
         return "%s %s:%d: %s" % (check["type"], address, port, exc)
 
 
-def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe):
-    """Probe every check on every host until all pass or attempts run out. Returns the problems ([] = passed)."""
+def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe, watch=None, clock=time.monotonic):
+    """Probe every check on every host until all pass or attempts run out. Returns the problems ([] = passed).
+
+    watch (optional, _deploy_progress.GateWatch): waiting(host, check, attempt, elapsed, error) after
+    each attempt that left a probe failing (the first one), ended(passed, elapsed, attempts) at the end."""
+    start = clock()
     pending = {(h, i) for h in gate["hosts"] for i in range(len(gate["checks"]))}
     last = {}
     for attempt in range(gate["attempts"]):
@@ -101,9 +105,16 @@ def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe):
             else:
                 last[key] = err
         if not pending:
+            if watch is not None:
+                watch.ended(True, clock() - start, attempt + 1)
             return []
+        if watch is not None:
+            host, i = min(pending)
+            watch.waiting(host, gate["checks"][i], attempt + 1, clock() - start, last.get((host, i)))
         if attempt + 1 < gate["attempts"]:
             sleep(gate["interval_seconds"])
+    if watch is not None:
+        watch.ended(False, clock() - start, gate["attempts"])
     return ["%s: %s" % (host, last.get((host, i), "failed")) for host, i in sorted(pending)]
 
 
@@ -132,16 +143,24 @@ def host_addresses(hostvars):
     return out
 
 
-def runner(addresses, on_pass=None, run=run_gate, conns=None, probe_impl=probe):
-    """A gate runner for _deploy_run: gate -> problems; on_pass(gate) is called for a passed gate.
-    conns: {host: connection settings} (_hook_deploy.hosts_from_hostvars) for ssh probes; a callable
-    returning them is called once, when the first gate with an ssh probe runs."""
+def prober(conns=None, probe_impl=probe):
+    """probe_fn(address, check, timeout) for run_gate. conns: {host: connection settings}
+    (_hook_deploy.hosts_from_hostvars) for ssh probes, or a callable returning them, called once,
+    when the first ssh probe runs."""
     cache = {}
 
     def probe_fn(address, check, timeout):
         if check["type"] == "ssh" and "conns" not in cache:
             cache["conns"] = by_address(conns() if callable(conns) else conns)
         return probe_impl(address, check, timeout, cache.get("conns"))
+    return probe_fn
+
+
+def runner(addresses, on_pass=None, run=run_gate, conns=None, probe_impl=probe):
+    """A gate runner for _deploy_run: gate -> problems; on_pass(gate) is called for a passed gate.
+    conns: {host: connection settings} (_hook_deploy.hosts_from_hostvars) for ssh probes; a callable
+    returning them is called once, when the first gate with an ssh probe runs."""
+    probe_fn = prober(conns, probe_impl)
 
     def go(gate):
         problems = run(gate, addresses, probe_fn=probe_fn)

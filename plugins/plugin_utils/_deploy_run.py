@@ -27,6 +27,7 @@ from . import _run_state as RS
 RUN_DIR = ".deploy-run"
 FINAL = RS.FINAL
 WIDE_FACTOR = 8
+NARROW_MAX = 2  # a step in which at most this many hosts act loops over them (no skipped hosts)
 # Test-only fault injection (tests/integration/test_deploy_faults.py): a comma list of points
 # ("step:<key>", "finish") at which a controller step raises after folding the step in flight and
 # before writing the next step's requests (finish: before its report). Unset in normal use.
@@ -83,24 +84,34 @@ def result_path(run_dir, key, host):
     return os.path.join(run_dir, "results", str(key), "%s.json" % host)
 
 
+def _kind(acting, play_size, wide_factor=WIDE_FACTOR):
+    """wide when every host of the play acts, or when more than NARROW_MAX act and at least
+    1/wide_factor of the play does; else narrow."""
+    if acting >= play_size or (acting > NARROW_MAX and acting * wide_factor >= play_size):
+        return "wide"
+    return "narrow"
+
+
 def segments(plan, play_size, wide_factor=WIDE_FACTOR):
     """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass.
 
-    A step is wide (its agent task runs on every host of the play, skipped where idle) when at least
-    1/WIDE_FACTOR of the play acts in it, so its skips cost at most WIDE_FACTOR - 1 per acting host;
-    else narrow (one run_once task looping over the acting hosts: nothing on idle hosts, but Ansible
-    shows and counts those results under the first host, "h1 -> h7"). A play of at most WIDE_FACTOR
-    hosts is therefore always wide, with every result on its own host."""
+    A wide step runs its agent task on every host of the play in parallel (forks), skipped where
+    idle: Ansible prints a `skipping:` line for each idle host. A narrow step is one run_once task
+    looping over the acting hosts, one after the other: nothing on idle hosts (Ansible shows and
+    counts those results under the first host, "h1 -> h7"). A step is wide when the whole play acts,
+    or when more than NARROW_MAX hosts act and they are at least 1/WIDE_FACTOR of the play (so its
+    skips cost at most WIDE_FACTOR - 1 per acting host); the typical rolling batch (one worker, plus
+    the promotion of the previous batch's) is narrow and prints no `skipping:` line."""
     out = []
     prev_hosts = set()
     for step in plan.get("steps") or []:
         hosts = set(step.get("ops") or {})
         acting = len(hosts | prev_hosts)  # hosts of the previous step may get their promotions here
-        wide = acting * wide_factor >= play_size
-        out.append({"kind": "wide" if wide else "narrow", "step": step["index"]})
+        out.append({"kind": _kind(acting, play_size, wide_factor), "step": step["index"]})
         prev_hosts = {g_host for g in step.get("gates") or [] for g_host in g.get("hosts") or []}
-    if out:  # the final promote pass: its hosts are known only at run time
-        out.append({"kind": "wide" if play_size <= wide_factor else "narrow", "step": FINAL})
+    if out:  # the final promote pass: the hosts of the last step's gates
+        out.append({"kind": _kind(len(prev_hosts), play_size, wide_factor) if prev_hosts else "narrow",
+                    "step": FINAL})
     return out
 
 

@@ -53,6 +53,7 @@ class RunState:
     pending: dict = field(default_factory=dict)         # host -> [promotion]
     steps_completed: list = field(default_factory=list)
     in_flight: object = None                            # the step whose agents ran but is not folded yet
+    failed_ops: dict = field(default_factory=dict)      # op id -> "failed" | "unreachable" | "gate" (the verdict)
 
     def to_dict(self):
         data = asdict(self)
@@ -125,10 +126,12 @@ def _fail_promotion(state, job, msg):
         state.failed_by_job.setdefault(job, []).append(msg)
 
 
-def _fold_promotions(state, host, request, answer):
+def _fold_promotions(state, host, request, answer, reachable=True):
     by_id = {p.get("id"): p for p in (answer or {}).get("promotions") or []}
     for promo in request.promote:
         got = by_id.get(promo["id"])
+        if answer is None or got is None or not got.get("ok"):
+            state.failed_ops[promo["id"]] = "unreachable" if answer is None and not reachable else "failed"
         if answer is None or got is None:
             _fail_promotion(state, promo.get("job"), "%s: promote failed: %s" % (
                 promo["id"], "no answer from the worker" if answer is None else "the agent did not report it"))
@@ -158,14 +161,16 @@ def fold_results(state, step, answers, reasons=None):
     ok_ops = []
     for host, request in sorted(requests.items()):
         answer = answers.get(host)
+        reachable = answer is not None
         if answer is not None and not answer.get("ok", True) and not answer.get("ops"):
             reasons[host] = answer.get("msg") or "the agent failed"
             answer = None
-        _fold_promotions(state, host, request, answer)
+        _fold_promotions(state, host, request, answer, reachable)
         by_id = {o.get("id"): o for o in (answer or {}).get("ops") or []}
         for op in request.ops:
             got = by_id.get(op["id"])
             if answer is None or got is None or not got.get("ok"):
+                state.failed_ops[op["id"]] = "unreachable" if not reachable else "failed"
                 _fail(state, step, op.get("job"), _op_message(op, got, answer, reasons.get(host)))
                 continue
             ok_ops.append(op)
@@ -196,6 +201,15 @@ def _block(state, step):
     state.blocked = sorted(blocked)
 
 
+def _gate_failed_ops(state, gate, ok_ops, problems):
+    """The ops of a failed gate's batch: those on the workers its problems name, else all of them."""
+    hosts = list(gate.get("hosts") or [])
+    named = [h for h in hosts if any(str(p).startswith(h + ":") for p in problems)]
+    for op in ok_ops:
+        if op.get("job") == gate["job"] and op.get("host") in (named or hosts):
+            state.failed_ops[op["id"]] = "gate"
+
+
 def fold_gates(state, step, ok_ops, gate_outcomes):
     """Record the health gates of a step: passed jobs' gated starts become pending promotions."""
     state = copy.deepcopy(state)
@@ -207,11 +221,14 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
             continue
         problems = gate_outcomes[job]
         if problems:
+            _gate_failed_ops(state, gate, ok_ops, problems)
+            # problems with several lines (a worker's status tail) go one per line
+            text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
             if gate.get("hooks"):  # the job's commands ran in this gate (_hook_deploy); they name themselves
-                _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), "; ".join(problems)))
+                _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), text))
             else:
                 _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (
-                    job, step.get("label"), gate.get("attempts", 0), "; ".join(problems)))
+                    job, step.get("label"), gate.get("attempts", 0), text))
         else:
             passed.add(job)
     for op in ok_ops:

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from tests.integration.test_fail_loud import REPO, _built, _bucket, _home, run  # noqa: F401 (fixtures)
+# the fixtures below are used by name (pytest), not by reference
+from tests.integration.test_fail_loud import REPO, _built, _bucket, _home, run  # pylint: disable=unused-import
 
 PATH_ERROR = "ErrInventoryPath: -i was given the maand bucket folder"
 

@@ -115,3 +115,29 @@ def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tm
     assert res["failed"] and "the deploy finish step crashed" in res["msg"] and "InjectedFault" in res["msg"], res
     assert released == [str(tmp_path)]
     assert os.path.isdir(run_dir)  # kept for inspection
+
+
+def test_finish_returns_the_verdict_and_writes_the_table_to_the_screen(tmp_path, monkeypatch):
+    from tests.unit.test_deploy_run import answer_all
+    steps = [dict(step, gates=[]) for step in PLAN["steps"]]  # no probes here: gates are test_deploy_progress's
+    rows = [{"job": "api", "worker": h, "action": "start", "from_version": None, "to_version": "1.0.0"}
+            for h in ("h1", "h2")]
+    rows.append({"job": "web", "worker": "h3", "action": "skip", "from_version": "1.0.0", "to_version": "1.0.0"})
+    plan = dict(PLAN, steps=steps, rows=rows)
+    (tmp_path / "data").mkdir()
+    run_dir = DR.new_run(str(tmp_path), plan)
+    for seg in DR.segments(plan, 3):
+        res = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": seg["step"]}).run(task_vars={})
+        assert not res.get("failed"), res
+        answer_all(run_dir, DR.step_key(seg["step"]), res["hosts"])
+    shown = []
+    monkeypatch.setattr(deploy_finish.display, "display", lambda msg, **kw: shown.append(msg))
+    res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": plan, "run_dir": run_dir,
+                                              "release": False}).run(task_vars={})
+    assert not res.get("failed"), res
+    assert [(v["job"], v["worker"], v["result"]) for v in res["verdict"]] == [
+        ("api", "h1", "started"), ("api", "h2", "started"), ("web", "h3", "unchanged")]
+    assert res["verdict_line"] == "deploy done: 2 started, 1 unchanged"
+    assert res["workers"] == {"h1": "ok", "h2": "ok", "h3": "ok"}
+    assert shown[0].split() == ["JOB", "WORKER", "ACTION", "RESULT", "GATE", "VERSION"]  # default callback
+    assert shown[-2:] == ["workers: 3 ok", "deploy done: 2 started, 1 unchanged"]

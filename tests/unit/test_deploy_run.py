@@ -128,14 +128,22 @@ def test_broken_or_missing_state_names_the_file(bucket):
 def test_segments_wide_for_many_acting_hosts_narrow_otherwise():
     ops = {"h%d" % i: [] for i in range(4)}
     plan = {"steps": [{"index": 0, "ops": ops, "gates": []}, {"index": 1, "ops": {"h0": []}, "gates": []}]}
-    # a play of at most 8 hosts is always wide: every result is shown and counted on its own host
-    assert DR.segments(plan, 8) == [{"kind": "wide", "step": 0}, {"kind": "wide", "step": 1},
-                                    {"kind": "wide", "step": "final"}]
+    # a step where at most 2 hosts act loops over them (no skipped hosts); the final pass without gates too
+    assert DR.segments(plan, 8) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
+                                    {"kind": "narrow", "step": "final"}]
+    assert DR.segments(plan, 4) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
+                                    {"kind": "narrow", "step": "final"}]
     assert DR.segments(plan, 32) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
-                                     {"kind": "narrow", "step": "final"}]  # 4*8 >= 32; 1*8 < 32
+                                     {"kind": "narrow", "step": "final"}]  # 4*8 >= 32; 1 acting
     assert DR.segments(plan, 64)[0]["kind"] == "narrow"      # 4 acting of 64: loop over them
     assert DR.segments(plan, 33)[0]["kind"] == "narrow"
     assert DR.segments({"steps": []}, 8) == []
+    # the whole play acting is wide however small; a gated step's hosts act again in the next step
+    two = {"steps": [{"index": 0, "ops": {"h0": [], "h1": []}, "gates": [{"job": "a", "hosts": ["h0", "h1"]}]},
+                     {"index": 1, "ops": {"h2": []}, "gates": [{"job": "a", "hosts": ["h2"]}]}]}
+    assert DR.segments(two, 2)[0]["kind"] == "wide"
+    assert DR.segments(two, 3) == [{"kind": "narrow", "step": 0}, {"kind": "wide", "step": 1},
+                                   {"kind": "narrow", "step": "final"}]
     assert DR.step_key("3") == 3 and DR.step_key("final") == DR.FINAL
 
 

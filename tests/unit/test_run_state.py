@@ -200,3 +200,30 @@ def test_fold_does_not_mutate_input():
     before = state.to_dict()
     RS.fold_step(state, PLAN["steps"][1], {}, {})
     assert state.to_dict() == before
+
+
+def test_failed_ops_say_why_for_the_verdict():
+    def answer(req):
+        if req.host == "h3":
+            return None                                  # no answer: the worker vanished
+        a = ok_answer(req)
+        for o in a["ops"]:
+            if o["id"] == "db@h2":
+                o.update(ok=False, msg="make start failed")
+        return a
+    # api's first batch fails its gate on h1: its later batch never runs
+    problems = ["h1: tcp h1:1: [Errno 111] Connection refused", "gave up after 1.0 s\n  h1: last lines"]
+    state = run(PLAN, answer, gates={1: {"api": problems}})
+    assert state.failed_ops == {"api@h1": "gate", "db@h2": "failed"}
+    assert "api@h2" not in state.failed_ops and "api@h2" not in {d["id"] for d in state.done}
+    (msg,) = state.failed_by_job["api"]
+    assert "Connection refused\n  gave up after 1.0 s" in msg    # a multi-line problem: one per line
+    state = run(dict(PLAN, job_waves={"api": 0, "db": 0, "web": 0}), answer)
+    assert state.failed_ops["web@h3"] == "unreachable" and state.failed_ops["db@h2"] == "failed"
+    agent_crash = run(PLAN, lambda req: {"ok": False, "msg": "agent crashed"} if req.host == "h2" else ok_answer(req))
+    assert agent_crash.failed_ops["db@h2"] == "failed"           # it answered: not unreachable
+    restored = RS.RunState.from_dict(state.to_dict())
+    assert restored.failed_ops == state.failed_ops
+    old = state.to_dict()
+    del old["failed_ops"]                                        # a run state written before the field
+    assert RS.RunState.from_dict(old).failed_ops == {}

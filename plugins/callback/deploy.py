@@ -1,0 +1,350 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""stdout callback maand.core.deploy: a deploy as an operator reads it (the formatting is
+plugins/plugin_utils/_deploy_view.py, the progress file _deploy_progress.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: deploy
+type: stdout
+short_description: Shows a maand deploy as plan, live batch progress and a verdict table
+version_added: "1.0.0"
+description:
+  - >-
+    A stdout callback for the playbooks of maand.core. For C(maand.core.deploy) it prints the plan with
+    its counts first (for example C(plan: 2 restart, 1 stop, 3 unchanged; gates: api)), then one line per
+    step and, while a health gate waits, one live line per rolling batch (for example
+    C(api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health (attempt 4/30, 3.1 s))), and at the end a
+    verdict table (job, worker, action, result, gate time, version before and after), the result of every
+    worker (ok, failed or unreachable) and one final line such as C(deploy done: 2 restarted, 1 unreachable,
+    3 unchanged). It replaces PLAY RECAP, which counts Ansible tasks, not allocations.
+  - >-
+    On a terminal the live line is redrawn in place; otherwise (a log, a CI job) a line is printed per
+    change, at most one per O(throttle) seconds of a gate's wait.
+  - >-
+    The gates run inside one controller task, so their progress comes from the run's progress file
+    (C(<bucket>/data/.deploy-run/<run_id>/progress.jsonl)), which the callback follows from a thread while
+    the task runs.
+  - >-
+    Any other playbook prints as with the default callback, without C(skipping) lines and without the ok
+    lines of checks (assert, argument validation).
+  - >-
+    Enabled by the C(ansible.cfg) that C(maand.core.init) writes. The options of the default callback
+    (such as O(display_ok_hosts)) apply too.
+extends_documentation_fragment:
+  - default_callback
+  - result_format_callback
+options:
+  live:
+    description:
+      - V(auto) redraws the live line in place when standard output is a terminal, V(always) always,
+        V(never) prints a line per change.
+    type: str
+    default: auto
+    choices: [auto, always, never]
+    env:
+      - name: MAAND_DEPLOY_LIVE
+    ini:
+      - section: callback_maand_deploy
+        key: live
+  throttle:
+    description:
+      - Without the live line, the least time in seconds of a gate's wait between two printed progress
+        lines of one batch (the first attempt and the end always print).
+    type: float
+    default: 2.0
+    env:
+      - name: MAAND_DEPLOY_THROTTLE
+    ini:
+      - section: callback_maand_deploy
+        key: throttle
+requirements:
+  - set as stdout_callback in ansible.cfg (V(stdout_callback = maand.core.deploy)) or with
+    E(ANSIBLE_STDOUT_CALLBACK=maand.core.deploy)
+"""
+
+EXAMPLES = r"""
+# <bucket>/ansible.cfg (maand.core.init writes it)
+# [defaults]
+# stdout_callback = maand.core.deploy
+#
+# or for one run:
+# ANSIBLE_STDOUT_CALLBACK=maand.core.deploy ansible-playbook -i maand.yml maand.core.deploy
+"""
+
+RETURN = r"""
+"""
+
+import shutil
+import sys
+import threading
+
+from ansible import constants as C
+from ansible.playbook.task_include import TaskInclude
+from ansible.plugins.callback.default import CallbackModule as DefaultCallback
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_progress, _deploy_view
+
+DEPLOY = "maand.core.deploy_"
+QUIET_ACTIONS = ("validate_argument_spec", "assert", "include_tasks", "import_tasks")
+POLL_SECONDS = 0.25
+
+
+def short_action(task):
+    action = task.action or ""
+    return action[len("ansible.builtin."):] if action.startswith("ansible.builtin.") else action
+
+
+class Follower(threading.Thread):
+    """Reads a progress file while one task runs and hands each new record to on_record."""
+
+    def __init__(self, run_dir, on_record):
+        super().__init__(daemon=True)
+        self.reader = _deploy_progress.Reader(_deploy_progress.progress_path(run_dir))
+        self.reader.offset = _deploy_progress.mark(run_dir)
+        self.on_record = on_record
+        self.halt = threading.Event()
+        self.count = 0
+
+    def run(self):
+        while not self.halt.wait(POLL_SECONDS):
+            self.drain()
+
+    def drain(self):
+        for record in self.reader.read():
+            self.count += 1
+            self.on_record(record)
+
+    def stop(self):
+        self.halt.set()
+        self.join(timeout=5)
+        self.drain()
+
+
+class CallbackModule(DefaultCallback):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "stdout"
+    CALLBACK_NAME = "maand.core.deploy"
+
+    def __init__(self):
+        super().__init__()
+        self._lock = threading.RLock()
+        self._live_text = ""
+        self._run_dir = ""
+        self._plan = None
+        self._follower = None
+        self._verdict = None
+        self._verdict_line = ""
+        self._printed = {}  # batch -> elapsed of its last printed wait line (no live line)
+        self._said = set()  # failure messages already printed (steps, plan, finish repeat them)
+
+    # --- output ---------------------------------------------------------------------------------
+
+    def _live_mode(self):
+        mode = self.get_option("live")
+        if mode == "always":
+            return True
+        if mode == "never":
+            return False
+        try:
+            return sys.stdout.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def _clear_live(self):
+        if self._live_text:
+            sys.stdout.write("\r\x1b[K")
+            sys.stdout.flush()
+            self._live_text = ""
+
+    def _emit(self, line, color=None, stderr=False):
+        """A permanent line (the live line is cleared first and drawn again after it)."""
+        with self._lock:
+            live = self._live_text
+            self._clear_live()
+            self._display.display(line, color=color, stderr=stderr)
+            if live:
+                self._live(live)
+
+    def _live(self, text):
+        with self._lock:
+            width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
+            sys.stdout.write("\r\x1b[K" + text[:width])
+            sys.stdout.flush()
+            self._live_text = text
+
+    def _end_live(self):
+        with self._lock:
+            self._clear_live()
+
+    # --- progress records -------------------------------------------------------------------------
+
+    def _on_record(self, record):
+        line = _deploy_view.progress_line(record)
+        if line is None:
+            return
+        if record.get("kind") == "say":
+            self._emit(line, color=record.get("color"))
+            return
+        batch = record.get("batch") or record.get("job")
+        if record.get("state") == "wait":
+            if self._live_mode():
+                self._live(line)
+                return
+            elapsed = float(record.get("elapsed") or 0.0)
+            last = self._printed.get(batch)
+            if last is None or elapsed - last >= float(self.get_option("throttle")):
+                self._printed[batch] = elapsed
+                self._emit(line)
+            return
+        self._printed.pop(batch, None)
+        self._end_live()
+        self._emit(line, color=C.COLOR_OK if record.get("state") == "pass" else C.COLOR_ERROR)
+
+    def _follow(self):
+        if self._run_dir and self._follower is None:
+            self._follower = Follower(self._run_dir, self._on_record)
+            self._follower.start()
+
+    def _unfollow(self, result=None):
+        if self._follower is None:
+            return
+        follower, self._follower = self._follower, None
+        follower.stop()
+        records = (result or {}).get("progress") or []  # the finish task's own, in case its folder is gone
+        for record in records[follower.count:]:
+            self._on_record(record)
+        self._end_live()
+
+    # --- which tasks are ours ---------------------------------------------------------------------
+
+    def _quiet(self, task):
+        if self._display.verbosity > 0:
+            return False
+        action = short_action(task)
+        return action.startswith(DEPLOY) or action in QUIET_ACTIONS
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        if not self._quiet(task):
+            super().v2_playbook_on_task_start(task, is_conditional)
+            return
+        self._task_type_cache[task._uuid] = "TASK"
+        self._last_task_name = task.get_name().strip()  # for a banner printed with a failure
+        if short_action(task) in (DEPLOY + "step", DEPLOY + "finish"):
+            self._follow()
+
+    def v2_playbook_on_include(self, included_file):
+        if self._display.verbosity > 0:
+            super().v2_playbook_on_include(included_file)
+
+    def v2_runner_on_skipped(self, result):
+        if self._display.verbosity > 1:
+            super().v2_runner_on_skipped(result)
+
+    def v2_runner_item_on_skipped(self, result):
+        if self._display.verbosity > 1:
+            super().v2_runner_item_on_skipped(result)
+
+    def v2_on_file_diff(self, result):
+        if short_action(result.task) != DEPLOY + "plan":  # the plan lines are printed once, below
+            super().v2_on_file_diff(result)
+
+    # --- results ----------------------------------------------------------------------------------
+
+    def v2_runner_on_ok(self, result):
+        action = short_action(result.task)
+        if action.startswith(DEPLOY):
+            self._deploy_result(action, result)
+        if not self._quiet(result.task):
+            super().v2_runner_on_ok(result)
+        elif result.result.get("warnings") and not isinstance(result.task, TaskInclude):
+            with self._lock:
+                self._clear_live()
+                self._handle_warnings_and_exception(result)
+
+    def v2_runner_item_on_ok(self, result):
+        action = short_action(result.task)
+        if action == DEPLOY + "agent" and result.result.get("warnings"):
+            with self._lock:
+                self._clear_live()
+                self._handle_warnings_and_exception(result)
+        if not self._quiet(result.task):
+            super().v2_runner_item_on_ok(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        action = short_action(result.task)
+        if action in (DEPLOY + "step", DEPLOY + "finish"):
+            self._unfollow(result.result)
+        if action.startswith(DEPLOY) and self._display.verbosity == 0:
+            # the message, not the result dumped as YAML (a refused plan would dump the whole plan)
+            if action == DEPLOY + "finish":
+                self._finish(result.result)
+            self._end_live()
+            for problem in result.result.get("problems") or [result.result.get("msg") or "failed"]:
+                self._failure(problem)
+            return
+        self._end_live()
+        super().v2_runner_on_failed(result, ignore_errors)
+
+    def v2_runner_on_unreachable(self, result):
+        action = short_action(result.task)
+        if action.startswith(DEPLOY) and result.task.ignore_unreachable and self._display.verbosity == 0:
+            msg = (result.result.get("msg") or "unreachable").strip().splitlines()[-1]
+            self._emit("%s: unreachable: %s" % (result.host.get_name(), msg), color=C.COLOR_UNREACHABLE)
+            return
+        self._end_live()
+        super().v2_runner_on_unreachable(result)
+
+    def _deploy_result(self, action, result):
+        res = result.result
+        if action == DEPLOY + "plan":
+            self._plan = res.get("plan") or {}
+            self._run_dir = res.get("run_dir") or ""
+            for line in self._plan.get("lines") or []:
+                self._emit(line)
+            self._said.update(f.get("msg") for f in self._plan.get("failures") or [])
+            self._emit(res.get("summary") or _deploy_view.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
+        elif action == DEPLOY + "step":
+            self._unfollow(res)
+            for msg in res.get("new_failures") or []:
+                self._failure(msg)
+            step = self._find_step(res.get("step"))
+            if res.get("hosts") or step is not None:
+                self._emit(_deploy_view.step_line(step, list(res.get("hosts") or [])))
+        elif action == DEPLOY + "finish":
+            self._unfollow(res)
+            self._finish(res)
+
+    def _failure(self, msg):
+        if msg not in self._said:
+            self._said.add(msg)
+            self._emit("FAILED: %s" % msg, color=C.COLOR_ERROR, stderr=self.get_option("display_failed_stderr"))
+
+    def _find_step(self, key):
+        for step in (self._plan or {}).get("steps") or []:
+            if step.get("index") == key:
+                return step
+        return None
+
+    def _finish(self, res):
+        if res.get("verdict") is not None:
+            self._verdict = [_deploy_view.Verdict(**v) for v in res["verdict"]]
+            self._verdict_line = res.get("verdict_line") or _deploy_view.done_line(self._verdict)
+
+    # --- the end --------------------------------------------------------------------------------------
+
+    def v2_playbook_on_stats(self, stats):
+        self._end_live()
+        if self._verdict is None:
+            super().v2_playbook_on_stats(stats)
+            return
+        self._display.display("")
+        for line in _deploy_view.verdict_table(self._verdict):
+            self._display.display(line)
+        workers = _deploy_view.workers_line(self._verdict)
+        if workers:
+            self._display.display(workers)
+        bad = any(stats.summarize(h)["failures"] or stats.summarize(h)["unreachable"] for h in stats.processed)
+        self._display.display(self._verdict_line, color=C.COLOR_ERROR if bad else C.COLOR_OK)

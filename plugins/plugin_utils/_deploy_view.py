@@ -1,0 +1,233 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A deploy as an operator reads it (pure, no Ansible imports): the plan in one line, one live line
+per rolling batch, the verdict table and the final line. Used by the deploy_plan and deploy_finish
+actions (their results carry the data) and by the maand.core.deploy stdout callback.
+
+    plan: 2 restart, 1 stop, 1 remove, 3 unchanged; gates: api
+    api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health (attempt 4/30, 3.1 s)
+    JOB  WORKER    ACTION   RESULT       GATE   VERSION
+    api  10.0.0.1  restart  restarted    3.4 s  1.0.0 -> 1.1.0
+    deploy done: 2 restarted, 1 unreachable, 3 unchanged
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+# plan actions in the order the plan line names them ("skip" reads "unchanged")
+PLAN_ORDER = ("start", "restart", "reload", "sync", "stop", "remove", "purge", "unreachable", "skip")
+DONE_WORD = {"start": "started", "restart": "restarted", "reload": "reloaded", "sync": "synced",
+             "stop": "stopped", "remove": "removed", "purge": "purged"}
+FAILED_WORD = {"failed": "failed", "unreachable": "unreachable", "gate": "gate failed"}
+# results in the order the final line counts them
+RESULT_ORDER = ("started", "restarted", "reloaded", "synced", "stopped", "removed", "purged",
+                "failed", "gate failed", "unreachable", "not run", "unchanged")
+BAD_RESULTS = ("failed", "gate failed", "unreachable", "not run")
+
+
+def _count_words(counts, order):
+    known = [(k, counts[k]) for k in order if counts.get(k)]
+    extra = sorted((k, v) for k, v in counts.items() if k not in order and v)
+    return ", ".join("%d %s" % (v, k) for k, v in known + extra)
+
+
+def plan_gates(plan):
+    """The jobs whose batches wait for a health gate in this plan (sorted)."""
+    return sorted({g["job"] for s in plan.get("steps") or [] for g in s.get("gates") or [] if g.get("job")})
+
+
+def plan_summary(plan):
+    """'plan: 2 restart, 1 stop, 3 unchanged; gates: api' ('plan: nothing to do' for an empty plan)."""
+    counts = {}
+    for row in plan.get("rows") or []:
+        action = "unchanged" if row.get("action") == "skip" else row.get("action")
+        counts[action] = counts.get(action, 0) + 1
+    order = tuple("unchanged" if a == "skip" else a for a in PLAN_ORDER)
+    text = "plan: %s" % (_count_words(counts, order) or "nothing to do")
+    gates = plan_gates(plan)
+    if gates:
+        text += "; gates: %s" % ", ".join(gates)
+    if plan.get("failures"):
+        text += "; %d allocation(s) cannot be deployed" % len(plan["failures"])
+    return text
+
+
+# --- progress lines -----------------------------------------------------------------------------
+
+def progress_line(record):
+    """One line for a progress record (_deploy_progress), or None for a record that shows nothing."""
+    if record.get("kind") == "say":
+        return str(record.get("msg") or "")
+    if record.get("kind") != "gate":
+        return None
+    head = "%s:" % (record.get("batch") or "%s gate" % record.get("job"))
+    state = record.get("state")
+    if state == "wait":
+        line = "%s waiting for %s %s (attempt %s/%s, %.1f s)" % (
+            head, record.get("host"), record.get("check"), record.get("attempt"), record.get("attempts"),
+            float(record.get("elapsed") or 0.0))
+        return line
+    hosts = ", ".join(record.get("hosts") or [])
+    if state == "pass":
+        return "%s health gate passed on %s (%.1f s)" % (head, hosts, float(record.get("elapsed") or 0.0))
+    if state == "fail":
+        return "%s health gate FAILED on %s after %.1f s (%s attempts)" % (
+            head, hosts, float(record.get("elapsed") or 0.0), record.get("attempts"))
+    return None
+
+
+def _names(hosts, most=4):
+    return ", ".join(hosts[:most]) + (" and %d more" % (len(hosts) - most) if len(hosts) > most else "")
+
+
+def step_line(step, hosts):
+    """The line shown when a step's agents start: 'wave 1: api upgrade batch 2/3: applying on
+    10.0.0.2; promoting on 10.0.0.1' (hosts without ops of the step only promote earlier batches)."""
+    what = "final promotions" if step is None else step.get("label") or "step %s" % step.get("index")
+    if not hosts:
+        return "%s: nothing to apply" % what
+    with_ops = [h for h in hosts if step is not None and h in (step.get("ops") or {})]
+    promoting = [h for h in hosts if h not in with_ops]
+    parts = []
+    if with_ops:
+        parts.append("applying on %s" % _names(with_ops))
+    if promoting:
+        parts.append("promoting on %s" % _names(promoting))
+    return "%s: %s" % (what, "; ".join(parts))
+
+
+# --- the verdict --------------------------------------------------------------------------------
+
+@dataclass
+class Verdict:
+    job: str
+    worker: str
+    action: str
+    result: str
+    gate_seconds: object  # float or None
+    before: str
+    after: str
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _op_id(row):
+    if row.get("action") == "purge" or row.get("job") is None:
+        return "purge@%s" % row.get("worker")
+    return "%s@%s" % (row.get("job"), row.get("worker"))
+
+
+def _result(row, done_ids, failed_ops):
+    action = row.get("action")
+    if action == "skip":
+        return "unchanged"
+    if action == "unreachable":
+        return "unreachable"
+    op_id = _op_id(row)
+    if op_id in failed_ops:
+        return FAILED_WORD.get(failed_ops[op_id], "failed")
+    if op_id in done_ids:
+        return DONE_WORD.get(action, action)
+    return "not run"
+
+
+def verdict(plan, done, failed_ops, gate_times=None):
+    """[Verdict] for every row of the plan. done: the run state's done list; failed_ops: its
+    {op id: why}; gate_times: {(job, worker): seconds} (_deploy_progress.gate_times)."""
+    done_ids = {d.get("id") for d in done or []}
+    gate_times = gate_times or {}
+    out = []
+    for row in plan.get("rows") or []:
+        result = _result(row, done_ids, failed_ops or {})
+        before = row.get("from_version") or "-"
+        if row.get("action") in ("stop", "remove", "purge"):
+            after = "-"
+        elif row.get("action") in ("skip", "unreachable"):
+            after = before
+        else:
+            after = row.get("to_version") or "-"
+        out.append(Verdict(job=row.get("job") or "*", worker=row.get("worker") or "", action=row.get("action") or "",
+                           result=result, gate_seconds=gate_times.get((row.get("job"), row.get("worker"))),
+                           before=before, after=after))
+    return out
+
+
+def _version(v):
+    if v.before == v.after:
+        return v.after
+    if v.result in BAD_RESULTS:
+        return "%s (%s not deployed)" % (v.before, v.after)
+    return "%s -> %s" % (v.before, v.after)
+
+
+def verdict_table(rows):
+    """The verdict as aligned lines; a job's unchanged allocations fold into one row."""
+    if not rows:
+        return []
+    table = [("JOB", "WORKER", "ACTION", "RESULT", "GATE", "VERSION")]
+    unchanged = {}
+    for v in rows:
+        if v.result == "unchanged":
+            unchanged.setdefault(v.job, []).append(v)
+    shown = set()
+    for v in rows:
+        if v.result == "unchanged" and len(unchanged[v.job]) > 1:
+            if v.job in shown:
+                continue
+            shown.add(v.job)
+            group = unchanged[v.job]
+            versions = sorted({g.after for g in group})
+            table.append((v.job, "(%d workers)" % len(group), "skip", "unchanged", "-", ", ".join(versions)))
+            continue
+        gate = "-" if v.gate_seconds is None else "%.1f s" % float(v.gate_seconds)
+        table.append((v.job, v.worker, v.action, v.result, gate, _version(v)))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
+    return [("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]).rstrip() for r in table]
+
+
+def result_counts(rows):
+    counts = {}
+    for v in rows:
+        counts[v.result] = counts.get(v.result, 0) + 1
+    return counts
+
+
+def done_line(rows, problems=0):
+    """'deploy done: 2 restarted, 1 unreachable, 3 unchanged' (plus the number of other problems)."""
+    text = "deploy done: %s" % (_count_words(result_counts(rows), RESULT_ORDER) or "nothing to do")
+    bad = sum(1 for v in rows if v.result in BAD_RESULTS)
+    if problems > bad:
+        text += " (%d problem(s), see above)" % problems
+    return text
+
+
+def worker_results(rows):
+    """{worker: "ok" | "unreachable" | "failed"}: unreachable when any of its allocations was, failed
+    when one failed (an allocation not run because its job failed elsewhere leaves the worker ok)."""
+    out = {}
+    for v in rows:
+        if not v.worker:
+            continue
+        now = out.get(v.worker, "ok")
+        if v.result == "unreachable":
+            now = "unreachable"
+        elif v.result in BAD_RESULTS and v.result != "not run" and now == "ok":
+            now = "failed"  # "not run": its job was stopped elsewhere, the worker did nothing wrong
+        out[v.worker] = now
+    return out
+
+
+def workers_line(rows):
+    """'workers: 3 ok, 1 unreachable (10.0.0.4)'."""
+    results = worker_results(rows)
+    if not results:
+        return ""
+    parts = []
+    for word in ("ok", "failed", "unreachable"):
+        hosts = sorted(h for h, r in results.items() if r == word)
+        if hosts:
+            parts.append("%d %s%s" % (len(hosts), word, "" if word == "ok" else " (%s)" % ", ".join(hosts)))
+    return "workers: " + ", ".join(parts)

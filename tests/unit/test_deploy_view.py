@@ -1,0 +1,104 @@
+"""What the maand.core.deploy callback shows (plugins/plugin_utils/_deploy_view.py): the plan line,
+progress lines, the verdict per allocation, its table and the final line."""
+
+from __future__ import annotations
+
+from ansible_collections.maand.core.plugins.plugin_utils import _deploy_view as V
+from ansible_collections.maand.core.plugins.plugin_utils import _run_state as RS
+
+
+def row(job, worker, action, before=None, after="1.1.0", batch=None):
+    return {"job": job, "worker": worker, "action": action, "from_version": before, "to_version": after,
+            "batch": batch, "state": "active"}
+
+
+PLAN = {
+    "bucket_id": "b",
+    "rows": [row("api", "h1", "restart", "1.0.0", batch="api upgrade batch 1/2"),
+             row("api", "h2", "restart", "1.0.0", batch="api upgrade batch 2/2"),
+             row("api", "h3", "unreachable", "1.0.0"),
+             row("db", "h1", "stop", "2.0.0", "2.0.0"),
+             row("old", "h2", "remove", "0.1.0", "0.1.0"),
+             row("web", "h1", "skip", "1.0.0", "1.0.0"), row("web", "h2", "skip", "1.0.0", "1.0.0"),
+             row("web", "h3", "skip", "1.0.0", "1.0.0")],
+    "steps": [{"index": 0, "label": "reconcile", "ops": {"h1": [], "h2": []}, "gates": []},
+              {"index": 1, "label": "wave 0: api upgrade batch 1/2", "ops": {"h1": []},
+               "gates": [{"job": "api", "hosts": ["h1"]}]},
+              {"index": 2, "label": "wave 0: api upgrade batch 2/2", "ops": {"h2": []},
+               "gates": [{"job": "api", "hosts": ["h2"]}]}],
+    "failures": [{"job": "api", "worker": "h3", "msg": "api@h3 not deployed: worker unreachable"}],
+}
+
+
+def test_plan_summary_counts_actions_and_names_gated_jobs():
+    assert V.plan_summary(PLAN) == ("plan: 2 restart, 1 stop, 1 remove, 1 unreachable, 3 unchanged; gates: api; "
+                                    "1 allocation(s) cannot be deployed")
+    assert V.plan_summary({"rows": [], "steps": []}) == "plan: nothing to do"
+    assert V.plan_summary({"rows": [row("a", "h", "start")], "steps": []}) == "plan: 1 start"
+
+
+def test_progress_lines():
+    wait = {"kind": "gate", "state": "wait", "job": "api", "batch": "api upgrade batch 1/3", "host": "10.0.0.1",
+            "check": "http :30000/health", "attempt": 4, "attempts": 30, "elapsed": 3.14}
+    assert V.progress_line(wait) == ("api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health "
+                                     "(attempt 4/30, 3.1 s)")
+    done = {"kind": "gate", "state": "pass", "job": "api", "batch": "api upgrade batch 1/3", "hosts": ["10.0.0.1"],
+            "elapsed": 3.4, "attempts": 5}
+    assert V.progress_line(done) == "api upgrade batch 1/3: health gate passed on 10.0.0.1 (3.4 s)"
+    assert "FAILED on 10.0.0.1 after 3.4 s (5 attempts)" in V.progress_line(dict(done, state="fail"))
+    assert V.progress_line({"kind": "say", "msg": "hook: x"}) == "hook: x"
+    assert V.progress_line({"kind": "other"}) is None
+
+
+def test_step_line_tells_ops_from_promotions():
+    step = PLAN["steps"][2]
+    assert V.step_line(step, ["h1", "h2"]) == "wave 0: api upgrade batch 2/2: applying on h2; promoting on h1"
+    assert V.step_line(None, ["h2"]) == "final promotions: promoting on h2"
+    assert V.step_line(step, []) == "wave 0: api upgrade batch 2/2: nothing to apply"
+    many = ["h%d" % i for i in range(7)]
+    assert V.step_line({"label": "x", "ops": {h: [] for h in many}}, many).endswith("h3 and 3 more")
+
+
+def test_verdict_per_allocation_from_the_run_state():
+    state = RS.RunState(run_id="r", bucket_id="b")
+    state.done = [{"id": "api@h1"}, {"id": "db@h1"}, {"id": "old@h2"}, {"id": "api@h2"}]
+    state.failed_ops = {"api@h2": "gate"}
+    rows = V.verdict(PLAN, state.done, state.failed_ops, {("api", "h1"): 3.42, ("api", "h2"): 15.0})
+    got = {(v.job, v.worker): (v.result, v.gate_seconds, v.before, v.after) for v in rows}
+    assert got[("api", "h1")] == ("restarted", 3.42, "1.0.0", "1.1.0")
+    assert got[("api", "h2")] == ("gate failed", 15.0, "1.0.0", "1.1.0")
+    assert got[("api", "h3")][0] == "unreachable"
+    assert got[("db", "h1")][:1] == ("stopped",) and got[("db", "h1")][3] == "-"
+    assert got[("old", "h2")][0] == "removed"
+    assert got[("web", "h3")][0] == "unchanged"
+    assert V.done_line(rows) == "deploy done: 1 restarted, 1 stopped, 1 removed, 1 gate failed, 1 unreachable, 3 unchanged"
+    assert V.done_line(rows, problems=4).endswith("(4 problem(s), see above)")
+    assert V.worker_results(rows) == {"h1": "ok", "h2": "failed", "h3": "unreachable"}
+    assert V.workers_line(rows) == "workers: 1 ok, 1 failed (h2), 1 unreachable (h3)"
+
+
+def test_ops_never_run_are_not_run_and_unreachable_ops_say_so():
+    rows = V.verdict(PLAN, [], {"api@h1": "unreachable"})
+    got = {(v.job, v.worker): v.result for v in rows}
+    assert got[("api", "h1")] == "unreachable"
+    assert got[("api", "h2")] == "not run"
+    assert V.worker_results(rows)["h1"] == "unreachable"
+    assert V.worker_results(rows)["h2"] == "ok"  # nothing failed there: its job stopped elsewhere
+
+
+def test_verdict_table_aligns_and_folds_unchanged_rows():
+    rows = V.verdict(PLAN, [{"id": "api@h1"}], {"api@h2": "failed"}, {("api", "h1"): 3.42})
+    lines = V.verdict_table(rows)
+    assert lines[0].split() == ["JOB", "WORKER", "ACTION", "RESULT", "GATE", "VERSION"]
+    assert lines[1].split() == ["api", "h1", "restart", "restarted", "3.4", "s", "1.0.0", "->", "1.1.0"]
+    assert "failed" in lines[2] and lines[2].endswith("1.0.0 (1.1.0 not deployed)")
+    assert [l.split()[:5] for l in lines if l.startswith("web")] == [["web", "(3", "workers)", "skip", "unchanged"]]
+    assert len({l.index("ACTION") if "ACTION" in l else None for l in lines[:1]}) == 1
+    col = lines[0].index("RESULT")
+    assert all(l[col - 2:col] == "  " for l in lines[1:])
+    assert V.verdict_table([]) == []
+
+
+def test_verdict_round_trips_through_a_task_result():
+    rows = V.verdict(PLAN, [{"id": "api@h1"}], {})
+    assert [V.Verdict(**v.to_dict()) for v in rows] == rows
