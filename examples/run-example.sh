@@ -54,9 +54,10 @@ ansible-inventory -i "$bucket/maand.yml" --graph
 say "plan: ansible-playbook -i bucket/maand.yml maand.core.deploy --check --diff (changes nothing)"
 ansible-playbook -i "$bucket/maand.yml" maand.core.deploy --check --diff | grep -E '^\s*(wave|job|  |[a-z]+ .*@)|start|skip' | head -40 || true
 
-say "deploy"
-ansible-playbook -i "$bucket/maand.yml" maand.core.deploy > "$work/deploy.log" || { cat "$work/deploy.log"; exit 1; }
-tail -5 "$work/deploy.log"
+say "deploy (as an operator sees it: the stdout callback maand.core.deploy, which the ansible.cfg of maand.core.init sets)"
+ANSIBLE_STDOUT_CALLBACK=maand.core.deploy ansible-playbook -i "$bucket/maand.yml" maand.core.deploy > "$work/deploy.log" \
+  || { cat "$work/deploy.log"; exit 1; }
+grep -vE '^(PLAY \[|$)' "$work/deploy.log"
 
 say "the result on every host (store.conf is rendered per worker from store.conf.tpl)"
 bucket_id="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bucket_id"])' "$bucket/data/catalog.json")"
@@ -69,12 +70,16 @@ done
 say "a second deploy changes nothing"
 ansible-playbook -i "$bucket/maand.yml" maand.core.deploy | grep -E 'changed=' 
 
+say "status: job x worker x state x deployed version x running (make status), one round trip per worker"
+ansible-playbook -i "$bucket/maand.yml" maand.core.status | sed -n '/^JOB /,/^status:/p'
+
 say "a content change under www/ rolls out as a reload, one worker at a time, health-gated"
 echo '<p>Version 2.</p>' >> "$bucket/workspace/jobs/web/www/index.html"
 # the catalog records a fingerprint of the workspace: a deploy refuses a changed workspace until it is rebuilt
 ansible-playbook maand.core.build -e maand_bucket="$bucket" | grep -E 'changed=|failed=[1-9]'
 ansible-playbook -i "$bucket/maand.yml" maand.core.deploy --check --diff | grep -E 'reload|restart' | head -5 || true
-ansible-playbook -i "$bucket/maand.yml" maand.core.deploy | grep -E 'changed=|failed=[1-9]' 
+ANSIBLE_STDOUT_CALLBACK=maand.core.deploy ansible-playbook -i "$bucket/maand.yml" maand.core.deploy \
+  | grep -E 'plan:|batch|^JOB|^(store|web) |^workers:|^deploy done'
 ansible-playbook -i "$bucket/maand.yml" maand.core.job -e maand_job=web -e maand_target=status | grep -E 'serving|not running' | head -3 || true
 
 say "done: the example deployed, redeployed with no change, and rolled out a change"

@@ -188,7 +188,9 @@ def test_05_disable_remove_and_move_then_gc_check_lists_exactly_the_leftovers(en
         assert (env.job(h, "job2") / "data" / "keep.me").exists()
     assert (env.job(h2, "web") / "data" / "keep.me").exists()
     store = _kv_store.KVStore.load(str(env.bucket))
-    assert store.get("vars/job/job2", "note") == "from a hook"
+    # the deploy that cleaned job2's last allocation already deleted its user keys (as maand's deploy
+    # purges a job's namespaces); gc deletes what is left of the namespace (tombstones, history)
+    assert store.get("vars/job/job2", "note") is None and "vars/job/job2" in store.namespaces
     assert not (env.bucket / "data" / "deploy.lock").exists()
 
 
