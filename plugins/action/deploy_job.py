@@ -49,6 +49,13 @@ class ActionModule(ActionBase):
         if problem:
             result.update(failed=True, msg="%s; nothing was run" % problem)
             return result
+        spec = ((task_vars.get("maand_catalog_jobs") or {}).get(args["job"]) or {}).get("spec")
+        if isinstance(spec, dict):  # an unknown variable refuses before anything runs, in check mode too
+            try:
+                _jobspec_deploy.expand(args["job"], spec, os.environ.get)
+            except _jobspec_deploy.EnvError as exc:
+                result.update(failed=True, msg="%s; nothing was run" % exc)
+                return result
         if self._task.check_mode and target != "status":
             result.update(changed=True, skipped=False, msg="check mode: would run make %s" % target)
             return result
@@ -59,7 +66,6 @@ class ActionModule(ActionBase):
             return result
         op = {"id": "%s@%s" % (args["job"], host), "kind": "run", "job": args["job"],
               "host": host, "target": target, "env": env, "promote_now": False}
-        spec = ((task_vars.get("maand_catalog_jobs") or {}).get(args["job"]) or {}).get("spec")
         if isinstance(spec, dict):  # the job spec's environment and run fields, as the deploy runs them
             op["spec"] = _jobspec_deploy.op_spec(spec)
             try:

@@ -275,8 +275,10 @@ class ActionModule(ActionBase):
         states = {h: _host_state(hostvars, h, args["state_var"]) for h in hosts}
         in_scope = [j["name"] for j in catalog.get("jobs", [])
                     if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
-        # job specs' users, groups and root needs checked before pre_deploy hooks run on any worker
-        id_errors = _jobspec_deploy.check_ids(catalog, states, in_scope)
+        # job specs' environments (against the controller's), users, groups and root needs checked before
+        # pre_deploy hooks run on any worker
+        id_errors = (_jobspec_deploy.check_env(catalog, in_scope, os.environ.get)
+                     + _jobspec_deploy.check_ids(catalog, states, in_scope))
         if id_errors:
             return self._fail(result, bucket, "deploy refused, nothing was changed:\n  " + "\n  ".join(id_errors))
         hook_failures, in_scope, jobs_filter = self._pre_deploy(bucket, catalog, in_scope, jobs_filter, states,

@@ -7,6 +7,7 @@ On the controller, at plan time (``maand.core.deploy_plan``):
 
 - ``expand`` evaluates a job's environment against the controller's environment (Maelstrom's
   environment_eval); an unknown variable refuses the deploy, naming job, file and variable;
+  ``check_env`` does that for every in-scope job before the pre_deploy hooks run;
 - ``with_env`` folds one digest per variable into the job's content map as ``.maand-env/<KEY>``
   pseudo-paths, so a changed value restarts or reloads per restart_policy and the plan says
   "environment changed: KEY". The digests are salted, slow PBKDF2 hashes: the values themselves
@@ -65,6 +66,20 @@ def expand(job: str, spec: dict, lookup) -> dict:
         return JS.job_environment_of(integrated, lookup)
     except JS.SpecError as exc:
         raise EnvError("job %s: %s" % (job, exc)) from None
+
+
+def check_env(catalog: dict, jobs: list, lookup) -> list:
+    """Errors of the ``jobs`` whose environment does not expand against ``lookup`` (the controller's
+    environment): one line per job naming job, file, JSON path and variable, with the fix. Only names
+    travel: the values are evaluated and dropped. The deploy calls it before any pre_deploy hook runs."""
+    errors = []
+    specs = specs_of(catalog)
+    for name in sorted(set(jobs) & set(specs)):
+        try:
+            expand(name, specs[name], lookup)
+        except EnvError as exc:
+            errors.append(str(exc))
+    return errors
 
 
 def env_digest(bucket_id: str, job: str, key: str, value: str) -> str:

@@ -255,11 +255,20 @@ def test_04b_job_playbook_runs_targets_with_the_spec(run):
 
 
 def test_05_unknown_variable_refuses_before_touching_workers(run):
+    hooks = Path(run.env["JS_HOOK_MARK"]).read_text()
+    assert hooks, "the pre_deploy hook ran in the deploys before"
+    outs = {h: (run.job(h, "envjob") / "run" / "out.txt").read_text() for h in run.fleet.addresses}
     del run.env["JS_DB_URL"]
+    run.env["JS_LEVEL"] = "changed-so-the-plan-would-restart"
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
-        "'JS_DB_URL'" in out, out
+        "'JS_DB_URL'" in out and "nothing was changed" in out, out
+    assert Path(run.env["JS_HOOK_MARK"]).read_text() == hooks  # refused before the pre_deploy hook ran
+    rc, out = run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart", check=False)
+    assert rc != 0 and "unknown variable 'JS_DB_URL'" in out and "nothing was run" in out, out
+    assert {h: (run.job(h, "envjob") / "run" / "out.txt").read_text() for h in run.fleet.addresses} == outs
     run.env["JS_DB_URL"] = SECRET
+    run.env["JS_LEVEL"] = "debug"
 
 
 def test_05b_unknown_user_refuses_the_plan(run):

@@ -25,6 +25,22 @@ def test_expand_and_unknown_variable_names_job_file_and_variable():
         D.expand("api", spec, {}.get)
 
 
+def test_check_env_names_every_in_scope_job_and_no_value():
+    bad = dict(SPEC, environment=[{"vars": {"A": "$env{MISSING_A}"}, "extend": True,
+                                   "origin": "workspace/containers/base.json: environment"}])
+    cat = catalog([dict(job("api"), spec=SPEC), dict(job("web"), spec=bad), job("plain")], [])
+    errors = D.check_env(cat, ["api", "web", "plain"], {}.get)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith("job api: workspace/jobs/api/manifest.json: environment[0].vars.DB: "
+                                "unknown variable 'DB_URL' (set it in the controller's environment"), errors
+    assert errors[1].startswith("job web: workspace/containers/base.json: environment.vars.A: "
+                                "unknown variable 'MISSING_A'"), errors
+    assert D.check_env(cat, ["api", "plain"], {"DB_URL": "pg://secret-value"}.get) == []  # web out of scope
+    errors = D.check_env(cat, ["api", "web"], {"DB_URL": "pg://secret-value"}.get)
+    assert errors and not any("secret-value" in e for e in errors), errors
+    assert D.check_env(cat, ["plain"], {}.get) == []
+
+
 def test_env_digests_hide_values_and_change_with_them():
     cont = content("api")["api"]
     one = D.with_env(cont, BID, "api", {"DB": "secret-1"})
