@@ -14,7 +14,8 @@ CONN = {"address": "10.0.0.7", "port": 2222, "user": "agent", "key": "/b/secrets
 def local_ssh(argv, **kw):
     """Runs the remote part of an ssh argv with sh on this machine (what the worker would do)."""
     assert argv[0] == "ssh"
-    return subprocess.run(["sh", "-c", argv[-1]], **dict(kw, check=False))
+    kw.pop("check", None)
+    return subprocess.run(["sh", "-c", argv[-1]], check=False, **kw)
 
 
 def test_ssh_argv_uses_the_run_connection_settings_first():
