@@ -215,7 +215,7 @@ class _Absent:
 ABSENT = _Absent()
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class PlanRow:
     """plan["rows"][i]: what the deploy does to one allocation (or, job None, to a worker it purges), and why."""
 
@@ -247,7 +247,7 @@ class PlanRow:
         return out
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Op:
     """plan["steps"][i]["ops"][host][j]: one operation of the worker agent (_worker_agent) in a step.
 
@@ -298,7 +298,7 @@ class Op:
         return out
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Step:
     """plan["steps"][i]: ops run side by side on their hosts, then the gates of the batches in it."""
 
