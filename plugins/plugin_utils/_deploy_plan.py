@@ -18,11 +18,16 @@ the controller (`_deploy_files.hash_tree`), and what each worker reported about 
   job's health_check cannot run): the run goes on for the others and fails at the end, naming them;
 - `prune`: catalog rows a successful run may drop without touching a worker.
 
+Inside the planner, rows, operations and steps are typed records (`PlanRow`, `Op`, `Step`); their
+`to_json` gives the plan's JSON, the only shape that leaves this module (tests/unit/test_deploy_plan_golden.py
+keeps it unchanged).
+
 Nothing here performs I/O.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from . import _deploy_files as files_mod
@@ -198,11 +203,117 @@ def compute_plan(catalog, content, states, hosts, options=None):
     return planner.result()
 
 
-def _op(op_id, kind, host, job=None, action=None, target=None, env=None, record=None, promote_now=False):
-    """A reconcile/meta op (the dict shape the deploy steps read)."""
-    return {"id": op_id, "kind": kind, "job": job, "host": host, "action": action or kind,
-            "target": target, "sync": False, "env": env if env is not None else {}, "record": record,
-            "promote_now": promote_now}
+# --- the plan's records (typed inside the planner, plain JSON at the boundary: to_json) -----------------
+
+class _Absent:
+    """A field whose key the JSON leaves out (not the same as null)."""
+
+    def __repr__(self):
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+
+
+@dataclasses.dataclass(slots=True)
+class PlanRow:
+    """plan["rows"][i]: what the deploy does to one allocation (or, job None, to a worker it purges), and why."""
+
+    job: str | None
+    worker: str
+    alloc_id: str | None
+    state: str
+    wave: int | None
+    from_version: str | None
+    to_version: str | None
+    paths: list = dataclasses.field(default_factory=list)  # changed (or, for a rollback, restored) files
+    action: str | None = None  # one of ACTIONS, set by the decision
+    reason: str | None = None
+    hash: object = ABSENT  # the tree hash it ships; the key is absent for rows that ship nothing
+    batch: str | None = None  # the rolling batch label, once scheduled (absent when not)
+
+    def decide(self, action, reason):
+        self.action, self.reason = action, reason
+
+    def to_json(self):
+        out = {"job": self.job, "worker": self.worker, "alloc_id": self.alloc_id, "state": self.state,
+               "wave": self.wave, "paths": list(self.paths), "from_version": self.from_version,
+               "to_version": self.to_version}
+        if self.hash is not ABSENT:
+            out["hash"] = self.hash
+        out.update(action=self.action, reason=self.reason)
+        if self.batch is not None:
+            out["batch"] = self.batch
+        return out
+
+
+@dataclasses.dataclass(slots=True)
+class Op:
+    """plan["steps"][i]["ops"][host][j]: one operation of the worker agent (_worker_agent) in a step.
+
+    kind "run" ships a job tree (src) and runs its target; "stop", "remove", "purge" and "meta" (worker.json
+    and jobs.json) reconcile in step 0.
+    """
+
+    id: str
+    kind: str
+    host: str
+    job: str | None = None
+    action: str | None = None
+    target: str | None = None  # the make target, or None (files only)
+    sync: bool = False
+    env: dict = dataclasses.field(default_factory=dict)
+    record: dict | None = None  # the state record promoted on the worker (state_record)
+    promote_now: bool = False  # promoted after the op, not after the batch's gate
+    src: str | None = None  # run ops: the job folder
+    restore: bool = False  # run ops of a rollback: the worker's previous tree goes back (key absent when False)
+    worker_json: dict | None = None  # meta ops
+    jobs_json: list | None = None  # meta ops
+
+    @classmethod
+    def reconcile(cls, kind, host, job=None, **kw):
+        """A step 0 op: "<job>@<host>" (stop, remove) or "<kind>@<host>" (purge, meta)."""
+        return cls("%s@%s" % (job or kind, host), kind, host, job=job, action=kind, **kw)
+
+    @classmethod
+    def run(cls, job, host, src, **kw):
+        return cls("%s@%s" % (job, host), "run", host, job=job, src=src, **kw)
+
+    def act(self, action, target):
+        self.action, self.target = action, target
+
+    def to_json(self):
+        if self.kind == "run":
+            out = {"id": self.id, "kind": self.kind, "job": self.job, "host": self.host, "src": self.src,
+                   "sync": self.sync, "env": self.env, "record": self.record, "promote_now": self.promote_now,
+                   "action": self.action, "target": self.target}
+            if self.restore:
+                out["restore"] = True
+            return out
+        out = {"id": self.id, "kind": self.kind, "job": self.job, "host": self.host, "action": self.action,
+               "target": self.target, "sync": self.sync, "env": self.env, "record": self.record,
+               "promote_now": self.promote_now}
+        if self.kind == "meta":
+            out.update(worker_json=self.worker_json, jobs_json=self.jobs_json)
+        return out
+
+
+@dataclasses.dataclass(slots=True)
+class Step:
+    """plan["steps"][i]: ops run side by side on their hosts, then the gates of the batches in it."""
+
+    index: int
+    wave: int | None
+    last_in_wave: bool
+    label: str
+    jobs: list
+    ops: dict  # host -> [Op]
+    gates: list
+
+    def to_json(self):
+        return {"index": self.index, "wave": self.wave, "last_in_wave": self.last_in_wave, "label": self.label,
+                "jobs": self.jobs, "ops": {host: [o.to_json() for o in ops] for host, ops in self.ops.items()},
+                "gates": self.gates}
 
 
 def current_versions(states):
@@ -402,13 +513,11 @@ class _Planner:
         job = self.jobs.get(name)
         st = self.state(host)
         deployed = _promoted(st, name)
-        row = {"job": name, "worker": host, "alloc_id": alloc.get("alloc_id"), "state": state,
-               "wave": (job or {}).get("deployment_seq", 0), "paths": [],
-               "from_version": (deployed or {}).get("version"),
-               "to_version": (job or {}).get("version") or ZERO_VERSION}
+        row = PlanRow(name, host, alloc.get("alloc_id"), state, (job or {}).get("deployment_seq", 0),
+                      from_version=(deployed or {}).get("version"), to_version=(job or {}).get("version") or ZERO_VERSION)
         self.rows.append(row)
         if job is None:
-            row.update(action="skip", reason="job is not in the catalog's jobs list (rebuild the catalog)")
+            row.decide("skip", "job is not in the catalog's jobs list (rebuild the catalog)")
             self.errors.append("catalog: allocation %s@%s names job %s, which has no job record; run maand.core.build"
                                % (name, host, name))
             return
@@ -416,28 +525,27 @@ class _Planner:
             self._decide_removed(row, job, st, deployed)
             return
         if not st.get("reachable", False):
-            row.update(action="unreachable", reason="worker unreachable: %s" % (st.get("error") or "no answer"))
+            row.decide("unreachable", "worker unreachable: %s" % (st.get("error") or "no answer"))
             self.failures.append({"job": name, "worker": host, "msg": "%s@%s not deployed: worker unreachable (%s)"
                                   % (name, host, st.get("error") or "no answer")})
             return
         cur = self.content.get(name) or {}
         if cur.get("error"):
-            row.update(action="skip", reason="cannot read the job tree: %s" % cur["error"])
+            row.decide("skip", "cannot read the job tree: %s" % cur["error"])
             self.errors.append("job %s: %s" % (name, cur["error"]))
             return
         if state == "disabled":
             self._decide_disabled(row, deployed)
             return
         if name in self.gate_failed:
-            row.update(action="skip", reason="not deployed: its health_check cannot run (%s)"
-                       % "; ".join(self.gate_failed[name]))
+            row.decide("skip", "not deployed: its health_check cannot run (%s)" % "; ".join(self.gate_failed[name]))
             return
         if name in self.rollback:
             self._decide_rollback(row, job, st, deployed)
             return
         cur = (cur.get("allocations") or {}).get(host, cur)  # rendered per allocation (_deploy_stage)
         if cur.get("error"):  # the message is in options["stage_errors"], once for all its workers
-            row.update(action="skip", reason="cannot render: %s" % cur["error"])
+            row.decide("skip", "cannot render: %s" % cur["error"])
             return
         self._decide_active(row, job, st, deployed, cur)
 
@@ -449,54 +557,53 @@ class _Planner:
 
     def _decide_removed(self, row, job, st, deployed):
         """A removed allocation, or any allocation of a worker that left workers.json: stop and remove."""
-        name, host = row["job"], row["worker"]
+        name, host = row.job, row.worker
         worker_removed = host in self.removed_worker_hosts
         why = ("worker left workers.json" if worker_removed else
                "job left the workspace" if job.get("removed") else
                "worker no longer matches the job's selectors")
         if not st.get("reachable", False):
             if worker_removed:
-                row.update(action="remove", reason="%s; worker unreachable, assumed dead (files not cleaned): %s"
+                row.decide("remove", "%s; worker unreachable, assumed dead (files not cleaned): %s"
                            % (why, st.get("error") or "unreachable"))
                 self.dead_removed_workers.add(host)
                 self.prune.append({"job": name, "worker": host})
             else:
-                row.update(action="unreachable", reason="%s; worker unreachable, cannot stop/remove: %s"
+                row.decide("unreachable", "%s; worker unreachable, cannot stop/remove: %s"
                            % (why, st.get("error") or "unreachable"))
                 self.failures.append({"job": name, "worker": host, "msg": "cannot remove %s@%s: worker unreachable (%s)"
                                       % (name, host, st.get("error") or "")})
             return
         if deployed is None and name not in set(st.get("trees") or []):
-            row.update(action="skip", reason="%s; nothing deployed there" % why)
+            row.decide("skip", "%s; nothing deployed there" % why)
             self.prune.append({"job": name, "worker": host})
             return
         running = (deployed or {}).get("running")
-        row.update(action="remove", reason="%s; %s" % (why, "stop, then delete job files (keep data/, logs/)"
-                                                       if running else "delete job files (keep data/, logs/)"))
+        todo = "stop, then delete job files (keep data/, logs/)" if running else "delete job files (keep data/, logs/)"
+        row.decide("remove", "%s; %s" % (why, todo))
         version = (deployed or {}).get("version") or ZERO_VERSION
-        self.reconcile.setdefault(host, []).append(_op(
-            "%s@%s" % (name, host), "remove", host, job=name, target="stop" if running else None,
-            env=self.alloc_env(name, host, version, version)))
+        self.reconcile.setdefault(host, []).append(Op.reconcile(
+            "remove", host, job=name, target="stop" if running else None, env=self.alloc_env(name, host, version, version)))
 
     def _decide_disabled(self, row, deployed):
-        name, host = row["job"], row["worker"]
+        name, host = row.job, row.worker
         if not (deployed and deployed.get("running")):
-            row.update(action="skip", reason="disabled (not running)")
+            row.decide("skip", "disabled (not running)")
             return
-        row.update(action="stop", reason="disabled (was running)")
+        row.decide("stop", "disabled (was running)")
         record = dict(deployed)
         record["running"] = False
         cur_version = deployed.get("version") or ZERO_VERSION
-        self.reconcile.setdefault(host, []).append(_op(
-            "%s@%s" % (name, host), "stop", host, job=name, target="stop",
-            env=self.alloc_env(name, host, cur_version, cur_version), record=record, promote_now=True))
+        self.reconcile.setdefault(host, []).append(Op.reconcile(
+            "stop", host, job=name, target="stop", env=self.alloc_env(name, host, cur_version, cur_version),
+            record=record, promote_now=True))
 
     def _decide_active(self, row, job, st, deployed, cur):
-        name, host = row["job"], row["worker"]
+        name, host = row.job, row.worker
         new_version = job.get("version") or ZERO_VERSION
         cur_version = (deployed or {}).get("version") or ZERO_VERSION
         prev_files = (deployed or {}).get("files") or {}
-        row["hash"] = cur.get("hash")
+        row.hash = cur.get("hash")
         unpromoted_rollback = deployed is not None and name in (st.get("rollback_pending") or [])
         hash_changed = deployed is None or deployed.get("hash") != cur.get("hash") or unpromoted_rollback
         version_changed = deployed is not None and cur_version != new_version
@@ -507,11 +614,11 @@ class _Planner:
             reasons.insert(0, "a rollback was not promoted (its gate failed): the workspace's files go back")
         if deployed is not None and deployed.get("rolled_back_from"):
             reasons.append("roll forward after the rollback from %s" % deployed["rolled_back_from"])
-        row["paths"] = changed
-        op = {"id": "%s@%s" % (name, host), "kind": "run", "job": name, "host": host, "src": job.get("path"),
-              "sync": bool(hash_changed), "env": self.alloc_env(name, host, cur_version, new_version),
-              "record": state_record(name, row["alloc_id"], cur, new_version, True, None),
-              "promote_now": name not in self.gates}
+        row.paths = changed
+        op = Op.run(name, host, job.get("path"), sync=bool(hash_changed),
+                    env=self.alloc_env(name, host, cur_version, new_version),
+                    record=state_record(name, row.alloc_id, cur, new_version, True, None),
+                    promote_now=name not in self.gates)
         bucket = self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})
         if deployed is None and self._adopt(row, op, bucket, st, new_version):
             return
@@ -519,7 +626,7 @@ class _Planner:
             self._decide_start(row, op, bucket, st, deployed, reasons)
             return
         if not hash_changed and not version_changed and not self.force:
-            row.update(action="skip", reason="unchanged (hash %s, version %s)" % (_short(deployed.get("hash")), cur_version))
+            row.decide("skip", "unchanged (hash %s, version %s)" % (_short(deployed.get("hash")), cur_version))
             return
         if not hash_changed and not version_changed:
             reasons.append("forced (maand_force)")
@@ -528,14 +635,14 @@ class _Planner:
     def _decide_rollback(self, row, job, st, deployed):
         """maand_rollback: the worker's previous promoted tree and record go back, through the job's
         rolling batches and gate (a restart, or a start when it is not running)."""
-        name, host = row["job"], row["worker"]
+        name, host = row.job, row.worker
         previous = (st.get("previous") or {}).get(name)
         if deployed is None:
-            row.update(action="skip", reason="rollback: nothing deployed here")
+            row.decide("skip", "rollback: nothing deployed here")
             self.errors.append("maand_rollback: %s@%s has nothing deployed, so nothing to roll back" % (name, host))
             return
         if not isinstance(previous, dict) or previous.get("format") != STATE_FORMAT:
-            row.update(action="skip", reason="rollback: no previous version on the worker")
+            row.decide("skip", "rollback: no previous version on the worker")
             self.errors.append(
                 "maand_rollback: %s@%s has no previous version to roll back to (a worker keeps the tree of the "
                 "version promoted before the current one, from the first deploy that promotes a new version with "
@@ -546,49 +653,49 @@ class _Planner:
         record = dict(previous, running=True, update_seq=None, rolled_back_from=cur_version)
         record.pop("rollback", None)
         target = "restart" if deployed.get("running") else "start"
-        row["paths"] = files_mod.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
-        row.update(action="rollback", hash=previous.get("hash"), to_version=old_version,
-                   reason="rollback: %s %s -> %s (hash %s -> %s; %s); the catalog stays at %s, the next deploy "
+        row.paths = files_mod.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
+        row.hash, row.to_version = previous.get("hash"), old_version
+        row.decide("rollback", "rollback: %s %s -> %s (hash %s -> %s; %s); the catalog stays at %s, the next deploy "
                    "rolls forward again" % (name, cur_version, old_version, _short(deployed.get("hash")),
                                             _short(previous.get("hash")), target, job.get("version") or ZERO_VERSION))
-        op = {"id": "%s@%s" % (name, host), "kind": "run", "job": name, "host": host, "src": job.get("path"),
-              "sync": False, "restore": True, "action": "rollback", "target": target,
-              "env": self.alloc_env(name, host, cur_version, old_version), "record": record,
-              "promote_now": name not in self.gates}
+        op = Op.run(name, host, job.get("path"), restore=True, action="rollback", target=target,
+                    env=self.alloc_env(name, host, cur_version, old_version), record=record,
+                    promote_now=name not in self.gates)
         self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})["upgrade"].append(op)
 
     def _adopt(self, row, op, bucket, st, new_version):
         """An allocation maand deployed and runs (data/maand.db, its tree on the worker, no maand.core record):
         same version -> its files are synced and it is recorded, not restarted. True when handled."""
-        name, host = row["job"], row["worker"]
+        name, host = row.job, row.worker
         maand_version = self.adopted.get((name, host))
         if maand_version is None or name not in (st.get("trees") or []):
             return False
         if maand_version != new_version:
-            row["paths"] = []
-            op.update(action="restart", target="restart",
-                      env=self.alloc_env(name, host, maand_version, new_version))
-            row.update(action="restart", reason="taken over from maand: version %s -> %s" % (maand_version, new_version))
+            row.paths = []
+            op.act("restart", "restart")
+            op.env = self.alloc_env(name, host, maand_version, new_version)
+            row.decide("restart", "taken over from maand: version %s -> %s" % (maand_version, new_version))
             bucket["upgrade"].append(op)
             return True
-        op.update(action="sync", target=None, promote_now=True)
-        row.update(action="sync", reason="taken over from maand (running %s): files synced, not restarted" % new_version)
+        op.act("sync", None)
+        op.promote_now = True
+        row.decide("sync", "taken over from maand (running %s): files synced, not restarted" % new_version)
         bucket["sync"].append(op)
         return True
 
     def _decide_start(self, row, op, bucket, st, deployed, reasons):
-        name, host = row["job"], row["worker"]
+        name, host = row.job, row.worker
         if deployed is not None:
             reasons.insert(0, "not running (re-enabled or stopped)")
         if self.sync_only:
-            row.update(action="start", reason="; ".join(reasons))
+            row.decide("start", "; ".join(reasons))
             self.errors.append("maand_sync_only: %s@%s needs a start (%s); run the deploy without maand_sync_only"
                                % (name, host, "; ".join(reasons)))
             return
         if name in (st.get("pending") or []):
             reasons.insert(0, "retry: the previous start failed its gate (stop it first)")
-        op.update(action="start", target="start")
-        row.update(action="start", reason="; ".join(reasons))
+        op.act("start", "start")
+        row.decide("start", "; ".join(reasons))
         bucket["start"].append(op)
 
     def _decide_upgrade(self, row, op, bucket, job, changed, hash_changed, version_changed, reasons):
@@ -601,10 +708,10 @@ class _Planner:
             reasons.append("no restart_globs matched")
         if action == "sync":
             reasons.append("maand_sync_only" if self.sync_only else "restart_policy never: files only")
-        op.update(action=action, target=None if action == "sync" else action)
-        row.update(action=action, reason="; ".join(reasons))
+        op.act(action, None if action == "sync" else action)
+        row.decide(action, "; ".join(reasons))
         if action == "sync":
-            op["promote_now"] = True
+            op.promote_now = True
             bucket["sync"].append(op)
         else:
             bucket["upgrade"].append(op)
@@ -628,12 +735,12 @@ class _Planner:
                 self.rows.append(self._purge_row(
                     host, "worker left workers.json: delete /opt/worker/%s except jobs/*/data and jobs/*/logs"
                     % self.bucket_id))
-                self.reconcile.setdefault(host, []).append(_op("purge@%s" % host, "purge", host))
+                self.reconcile.setdefault(host, []).append(Op.reconcile("purge", host))
 
     @staticmethod
     def _purge_row(host, reason):
-        return {"job": None, "worker": host, "alloc_id": None, "state": "removed", "wave": None,
-                "paths": [], "from_version": None, "to_version": None, "action": "purge", "reason": reason}
+        return PlanRow(None, host, None, "removed", None, from_version=None, to_version=None, action="purge",
+                       reason=reason)
 
     # --- phase 4: worker metadata (worker.json / jobs.json) and the update_seq ---
 
@@ -686,11 +793,10 @@ class _Planner:
                 st = self.state(host)
                 want_worker, want_jobs = self.desired_meta(host, self.update_seq)
                 if st.get("worker") != want_worker or st.get("jobs") != want_jobs:
-                    self.meta_ops[host] = dict(_op("meta@%s" % host, "meta", host),
-                                               worker_json=want_worker, jobs_json=want_jobs)
+                    self.meta_ops[host] = Op.reconcile("meta", host, worker_json=want_worker, jobs_json=want_jobs)
         for job_ops in self.rollout.values():
             for op in itertools.chain(job_ops["start"], job_ops["upgrade"], job_ops["sync"]):
-                op["record"]["update_seq"] = self.update_seq
+                op.record["update_seq"] = self.update_seq
 
     # --- phase 5: the schedule ---
 
@@ -700,7 +806,7 @@ class _Planner:
         for name, job_ops in self.rollout.items():
             if job_ops["start"] or job_ops["upgrade"] or job_ops["sync"]:
                 waves.setdefault(self.jobs[name].get("deployment_seq", 0) or 0, []).append(name)
-        row_index = {(r["job"], r["worker"]): r for r in self.rows}
+        row_index = {(r.job, r.worker): r for r in self.rows}
         for wave in sorted(waves):
             subs = {name: self._job_batches(name, row_index) for name in sorted(waves[wave])}
             self._schedule_wave(wave, subs)
@@ -711,14 +817,13 @@ class _Planner:
         for host in sorted(set(self.meta_ops) | set(self.reconcile)):
             ops = [self.meta_ops[host]] if host in self.meta_ops else []
             todo = self.reconcile.get(host, [])
-            ops += sorted((o for o in todo if o["kind"] == "stop"), key=lambda o: o["job"])
-            ops += sorted((o for o in todo if o["kind"] == "remove"), key=lambda o: o["job"])
-            ops += [o for o in todo if o["kind"] == "purge"]
+            ops += sorted((o for o in todo if o.kind == "stop"), key=lambda o: o.job)
+            ops += sorted((o for o in todo if o.kind == "remove"), key=lambda o: o.job)
+            ops += [o for o in todo if o.kind == "purge"]
             step0[host] = ops
         if step0:
-            self.steps.append({"index": 0, "wave": None, "last_in_wave": True, "label": "reconcile",
-                               "jobs": sorted({o["job"] for ops in step0.values() for o in ops if o["job"]}),
-                               "ops": step0, "gates": []})
+            self.steps.append(Step(0, None, True, "reconcile",
+                                   sorted({o.job for ops in step0.values() for o in ops if o.job}), step0, []))
 
     def _job_batches(self, name, row_index):
         """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""
@@ -743,20 +848,20 @@ class _Planner:
         out = []
         for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
-            shown = "rollback" if phase == "upgrade" and all(o.get("restore") for o in ops) else phase
+            shown = "rollback" if phase == "upgrade" and all(o.restore for o in ops) else phase
             label = "%s %s batch %d/%d" % (name, shown, counter[phase], total[phase])
-            lifecycle_hosts = [o["host"] for o in ops if o["action"] != "sync"]
+            lifecycle_hosts = [o.host for o in ops if o.action != "sync"]
             gate = None
             if name in self.gates and lifecycle_hosts:
                 gate = dict(self.gates[name], hosts=lifecycle_hosts)
                 if hook_events(job):
-                    order = [o["host"] for p, b in seq if p == phase for o in b if o["action"] != "sync"]
+                    order = [o.host for p, b in seq if p == phase for o in b if o.action != "sync"]
                     gate["hooks"] = {"phase": "new" if phase == "start" else "update",
                                      "batch_index": counter[phase] - 1, "batch_count": total[phase],
                                      "order": order, "order_source": sources.get(phase, "default"),
                                      "last": pos == len(seq) - 1}
             for o in ops:
-                row_index[(name, o["host"])]["batch"] = label
+                row_index[(name, o.host)].batch = label
             out.append({"label": label, "ops": ops, "gate": gate})
         return out
 
@@ -767,7 +872,7 @@ class _Planner:
         if not raw or not ops:
             return ops, "default"
         order = [ip.strip() for ip in str(raw).split(",") if ip.strip()]
-        hosts = [o["host"] for o in ops]
+        hosts = [o.host for o in ops]
         problem = None
         if len(set(order)) != len(order):
             problem = "duplicate allocation"
@@ -776,7 +881,7 @@ class _Planner:
         if problem:
             self.order_notes.append("job %s: rollout_order %r ignored (%s); using the catalog order" % (name, raw, problem))
             return ops, "default"
-        by_host = {o["host"]: o for o in ops}
+        by_host = {o.host: o for o in ops}
         return [by_host[h] for h in order], "kv"
 
     def _job_control_batch(self, name, job_ops, row_index):
@@ -784,16 +889,16 @@ class _Planner:
         job_control command starts, restarts or reloads it in the batch's gate (maand deployJobWithCommands)."""
         ops = job_ops["sync"] + job_ops["start"] + job_ops["upgrade"]
         for o in job_ops["start"] + job_ops["upgrade"]:
-            o["target"] = None
+            o.target = None
         label = "%s job_control" % name
-        lifecycle_hosts = [o["host"] for o in job_ops["start"] + job_ops["upgrade"]]
+        lifecycle_hosts = [o.host for o in job_ops["start"] + job_ops["upgrade"]]
         gate = None
         if lifecycle_hosts:
             gate = dict(self.gates[name], hosts=lifecycle_hosts, hooks={
-                "job_control": True, "new": [o["host"] for o in job_ops["start"]],
-                "updated": [o["host"] for o in job_ops["upgrade"]], "last": True})
+                "job_control": True, "new": [o.host for o in job_ops["start"]],
+                "updated": [o.host for o in job_ops["upgrade"]], "last": True})
         for o in ops:
-            row_index[(name, o["host"])]["batch"] = label
+            row_index[(name, o.host)].batch = label
         return {"label": label, "ops": ops, "gate": gate}
 
     def _schedule_wave(self, wave, subs):
@@ -811,10 +916,9 @@ class _Planner:
                 if sub["gate"]:
                     gate_list.append(sub["gate"])
                 for o in sub["ops"]:
-                    ops_by_host.setdefault(o["host"], []).append(o)
-            self.steps.append({"index": len(self.steps), "wave": wave, "last_in_wave": i == depth - 1,
-                               "label": "wave %d: %s" % (wave, "; ".join(labels)), "jobs": step_jobs,
-                               "ops": ops_by_host, "gates": gate_list})
+                    ops_by_host.setdefault(o.host, []).append(o)
+            self.steps.append(Step(len(self.steps), wave, i == depth - 1, "wave %d: %s" % (wave, "; ".join(labels)),
+                                   step_jobs, ops_by_host, gate_list))
 
     def result(self):
         plan = {
@@ -823,8 +927,8 @@ class _Planner:
             "previous_update_seq": self.seen_seq,
             "options": {"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only,
                         "rollback": sorted(self.rollback)},
-            "rows": self.rows,
-            "steps": self.steps if not self.errors else [],
+            "rows": [row.to_json() for row in self.rows],
+            "steps": [step.to_json() for step in self.steps] if not self.errors else [],
             "errors": self.errors,
             "failures": self.failures,
             "prune": self.prune,
