@@ -39,7 +39,14 @@ fi
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "failed steps before pytest: ${failed[*]}"
 fi
-python3 -m pytest -q -p no:randomly tests
+# The fleet tests mostly wait (SSH, health gates, make targets): three processes, one test file each
+# at a time (--dist loadfile: a file's module-scoped fleet and its ordered steps stay in one process;
+# fleets of concurrent processes get their own subnets, tests/fleet/fleet.py serialises that).
+xdist=()
+if python3 -c "import xdist" 2>/dev/null; then
+  xdist=(-n "${MAAND_TEST_PROCESSES:-3}" --dist loadfile)
+fi
+python3 -m pytest -q -p no:randomly "${xdist[@]}" tests
 rc=$?
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "failed steps: ${failed[*]}"
