@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock, _kv_store
+from tests.integration.deploy import env as deploy_env
 from tests.integration.deploy.bucket import make_bucket, manifest
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
@@ -30,34 +31,9 @@ pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
-class Env:
-    def __init__(self, fleet, bucket):
-        self.fleet = fleet
-        self.bucket = bucket
-        self.hosts = fleet.addresses
-
-    def play(self, name, *args, check=True):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=300, check=False)
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-        return proc.returncode, out
-
+class Env(deploy_env.Env):
     def run(self, cmd, *args, check=True):
         return self.play("run_command", "-e", json.dumps({"maand_cmd": cmd}), *args, check=check)
-
-    @property
-    def bucket_id(self):
-        return json.loads((self.bucket / "data" / "catalog.json").read_text())["bucket_id"]
-
-    def job(self, host, job):
-        return Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.bucket_id / "jobs" / job
-
-    def catalog(self):
-        return json.loads((self.bucket / "data" / "catalog.json").read_text())
 
 
 @pytest.fixture(scope="module")
