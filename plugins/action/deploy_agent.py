@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
@@ -90,7 +91,10 @@ class ActionModule(ActionBase):
             if not ok:
                 failed.update(ids)
                 outcomes.extend({"id": i, "ok": False, "msg": msg} for i in ids)
-        request["ops"] = [op for op in request["ops"] if op["id"] not in failed]
+        # files shipped for a later step need nothing more on the worker: done when their rsync is
+        shipped = [op["id"] for op in syncs if op["kind"] == "files" and op["id"] not in failed]
+        outcomes.extend({"id": i, "ok": True, "changed": changed, "steps": ["sync"]} for i in shipped)
+        request["ops"] = [op for op in request["ops"] if op["id"] not in failed and op["id"] not in shipped]
         return changed
 
     def _call(self, python, data):
@@ -119,7 +123,8 @@ class ActionModule(ActionBase):
                 ops, slots = _runtime_ops(request["ops"], outcomes)
                 data = _deploy_remote.step_request(request["bucket_id"], ops, request["promote"],
                                                    timeout=args["timeout"], tail=args["tail"], slots=slots)
-                res = self._call(_deploy_remote.interpreter(task_vars, host), data)
+                python = _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+                res = self._call(python, data)
                 answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                              "agent on %s, step %s" % (host, key))
             else:

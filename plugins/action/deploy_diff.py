@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from ansible import constants as C
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
@@ -34,8 +35,8 @@ class ActionModule(ActionBase):
         if wanted:
             try:
                 request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted}}
-                cmd = _deploy_remote.files_command(_deploy_remote.interpreter(task_vars, host), args["bucket_id"],
-                                                   request)
+                python = _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+                cmd = _deploy_remote.files_command(python, args["bucket_id"], request)
                 res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
                 data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                         "reading the promoted files")

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible import constants as C
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
@@ -47,7 +48,7 @@ class ActionModule(ActionBase):
 
     def _read(self, bucket_id, task_vars):
         """(state, None) or (None, error) from one round trip to the worker."""
-        python = _deploy_remote.interpreter(task_vars)
+        python = _deploy_remote.interpreter(task_vars, configured=C.config.get_config_value("INTERPRETER_PYTHON"))
         if self._task.check_mode:  # nothing is written on the worker, not even the agent file
             cmd = _deploy_remote.read_command_no_install(python, bucket_id)
         else:

@@ -252,7 +252,8 @@ class Op:
     """plan["steps"][i]["ops"][host][j]: one operation of the worker agent (_worker_agent) in a step.
 
     kind "run" ships a job tree (src) and runs its target; "stop", "remove", "purge" and "meta" (worker.json
-    and jobs.json) reconcile in step 0.
+    and jobs.json) reconcile in step 0 (meta ops ride in the first wave step when nothing else reconciles);
+    "files" ships the tree of a later step's fresh start early (of: that run op's id), see _presync.
     """
 
     id: str
@@ -269,6 +270,7 @@ class Op:
     restore: bool = False  # run ops of a rollback: the worker's previous tree goes back (key absent when False)
     worker_json: dict | None = None  # meta ops
     jobs_json: list | None = None  # meta ops
+    of: str | None = None  # files ops: the id of the run op whose files they ship
 
     @classmethod
     def reconcile(cls, kind, host, job=None, **kw):
@@ -278,6 +280,12 @@ class Op:
     @classmethod
     def run(cls, job, host, src, **kw):
         return cls("%s@%s" % (job, host), "run", host, job=job, src=src, **kw)
+
+    @classmethod
+    def files(cls, run_op):
+        """The files of run_op, shipped in an earlier step (run_op then no longer syncs)."""
+        return cls(run_op.id + "/files", "files", run_op.host, job=run_op.job, action="sync", sync=True,
+                   src=run_op.src, of=run_op.id)
 
     def act(self, action, target):
         self.action, self.target = action, target
@@ -295,6 +303,8 @@ class Op:
                "promote_now": self.promote_now}
         if self.kind == "meta":
             out.update(worker_json=self.worker_json, jobs_json=self.jobs_json)
+        if self.kind == "files":
+            out.update(src=self.src, of=self.of)
         return out
 
 
@@ -461,6 +471,7 @@ class _Planner:
         self.dead_removed_workers = set()
         self.removed_worker_hosts = {h for h in self.hosts if (self.workers.get(h) or {}).get("removed")}
         self.meta_ops = {}
+        self.fresh = set()       # (job, host) of starts with nothing of the job on the worker (_presync)
         self.seen_seq = 0
         self.update_seq = 0
         self.steps = []
@@ -694,6 +705,8 @@ class _Planner:
             return
         if name in (st.get("pending") or []):
             reasons.insert(0, "retry: the previous start failed its gate (stop it first)")
+        elif deployed is None and name not in (st.get("trees") or []):
+            self.fresh.add((name, host))
         op.act("start", "start")
         row.decide("start", "; ".join(reasons))
         bucket["start"].append(op)
@@ -801,29 +814,59 @@ class _Planner:
     # --- phase 5: the schedule ---
 
     def schedule(self):
-        self._schedule_reconcile()
         waves = {}
         for name, job_ops in self.rollout.items():
             if job_ops["start"] or job_ops["upgrade"] or job_ops["sync"]:
                 waves.setdefault(self.jobs[name].get("deployment_seq", 0) or 0, []).append(name)
+        # Metadata alone needs no step of its own: it rides first in each host's request of the first wave
+        # step (one agent round trip per host less; a failed meta op is a run error either way).
+        fold_meta = bool(waves) and not any(self.reconcile.values())
+        self._schedule_reconcile(with_meta=not fold_meta)
         row_index = {(r.job, r.worker): r for r in self.rows}
         for wave in sorted(waves):
             subs = {name: self._job_batches(name, row_index) for name in sorted(waves[wave])}
             self._schedule_wave(wave, subs)
+        if fold_meta and self.meta_ops:
+            first = self.steps[0].ops
+            for host in sorted(self.meta_ops):
+                first[host] = [self.meta_ops[host]] + first.get(host, [])
+        self._presync()
 
-    def _schedule_reconcile(self):
+    def _schedule_reconcile(self, with_meta=True):
         """Step 0: per host, metadata first, then stops, removes and the purge."""
         step0 = {}
-        for host in sorted(set(self.meta_ops) | set(self.reconcile)):
-            ops = [self.meta_ops[host]] if host in self.meta_ops else []
+        for host in sorted((set(self.meta_ops) if with_meta else set()) | set(self.reconcile)):
+            ops = [self.meta_ops[host]] if with_meta and host in self.meta_ops else []
             todo = self.reconcile.get(host, [])
             ops += sorted((o for o in todo if o.kind == "stop"), key=lambda o: o.job)
             ops += sorted((o for o in todo if o.kind == "remove"), key=lambda o: o.job)
             ops += [o for o in todo if o.kind == "purge"]
-            step0[host] = ops
+            if ops:
+                step0[host] = ops
         if step0:
             self.steps.append(Step(0, None, True, "reconcile",
                                    sorted({o.job for ops in step0.values() for o in ops if o.job}), step0, []))
+
+    def _presync(self):
+        """A fresh start of a later step (nothing of the job on the worker: no record, no tree, no failed
+        start; no commands that could run before it) ships its files in the first step in which its host
+        acts, with that step's own files: one rsync per host for every wave of a first deploy (maand
+        syncs a worker's whole tree first, too). Its run op then only starts the job, in its own step;
+        when the early copy fails, the job fails and is blocked there. Files of an upgrade never travel
+        early: the running version keeps its tree until its own batch."""
+        first = {}
+        for step in self.steps:
+            for host in step.ops if step.wave is not None else ():  # never into the reconcile step
+                first.setdefault(host, step)
+        for step in self.steps:
+            for host, ops in step.ops.items():
+                if first.get(host, step) is step:
+                    continue
+                for op in ops:
+                    if (op.kind == "run" and op.sync and op.target == "start" and (op.job, host) in self.fresh
+                            and not hook_events(self.jobs[op.job])):
+                        first[host].ops[host].append(Op.files(op))
+                        op.sync = False
 
     def _job_batches(self, name, row_index):
         """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""

@@ -47,16 +47,20 @@ def worker_root(bucket_id):
     return "%s/%s" % (WORKER_ROOT, bucket_id)
 
 
-def interpreter(task_vars, host=None):
-    """The worker's python: an explicit ansible_python_interpreter path, else python3 from PATH.
+def interpreter(task_vars, host=None, configured=None):
+    """The worker's python: an explicit ansible_python_interpreter path, else Ansible's configured
+    interpreter_python when it is a path (ansible.cfg or ANSIBLE_PYTHON_INTERPRETER), else python3
+    from PATH (`auto` discovery is not run: it costs a round trip per host).
 
-    host: a delegated host (its own variables win)."""
+    host: a delegated host (its own variables win); configured: the INTERPRETER_PYTHON setting."""
     task_vars = task_vars or {}
     value = None
     if host is not None:
         value = ((task_vars.get("ansible_delegated_vars") or {}).get(host) or {}).get("ansible_python_interpreter")
     if value is None:
         value = task_vars.get("ansible_python_interpreter")
+    if value is None:
+        value = configured
     if isinstance(value, str) and value.startswith("/") and "{" not in value:
         return value
     return "python3"

@@ -648,7 +648,7 @@ class Staging:
         for step in plan.get("steps") or []:
             for ops in (step.get("ops") or {}).values():
                 for op in ops:
-                    if op.get("kind") == "run" and op.get("sync") and op.get("job") in self.sources:
+                    if op.get("kind") in ("run", "files") and op.get("sync") and op.get("job") in self.sources:
                         op["src"] = self.stage(bucket_dir, op["job"], op["host"])
                         count += 1
         return count

@@ -170,8 +170,11 @@ def fold_results(state, step, answers, reasons=None):
         for op in request.ops:
             got = by_id.get(op["id"])
             if answer is None or got is None or not got.get("ok"):
-                state.failed_ops[op["id"]] = "unreachable" if not reachable else "failed"
+                # files shipped early (kind "files") fail the allocation they are for, and so its job
+                state.failed_ops[op.get("of") or op["id"]] = "unreachable" if not reachable else "failed"
                 _fail(state, step, op.get("job"), _op_message(op, got, answer, reasons.get(host)))
+                continue
+            if op["kind"] == "files":  # the allocation is done when its own op is
                 continue
             ok_ops.append(op)
             state.done.append({"id": op["id"], "kind": op["kind"], "job": op.get("job"), "host": host,

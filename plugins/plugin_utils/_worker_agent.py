@@ -730,6 +730,8 @@ def apply_op(step, op):
         elif kind == "purge":
             out["changed"] = purge(step.root, step.keep)
             out["steps"].append("purge")
+        elif kind == "files":  # the controller's rsync shipped them; nothing else to do here
+            out["steps"].append("files")
         else:
             raise OpFailed("unknown deploy operation %r" % (kind,))
     except OpFailed as exc:

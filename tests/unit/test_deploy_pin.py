@@ -46,7 +46,7 @@ def test_plan_hash_ignores_reasons_lines_and_estimates():
     b["lines"] = ["something else"]
     for row in b["rows"]:
         row["reason"] = "reworded"
-    b["steps"][1]["ops"]["h1"][0]["estimate"] = 12.5
+    b["steps"][0]["ops"]["h1"][1]["estimate"] = 12.5
     assert PIN.plan_digest(a) == PIN.plan_digest(b)
 
 

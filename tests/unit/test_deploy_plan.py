@@ -184,12 +184,15 @@ def test_first_deploy_starts_everything_in_one_step_with_meta():
     assert not plan["errors"]
     assert actions(plan) == {("api", "h1"): "start", ("api", "h2"): "start", ("web", "h1"): "start"}
     assert plan["update_seq"] == 1
-    assert [s["label"] for s in plan["steps"]][0] == "reconcile"
-    assert set(plan["steps"][0]["ops"]) == {"h1", "h2", "h3"}  # worker.json/jobs.json everywhere
-    wave = plan["steps"][1]
-    assert [o["id"] for o in wave["ops"]["h1"]] == ["api@h1", "web@h1"]
-    assert all(o["target"] == "start" and o["sync"] and o["promote_now"] for ops in wave["ops"].values() for o in ops)
-    assert wave["ops"]["h1"][0]["env"] == {"CURRENT_VERSION": "0.0.0", "NEW_VERSION": "1.0.0", "JOB": "api",
+    # nothing to reconcile: worker.json/jobs.json ride first in every host's request of the first wave step
+    assert len(plan["steps"]) == 1 and plan["steps"][0]["label"] == "wave 0: api start batch 1/1; web start batch 1/1"
+    wave = plan["steps"][0]
+    assert {h: [o["id"] for o in ops] for h, ops in wave["ops"].items()} == {
+        "h1": ["meta@h1", "api@h1", "web@h1"], "h2": ["meta@h2", "api@h2"], "h3": ["meta@h3"]}
+    runs = [o for ops in wave["ops"].values() for o in ops if o["kind"] != "meta"]
+    assert len(runs) == 3 and all(o["target"] == "start" and o["sync"] and o["promote_now"] for o in runs)
+    assert wave["ops"]["h3"][0]["worker_json"]["update_seq"] == 1
+    assert wave["ops"]["h1"][1]["env"] == {"CURRENT_VERSION": "0.0.0", "NEW_VERSION": "1.0.0", "JOB": "api",
                                            "ALLOCATION_ID": "api-h1", "ALLOCATION_IP": "h1", "ALLOCATION_INDEX": "0"}
     assert plan["has_work"]
 
@@ -240,7 +243,9 @@ def test_content_change_restarts_in_batches_of_max_concurrent_upgrades_with_path
     assert rows["h1"]["paths"] == ["conf/a.conf", "new.txt"]
     assert "content changed: conf/a.conf, new.txt" in rows["h1"]["reason"]
     rollout = [s for s in plan["steps"] if s["wave"] is not None]
-    assert [sorted(s["ops"]) for s in rollout] == [["h1", "h2"], ["h3"]]
+    assert [sorted(h for h, ops in s["ops"].items() if any(o["kind"] == "run" for o in ops)) for s in rollout] == [
+        ["h1", "h2"], ["h3"]]
+    assert sorted(rollout[0]["ops"]) == ["h1", "h2", "h3"]  # the update_seq of every worker moves first
     assert [s["last_in_wave"] for s in rollout] == [False, True]
 
 
@@ -275,7 +280,8 @@ def test_never_policy_syncs_files_only_and_promotes_immediately():
     new = content("cfg", files={"x": "1"})
     plan = P.compute_plan(cat, new, st, ["h1"])
     assert actions(plan) == {("cfg", "h1"): "sync"}
-    op = plan["steps"][-1]["ops"]["h1"][0]
+    assert [o["kind"] for o in plan["steps"][-1]["ops"]["h1"]] == ["meta", "run"]
+    op = plan["steps"][-1]["ops"]["h1"][1]
     assert op["target"] is None and op["sync"] and op["promote_now"]
 
 
@@ -374,12 +380,17 @@ def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
                   [("db", "h1", "active"), ("api", "h1", "active"), ("api", "h2", "active")])
     plan = P.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
     waves = [s["wave"] for s in plan["steps"]]
-    assert waves == [None, 0, 1, 1]
-    gates = plan["steps"][2]["gates"]
+    assert waves == [0, 1, 1]
+    gates = plan["steps"][1]["gates"]
     assert gates[0]["checks"] == [{"type": "tcp", "port": 30001},
                                   {"type": "http", "port": 8080, "path": "/health", "scheme": "http", "expect_status": 200}]
     assert gates[0]["hosts"] == ["h1"] and gates[0]["attempts"] == 3
-    assert plan["steps"][2]["ops"]["h1"][0]["promote_now"] is False  # promoted after the gate
+    assert plan["steps"][1]["ops"]["h1"][0]["promote_now"] is False  # promoted after the gate
+    # api's files (fresh starts of later steps) travel with the first step's rsync on both hosts
+    assert {h: [(o["id"], o["kind"]) for o in ops] for h, ops in plan["steps"][0]["ops"].items()} == {
+        "h1": [("meta@h1", "meta"), ("db@h1", "run"), ("api@h1/files", "files")],
+        "h2": [("meta@h2", "meta"), ("api@h2/files", "files")]}
+    assert [o["sync"] for s in plan["steps"][1:] for ops in s["ops"].values() for o in ops] == [False, False]
 
 
 @pytest.mark.parametrize("hc,msg", [
@@ -599,3 +610,60 @@ def test_worker_and_jobs_json_are_maands_formats():
     assert {k: meta["worker_json"][k] for k in ("bucket_id", "worker_id", "worker_ip", "labels", "update_seq")} == {
         "bucket_id": BID, "worker_id": "wid-1", "worker_ip": "h1", "labels": ["worker"], "update_seq": 1}
     assert meta["jobs_json"] == [{"job": "api", "disabled": 0, "alloc_id": "api-h1", "version": "1.0.0"}]
+
+
+def _two_waves(hosts=("h1", "h2")):
+    return catalog([job("db", deployment_seq=0), job("api", deployment_seq=1)],
+                   [("db", "h1", "active")] + [("api", h, "active") for h in hosts])
+
+
+def _files_ops(plan):
+    return {(s["index"], h): [o["of"] for o in ops if o["kind"] == "files"] for s in plan["steps"]
+            for h, ops in s["ops"].items() if any(o["kind"] == "files" for o in ops)}
+
+
+def test_fresh_starts_of_later_waves_ship_their_files_in_the_first_step_of_their_host():
+    cat = _two_waves()
+    plan = P.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
+    assert [s["label"] for s in plan["steps"]] == ["wave 0: db start batch 1/1", "wave 1: api start batch 1/1"]
+    assert _files_ops(plan) == {(0, "h1"): ["api@h1"], (0, "h2"): ["api@h2"]}
+    files = plan["steps"][0]["ops"]["h1"][-1]
+    assert files == {"id": "api@h1/files", "kind": "files", "job": "api", "host": "h1", "action": "sync",
+                     "target": None, "sync": True, "env": {}, "record": None, "promote_now": False,
+                     "src": "workspace/jobs/api", "of": "api@h1"}
+    later = [o for ops in plan["steps"][1]["ops"].values() for o in ops]
+    assert [(o["id"], o["sync"], o["target"]) for o in later] == [("api@h1", False, "start"), ("api@h2", False, "start")]
+
+
+def test_files_travel_early_only_for_a_fresh_start():
+    cat = _two_waves()
+    cont = content("db", "api")
+    # an upgrade: the running version keeps its tree until its own batch
+    st = _settle(cat, cont, ["h1", "h2"])
+    plan = P.compute_plan(cat, content("db", "api", files={"Makefile": "m9"}), st, ["h1", "h2"])
+    assert set(actions(plan).values()) == {"restart"} and _files_ops(plan) == {}
+    # a start whose previous attempt failed its gate (its tree is on the worker and may be running)
+    st = states(["h1", "h2"])
+    st["h2"]["pending"], st["h2"]["trees"] = ["api"], ["api"]
+    assert _files_ops(P.compute_plan(cat, cont, st, ["h1", "h2"])) == {(0, "h1"): ["api@h1"]}
+    # a tree of the job is on the worker without a record
+    st = states(["h1", "h2"])
+    st["h1"]["trees"] = ["api"]
+    assert _files_ops(P.compute_plan(cat, cont, st, ["h1", "h2"])) == {(0, "h2"): ["api@h2"]}
+    # a job with deploy hooks keeps its files in its own step
+    cmds = {"c": {"executed_on": ["post_deploy"], "demands": {"job": "", "command": ""}}}
+    hooked = catalog([job("db", deployment_seq=0), job("api", deployment_seq=1, commands=cmds)],
+                     [("db", "h1", "active"), ("api", "h1", "active")])
+    assert _files_ops(P.compute_plan(hooked, cont, states(["h1", "h2"]), ["h1", "h2"])) == {}
+
+
+def test_files_never_travel_into_the_reconcile_step_and_reconcile_keeps_its_meta():
+    cat = _two_waves(hosts=("h1",))
+    cat["allocations"].append({"job": "db", "worker": "h2", "alloc_id": "db-h2", "state": "disabled", "deployment_seq": 0})
+    cont = content("db", "api")
+    st = states(["h1", "h2"], {"h2": {"db": record("db", cont, host="h2")}})
+    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    assert [s["label"] for s in plan["steps"]] == ["reconcile", "wave 0: db start batch 1/1", "wave 1: api start batch 1/1"]
+    assert [o["kind"] for o in plan["steps"][0]["ops"]["h2"]] == ["meta", "stop"]
+    assert [o["kind"] for o in plan["steps"][0]["ops"]["h1"]] == ["meta"]
+    assert _files_ops(plan) == {(1, "h1"): ["api@h1"]}

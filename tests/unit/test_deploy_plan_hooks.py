@@ -19,14 +19,19 @@ def wave_steps(plan):
     return [s for s in plan["steps"] if s["wave"] is not None]
 
 
+def job_ops(step):
+    """The step's ops of jobs (not the worker metadata that rides in the first step)."""
+    return [o for ops in step["ops"].values() for o in ops if o["kind"] != "meta"]
+
+
 def test_job_control_is_one_batch_that_only_syncs():
     cat = catalog([job("api", commands=cmds("job_control"), max_concurrent_starts=1)],
                   [("api", h, "active") for h in HOSTS])
     plan = P.compute_plan(cat, content("api"), states(HOSTS), HOSTS)
     steps = wave_steps(plan)
     assert [s["label"] for s in steps] == ["wave 0: api job_control"]  # max_concurrent_starts does not split it
-    ops = [o for ops in steps[0]["ops"].values() for o in ops]
-    assert {o["action"] for o in ops} == {"start"} and {o["target"] for o in ops} == {None}
+    ops = job_ops(steps[0])
+    assert len(ops) == 3 and {o["action"] for o in ops} == {"start"} and {o["target"] for o in ops} == {None}
     assert not any(o["promote_now"] for o in ops)  # promoted only after the command (and gate) passed
     gate = steps[0]["gates"][0]
     assert gate["checks"] == [] and sorted(gate["hosts"]) == HOSTS
@@ -47,8 +52,8 @@ def test_without_hooks_the_plan_is_unchanged():
                   [("api", h, "active") for h in HOSTS])
     plan = P.compute_plan(cat, content("api"), states(HOSTS), HOSTS)
     assert [s["gates"] for s in wave_steps(plan)] == [[], [], []]
-    assert all(o["target"] == "start" and o["promote_now"] for s in wave_steps(plan) for ops in s["ops"].values()
-               for o in ops)
+    runs = [o for s in wave_steps(plan) for o in job_ops(s) if o["kind"] == "run"]
+    assert len(runs) == 3 and all(o["target"] == "start" and o["promote_now"] for o in runs)
 
 
 def test_after_allocation_started_gets_a_gate_per_batch_with_its_context():
@@ -82,8 +87,7 @@ def test_a_failed_hook_gate_names_the_job_and_batch_not_a_health_gate():
     plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     step = wave_steps(plan)[0]
     state = RS.new_state("r", plan)
-    op = step["ops"]["h1"][0]
-    answers = {"h1": {"ok": True, "ops": [{"id": op["id"], "ok": True}]}}
+    answers = {"h1": {"ok": True, "ops": [{"id": op["id"], "ok": True} for op in step["ops"]["h1"]]}}
     msg = "job api command command_x (event job_control) on h1 failed: exit status 3"
     state = RS.fold_step(state, step, answers, {"api": [msg]})
     assert state.failed_by_job["api"] == ["job api failed after wave 0: api job_control: " + msg]

@@ -61,3 +61,12 @@ def test_parse_output_explains_a_missing_python():
     assert data is None and "python3 installed" in err
     data, err = R.parse_output("not json", "", 0, "reading")
     assert data is None and "unexpected answer" in err
+
+
+def test_interpreter_falls_back_to_the_configured_interpreter_path():
+    # ANSIBLE_PYTHON_INTERPRETER / ansible.cfg interpreter_python reach the action as `configured`
+    assert R.interpreter({}, configured="/usr/bin/python3") == "/usr/bin/python3"
+    assert R.interpreter({}, "w2", "/usr/bin/python3") == "/usr/bin/python3"
+    assert R.interpreter({"ansible_python_interpreter": "/opt/py/bin/python3"}, configured="/usr/bin/python3") == "/opt/py/bin/python3"
+    assert R.interpreter({}, configured="auto_silent") == "python3"  # discovery is not run
+    assert R.interpreter({}) == "python3"

@@ -178,8 +178,8 @@ def test_rollback_plans_the_previous_version_through_rolling_batches():
         assert rows[("api", h)]["hash"] == content("api", files=V1)["api"]["hash"]
     steps = [s for s in plan["steps"] if s["wave"] is not None]
     assert [s["label"] for s in steps] == ["wave 0: api rollback batch 1/2", "wave 0: api rollback batch 2/2"]
-    op = steps[0]["ops"]["h1"][0]
-    assert op["restore"] and not op["sync"] and op["target"] == "restart" and op["action"] == "rollback"
+    meta, op = steps[0]["ops"]["h1"]
+    assert meta["kind"] == "meta" and op["restore"] and not op["sync"] and op["target"] == "restart" and op["action"] == "rollback"
     assert op["env"]["CURRENT_VERSION"] == "1.2.0" and op["env"]["NEW_VERSION"] == "1.1.0"
     assert op["record"]["version"] == "1.1.0" and op["record"]["rolled_back_from"] == "1.2.0"
     assert op["record"]["update_seq"] == plan["update_seq"]

@@ -71,13 +71,14 @@ def test_attach_orders_by_priority_then_longest_estimate_and_marks_ops():
     history = {"targets": {"a/start": {"timings": [1], "failed": False}, "b/start": {"timings": [1]},
                            "c/start": {"timings": [1]}, "d/start": {"timings": [1]}}}
     lines = D.attach(plan, specs, {"h1": cat["workers"][0]}, history)
-    ops = plan["steps"][1]["ops"]["h1"]
+    assert len(plan["steps"]) == 1
+    meta, *ops = plan["steps"][0]["ops"]["h1"]
+    assert meta["kind"] == "meta" and meta["slots"] == 2  # without a target: first, marked, not reordered
     assert [o["job"] for o in ops] == ["c", "b", "d", "a"]
     assert all(o["slots"] == 2 for o in ops)
     assert ops[2]["spec"]["working_directory"] == "bin" and "spec" not in ops[3]
     assert lines == ["worker order (priority, longest estimate first; slots in parallel):",
-                     "  step 1 on h1: 2 slot(s): c (1s), b (8s), d (3s), a (1s)"]
-    assert [o["slots"] for o in plan["steps"][0]["ops"]["h1"]] == [2]  # reconcile: marked, not reordered
+                     "  step 0 on h1: 2 slot(s): c (1s), b (8s), d (3s), a (1s)"]
 
 
 def test_estimates_from_history_and_failed_last_time_first():

@@ -227,3 +227,39 @@ def test_failed_ops_say_why_for_the_verdict():
     old = state.to_dict()
     del old["failed_ops"]                                        # a run state written before the field
     assert RS.RunState.from_dict(old).failed_ops == {}
+
+
+def _files_plan():
+    """web (wave 1) on h1 ships its files early, in wave 0's step (_deploy_plan._presync)."""
+    files = {"id": "web@h1/files", "kind": "files", "job": "web", "host": "h1", "action": "sync", "target": None,
+             "of": "web@h1", "sync": True}
+    web = dict(op("web", "h1", step=1), sync=False)
+    return dict(PLAN, steps=[
+        {"index": 0, "wave": 0, "last_in_wave": True, "label": "wave 0: api", "ops": {"h1": [op("api", "h1", promote_now=True), files]},
+         "gates": []},
+        {"index": 1, "wave": 1, "last_in_wave": True, "label": "wave 1: web", "ops": {"h1": [web]}, "gates": []}])
+
+
+def test_files_shipped_early_are_not_a_done_allocation():
+    plan = _files_plan()
+    state = RS.fold_step(RS.new_state("r1", plan), plan["steps"][0], {"h1": ok_answer(RS.requests_for_step(
+        RS.new_state("r1", plan), plan["steps"][0])["h1"])}, {})
+    assert [d["id"] for d in state.done] == ["api@h1"] and not state.failed_by_job
+    assert [o["id"] for o in RS.requests_for_step(state, plan["steps"][1])["h1"].ops] == ["web@h1"]
+    assert not RS.final_report(run(plan), plan).failed
+
+
+def test_files_that_failed_early_fail_their_allocation_and_block_its_job():
+    plan = _files_plan()
+
+    def answer(req):
+        a = ok_answer(req)
+        for o in a["ops"]:
+            if o["id"] == "web@h1/files":
+                o.update(ok=False, msg="rsync failed (rc=12)")
+        return a
+    state = run(plan, answer_for=answer)
+    assert state.failed_ops == {"web@h1": "failed"}  # the verdict names the allocation, not the copy
+    assert "web" in state.blocked and "rsync failed" in state.failed_by_job["web"][0]
+    assert [d["id"] for d in state.done] == ["api@h1"]  # web's start never ran
+    assert RS.final_report(state, plan).failed

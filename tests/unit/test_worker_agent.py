@@ -201,3 +201,11 @@ def test_python36_syntax_of_the_agent():
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
     assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "json", "os", "pwd", "re", "shutil", "signal", "socket", "struct",
                      "subprocess", "sys", "tempfile", "threading", "time"}
+
+
+def test_files_op_changes_nothing_on_the_worker(root):
+    # the controller's rsync shipped the tree; the op (normally left out of the request) is a no-op
+    before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    ans = step(root, [{"id": "api@h/files", "kind": "files", "job": "api", "host": "h", "of": "api@h", "sync": True}])
+    assert ans["ops"] == [{"id": "api@h/files", "ok": True, "changed": False, "steps": ["files"]}]
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == before
