@@ -159,10 +159,10 @@ def test_01_baseline(env):
 
 def test_02_a_controller_step_that_raises_fails_the_run_and_the_next_deploy_converges(env):
     h0, h1, h2 = env.hosts
-    env.bump("job2", "job 2 v2\n")  # restart, one worker per batch: steps 1, 2, 3
-    rc, out = env.deploy(check=False, env={FAULT_ENV: "step:2"})
+    env.bump("job2", "job 2 v2\n")  # restart, one worker per batch: steps 0 (+ worker metadata), 1, 2
+    rc, out = env.deploy(check=False, env={FAULT_ENV: "step:1"})
     assert rc != 0, out
-    assert "injected controller fault at step:2" in out, out
+    assert "injected controller fault at step:1" in out, out
     assert env.events(h0, "job2")[-1].startswith("restart"), env.events(h0, "job2")
     for h in (h1, h2):  # the batches after the crash never ran
         assert not env.events(h, "job2")[-1].startswith("restart"), env.events(h, "job2")
