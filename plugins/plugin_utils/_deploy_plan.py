@@ -849,8 +849,8 @@ class _Planner:
 
     def _presync(self):
         """A fresh start of a later step (nothing of the job on the worker: no record, no tree, no failed
-        start; no commands that could run before it) ships its files in the first step in which its host
-        acts, with that step's own files: one rsync per host for every wave of a first deploy (maand
+        start; and no deploy hooks, whose commands run in the job's gates) ships its files in the first
+        wave step in which its host acts, with that step's own files: one rsync per host for every wave of a first deploy (maand
         syncs a worker's whole tree first, too). Its run op then only starts the job, in its own step;
         when the early copy fails, the job fails and is blocked there. Files of an upgrade never travel
         early: the running version keeps its tree until its own batch."""
