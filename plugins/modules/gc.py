@@ -16,7 +16,8 @@ description:
     C(/opt/worker/<bucket_id>/jobs/) (registered by C(maand.core.deploy_state)) and prints what gc deletes,
     namely the job folders that removed allocations left on workers (with their C(data/) and C(logs/)), the
     catalog rows of removed allocations, jobs and workers that a deploy cleaned, the KV namespaces of
-    jobs, allocations and workers that are gone, and KV history older than O(retain_days).
+    jobs, allocations and workers that are gone, and, as maand's gc, KV keys deleted more than O(retain_days) days ago
+    (history within 7 versions of a key is kept).
   - Nothing that belongs to an active or disabled allocation is ever planned.
   - With O(step=commit) it re-reads the catalog and the KV under the bucket lock and deletes only what
     the shown plan listed and still holds; a removed allocation whose folder could not be deleted keeps
@@ -39,7 +40,9 @@ options:
     elements: str
     default: []
   retain_days:
-    description: Keep KV history written in the last N days (default 0, as maand's C(--retain-days)).
+    description:
+      - Keep deleted KV keys (and history beyond 7 versions) whose latest version is younger than N days
+        (default 0, as maand's C(--retain-days)).
     type: raw
   plan:
     description: The plan the plan step returned (commit step).

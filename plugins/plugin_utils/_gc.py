@@ -24,8 +24,10 @@ Inputs: the catalog (dict), the KV namespaces ({namespace: {key: _kv_store.Entry
   (`maand/job/<job>/worker/<ip>`) goes when (job, ip) has no allocation row left and is not active
   or disabled; a worker's (`maand/worker/<ip>`, `.../tags`) when ip is not a live catalog worker
   and holds no allocation row;
-* KV history written before now - retain_days (and keys deleted before then) goes, as
-  `KVStore.prune_history`.
+* KV history as maand's gc purges it (`KVStore.prune_history`, kv/purge.go): a key whose latest
+  version was written before now - retain_days goes whole when that version is a tombstone, and
+  keeps at most MAX_HISTORY (7) previous versions otherwise (the store never holds more, so this
+  is mostly the tombstones). History within MAX_HISTORY is kept, whatever its age.
 
 Nothing that belongs to an active or disabled allocation is ever in a plan (a hypothesis property
 test checks it).
@@ -37,6 +39,8 @@ import dataclasses
 import math
 import re
 from typing import Any, Iterable, Mapping
+
+from . import _kv_store
 
 KEEP_STATES = ("active", "disabled")
 DAY = 86400.0
@@ -158,10 +162,11 @@ class Plan:
                 verb, item.namespace, len(item.keys), "" if len(item.keys) == 1 else "s",
                 ", ".join(item.keys) or "-", item.reason))
         if self.history:
-            out.append("kv history older than %s day(s):" % _days(self.retain_days))
+            out.append("kv history of keys last written more than %s day(s) ago (deleted keys; versions "
+                       "beyond the %d kept):" % (_days(self.retain_days), _kv_store.MAX_HISTORY))
             for item in self.history:
                 what = "the deleted key and its %d revision(s)" % item.revisions if item.whole_key else \
-                    "%d old revision(s)" % item.revisions
+                    "%d revision(s) beyond the %d kept" % (item.revisions, _kv_store.MAX_HISTORY)
                 out.append("  %s %s %s: %s" % (verb, item.namespace, item.key, what))
         out.extend("left alone: %s" % note for note in self.skipped)
         if self.empty:
@@ -332,12 +337,9 @@ def _plan_history(out: Plan, namespaces: Mapping[str, Mapping[str, Any]], purged
         if namespace in purged:
             continue
         for key, entry in sorted(namespaces[namespace].items()):
-            if entry.deleted and entry.modified < out.cutoff:
-                out.history.append(HistoryPrune(namespace, key, len(entry.history) + 1, True))
-                continue
-            old = sum(1 for rev in entry.history if rev.modified < out.cutoff)
-            if old:
-                out.history.append(HistoryPrune(namespace, key, old, False))
+            stale, whole = _kv_store.stale_revisions(entry, out.cutoff)
+            if stale:
+                out.history.append(HistoryPrune(namespace, key, stale, whole))
 
 
 # --- applying (controller side) ---------------------------------------------------------------------

@@ -9,7 +9,8 @@ maand keeps its KV in maand.db's ``key_value`` table, one row per (namespace, ke
 * every key has a version counter that bumps when its value changes, when it is deleted (a
   tombstone: the key stays, marked deleted) and when a deleted key is put again;
 * its previous values (at most ``MAX_HISTORY``, maand's MaxVersionsToKeep) with the time each was
-  written; ``prune_history`` drops tombstones and history older than an age (maand's gc);
+  written; ``prune_history`` is maand gc's PurgeStaleVersions: a key whose latest version is older
+  than an age loses its history beyond ``MAX_HISTORY``, and goes whole when that version is a tombstone;
 * non-secret values are trimmed on put, as maand's ``Store.Put``;
 * ``secrets/job/<job>`` values are stored encrypted, current value and history alike
   (``_secrets``: AES-256-GCM with ``secrets/kv.key``, maand's format), never as plaintext.
@@ -114,6 +115,17 @@ class Change:
     namespace: str
     key: str
     kind: str
+
+
+def stale_revisions(entry: Entry, cutoff: float) -> tuple:
+    """(revisions maand's gc drops, whether the whole key goes) for one key and a cutoff time:
+    nothing while its latest version is newer than the cutoff; else the key and its history when
+    it is a tombstone, or its history beyond MAX_HISTORY, oldest first."""
+    if entry.modified >= cutoff:
+        return 0, False
+    if entry.deleted:
+        return 1 + len(entry.history), True
+    return max(0, len(entry.history) - MAX_HISTORY), False
 
 
 class KVStore:
@@ -286,8 +298,9 @@ class KVStore:
         return changes
 
     def prune_history(self, older_than_seconds: float) -> int:
-        """Drop history revisions written before now - older_than_seconds, and keys deleted before
-        then (maand gc's PurgeStaleVersions). Returns how many revisions went."""
+        """maand gc's PurgeStaleVersions (kv/purge.go): every key whose latest version was written
+        before now - older_than_seconds keeps at most MAX_HISTORY previous versions, and goes with its
+        history when that latest version is a tombstone. Returns how many revisions went."""
         return self.prune_before(self.clock() - max(0.0, float(older_than_seconds)))
 
     def prune_before(self, cutoff: float, only: set | None = None) -> int:
@@ -299,14 +312,12 @@ class KVStore:
             for key in list(keys):
                 if only is not None and (ns, key) not in only:
                     continue
-                entry = keys[key]
-                if entry.deleted and entry.modified < cutoff:
-                    dropped += 1 + len(entry.history)
+                stale, whole = stale_revisions(keys[key], cutoff)
+                dropped += stale
+                if whole:
                     del keys[key]
-                    continue
-                kept = [r for r in entry.history if r.modified >= cutoff]
-                dropped += len(entry.history) - len(kept)
-                entry.history = kept
+                elif stale:
+                    keys[key].history = keys[key].history[stale:]
             if not keys:
                 del self.namespaces[ns]
         self.dirty = self.dirty or dropped > 0

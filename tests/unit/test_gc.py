@@ -106,17 +106,25 @@ def test_a_job_still_in_the_catalog_without_allocations_keeps_its_namespaces():
     assert not plan.namespaces
 
 
-def test_history_older_than_retain_days():
-    spaces = {"vars/job/api": {"fresh": entry(history=[NOW - DAY]),
-                               "old": entry(history=[NOW - 10 * DAY, NOW - 3 * DAY, NOW - DAY]),
-                               "gone": entry(deleted=True, modified=NOW - 8 * DAY, history=[NOW - 9 * DAY])}}
+def test_history_as_maand_gc_purges_it():
+    """maand kv/purge.go: rows of a key whose latest version is older than retain days go when that
+    version is a tombstone, or when they are more than MaxVersionsToKeep (7) versions behind it;
+    history within 7 versions stays whatever its age."""
+    spaces = {"vars/job/api": {"fresh": entry(modified=NOW - DAY, history=[NOW - 20 * DAY]),
+                               "old": entry(modified=NOW - 3 * DAY, history=[NOW - 10 * DAY, NOW - 9 * DAY]),
+                               "long": entry(modified=NOW - 3 * DAY, history=[NOW - 30 * DAY + i for i in range(9)]),
+                               "gone": entry(deleted=True, modified=NOW - 8 * DAY, history=[NOW - 9 * DAY]),
+                               "just_gone": entry(deleted=True, modified=NOW - DAY)}}
     cat = catalog([("api", "w1", "active")])
     plan = _gc.plan(cat, spaces, [], NOW, 2)
-    assert [(h.key, h.revisions, h.whole_key) for h in plan.history] == [("gone", 2, True), ("old", 2, False)]
+    assert [(h.key, h.revisions, h.whole_key) for h in plan.history] == [("gone", 2, True), ("long", 2, False)]
     everything = _gc.plan(cat, spaces, [], NOW, 0)
-    assert [(h.key, h.revisions) for h in everything.history] == [("fresh", 1), ("gone", 2), ("old", 3)]
+    assert [(h.key, h.revisions, h.whole_key) for h in everything.history] == [
+        ("gone", 2, True), ("just_gone", 1, True), ("long", 2, False)]
+    assert not _gc.plan(cat, spaces, [], NOW, 9).history
     text = "\n".join(plan.lines())
-    assert "vars/job/api old: 2 old revision(s)" in text and "older than 2 day(s)" in text
+    assert "vars/job/api long: 2 revision(s) beyond the 7 kept" in text and "more than 2 day(s) ago" in text
+    assert "vars/job/api gone: the deleted key and its 2 revision(s)" in text
 
 
 def test_lines_list_paths_per_worker_rows_and_keys():
@@ -164,12 +172,15 @@ def test_kv_store_purge_and_prune_before(tmp_path):
     store.save()
     store = _kv_store.KVStore.load(str(tmp_path))
     assert store.purge_namespace("vars/job/old") == 1 and store.purge_namespace("vars/job/old") == 0
-    assert store.prune_before(NOW - 7 * DAY, only={("vars/job/api", "b")}) == 0
-    assert store.prune_before(NOW - 7 * DAY) == 1
-    assert [r.value for r in store.history("vars/job/api", "a")] == ["2", "3"]
+    store.delete("vars/job/api", "b")  # the loaded store's clock is the real one (before NOW + DAY)
+    assert store.prune_before(NOW + DAY, only={("vars/job/api", "a")}) == 0  # history within 7 versions stays
+    assert [r.value for r in store.history("vars/job/api", "a")] == ["1", "2", "3"]
+    assert store.prune_before(NOW + DAY) == 2  # b: its tombstone and the value before it
+    assert store.history("vars/job/api", "b") == []
     store.save()
     again = _kv_store.KVStore.load(str(tmp_path))
-    assert "vars/job/old" not in again.namespaces and again.get("vars/job/api", "b") == "x"
+    assert "vars/job/old" not in again.namespaces and "b" not in again.namespaces["vars/job/api"]
+    assert [r.value for r in again.history("vars/job/api", "a")] == ["1", "2", "3"]
 
 
 # --- the property: nothing of an active or disabled allocation is ever planned ----------------------------

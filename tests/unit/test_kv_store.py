@@ -80,22 +80,34 @@ def test_history_is_capped_at_maands_versions_to_keep(tmp_path):
     assert history[-1].version == 20 and history[0].version == 20 - _kv_store.MAX_HISTORY
 
 
-def test_prune_history_drops_old_revisions_and_tombstones(tmp_path):
+def test_prune_history_is_maands_purge_stale_versions(tmp_path):
     clock = Clock(100)
     s = store(tmp_path, clock)
-    s.put("vars/job/api", "old", "a")
+    for i in range(3):
+        s.put("vars/job/api", "old", "v%d" % i)
     s.put("vars/job/api", "gone", "a")
+    s.put("vars/job/api", "recent", "a")
     clock.now = 200
-    s.put("vars/job/api", "old", "b")
     s.delete("vars/job/api", "gone")
-    clock.now = 1000
-    s.put("vars/job/api", "old", "c")
+    clock.now = 900
+    s.put("vars/job/api", "recent", "b")
+    s.delete("vars/job/api", "recent")
     s.dirty = False
-    assert s.prune_history(older_than_seconds=500) == 4  # old@100, old@200, gone (tombstone + a@100)
+    # older than 500 s: the tombstone "gone" goes with its history; "old" keeps its 2 previous
+    # versions (within MAX_HISTORY); "recent" was deleted 100 s ago: kept until it is old enough
+    assert s.prune_history(older_than_seconds=500) == 2
     assert s.dirty
-    assert [r.value for r in s.history("vars/job/api", "old")] == ["c"]
+    assert [r.value for r in s.history("vars/job/api", "old")] == ["v0", "v1", "v2"]
     assert s.history("vars/job/api", "gone") == []
+    assert [r.value for r in s.history("vars/job/api", "recent")] == ["a", "b", None]
     assert s.prune_history(500) == 0
+    clock.now = 2000
+    assert s.prune_history(500) == 3  # "recent": its tombstone and 2 revisions
+    # more than MAX_HISTORY versions behind the latest (a store written by another tool) go
+    entry = s.namespaces["vars/job/api"]["old"]
+    entry.history = [_kv_store.Revision(i, "x%d" % i, 50) for i in range(1, 11)]
+    assert s.prune_history(500) == 10 - _kv_store.MAX_HISTORY
+    assert [r.version for r in entry.history] == list(range(11 - _kv_store.MAX_HISTORY, 11))
 
 
 def test_only_user_namespaces_are_writable(tmp_path):
