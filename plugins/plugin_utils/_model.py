@@ -138,23 +138,26 @@ class Command:
     max_version: Optional[str]
 
 
+@dataclasses.dataclass(eq=False)  # compared and hashed by identity, as before
 class Bucket:
-    """Everything read from one bucket directory."""
+    """Everything read from one bucket directory (path made absolute)."""
 
-    def __init__(self, path):
-        self.path = os.path.abspath(path)
-        self.conf = dict(MAAND_CONF_DEFAULTS)
-        self.job_config_selector = ""
-        self.job_config_file = "bucket.jobs.conf"
-        self.bucket_vars = {}
-        self.port_min = DEFAULT_PORT_MIN
-        self.port_max = DEFAULT_PORT_MAX
-        self.port_range_problem = None  # reported only when a job asks the pool for a port (as maand)
-        self.workers = []
-        self.jobs = {}
-        self.job_configs = {}
-        self.disabled_jobs = {}  # job -> None (whole job) or set of hosts
-        self.disabled_workers = set()
+    path: str
+    conf: dict = dataclasses.field(default_factory=lambda: dict(MAAND_CONF_DEFAULTS))
+    job_config_selector: str = ""
+    job_config_file: str = "bucket.jobs.conf"
+    bucket_vars: dict = dataclasses.field(default_factory=dict)
+    port_min: int = DEFAULT_PORT_MIN
+    port_max: int = DEFAULT_PORT_MAX
+    port_range_problem: Optional[tuple] = None  # (key, message), reported only when a job asks the pool for a port (as maand)
+    workers: list = dataclasses.field(default_factory=list)
+    jobs: dict = dataclasses.field(default_factory=dict)
+    job_configs: dict = dataclasses.field(default_factory=dict)
+    disabled_jobs: dict = dataclasses.field(default_factory=dict)  # job -> None (whole job) or set of hosts
+    disabled_workers: set = dataclasses.field(default_factory=set)
+
+    def __post_init__(self):
+        self.path = os.path.abspath(self.path)
 
     @property
     def ssh_key_path(self):
