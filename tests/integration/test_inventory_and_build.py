@@ -245,3 +245,31 @@ def test_inventory_warns_with_a_summary_for_a_job_that_matches_no_worker(tmp_pat
     assert "gpu: 0/2 workers" in warnings and "missing label gpu" in warnings
     assert "api: 0/2" not in warnings
     assert plain(json.loads(proc.stdout))["job_api"]["hosts"] == ["10.0.0.1"]
+
+
+HOSTILE = [  # (file under the bucket, its new bytes, what the error must say besides the file)
+    ("workspace/workers.json", b"{[", "JSON"),
+    ("workspace/workers.json", b'{"host": "10.0.0.1"}', "list"),
+    ("workspace/workers.json", b'[{"host": 5, "labels": ["worker"]}]', "host"),
+    ("workspace/jobs/api/manifest.json", b'{"selectors": "worker"}', "selectors"),
+    ("workspace/jobs/api/manifest.json", b'{"selectors": ["worker"], "version": 3}', "version"),
+    ("workspace/jobs/api/manifest.json", b"\xff\xfe\x00garbage", "UTF-8"),
+    ("maand.conf", b"ssh_port = = 22\n", "TOML"),
+    ("workspace/bucket.conf", b'port_min = "abc"\n', "port_min"),
+    ("workspace/disabled.json", b'{"jobs": ["api"]}', "jobs"),
+]
+
+
+@pytest.mark.parametrize("rel,data,says", HOSTILE, ids=["%s:%d" % (h[0].rsplit("/", 1)[-1], i) for i, h in enumerate(HOSTILE)])
+def test_build_playbook_refuses_hostile_input_naming_the_file_and_loses_nothing(tmp_path, rel, data, says):
+    make_bucket(tmp_path, [W1, W2], {"api": {"selectors": ["worker"], "resources": {"ports": {"api_port": {}}}}})
+    proc = run("ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    catalog = (tmp_path / "data" / "catalog.json").read_bytes()
+    (tmp_path / rel).write_bytes(data)
+    proc = run("ansible-playbook", "maand.core.build", "-e", "maand_bucket=%s" % tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "Traceback" not in out and "Exception" not in out, out
+    assert rel.rsplit("/", 1)[-1] in out and says in out, out
+    assert (tmp_path / "data" / "catalog.json").read_bytes() == catalog  # the last good build stays
