@@ -12,11 +12,15 @@ hook's own job (and ``maand/job/<job>`` ``rollout_order`` on pre_deploy and cli)
 during health_check. Every write is saved at once to data/kv.json under the bucket lock
 (_kv_store.KVStore.edit), so a later hook and the deploy's templates see it.
 
-Differences, on purpose: the server listens on an ephemeral port of 127.0.0.1, and each hook
-process gets its own token (header ``X-MAAND-TOKEN``) that names its job, allocation, event and
-command, so one hook cannot act as another; the headers maand requires must still match. A write
-the API refuses is remembered for that hook (``refused``): the runner fails the hook with it even
-when the script ignored the HTTP error, naming job, command and event.
+It listens where maand does, 127.0.0.1:8080 (jobcommand/runtime_api.go RuntimeAPIListenAddr), so
+a hook that calls the API itself (raw HTTP, or maand's own maand.py copied into a bucket) runs
+unchanged; when 8080 is taken (another run on this machine) it takes an ephemeral port, which
+hooks read from ``MAAND_RUNTIME_API_PORT`` (the maand module here does). A request is the running
+hook's when maand's headers (``X-ALLOCATION-ID``, ``EVENT``, ``COMMAND``) name exactly one open
+hook session, as in maand; the maand module also sends its session's token (``X-MAAND-TOKEN``),
+which then must match, so a hook using it cannot act as another. A write the API refuses is
+remembered for that hook (``refused``): the runner fails the hook with it even when the script
+ignored the HTTP error, naming job, command and event.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ HEADER_ALLOC = "X-ALLOCATION-ID"
 HEADER_EVENT = "EVENT"
 HEADER_COMMAND = "COMMAND"
 HEADER_TOKEN = "X-MAAND-TOKEN"
+MAAND_PORT = 8080  # maand jobcommand/runtime_api.go RuntimeAPIPort
 ROLLOUT_ORDER_EVENTS = ("pre_deploy", "cli")
 SEM_DEFAULT_TIMEOUT = 600
 SEM_MAX_TIMEOUT = 3600
@@ -85,8 +90,8 @@ ERRORS = {
     "sem_timeout": (408, "Timed out waiting for semaphore"),
     "sem_conflict": (409, "Semaphore acquire or release failed"),
     "missing_name": (400, "Semaphore name is required"),
-    "token": (401, "X-MAAND-TOKEN header is missing or wrong: call the API through the maand module, or send"
-                   " the MAAND_RUNTIME_API_TOKEN of this hook"),
+    "token": (401, "no running hook matches X-ALLOCATION-ID, EVENT and COMMAND (or X-MAAND-TOKEN is wrong): "
+                   "call the API from the hook, through the maand module or with its MAAND_RUNTIME_API_TOKEN"),
     "scope": (400, "EVENT/COMMAND headers do not match the running hook"),
     "bad_key": (400, "Invalid key: a key is 1-256 characters without whitespace or control characters"),
 }
@@ -160,12 +165,16 @@ class RuntimeAPI:
 
     # --- lifetime -----------------------------------------------------------------------
 
-    def start(self) -> int:
+    def start(self, port: int = MAAND_PORT) -> int:
+        """Serve on 127.0.0.1:port (maand's 8080), or on an ephemeral port when that one is taken."""
         api = self
 
         class Handler(_Handler):
             runtime = api
-        self._server = _Server(("127.0.0.1", 0), Handler)
+        try:
+            self._server = _Server(("127.0.0.1", port), Handler)
+        except OSError:
+            self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="maand-runtime-api", daemon=True)
         self._thread.start()
@@ -211,8 +220,9 @@ class RuntimeAPI:
             return 404, "404 page not found"
         if method not in route:
             return 405, ""
-        token = headers.get(HEADER_TOKEN) or ""
-        inv = self.sessions.get(token)
+        with self._lock:
+            token = headers.get(HEADER_TOKEN) or self._session_of(headers)
+            inv = self.sessions.get(token)
         try:
             inv = self._authorize(inv, headers)
             return getattr(self, route[method])(inv, token, body, headers, urllib.parse.parse_qs(url.query))
@@ -220,6 +230,13 @@ class RuntimeAPI:
             if inv is not None and method in ("PUT", "DELETE") and reply.status != 404:
                 inv.refused.append("%s %s: %s" % (method, url.path, reply.message))
             return reply.status, reply.message
+
+    def _session_of(self, headers: Mapping[str, str]) -> str:
+        """The token of the one open session maand's headers name (a request without a token, as
+        maand's own clients send), or "" when none or several do."""
+        scope = (headers.get(HEADER_ALLOC), headers.get(HEADER_EVENT), headers.get(HEADER_COMMAND))
+        found = [t for t, inv in self.sessions.items() if (inv.alloc_id, inv.event, inv.command) == scope]
+        return found[0] if len(found) == 1 else ""
 
     def _authorize(self, inv: Invocation | None, headers: Mapping[str, str]) -> Invocation:
         alloc = headers.get(HEADER_ALLOC) or ""

@@ -11,6 +11,8 @@ import threading
 import time
 import urllib.request
 
+import pytest
+
 from ansible_collections.maand.core.plugins.plugin_utils import _build, _hook_deploy, _hook_run, _hooks, _kv_store
 from ansible_collections.maand.core.plugins.plugin_utils._runtime_api import RuntimeAPI
 from tests.bucket_factory import make_bucket, write
@@ -214,7 +216,7 @@ def test_semaphore_serialises_allocations(tmp_path):
     assert len(pairs) == 3 and all(a == "in" and c == "out" and b == d for a, b, c, d in pairs)
 
 
-def test_raw_http_needs_the_token_and_maands_headers(tmp_path):
+def test_raw_http_needs_maands_headers_and_a_right_token_if_any(tmp_path):
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
     alloc = _hooks.targets(catalog, "api")[0]
     with RuntimeAPI(root, catalog) as api:
@@ -231,7 +233,11 @@ def test_raw_http_needs_the_token_and_maands_headers(tmp_path):
                 "COMMAND": "command_x"}
         assert call({k: v for k, v in base.items() if k != "X-ALLOCATION-ID"}) == (400, "X-ALLOCATION-ID header is missing\n")
         assert call(dict(base, **{"X-ALLOCATION-ID": "nope"}))[0] == 404
-        assert call(base)[0] == 401
+        # maand's own clients send no token: the headers name the one running hook
+        status, body = call(base)
+        assert status == 200 and json.loads(body)["value"] == catalog["bucket_id"]
+        assert call(dict(base, EVENT="pre_deploy"))[0] == 401  # no hook of that event runs
+        assert call(dict(base, **{"X-MAAND-TOKEN": "forged"}))[0] == 401  # a token, if sent, must be right
         assert call(dict(base, EVENT="pre_deploy", **{"X-MAAND-TOKEN": token}))[0] == 400
         status, body = call(dict(base, **{"X-MAAND-TOKEN": token}))
         assert status == 200 and json.loads(body)["value"] == catalog["bucket_id"]
@@ -240,8 +246,39 @@ def test_raw_http_needs_the_token_and_maands_headers(tmp_path):
         # reads: the job's namespaces and upstream demands only
         assert call(dict(base, **{"X-MAAND-TOKEN": token}), b'{"namespace": "vars/job/db", "key": "x"}') == (
             400, "Invalid or unauthorized namespace\n")
+        twin, _y = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
+        assert call(base)[0] == 401  # two hooks with the same headers: only a token tells them apart
+        assert call(dict(base, **{"X-MAAND-TOKEN": twin}))[0] == 200
+        api.close_session(twin)
         api.close_session(token)
         assert call(dict(base, **{"X-MAAND-TOKEN": token}))[0] == 401
+        assert call(base)[0] == 401
+
+
+def test_a_maand_hook_calling_localhost_8080_itself_runs_unchanged(tmp_path):
+    """A script as maand documents the API (docs/reference/job-command-api.md): plain HTTP to
+    $JOB_COMMAND_API_HOST:8080 with maand's headers, no token, no maand module."""
+    script = """
+        import json, os, urllib.request
+        def call(method, body):
+            req = urllib.request.Request("http://%s:8080/kv" % os.environ["JOB_COMMAND_API_HOST"], method=method,
+                                         data=json.dumps(body).encode(), headers={
+                "Content-Type": "application/json", "X-ALLOCATION-ID": os.environ["ALLOCATION_ID"],
+                "EVENT": os.environ["EVENT"], "COMMAND": os.environ["COMMAND"]})
+            with urllib.request.urlopen(req) as resp:
+                return resp.read().decode()
+        call("PUT", {"namespace": "vars/job/api", "key": "seen", "value": os.environ["ALLOCATION_IP"]})
+        print(json.loads(call("GET", {"namespace": "maand/bucket", "key": "bucket_id"}))["value"])
+    """
+    root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], script)})
+    with RuntimeAPI(root, catalog) as api:
+        if api.port != 8080:
+            pytest.skip("127.0.0.1:8080 is taken on this machine (another run's API): the API took port %d" % api.port)
+        target = _hooks.targets(catalog, "api")[0]
+        out = _hook_run.run_event(context(root, catalog, api), "api", "cli", [target])
+    assert out.ok, out.failures()
+    assert out.results[0].output[-1] == catalog["bucket_id"]
+    assert _kv_store.KVStore.load(root).get("vars/job/api", "seen") == target.worker
 
 
 def test_demands_lists_the_commands_that_demand_this_one(tmp_path):
