@@ -20,7 +20,7 @@ import pytest
 from cryptography import x509
 
 from tests.integration.deploy import env as deploy_env
-from tests.integration.deploy.bucket import init_bucket, write
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -47,8 +47,8 @@ class Env(deploy_env.Env):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     bucket = tmp_path_factory.mktemp("certs") / "bucket"
-    init_bucket(bucket, fleet.state_dir, conf="certs_ttl = 30\ncerts_renewal_buffer = 5\n", memory="4096 mb",
-                cpu="2000 mhz")
+    fleet_bucket(bucket, fleet.state_dir, conf="certs_ttl = 30\ncerts_renewal_buffer = 5\n", memory="4096 mb",
+                 cpu="2000 mhz")
     api = bucket / "workspace" / "jobs" / "api"
     write(api / "manifest.json", json.dumps({"version": "1.0.0", "selectors": ["worker"], "certs": CERTS}))
     write(api / "Makefile", MAKEFILE)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import init_bucket, write
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -164,7 +164,7 @@ def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     root = tmp_path_factory.mktemp("hooks")
     bucket = root / "bucket"
-    init_bucket(bucket, fleet.state_dir)
+    fleet_bucket(bucket, fleet.state_dir)
     jobs = bucket / "workspace" / "jobs"
     set_manifest(bucket, "db", {"version": "1.0.0", "selectors": ["worker"], "commands": {
         "command_bootstrap": {"executed_on": ["pre_deploy"]},

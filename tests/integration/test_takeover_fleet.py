@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.deploy import env as deploy_env
-from tests.integration.deploy.bucket import init_bucket, write
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -121,8 +121,8 @@ def _maand_worker(env, host, api_src):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     bucket = tmp_path_factory.mktemp("takeover") / "bucket"
-    init_bucket(bucket, fleet.state_dir, memory="4096 mb", cpu="2000 mhz",
-                conf='use_sudo = false\nssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 0\n')
+    fleet_bucket(bucket, fleet.state_dir, memory="4096 mb", cpu="2000 mhz",
+                 conf='use_sudo = false\nssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 0\n')
     api = bucket / "workspace" / "jobs" / "api"
     write(api / "manifest.json", json.dumps({"version": "1.0.0", "selectors": ["worker"],
                                              "certs": {"tls": {"subject": {"common_name": "api.internal"}}}}))

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.integration.deploy import env as deploy_env
-from tests.integration.deploy.bucket import init_bucket, write
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -65,8 +65,8 @@ class Env(deploy_env.Env):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     bucket = tmp_path_factory.mktemp("tpl") / "bucket"
-    init_bucket(bucket, fleet.state_dir, bucket_conf='environment = "staging"\n', labels="worker,api",
-                memory="4096 mb", cpu="2000 mhz")
+    fleet_bucket(bucket, fleet.state_dir, bucket_conf='environment = "staging"\n', labels="worker,api",
+                 memory="4096 mb", cpu="2000 mhz")
     write(bucket / "workspace" / "bucket.jobs.conf", '[api]\nmemory = "512 mb"\n')
     api = bucket / "workspace" / "jobs" / "api"
     write(api / "manifest.json", json.dumps({

@@ -119,8 +119,8 @@ def add_job(bucket: Path, name: str, version="1.0.0", files=None, makefile=MAKEF
     return root
 
 
-def init_bucket(bucket: Path, fleet_state: Path, conf='job_config_selector = ""\n', bucket_conf="",
-                labels="worker", memory=None, cpu=None):
+def fleet_bucket(bucket: Path, fleet_state: Path, conf='job_config_selector = ""\n', bucket_conf="",
+                 labels="worker", memory=None, cpu=None):
     """A bucket without jobs for the fleet in fleet_state: maand.yml, maand.conf (conf), workspace/bucket.conf
     (bucket_conf, then the port pool 30000-39999), workspace/workers.json (`fleet.py workers-json` with
     labels and, when given, memory and cpu) and the fleet's SSH key (`fleet.py bucket-key`, which adds ssh_*
@@ -143,7 +143,7 @@ def init_bucket(bucket: Path, fleet_state: Path, conf='job_config_selector = ""\
 
 def make_bucket(bucket: Path, fleet_state: Path, n_jobs=3, health=False, labels="worker", port=31001):
     """A bucket for the fleet in fleet_state: jobs api (+health), web (reload + restart_globs), job2.."""
-    bucket = init_bucket(bucket, fleet_state, labels=labels)
+    bucket = fleet_bucket(bucket, fleet_state, labels=labels)
     if health:
         add_job(bucket, "api", files={"health_mode": "ok\n", "conf/api.conf": "threads=4\n", "server.py": SERVER_PY},
                 makefile=SERVER_MAKEFILE.format(port=port), max_concurrent_upgrades=1,
