@@ -15,17 +15,15 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from cryptography import x509
 
-from tests.integration.deploy.bucket import FLEET, write
+from tests.integration.deploy import env as deploy_env
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 # docs/reference/certs.md, "Job manifest (certs)"
 CERTS = {"tls": {"pkcs8": False, "one": False, "subject": {"common_name": "api.internal"}},
          "client": {"pkcs8": True, "one": True, "subject": {"common_name": "api-cluster"}}}
@@ -37,27 +35,9 @@ start stop restart reload:
 """
 
 
-class Env:
-    def __init__(self, fleet, bucket):
-        self.fleet, self.bucket, self.hosts = fleet, bucket, fleet.addresses
-
-    def play(self, name, *args, check=True):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=300, check=False)
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-        return proc.returncode, out
-
-    @property
-    def catalog(self):
-        return json.loads((self.bucket / "data" / "catalog.json").read_text())
-
+class Env(deploy_env.Env):
     def certs(self, host):
-        return (Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.catalog["bucket_id"] / "jobs" / "api"
-                / "certs")
+        return self.job(host, "api") / "certs"
 
     def ca(self):
         return x509.load_pem_x509_certificate((self.bucket / "secrets" / "ca.crt").read_bytes())
@@ -67,15 +47,8 @@ class Env:
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     bucket = tmp_path_factory.mktemp("certs") / "bucket"
-    write(bucket / "maand.yml", "plugin: maand.core.workspace\n")
-    write(bucket / "maand.conf", 'certs_ttl = 30\ncerts_renewal_buffer = 5\n')
-    write(bucket / "workspace" / "bucket.conf", 'port_min = "30000"\nport_max = "39999"\n')
-    workers = subprocess.run([sys.executable, str(FLEET), "workers-json", "--state-dir", str(fleet.state_dir),
-                              "--labels", "worker", "--memory", "4096 mb", "--cpu", "2000 mhz"],
-                             check=True, capture_output=True, text=True).stdout
-    write(bucket / "workspace" / "workers.json", workers)
-    subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(fleet.state_dir), "--bucket",
-                    str(bucket)], check=True, capture_output=True, text=True)
+    fleet_bucket(bucket, fleet.state_dir, conf="certs_ttl = 30\ncerts_renewal_buffer = 5\n", memory="4096 mb",
+                 cpu="2000 mhz")
     api = bucket / "workspace" / "jobs" / "api"
     write(api / "manifest.json", json.dumps({"version": "1.0.0", "selectors": ["worker"], "certs": CERTS}))
     write(api / "Makefile", MAKEFILE)
@@ -124,7 +97,7 @@ def test_01_certs_md_examples_verify_against_the_bucket_ca(env):
         assert (certs / "client.key").read_text().startswith("-----BEGIN PRIVATE KEY-----")
         client_keys.add((certs / "client.key").read_text())
         rendered = json.loads((certs.parent / "tls.json").read_text())
-        assert rendered["cert"] == rendered["path"] == "/opt/worker/%s/jobs/api/certs/tls.crt" % env.catalog["bucket_id"]
+        assert rendered["cert"] == rendered["path"] == "/opt/worker/%s/jobs/api/certs/tls.crt" % env.bucket_id
     assert len(client_keys) == 1
 
 

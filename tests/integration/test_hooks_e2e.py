@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import FLEET, write
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -165,14 +164,7 @@ def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     root = tmp_path_factory.mktemp("hooks")
     bucket = root / "bucket"
-    write(bucket / "maand.yml", "plugin: maand.core.workspace\n")
-    write(bucket / "maand.conf", 'job_config_selector = ""\n')
-    write(bucket / "workspace" / "bucket.conf", 'port_min = "30000"\nport_max = "39999"\n')
-    workers = subprocess.run([sys.executable, str(FLEET), "workers-json", "--state-dir", str(fleet.state_dir),
-                              "--labels", "worker"], check=True, capture_output=True, text=True).stdout
-    write(bucket / "workspace" / "workers.json", workers)
-    subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(fleet.state_dir), "--bucket",
-                    str(bucket)], check=True, capture_output=True, text=True)
+    fleet_bucket(bucket, fleet.state_dir)
     jobs = bucket / "workspace" / "jobs"
     set_manifest(bucket, "db", {"version": "1.0.0", "selectors": ["worker"], "commands": {
         "command_bootstrap": {"executed_on": ["pre_deploy"]},

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import FLEET, write
+from tests.integration.deploy import env as deploy_env
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -60,26 +61,13 @@ if __name__ == "__main__":
 """
 
 
-class Env:
+class Env(deploy_env.Env):
     def __init__(self, fleet, bucket):
-        self.fleet, self.bucket, self.hosts = fleet, bucket, fleet.addresses
+        super().__init__(fleet, bucket)
         self.worker_ids = {h: "0b7c9a2e-1111-4a4a-9a9a-%012d" % i for i, h in enumerate(self.hosts)}
 
-    def play(self, name, *args, check=True):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=300, check=False)
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-        return proc.returncode, out
-
-    def root(self, host):
+    def root(self, host):  # maand's bucket_id: the worker trees exist before the first build
         return Path(self.fleet.host(host)["opt_dir"]) / "worker" / BUCKET_ID
-
-    def events(self, host):
-        return (self.root(host) / "jobs" / "api" / "logs" / "events.log").read_text().splitlines()
 
 
 def _maand_db(env):
@@ -133,15 +121,8 @@ def _maand_worker(env, host, api_src):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     bucket = tmp_path_factory.mktemp("takeover") / "bucket"
-    write(bucket / "maand.yml", "plugin: maand.core.workspace\n")
-    write(bucket / "maand.conf", 'use_sudo = false\nssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 0\n')
-    write(bucket / "workspace" / "bucket.conf", 'port_min = "30000"\nport_max = "39999"\n')
-    workers = subprocess.run([sys.executable, str(FLEET), "workers-json", "--state-dir", str(fleet.state_dir),
-                              "--labels", "worker", "--memory", "4096 mb", "--cpu", "2000 mhz"],
-                             check=True, capture_output=True, text=True).stdout
-    write(bucket / "workspace" / "workers.json", workers)
-    subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(fleet.state_dir), "--bucket",
-                    str(bucket)], check=True, capture_output=True, text=True)
+    fleet_bucket(bucket, fleet.state_dir, memory="4096 mb", cpu="2000 mhz",
+                 conf='use_sudo = false\nssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 0\n')
     api = bucket / "workspace" / "jobs" / "api"
     write(api / "manifest.json", json.dumps({"version": "1.0.0", "selectors": ["worker"],
                                              "certs": {"tls": {"subject": {"common_name": "api.internal"}}}}))
@@ -177,7 +158,7 @@ def test_02_first_deploy_restarts_nothing(env):
     rc, out = env.play("deploy")
     assert "issued" not in out
     for host in env.hosts:
-        assert env.events(host) == ["start"]  # no make target ran
+        assert env.events(host, "api") == ["start"]  # no make target ran
         certs = env.root(host) / "jobs" / "api" / "certs"
         assert (certs / "tls.crt").read_text() == env.leaves[host][0]  # maand's certificate, kept
         assert (certs / "tls.key").read_text() == env.leaves[host][1]
@@ -205,4 +186,4 @@ def test_03_second_deploy_changes_nothing(env):
     assert "no changes required" in out, out
     assert set(int(m) for m in re.findall(r"changed=(\d+)", out)) == {0}, out
     for host in env.hosts:
-        assert env.events(host) == ["start"]
+        assert env.events(host, "api") == ["start"]

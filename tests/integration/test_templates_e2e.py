@@ -11,17 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import FLEET, write
+from tests.integration.deploy import env as deploy_env
+from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
 
 CONFIG_TPL = """{
   "env": "{{ get "vars/bucket" "environment" }}",
@@ -57,33 +53,9 @@ start stop restart reload:
 """
 
 
-class Env:
-    def __init__(self, fleet, bucket):
-        self.fleet, self.bucket, self.hosts = fleet, bucket, fleet.addresses
-
-    def play(self, name, *args, check=True):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=300, check=False)
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-        return proc.returncode, out
-
-    @property
-    def catalog(self):
-        return json.loads((self.bucket / "data" / "catalog.json").read_text())
-
-    def job(self, host, job):
-        return Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.catalog["bucket_id"] / "jobs" / job
-
-    def record(self, host, job):
-        root = Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.catalog["bucket_id"]
-        return json.loads((root / "deploy" / ("%s.json" % job)).read_text())
-
+class Env(deploy_env.Env):
     def port(self):
-        return next(j for j in self.catalog["jobs"] if j["name"] == "api")["ports"]["api_http_port"]
+        return next(j for j in self.catalog()["jobs"] if j["name"] == "api")["ports"]["api_http_port"]
 
     def ws(self, rel):
         return self.bucket / "workspace" / rel
@@ -93,16 +65,9 @@ class Env:
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
     bucket = tmp_path_factory.mktemp("tpl") / "bucket"
-    write(bucket / "maand.yml", "plugin: maand.core.workspace\n")
-    write(bucket / "maand.conf", 'job_config_selector = ""\n')
-    write(bucket / "workspace" / "bucket.conf", 'environment = "staging"\nport_min = "30000"\nport_max = "39999"\n')
+    fleet_bucket(bucket, fleet.state_dir, bucket_conf='environment = "staging"\n', labels="worker,api",
+                 memory="4096 mb", cpu="2000 mhz")
     write(bucket / "workspace" / "bucket.jobs.conf", '[api]\nmemory = "512 mb"\n')
-    workers = subprocess.run([sys.executable, str(FLEET), "workers-json", "--state-dir", str(fleet.state_dir),
-                              "--labels", "worker,api", "--memory", "4096 mb", "--cpu", "2000 mhz"],
-                             check=True, capture_output=True, text=True).stdout
-    write(bucket / "workspace" / "workers.json", workers)
-    subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(fleet.state_dir), "--bucket",
-                    str(bucket)], check=True, capture_output=True, text=True)
     api = bucket / "workspace" / "jobs" / "api"
     write(api / "manifest.json", json.dumps({
         "version": "1.2.0", "selectors": ["worker", "api"],
@@ -130,7 +95,7 @@ def test_01_first_deploy_renders_maands_example_on_every_worker(env):
         for never in ("config.json.tpl", "hello.txt.j2", "vars.toml"):
             assert not (api / never).exists(), never
         got = dict(line.split("=", 1) for line in (api / "data" / "env.txt").read_text().splitlines())
-        alloc = next(a for a in env.catalog["allocations"] if a["job"] == "api" and a["worker"] == host)
+        alloc = next(a for a in env.catalog()["allocations"] if a["job"] == "api" and a["worker"] == host)
         assert got == {"ALLOCATION_ID": alloc["alloc_id"], "ALLOCATION_IP": host, "ALLOCATION_INDEX": str(i),
                        "JOB": "api", "CURRENT_VERSION": "0.0.0", "NEW_VERSION": "1.2.0", "API_HTTP_PORT": str(port)}
         tpl_only = env.job(host, "tplonly")

@@ -119,18 +119,31 @@ def add_job(bucket: Path, name: str, version="1.0.0", files=None, makefile=MAKEF
     return root
 
 
-def make_bucket(bucket: Path, fleet_state: Path, n_jobs=3, health=False, labels="worker", port=31001):
-    """A bucket for the fleet in fleet_state: jobs api (+health), web (reload + restart_globs), job2.."""
+def fleet_bucket(bucket: Path, fleet_state: Path, conf='job_config_selector = ""\n', bucket_conf="",
+                 labels="worker", memory=None, cpu=None):
+    """A bucket without jobs for the fleet in fleet_state: maand.yml, maand.conf (conf), workspace/bucket.conf
+    (bucket_conf, then the port pool 30000-39999), workspace/workers.json (`fleet.py workers-json` with
+    labels and, when given, memory and cpu) and the fleet's SSH key (`fleet.py bucket-key`, which adds ssh_*
+    to maand.conf)."""
     bucket = Path(bucket)
     bucket.mkdir(parents=True, exist_ok=True)
     write(bucket / "maand.yml", "plugin: maand.core.workspace\n")
-    write(bucket / "maand.conf", 'job_config_selector = ""\n')
-    write(bucket / "workspace" / "bucket.conf", 'port_min = "30000"\nport_max = "39999"\n')
-    workers = subprocess.run([sys.executable, str(FLEET), "workers-json", "--state-dir", str(fleet_state),
-                              "--labels", labels], check=True, capture_output=True, text=True).stdout
-    write(bucket / "workspace" / "workers.json", workers)
+    write(bucket / "maand.conf", conf)
+    write(bucket / "workspace" / "bucket.conf", bucket_conf + 'port_min = "30000"\nport_max = "39999"\n')
+    cmd = [sys.executable, str(FLEET), "workers-json", "--state-dir", str(fleet_state), "--labels", labels]
+    if memory is not None:
+        cmd += ["--memory", memory]
+    if cpu is not None:
+        cmd += ["--cpu", cpu]
+    write(bucket / "workspace" / "workers.json", subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     subprocess.run([sys.executable, str(FLEET), "bucket-key", "--state-dir", str(fleet_state), "--bucket", str(bucket)],
                    check=True, capture_output=True, text=True)
+    return bucket
+
+
+def make_bucket(bucket: Path, fleet_state: Path, n_jobs=3, health=False, labels="worker", port=31001):
+    """A bucket for the fleet in fleet_state: jobs api (+health), web (reload + restart_globs), job2.."""
+    bucket = fleet_bucket(bucket, fleet_state, labels=labels)
     if health:
         add_job(bucket, "api", files={"health_mode": "ok\n", "conf/api.conf": "threads=4\n", "server.py": SERVER_PY},
                 makefile=SERVER_MAKEFILE.format(port=port), max_concurrent_upgrades=1,
