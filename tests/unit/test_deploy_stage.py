@@ -387,3 +387,23 @@ def test_a_template_rendering_a_worker_owned_name_is_refused(tmp_path, name):
     write(str(tmp_path / name), "x")
     with pytest.raises(_deploy_files.ContentError, match="belongs to the worker"):
         S.read_job("api", str(tmp_path))
+
+
+def test_stage_plan_points_run_and_early_files_ops_at_the_rendered_tree(tmp_path):
+    root, catalog, kv = e2e(tmp_path)
+    staging = compute(root, catalog, kv)
+    workspace = "workspace/jobs/api"
+    files = {"id": "api@10.0.0.2/files", "kind": "files", "job": "api", "host": "10.0.0.2", "sync": True,
+             "src": workspace, "of": "api@10.0.0.2"}
+    plan = {"steps": [
+        {"ops": {"10.0.0.1": [{"id": "api@10.0.0.1", "kind": "run", "job": "api", "host": "10.0.0.1", "sync": True,
+                               "src": workspace}],
+                 "10.0.0.2": [files]}},
+        {"ops": {"10.0.0.2": [{"id": "api@10.0.0.2", "kind": "run", "job": "api", "host": "10.0.0.2", "sync": False,
+                               "src": workspace}]}}]}
+    assert staging.stage_plan(root, plan) == 2
+    early = plan["steps"][0]["ops"]["10.0.0.2"][0]["src"]
+    assert early == S.stage_path(root, "10.0.0.2", "api")
+    with open(os.path.join(early, "config.json"), encoding="utf-8") as handle:
+        assert handle.read() == rendered(staging, "10.0.0.2")  # 10.0.0.2's own rendering, not the template
+    assert plan["steps"][1]["ops"]["10.0.0.2"][0]["src"] == workspace  # ships nothing itself
