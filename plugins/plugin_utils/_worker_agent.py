@@ -32,6 +32,8 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
     deploy/<job>.rollback a rollback restored the previous tree but was not promoted yet
     history/<job>/current/   a copy of the promoted tree (the files of its record) + record.json
     history/<job>/previous/  the tree and record promoted before it (one only): what a rollback restores
+    history/<job>/incoming/  the files as shipped, copied before make ran (becomes current at promotion,
+                             so what the job's start changes or deletes in its tree is not what a rollback gets)
 
     python3 - files <root> <JSON {"current": {job: [rel]}, "previous": {...}}> -> the promoted text of those files (--diff)
 """
@@ -192,12 +194,32 @@ def snapshot(tree, record, dest):
     atomic_write(os.path.join(dest, "record.json"), json.dumps(record, sort_keys=True))
 
 
+def keep_incoming(root, job, record):
+    """Before make: copy the files of record as they were shipped to history/<job>/incoming (not
+    when history/<job>/current already holds this version: its promotion only updates the record)."""
+    if _same_version(_load(os.path.join(root, HISTORY, job, "current", "record.json"), []), record):
+        return
+    snapshot(os.path.join(root, "jobs", job), record, os.path.join(root, HISTORY, job, "incoming"))
+
+
 def keep_history(root, job, record):
     """After a promotion: history/<job>/current follows the promoted record. A new version (hash or
-    version) moves current to previous first (the one before is dropped); promoting the previous
-    version again (a rollback) swaps the two. Same version: only the record is updated."""
+    version) moves current to previous first (the one before is dropped) and becomes the copy kept
+    before make (incoming) when it is of this record, else a copy of the tree as it is now;
+    promoting the previous version again (a rollback) swaps the two. Same version: only the record
+    is updated."""
     base = os.path.join(root, HISTORY, job)
     current, previous = os.path.join(base, "current"), os.path.join(base, "previous")
+    incoming = os.path.join(base, "incoming")
+    shipped = _same_version(_load(os.path.join(incoming, "record.json"), []), record)
+    try:
+        _keep_history(root, job, record, current, previous, incoming if shipped else None)
+    finally:
+        _remove(incoming)
+
+
+def _keep_history(root, job, record, current, previous, incoming):
+    base = os.path.dirname(current)
     have = _load(os.path.join(current, "record.json"), [])
     if _same_version(have, record):
         atomic_write(os.path.join(current, "record.json"), json.dumps(record, sort_keys=True))
@@ -217,7 +239,11 @@ def keep_history(root, job, record):
         os.rename(current, previous)
     else:
         _remove(current)
-    snapshot(os.path.join(root, "jobs", job), record, current)
+    if incoming:
+        os.rename(incoming, current)
+        atomic_write(os.path.join(current, "record.json"), json.dumps(record, sort_keys=True))
+    else:
+        snapshot(os.path.join(root, "jobs", job), record, current)
 
 
 def restore_previous(root, job, keep):
@@ -640,6 +666,8 @@ def do_run(step, op, out, label):
         restore_previous(step.root, job, step.keep)
         out["steps"].append("restore previous tree")
         out["changed"] = True
+    if op.get("record") is not None and not op.get("restore"):  # a deploy (the job playbook has no record)
+        keep_incoming(step.root, job, op["record"])
     if target == "start" and op.get("record") is not None:  # a deploy start (the job playbook has no record)
         if os.path.exists(step.marker(job)):
             try:

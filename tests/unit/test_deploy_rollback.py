@@ -231,3 +231,38 @@ def test_an_unpromoted_rollback_resyncs_the_workspace_tree():
     assert rows[("api", "h1")]["reason"].startswith("a rollback was not promoted")
     op = next(o for s in plan["steps"] for o in s["ops"].get("h1", []) if o["id"] == "api@h1")
     assert op["sync"] and not op.get("restore")
+
+
+def test_the_kept_tree_is_the_shipped_one_not_what_the_start_changed(root):
+    """history/<job>/current is copied before make: a start that edits or deletes its own shipped
+    files (a config it consumes, a one-shot script) does not change what a later rollback restores."""
+    (root / "jobs/api/Makefile").write_text(
+        MAKEFILE.replace("restart:\n", "restart:\n\trm -f conf/once.sh\n\techo changed > conf/a.conf\n"))
+    (root / "jobs/api/conf/once.sh").write_text("one-shot\n")
+    record = dict(_rec("1.0.0", "v1"), files={"Makefile": "m", "conf/a.conf": "v1", "conf/once.sh": "o"})
+    (root / "jobs/api/conf/a.conf").write_text("v1")
+    ans = A.run_step({"root": str(root), "keep": ["data", "logs"], "ops": [{
+        "id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "restart", "env": {},
+        "promote_now": False, "record": record}]})
+    assert ans["ops"][0]["ok"], ans
+    assert not (root / "jobs/api/conf/once.sh").exists()  # the start consumed it
+    hist = root / "history/api"
+    assert (hist / "incoming/files/conf/once.sh").read_text() == "one-shot\n"  # kept before make, until promoted
+    A.run_step({"root": str(root), "promote": [{"id": "api@h", "job": "api", "record": record}]})
+    assert sorted(p.name for p in hist.iterdir()) == ["current"]
+    assert (hist / "current/files/conf/once.sh").read_text() == "one-shot\n"
+    assert (hist / "current/files/conf/a.conf").read_text() == "v1"
+    _ship(root, "v2", "2.0.0")
+    A.restore_previous(str(root), "api", ("data", "logs"))
+    assert (root / "jobs/api/conf/once.sh").read_text() == "one-shot\n" and (root / "jobs/api/conf/a.conf").read_text() == "v1"
+
+
+def test_an_incoming_copy_of_another_version_is_not_promoted(root):
+    _ship(root, "v1", "1.0.0")
+    A.keep_incoming(str(root), "api", _rec("9.9.9", "v9"))  # a start of 9.9.9 that failed its gate
+    (root / "jobs/api/conf/a.conf").write_text("v2")
+    A.keep_history(str(root), "api", _rec("2.0.0", "v2"))  # promoted by another path: the tree as it is
+    hist = root / "history/api"
+    assert sorted(p.name for p in hist.iterdir()) == ["current", "previous"]
+    assert (hist / "current/files/conf/a.conf").read_text() == "v2"
+    assert json.loads((hist / "current/record.json").read_text())["version"] == "2.0.0"
