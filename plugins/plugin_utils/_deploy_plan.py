@@ -326,6 +326,29 @@ class Step:
                 "gates": self.gates}
 
 
+@dataclasses.dataclass(slots=True)
+class Failure:
+    """plan["failures"][i]: an allocation (or, worker None, a whole job) this deploy cannot deploy, and why."""
+
+    job: str
+    worker: str | None
+    msg: str
+
+    def to_json(self):
+        return {"job": self.job, "worker": self.worker, "msg": self.msg}
+
+
+@dataclasses.dataclass(slots=True)
+class Prune:
+    """plan["prune"][i]: a removed allocation whose catalog row goes after this deploy (nothing left on its worker)."""
+
+    job: str
+    worker: str
+
+    def to_json(self):
+        return {"job": self.job, "worker": self.worker}
+
+
 def current_versions(states):
     """{(job, host): version} each reachable worker reports as promoted (the templates' .CurrentVersion)."""
     out = {}
@@ -495,8 +518,8 @@ class _Planner:
                 spec, gate_errors = resolve_health(job)
             if gate_errors:  # only this job is left out; the others deploy and the run ends failed
                 self.gate_failed[name] = gate_errors
-                self.failures.append({"job": name, "worker": None, "msg": "job %s not deployed: its health_check "
-                                      "cannot run: %s" % (name, "; ".join(gate_errors))})
+                self.failures.append(Failure(name, None, "job %s not deployed: its health_check cannot run: %s"
+                                             % (name, "; ".join(gate_errors))))
             if not spec and not gate_errors and hook_events(job):
                 spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (_hook_deploy)
             if spec:
@@ -537,8 +560,8 @@ class _Planner:
             return
         if not st.get("reachable", False):
             row.decide("unreachable", "worker unreachable: %s" % (st.get("error") or "no answer"))
-            self.failures.append({"job": name, "worker": host, "msg": "%s@%s not deployed: worker unreachable (%s)"
-                                  % (name, host, st.get("error") or "no answer")})
+            self.failures.append(Failure(name, host, "%s@%s not deployed: worker unreachable (%s)"
+                                         % (name, host, st.get("error") or "no answer")))
             return
         cur = self.content.get(name) or {}
         if cur.get("error"):
@@ -578,16 +601,16 @@ class _Planner:
                 row.decide("remove", "%s; worker unreachable, assumed dead (files not cleaned): %s"
                            % (why, st.get("error") or "unreachable"))
                 self.dead_removed_workers.add(host)
-                self.prune.append({"job": name, "worker": host})
+                self.prune.append(Prune(name, host))
             else:
                 row.decide("unreachable", "%s; worker unreachable, cannot stop/remove: %s"
                            % (why, st.get("error") or "unreachable"))
-                self.failures.append({"job": name, "worker": host, "msg": "cannot remove %s@%s: worker unreachable (%s)"
-                                      % (name, host, st.get("error") or "")})
+                self.failures.append(Failure(name, host, "cannot remove %s@%s: worker unreachable (%s)"
+                                             % (name, host, st.get("error") or "")))
             return
         if deployed is None and name not in set(st.get("trees") or []):
             row.decide("skip", "%s; nothing deployed there" % why)
-            self.prune.append({"job": name, "worker": host})
+            self.prune.append(Prune(name, host))
             return
         running = (deployed or {}).get("running")
         todo = "stop, then delete job files (keep data/, logs/)" if running else "delete job files (keep data/, logs/)"
@@ -973,8 +996,8 @@ class _Planner:
             "rows": [row.to_json() for row in self.rows],
             "steps": [step.to_json() for step in self.steps] if not self.errors else [],
             "errors": self.errors,
-            "failures": self.failures,
-            "prune": self.prune,
+            "failures": [f.to_json() for f in self.failures],
+            "prune": [p.to_json() for p in self.prune],
             "dead_workers": sorted(self.dead_removed_workers),
             "job_waves": {name: job.get("deployment_seq", 0) or 0 for name, job in self.jobs.items()},
             "has_work": bool(self.steps) and not self.errors,
