@@ -19,30 +19,26 @@ from pathlib import Path
 import pytest
 
 from tests.integration.deploy.bucket import SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
+from tests.integration.deploy.env import Env
 from ansible_collections.maand.core.plugins.plugin_utils import _deploy_progress as P
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 PORT = 31061
 # the server binds its port ~2 s after `make start` returned: the gate needs a few attempts
 SLOW_SERVER_PY = "import time\ntime.sleep(2)\n" + SERVER_PY
 
 
-class Env:
+class CallbackEnv(Env):
+    """Plays through the maand.core.deploy stdout callback; their output as printed, stdout and stderr apart."""
+    timeout = 400
+
     def __init__(self, fleet, bucket):
-        self.fleet = fleet
-        self.bucket = bucket
-        self.hosts = fleet.addresses
+        super().__init__(fleet, bucket)
+        self.env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="maand.core.deploy", MAAND_DEPLOY_LIVE="never")
 
     def play(self, name, *args, env=None):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        full_env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="maand.core.deploy",
-                        MAAND_DEPLOY_LIVE="never")
-        full_env.update(env or {})
-        proc = subprocess.run(cmd, capture_output=True, cwd=str(REPO), timeout=400, check=False, env=full_env)
+        proc = self.playbook(name, *args, env=env, text=False)
         # bytes, decoded here: text mode would turn the live line's carriage returns into newlines
         return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
 
@@ -72,7 +68,7 @@ def env(fleet_factory, tmp_path_factory):
     bucket = make_bucket(tmp_path_factory.mktemp("callback") / "bucket", fleet.state_dir, n_jobs=2, health=True,
                          port=PORT)
     (bucket / "workspace" / "jobs" / "api" / "server.py").write_text(SLOW_SERVER_PY)
-    return Env(fleet, bucket)
+    return CallbackEnv(fleet, bucket)
 
 
 def table_row(out, job, host):

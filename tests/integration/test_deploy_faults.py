@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.deploy.bucket import MAKEFILE, SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
+from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -35,60 +36,20 @@ SLOW_MAKEFILE = MAKEFILE.replace(
 assert SLOW_MAKEFILE != MAKEFILE
 
 
-class Env:
-    def __init__(self, fleet, bucket):
-        self.fleet = fleet
-        self.bucket = bucket
-        self.hosts = fleet.addresses
-
-    def cmd(self, name, *args):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        return cmd
-
-    def play(self, name, *args, check=True, env=None):
-        cmd = self.cmd(name, *args)
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=400, check=False,
-                              env=dict(os.environ, **(env or {})))
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-        return proc.returncode, out
+class FaultsEnv(Env):
+    timeout = 400
 
     def start(self, name, *args):
         """ansible-playbook in the background, in a session of its own (so its pid names all we started)."""
         return subprocess.Popen(self.cmd(name, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 cwd=str(REPO), start_new_session=True)
 
-    def build(self):
-        return self.play("build")
-
-    def deploy(self, *args, check=True, env=None):
-        return self.play("deploy", *args, check=check, env=env)
-
     def converges(self):
         """A deploy that succeeds, then one that changes nothing."""
         self.deploy()
         rc, out = self.deploy()
-        changed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
-        assert set(changed.values()) == {0}, out
+        assert set(self.changed(out).values()) == {0}, out
         assert "no changes required" in out, out
-
-    @property
-    def bucket_id(self):
-        return json.loads((self.bucket / "data" / "catalog.json").read_text())["bucket_id"]
-
-    def job(self, host, job):
-        return Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.bucket_id / "jobs" / job
-
-    def events(self, host, job):
-        path = self.job(host, job) / "logs" / "events.log"
-        return path.read_text().splitlines() if path.exists() else []
-
-    def record(self, host, job):
-        path = Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.bucket_id / "deploy" / ("%s.json" % job)
-        return json.loads(path.read_text()) if path.exists() else None
 
     def runtime_kept(self):
         """data/ and logs/ of every job on every worker still hold what the first deploy wrote."""
@@ -145,7 +106,7 @@ def env(fleet_factory, tmp_path_factory):
     bucket = make_bucket(tmp_path_factory.mktemp("faults") / "bucket", fleet.state_dir, n_jobs=3, health=True,
                          port=31051)
     add_job(bucket, "slow", files={"app.txt": "v1\n", "slow_seconds": "0\n"}, makefile=SLOW_MAKEFILE)
-    return Env(fleet, bucket)
+    return FaultsEnv(fleet, bucket)
 
 
 def test_01_baseline(env):

@@ -7,43 +7,23 @@ acts), so the rolling, gated path of a big fleet is tested here on three hosts.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.integration.deploy.bucket import make_bucket
+from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(3)
     bucket = make_bucket(tmp_path_factory.mktemp("narrow") / "bucket", fleet.state_dir, n_jobs=2, health=True)
-    return fleet, bucket
-
-
-def play(bucket, name, check=True):
-    cmd = ["ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.%s" % name]
-    if name == "build":
-        cmd += ["-e", "maand_bucket=%s" % bucket]
-    env = dict(os.environ, MAAND_DEPLOY_WIDE_FACTOR="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=300, check=False, env=env)
-    out = proc.stdout + proc.stderr
-    if check and proc.returncode != 0:
-        raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-    return proc.returncode, out
-
-
-def events(fleet, bucket, host, job):
-    bucket_id = json.loads((bucket / "data" / "catalog.json").read_text())["bucket_id"]
-    path = Path(fleet.host(host)["opt_dir"]) / "worker" / bucket_id / "jobs" / job / "logs" / "events.log"
-    return path.read_text().splitlines() if path.exists() else []
+    e = Env(fleet, bucket)
+    e.env["MAAND_DEPLOY_WIDE_FACTOR"] = "1"
+    return e
 
 
 def bump(bucket, job, version):
@@ -54,37 +34,35 @@ def bump(bucket, job, version):
 
 
 def test_01_first_deploy_then_a_gated_rolling_change_in_narrow_steps(env):
-    fleet, bucket = env
-    hosts = fleet.addresses
-    play(bucket, "build")
-    play(bucket, "deploy")
-    bump(bucket, "api", "1.1.0")   # restart_policy always, batches of 1, an http gate per batch
-    play(bucket, "build")
-    rc, out = play(bucket, "deploy")
+    hosts = env.hosts
+    env.play("build")
+    env.play("deploy")
+    bump(env.bucket, "api", "1.1.0")   # restart_policy always, batches of 1, an http gate per batch
+    env.play("build")
+    rc, out = env.play("deploy")
     assert out.count("health gate passed: api") == 3
     # the narrow steps were included once, for one host, not once per host
     included = re.findall(r"included: \S*/narrow\.yml for (.+?) =>", out)
     assert included and len(set(included)) == 1 and "," not in included[0], out
     assert "steps_narrow.yml" in out
     for h in hosts:
-        assert events(fleet, bucket, h, "api")[-1] == "restart 1.0.0 1.1.0"
-    rc, out = play(bucket, "deploy")
+        assert env.events(h, "api")[-1] == "restart 1.0.0 1.1.0"
+    rc, out = env.play("deploy")
     assert "no changes required" in out
 
 
 def test_02_a_failure_in_a_narrow_step_stops_the_rollout_and_fails_the_run(env):
-    fleet, bucket = env
-    hosts = fleet.addresses
-    api = bucket / "workspace" / "jobs" / "api"
+    hosts = env.hosts
+    api = env.bucket / "workspace" / "jobs" / "api"
     good = (api / "Makefile").read_text()
     (api / "Makefile").write_text(good.replace("restart:\n", "restart:\n\t@echo boom-narrow; exit 3\n", 1))
-    play(bucket, "build")
-    rc, out = play(bucket, "deploy", check=False)
+    env.play("build")
+    rc, out = env.play("deploy", check=False)
     assert rc != 0 and "boom-narrow" in out
-    restarted = [h for h in hosts if events(fleet, bucket, h, "api")[-1] != "restart 1.0.0 1.1.0"]
+    restarted = [h for h in hosts if env.events(h, "api")[-1] != "restart 1.0.0 1.1.0"]
     assert len(restarted) <= 1  # batch size 1: the first batch failed, the others were never touched
     (api / "Makefile").write_text(good + "# fixed\n")
-    play(bucket, "build")
-    play(bucket, "deploy")
+    env.play("build")
+    env.play("deploy")
     for h in hosts:
-        assert events(fleet, bucket, h, "api")[-1] == "restart 1.1.0 1.1.0"
+        assert env.events(h, "api")[-1] == "restart 1.1.0 1.1.0"

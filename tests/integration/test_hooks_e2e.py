@@ -10,17 +10,13 @@ The steps share one bucket and one 2-host fleet and run in file order.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.integration.deploy.bucket import fleet_bucket, write
+from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
 
 # Every hook appends "<event> <job> <command> <worker> <extra>" to $HOOK_LOG (a controller file).
 LOG_PY = """\
@@ -120,35 +116,21 @@ start stop restart reload:
 """
 
 
-class Env:
+class HooksEnv(Env):
+    timeout = 600
+    tail = 8000
+
     def __init__(self, fleet, bucket, hook_log):
-        self.fleet, self.bucket, self.hosts, self.hook_log = fleet, bucket, fleet.addresses, hook_log
+        super().__init__(fleet, bucket)
+        self.hook_log = hook_log
+        self.env["HOOK_LOG"] = str(hook_log)
 
-    def play(self, name, *args, check=True, env=None):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        run_env = dict(os.environ, HOOK_LOG=str(self.hook_log), **(env or {}))
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=600, check=False,
-                              env=run_env)
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-8000:]))
-        return proc.returncode, out
-
-    def events(self):
+    def hook_events(self):
         if not self.hook_log.exists():
             return []
         lines = self.hook_log.read_text().splitlines()
         self.hook_log.unlink()
         return [line.rstrip() for line in lines]
-
-    @property
-    def catalog(self):
-        return json.loads((self.bucket / "data" / "catalog.json").read_text())
-
-    def job(self, host, job):
-        return Path(self.fleet.host(host)["opt_dir"]) / "worker" / self.catalog["bucket_id"] / "jobs" / job
 
     def make_log(self, host, job):
         path = self.job(host, job) / "logs" / "make.log"
@@ -189,17 +171,17 @@ def env(fleet_factory, tmp_path_factory):
     for name, body in (("command_joined", WEB_STARTED), ("command_drain", WEB_STOPPED), ("hooklog", LOG_PY)):
         write(jobs / "web" / "_modules" / (name + ".py"), body)
     write(jobs / "web" / "Makefile", MAKEFILE)
-    return Env(fleet, bucket, root / "hooks.log")
+    return HooksEnv(fleet, bucket, root / "hooks.log")
 
 
 def test_01_build_runs_post_build_and_the_first_deploy_runs_hooks_in_maands_order(env):
     h0, h1 = env.hosts
     env.play("build")
-    assert sorted(env.events()) == sorted("post_build db command_schema %s api:command_migrate" % h for h in (h0, h1))
+    assert sorted(env.hook_events()) == sorted("post_build db command_schema %s api:command_migrate" % h for h in (h0, h1))
     rc, out = env.play("deploy")
     # the plan's wave picture, from deployment_seq and api's demand on db (issue 14)
     assert "waves: wave 0 db, web; wave 1 api\n  wave 0 db --(command_schema >= 1.0.0)--> wave 1 api\n" in out, out
-    events = env.events()
+    events = env.hook_events()
     # pre_deploy before anything else, in deployment_seq order (db before api, which demands it)
     first = events[:4]
     assert sorted(first[:2]) == ["pre_deploy db command_bootstrap %s" % h for h in (h0, h1)]
@@ -234,19 +216,19 @@ def test_03_job_control_replaces_make_start(env):
 
 def test_04_a_second_deploy_with_nothing_changed_runs_only_pre_deploy(env):
     env.play("deploy")
-    events = env.events()
+    events = env.hook_events()
     assert events and all(e.startswith("pre_deploy ") for e in events)
     assert env.make_log(env.hosts[0], "api") == ["start"]
 
 
 def test_05_cli_commands(env):
     env.play("job_command", "-e", "maand_command=command_migrate", "-e", "maand_job=api")
-    assert sorted(env.events()) == sorted("cli api command_migrate %s api" % h for h in env.hosts)
+    assert sorted(env.hook_events()) == sorted("cli api command_migrate %s api" % h for h in env.hosts)
     env.play("job_command", "-e", "maand_command=command_schema")  # every job that registers it
-    assert len(env.events()) == 2
+    assert len(env.hook_events()) == 2
     rc, out = env.play("job_command", "-e", "maand_command=command_rollout", "-e", "maand_job=api", check=False)
     assert rc != 0 and 'job "api" command "command_rollout" is not registered for event "cli"' in out
-    assert env.events() == []
+    assert env.hook_events() == []
 
 
 def test_06_a_failing_hook_fails_its_job_and_the_deploy(env):
@@ -256,7 +238,7 @@ def test_06_a_failing_hook_fails_its_job_and_the_deploy(env):
     set_manifest(env.bucket, "api", manifest)
     write(api / "_modules" / "command_rollout.py", "print('rolling out')\nraise SystemExit('rollout refused by the cluster')\n")
     env.play("build")
-    env.events()
+    env.hook_events()
     rc, out = env.play("deploy", check=False)
     assert rc != 0
     assert "job api command command_rollout (event job_control) on" in out and "rollout refused by the cluster" in out
@@ -271,7 +253,7 @@ def test_07_a_hanging_pre_deploy_is_killed_named_and_its_job_left_out(env):
     write(api / "_modules" / "command_rollout.py", API_CONTROL)
     write(api / "_modules" / "command_migrate.py", "import time\nprint('waiting for lock', flush=True)\ntime.sleep(600)\n")
     env.play("build")
-    env.events()
+    env.hook_events()
     rc, out = env.play("deploy", "-e", "maand_hook_timeout=3", check=False)
     assert rc != 0
     assert "job api command command_migrate (event pre_deploy)" in out and "timed out after 3s" in out
@@ -287,9 +269,9 @@ def test_08_disabling_runs_after_allocation_stopped(env):
     h0 = env.hosts[0]
     write(env.bucket / "workspace" / "disabled.json", json.dumps({"jobs": {"web": {"workers": [h0]}}}))
     env.play("build")
-    env.events()
+    env.hook_events()
     env.play("deploy")
-    events = env.events()
+    events = env.hook_events()
     assert "after_allocation_stopped web command_drain %s stop disabled=1" % h0 in events
     assert env.make_log(h0, "web")[-1] == "stop"
 
@@ -307,12 +289,12 @@ def test_09_the_job_playbook_runs_job_control_instead_of_make(env):
     h0, h1 = env.hosts
     write(env.bucket / "workspace" / "jobs" / "api" / "_modules" / "command_rollout.py", TARGET_CONTROL)
     env.play("build")
-    env.events()
+    env.hook_events()
     before = {h: env.make_log(h, "api") for h in env.hosts}
     env.play("job", "-e", "maand_job=api", "-e", "maand_target=reload", "-e", "maand_job_workers=%s" % h1)
-    assert env.events() == ["job_control api command_rollout %s target=reload" % h1]
+    assert env.hook_events() == ["job_control api command_rollout %s target=reload" % h1]
     assert env.make_log(h1, "api") == before[h1] + ["reload"]  # through the command's run_make_target
     assert env.make_log(h0, "api") == before[h0]
     # a job without job_control still runs its Makefile target
     env.play("job", "-e", "maand_job=db", "-e", "maand_target=reload")
-    assert env.events() == [] and all(env.make_log(h, "db")[-1] == "reload" for h in env.hosts)
+    assert env.hook_events() == [] and all(env.make_log(h, "db")[-1] == "reload" for h in env.hosts)

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.integration.deploy.bucket import add_job, make_bucket, write
+from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 SECRET = "pg://user:s3cret-9f1c@db/app"
 
 ENV_MAKEFILE = """\
@@ -104,29 +104,18 @@ def _image(root: Path) -> None:
     (root / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [manifest]}))
 
 
-class Run:
-    def __init__(self, fleet, bucket):
-        self.fleet = fleet
-        self.bucket = bucket
-        self.env = dict(os.environ, JS_DB_URL=SECRET, JS_HOOK_MARK=str(bucket.parent / "pre_deploy.log"))
-
+class Run(Env):
+    timeout = 400
     outputs: list = []  # every playbook's output, for the no-leak check
 
-    def play(self, name, *args, check=True):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=400, check=False,
-                              env=self.env)
-        out = proc.stdout + proc.stderr
-        self.outputs.append(out)
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-        return proc.returncode, out
+    def __init__(self, fleet, bucket):
+        super().__init__(fleet, bucket)
+        self.env.update(JS_DB_URL=SECRET, JS_HOOK_MARK=str(bucket.parent / "pre_deploy.log"))
 
-    def job(self, host, job):
-        bucket_id = json.loads((self.bucket / "data" / "catalog.json").read_text())["bucket_id"]
-        return Path(self.fleet.host(host)["opt_dir"]) / "worker" / bucket_id / "jobs" / job
+    def playbook(self, name, *args, **kwargs):
+        proc = super().playbook(name, *args, **kwargs)
+        self.outputs.append(proc.stdout + proc.stderr)
+        return proc
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +247,7 @@ def test_05_unknown_variable_refuses_before_touching_workers(run):
     hooks = Path(run.env["JS_HOOK_MARK"]).read_text()
     assert hooks, "the pre_deploy hook ran in the deploys before"
     outs = {h: (run.job(h, "envjob") / "run" / "out.txt").read_text() for h in run.fleet.addresses}
-    del run.env["JS_DB_URL"]
+    run.env["JS_DB_URL"] = None  # unset
     run.env["JS_LEVEL"] = "changed-so-the-plan-would-restart"
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \

@@ -10,43 +10,26 @@ an unknown target, and maand_health_check=true.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.integration.deploy.bucket import MAKEFILE, SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
+from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 PORT = 31011
 FLAKY = 'c=$(cat /opt/flaky-count 2>/dev/null || echo 0); echo $((c+1)) > /opt/flaky-count; [ "$c" -ge 2 ]'
 MIGRATE = "migrate:\n\tmkdir -p data\n\techo migrated-$(ALLOCATION_IP) > data/migrated\n"
 
 
-class Env:
-    def __init__(self, fleet, bucket):
-        self.fleet, self.bucket, self.hosts = fleet, bucket, fleet.addresses
-
-    def play(self, name, *args, check=True):
-        cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
-        if name == "build":
-            cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=600, check=False,
-                              env=dict(os.environ))
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-8000:]))
-        return proc.returncode, out
+class OpsEnv(Env):
+    timeout = 600
+    tail = 8000
 
     def opt(self, host):
         return Path(self.fleet.host(host)["opt_dir"])
-
-    def job_dir(self, host, job):
-        bucket_id = json.loads((self.bucket / "data" / "catalog.json").read_text())["bucket_id"]
-        return self.opt(host) / "worker" / bucket_id / "jobs" / job
 
     def reset_flaky(self):
         for host in self.hosts:
@@ -71,7 +54,7 @@ def env(fleet_factory, tmp_path_factory):
             health_check={"checks": [{"type": "ssh", "command": FLAKY}], "timeout_seconds": 5,
                           "wait": {"attempts": 10, "interval_seconds": 0.2}})
     add_job(bucket, "plain", makefile=MAKEFILE)
-    return Env(fleet, bucket)
+    return OpsEnv(fleet, bucket)
 
 
 def test_01_an_ssh_probe_gates_the_deploy_and_runs_on_the_worker(env):
@@ -122,7 +105,7 @@ def test_04_maand_wait_retries_until_healthy(env):
 def test_05_a_custom_target_runs_through_the_job_playbook(env):
     env.play("job", "-e", "maand_job=api", "-e", "maand_target=migrate")
     for host in env.hosts:
-        assert (env.job_dir(host, "api") / "data" / "migrated").read_text().strip() == "migrated-%s" % host
+        assert (env.job(host, "api") / "data" / "migrated").read_text().strip() == "migrated-%s" % host
     rc, out = env.play("job", "-e", "maand_job=api", "-e", "maand_target=nope", check=False)
     assert rc != 0
     assert "defines no target 'nope'; its targets: migrate, reload, restart, start, status, stop" in out

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from tests.integration.deploy.bucket import make_bucket
-from tests.integration.test_deploy_e2e import Env
+from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 

@@ -10,12 +10,12 @@ and show an unreachable worker (and exit non-zero). The steps run in file order 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -23,30 +23,19 @@ REPO = Path(__file__).resolve().parents[2]
 JOBS = ("api", "web")
 
 
-class Env:
+class StatusEnv(Env):
+    """Runs ansible-playbook maand.core.<name> from the bucket folder: its ansible.cfg, no -i."""
+
     def __init__(self, fleet, bucket):
-        self.fleet = fleet
-        self.bucket = bucket
-        self.hosts = fleet.addresses
+        super().__init__(fleet, bucket)
+        self.cwd = bucket
+        self.env.update(ANSIBLE_CONFIG=None, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"), ANSIBLE_NOCOLOR="1",
+                        PWD=str(bucket), ANSIBLE_HOST_KEY_CHECKING="False",
+                        ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=/dev/null "
+                                         "-o StrictHostKeyChecking=no -o ConnectTimeout=5")
 
-    def play(self, name, *args, check=True):
-        """ansible-playbook maand.core.<name> from the bucket folder: its ansible.cfg, no -i."""
-        env = {k: v for k, v in os.environ.items() if k != "ANSIBLE_CONFIG"}
-        env.update(ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"), ANSIBLE_NOCOLOR="1", PWD=str(self.bucket),
-                   ANSIBLE_HOST_KEY_CHECKING="False",
-                   ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=/dev/null "
-                                    "-o StrictHostKeyChecking=no -o ConnectTimeout=5")
-        cmd = ["ansible-playbook", "maand.core.%s" % name, *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(self.bucket), env=env, timeout=300,
-                              check=False)
-        out = proc.stdout + proc.stderr
-        if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
-        return proc.returncode, out
-
-    @property
-    def bucket_id(self):
-        return json.loads((self.bucket / "data" / "catalog.json").read_text())["bucket_id"]
+    def cmd(self, name, *args):
+        return ["ansible-playbook", "maand.core.%s" % name, *args]
 
     def make(self, host, job, target, check=True):
         return self.fleet.ssh(host, "cd /opt/worker/%s/jobs/%s && make %s" % (self.bucket_id, job, target), check=check)
@@ -74,7 +63,7 @@ def row(out, job, host):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(3)
     bucket = tmp_path_factory.mktemp("status") / "bucket"
-    e = Env(fleet, bucket)
+    e = StatusEnv(fleet, bucket)
     bucket.mkdir()
     rc, out = e.play("init")  # maand_bucket defaults to the current directory
     assert "maand.core.job_create" in out and "maand.core.status" in out, out  # the next steps

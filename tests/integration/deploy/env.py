@@ -6,6 +6,7 @@ Shared by the fleet tests (test_deploy_e2e, test_ops2_fleet, ...)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -14,27 +15,47 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 class Env:
+    timeout = 300  # seconds one ansible-playbook may take
+    tail = 6000  # characters of its output a failed play shows
+
     def __init__(self, fleet, bucket):
         self.fleet = fleet
         self.bucket = bucket
         self.hosts = fleet.addresses
+        self.env = {}  # variables every play sets over os.environ (None unsets one)
+        self.cwd = REPO
 
     # -- running playbooks
-    def play(self, name, *args, check=True):
+    def cmd(self, name, *args):
         cmd = ["ansible-playbook", "-i", str(self.bucket / "maand.yml"), "maand.core.%s" % name, *args]
         if name == "build":
             cmd += ["-e", "maand_bucket=%s" % self.bucket]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), timeout=300, check=False)
+        return cmd
+
+    def playbook(self, name, *args, env=None, timeout=None, text=True):
+        """ansible-playbook maand.core.<name>; env: this play's variables over self.env (None unsets one)."""
+        full_env = dict(os.environ)
+        for key, value in dict(self.env, **(env or {})).items():
+            if value is None:
+                full_env.pop(key, None)
+            else:
+                full_env[key] = value
+        return subprocess.run(self.cmd(name, *args), capture_output=True, text=text, cwd=str(self.cwd),
+                              timeout=timeout or self.timeout, check=False, env=full_env)
+
+    def play(self, name, *args, check=True, env=None, timeout=None, tail=None):
+        proc = self.playbook(name, *args, env=env, timeout=timeout)
         out = proc.stdout + proc.stderr
         if check and proc.returncode != 0:
-            raise AssertionError("%s failed (rc=%d):\n%s" % (" ".join(cmd), proc.returncode, out[-6000:]))
+            raise AssertionError("%s failed (rc=%d):\n%s"
+                                 % (" ".join(proc.args), proc.returncode, out[-(tail or self.tail):]))
         return proc.returncode, out
 
     def build(self):
         return self.play("build")
 
-    def deploy(self, *args, check=True):
-        return self.play("deploy", *args, check=check)
+    def deploy(self, *args, check=True, env=None):
+        return self.play("deploy", *args, check=check, env=env)
 
     @staticmethod
     def changed(out):
