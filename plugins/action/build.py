@@ -5,12 +5,10 @@
 
 from __future__ import annotations
 
-import os
-
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _build, _catalog, _hook_deploy, _hook_run, _hooks
 
 display = Display()
@@ -25,10 +23,8 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def _post_build(self, bucket_dir, catalog, outcome, check_mode, task_vars):
         """maand runs post_build after the catalog commit, jobs in deployment_seq order; failures fail the build."""
@@ -46,11 +42,8 @@ class ActionModule(ActionBase):
         except OSError as exc:
             return ["post_build: cannot run the job commands: %s" % exc]
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket_dir = args["bucket"]
         check_mode = bool(self._task.check_mode)
         new_bucket_id = args["new_bucket_id"]
         if new_bucket_id is None:  # the playbook's extra var, without the playbook having to pass it

@@ -5,11 +5,9 @@
 
 from __future__ import annotations
 
-import os
-
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _cat
 
 display = Display()
@@ -24,16 +22,11 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket_dir = args["bucket"]
         request = _cat.Request(view=args["view"], jobs=_cat.split_names(args["jobs"]),
                                workers=_cat.split_names(args["workers"]), reveal=args["reveal"],
                                deleted=args["deleted"])

@@ -6,14 +6,13 @@
 
 from __future__ import annotations
 
-
 from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
-from ansible.plugins.action import ActionBase
 
 import os
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _deploy_remote,
     _deploy_rsync,
@@ -61,8 +60,8 @@ def _record_history(bucket, request, answer):
         pass  # estimates only: a read-only data/ must not fail the deploy
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(MaandAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = False
 
     def _ssh_argv(self):
@@ -105,10 +104,7 @@ class ActionModule(ActionBase):
             res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
         return res
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         key = _deploy_run.step_key(args["step"])
         host = args["host"]
         request = _deploy_run.read_request(args["run_dir"], key, host)

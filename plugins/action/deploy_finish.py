@@ -10,10 +10,10 @@ import os
 import shutil
 
 from ansible import constants as C
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.action.deploy_step import gate_runner, sayer, watched
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _action_support,
     _catalog,
@@ -98,16 +98,11 @@ def drop_job_kv(bucket, old, new):
                             color="yellow")
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket = args["bucket"]
         check = bool(self._task.check_mode)
         run_dir = "" if check else args["run_dir"]
         result.update(changed=False, pruned=[])

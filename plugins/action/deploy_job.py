@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 from ansible import constants as C
-from ansible.plugins.action import ActionBase
 
 import os
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_plan, _deploy_remote, _jobspec_deploy
 from ansible_collections.maand.core.plugins.plugin_utils._job_checks import target_problem
 
@@ -23,8 +23,8 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(MaandAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = True
 
     @staticmethod
@@ -41,10 +41,7 @@ class ActionModule(ActionBase):
             return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
         return _deploy_plan.catalog_allocation_env(catalog, job, host, version, version), None
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         target = args["target"]
         problem = target_problem(target, None)
         if problem:

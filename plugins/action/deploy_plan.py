@@ -11,10 +11,10 @@ import tempfile
 
 import yaml
 from ansible import constants as C
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _action_support,
     _catalog,
@@ -181,10 +181,8 @@ def content_diff(plan, staging, states):
             "promoted": promoted, "previous": previous}
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def _fail(self, result, bucket, msg, plan=None):
         # a refused deploy must not keep the bucket locked until the playbook exits
@@ -244,11 +242,8 @@ class ActionModule(ActionBase):
             jobs_filter = sorted(in_scope)
         return failed, in_scope, jobs_filter
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket = args["bucket"]
         warn_unknown_extra_vars(self._loader)
         try:
             catalog = _catalog.read_catalog(bucket)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ansible import constants as C
 from ansible.module_utils.common.text.converters import to_text
-from ansible.plugins.action import ActionBase
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote
 
 ARGUMENT_SPEC = {
@@ -17,14 +17,11 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(MaandAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = True  # read-only
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         if not args["bucket_id"] or "/" in args["bucket_id"] or args["bucket_id"] in (".", ".."):
             result.update(failed=True, msg="bucket_id %r is not a bucket id; run the maand.core.build playbook first"
                           % args["bucket_id"])

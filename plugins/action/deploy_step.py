@@ -7,9 +7,9 @@ step's agent requests (docs: plugins/modules/deploy_step.py)."""
 from __future__ import annotations
 
 from ansible import constants as C
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _deploy_progress, _deploy_run, _hook_deploy
 
 display = Display()
@@ -59,17 +59,13 @@ def hook_callbacks(run_dir, task_vars, probes, templar):
                                           lambda msg: say("hook: " + msg), _action_support.ssh_args(C.config, task_vars))
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Any exception here fails the task, and with it the run (the role's finish refuses an unfolded state)."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = False
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         try:
             key = _deploy_run.step_key(args["step"])
             with hook_callbacks(args["run_dir"], task_vars, gate_runner(args["run_dir"], task_vars),

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _build, _explain
 from ansible_collections.maand.core.plugins.plugin_utils._model import WORKERS_FILE
 from ansible_collections.maand.core.plugins.plugin_utils._problems import did_you_mean
@@ -35,18 +35,13 @@ def deprecation_messages(names):
             for name in sorted(set(names)) if name in RENAMED_VARS]
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         for message in deprecation_messages(args["deprecated_vars"]):
             display.deprecated(message, version="2.0.0", collection_name="maand.core")
-        bucket_dir = os.path.abspath(os.path.expanduser(args["bucket"]))
+        bucket_dir = args["bucket"]
         if not os.path.isdir(bucket_dir):
             result.update(failed=True, msg="cannot explain: bucket directory %s not found (fix: -e maand_bucket=DIR, "
                                            "the folder holding maand.conf and workspace/)" % bucket_dir)

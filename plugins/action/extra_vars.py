@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.maand.core.plugins.action.deploy_plan import deploy_extra_vars
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _extra_vars
 
 ARGUMENT_SPEC = {
@@ -18,15 +18,10 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         if args["known"] is None:
             args["known"] = list(_extra_vars.PLAYBOOK_VARS.get(args["playbook"]) or ())
         extra = load_extra_vars(self._loader)

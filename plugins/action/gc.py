@@ -5,12 +5,11 @@
 
 from __future__ import annotations
 
-import os
 import time
 
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _gc, _kv_store
 
 display = Display()
@@ -71,16 +70,11 @@ def deletions(hostvars, hosts, var, planned):
     return failed, problems
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket = args["bucket"]
         hostvars = (task_vars or {}).get("hostvars") or {}
         result["changed"] = False
         try:

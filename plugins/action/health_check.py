@@ -6,12 +6,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
 
 from ansible import constants as C
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _action_support,
     _catalog,
@@ -70,16 +69,11 @@ def command_runner(stack, bucket, catalog, conns, timeout, tail):
     return run
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket = args["bucket"]
         hostvars = task_vars.get("hostvars") or {}
         result["changed"] = False
         try:

@@ -5,12 +5,10 @@
 
 from __future__ import annotations
 
-import os
-
 from ansible import constants as C
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _catalog, _fingerprint, _hook_deploy, _hook_run, _hooks
 
 display = Display()
@@ -41,10 +39,8 @@ def _catalog_of(bucket):
     return catalog
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def _job_control(self, result, bucket, args, task_vars):
         """maand.core.job: a job with job_control commands gets them (TARGET=<target>) instead of make."""
@@ -73,11 +69,8 @@ class ActionModule(ActionBase):
                              else "job %s has no job_control command: the Makefile runs" % args["job"])
         return result
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket = args["bucket"]
         command = args["command"].strip()
         if command and not command.startswith("command_"):
             command = "command_" + command

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible.plugins.action import ActionBase
-
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _job_scaffold
 
 ARGUMENT_SPEC = {
@@ -17,16 +16,11 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        bucket = os.path.abspath(os.path.expanduser(args["bucket"]))
+    def act(self, result, args, task_vars):
+        bucket = args["bucket"]
         job = args["job"].strip()
         try:
             if self._task.check_mode:

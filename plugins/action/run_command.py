@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 from ansible import context
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import _run_command
 
 display = Display()
@@ -32,15 +32,10 @@ def _hostvar(hostvars, host, name):
         return None
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         hostvars = (task_vars or {}).get("hostvars") or {}
         result["changed"] = False
         try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 
 from ansible import constants as C
-from ansible.plugins.action import ActionBase
 
+from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils import (
     _catalog,
     _deploy_remote,
@@ -40,8 +40,8 @@ def _spec_op(catalog_jobs):
     return add
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(MaandAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = True
 
     def _call(self, python, data):
@@ -52,10 +52,7 @@ class ActionModule(ActionBase):
             res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
         return res
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    def act(self, result, args, task_vars):
         host = task_vars.get("inventory_hostname")
         bucket = task_vars.get("maand_bucket_dir")
         try:
