@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 
@@ -119,7 +118,7 @@ class ActionModule(MaandAction):
                 ops, slots = _runtime_ops(request["ops"], outcomes)
                 data = _deploy_remote.step_request(request["bucket_id"], ops, request["promote"],
                                                    timeout=args["timeout"], tail=args["tail"], slots=slots)
-                python = _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+                python = self.worker_python(task_vars, host)
                 res = self._call(python, data)
                 answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                              "agent on %s, step %s" % (host, key))

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from ansible import constants as C
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
@@ -32,7 +31,7 @@ class ActionModule(MaandAction):
         if wanted:
             try:
                 request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted}}
-                python = _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+                python = self.worker_python(task_vars, host)
                 cmd = _deploy_remote.files_command(python, args["bucket_id"], request)
                 res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
                 data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),

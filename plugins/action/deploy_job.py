@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from ansible import constants as C
 
 import os
 
@@ -71,7 +70,7 @@ class ActionModule(MaandAction):
             except _jobspec_deploy.EnvError as exc:
                 result.update(failed=True, msg="%s; nothing was run" % exc)
                 return result
-        python = _deploy_remote.interpreter(task_vars, configured=C.config.get_config_value("INTERPRETER_PYTHON"))
+        python = self.worker_python(task_vars)
         data = _deploy_remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])
         res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
         if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:  # first contact: install the agent, then retry

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-from ansible import constants as C
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
@@ -45,7 +44,7 @@ class ActionModule(MaandAction):
 
     def _read(self, bucket_id, task_vars):
         """(state, None) or (None, error) from one round trip to the worker."""
-        python = _deploy_remote.interpreter(task_vars, configured=C.config.get_config_value("INTERPRETER_PYTHON"))
+        python = self.worker_python(task_vars)
         if self._task.check_mode:  # nothing is written on the worker, not even the agent file
             cmd = _deploy_remote.read_command_no_install(python, bucket_id)
         else:

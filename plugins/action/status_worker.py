@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 
-from ansible import constants as C
 
 from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils import (
@@ -73,7 +72,7 @@ class ActionModule(MaandAction):
         env_errors = {op["job"]: op.pop("env_error") for op in ops if "env_error" in op}
         data = _deploy_remote.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
                                            slots=args["slots"])
-        res = self._call(_deploy_remote.interpreter(task_vars, configured=C.config.get_config_value("INTERPRETER_PYTHON")), data)
+        res = self._call(self.worker_python(task_vars), data)
         answer, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                   "status of %s" % host)
         if err:

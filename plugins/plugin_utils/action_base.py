@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 
+from ansible import constants as C
 from ansible.plugins.action import ActionBase
+
+from . import _deploy_remote
 
 
 class MaandAction(ActionBase):
@@ -31,6 +34,12 @@ class MaandAction(ActionBase):
 
     def act(self, result, args, task_vars):
         raise NotImplementedError
+
+    @staticmethod
+    def worker_python(task_vars, host=None):
+        """The python the worker agent runs with: the host's ansible_python_interpreter, else Ansible's
+        interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
+        return _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
 
 
 class ControllerAction(MaandAction):
