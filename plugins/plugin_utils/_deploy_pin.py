@@ -22,14 +22,16 @@ import difflib
 import hashlib
 import json
 
+from . import _worker_agent
+
 DIGEST_FORMAT = 1
 SHORT = 16          # hex digits printed
 MIN_PIN = 12        # shortest prefix -e maand_plan accepts
 MAX_FILES = 10      # changed files shown per allocation
 MAX_LINES = 120     # diff lines shown per file
-MAX_BYTES = 256 * 1024
+MAX_BYTES = _worker_agent.MAX_FILE_BYTES  # the same limit on both sides of a diff
 MAX_TOTAL = 4 * 1024 * 1024  # new content a --diff carries per run (distinct texts, all workers together)
-ENV_PREFIX = ".maand-env/"
+ENV_PREFIX = _worker_agent.ENV_PREFIX
 
 
 # --- plan hash -------------------------------------------------------------------------------------
@@ -212,12 +214,7 @@ def text_of(data, limit=MAX_BYTES):
         return {"missing": True}
     if len(data) > limit:
         return {"too_large": len(data)}
-    if b"\0" in data:
-        return {"binary": True}
-    try:
-        return {"text": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"binary": True}
+    return _worker_agent.text_or_binary(data)
 
 
 def checked_before(before, promoted_digest):

@@ -32,6 +32,7 @@ import itertools
 
 from . import _deploy_files as files_mod
 from . import _kv as _kv_mod
+from . import _worker_agent
 from ._job_checks import resolve_health
 from ._problems import did_you_mean
 
@@ -39,7 +40,7 @@ ACTIONS = ("start", "restart", "reload", "sync", "rollback", "skip", "stop", "re
 POLICIES = ("always", "reload", "never")
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
-ENV_PREFIX = ".maand-env/"  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
+ENV_PREFIX = _worker_agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
 
 
 class PlanError(Exception):

@@ -36,8 +36,9 @@ import os
 from . import _catalog
 from . import _deploy_files
 from . import _jobspec as JS
+from . import _worker_agent
 
-ENV_PREFIX = ".maand-env/"
+ENV_PREFIX = _worker_agent.ENV_PREFIX  # a job spec's environment in a record's files
 HISTORY_FILE = "job_history.json"
 DIGEST_ROUNDS = 2000
 DEFAULT_SLOTS = 2

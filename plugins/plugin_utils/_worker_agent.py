@@ -288,6 +288,11 @@ def read_file_text(path, limit=MAX_FILE_BYTES):
             data = handle.read()
     except (IOError, OSError):
         return {"missing": True}
+    return text_or_binary(data)
+
+
+def text_or_binary(data):
+    """{"text"} of UTF-8 bytes without NUL, else {"binary"} (--diff's view of a file's content)."""
     if b"\0" in data:
         return {"binary": True}
     try:
