@@ -15,7 +15,6 @@ from ansible_collections.maand.core.plugins.plugin_utils import (
     _action_support,
     _catalog,
     _deploy_gate,
-    _fingerprint,
     _health_check,
     _hook_deploy,
     _hook_run,
@@ -34,19 +33,6 @@ ARGUMENT_SPEC = {
     "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
     "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
 }
-
-
-def read_catalog(bucket):
-    catalog = _catalog.read_catalog(bucket)
-    if catalog is None:
-        raise _health_check.HealthCheckError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build "
-                                             "-e maand_bucket=%s first" % (bucket, bucket))
-    changed = _fingerprint.stale(bucket, catalog)
-    if changed:
-        raise _health_check.HealthCheckError(
-            "ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); run "
-            "ansible-playbook maand.core.build -e maand_bucket=%s" % (bucket, ", ".join(changed[:10]), bucket))
-    return catalog
 
 
 def command_runner(stack, bucket, catalog, conns, timeout, tail):
@@ -77,7 +63,7 @@ class ActionModule(ControllerAction):
         hostvars = task_vars.get("hostvars") or {}
         result["changed"] = False
         try:
-            catalog = read_catalog(bucket)
+            catalog = _catalog.read_built(bucket)
             jobs = _health_check.select_jobs(catalog, args["jobs"])
         except (_health_check.HealthCheckError, _catalog.CatalogError) as exc:
             result.update(failed=True, msg="maand.core.health_check: %s; nothing was checked" % exc)

@@ -9,7 +9,7 @@ from ansible import constants as C
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _catalog, _fingerprint, _hook_deploy, _hook_run, _hooks
+from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _catalog, _hook_deploy, _hook_run, _hooks
 
 display = Display()
 
@@ -27,18 +27,6 @@ ARGUMENT_SPEC = {
 }
 
 
-def _catalog_of(bucket):
-    catalog = _catalog.read_catalog(bucket)
-    if catalog is None:
-        raise _hooks.HookError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build -e "
-                               "maand_bucket=%s first" % (bucket, bucket))
-    changed = _fingerprint.stale(bucket, catalog)
-    if changed:
-        raise _hooks.HookError("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); "
-                               "run ansible-playbook maand.core.build -e maand_bucket=%s" % (bucket, ", ".join(changed[:10]), bucket))
-    return catalog
-
-
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
@@ -52,7 +40,7 @@ class ActionModule(ControllerAction):
             return result
         hostvars = task_vars.get("hostvars") or {}
         try:
-            catalog = _catalog_of(bucket)
+            catalog = _catalog.read_built(bucket)
             hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), _action_support.ssh_args(C.config, task_vars))
             with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
                                       log=lambda msg: display.display("hook: " + msg)) as ctx:
@@ -82,7 +70,7 @@ class ActionModule(ControllerAction):
             return result
         hostvars = task_vars.get("hostvars") or {}
         try:
-            catalog = _catalog_of(bucket)
+            catalog = _catalog.read_built(bucket)
             hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), _action_support.ssh_args(C.config, task_vars))
             with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
                                       log=lambda msg: display.display("hook: " + msg)) as ctx:

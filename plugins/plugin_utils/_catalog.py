@@ -19,7 +19,7 @@ import os
 import re
 import tempfile
 
-from . import _catalog_schema, _schemas
+from . import _catalog_schema, _fingerprint, _schemas
 
 CATALOG_FORMAT = 1
 DATA_DIR = "data"
@@ -74,6 +74,21 @@ def read_catalog(bucket_dir):
     except (OSError, ValueError) as exc:
         raise CatalogError("%s is unreadable: %s" % (CATALOG_REL, getattr(exc, "strerror", None) or exc))
     return loads(text)
+
+
+def read_built(bucket_dir):
+    """The catalog of the workspace as it is: CatalogError naming the fix when there is none yet or the
+    workspace changed since it was built (maand.core.health_check, maand.core.job_command)."""
+    catalog = read_catalog(bucket_dir)
+    if catalog is None:
+        raise CatalogError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build -e "
+                           "maand_bucket=%s first" % (bucket_dir, bucket_dir))
+    changed = _fingerprint.stale(bucket_dir, catalog)
+    if changed:
+        raise CatalogError("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); run "
+                           "ansible-playbook maand.core.build -e maand_bucket=%s"
+                           % (bucket_dir, ", ".join(changed[:10]), bucket_dir))
+    return catalog
 
 
 # --- the previous catalog of a build, and its bucket_id (a lost id made deploy start every job twice) --

@@ -222,3 +222,15 @@ def test_compute_alone_does_not_hash_the_workspace(tmp_path):
     assert "inputs" not in _build.compute(str(tmp_path)).catalog
     checked = _build.build(str(tmp_path), check_mode=True)
     assert checked.catalog["inputs"] == _fingerprint.compute(str(tmp_path))
+
+
+def test_read_built_refuses_a_missing_or_stale_catalog_naming_the_fix(tmp_path):
+    bucket = str(tmp_path)
+    make_bucket(bucket, [{"host": "10.0.0.1", "labels": ["worker"]}], {"api": {"selectors": ["worker"]}})
+    with pytest.raises(_catalog.CatalogError, match="catalog.json does not exist: run ansible-playbook maand.core.build"):
+        _catalog.read_built(bucket)
+    assert _build.build(bucket).report.ok
+    assert [a["job"] for a in _catalog.read_built(bucket)["allocations"]] == ["api"]
+    (tmp_path / "workspace" / "jobs" / "api" / "Makefile").write_text("start:\n\ttrue\n")
+    with pytest.raises(_catalog.CatalogError, match=r"ErrStaleCatalog: .*workspace changed since the last build \(.*api"):
+        _catalog.read_built(bucket)
