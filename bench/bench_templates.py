@@ -34,7 +34,8 @@ import jinja2  # noqa: E402
 
 import tempfile  # noqa: E402
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan, _deploy_stage, _kv  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan, stage as _deploy_stage  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv  # noqa: E402
 
 CONFIG = """{
   "env": "{{ get "vars/bucket" "environment" }}",

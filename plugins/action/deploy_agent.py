@@ -11,13 +11,8 @@ from ansible.module_utils.common.text.converters import to_text
 
 import os
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import (
-    _deploy_remote,
-    _deploy_rsync,
-    _deploy_run,
-    _jobspec_deploy,
-)
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run, jobspec_deploy as _jobspec_deploy
 
 ARGUMENT_SPEC = {
     "run_dir": {"type": "path", "required": True},

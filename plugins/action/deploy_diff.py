@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_pin, _deploy_remote
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import pin as _deploy_pin, remote as _deploy_remote
 
 ARGUMENT_SPEC = {
     "bucket_id": {"type": "str", "required": True},

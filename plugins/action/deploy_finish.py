@@ -13,19 +13,12 @@ from ansible import constants as C
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.action.deploy_step import gate_runner, sayer, watched
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import (
-    _action_support,
-    _catalog,
-    _deploy_lock,
-    _deploy_plan,
-    _deploy_progress,
-    _deploy_run,
-    _deploy_stage,
-    _deploy_view,
-    _hook_deploy,
-    _kv_store,
-)
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, plan as _deploy_plan, progress as _deploy_progress, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 
 display = Display()
 

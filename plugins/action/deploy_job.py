@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_plan, _deploy_remote, _jobspec_deploy
-from ansible_collections.maand.core.plugins.plugin_utils._job_checks import target_problem
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan, remote as _deploy_remote, jobspec_deploy as _jobspec_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.build.job_checks import target_problem
 
 ARGUMENT_SPEC = {
     "bucket_id": {"type": "str", "required": True},

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_adopt, _deploy_lock
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import adopt as _deploy_adopt, lock as _deploy_lock
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},

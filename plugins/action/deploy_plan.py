@@ -14,26 +14,12 @@ from ansible import constants as C
 from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import (
-    _action_support,
-    _catalog,
-    _certs_build,
-    _deploy_lock,
-    _deploy_pin,
-    _deploy_plan,
-    _deploy_run,
-    _deploy_stage,
-    _deploy_view,
-    _extra_vars,
-    _fingerprint,
-    _hook_deploy,
-    _hook_run,
-    _hooks,
-    _jobspec_deploy,
-    _jobspec_layers,
-    _maand_db,
-)
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, certs_build as _certs_build, fingerprint as _fingerprint, maand_db as _maand_db
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, run as _deploy_run, stage as _deploy_stage, view as _deploy_view, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
+from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
 
 display = Display()
 

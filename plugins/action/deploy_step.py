@@ -9,8 +9,10 @@ from __future__ import annotations
 from ansible import constants as C
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import _action_support, _deploy_progress, _deploy_run, _hook_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _deploy_progress, run as _deploy_run
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
 
 display = Display()
 

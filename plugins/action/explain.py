@@ -9,10 +9,11 @@ import os
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _explain
-from ansible_collections.maand.core.plugins.plugin_utils._model import WORKERS_FILE
-from ansible_collections.maand.core.plugins.plugin_utils._problems import did_you_mean
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import WORKERS_FILE
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import did_you_mean
 
 display = Display()
 

@@ -9,8 +9,10 @@ import time
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _gc, _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 
 display = Display()
 

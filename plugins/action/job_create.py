@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import _job_scaffold
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.ops import scaffold as _job_scaffold
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},

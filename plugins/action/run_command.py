@@ -9,8 +9,8 @@ from __future__ import annotations
 from ansible import context
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import _run_command
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.ops import run_command as _run_command
 
 display = Display()
 

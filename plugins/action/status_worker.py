@@ -8,13 +8,10 @@ from __future__ import annotations
 import os
 
 
-from ansible_collections.maand.core.plugins.plugin_utils.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import (
-    _catalog,
-    _deploy_remote,
-    _jobspec_deploy,
-    _status,
-)
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, jobspec_deploy as _jobspec_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 
 ARGUMENT_SPEC = {
     "jobs": {"type": "list", "elements": "str", "default": []},

@@ -4,18 +4,14 @@
 """Controller side of the facts flow: read workers.json for the inventory, write probed capacity back.
 
 Documentation: plugins/modules/workers_file.py. The work is done by the pure core
-(plugins/plugin_utils/_facts.py), which reads maand.conf and workers.json with the model's readers.
+(plugins/plugin_utils/ops/facts.py), which reads maand.conf and workers.json with the model's readers.
 """
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.maand.core.plugins.plugin_utils._facts import (
-    WorkersFileError,
-    inventory_entries,
-    update_workers_file,
-)
+from ansible_collections.maand.core.plugins.plugin_utils.ops.facts import WorkersFileError, inventory_entries, update_workers_file
 
 
 class ActionModule(ActionBase):

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """stdout callback maand.core.deploy: a deploy as an operator reads it (the formatting is
-plugins/plugin_utils/_deploy_view.py, the progress file _deploy_progress.py)."""
+plugins/plugin_utils/deploy/view.py, the progress file _deploy_progress.py)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ from ansible import constants as C
 from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_progress, _deploy_view
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _deploy_progress, view as _deploy_view
 
 DEPLOY = "maand.core.deploy_"
 QUIET_ACTIONS = ("validate_argument_spec", "assert", "include_tasks", "import_tasks")

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils import _gotemplate, _kv
+from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _kv
 
 _FUNC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

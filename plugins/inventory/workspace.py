@@ -90,10 +90,10 @@ import os
 
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _fingerprint
-from ansible_collections.maand.core.plugins.plugin_utils._model import Bucket, load_maand_conf
-from ansible_collections.maand.core.plugins.plugin_utils._naming import group_name
-from ansible_collections.maand.core.plugins.plugin_utils._problems import Report
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, fingerprint as _fingerprint
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
 
 MAX_CHANGES_SHOWN = 10
 

@@ -85,7 +85,7 @@ _raw:
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
-from ansible_collections.maand.core.plugins.plugin_utils import _kv  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv  # noqa: E402
 
 _UNSET = object()
 

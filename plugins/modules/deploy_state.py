@@ -12,7 +12,7 @@ description:
   - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
     release without notice. Do not call it from your own playbooks or roles."
   - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json), every C(deploy/<job>.json) and the pending
-    markers in one SSH round trip, with the worker agent (C(plugins/plugin_utils/_worker_agent.py)); lists the
+    markers in one SSH round trip, with the worker agent (C(plugins/plugin_utils/worker/agent.py)); lists the
     other bucket ids found under C(/opt/worker/)."
   - "Outside check mode the same round trip installs the agent as C(/opt/worker/.maand/agent-<sha12>.py) for the
     later steps of the run; in check mode the agent runs from stdin and nothing is written."

@@ -24,7 +24,7 @@ options:
   known:
     description:
       - The C(maand_) extra vars the playbook reads.
-      - Default, the list kept for O(playbook) in C(plugins/plugin_utils/_extra_vars.py).
+      - Default, the list kept for O(playbook) in C(plugins/plugin_utils/ops/extra_vars.py).
     type: list
     elements: str
   playbook:

@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.deploy.bucket import SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
 from tests.integration.deploy.env import Env
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_progress as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as P
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 

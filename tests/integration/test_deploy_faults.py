@@ -25,7 +25,7 @@ from tests.integration.deploy.env import Env
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-FAULT_ENV = "MAAND_DEPLOY_TEST_FAULT"  # plugins/plugin_utils/_deploy_run.py (test-only)
+FAULT_ENV = "MAAND_DEPLOY_TEST_FAULT"  # plugins/plugin_utils/deploy/run.py (test-only)
 
 # `restart` logs "restart-begin", sleeps for the seconds in the job's slow_seconds file, then logs "restart":
 # a window in which the test can kill a worker or the deploy while a make target runs.

@@ -13,8 +13,10 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _hook_deploy, _hook_run, _hooks, _kv_store
-from ansible_collections.maand.core.plugins.plugin_utils._runtime_api import RuntimeAPI
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.hooks.runtime_api import RuntimeAPI
 from tests.bucket_factory import make_bucket, write
 
 WORKERS = [{"host": "10.0.0.%d" % i, "labels": ["worker"]} for i in (1, 2, 3)]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock, _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.integration.deploy import env as deploy_env
 from tests.integration.deploy.bucket import make_bucket, manifest
 

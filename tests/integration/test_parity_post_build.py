@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import shutil
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _hook_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
 from tests.maand_init import init_bucket, job, ws
 
 
@@ -28,7 +29,7 @@ def test_failing_post_build_fails_the_build_naming_the_event(tmp_path):
 def test_purge_job_kv_extra_var_is_maands_build_flag(tmp_path):
     """maand build --purge-job-kv (tests/build_vars_job_test.go) is -e maand_purge_job_kv=true: the keys job
     commands wrote for a job that left the workspace are marked deleted; without it they stay."""
-    from ansible_collections.maand.core.plugins.plugin_utils import _kv_store
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
     from tests.integration.test_kv_cat import playbook
 
     root = init_bucket(tmp_path)

@@ -72,7 +72,7 @@ class Env(deploy_env.Env):
 
 def _maand_db(env):
     """data/maand.db as maand leaves it after `maand build && maand deploy` (update_seq 3)."""
-    from ansible_collections.maand.core.plugins.plugin_utils import _placement
+    from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _placement
 
     path = env.bucket / "data" / "maand.db"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +128,7 @@ def env(fleet_factory, tmp_path_factory):
                                              "certs": {"tls": {"subject": {"common_name": "api.internal"}}}}))
     write(api / "Makefile", MAKEFILE)
     e = Env(fleet, bucket)
-    from ansible_collections.maand.core.plugins.plugin_utils import _certs
+    from ansible_collections.maand.core.plugins.plugin_utils.build import certs as _certs
 
     ca = _certs.load_or_create_ca(str(bucket), BUCKET_ID)  # what `maand init` made: secrets/ca.crt, ca.key
     e.ca_pem = ca.cert_pem.strip()

@@ -8,7 +8,9 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _cat, _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.unit.test_kv_build import bucket
 
 

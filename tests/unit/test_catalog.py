@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _catalog_schema, _fingerprint
-from ansible_collections.maand.core.plugins.plugin_utils._placement import alloc_id
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, catalog_schema as _catalog_schema, fingerprint as _fingerprint
+from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
 
 W1 = {"host": "10.0.0.1", "labels": ["worker"], "memory": "4096 mb", "cpu": "4000 mhz"}

@@ -13,8 +13,9 @@ import stat
 import pytest
 from cryptography import x509
 
-from ansible_collections.maand.core.plugins.plugin_utils import (
-    _build, _catalog, _certs, _certs_build, _deploy_stage, _kv_store)
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs, certs_build as _certs_build
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _deploy_stage
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 
 # docs/reference/certs.md "Job manifest (certs)" example, as it is
@@ -266,7 +267,7 @@ def test_ip_sans_are_ip_addresses(tmp_path):
 
 
 def test_cat_certs_view_as_maand(tmp_path, monkeypatch):
-    from ansible_collections.maand.core.plugins.plugin_utils import _cat
+    from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 
     root = bucket(tmp_path, certs={"tls": {"subject": {"common_name": "api.internal"}}},
                   conf="")

@@ -6,10 +6,9 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils._constraints import (
-    ConstraintError, FleetIndex, compile_constraint, worker_properties)
-from ansible_collections.maand.core.plugins.plugin_utils._hostlist import expand_hostlist
-from ansible_collections.maand.core.plugins.plugin_utils._idset import parse_idset
+from ansible_collections.maand.core.plugins.plugin_utils.placement.constraints import ConstraintError, FleetIndex, compile_constraint, worker_properties
+from ansible_collections.maand.core.plugins.plugin_utils.placement.hostlist import expand_hostlist
+from ansible_collections.maand.core.plugins.plugin_utils.placement.idset import parse_idset
 
 
 def W(host, position, labels=(), tags=None, hostname=None):

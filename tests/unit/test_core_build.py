@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog
-from ansible_collections.maand.core.plugins.plugin_utils._placement import alloc_id
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "resources-and-placement")

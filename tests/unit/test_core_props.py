@@ -10,8 +10,8 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog
-from ansible_collections.maand.core.plugins.plugin_utils._problems import KINDS
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import make_bucket
 
 LABELS = ["worker", "prod", "web", "db", "gpu", "Prod"]

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils._units import parse_cpu_mhz, parse_memory_mb, parse_version
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.units import parse_cpu_mhz, parse_memory_mb, parse_version
 
 
 @pytest.mark.parametrize("text, mb", [

@@ -7,14 +7,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _explain
-from ansible_collections.maand.core.plugins.plugin_utils._constraints import FleetIndex
-from ansible_collections.maand.core.plugins.plugin_utils._fleet import WorkerIndex
-from ansible_collections.maand.core.plugins.plugin_utils._hardware import KEYS, HardwareIndex
-from ansible_collections.maand.core.plugins.plugin_utils._model import Worker, load_bucket
-from ansible_collections.maand.core.plugins.plugin_utils._select import compile_rules
-from ansible_collections.maand.core.plugins.plugin_utils._placement import (
-    NO_ELIGIBLE_WORKER, NO_SELECTOR_MATCH, SHORT_OF_COUNT, Shortfall, place)
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
+from ansible_collections.maand.core.plugins.plugin_utils.placement.constraints import FleetIndex
+from ansible_collections.maand.core.plugins.plugin_utils.placement.fleet import WorkerIndex
+from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import KEYS, HardwareIndex
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Worker, load_bucket
+from ansible_collections.maand.core.plugins.plugin_utils.placement.select import compile_rules
+from ansible_collections.maand.core.plugins.plugin_utils.placement.place import NO_ELIGIBLE_WORKER, NO_SELECTOR_MATCH, SHORT_OF_COUNT, Shortfall, place
 from tests.bucket_factory import make_bucket
 
 CONF = 'ssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 22\nuse_sudo = false\n'
@@ -127,7 +127,7 @@ def test_alloc_id_is_the_md5_version_3_uuid(job, host):
     import hashlib
     import uuid
 
-    from ansible_collections.maand.core.plugins.plugin_utils._placement import alloc_id
+    from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id
 
     digest = hashlib.md5(("%s|%s" % (job, host)).encode("utf-8")).digest()
     assert alloc_id(job, host) == str(uuid.UUID(bytes=digest, version=3))

@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 
 from ansible_collections.maand.core.plugins.action import deploy_finish, deploy_step
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_run as DR
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
 from tests.unit.test_run_state import PLAN
 
 
@@ -105,7 +105,7 @@ def test_state_read_of_a_good_worker_is_reachable():
 
 
 def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tmp_path, monkeypatch):
-    from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock
     assert not action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0}).run(task_vars={}).get("failed")
     monkeypatch.setenv(DR.FAULT_ENV, "finish")
     released = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_gate as G
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
 
 CONN = {"address": "10.0.0.7", "port": 2222, "user": "agent", "key": "/b/secrets/worker.key",
         "options": ["-o", "ControlPath=/tmp/cp-%C", "-o", "ControlMaster=auto"], "sudo": False}

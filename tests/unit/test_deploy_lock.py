@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_lock as L
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as L
 
 
 def test_acquire_release_and_refuse_while_owner_lives(tmp_path):

@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_pin as PIN
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import pin as PIN
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
 from tests.unit.test_deploy_plan import _settle, catalog, content, job
 
 HOSTS = ["h1", "h2", "h3"]
@@ -160,7 +160,7 @@ def test_render_diff_is_bounded_and_names_binary_and_large_files():
 
 
 def test_text_of_matches_the_agents_reader(tmp_path):
-    from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+    from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
     for data in (b"plain\n", b"\x00\x01", "caf\xe9".encode("latin-1"), "café\n".encode("utf-8")):
         (tmp_path / "f").write_bytes(data)
         assert PIN.text_of(data) == A.read_file_text(str(tmp_path / "f"))
@@ -168,8 +168,8 @@ def test_text_of_matches_the_agents_reader(tmp_path):
 
 
 def test_the_workers_side_is_shown_only_when_it_is_the_promoted_content(tmp_path):
-    from ansible_collections.maand.core.plugins.plugin_utils import _deploy_files as F
-    from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+    from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as F
+    from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
     job_dir = tmp_path / "jobs" / "api"
     job_dir.mkdir(parents=True)
     (job_dir / "plain.conf").write_text("port=1\n")
@@ -188,7 +188,7 @@ def test_the_workers_side_is_shown_only_when_it_is_the_promoted_content(tmp_path
 
 def test_maand_plan_and_maand_rollback_are_deploy_options():
     from ansible_collections.maand.core.plugins.action import deploy_plan
-    from ansible_collections.maand.core.plugins.plugin_utils import _extra_vars
+    from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
     known = deploy_plan.deploy_extra_vars()
     assert {"maand_plan", "maand_rollback"} <= set(_extra_vars.DEPLOY_VARS) <= known
     assert _extra_vars.unknown_extra_vars({"maand_plan": "ab" * 8, "maand_rollback": "api"}, known,

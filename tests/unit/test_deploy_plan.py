@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_files as F
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as F
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
 
 BID = "11111111-2222-4333-8444-555555555555"
 

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
 from tests.unit.test_deploy_plan import _settle, catalog, content, job, record, states
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "data", "deploy_plan", "golden.json")

@@ -5,7 +5,7 @@ orders the batches when it names exactly their allocations (maand deploy/orderin
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
 from tests.unit.test_deploy_plan import _settle, catalog, content, job, states
 
 HOSTS = ["h1", "h2", "h3"]
@@ -82,7 +82,7 @@ def test_rollout_order_from_the_kv_orders_the_batches():
 
 
 def test_a_failed_hook_gate_names_the_job_and_batch_not_a_health_gate():
-    from ansible_collections.maand.core.plugins.plugin_utils import _run_state as RS
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
     cat = catalog([job("api", commands=cmds("job_control"))], [("api", "h1", "active")])
     plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     step = wave_steps(plan)[0]

@@ -1,4 +1,4 @@
-"""Progress records of a deploy (plugins/plugin_utils/_deploy_progress.py): written by the health
+"""Progress records of a deploy (plugins/plugin_utils/deploy/progress.py): written by the health
 gates, followed by the maand.core.deploy callback, read back for gate times; and what a failed gate
 adds to its message."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_gate as G
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_progress as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as P
 
 GATE = {"job": "api", "hosts": ["h1", "h2"], "attempts": 5, "interval_seconds": 0.5, "timeout_seconds": 1,
         "checks": [{"type": "http", "scheme": "http", "port": 30000, "path": "/health", "expect_status": 200}]}

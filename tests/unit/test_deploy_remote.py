@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_remote as R
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as R
 
 
 def sh(cmd, data, env_root):

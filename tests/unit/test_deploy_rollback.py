@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
-from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
 from tests.unit.test_deploy_plan import _settle, catalog, content, job
 
 HOSTS = ["h1", "h2"]

@@ -1,10 +1,10 @@
-"""The rsync commands of a deploy step (plugins/plugin_utils/_deploy_rsync.py)."""
+"""The rsync commands of a deploy step (plugins/plugin_utils/deploy/rsync.py)."""
 
 from __future__ import annotations
 
 import shlex
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_rsync as S
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as S
 
 SSH = ["ssh", "-C", "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", 'ControlPath="/root/.ansible/cp/abc"']
 

@@ -1,4 +1,4 @@
-"""The controller's run folder and step driver (plugins/plugin_utils/_deploy_run.py), and the step/finish
+"""The controller's run folder and step driver (plugins/plugin_utils/deploy/run.py), and the step/finish
 actions failing the run on any exception."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_run as DR
-from ansible_collections.maand.core.plugins.plugin_utils import _run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
 from tests.unit.test_run_state import PLAN, ok_answer
 
 

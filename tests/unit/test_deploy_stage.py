@@ -8,8 +8,10 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _deploy_files, _kv
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_stage as S
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as _deploy_files
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as S
 from tests.bucket_factory import make_bucket, write
 
 # docs/reference/kv/namespaces.md, "End-to-end example"
@@ -200,7 +202,7 @@ def test_secret_bearing_output_gets_an_hmac_digest(tmp_path):
 
 
 def test_secrets_decrypt_lazily_from_the_store(tmp_path):
-    from ansible_collections.maand.core.plugins.plugin_utils import _kv_store
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
     root, catalog, computed = e2e(tmp_path, {"pw.tpl": "{{ getSecret \"db_password\" }}"})
     with _kv_store.KVStore.edit(root) as store:
         store.apply_build(computed)

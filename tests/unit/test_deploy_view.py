@@ -1,10 +1,10 @@
-"""What the maand.core.deploy callback shows (plugins/plugin_utils/_deploy_view.py): the plan line,
+"""What the maand.core.deploy callback shows (plugins/plugin_utils/deploy/view.py): the plan line,
 progress lines, the verdict per allocation, its table and the final line."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_view as V
-from ansible_collections.maand.core.plugins.plugin_utils import _run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import view as V
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
 
 
 def row(job, worker, action, before=None, after="1.1.0", batch=None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from unittest import mock
 
 from ansible_collections.maand.core.plugins.action import deploy_plan
-from ansible_collections.maand.core.plugins.plugin_utils import _extra_vars
+from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
 
 
 def test_unknown_maand_vars_get_a_did_you_mean():

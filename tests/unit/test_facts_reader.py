@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _facts
-from ansible_collections.maand.core.plugins.plugin_utils._model import MAAND_CONF, WORKERS_FILE
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as _facts
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import MAAND_CONF, WORKERS_FILE
 from tests.bucket_factory import make_bucket
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,6 +120,6 @@ def _imported_modules(path):
 def test_the_action_has_no_reader_of_its_own():
     imported = _imported_modules(ROOT / "plugins" / "action" / "workers_file.py")
     assert not imported & {"json", "tomllib", "os", "glob", "re"}, imported
-    assert "ansible_collections.maand.core.plugins.plugin_utils._facts" in imported
-    facts_imports = _imported_modules(ROOT / "plugins" / "plugin_utils" / "_facts.py")
+    assert "ansible_collections.maand.core.plugins.plugin_utils.ops.facts" in imported
+    facts_imports = _imported_modules(ROOT / "plugins" / "plugin_utils" / "ops" / "facts.py")
     assert "tomllib" not in facts_imports

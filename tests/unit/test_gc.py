@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.modules import gc_worker
-from ansible_collections.maand.core.plugins.plugin_utils import _gc, _kv_store, _run_command
+from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc, run_command as _run_command
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 
 BID = "0b0f7a30-3f2b-4e3c-9a51-7f0a4c1d2e3f"
 NOW = 1_800_000_000.0

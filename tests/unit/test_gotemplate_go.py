@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _gotemplate as gt
+from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as gt
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "gotemplate")
 

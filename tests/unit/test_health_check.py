@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_gate, _health_check as H
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate
+from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as H
 from tests.unit.test_deploy_plan import catalog, job
 
 

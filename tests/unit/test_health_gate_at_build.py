@@ -9,9 +9,9 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
-from ansible_collections.maand.core.plugins.plugin_utils._job_checks import resolve_health
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.build.job_checks import resolve_health
 from tests.bucket_factory import make_bucket
 from tests.unit.test_deploy_plan import catalog, content, job, states
 

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _hooks
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import commands as _hooks
 
 
 def catalog():

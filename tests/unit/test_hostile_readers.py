@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _kv, _readers
-from ansible_collections.maand.core.plugins.plugin_utils._jobspec import SpecError, read_oci_layout
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import SpecError, read_oci_layout
 from tests.maand_init import init_bucket, job
 
 DEEP = "a = " + "[" * 200000 + "]" * 200000 + "\n"

@@ -3,8 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils._hostlist import (
-    MAX_RANGE, HostlistError, compress_hostlist, expand_hostlist)
+from ansible_collections.maand.core.plugins.plugin_utils.placement.hostlist import MAX_RANGE, HostlistError, compress_hostlist, expand_hostlist
 
 
 # RFC 29 "Test Vectors", verbatim: input = comma-joined expansion.

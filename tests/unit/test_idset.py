@@ -3,8 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils._idset import (
-    MAX_IDS, IdsetError, format_idset, parse_idset, parse_idset_ranges)
+from ansible_collections.maand.core.plugins.plugin_utils.placement.idset import MAX_IDS, IdsetError, format_idset, parse_idset, parse_idset_ranges
 
 
 # RFC 22's own examples, plus the forms it allows.

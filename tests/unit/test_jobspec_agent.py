@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
 
 MAKEFILE = ("start:\n\t@echo \"cwd=$$(pwd) db=$$DB uid=$$(id -u)\" > $(CURDIR)/out\n"
             "hang:\n\t@echo before; sleep 30 & sleep 30\n"

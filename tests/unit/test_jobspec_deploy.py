@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
-from ansible_collections.maand.core.plugins.plugin_utils import _jobspec_deploy as D
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import jobspec_deploy as D
 from tests.unit.test_deploy_plan import BID, _settle, catalog, content, job, states
 
 SPEC = {"environment": [{"vars": {"DB": "$env{DB_URL}", "LOG": "$env{LOG_LEVEL:-info}"}, "extend": True}],
@@ -136,7 +136,7 @@ def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
 def test_read_state_lists_users_and_groups(tmp_path):
     import os
     import pwd
-    from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+    from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
     st = A.read_state(str(tmp_path / "nope"))
     assert "root" in st["users"] and "root" in st["groups"]
     assert (st["euid"], st["egid"]) == (os.geteuid(), os.getegid())

@@ -8,8 +8,8 @@ import tarfile
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _deploy_files as F
-from ansible_collections.maand.core.plugins.plugin_utils import _jobspec_layers as L
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as F
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import layers as L
 
 
 def _files(root, files):

@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _kv, _kv_build, _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 
 WORKERS = ('[{"host":"10.0.0.1","labels":["worker","api"],"memory":"4 gb","cpu":"2 ghz"},'
@@ -75,7 +76,8 @@ def test_rebuild_drops_stale_build_keys_and_keeps_hook_keys(tmp_path):
 def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(tmp_path):
     import shutil
     from ansible_collections.maand.core.plugins.action import deploy_finish
-    from ansible_collections.maand.core.plugins.plugin_utils import _catalog, _deploy_plan
+    from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan
     root = bucket(tmp_path)
     job(root, "web", {"version": "1.0.0", "selectors": ["worker"]})
     _build.build(root)

@@ -10,7 +10,8 @@ from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.maand.core.plugins.lookup import kv as kv_lookup
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.unit.test_kv_build import bucket
 
 

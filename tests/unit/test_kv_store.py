@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _kv, _kv_store, _secrets
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store, secrets as _secrets
 
 
 class Clock:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import (
-    _build, _catalog, _certs, _kv_store, _maand_db, _placement, _secrets)
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs, maand_db as _maand_db
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store, secrets as _secrets
+from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _placement
 from tests.maand_init import init_bucket, job, ws
 
 SCHEMA = Path(__file__).resolve().parents[1] / "data" / "maand" / "schema_v1.sql"
@@ -164,7 +165,7 @@ def test_adopted_versions_for_the_deploy_plan(tmp_path):
 def test_takeover_carries_maands_update_seq_into_the_next_deploy(tmp_path):
     """maand.db's bucket.update_seq (7) is kept in the catalog by every build: the first maand.core deploy's
     update_seq is above it even where the workers report less (issue 13, item 3)."""
-    from ansible_collections.maand.core.plugins.plugin_utils import _deploy_plan as P
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
     from tests.unit.test_deploy_plan import catalog as plan_catalog, content, job as plan_job, states
 
     root = bucket(tmp_path)

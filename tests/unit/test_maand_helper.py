@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _maand_helper as maand
+from ansible_collections.maand.core.plugins.plugin_utils.worker import maand_helper as maand
 
 # def names and parameters of maand's maand.py (HEAD of maand-sh/maand)
 MAAND_PY = {

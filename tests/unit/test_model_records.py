@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build
-from ansible_collections.maand.core.plugins.plugin_utils._model import Command, Job, Worker
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Command, Job, Worker
 from tests.bucket_factory import make_bucket
 
 

@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _kv_build, _model
-from ansible_collections.maand.core.plugins.plugin_utils._problems import Report
+from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import model as _model
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
 
 NAMES = ["a", "b", "conf", "_modules", "_prometheus", "z.tpl", "A.tpl", "m.tpl", "x.j2", "y.j2", "x.txt",
          "Makefile.tpl"]

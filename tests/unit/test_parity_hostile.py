@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _readers
-from ansible_collections.maand.core.plugins.plugin_utils._problems import KINDS
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import write
 from tests.maand_init import init_bucket, job, ws
 

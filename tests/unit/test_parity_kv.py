@@ -19,7 +19,9 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _catalog, _certs, _hook_deploy, _kv, _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 
 BUILD = "build"

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build
-from ansible_collections.maand.core.plugins.plugin_utils._units import parse_version
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.units import parse_version
 from tests.bucket_factory import write
 from tests.maand_init import init_bucket, job, ws
 

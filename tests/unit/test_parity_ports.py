@@ -6,7 +6,7 @@ expected outcome: ("pool", job, name, port | "exhausted"), ("fixed", job, name, 
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils._validate import _PortAllocator
+from ansible_collections.maand.core.plugins.plugin_utils.build.validate import _PortAllocator
 
 CASES = [
     ("StableAndReuse", {"a": {"web_port": 30001}}, (30000, 30002),

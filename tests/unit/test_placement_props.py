@@ -7,8 +7,9 @@ import tempfile
 
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _explain
-from ansible_collections.maand.core.plugins.plugin_utils._problems import KINDS
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import make_bucket, set_workers
 
 CONF = 'ssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 22\nuse_sudo = false\n'

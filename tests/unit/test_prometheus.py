@@ -1,4 +1,4 @@
-"""maand's Prometheus support (plugins/plugin_utils/_prometheus.py) against maand's own code and tests.
+"""maand's Prometheus support (plugins/plugin_utils/kv/prometheus.py) against maand's own code and tests.
 
 * tests/data/prometheus/yamlv3_scrape.json: 25 scrape catalogs run through maand's promconfig/scrape.go
   (copied verbatim from maand-sh/maand) with gopkg.in/yaml.v3 v3.0.1 by reference_main.go.txt:
@@ -14,7 +14,8 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _gotemplate, _kv, _prometheus as prom
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _kv, prometheus as prom
 from tests.maand_init import init_bucket, job, ws
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "prometheus", "yamlv3_scrape.json")

@@ -1,4 +1,4 @@
-"""Every transition of the deploy run state (plugins/plugin_utils/_run_state.py)."""
+"""Every transition of the deploy run state (plugins/plugin_utils/deploy/run_state.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
 
 
 def op(job, host, action="start", kind="run", promote_now=False, step=1):

@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _secrets
+from ansible_collections.maand.core.plugins.plugin_utils.kv import secrets as _secrets
 
 GO_KEY = b"0123456789abcdef0123456789abcdef"
 GO_NONCE = b"maand-nonce!"
@@ -84,7 +84,7 @@ def test_load_key_missing_create_and_corrupt(tmp_path):
 
 
 def test_missing_cryptography_is_named_with_the_fix(monkeypatch):
-    from plugins.plugin_utils import _certs
+    from plugins.plugin_utils.build import certs as _certs
     monkeypatch.setattr(_secrets, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
     monkeypatch.setattr(_certs, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
     with pytest.raises(_secrets.SecretError, match="pip install cryptography"):

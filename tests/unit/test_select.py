@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
 from tests.bucket_factory import make_bucket
 
 CONF = 'ssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 22\nuse_sudo = false\n'
@@ -140,7 +140,7 @@ def test_bad_group_definition_names_maand_conf_and_its_path(tmp_path):
 
 
 def test_group_operator_needs_groups_plain_rfc31_stays_plain():
-    from ansible_collections.maand.core.plugins.plugin_utils._constraints import ConstraintError, compile_constraint
+    from ansible_collections.maand.core.plugins.plugin_utils.placement.constraints import ConstraintError, compile_constraint
     with pytest.raises(ConstraintError) as exc:
         compile_constraint({"group": ["x"]})
     assert "unknown operator 'group'" in str(exc.value)

@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _build, _status
-from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
 
 MAKEFILE = "status:\n\t@if [ -f data/up ]; then echo up; else echo down; exit 3; fi\n"
 

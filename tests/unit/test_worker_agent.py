@@ -1,4 +1,4 @@
-"""The worker agent (plugins/plugin_utils/_worker_agent.py), imported on the controller against temp trees."""
+"""The worker agent (plugins/plugin_utils/worker/agent.py), imported on the controller against temp trees."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils import _worker_agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
 
 MAKEFILE = ("start:\n\techo started >> data/s\nstop:\n\techo stopped >> data/s\n"
             "restart:\n\t@echo line1; echo boom >&2; exit 4\nslow:\n\tsleep 5\n")

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / ".collections"
 # The root conftest.py links .collections/ansible_collections/maand/core to this repository.
 
-from ansible_collections.maand.core.plugins.plugin_utils import _facts as wfile  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as wfile  # noqa: E402
 
 WORKERS = """[
   {
@@ -169,7 +169,7 @@ def test_missing_key_is_reported(bucket):
 
 
 def test_label_groups_are_the_inventorys_label_groups():
-    from ansible_collections.maand.core.plugins.plugin_utils._naming import group_name
+    from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
     assert wfile.label_group("prod") == "label_prod" == group_name("label", "prod")
     assert wfile.label_group("Prod") == "label_prod"  # labels are compared lower-cased
     import hashlib
@@ -363,7 +363,7 @@ def test_killed_between_temp_write_and_rename(bucket):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(COLLECTIONS)!r})
-        from ansible_collections.maand.core.plugins.plugin_utils import _facts as w
+        from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as w
         w.os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
         w.update_workers_file({str(bucket)!r}, {{"10.231.1.11": {facts()!r}}})
     """)
@@ -391,7 +391,7 @@ def test_write_takes_the_bucket_lock(bucket):
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(COLLECTIONS)!r})
-        from ansible_collections.maand.core.plugins.plugin_utils import _facts as w
+        from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as w
         w.update_workers_file({str(bucket)!r}, {{"10.231.1.11": {facts()!r}}})
     """)
     proc = subprocess.Popen([sys.executable, "-c", script])

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The base class of maand.core's action plugins: the Ansible side, not the pure core (the
+underscore modules of plugin_utils import nothing of Ansible; this one is their only caller's glue).
+
+Every action plugin validates its ARGUMENT_SPEC the same way and, when it takes a bucket, resolves
+it to an absolute path; it then implements ``act(result, args, task_vars)``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible import constants as C
+from ansible.plugins.action import ActionBase
+
+from ..deploy import remote as _deploy_remote
+
+
+class MaandAction(ActionBase):
+    """run(): Ansible's bookkeeping, ARGUMENT_SPEC validated, ``bucket`` made absolute, then act()."""
+
+    TRANSFERS_FILES = False
+    ARGUMENT_SPEC: dict = {}
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
+        if args.get("bucket"):
+            args["bucket"] = os.path.abspath(os.path.expanduser(args["bucket"]))
+        return self.act(result, args, task_vars)
+
+    def act(self, result, args, task_vars):
+        raise NotImplementedError
+
+    @staticmethod
+    def worker_python(task_vars, host=None):
+        """The python the worker agent runs with: the host's ansible_python_interpreter, else Ansible's
+        interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
+        return _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+
+
+class ControllerAction(MaandAction):
+    """An action that runs on the controller only (no connection to the host) and supports check mode."""
+
+    _requires_connection = False
+    _supports_check_mode = True

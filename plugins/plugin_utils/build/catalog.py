@@ -1,0 +1,242 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The catalog: `<bucket>/data/catalog.json`, the persisted result of a build.
+
+JSON rather than SQLite: users script against it, it diffs well, and a whole bucket's catalog is
+small enough to rewrite on every build. Writes are atomic (temp file in the same folder, fsync,
+os.replace) and happen under an exclusive flock on `<bucket>/data/.lock`, so two runs on one
+bucket cannot interleave and a crash never leaves a truncated catalog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import tempfile
+
+from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
+from ..bucket import schemas as _schemas
+
+CATALOG_FORMAT = 1
+DATA_DIR = "data"
+CATALOG_FILE = "catalog.json"
+LOCK_FILE = ".lock"
+CATALOG_REL = DATA_DIR + "/" + CATALOG_FILE
+BUCKET_ID_FILE = "bucket_id"  # a copy of the catalog's bucket_id, so a lost catalog does not lose the id
+
+
+class CatalogError(Exception):
+    pass
+
+
+class LockBusy(CatalogError):
+    pass
+
+
+def catalog_path(bucket_dir):
+    return os.path.join(bucket_dir, DATA_DIR, CATALOG_FILE)
+
+
+def _reject_constant(name):
+    raise ValueError("%s is not valid JSON (a number must be finite)" % name)
+
+
+def loads(text):
+    """Parse catalog text. Raises CatalogError naming the problem: invalid JSON, NaN or Infinity
+    (Python's json accepts them, JSON does not), nesting too deep, or a schema violation."""
+    try:
+        catalog = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise CatalogError("%s is nested too deeply to be a catalog" % CATALOG_REL)
+    except ValueError as exc:
+        raise CatalogError("%s is not valid JSON: %s" % (CATALOG_REL, exc))
+    problems = _schemas.check(catalog, _catalog_schema.CATALOG)
+    if problems:
+        shown = "; ".join("%s: %s" % (path, message) for path, message in problems[:5])
+        more = " (and %d more)" % (len(problems) - 5) if len(problems) > 5 else ""
+        raise CatalogError("%s does not match the catalog schema: %s%s" % (CATALOG_REL, shown, more))
+    return catalog
+
+
+def read_catalog(bucket_dir):
+    """The previous catalog, or None before the first build. Raises CatalogError if it is unreadable,
+    not valid JSON or not a valid catalog (see _catalog_schema)."""
+    path = catalog_path(bucket_dir)
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CatalogError("%s is unreadable: %s" % (CATALOG_REL, getattr(exc, "strerror", None) or exc))
+    return loads(text)
+
+
+def read_built(bucket_dir):
+    """The catalog of the workspace as it is: CatalogError naming the fix when there is none yet or the
+    workspace changed since it was built (maand.core.health_check, maand.core.job_command)."""
+    catalog = read_catalog(bucket_dir)
+    if catalog is None:
+        raise CatalogError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build -e "
+                           "maand_bucket=%s first" % (bucket_dir, bucket_dir))
+    changed = _fingerprint.stale(bucket_dir, catalog)
+    if changed:
+        raise CatalogError("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); run "
+                           "ansible-playbook maand.core.build -e maand_bucket=%s"
+                           % (bucket_dir, ", ".join(changed[:10]), bucket_dir))
+    return catalog
+
+
+# --- the previous catalog of a build, and its bucket_id (a lost id made deploy start every job twice) --
+_FIX_INVALID = ("restore %s from a backup or git; or remove it (a bucket_id recorded in %s/%s is then kept); or pass "
+                "-e maand_new_bucket_id=true to mint a new bucket_id (workers holding the old id are then "
+                "refused by deploy until you clean them)" % (CATALOG_REL, DATA_DIR, BUCKET_ID_FILE))
+
+
+def previous_for_build(bucket_dir, report, new_bucket_id):
+    """The previous catalog for a build: (catalog or None, bucket_id to keep or None), problems added to
+    `report` (a _problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
+    error unless new_bucket_id; a missing one keeps the id recorded in data/bucket_id, with a warning."""
+    rel = CATALOG_REL
+    try:
+        previous = read_catalog(bucket_dir)
+    except CatalogError as exc:
+        if not new_bucket_id:
+            report.error("ErrInvalidCatalog", rel, "", str(exc), _FIX_INVALID)
+            return None, None
+        report.warn("ErrInvalidCatalog", rel, "", "%s; replaced, as maand_new_bucket_id=true asks, by a catalog "
+                    "with a new bucket_id" % exc, "stop and remove the old bucket's jobs on the workers")
+        return None, None
+    recorded = recorded_bucket_id(bucket_dir)
+    if previous is not None or recorded is None:
+        return previous, None
+    if new_bucket_id:
+        report.warn("ErrMissingCatalog", rel, "", "missing; a new bucket_id replaces %s (maand_new_bucket_id=true): "
+                    "deploy refuses workers that hold the old id" % recorded,
+                    "stop and remove /opt/worker/%s on the workers" % recorded)
+        return None, None
+    report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
+                "is kept; allocations removed since the last build are forgotten and stay on their workers"
+                % (recorded, DATA_DIR, BUCKET_ID_FILE),
+                "restore %s from a backup or git to keep them" % rel)
+    return None, recorded
+
+
+def dumps(catalog):
+    """The catalog's text. Raises ValueError on NaN or Infinity: they are not JSON, so never written."""
+    return json.dumps(catalog, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def atomic_write(path, text, mode=0o644):
+    """Write text to path so that readers see either the old or the new file, never a mix.
+
+    The temp file is `.<name>.<random>.tmp` in the same folder (so os.replace is atomic and a killed
+    writer's leftovers are recognisable). An existing file keeps its mode and, when permitted, its
+    owner; a new one gets `mode`. On any error or interrupt the temp file is removed."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        existing = os.stat(path)
+    except FileNotFoundError:
+        existing = None
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fchmod(handle.fileno(), existing.st_mode & 0o7777 if existing else mode)
+            if existing is not None:
+                with contextlib.suppress(PermissionError):
+                    os.fchown(handle.fileno(), existing.st_uid, existing.st_gid)
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # persist the rename itself
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def write_catalog(bucket_dir, catalog):
+    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock()."""
+    os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
+    atomic_write(catalog_path(bucket_dir), dumps(catalog))
+    if recorded_bucket_id(bucket_dir) != catalog["bucket_id"]:
+        atomic_write(os.path.join(bucket_dir, DATA_DIR, BUCKET_ID_FILE), catalog["bucket_id"] + "\n")
+
+
+def recorded_bucket_id(bucket_dir):
+    """The bucket_id the last written catalog held (data/bucket_id), or None if unknown or not a UUID."""
+    try:
+        with open(os.path.join(bucket_dir, DATA_DIR, BUCKET_ID_FILE), "r", encoding="utf-8") as handle:
+            text = handle.read(100).strip()
+    except (OSError, ValueError):
+        return None
+    return text if re.match(_catalog_schema.UUID_PATTERN, text) else None
+
+
+@contextlib.contextmanager
+def bucket_lock(bucket_dir, wait=False):
+    """Exclusive lock on the bucket's data/ folder. Raises LockBusy when another run holds it."""
+    os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
+    path = os.path.join(bucket_dir, DATA_DIR, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise LockBusy("another maand.core run holds %s/%s on this bucket; wait for it to finish" % (
+                    DATA_DIR, LOCK_FILE))
+            raise
+        yield
+    finally:
+        os.close(fd)
+
+
+def diff_catalogs(old, new):
+    """Human-readable lines describing what a build changes in the catalog."""
+    lines = []
+    if old is None:
+        lines.append("new catalog: bucket_id %s" % new["bucket_id"])
+        old = {"workers": [], "jobs": [], "allocations": []}
+    old_allocs = {(a["job"], a["worker"]): a for a in old.get("allocations", ())}
+    new_allocs = {(a["job"], a["worker"]): a for a in new["allocations"]}
+    for key in sorted(set(old_allocs) | set(new_allocs)):
+        before, after = old_allocs.get(key), new_allocs.get(key)
+        label = "allocation %s@%s" % key
+        if before is None:
+            lines.append("+ %s (%s)" % (label, after["state"]))
+        elif after is None:
+            lines.append("- %s (dropped from catalog)" % label)
+        elif before.get("state") != after["state"]:
+            lines.append("~ %s: %s -> %s" % (label, before.get("state"), after["state"]))
+    old_jobs = {j["name"]: j for j in old.get("jobs", ())}
+    for job in new["jobs"]:
+        before = old_jobs.get(job["name"])
+        if before is None:
+            continue
+        for key in ("version", "memory_mb", "cpu_mhz", "deployment_seq", "ports", "removed"):
+            if before.get(key) != job.get(key):
+                lines.append("~ job %s: %s %s -> %s" % (job["name"], key, before.get(key), job.get(key)))
+    old_workers = {w["host"]: w for w in old.get("workers", ())}
+    for worker in new["workers"]:
+        before = old_workers.get(worker["host"])
+        if before is None:
+            lines.append("+ worker %s" % worker["host"])
+            continue
+        for key in ("labels", "memory_mb", "cpu_mhz", "zone", "removed"):
+            if before.get(key) != worker.get(key):
+                lines.append("~ worker %s: %s %s -> %s" % (worker["host"], key, before.get(key), worker.get(key)))
+    for host in sorted(set(old_workers) - {w["host"] for w in new["workers"]}):
+        lines.append("- worker %s (dropped from catalog)" % host)
+    return lines

@@ -1,0 +1,556 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build-time checks of a job beyond its placement: health_check, restart_globs, the Makefile targets
+the restart_policy needs, and the `_prometheus/` folder. maand's rules and words, cited per check.
+
+Pure Python (PyYAML for the Prometheus files, as ansible-core ships it); no Ansible imports. Every
+problem goes into the Report with the file, the field, maand's wording and a fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ..kv import prometheus as _prometheus
+from ..bucket.content import GlobError, validate_glob
+
+HEALTH_TYPES = ("tcp", "http", "ssh")
+
+# --- health_check (maand workspace/health_check.go ValidateHealthCheck) ------------------------------
+
+# maand's Go types are int; maand.core's deploy honours fractions of a second for the two durations,
+# so a number is accepted there (a superset: a maand bucket never has one); strings are refused.
+_HEALTH_INT = ("timeout_seconds",)
+_WAIT_INT = ("attempts", "interval_seconds")
+_SECONDS = ("timeout_seconds", "interval_seconds")
+_PROBE_STR = ("type", "port", "command", "path", "scheme")
+
+
+def _is_int(value, key=None):
+    if key in _SECONDS:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _go_type_error(report, rel, field, value, go_field, want, job):
+    """maand decodes the manifest into typed Go structs: a wrong JSON type fails the whole manifest."""
+    got = "string" if isinstance(value, str) else "number" if isinstance(value, (int, float)) else type(value).__name__
+    report.error("ErrInvalidManifest", rel, field,
+                 "job %s: expected %s, got %r (maand: json: cannot unmarshal %s into Go struct field %s of type %s)" % (
+                     job, "an integer" if want == "int" else "a string", value, got, go_field, want),
+                 "write %s as %s" % (field, "a whole number, e.g. 5" if want == "int" else "a string"))
+
+
+# The probes deploy's health gates and maand.core.health_check run (tcp and http from the controller,
+# ssh on the worker), and the gate defaults. resolve_health turns a catalog job's health_check into the
+# gate spec build stores in the catalog (job "health_gate"), so deploy does not re-validate it.
+GATE_PROBES = ("tcp", "http", "ssh")
+DEFAULT_HEALTH = {"timeout_seconds": 5, "attempts": 30, "interval_seconds": 1}
+
+
+def resolve_health(job):
+    """A job's health_check -> (gate spec or None, errors). Port names resolve through job.ports."""
+    raw = job.get("health_check") or {}
+    name = job.get("name")
+    where = "jobs/%s/manifest.json health_check" % name
+    if not isinstance(raw, dict):
+        return None, ["%s: expected an object with \"checks\"" % where]
+    checks = raw.get("checks") or []
+    if not checks:
+        return None, []
+    if not isinstance(checks, list):
+        return None, ["%s.checks: expected a list of probes" % where]
+    errors = []
+    ports = job.get("ports") or {}
+    resolved = []
+    for i, check in enumerate(checks):
+        at = "%s.checks[%d]" % (where, i)
+        if not isinstance(check, dict):
+            errors.append("%s: expected an object like {\"type\": \"tcp\", \"port\": \"http_port\"}" % at)
+            continue
+        kind = check.get("type")
+        kind = kind.strip().lower() if isinstance(kind, str) else kind
+        if kind not in GATE_PROBES:
+            errors.append("%s.type: %r is not supported by maand.core (use one of: %s)" % (at, kind, ", ".join(GATE_PROBES)))
+            continue
+        if kind == "ssh":
+            command = check.get("command")
+            if not isinstance(command, str) or not command.strip():
+                errors.append("%s.command: an ssh probe needs the shell command to run on the worker" % at)
+                continue
+            resolved.append({"type": "ssh", "command": command.strip()})
+            continue
+        port = check.get("port")
+        if isinstance(port, str) and not port.isdigit():
+            if port not in ports:
+                errors.append("%s.port: %r is not a port of job %s (its ports: %s)" % (
+                    at, port, name, ", ".join(sorted(ports)) or "none"))
+                continue
+            port = ports[port]
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            errors.append("%s.port: expected a port name or number, got %r" % (at, port))
+            continue
+        if not 0 < port < 65536:
+            errors.append("%s.port: %d is not a valid port" % (at, port))
+            continue
+        probe = {"type": kind, "port": port}
+        if kind == "http":
+            probe["path"] = str(check.get("path") or "/")
+            if not probe["path"].startswith("/"):
+                probe["path"] = "/" + probe["path"]
+            probe["scheme"] = str(check.get("scheme") or "http")
+            if probe["scheme"] not in ("http", "https"):
+                errors.append("%s.scheme: %r must be http or https" % (at, probe["scheme"]))
+                continue
+            try:
+                probe["expect_status"] = int(check.get("expect_status") or 200)
+            except (TypeError, ValueError):
+                errors.append("%s.expect_status: expected an HTTP status code" % at)
+                continue
+        resolved.append(probe)
+    wait = raw.get("wait") or {}
+    spec = {"job": name, "checks": resolved}
+    for key, src, default in (("timeout_seconds", raw.get("timeout_seconds"), DEFAULT_HEALTH["timeout_seconds"]),
+                              ("attempts", wait.get("attempts") if isinstance(wait, dict) else None, DEFAULT_HEALTH["attempts"]),
+                              ("interval_seconds", wait.get("interval_seconds") if isinstance(wait, dict) else None,
+                               DEFAULT_HEALTH["interval_seconds"])):
+        value = default if src is None else src
+        try:
+            value = float(value) if key != "attempts" else int(value)
+        except (TypeError, ValueError):
+            errors.append("%s.%s: expected a number, got %r" % (where, key, src))
+            continue
+        if value < 0 or (key == "attempts" and value < 1):
+            errors.append("%s.%s: must be positive, got %r" % (where, key, src))
+            continue
+        spec[key] = value
+    if errors:
+        return None, errors
+    return spec, []
+
+
+def check_health(job, manifest, rel, report):
+    raw = manifest.get("health_check")
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        report.error("ErrInvalidManifest", rel, "health_check", "job %s: expected an object with \"checks\"" % job.name,
+                     "write \"health_check\": {\"checks\": [{\"type\": \"tcp\", \"port\": \"<port name>\"}]}")
+        return
+    for key in _HEALTH_INT:
+        if key in raw and not _is_int(raw[key], key):
+            _go_type_error(report, rel, "health_check.%s" % key, raw[key], "ManifestHealthCheck.%s" % key, "int", job.name)
+    wait = raw.get("wait")
+    if wait is not None and not isinstance(wait, dict):
+        report.error("ErrInvalidManifest", rel, "health_check.wait", "job %s: expected an object" % job.name,
+                     "write \"wait\": {\"attempts\": 30, \"interval_seconds\": 1}")
+    for key in _WAIT_INT if isinstance(wait, dict) else ():
+        if key in wait and not _is_int(wait[key], key):
+            _go_type_error(report, rel, "health_check.wait.%s" % key, wait[key],
+                           "HealthCheckWait.health_check.wait.%s" % key, "int", job.name)
+    checks = raw.get("checks")
+    if checks is None:
+        return
+    if not isinstance(checks, list):
+        report.error("ErrInvalidManifest", rel, "health_check.checks", "job %s: expected a list of probes" % job.name,
+                     "write \"checks\": [{\"type\": \"tcp\", \"port\": \"<port name>\"}]")
+        return
+    for index, probe in enumerate(checks):
+        _check_probe(job, probe, index, rel, report)
+
+
+def _check_probe(job, probe, index, rel, report):
+    at = "health_check.checks[%d]" % index
+    if not isinstance(probe, dict):
+        report.error("ErrInvalidManifest", rel, at, "job %s: expected an object like {\"type\": \"tcp\", \"port\": "
+                     "\"http_port\"}" % job.name, "write each probe as an object")
+        return
+    for key in _PROBE_STR:
+        if key in probe and not isinstance(probe[key], str):
+            _go_type_error(report, rel, "%s.%s" % (at, key), probe[key], "HealthCheckProbe.%s" % key, "string", job.name)
+            return
+    if "expect_status" in probe and not _is_int(probe["expect_status"]):
+        _go_type_error(report, rel, at + ".expect_status", probe["expect_status"], "HealthCheckProbe.expect_status",
+                       "int", job.name)
+        return
+    kind = (probe.get("type") or "").strip().lower()
+    if kind not in HEALTH_TYPES:
+        report.error("ErrInvalidManifest", rel, at + ".type", "job %s health_check.checks[%d] type %r (want tcp, http, or "
+                     "ssh)" % (job.name, index, probe.get("type", "")), "use type tcp, http or ssh")
+        return
+    if kind == "ssh":
+        if not (probe.get("command") or "").strip():
+            report.error("ErrInvalidManifest", rel, at + ".command", "job %s health_check.checks[%d] ssh probe requires "
+                         "command" % (job.name, index), "add \"command\": \"<shell command run on the worker>\"")
+        return
+    port = (probe.get("port") or "").strip()
+    if not port:
+        report.error("ErrInvalidManifest", rel, at + ".port", "job %s health_check.checks[%d] missing port" % (
+            job.name, index), "name one of the job's resources.ports")
+        return
+    if port not in job.ports and port not in _declared_port_names(job):
+        report.error("ErrInvalidManifest", rel, at + ".port", "job %s health_check.checks[%d] port %r not in "
+                     "resources.ports" % (job.name, index, port),
+                     "use one of: %s" % (", ".join(sorted(job.ports)) or "(declare a port in resources.ports first)"))
+        return
+    if kind == "http":
+        path = probe.get("path") or "/"
+        if not path.startswith("/"):
+            report.error("ErrInvalidManifest", rel, at + ".path", "job %s health_check.checks[%d] path must start with /"
+                         % (job.name, index), "write the path as /%s" % path)
+        scheme = probe.get("scheme") or "http"
+        if scheme not in ("http", "https"):
+            report.error("ErrInvalidManifest", rel, at + ".scheme", "job %s: scheme %r must be http or https" % (
+                job.name, scheme), "use http or https")
+
+
+def _declared_port_names(job):
+    return set(((job.manifest.get("resources") or {}).get("ports") or {}))
+
+
+# --- restart_globs (maand workspace/restart_policy.go ValidateRestartGlobs) ---------------------------
+
+def check_restart_globs(job, rel, report):
+    for index, pattern in enumerate(job.restart_globs):
+        try:
+            validate_glob(pattern)
+        except GlobError as exc:
+            report.error("ErrInvalidManifest", rel, "restart_globs[%d]" % index, "job %s restart_globs: invalid glob "
+                         "pattern %r: %s" % (job.name, pattern, exc),
+                         "use path.Match syntax (* ? [..]) with optional **/ prefixes")
+
+
+# --- Makefile targets the restart_policy needs --------------------------------------------------------
+
+_TARGET_LINE = re.compile(r"^([^\s:#=][^:#=]*?)\s*::?(?!=)")
+
+
+def makefile_targets(text):
+    """The explicit targets a Makefile defines (rule lines `a b: deps`; not variable assignments)."""
+    targets = set()
+    for line in text.splitlines():
+        match = _TARGET_LINE.match(line)
+        if match:
+            targets.update(match.group(1).split())
+    return targets
+
+
+# maand job run --target: "any safe custom name"; never a make option (-f, --eval=...) or a variable assignment.
+SAFE_TARGET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_INCLUDE = re.compile(r"^\s*-?include\s", re.MULTILINE)
+
+
+LIFECYCLE_TARGETS = ("start", "stop", "restart", "reload", "status")
+
+
+def target_problem(target, makefile_text, makefile_name="Makefile"):
+    """Why `make <target>` cannot run for maand.core.job (None when it can): an unsafe name, or a custom
+    target the job's Makefile does not define (not checked when it includes other makefiles). maand's
+    lifecycle targets are always accepted, as in maand (a Makefile without one fails at make, named)."""
+    if not isinstance(target, str) or not SAFE_TARGET.match(target):
+        return ("target %r is not a safe Makefile target name (letters, digits, '_', '.', '-'; not starting with "
+                "'-' or '.')" % (target,))
+    if makefile_text is None or target in LIFECYCLE_TARGETS:
+        return None
+    if target in makefile_targets(makefile_text) or _INCLUDE.search(makefile_text):
+        return None
+    known = sorted(t for t in makefile_targets(makefile_text) if not t.startswith(".") and "%" not in t)
+    return "the job's %s defines no target %r; its targets: %s" % (makefile_name, target, ", ".join(known) or "none")
+
+
+def check_reload_target(bucket_path, job, report):
+    """restart_policy reload runs `make reload` on a content change: a Makefile without that target would
+    fail mid-rollout, so build says so (maand would also fail, at deploy)."""
+    if job.restart_policy != "reload" or job.makefile is None:
+        return
+    rel = "%s/%s" % (job.path, job.makefile)
+    try:
+        with open(os.path.join(bucket_path, rel), "rb") as handle:
+            text = handle.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return
+    if "reload" in makefile_targets(text):
+        return
+    includes = re.search(r"^\s*-?include\s", text, re.MULTILINE) is not None
+    say = report.warn if includes else report.error
+    say("ErrInvalidJob", rel, "reload", "job %s has restart_policy reload but %s defines no reload target%s" % (
+        job.name, job.makefile, " (it includes other makefiles: not checked)" if includes else ""),
+        "add a `reload:` target to %s, or set restart_policy to \"always\"" % rel)
+
+
+# --- _prometheus/ (maand promconfig/catalog.go BuildCatalog, alerts.go, scrape.go; guides/prometheus.md) --
+
+SERVER_FILES = ("prometheus.yml", "prometheus.yml.tpl")
+FORBIDDEN_SD = _prometheus.FORBIDDEN_SD
+PORT_PLACEHOLDER = "maand:port/"
+JOB_PLACEHOLDER = "maand:job"
+MAX_YAML_BYTES = 4 << 20
+
+
+def _isfile(*parts):
+    return os.path.isfile(os.path.join(*parts))
+
+
+def check_prometheus(bucket, report):
+    """Every job: not both prometheus.yml and .tpl (build/build_jobs.go). When some job is a Prometheus
+    server (has either file), validate every job's _prometheus/ as maand's build does; otherwise maand
+    ignores _prometheus/ at build."""
+    jobs = [bucket.jobs[name] for name in sorted(bucket.jobs)]
+    server = False
+    for job in jobs:
+        root = os.path.join(bucket.path, job.path)
+        present = [name for name in SERVER_FILES if name in job.top_entries and _isfile(root, name)]
+        server = server or bool(present)
+        if len(present) == 2:
+            report.error("ErrInvalidJob", job.path, "prometheus.yml", "job %s cannot define both prometheus.yml and "
+                         "prometheus.yml.tpl" % job.name, "keep one of %s/prometheus.yml(.tpl)" % job.path)
+    if not server:
+        return
+    state = {"alerts": {}, "scrape_jobs": {}}
+    for job in jobs:
+        _check_job_prometheus(bucket, job, state, report)
+
+
+def _check_job_prometheus(bucket, job, state, report):
+    base = "%s/_prometheus" % job.path
+    root = os.path.join(bucket.path, base)
+    if "_prometheus" not in job.top_entries or not os.path.isdir(root):
+        return
+    has_yaml, has_tpl = _isfile(root, "scrape.yaml"), _isfile(root, "scrape.yaml.tpl")
+    if has_yaml and has_tpl:
+        report.error("ErrInvalidJob", base, "scrape.yaml", "job %s cannot define both scrape.yaml and scrape.yaml.tpl"
+                     % job.name, "keep one of them")
+    elif has_yaml:
+        _check_scrape(bucket, job, base + "/scrape.yaml", state, report)
+    runbooks = _runbook_slugs(os.path.join(root, "runbooks"))
+    alerts_dir = os.path.join(root, "alerts")
+    if os.path.isdir(alerts_dir):
+        for name in sorted(os.listdir(alerts_dir)):
+            if name.endswith((".yaml", ".yml")) and _isfile(alerts_dir, name):
+                _check_alert_file(bucket, job, "%s/alerts/%s" % (base, name), runbooks, state, report)
+
+
+def _runbook_slugs(folder):
+    if not os.path.isdir(folder):
+        return set()
+    return {name[:-3] for name in os.listdir(folder) if name.endswith(".md") and _isfile(folder, name)}
+
+
+def _load_yaml(bucket, rel, job, report):
+    """The file read as maand reads it (go-yaml v3: YAML 1.2 scalars, merge keys), by _prometheus's reader."""
+    try:
+        with open(os.path.join(bucket.path, rel), "rb") as handle:
+            data = handle.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:
+        report.error("ErrInvalidJob", rel, "", "cannot read: %s" % exc.strerror, "fix the file's permissions")
+        return None, False
+    if len(data) > MAX_YAML_BYTES:
+        report.error("ErrInvalidJob", rel, "", "file is larger than %d MB" % (MAX_YAML_BYTES >> 20), "split it")
+        return None, False
+    if not data.strip():
+        report.error("ErrInvalidJob", rel, "", "job %s _prometheus/%s is empty" % (job.name, rel.split("_prometheus/")[1]),
+                     "remove the file or fill it in")
+        return None, False
+    try:
+        return _prometheus.load_yaml(data.decode("utf-8"), "job %s" % job.name), True
+    except UnicodeDecodeError:
+        report.error("ErrInvalidJob", rel, "", "job %s: not UTF-8 text" % job.name, "save the file as UTF-8")
+    except _prometheus.PrometheusError as exc:
+        report.error("ErrInvalidJob", rel, "", str(exc), "fix the YAML syntax")
+    return None, False
+
+
+def _text(value):
+    return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
+
+
+def _check_alert_file(bucket, job, rel, runbooks, state, report):
+    document, ok = _load_yaml(bucket, rel, job, report)
+    if not ok:
+        return
+    short = rel.split("_prometheus/")[1]
+    groups = document.get("groups") if isinstance(document, dict) else None
+    if not isinstance(groups, list) or not groups:
+        report.error("ErrInvalidJob", rel, "groups", "job %s _prometheus/%s must define at least one group" % (
+            job.name, short), "write groups: [{name: ..., rules: [...]}]")
+        return
+    for gi, group in enumerate(groups):
+        if not isinstance(group, dict) or not _text(group.get("name")):
+            report.error("ErrInvalidJob", rel, "groups[%d].name" % gi, "job %s _prometheus/%s groups[%d] missing name" % (
+                job.name, short, gi), "give the group a name")
+            continue
+        rules = group.get("rules") or []
+        for ri, rule in enumerate(rules if isinstance(rules, list) else []):
+            _check_rule(job, rel, short, gi, ri, rule if isinstance(rule, dict) else {}, runbooks, state, report)
+
+
+def _check_rule(job, rel, short, gi, ri, rule, runbooks, state, report):
+    field = "groups[%d].rules[%d]" % (gi, ri)
+    where = "job %s _prometheus/%s %s" % (job.name, short, field)
+    alert, record = _text(rule.get("alert")), _text(rule.get("record"))
+    if alert and record:
+        report.error("ErrInvalidJob", rel, field, "%s must define either alert or record, not both" % where,
+                     "split it into two rules")
+        return
+    if not alert and not record:
+        report.error("ErrInvalidJob", rel, field, "%s must define alert or record" % where, "add alert: or record:")
+        return
+    if not _text(rule.get("expr")):
+        report.error("ErrInvalidJob", rel, field + ".expr", "%s %r missing expr" % (where, alert or record),
+                     "add the PromQL expression as expr:")
+        return
+    if not alert:
+        return
+    annotations = rule.get("annotations") if isinstance(rule.get("annotations"), dict) else {}
+    runbook = _text(annotations.get("runbook"))
+    if runbook and runbook not in runbooks:
+        report.error("ErrInvalidJob", rel, field + ".annotations.runbook", "job %s _prometheus/%s alert %r references "
+                     "missing runbook %r" % (job.name, short, alert, runbook),
+                     "add %s/_prometheus/runbooks/%s.md or fix the name" % (job.path, runbook))
+    owner = state["alerts"].get(alert)
+    state["alerts"][alert] = job.name
+    if owner is not None:  # maand: unique across the whole bucket, the same job included
+        report.error("ErrInvalidJob", rel, field + ".alert", "duplicate alert name %r (jobs %s and %s)" % (
+            alert, owner, job.name), "alert names must be unique across the whole bucket: rename one")
+
+
+def _check_scrape(bucket, job, rel, state, report):
+    document, ok = _load_yaml(bucket, rel, job, report)
+    if not ok:
+        return
+    if not isinstance(document, list) or not all(isinstance(item, dict) for item in document):
+        report.error("ErrInvalidJob", rel, "", "job %s scrape.yaml: expected a YAML list of scrape_config items" % job.name,
+                     "write - job_name: ... items")
+        return
+    if not document:
+        report.error("ErrInvalidJob", rel, "", "scrape.yaml must contain at least one scrape item", "add one")
+        return
+    ports = _declared_port_names(job)
+    for index, item in enumerate(document):
+        bad = [key for key in FORBIDDEN_SD if key in item]
+        if bad:
+            report.error("ErrInvalidJob", rel, "[%d].%s" % (index, bad[0]), "job %s scrape.yaml[%d] %s is not supported "
+                         "(use static_configs with maand:port placeholders)" % (job.name, index, bad[0]),
+                         "use static_configs")
+            continue
+        name = item.get("job_name")
+        if not isinstance(name, str) or not name.strip():
+            report.error("ErrInvalidJob", rel, "[%d].job_name" % index, "job %s scrape.yaml[%d] missing job_name" % (
+                job.name, index), "add job_name (maand:job stands for the job's name)")
+            continue
+        resolved = job.name if name == JOB_PLACEHOLDER else name
+        owner = state["scrape_jobs"].setdefault(resolved, job.name)
+        if owner != job.name:
+            report.error("ErrInvalidJob", rel, "[%d].job_name" % index, "duplicate prometheus job_name %r (jobs %s and "
+                         "%s)" % (resolved, owner, job.name), "job_name must be unique across the bucket: rename one")
+        _check_targets(job, rel, index, item, ports, report)
+
+
+def _check_targets(job, rel, index, item, ports, report):
+    blocks = item.get("static_configs")
+    for bi, block in enumerate(blocks if isinstance(blocks, list) else []):
+        targets = block.get("targets") if isinstance(block, dict) else None
+        for ti, target in enumerate(targets if isinstance(targets, list) else []):
+            if not isinstance(target, str) or not target.startswith(PORT_PLACEHOLDER):
+                continue
+            field = "[%d].static_configs[%d].targets[%d]" % (index, bi, ti)
+            key = target[len(PORT_PLACEHOLDER):].split("/")[0]
+            if key == "_implicit":
+                key, problem = _implicit_port(job, ports)
+                if problem:
+                    report.error("ErrInvalidJob", rel, field, problem, "declare a metrics port or name it explicitly")
+                    continue
+            if not key:
+                report.error("ErrInvalidJob", rel, field, "job %s scrape.yaml%s invalid placeholder %r" % (
+                    job.name, field, target), "write maand:port/<port name>")
+            elif key not in ports:
+                report.error("ErrInvalidJob", rel, field, "job %s scrape.yaml%s port %r is not declared in manifest "
+                             "resources.ports" % (job.name, field, key), "declare it in resources.ports or fix the name")
+
+
+def _implicit_port(job, ports):
+    for name in (job.name + "_metrics_port", "metrics_port"):
+        if name in ports:
+            return name, None
+    matches = sorted(name for name in ports if name.endswith("_metrics_port"))
+    if len(matches) == 1:
+        return matches[0], None
+    if not matches:
+        return None, "job %s scrape.yaml uses maand:port/_implicit but no metrics port is declared in manifest" % job.name
+    return None, "job %s ambiguous metrics ports %s; set an explicit port in scrape.yaml" % (job.name, matches)
+
+
+# --- certs (maand workspace/types.go Manifest.Certs, build/build_certs.go, docs/reference/certs.md) ----
+
+CERT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class CertSpec:
+    """One entry of a manifest's certs map: files certs/<name>.crt and .key on every allocation."""
+
+    __slots__ = ("name", "pkcs8", "one", "common_name")
+
+    def __init__(self, name, pkcs8, one, common_name):
+        self.name, self.pkcs8, self.one, self.common_name = name, pkcs8, one, common_name
+
+    def as_catalog(self):
+        return {"name": self.name, "pkcs8": self.pkcs8, "one": self.one, "common_name": self.common_name}
+
+
+def read_certs(job, manifest, rel, report):
+    """The manifest's certs as CertSpecs (sorted by name); bad entries are errors naming the field."""
+    out = []
+    for name, entry in sorted((manifest.get("certs") or {}).items()):
+        field = "certs.%s" % name
+        if not CERT_NAME.match(name) or name.endswith(".") or name == "ca":
+            report.error("ErrInvalidManifest", rel, field, "job %s: cert name %r cannot be a file name under certs/%s"
+                         % (job, name, " (ca.crt is the bucket CA)" if name == "ca" else ""),
+                         "rename it with letters, digits, '.', '_' or '-' (not \"ca\")")
+            continue
+        if not isinstance(entry, dict):
+            _cert_type_error(report, rel, field, entry, job, "an object", '{"subject": {"common_name": "api.internal"}}')
+            continue
+        spec = _cert_spec(job, name, entry, rel, report)
+        if spec is not None:
+            out.append(spec)
+    return tuple(out)
+
+
+def _cert_spec(job, name, entry, rel, report):
+    field = "certs.%s" % name
+    ok = True
+    for flag in ("pkcs8", "one"):
+        if flag in entry and not isinstance(entry[flag], bool):
+            _cert_type_error(report, rel, "%s.%s" % (field, flag), entry[flag], job, "true or false", "false")
+            ok = False
+    subject = entry.get("subject")
+    if subject is not None and not isinstance(subject, dict):
+        _cert_type_error(report, rel, field + ".subject", subject, job, "an object", '{"common_name": "api.internal"}')
+        return None
+    common_name = (subject or {}).get("common_name")
+    if common_name is not None and not isinstance(common_name, str):
+        _cert_type_error(report, rel, field + ".subject.common_name", common_name, job, "a string", '"api.internal"')
+        return None
+    if common_name and len(common_name) > 64:
+        report.error("ErrInvalidManifest", rel, field + ".subject.common_name", "job %s: cert %s common_name is %d"
+                     " characters; X.509 allows at most 64 (RFC 5280 ub-common-name)" % (job, name, len(common_name)),
+                     "shorten it to 64 characters or fewer")
+        return None
+    if not common_name:
+        report.warn("ErrInvalidManifest", rel, field + ".subject.common_name",
+                    "job %s: cert %s has no subject common_name: its certificate gets an empty subject (as maand)"
+                    % (job, name), "set subject.common_name, e.g. the service's DNS name")
+    if not ok:
+        return None
+    return CertSpec(name, bool(entry.get("pkcs8")), bool(entry.get("one")), common_name or "")
+
+
+def _cert_type_error(report, rel, field, value, job, want, example):
+    """maand decodes certs into typed Go structs: a wrong JSON type fails the manifest there too."""
+    report.error("ErrInvalidManifest", rel, field, "job %s: expected %s, got %s" % (job, want, json.dumps(value)),
+                 "write %s as %s, e.g. %s" % (field, want, example))

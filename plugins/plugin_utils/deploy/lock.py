@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The deploy lock: one deploy per bucket at a time, held for the whole ansible-playbook run.
+
+`<bucket>/data/deploy.lock` holds JSON naming the owning process (the ansible-playbook process:
+the parent of the worker process that runs the action), its start time (from /proc, so a recycled
+pid does not look alive) and the host name. A lock whose owner is dead is stale and is taken over.
+The file is created and inspected under the short bucket lock (`data/.lock`, flock) so two deploys
+that start at the same moment cannot both win. Nothing here imports ansible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+from ..build import catalog as _catalog
+
+LOCK_NAME = "deploy.lock"
+
+
+class DeployLocked(Exception):
+    """Another live deploy holds the bucket."""
+
+
+def lock_path(bucket_dir):
+    return os.path.join(bucket_dir, _catalog.DATA_DIR, LOCK_NAME)
+
+
+def process_start(pid):
+    """Start time of pid in clock ticks since boot (field 22 of /proc/<pid>/stat), or None."""
+    try:
+        with open("/proc/%d/stat" % pid, "r", encoding="utf-8", errors="replace") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    try:
+        return int(data[data.rindex(")") + 2:].split()[19])
+    except (ValueError, IndexError):
+        return None
+
+
+def pid_alive(pid, start=None):
+    """True when pid runs and (if start is given) is the same process that wrote the lock."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if start is not None:
+        now = process_start(pid)
+        if now is not None and now != start:
+            return False
+    return True
+
+
+def read_lock(bucket_dir):
+    try:
+        with open(lock_path(bucket_dir), "r", encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"pid": None, "corrupt": True}
+
+
+def describe(owner):
+    return "pid %s on %s since %s" % (owner.get("pid"), owner.get("host", "?"), owner.get("started", "?"))
+
+
+def holder(bucket_dir):
+    """The live owner of the lock (a dict), or None when free or stale."""
+    owner = read_lock(bucket_dir)
+    if not owner or owner.get("corrupt"):
+        return None
+    if owner.get("host") not in (None, socket.gethostname()):
+        return owner  # a deploy on another machine sharing this bucket: cannot check, assume live
+    return owner if pid_alive(owner.get("pid"), owner.get("start")) else None
+
+
+def acquire(bucket_dir, pid, check_only=False):
+    """Take the deploy lock for pid. Returns (taken: bool, note: str); raises DeployLocked.
+
+    Re-acquiring a lock this pid already holds is a no-op (taken False). check_only verifies that the
+    lock is free without writing anything (check mode).
+    """
+    with _catalog.bucket_lock(bucket_dir, wait=True):
+        owner = read_lock(bucket_dir)
+        if owner and not owner.get("corrupt") and owner.get("pid") == pid and owner.get("host") == socket.gethostname():
+            return False, "deploy lock already held by this run"
+        live = holder(bucket_dir)
+        if live is not None:
+            raise DeployLocked("another deploy holds %s/%s (%s); wait for it to finish. If that process is gone "
+                               "from another machine, delete the file." % (_catalog.DATA_DIR, LOCK_NAME, describe(live)))
+        note = ("took over a stale deploy lock (%s, no longer running)" % describe(owner)) if owner else "deploy lock taken"
+        if check_only:
+            return False, "check mode: deploy lock is free (not taken)"
+        record = {"pid": pid, "start": process_start(pid), "host": socket.gethostname(),
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        _catalog.atomic_write(lock_path(bucket_dir), json.dumps(record, sort_keys=True) + "\n")
+        return True, note
+
+
+def release(bucket_dir, pid):
+    """Remove the lock if pid owns it. Returns True when a file was removed."""
+    with _catalog.bucket_lock(bucket_dir, wait=True):
+        owner = read_lock(bucket_dir)
+        if not owner or owner.get("pid") != pid or owner.get("host") != socket.gethostname():
+            return False
+        try:
+            os.unlink(lock_path(bucket_dir))
+        except FileNotFoundError:
+            return False
+        return True

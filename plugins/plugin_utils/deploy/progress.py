@@ -1,0 +1,301 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a deploy's controller tasks say while they run: progress records (no Ansible imports).
+
+Health gates run inside one controller task, so no task event shows their progress. The gate code
+appends one JSON object per line to <run_dir>/progress.jsonl; the stdout callback
+maand.core.deploy follows that file from a thread while the task runs, and the finish action reads
+the gate times from it. Records (every one has "kind" and "t", seconds since the epoch):
+
+    {"kind": "gate", "state": "wait", "job", "batch", "host", "check", "attempt", "attempts",
+     "elapsed", "error"}                               a probe that has not passed yet
+    {"kind": "gate", "state": "pass" | "fail", "job", "batch", "hosts", "elapsed", "attempts"}
+    {"kind": "say", "msg", "color"}                    a line the task would have printed
+
+A reader keeps its offset and returns only complete lines, so a record half written when it reads
+comes whole the next time. A line that is not JSON is skipped (the file is only advice for the
+screen: the run state decides the outcome).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+
+PROGRESS_FILE = "progress.jsonl"
+
+
+def progress_path(run_dir):
+    return os.path.join(run_dir, PROGRESS_FILE)
+
+
+class Writer:
+    """Appends records to <run_dir>/progress.jsonl; never raises (progress is only for the screen)."""
+
+    def __init__(self, run_dir, clock=time.time):
+        self.path = progress_path(run_dir) if run_dir else ""
+        self.clock = clock
+
+    def write(self, record):
+        if not self.path:
+            return
+        line = json.dumps(dict(record, t=round(self.clock(), 3)), sort_keys=True) + "\n"
+        try:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+        except OSError:
+            pass
+
+    def say(self, msg, color=None):
+        self.write({"kind": "say", "msg": str(msg), "color": color})
+
+
+def parse_lines(text):
+    """(records, rest): the JSON objects of the complete lines of text, and the incomplete tail."""
+    records = []
+    *lines, rest = text.split("\n")
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "kind" in data:
+            records.append(data)
+    return records, rest
+
+
+class Reader:
+    """Follows a progress file: read() returns the records appended since the last call."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.rest = ""
+
+    def read(self):
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        records, self.rest = parse_lines(self.rest + data.decode("utf-8", "replace"))
+        return records
+
+
+def read_all(run_dir):
+    """Every record of the run's progress file ([] when there is none)."""
+    return Reader(progress_path(run_dir)).read() if run_dir else []
+
+
+def gate_times(records):
+    """{(job, host): seconds} from the gates that ended (the last end of a gate wins)."""
+    out = {}
+    for rec in records:
+        if rec.get("kind") == "gate" and rec.get("state") in ("pass", "fail"):
+            for host in rec.get("hosts") or []:
+                out[(rec.get("job"), host)] = float(rec.get("elapsed") or 0.0)
+    return out
+
+
+# --- what the gate code writes -------------------------------------------------------------------
+
+def check_label(check):
+    """'http :30000/health', 'https :8443/', 'tcp :30000'."""
+    if check.get("type") == "http":
+        return "%s :%s%s" % (check.get("scheme") or "http", check.get("port"), check.get("path") or "/")
+    return "%s :%s" % (check.get("type"), check.get("port"))
+
+
+def batch_label(plan, gate):
+    """The rolling batch a gate closes ("api start batch 1/3"), from the plan's rows."""
+    hosts = set(gate.get("hosts") or [])
+    for row in plan.get("rows") or []:
+        if row.get("job") == gate.get("job") and row.get("worker") in hosts and row.get("batch"):
+            return row["batch"]
+    return "%s gate" % gate.get("job")
+
+
+class GateWatch:
+    """The watch of one gate for _deploy_gate.run_gate: writes wait / pass / fail records."""
+
+    def __init__(self, writer, gate, batch):
+        self.writer = writer
+        self.gate = gate
+        self.batch = batch
+
+    def waiting(self, host, check, attempt, elapsed, error):
+        self.writer.write({"kind": "gate", "state": "wait", "job": self.gate["job"], "batch": self.batch,
+                           "host": host, "check": check_label(check), "attempt": attempt,
+                           "attempts": self.gate.get("attempts"), "elapsed": round(elapsed, 2),
+                           "error": str(error or "")})
+
+    def ended(self, passed, elapsed, attempts):
+        self.writer.write({"kind": "gate", "state": "pass" if passed else "fail", "job": self.gate["job"],
+                           "batch": self.batch, "hosts": list(self.gate.get("hosts") or []),
+                           "elapsed": round(elapsed, 2), "attempts": attempts})
+
+
+# --- what a failed gate adds to its message ----------------------------------------------------------
+
+REFUSED = ("Connection refused", "Errno 111")
+
+
+def listen_hint(job, check_ports, ports, problems, first_deploy):
+    """A hint when a probe of a job's first deploy found nothing listening on one of its named ports.
+
+    check_ports: the ports the gate probed; ports: the job's {name: port} (catalog)."""
+    if not first_deploy or not any(r in p for p in problems for r in REFUSED):
+        return ""
+    names = sorted(name for name, port in (ports or {}).items() if port in set(check_ports))
+    if not names:
+        return ""
+    name = names[0]
+    return ("hint: nothing listens on port %s (%s) of job %s yet; the job must listen on its port: read it in a "
+            "template with {{ get \"maand/bucket\" \"%s\" }} or in the Makefile from $%s (see docs/templates.md), "
+            "and make `start` leave the server running" % (ports[name], name, job, name, name.upper()))
+
+
+def status_command(worker_root, job, lines=10):
+    """The shell command run on a worker after a failed gate: the tail of `make status` and of the
+    newest file in the job's logs/."""
+    folder = shlex.quote("%s/jobs/%s" % (worker_root, job))
+    n = int(lines)
+    return ("cd %s 2>/dev/null || { echo '(no job folder %s)'; exit 0; }; "
+            "out=$(timeout 10 make -s status 2>&1); rc=$?; echo \"--- make status (exit $rc):\"; "
+            "printf '%%s\\n' \"$out\" | tail -n %d; "
+            "f=$(ls -t logs 2>/dev/null | head -n 1); "
+            "if [ -n \"$f\" ]; then echo \"--- logs/$f:\"; tail -n %d \"logs/$f\"; fi"
+            % (folder, folder, n, n))
+
+
+def ssh_argv(host_info, command, connect_timeout=5):
+    """ssh argv for one worker from _hook_deploy.hosts_from_hostvars()'s entry."""
+    argv = ["ssh"] + list(host_info.get("options") or [])
+    argv += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=%d" % connect_timeout]
+    if host_info.get("key"):
+        argv += ["-i", str(host_info["key"])]
+    if host_info.get("port"):
+        argv += ["-p", str(host_info["port"])]
+    target = host_info.get("address")
+    argv.append("%s@%s" % (host_info["user"], target) if host_info.get("user") else target)
+    if host_info.get("sudo"):
+        command = "sudo -n sh -c %s" % shlex.quote(command)
+    argv.append(command)
+    return argv
+
+
+def failure_notes(gate, elapsed, attempts, problems, tails, hint):
+    """The lines a failed gate adds to its problems: elapsed time, each worker's status tail, the hint."""
+    notes = ["gave up after %.1f s (%d attempt(s), %s s apart)" % (elapsed, attempts, gate.get("interval_seconds"))]
+    for host in sorted(tails):
+        if tails[host]:
+            notes.append("%s: last lines of job %s:\n%s" % (host, gate["job"], "\n".join("    " + l for l in tails[host])))
+    if hint:
+        notes.append(hint)
+    return notes
+
+
+def collect_tails(host_infos, worker_root, job, hosts, lines=10, run=None):
+    """{host: last lines of `make status` and logs/} of job on hosts, over ssh ([] when unreachable)."""
+    import subprocess  # late: only a failed gate needs it
+
+    run = run or subprocess.run
+    out = {}
+    for host in hosts:
+        info = host_infos.get(host)
+        if not info:
+            continue
+        try:
+            proc = run(ssh_argv(info, status_command(worker_root, job, lines)), capture_output=True, text=True,
+                       timeout=40, check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as exc:
+            out[host] = ["(could not read the job's status: %s)" % exc]
+            continue
+        text = (proc.stdout or "").rstrip("\n")
+        if proc.returncode == 255:
+            text = "(could not reach the worker: %s)" % (proc.stderr or "").strip()[-200:]
+        out[host] = text.splitlines()[-(2 * lines + 4):] if text else []
+    return out
+
+
+def first_deploy(plan, job, hosts):
+    """Whether every allocation of job on hosts is being started for the first time in this run."""
+    hosts = set(hosts)
+    rows = [r for r in plan.get("rows") or [] if r.get("job") == job and r.get("worker") in hosts]
+    return bool(rows) and all(r.get("action") == "start" and not r.get("from_version") for r in rows)
+
+
+def gate_runner(run, writer, plan, job_ports=None, on_pass=None, diagnose=None, clock=time.monotonic):
+    """A gate runner for _deploy_run that writes progress records and, when a gate fails, adds to its
+    problems the time it waited, each failing worker's status tail (diagnose(job, hosts) -> {host: lines})
+    and a hint when a first start left the job's port closed.
+
+    run(gate, watch) -> problems runs the probes (_deploy_gate.run_gate with the addresses bound)."""
+    def go(gate):
+        start = clock()
+        problems = run(gate, GateWatch(writer, gate, batch_label(plan, gate)))
+        if not problems:
+            if on_pass is not None:
+                on_pass(gate)
+            return problems
+        elapsed = clock() - start
+        failing = [h for h in gate.get("hosts") or [] if any(p.startswith(h + ":") for p in problems)]
+        tails = diagnose(gate["job"], failing or list(gate.get("hosts") or [])) if diagnose else {}
+        hint = listen_hint(gate["job"], [c.get("port") for c in gate.get("checks") or []],
+                           (job_ports or {}).get(gate["job"]), problems, first_deploy(plan, gate["job"], gate.get("hosts") or []))
+        return list(problems) + failure_notes(gate, elapsed, gate.get("attempts", 0), problems, tails, hint)
+    return go
+
+
+def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
+    """gate_runner for the run folder <bucket>/data/.deploy-run/<id>: probes from the controller to each
+    host's ansible_host, progress in the run folder, status tails over ssh with Ansible's connection
+    variables (_hook_deploy.hosts_from_hostvars)."""
+    from ..build import catalog as _catalog
+    from . import gate as _deploy_gate, remote as _deploy_remote, run as _deploy_run
+    from ..hooks import points as _hook_deploy  # late: deploy steps only
+
+    plan = _deploy_run.load_plan(run_dir)
+    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
+    try:
+        catalog = _catalog.read_catalog(bucket) or {}
+    except _catalog.CatalogError:
+        catalog = {}
+    job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
+    addresses = _deploy_gate.host_addresses(hostvars)
+
+    def diagnose(job, hosts):
+        infos = _hook_deploy.hosts_from_hostvars(hostvars, hosts, ssh_args)
+        return collect_tails(infos, _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
+
+    probe_fn = _deploy_gate.prober(lambda: _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args))
+
+    def run(gate, watch):
+        return _deploy_gate.run_gate(gate, addresses, probe_fn=probe_fn, watch=watch)
+
+    return gate_runner(run, Writer(run_dir), plan, job_ports, on_pass, diagnose)
+
+
+def mark(run_dir):
+    """The current end of the run's progress file (0 when there is none), for read_since."""
+    try:
+        return os.path.getsize(progress_path(run_dir)) if run_dir else 0
+    except OSError:
+        return 0
+
+
+def read_since(run_dir, offset):
+    """The records appended after offset (a task returns those it wrote, in case the file goes away)."""
+    if not run_dir:
+        return []
+    reader = Reader(progress_path(run_dir))
+    reader.offset = offset
+    return reader.read()

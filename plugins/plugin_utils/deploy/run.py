@@ -1,0 +1,255 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The controller side of one deploy run: its folder under the bucket and the step driver (no Ansible imports).
+
+    <bucket>/data/.deploy-run/<run_id>/
+        plan.json                   the plan of this run (written once)
+        state.json                  the RunState (_run_state), rewritten atomically after every fold
+        requests/<step>/<host>.json what the agent of <host> does in <step>
+        results/<step>/<host>.json  {"answer": agent answer or null, "reason": why there is none}
+
+Only the holder of the bucket's deploy lock writes here. A step is driven by advance(): fold the
+step in flight (results + health gates), then write the next step's requests. A missing result file
+means the host gave no answer: its ops fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+from ..build import catalog as _catalog
+from . import run_state as RS
+
+RUN_DIR = ".deploy-run"
+FINAL = RS.FINAL
+WIDE_FACTOR = 8
+NARROW_MAX = 2  # a step in which at most this many hosts act loops over them (no skipped hosts)
+# Test-only fault injection (tests/integration/test_deploy_faults.py): a comma list of points
+# ("step:<key>", "finish") at which a controller step raises after folding the step in flight and
+# before writing the next step's requests (finish: before its report). Unset in normal use.
+FAULT_ENV = "MAAND_DEPLOY_TEST_FAULT"
+
+
+class RunError(Exception):
+    """A run folder that cannot be used (names the file and the fix)."""
+
+
+class InjectedFault(RuntimeError):
+    """Raised at a point named in MAAND_DEPLOY_TEST_FAULT (tests only)."""
+
+
+def inject_fault(point, environ=None):
+    """Raise InjectedFault when point is listed in MAAND_DEPLOY_TEST_FAULT."""
+    wanted = (environ if environ is not None else os.environ).get(FAULT_ENV, "")
+    if point in [p.strip() for p in wanted.split(",")]:
+        raise InjectedFault("%s=%s: injected controller fault at %s" % (FAULT_ENV, wanted, point))
+
+
+def runs_root(bucket):
+    return os.path.join(bucket, _catalog.DATA_DIR, RUN_DIR)
+
+
+def _write_json(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _catalog.atomic_write(path, json.dumps(data, sort_keys=True))
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RunError("%s: cannot read (%s); delete the folder %s and deploy again"
+                       % (path, exc, os.path.dirname(path))) from exc
+
+
+def step_key(value):
+    """'3' / 3 -> 3; 'final' -> 'final'."""
+    if value == FINAL or value is None:
+        return FINAL
+    return int(value)
+
+
+def request_path(run_dir, key, host):
+    return os.path.join(run_dir, "requests", str(key), "%s.json" % host)
+
+
+def result_path(run_dir, key, host):
+    return os.path.join(run_dir, "results", str(key), "%s.json" % host)
+
+
+def _kind(acting, play_size, wide_factor=WIDE_FACTOR):
+    """wide when every host of the play acts, or when more than NARROW_MAX act and at least
+    1/wide_factor of the play does; else narrow."""
+    if acting >= play_size or (acting > NARROW_MAX and acting * wide_factor >= play_size):
+        return "wide"
+    return "narrow"
+
+
+def segments(plan, play_size, wide_factor=WIDE_FACTOR):
+    """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass.
+
+    A wide step runs its agent task on every host of the play in parallel (forks), skipped where
+    idle: Ansible prints a `skipping:` line for each idle host. A narrow step is one run_once task
+    looping over the acting hosts, one after the other: nothing on idle hosts (Ansible shows and
+    counts those results under the first host, "h1 -> h7"). A step is wide when the whole play acts,
+    or when more than NARROW_MAX hosts act and they are at least 1/WIDE_FACTOR of the play (so its
+    skips cost at most WIDE_FACTOR - 1 per acting host); the typical rolling batch (one worker, plus
+    the promotion of the previous batch's) is narrow and prints no `skipping:` line."""
+    out = []
+    prev_hosts = set()
+    for step in plan.get("steps") or []:
+        hosts = set(step.get("ops") or {})
+        acting = len(hosts | prev_hosts)  # hosts of the previous step may get their promotions here
+        out.append({"kind": _kind(acting, play_size, wide_factor), "step": step["index"]})
+        prev_hosts = {g_host for g in step.get("gates") or [] for g_host in g.get("hosts") or []}
+    if out:  # the final promote pass: the hosts of the last step's gates
+        out.append({"kind": _kind(len(prev_hosts), play_size, wide_factor) if prev_hosts else "narrow",
+                    "step": FINAL})
+    return out
+
+
+def segment_groups(segs):
+    """Consecutive narrow segments as one group, each wide segment a group of its own:
+    [{"kind": "wide"|"narrow", "segments": [...]}], in order.
+
+    The role includes a narrow group once, run_once, so its steps exist only on the first host of
+    the play: Ansible's per-host bookkeeping of a step (iterating every host, copying run_once results
+    to each) then no longer grows with the fleet, and a rolling batch costs the same at 64 hosts as at
+    8. A wide group is included on every host (its agent task runs on each)."""
+    groups = []
+    for seg in segs:
+        if seg["kind"] == "narrow" and groups and groups[-1]["kind"] == "narrow":
+            groups[-1]["segments"].append(seg)
+        else:
+            groups.append({"kind": seg["kind"], "segments": [seg]})
+    return groups
+
+
+def new_run(bucket, plan, run_id=None):
+    """Create the run folder (dropping folders of earlier runs: the caller holds the deploy lock)."""
+    root = runs_root(bucket)
+    if os.path.isdir(root):
+        for name in os.listdir(root):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    run_id = run_id or "%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime()), os.getpid())
+    run_dir = os.path.join(root, run_id)
+    os.makedirs(run_dir)
+    _write_json(os.path.join(run_dir, "plan.json"), plan)
+    save_state(run_dir, RS.new_state(run_id, plan))
+    return run_dir
+
+
+def load_plan(run_dir):
+    plan = _read_json(os.path.join(run_dir, "plan.json"))
+    if not isinstance(plan, dict):
+        raise RunError("%s/plan.json is missing: the run folder was removed while the deploy ran; deploy again" % run_dir)
+    return plan
+
+
+def load_state(run_dir):
+    data = _read_json(os.path.join(run_dir, "state.json"))
+    if data is None:
+        raise RunError("%s/state.json is missing: the run folder was removed while the deploy ran; deploy again" % run_dir)
+    try:
+        return RS.RunState.from_dict(data)
+    except RS.StateError as exc:
+        raise RunError("%s/state.json: %s; deploy again" % (run_dir, exc)) from exc
+
+
+def save_state(run_dir, state):
+    _write_json(os.path.join(run_dir, "state.json"), state.to_dict())
+
+
+def find_step(plan, key):
+    if key == FINAL:
+        return None
+    for step in plan.get("steps") or []:
+        if step["index"] == key:
+            return step
+    raise RunError("step %r is not in the plan of this run" % (key,))
+
+
+def write_result(run_dir, key, host, answer, reason=None):
+    _write_json(result_path(run_dir, key, host), {"answer": answer, "reason": reason})
+
+
+def read_results(run_dir, key, hosts):
+    """({host: answer or None}, {host: reason}) for the hosts that got a request in step key."""
+    answers, reasons = {}, {}
+    for host in hosts:
+        data = _read_json(result_path(run_dir, key, host))
+        if not isinstance(data, dict):
+            answers[host] = None
+            reasons[host] = "no result: the agent task did not run for this host (unreachable or interrupted)"
+            continue
+        answers[host] = data.get("answer") if isinstance(data.get("answer"), dict) else None
+        if answers[host] is None:
+            reasons[host] = data.get("reason") or "no answer from the agent"
+    return answers, reasons
+
+
+def fold_in_flight(run_dir, plan, state, gate_runner, after_results=None):
+    """Fold the step whose agents ran (results, then health gates). Returns (state, new failure messages).
+
+    after_results(step, ok_ops) -> [(job, message)] runs between the two (the reconcile step's
+    after_allocation_stopped hooks); each message fails its job as a failed op does."""
+    if state.in_flight is None:
+        return state, []
+    key = state.in_flight
+    step = find_step(plan, key)
+    before = _messages(state)
+    hosts = sorted(RS.requests_for_step(state, step))
+    answers, reasons = read_results(run_dir, key, hosts)
+    state, ok_ops = RS.fold_results(state, step, answers, reasons)
+    if after_results is not None:
+        for job, msg in after_results(step, ok_ops):
+            RS.record_failure(state, step, job, msg)
+    outcomes = {g["job"]: gate_runner(g) for g in RS.gates_to_run(state, step)}
+    state = RS.fold_gates(state, step, ok_ops, outcomes)
+    state.in_flight = None
+    save_state(run_dir, state)
+    return state, [m for m in _messages(state) if m not in before]
+
+
+def _messages(state):
+    out = list(state.errors)
+    for msgs in state.failed_by_job.values():
+        out += msgs
+    return out
+
+
+def advance(run_dir, key, gate_runner, after_results=None):
+    """Fold the step in flight, then write the requests of step key. Returns (hosts, new failures)."""
+    plan = load_plan(run_dir)
+    state = load_state(run_dir)
+    state, failures = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
+    inject_fault("step:%s" % key)
+    step = find_step(plan, key)
+    if key in state.steps_completed:
+        raise RunError("step %s of this run already ran" % key)
+    requests = RS.requests_for_step(state, step)
+    for host, request in requests.items():
+        _write_json(request_path(run_dir, key, host), dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
+    state.in_flight = key
+    save_state(run_dir, state)
+    return sorted(requests), failures
+
+
+def read_request(run_dir, key, host):
+    return _read_json(request_path(run_dir, key, host))
+
+
+def finish(run_dir, gate_runner, after_results=None):
+    """Fold what is still in flight; returns (plan, state, report)."""
+    plan = load_plan(run_dir)
+    state = load_state(run_dir)
+    state, dummy = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
+    inject_fault("finish")
+    return plan, state, RS.final_report(state, plan)

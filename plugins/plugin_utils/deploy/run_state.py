@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run state of one deploy and how each step advances it (pure, no Ansible imports).
+
+The controller keeps a RunState in a file under the bucket between steps. For each step:
+
+    requests_for_step(state, step)        -> {host: AgentRequest}   what each worker does now
+    fold_step(state, step, answers, gates) -> new RunState          what happened
+
+`answers` maps every host that got a request to the agent's answer, or to None when there is no
+answer (unreachable, crashed, vanished): all of that host's ops and promotions fail. Gate outcomes
+map a job to None (passed) or to a list of problems. final_report() says whether the run failed:
+any failure, or any planned step that did not complete.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field
+
+from . import plan as _deploy_plan
+
+FORMAT = 1
+FINAL = "final"  # the step key of the last promote pass
+
+
+class StateError(Exception):
+    """A run state file that cannot be used."""
+
+
+@dataclass
+class AgentRequest:
+    """What one worker does in one step: promotions of earlier steps, then its ops."""
+
+    host: str
+    ops: list = field(default_factory=list)
+    promote: list = field(default_factory=list)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class RunState:
+    run_id: str
+    bucket_id: str
+    job_waves: dict = field(default_factory=dict)
+    failed_by_job: dict = field(default_factory=dict)   # job -> [message]
+    errors: list = field(default_factory=list)          # failures not tied to a rolled-out job
+    blocked: list = field(default_factory=list)         # jobs that must not run further
+    done: list = field(default_factory=list)            # [{"id", "kind", "job", "host", "action"}]
+    pending: dict = field(default_factory=dict)         # host -> [promotion]
+    steps_completed: list = field(default_factory=list)
+    in_flight: object = None                            # the step whose agents ran but is not folded yet
+    failed_ops: dict = field(default_factory=dict)      # op id -> "failed" | "unreachable" | "gate" (the verdict)
+
+    def to_dict(self):
+        data = asdict(self)
+        data["format"] = FORMAT
+        return data
+
+    @classmethod
+    def from_dict(cls, data):
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise StateError("not a deploy run state (format %r)" % (data.get("format") if isinstance(data, dict) else data))
+        kwargs = {k: copy.deepcopy(v) for k, v in data.items() if k != "format"}
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:
+            raise StateError("deploy run state: %s" % exc) from exc
+
+    def failed(self):
+        return bool(self.errors or self.failed_by_job)
+
+
+@dataclass
+class Report:
+    failed: bool
+    problems: list
+    done: list
+    blocked_not_deployed: list
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def new_state(run_id, plan):
+    return RunState(run_id=run_id, bucket_id=plan["bucket_id"], job_waves=dict(plan.get("job_waves") or {}))
+
+
+def requests_for_step(state, step):
+    """{host: AgentRequest}: the step's ops minus blocked jobs, plus each host's pending promotions.
+
+    step None is the final promote pass (promotions only). A host with pending promotions gets them
+    in this step's request even when it has no op in the step, so promotions never wait long.
+    """
+    blocked = set(state.blocked)
+    out = {}
+    for host, ops in sorted(((step or {}).get("ops") or {}).items()):
+        mine = [op for op in ops if op.get("job") is None or op.get("job") not in blocked]
+        if mine:
+            out[host] = AgentRequest(host=host, ops=copy.deepcopy(mine))
+    for host, promos in sorted(state.pending.items()):
+        if promos:
+            out.setdefault(host, AgentRequest(host=host)).promote = copy.deepcopy(promos)
+    return out
+
+
+def _fail(state, step, job, msg):
+    if job is None or step is None or step.get("wave") is None:
+        state.errors.append(msg)
+    else:
+        state.failed_by_job.setdefault(job, []).append(msg)
+
+
+def record_failure(state, step, job, msg):
+    """A failure found outside the agent's answers (a hook after a stop) fails its job like a failed op."""
+    _fail(state, step, job, msg)
+
+
+def _fail_promotion(state, job, msg):
+    if job is None:
+        state.errors.append(msg)
+    else:
+        state.failed_by_job.setdefault(job, []).append(msg)
+
+
+def _fold_promotions(state, host, request, answer, reachable=True):
+    by_id = {p.get("id"): p for p in (answer or {}).get("promotions") or []}
+    for promo in request.promote:
+        got = by_id.get(promo["id"])
+        if answer is None or got is None or not got.get("ok"):
+            state.failed_ops[promo["id"]] = "unreachable" if answer is None and not reachable else "failed"
+        if answer is None or got is None:
+            _fail_promotion(state, promo.get("job"), "%s: promote failed: %s" % (
+                promo["id"], "no answer from the worker" if answer is None else "the agent did not report it"))
+        elif not got.get("ok"):
+            _fail_promotion(state, promo.get("job"), "%s: promote failed: %s" % (promo["id"], got.get("msg") or "failed"))
+    state.pending.pop(host, None)
+
+
+def _op_message(op, got, answer, why):
+    if answer is None:
+        return "%s: %s failed: no result from the worker (%s)" % (op["id"], op.get("action"), why or "unreachable")
+    if got is None:
+        return "%s: %s failed: the agent did not report it (%s)" % (op["id"], op.get("action"), answer.get("msg") or "")
+    msg = got.get("msg") or "failed"
+    if got.get("output_tail"):
+        msg += "\n--- last lines of output ---\n" + "\n".join(got["output_tail"])
+    return "%s: %s failed: %s" % (op["id"], op.get("action"), msg)
+
+
+def fold_results(state, step, answers, reasons=None):
+    """Advance the state with the agent answers of one step (before its health gates).
+
+    Returns (new state, ok ops of the step)."""
+    state = copy.deepcopy(state)
+    reasons = reasons or {}
+    requests = requests_for_step(state, step)
+    ok_ops = []
+    for host, request in sorted(requests.items()):
+        answer = answers.get(host)
+        reachable = answer is not None
+        if answer is not None and not answer.get("ok", True) and not answer.get("ops"):
+            reasons[host] = answer.get("msg") or "the agent failed"
+            answer = None
+        _fold_promotions(state, host, request, answer, reachable)
+        by_id = {o.get("id"): o for o in (answer or {}).get("ops") or []}
+        for op in request.ops:
+            got = by_id.get(op["id"])
+            if answer is None or got is None or not got.get("ok"):
+                # files shipped early (kind "files") fail the allocation they are for, and so its job
+                state.failed_ops[op.get("of") or op["id"]] = "unreachable" if not reachable else "failed"
+                _fail(state, step, op.get("job"), _op_message(op, got, answer, reasons.get(host)))
+                continue
+            if op["kind"] == "files":  # the allocation is done when its own op is
+                continue
+            ok_ops.append(op)
+            state.done.append({"id": op["id"], "kind": op["kind"], "job": op.get("job"), "host": host,
+                               "action": op.get("action")})
+    return state, ok_ops
+
+
+def gates_to_run(state, step):
+    """The step's health gates whose job has not failed and is not blocked."""
+    if step is None:
+        return []
+    skip = set(state.failed_by_job) | set(state.blocked)
+    return [g for g in step.get("gates") or [] if g["job"] not in skip]
+
+
+def _block(state, step):
+    """Failed jobs are blocked; a finished wave with a failure blocks every later wave."""
+    blocked = set(state.blocked) | set(state.failed_by_job)
+    step_wave = None if step is None else step.get("wave")
+    for job in sorted(state.failed_by_job):
+        wave = state.job_waves.get(job, 0)
+        if step is None or step_wave is None or wave < step_wave:
+            blocked = set(_deploy_plan.block_after_failures([job], state.job_waves, wave, True, blocked))
+        else:
+            blocked = set(_deploy_plan.block_after_failures([job], state.job_waves, step_wave,
+                                                            step.get("last_in_wave"), blocked))
+    state.blocked = sorted(blocked)
+
+
+def _gate_failed_ops(state, gate, ok_ops, problems):
+    """The ops of a failed gate's batch: those on the workers its problems name, else all of them."""
+    hosts = list(gate.get("hosts") or [])
+    named = [h for h in hosts if any(str(p).startswith(h + ":") for p in problems)]
+    for op in ok_ops:
+        if op.get("job") == gate["job"] and op.get("host") in (named or hosts):
+            state.failed_ops[op["id"]] = "gate"
+
+
+def fold_gates(state, step, ok_ops, gate_outcomes):
+    """Record the health gates of a step: passed jobs' gated starts become pending promotions."""
+    state = copy.deepcopy(state)
+    passed = set()
+    for gate in gates_to_run(state, step):
+        job = gate["job"]
+        if job not in gate_outcomes:
+            _fail(state, step, job, "health gate of job %s after %s was not run" % (job, step.get("label")))
+            continue
+        problems = gate_outcomes[job]
+        if problems:
+            _gate_failed_ops(state, gate, ok_ops, problems)
+            # problems with several lines (a worker's status tail) go one per line
+            text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
+            if gate.get("hooks"):  # the job's commands ran in this gate (_hook_deploy); they name themselves
+                _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), text))
+            else:
+                _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (
+                    job, step.get("label"), gate.get("attempts", 0), text))
+        else:
+            passed.add(job)
+    for op in ok_ops:
+        if op["kind"] == "run" and not op.get("promote_now") and op["job"] in passed:
+            state.pending.setdefault(op["host"], []).append(
+                {"id": op["id"], "job": op["job"], "host": op["host"], "record": op["record"],
+                 "step": step.get("index")})
+    _block(state, step)
+    key = FINAL if step is None else step.get("index")
+    if key not in state.steps_completed:
+        state.steps_completed.append(key)
+    return state
+
+
+def fold_step(state, step, answers, gate_outcomes, reasons=None):
+    """fold_results + fold_gates in one call (gate outcomes known in advance, as in tests)."""
+    state, ok_ops = fold_results(state, step, answers, reasons)
+    return fold_gates(state, step, ok_ops, gate_outcomes)
+
+
+def final_report(state, plan):
+    """The outcome of the run: failed when anything failed or a planned step never completed."""
+    problems = [f["msg"] for f in plan.get("failures") or []]
+    problems += list(state.errors)
+    for job in sorted(state.failed_by_job):
+        problems += state.failed_by_job[job]
+    missing = [s["index"] for s in plan.get("steps") or [] if s["index"] not in state.steps_completed]
+    if missing:
+        problems.append("the deploy stopped before step(s) %s completed; run it again"
+                        % ", ".join(str(i) for i in missing))
+    if any(state.pending.values()):
+        problems.append("allocations passed their gate but were not promoted: %s"
+                        % ", ".join(p["id"] for ps in state.pending.values() for p in ps))
+    blocked = sorted(set(state.blocked) - set(state.failed_by_job))
+    planned = {r["job"] for r in plan.get("rows") or [] if r.get("action") not in ("skip", "unreachable")}
+    not_deployed = [j for j in blocked if j in planned]
+    if not_deployed:
+        problems.append("not deployed because an earlier wave failed: %s" % ", ".join(not_deployed))
+    return Report(failed=bool(problems), problems=problems, done=list(state.done), blocked_not_deployed=not_deployed)

@@ -1,0 +1,275 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where job commands run in build, deploy and the job_command playbook, in maand's order
+(maand-sh/maand deploy/execute.go, job_deploy.go, rollout.go, batch_hooks.go, allocations.go,
+build/, jobcommand/execute.go). No Ansible imports.
+
+* build: ``post_build`` after the catalog is written, jobs in deployment_seq order; a failure
+  fails the build (the catalog stays written, as maand's build commit does).
+* deploy, before anything is rendered: ``pre_deploy`` of every job in scope, in deployment_seq
+  order, one allocation at a time; a failing job is left out of this deploy and the deploy fails.
+* deploy, per rolling batch (the batch's health gate, _deploy_plan adds one for every job with
+  hooks): ``job_control`` instead of the Makefile lifecycle (the job's whole rollout is one
+  batch, its ops only sync files; NEW_/UPDATED_ALLOCATIONS), else ``after_allocation_started``
+  with the batch variables; then the manifest probes, then the ``health_check`` command on the
+  job's active allocations, then on the job's last batch ``post_deploy``. Any failure fails the
+  gate: no promotion, the job fails, the deploy never ends green.
+* deploy, reconcile: ``after_allocation_stopped`` after each stop of a disabled or removed
+  allocation (DEPLOY_PHASE=stop).
+* ``maand.core.job_command``: a ``cli`` command on one job or on every job that registers it.
+
+KV writes of hooks are saved to data/kv.json at once, so templates rendered later see them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import tempfile
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from . import run as _hook_run, commands as _hooks
+from .runtime_api import RuntimeAPI
+
+GATE_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
+
+
+class HookFailed(Exception):
+    """A hook run that failed (the message names job, command, event, worker and output tail)."""
+
+
+# --- the run's context ----------------------------------------------------------------------------
+
+def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_args: str = "") -> dict[str, dict[str, Any]]:
+    """{host: {address, port, user, key, options, sudo}} from Ansible's connection variables (and its
+    ssh_args setting), for the maand module's run_ssh."""
+    out = {}
+    for host in hosts:
+        try:
+            hv = hostvars[host]
+        except Exception:  # pragma: no cover - not in the inventory
+            continue
+        opts = shlex.split(ssh_args or "")
+        for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+            if hv.get(var):
+                opts += shlex.split(str(hv.get(var)))
+        out[host] = {"address": str(hv.get("ansible_host") or host), "port": hv.get("ansible_port") or None,
+                     "user": hv.get("ansible_user") or None, "key": hv.get("ansible_ssh_private_key_file") or None,
+                     "options": opts, "sudo": bool(hv.get("ansible_become"))}
+    return out
+
+
+@contextlib.contextmanager
+def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]] | None = None,
+            timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
+            current_versions: Mapping[tuple[str, str], str] | None = None,
+            log: Callable[[str], None] = lambda msg: None) -> Iterator[_hook_run.Context]:
+    """The runtime API and a private staging folder for the hooks of one task."""
+    os.makedirs(os.path.join(bucket_dir, "data"), exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".hooks-", dir=os.path.join(bucket_dir, "data"))
+    try:
+        hosts_file = _hook_run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
+        with RuntimeAPI(bucket_dir, catalog) as api:
+            yield _hook_run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
+                                    current_versions or {}, log)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def any_job_has(catalog: Mapping[str, Any], events: Iterable[str], jobs: Iterable[str] | None = None) -> bool:
+    wanted = None if jobs is None else set(jobs)
+    return any(_hooks.jobs_with(catalog, e) and (wanted is None or wanted & set(_hooks.jobs_with(catalog, e)))
+               for e in events)
+
+
+# --- build and cli --------------------------------------------------------------------------------
+
+def post_build(ctx: _hook_run.Context) -> list[str]:
+    """post_build of every job registering it, deployment_seq order; failures (all jobs run)."""
+    failures = []
+    for job in _hooks.jobs_with(ctx.catalog, "post_build"):
+        failures += _hook_run.run_event(ctx, job, "post_build").failures()
+    return failures
+
+
+def cli(ctx: _hook_run.Context, command: str, job: str | None, concurrency: int = 1) -> tuple[list[str], list[str]]:
+    """maand job_command: (jobs run, failures). A job that does not register the command for cli
+    is maand's NotFoundError."""
+    if job:
+        _hooks.job_entry(ctx.catalog, job)
+        if command not in _hooks.commands_for(ctx.catalog, job, "cli"):
+            registered = list(_hooks.commands_for(ctx.catalog, job, "cli"))
+            raise HookFailed('job "%s" command "%s" is not registered for event "cli" (its cli commands: %s); add '
+                             '"cli" to commands.%s.executed_on in the job\'s manifest.json and rebuild'
+                             % (job, command, ", ".join(registered) or "none", command))
+        jobs = [job]
+    else:
+        jobs = _hooks.jobs_with(ctx.catalog, "cli", command)
+        if not jobs:
+            known = sorted({c for j in _hooks.jobs_with(ctx.catalog, "cli")
+                            for c in _hooks.commands_for(ctx.catalog, j, "cli")})
+            raise HookFailed('command "%s" is not registered for event "cli" by any job (cli commands: %s)'
+                             % (command, ", ".join(known) or "none"))
+    failures = []
+    for name in jobs:
+        failures += _hook_run.run_event(ctx, name, "cli", concurrency=concurrency, commands=[command]).failures()
+    return jobs, failures
+
+
+# --- deploy ---------------------------------------------------------------------------------------
+
+def pre_deploy(ctx: _hook_run.Context, jobs: Iterable[str]) -> dict[str, list[str]]:
+    """pre_deploy of the given jobs in deployment_seq order: {failed job: messages}."""
+    order = {j: i for i, j in enumerate(_hooks.jobs_with(ctx.catalog, "pre_deploy"))}
+    failed = {}
+    for job in sorted((j for j in jobs if j in order), key=order.get):
+        problems = _hook_run.run_event(ctx, job, "pre_deploy").failures()
+        if problems:
+            failed[job] = problems
+    return failed
+
+
+# maand docs/reference/cli/health-check.md, Parallelism: "Within a job: concurrency 1" (its commands and
+# allocations one at a time), in deploy gates as in maand.core.health_check.
+HEALTH_CHECK_CONCURRENCY = 1
+
+
+def gate_hooks(catalog: Mapping[str, Any], job: str) -> list[str]:
+    """The gate events job registers (the planner gives such a job a gate on every batch)."""
+    return [e for e in GATE_EVENTS if _hooks.has_event(catalog, job, e)]
+
+
+def run_gate_hooks(ctx: _hook_run.Context, gate: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
+    """One batch's gate with its hooks, in maand's order; the problems ([] = passed)."""
+    job, info = gate["job"], gate.get("hooks") or {}
+    hosts = list(gate.get("hosts") or [])
+    if info.get("job_control"):
+        env = _hooks.job_control_env(info.get("new") or [], info.get("updated") or [])
+        targets = _hooks.targets(ctx.catalog, job)
+        problems = _hook_run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
+    else:
+        env = _hooks.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
+                               info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
+        targets = _hooks.targets(ctx.catalog, job, workers=hosts)
+        problems = _hook_run.run_event(ctx, job, "after_allocation_started", targets, env,
+                                       concurrency=max(1, len(targets))).failures()
+    if problems:
+        return problems
+    if gate.get("checks"):
+        problems = probes(gate)
+        if problems:
+            return problems
+    problems = _hook_run.run_event(ctx, job, "health_check", concurrency=HEALTH_CHECK_CONCURRENCY).failures()
+    if problems or not info.get("last"):
+        return problems
+    return _hook_run.run_event(ctx, job, "post_deploy").failures()
+
+
+def after_stops(ctx: _hook_run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """after_allocation_stopped for every stopped allocation of the reconcile step: [(job, message)]."""
+    out = []
+    for op in ok_ops:
+        if op.get("target") != "stop" or not op.get("job"):
+            continue
+        if not _hooks.has_event(ctx.catalog, op["job"], "after_allocation_stopped"):
+            continue
+        env = _hooks.stop_env(op["job"], op["host"])
+        targets = _hooks.targets(ctx.catalog, op["job"], workers=[op["host"]])
+        if not targets:  # a removed allocation: no longer in the catalog's live rows
+            targets = [_hooks.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
+                                     0, True)]
+        for msg in _hook_run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
+            out.append((op["job"], msg))
+    return out
+
+
+def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """{(job, worker): version running before this deploy} from the plan's rows (CURRENT_VERSION)."""
+    return {(r["job"], r["worker"]): str(r.get("from_version") or "") for r in plan.get("rows") or [] if r.get("job")}
+
+
+@contextlib.contextmanager
+def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: Mapping[str, Any],
+                     hosts: Mapping[str, Mapping[str, Any]], probes: Callable[[Mapping[str, Any]], list[str]],
+                     timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
+                     log: Callable[[str], None] = lambda msg: None) -> Iterator[tuple[Callable, Callable | None]]:
+    """(gate runner, after_results) for _deploy_run.advance/finish: the plain probes when the
+    bucket has no deploy hooks, else probes wrapped in the hooks (the runtime API started lazily)."""
+    if not catalog or not any_job_has(catalog, GATE_EVENTS + ("after_allocation_stopped",)):
+        yield probes, None
+        return
+    holder: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        def context() -> _hook_run.Context:
+            if "ctx" not in holder:
+                holder["ctx"] = stack.enter_context(session(bucket_dir, catalog, hosts, timeout, tail,
+                                                            plan_versions(plan), log))
+            return holder["ctx"]
+
+        def gate(g: Mapping[str, Any]) -> list[str]:
+            if not gate_hooks(catalog, g["job"]):
+                return probes(g)
+            return run_gate_hooks(context(), g, probes)
+
+        def after(step: Mapping[str, Any] | None, ok_ops: list) -> list[tuple[str, str]]:
+            if step is None or step.get("wave") is not None:
+                return []
+            stops = [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
+                     and _hooks.has_event(catalog, o["job"], "after_allocation_stopped")]
+            return after_stops(context(), stops) if stops else []
+        yield gate, after
+
+
+def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]],
+                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None,
+                      ssh_args: str = ""):
+    """deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
+    catalog, Ansible's connection variables for run_ssh)."""
+    from ..build import catalog as _catalog
+    from ..deploy import run as _deploy_run  # late: only deploy steps need them
+
+    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
+    plan = _deploy_run.load_plan(run_dir)
+    try:
+        catalog = _catalog.read_catalog(bucket)
+    except _catalog.CatalogError:
+        catalog = None
+    return deploy_callbacks(bucket, catalog, plan, hosts_from_hostvars(hostvars, list(hostvars), ssh_args), probes,
+                            int(timeout or _hook_run.DEFAULT_TIMEOUT), int(tail or _hook_run.DEFAULT_TAIL), log)
+
+
+def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
+    """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); the next build resets it to
+    the catalog order (maand/job/<job> workers, as maand's build syncs it), which is no override."""
+    from ..kv import store as _kv_store  # late: only the deploy plan needs it
+
+    try:
+        store = _kv_store.KVStore.load(bucket_dir)
+    except _kv_store.KVStoreError:
+        return {}
+    out = {}
+    for job in jobs:
+        value = store.get("maand/job/%s" % job, _kv_store.ROLLOUT_ORDER_KEY)
+        if value and value != store.get("maand/job/%s" % job, "workers"):
+            out[job] = value
+    return out
+
+
+def job_control_target(ctx: _hook_run.Context, job: str, target: str,
+                       workers: Iterable[str] | None = None) -> tuple[bool, list[str]]:
+    """maand job start|stop|restart|reload|status for a job with job_control commands (maand
+    jobcontrol/commands.go): the commands run with TARGET=<target> on the job's active allocations
+    (those of workers, when given), all at once. (handled, failures); not handled without commands."""
+    if not _hooks.has_event(ctx.catalog, job, "job_control"):
+        return False, []
+    chosen = _hooks.targets(ctx.catalog, job)
+    if workers:
+        wanted = set(workers)
+        chosen = [t for t in chosen if t.worker in wanted]
+    if not chosen:
+        return True, []
+    outcome = _hook_run.run_event(ctx, job, "job_control", chosen, {"TARGET": target}, concurrency=len(chosen))
+    return True, outcome.failures()

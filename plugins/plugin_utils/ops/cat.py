@@ -1,0 +1,363 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``maand.core.cat``: a bucket's state as readable tables (maand's ``maand cat ...``; pure, no Ansible).
+
+Views: kv, allocations, jobs, workers, ports (from data/catalog.json and data/kv.json) and
+deployments (the catalog's allocations beside what the controller records of the last deploy run).
+Filters: jobs and workers, checked against the catalog (an unknown name gets "did you mean").
+Secrets read ``***`` unless revealed; a revealed secret needs ``secrets/kv.key``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..build import catalog as _catalog
+from ..deploy import run as _deploy_run
+from ..kv import functions as _kv, store as _kv_store
+from ..bucket.problems import did_you_mean
+
+VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs")
+MASK = _kv_store.MASK
+MAX_VALUE = 80
+
+
+class CatError(Exception):
+    """A view or filter that cannot be shown; the message says why and what to do."""
+
+
+@dataclasses.dataclass
+class Table:
+    """One view: a title, a header, string rows and notes printed under the table."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: list[tuple[str, ...]] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """The table as aligned text lines (title, header, rule, rows, notes)."""
+        cells = [self.header] + self.rows
+        widths = [max(len(r[i]) for r in cells) for i in range(len(self.header))]
+
+        def fmt(row: Sequence[str]) -> str:
+            return "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()
+
+        out = [self.title, fmt(self.header), fmt(["-" * w for w in widths])]
+        out += [fmt(r) for r in self.rows] if self.rows else ["(none)"]
+        return out + self.notes
+
+    def as_dicts(self) -> list[dict[str, str]]:
+        keys = [h.lower() for h in self.header]
+        return [dict(zip(keys, row)) for row in self.rows]
+
+
+@dataclasses.dataclass
+class Request:
+    """What to show: a view, filters, and whether secrets (and deleted keys) are shown."""
+
+    view: str
+    jobs: tuple[str, ...] = ()
+    workers: tuple[str, ...] = ()
+    reveal: bool = False
+    deleted: bool = False
+
+
+def split_names(value: Any) -> tuple[str, ...]:
+    """ "a,b" or ["a", "b"] -> ("a", "b"); None or "" -> ()."""
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(str(i).strip() for i in items if str(i).strip())
+
+
+def cat(bucket_dir: str, request: Request) -> Table:
+    """The table of request.view for the bucket; CatError for unknown views, names or no catalog."""
+    if request.view not in VIEWS:
+        raise CatError("unknown view %r%s; the views are %s" % (request.view, did_you_mean(request.view, VIEWS),
+                                                                ", ".join(VIEWS)))
+    catalog = _read_catalog(bucket_dir)
+    _check_names("job", request.jobs, [j["name"] for j in catalog.get("jobs", [])])
+    _check_names("worker", request.workers, [w["host"] for w in catalog.get("workers", [])])
+    return _BUILDERS[request.view](bucket_dir, catalog, request)
+
+
+def _read_catalog(bucket_dir: str) -> dict:
+    try:
+        catalog = _catalog.read_catalog(bucket_dir)
+    except _catalog.CatalogError as exc:
+        raise CatError(str(exc)) from None
+    if catalog is None:
+        raise CatError("%s has no data/catalog.json; build the bucket first (ansible-playbook"
+                       " maand.core.build -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
+    return catalog
+
+
+def _check_names(kind: str, asked: Iterable[str], known: list[str]) -> None:
+    for name in asked:
+        if name not in known:
+            raise CatError("unknown %s %s%s; the %ss are: %s" % (kind, name, did_you_mean(name, known), kind,
+                                                                 ", ".join(sorted(known)) or "(none)"))
+
+
+def _keep(request: Request, job: str | None, worker: str | None) -> bool:
+    return ((not request.jobs or job in request.jobs)
+            and (not request.workers or worker in request.workers))
+
+
+def _num(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return ("%s %s" % (value, unit)).strip()
+
+
+def _when(seconds: float) -> str:
+    if not seconds:
+        return "-"
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+# --- kv -----------------------------------------------------------------------------------------
+
+def namespace_owner(namespace: str) -> tuple[str | None, str | None]:
+    """(job, worker) a namespace belongs to, for filtering: maand/job/api/worker/10.0.0.1 -> both."""
+    parts = namespace.split("/")
+    if parts[:2] == ["maand", "job"] and len(parts) >= 3:
+        return parts[2], (parts[4] if len(parts) >= 5 and parts[3] == "worker" else None)
+    if parts[:2] == ["maand", "worker"] and len(parts) >= 3:
+        return None, parts[2]
+    if parts[:3] == ["vars", "bucket", "job"] and len(parts) == 4:
+        return parts[3], None
+    if parts[0] in ("vars", "secrets") and parts[1:2] == ["job"] and len(parts) == 3:
+        return parts[2], None
+    return None, None
+
+
+def _kv_keep(request: Request, namespace: str) -> bool:
+    job, worker = namespace_owner(namespace)
+    if request.jobs and job not in request.jobs:
+        return False
+    if request.workers and worker not in request.workers and not (request.jobs and worker is None):
+        return False
+    return True
+
+
+def shown_value(namespace: str, key: str, value: str | None, reveal: bool) -> str:
+    """A value as the table shows it: secrets masked, certificates and long text cut to a line."""
+    if value is None:
+        return "(deleted)"
+    if _kv.is_secret_ns(namespace) and not reveal:
+        return MASK
+    first = value.split("\n", 1)[0]
+    if key.startswith("certs/") or first != value:
+        first += " ..."
+    return first if len(first) <= MAX_VALUE else first[:MAX_VALUE - 3] + "..."
+
+
+def _kv_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    table = Table("KV of %s" % bucket_dir, ("NAMESPACE", "KEY", "VALUE", "VERSION", "MODIFIED"))
+    if not _kv_store.KVStore.exists(bucket_dir):
+        kv = _kv.compute_kv(catalog, _kv.load_job_vars(bucket_dir, catalog))
+        for ns in sorted(n for n in kv if _kv_keep(request, n)):
+            table.rows += [(ns, k, shown_value(ns, k, v, request.reveal), "-", "-") for k, v in sorted(kv[ns].items())]
+        table.notes.append("computed from data/catalog.json: build has not written data/kv.json yet (rebuild)")
+        return table
+    try:
+        store = _kv_store.KVStore.load(bucket_dir)
+        for ns in sorted(n for n in store.namespaces if _kv_keep(request, n)):
+            for key, entry in sorted(store.namespaces[ns].items()):
+                if entry.deleted and not request.deleted:
+                    continue
+                value = store.get(ns, key, reveal_secrets=request.reveal) if not entry.deleted else None
+                table.rows.append((ns, key, shown_value(ns, key, value, request.reveal), str(entry.version),
+                                   _when(entry.modified)))
+    except _kv_store.KVStoreError as exc:
+        raise CatError(str(exc)) from None
+    if not request.reveal and any(_kv.is_secret_ns(r[0]) for r in table.rows):
+        table.notes.append("secrets are shown as %s (-e maand_reveal=true decrypts them)" % MASK)
+    return table
+
+
+# --- catalog views ------------------------------------------------------------------------------
+
+def _allocations_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    table = Table("Allocations of %s" % bucket_dir,
+                  ("JOB", "WORKER", "ALLOC_ID", "STATE", "ZONE", "MEMORY", "CPU", "SEQ"))
+    for a in sorted(catalog.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
+        if _keep(request, a["job"], a["worker"]):
+            table.rows.append((a["job"], a["worker"], str(a.get("alloc_id") or "-"), str(a.get("state")),
+                               a.get("zone") or "-", _num(a.get("memory_mb"), "MB"), _num(a.get("cpu_mhz"), "MHz"),
+                               str(a.get("deployment_seq", 0))))
+    return table
+
+
+def _jobs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    table = Table("Jobs of %s" % bucket_dir, ("JOB", "VERSION", "ALLOCATIONS", "SEQ", "MEMORY", "CPU",
+                                              "SELECTORS", "RESTART"))
+    allocs = catalog.get("allocations", [])
+    for job in catalog.get("jobs", []):
+        name = job["name"]
+        mine = [a for a in allocs if a["job"] == name and _keep(request, name, a["worker"])]
+        if (request.jobs and name not in request.jobs) or (request.workers and not mine):
+            continue
+        active = sum(1 for a in mine if a.get("state") == "active")
+        counts = "removed" if job.get("removed") else "%d active / %d" % (active, len(mine))
+        table.rows.append((name, str(job.get("version") or "-"), counts, str(job.get("deployment_seq", 0)),
+                           _num(job.get("memory_mb"), "MB"), _num(job.get("cpu_mhz"), "MHz"),
+                           ",".join(job.get("selectors") or []) or "-", str(job.get("restart_policy") or "-")))
+    return table
+
+
+def _workers_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    table = Table("Workers of %s" % bucket_dir, ("WORKER", "HOSTNAME", "ZONE", "MEMORY", "CPU", "POSITION",
+                                                 "LABELS", "JOBS"))
+    allocs = catalog.get("allocations", [])
+    for w in catalog.get("workers", []):
+        host = w["host"]
+        jobs = sorted({a["job"] for a in allocs if a["worker"] == host and a.get("state") == "active"})
+        if request.workers and host not in request.workers:
+            continue
+        if request.jobs and not set(jobs) & set(request.jobs):
+            continue
+        table.rows.append((host, w.get("hostname") or "-", w.get("zone") or "-", _num(w.get("memory_mb"), "MB"),
+                           _num(w.get("cpu_mhz"), "MHz"), _num(w.get("position")),
+                           ",".join(w.get("labels") or []) or "-",
+                           "(removed)" if w.get("removed") else ",".join(jobs) or "-"))
+    return table
+
+
+def _ports_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    table = Table("Ports of %s" % bucket_dir, ("JOB", "NAME", "PORT"))
+    for job in catalog.get("jobs", []):
+        if request.jobs and job["name"] not in request.jobs:
+            continue
+        for name, port in sorted((job.get("ports") or {}).items()):
+            table.rows.append((job["name"], name, _num(port)))
+    if request.workers:
+        table.notes.append("ports belong to jobs, not workers: the workers filter does not apply")
+    return table
+
+
+# --- certs (maand cat certs: cat/certs.go, certs/catalog.go) -------------------------------------
+
+def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    from ..build import certs as _certs
+    from ..bucket import model as _model  # late: cryptography only for this view
+
+    report = _model.Report()  # maand.conf problems are the build's to report; only the buffer is read here
+    bucket = _model.Bucket(bucket_dir)
+    _model.load_maand_conf(bucket, report)
+    buffer = bucket.conf.get("certs_renewal_buffer") if isinstance(bucket.conf.get("certs_renewal_buffer"), int) else 0
+    table = Table("Certificates of %s" % bucket_dir, ("SCOPE", "JOB", "WORKER", "CERT", "COMMON_NAME", "NOT_AFTER",
+                                                      "DAYS_LEFT", "STATUS"))
+    ca_path = os.path.join(bucket_dir, _certs.CA_CERT_REL)
+    if os.path.isfile(ca_path) and not request.jobs and not request.workers:
+        with open(ca_path, encoding="utf-8", errors="replace") as handle:
+            table.rows.append(_cert_row("ca", "", "", "ca", _certs.cert_status(handle.read(), buffer)))
+    try:
+        snapshot = _kv.read_kv(bucket_dir)
+    except _kv.KVError as exc:
+        raise CatError(str(exc)) from None
+    for ns, keys in sorted(snapshot.items()):
+        job, worker = namespace_owner(ns)
+        if not ns.startswith("maand/job/") or worker is None or not _keep(request, job, worker):
+            continue
+        for key in sorted(k for k in keys if k.startswith("certs/") and k.endswith(".crt")):
+            name = key[len("certs/"):-len(".crt")]
+            table.rows.append(_cert_row("job", job, worker, name, _certs.cert_status(keys[key], buffer)))
+    table.notes.append("expiring: inside certs_renewal_buffer (%d days); the next build issues it again" % buffer)
+    return table
+
+
+def _cert_row(scope: str, job: str, worker: str, name: str, status: Any) -> tuple[str, ...]:
+    return (scope, job or "-", worker or "-", name, status.common_name or "-", status.not_after or "-",
+            status.days_left or "-", status.status)
+
+
+# --- deployments --------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class RunRecord:
+    """What the controller keeps of a deploy run (data/.deploy-run/<run>: failed or in progress)."""
+
+    run_id: str
+    rows: dict[tuple[str, str], dict]
+    outcome: dict[tuple[str, str], str]
+
+
+def last_run(bucket_dir: str) -> RunRecord | None:
+    """The newest run folder's plan rows and per-allocation outcome, or None when there is none."""
+    root = _deploy_run.runs_root(bucket_dir)
+    try:
+        names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)))
+    except OSError:
+        return None
+    if not names:
+        return None
+    run_dir = os.path.join(root, names[-1])
+    plan = _read_json(os.path.join(run_dir, "plan.json")) or {}
+    state = _read_json(os.path.join(run_dir, "state.json")) or {}
+    rows = {(r.get("job"), r.get("worker")): r for r in plan.get("rows") or [] if r.get("job")}
+    done = {(d.get("job"), d.get("host")) for d in state.get("done") or []}
+    failed = set(state.get("failed_by_job") or {})
+    blocked = set(state.get("blocked") or [])
+    outcome = {}
+    for key, row in rows.items():
+        if row.get("action") in ("skip", None):
+            outcome[key] = "skipped"
+        elif key in done:
+            outcome[key] = "done"
+        elif key[0] in failed:
+            outcome[key] = "failed"
+        elif key[0] in blocked:
+            outcome[key] = "blocked"
+        else:
+            outcome[key] = "not reached"
+    return RunRecord(names[-1], rows, outcome)
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    table = Table("Deployments of %s" % bucket_dir, ("JOB", "WORKER", "ALLOC_ID", "STATE", "VERSION",
+                                                     "LAST RUN", "ACTION", "OUTCOME", "REASON"))
+    versions = {j["name"]: str(j.get("version") or "-") for j in catalog.get("jobs", [])}
+    run = last_run(bucket_dir)
+    for a in sorted(catalog.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
+        if not _keep(request, a["job"], a["worker"]):
+            continue
+        row = (run.rows.get((a["job"], a["worker"])) if run else None) or {}
+        table.rows.append((a["job"], a["worker"], str(a.get("alloc_id") or "-"), str(a.get("state")),
+                           versions.get(a["job"], "-"), run.run_id if run and row else "-",
+                           str(row.get("action") or "-"),
+                           run.outcome.get((a["job"], a["worker"]), "-") if run else "-",
+                           str(row.get("reason") or "-")))
+    table.notes.append("VERSION is the version build placed; what each worker runs (its hash and version) is"
+                       " kept on the worker: ansible-playbook maand.core.deploy --check compares them.")
+    if run is None:
+        table.notes.append("the controller keeps no deploy run: the last one succeeded (its record is removed)"
+                           " or none has run (data/.deploy-run is empty)")
+    else:
+        table.notes.append("LAST RUN: data/.deploy-run/%s, kept because it failed or is still running"
+                           % run.run_id)
+    return table
+
+
+_BUILDERS = {
+    "kv": _kv_table, "allocations": _allocations_table, "jobs": _jobs_table,
+    "workers": _workers_table, "ports": _ports_table, "deployments": _deployments_table,
+    "certs": _certs_table,
+}

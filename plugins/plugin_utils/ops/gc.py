@@ -1,0 +1,380 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""maand gc, planned: what removed allocations, jobs and workers left behind (no Ansible imports).
+
+maand's `gc` (docs/reference/cli/gc.md) deletes the `jobs/<job>/` trees that removed allocations
+left on workers (a deploy keeps their `data/` and `logs/`), the catalog rows of removed
+allocations, the KV namespaces of removed allocations and of jobs that are gone, and old KV
+history. Here a deploy already drops the catalog rows it cleaned, so the worker side is found by
+listing `/opt/worker/<bucket_id>/jobs/` on each worker (the deploy state read: `trees`, the
+promoted records `deployed` and the unpromoted starts `pending`).
+
+Inputs: the catalog (dict), the KV namespaces ({namespace: {key: _kv_store.Entry}}), one
+`Listing` per worker that was read, the time and the retention. Output: a `Plan`. The rules:
+
+* a folder `jobs/<job>` on worker W is deleted only when (job, W) has no active or disabled
+  allocation and the worker holds no deploy record or pending start of it (a deploy has not
+  stopped it yet: run the deploy first);
+* a `removed` allocation row goes when its worker was read and holds no deploy record or pending
+  start of it; a removed job or worker row goes when no allocation row is left on it;
+* a job's namespaces (`maand/job/<job>`, `vars/job/<job>`, `secrets/job/<job>`,
+  `vars/bucket/job/<job>`, `maand/job/<job>/worker/*`) go when the job is not in the catalog (or
+  is removed) and no allocation row of it is left; an allocation's namespace
+  (`maand/job/<job>/worker/<ip>`) goes when (job, ip) has no allocation row left and is not active
+  or disabled; a worker's (`maand/worker/<ip>`, `.../tags`) when ip is not a live catalog worker
+  and holds no allocation row;
+* KV history as maand's gc purges it (`KVStore.prune_history`, kv/purge.go): a key whose latest
+  version was written before now - retain_days goes whole when that version is a tombstone, and
+  keeps at most MAX_HISTORY (7) previous versions otherwise (the store never holds more, so this
+  is mostly the tombstones). History within MAX_HISTORY is kept, whatever its age.
+
+Nothing that belongs to an active or disabled allocation is ever in a plan (a hypothesis property
+test checks it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any, Iterable, Mapping
+
+from ..kv import store as _kv_store
+
+KEEP_STATES = ("active", "disabled")
+DAY = 86400.0
+
+_JOB_NS = re.compile(r"^(?:maand/job|vars/job|secrets/job|vars/bucket/job)/([^/]+)$")
+_ALLOC_NS = re.compile(r"^maand/job/([^/]+)/worker/([^/]+)$")
+_WORKER_NS = re.compile(r"^maand/worker/([^/]+)(?:/tags)?$")
+
+
+class GCError(Exception):
+    """Bad input to gc (the message names it and the fix)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    """What one worker holds of the bucket: job folders, promoted records, pending starts."""
+
+    host: str
+    reachable: bool = True
+    error: str = ""
+    trees: tuple = ()
+    deployed: tuple = ()
+    pending: tuple = ()
+
+    @classmethod
+    def from_state(cls, host: str, state: Mapping[str, Any] | None) -> "Listing":
+        """From maand.core.deploy_state's `state` ({reachable, error} or the agent's read)."""
+        state = state or {}
+        if not state.get("reachable"):
+            return cls(host, False, str(state.get("error") or "the worker was not read"))
+        return cls(host, True, "", tuple(sorted(state.get("trees") or ())),
+                   tuple(sorted(state.get("deployed") or ())), tuple(sorted(state.get("pending") or ())))
+
+
+@dataclasses.dataclass(frozen=True)
+class PathDeletion:
+    host: str
+    job: str
+    path: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RowDeletion:
+    table: str  # allocations, jobs, workers
+    key: str    # job@worker, job name, worker host
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class NamespacePurge:
+    namespace: str
+    keys: tuple
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryPrune:
+    namespace: str
+    key: str
+    revisions: int
+    whole_key: bool  # a key deleted before the cutoff: it goes with its history
+
+
+@dataclasses.dataclass
+class Plan:
+    bucket_id: str
+    retain_days: float
+    cutoff: float
+    paths: list = dataclasses.field(default_factory=list)
+    rows: list = dataclasses.field(default_factory=list)
+    namespaces: list = dataclasses.field(default_factory=list)
+    history: list = dataclasses.field(default_factory=list)
+    skipped: list = dataclasses.field(default_factory=list)   # notes: left alone, and why
+    problems: list = dataclasses.field(default_factory=list)  # failures: the run must not exit 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.paths or self.rows or self.namespaces or self.history)
+
+    def paths_by_host(self) -> dict:
+        out: dict = {}
+        for item in self.paths:
+            out.setdefault(item.host, []).append(item.job)
+        return out
+
+    def as_dict(self) -> dict:
+        return {"bucket_id": self.bucket_id, "retain_days": self.retain_days, "cutoff": self.cutoff,
+                "paths": [dataclasses.asdict(p) for p in self.paths],
+                "rows": [dataclasses.asdict(r) for r in self.rows],
+                "namespaces": [dict(dataclasses.asdict(n), keys=list(n.keys)) for n in self.namespaces],
+                "history": [dataclasses.asdict(h) for h in self.history],
+                "skipped": list(self.skipped), "problems": list(self.problems)}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "Plan":
+        try:
+            return cls(str(doc["bucket_id"]), float(doc["retain_days"]), float(doc["cutoff"]),
+                       [PathDeletion(**p) for p in doc.get("paths") or ()],
+                       [RowDeletion(**r) for r in doc.get("rows") or ()],
+                       [NamespacePurge(n["namespace"], tuple(n["keys"]), n["reason"]) for n in doc.get("namespaces") or ()],
+                       [HistoryPrune(**h) for h in doc.get("history") or ()],
+                       list(doc.get("skipped") or ()), list(doc.get("problems") or ()))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GCError("the gc plan passed from the plan step is not a gc plan (%s); run maand.core.gc again"
+                          % exc) from None
+
+    def lines(self, done: bool = False) -> list:
+        """The plan, readable: what goes (or went), per worker, catalog table and KV namespace."""
+        verb = "deleted" if done else "delete"
+        out = []
+        for host, items in _grouped(self.paths, lambda p: p.host):
+            out.append("worker %s:" % host)
+            out.extend("  %s %s (%s)" % (verb, p.path, p.reason) for p in items)
+        for item in self.rows:
+            out.append("catalog: %s %s row %s (%s)" % (verb, item.table, item.key, item.reason))
+        for item in self.namespaces:
+            out.append("kv: %s namespace %s (%d key%s: %s; %s)" % (
+                verb, item.namespace, len(item.keys), "" if len(item.keys) == 1 else "s",
+                ", ".join(item.keys) or "-", item.reason))
+        if self.history:
+            out.append("kv history of keys last written more than %s day(s) ago (deleted keys; versions "
+                       "beyond the %d kept):" % (_days(self.retain_days), _kv_store.MAX_HISTORY))
+            for item in self.history:
+                what = "the deleted key and its %d revision(s)" % item.revisions if item.whole_key else \
+                    "%d revision(s) beyond the %d kept" % (item.revisions, _kv_store.MAX_HISTORY)
+                out.append("  %s %s %s: %s" % (verb, item.namespace, item.key, what))
+        out.extend("left alone: %s" % note for note in self.skipped)
+        if self.empty:
+            out.append("nothing to collect")
+        return out
+
+
+def _days(value: float) -> str:
+    return ("%d" % value) if float(value).is_integer() else ("%g" % value)
+
+
+def _grouped(items, key):
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return sorted(groups.items())
+
+
+def retain_days(value: Any) -> float:
+    """maand_retain_days: a number of days >= 0 (default 0, as maand's --retain-days)."""
+    if value is None or value == "":
+        return 0.0
+    try:
+        days = float(value)
+    except (TypeError, ValueError):
+        raise GCError("maand_retain_days %r is not a number of days (fix: -e maand_retain_days=7)" % (value,)) from None
+    if not math.isfinite(days) or days < 0:
+        raise GCError("maand_retain_days %r must be a number of days >= 0 (fix: -e maand_retain_days=7)" % (value,))
+    return days
+
+
+# --- planning ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Catalog:
+    keep: set          # (job, worker) of active and disabled allocations
+    removed: dict      # (job, worker) -> row, state removed
+    live_jobs: set
+    live_workers: set
+    removed_jobs: list
+    removed_workers: list
+
+
+def _read_catalog(catalog: Mapping[str, Any]) -> _Catalog:
+    keep, removed = set(), {}
+    for alloc in catalog.get("allocations") or ():
+        key = (alloc["job"], alloc["worker"])
+        if alloc.get("state") == "removed":
+            removed[key] = alloc
+        else:  # anything not explicitly removed is kept, whatever its state says
+            keep.add(key)
+    jobs = catalog.get("jobs") or ()
+    workers = catalog.get("workers") or ()
+    return _Catalog(keep, {k: v for k, v in removed.items() if k not in keep},
+                    {j["name"] for j in jobs if not j.get("removed")},
+                    {w["host"] for w in workers if not w.get("removed")},
+                    sorted(j["name"] for j in jobs if j.get("removed")),
+                    sorted(w["host"] for w in workers if w.get("removed")))
+
+
+def job_root(bucket_id: str, job: str) -> str:
+    return "/opt/worker/%s/jobs/%s" % (bucket_id, job)
+
+
+def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]],
+         listings: Iterable[Listing], now: float, days: float = 0.0) -> Plan:
+    """The gc plan of a bucket (see the module docstring for the rules)."""
+    cat = _read_catalog(catalog)
+    bucket_id = str(catalog.get("bucket_id") or "")
+    out = Plan(bucket_id, days, now - max(0.0, days) * DAY)
+    dropped = set()
+    for listing in sorted(listings, key=lambda item: item.host):
+        dropped |= _plan_worker(out, cat, listing)
+    left = set(cat.keep) | (set(cat.removed) - dropped)
+    _plan_rows(out, cat, left)
+    _plan_namespaces(out, cat, namespaces, left)
+    _plan_history(out, namespaces, {n.namespace for n in out.namespaces})
+    return out
+
+
+def _plan_worker(out: Plan, cat: _Catalog, listing: Listing) -> set:
+    """Folders and removed rows of one worker; returns the (job, worker) rows to drop."""
+    host = listing.host
+    mine = sorted(job for job, worker in cat.removed if worker == host)
+    if not listing.reachable:
+        out.problems.append("worker %s could not be read (%s): nothing of it is collected; fix: check that it is "
+                            "up and reachable over SSH (ansible -i <bucket>/maand.yml %s -m ping), then run "
+                            "maand.core.gc again" % (host, listing.error, host))
+        return set()
+    busy = set(listing.deployed) | set(listing.pending)
+    for job in listing.trees:
+        if (job, host) in cat.keep:
+            continue
+        if job in busy:
+            out.skipped.append("%s on %s: the worker still holds a deploy record of it (deploy/%s.json or .pending); "
+                               "run maand.core.deploy first, which stops and removes it" % (job, host, job))
+            continue
+        reason = "removed allocation" if (job, host) in cat.removed else "left by a removed allocation"
+        out.paths.append(PathDeletion(host, job, job_root(out.bucket_id, job), reason))
+    dropped = set()
+    for job in mine:
+        if job in busy:
+            if job not in listing.trees:
+                out.skipped.append("%s on %s: a deploy has not removed it yet; run maand.core.deploy first"
+                                   % (job, host))
+            continue
+        dropped.add((job, host))
+        out.rows.append(RowDeletion("allocations", "%s@%s" % (job, host), "removed allocation, cleaned on the worker"))
+    return dropped
+
+
+def _plan_rows(out: Plan, cat: _Catalog, left: set) -> None:
+    jobs_left = {job for job, dummy in left}
+    workers_left = {worker for dummy, worker in left}
+    for job in cat.removed_jobs:
+        if job not in jobs_left:
+            out.rows.append(RowDeletion("jobs", job, "removed job without allocations"))
+    for host in cat.removed_workers:
+        if host not in workers_left:
+            out.rows.append(RowDeletion("workers", host, "removed worker without allocations"))
+
+
+def namespace_owner(namespace: str):
+    """("job", job), ("allocation", (job, ip)), ("worker", ip) or None for a namespace gc may purge."""
+    match = _ALLOC_NS.match(namespace)
+    if match:
+        return "allocation", (match.group(1), match.group(2))
+    match = _JOB_NS.match(namespace)
+    if match:
+        return "job", match.group(1)
+    match = _WORKER_NS.match(namespace)
+    if match:
+        return "worker", match.group(1)
+    return None
+
+
+def _purge_reason(cat: _Catalog, owner, left: set):
+    jobs_left = {job for job, dummy in left}
+    workers_left = {worker for dummy, worker in left}
+    kind, what = owner
+    if kind == "job":
+        job = what
+        if job not in cat.live_jobs and job not in jobs_left:
+            return "job %s is gone" % job
+    elif kind == "allocation":
+        job, host = what
+        if what not in left and what not in cat.keep:
+            if job not in cat.live_jobs and job not in jobs_left:
+                return "job %s is gone" % job
+            return "allocation %s@%s is gone" % (job, host)
+    elif kind == "worker":
+        if what not in cat.live_workers and what not in workers_left:
+            return "worker %s is gone" % what
+    return None
+
+
+def _plan_namespaces(out: Plan, cat: _Catalog, namespaces: Mapping[str, Mapping[str, Any]], left: set) -> None:
+    for namespace in sorted(namespaces):
+        owner = namespace_owner(namespace)
+        reason = _purge_reason(cat, owner, left) if owner else None
+        if reason:
+            out.namespaces.append(NamespacePurge(namespace, tuple(sorted(namespaces[namespace])), reason))
+
+
+def _plan_history(out: Plan, namespaces: Mapping[str, Mapping[str, Any]], purged: set) -> None:
+    """As _kv_store.KVStore.prune_before(cutoff), listed instead of done."""
+    for namespace in sorted(namespaces):
+        if namespace in purged:
+            continue
+        for key, entry in sorted(namespaces[namespace].items()):
+            stale, whole = _kv_store.stale_revisions(entry, out.cutoff)
+            if stale:
+                out.history.append(HistoryPrune(namespace, key, stale, whole))
+
+
+# --- applying (controller side) ---------------------------------------------------------------------
+
+def confirm(planned: Plan, fresh: Plan, failed_paths: Iterable[tuple] = ()) -> Plan:
+    """What the commit step may do: only what both the shown plan and a plan of the catalog and KV as
+    they are now (re-read under the bucket lock) hold; a removed row whose folder was not deleted stays."""
+    failed = set(failed_paths)
+    rows = set(fresh.rows)
+    spaces = {n.namespace for n in fresh.namespaces}
+    history = {(h.namespace, h.key) for h in fresh.history}
+    out = Plan(planned.bucket_id, planned.retain_days, planned.cutoff, list(planned.paths))
+    out.rows = [r for r in planned.rows if r in rows and not _row_failed(r, failed)]
+    out.namespaces = [n for n in planned.namespaces if n.namespace in spaces]
+    out.history = [h for h in planned.history if (h.namespace, h.key) in history]
+    out.skipped = list(planned.skipped)
+    out.problems = list(planned.problems)
+    return out
+
+
+def _row_failed(row: RowDeletion, failed: set) -> bool:
+    if row.table != "allocations":
+        return False
+    job, dummy, host = row.key.partition("@")
+    return (host, job) in failed
+
+
+def apply_catalog(catalog: Mapping[str, Any], confirmed: Plan) -> dict:
+    """A new catalog without the plan's rows (only removed rows are ever dropped)."""
+    allocs = {r.key for r in confirmed.rows if r.table == "allocations"}
+    jobs = {r.key for r in confirmed.rows if r.table == "jobs"}
+    workers = {r.key for r in confirmed.rows if r.table == "workers"}
+    new = dict(catalog)
+    new["allocations"] = [a for a in catalog.get("allocations") or ()
+                          if not (a.get("state") == "removed" and "%s@%s" % (a["job"], a["worker"]) in allocs)]
+    new["jobs"] = [j for j in catalog.get("jobs") or () if not (j.get("removed") and j["name"] in jobs)]
+    new["workers"] = [w for w in catalog.get("workers") or () if not (w.get("removed") and w["host"] in workers)]
+    return new
