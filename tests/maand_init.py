@@ -1,4 +1,4 @@
-"""A bucket as `maand init` leaves it, for the maand-parity tests (tests/unit/test_parity_*.py)."""
+"""A bucket as `maand init` leaves it, for the maand-parity tests (tests/unit/**/test_parity_*.py)."""
 
 import json
 import os

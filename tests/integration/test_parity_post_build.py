@@ -1,6 +1,6 @@
 """maand's tests/build_post_build_test.go TestBuildFailsWhenPostBuildHooksFail, as the build action runs it:
 a post_build command that exits 1 fails the build with a message naming post_build (the catalog row of the
-command is tests/unit/test_parity_kv.py). Runs the hook as a python3 process, hence an integration test."""
+command is tests/unit/plugin_utils/kv/test_parity_kv.py). Runs the hook as a python3 process, hence an integration test."""
 
 from __future__ import annotations
 

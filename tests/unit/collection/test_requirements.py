@@ -1,0 +1,31 @@
+"""requirements.txt names every third-party package the collection's Python imports (execution environments
+install from it: meta/execution-environment.yml), besides ansible-core's own dependencies."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+ANSIBLE_CORE_BRINGS = {"ansible", "ansible_collections", "jinja2", "yaml"}
+
+
+def imported_top_level(root):
+    names = set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_requirements_txt_lists_every_third_party_import():
+    required = {re.split(r"[<>=!~ ;\[]", line.strip())[0].lower().replace("-", "_")
+                for line in (REPO / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")}
+    third_party = imported_top_level(REPO / "plugins") - set(sys.stdlib_module_names) - ANSIBLE_CORE_BRINGS - {"__future__"}
+    assert "cryptography" in third_party  # _certs, _secrets
+    assert third_party <= required, "import(s) missing from requirements.txt: %s" % sorted(third_party - required)

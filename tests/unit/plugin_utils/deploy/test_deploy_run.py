@@ -1,0 +1,184 @@
+"""The controller's run folder and step driver (plugins/plugin_utils/deploy/run.py), and the step/finish
+actions failing the run on any exception."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
+from tests.unit.plugin_utils.deploy.test_run_state import PLAN, ok_answer
+
+
+def no_gates(gate):
+    return []
+
+
+@pytest.fixture
+def bucket(tmp_path):
+    (tmp_path / "data").mkdir()
+    return tmp_path
+
+
+def answer_all(run_dir, key, hosts, answer_for=None):
+    for host in hosts:
+        req = DR.read_request(run_dir, key, host)
+        request = RS.AgentRequest(host=host, ops=req["ops"], promote=req["promote"])
+        DR.write_result(run_dir, key, host, (answer_for or ok_answer)(request))
+
+
+def drive(run_dir, plan, answer_for=None, gate=no_gates):
+    for seg in DR.segments(plan, 4):
+        key = DR.step_key(seg["step"])
+        hosts, dummy = DR.advance(run_dir, key, gate)
+        answer_all(run_dir, key, hosts, answer_for)
+    return DR.finish(run_dir, gate)
+
+
+def test_a_full_run_through_files_is_green_and_removes_earlier_runs(bucket):
+    old = DR.new_run(str(bucket), PLAN, run_id="old")
+    run_dir = DR.new_run(str(bucket), PLAN)
+    assert not os.path.exists(old)
+    plan, state, report = drive(run_dir, PLAN)
+    assert not report.failed, report.problems
+    assert state.steps_completed == [0, 1, 2, 3, DR.FINAL] and state.in_flight is None
+    # api@h2 passed its gate in step 2: its promotion rides with step 3 although h2 has no op there
+    req = json.loads(open(os.path.join(run_dir, "requests", "3", "h2.json")).read())
+    assert req["ops"] == [] and [p["id"] for p in req["promote"]] == ["api@h2"]
+    assert not os.path.exists(os.path.join(run_dir, "requests", "final"))
+
+
+def test_missing_result_file_fails_that_hosts_ops(bucket):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    DR.advance(run_dir, 0, no_gates)
+    hosts, dummy = DR.advance(run_dir, 1, no_gates)
+    answer_all(run_dir, 1, [h for h in hosts if h != "h2"])
+    hosts, failures = DR.advance(run_dir, 2, no_gates)
+    assert any("db@h2" in f and "agent task did not run" in f for f in failures)
+
+
+def test_a_result_without_answer_keeps_its_reason(bucket):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    DR.advance(run_dir, 0, no_gates)
+    DR.write_result(run_dir, 0, "h1", None, "AnsibleConnectionFailure: host vanished")
+    dummy, failures = DR.advance(run_dir, 1, no_gates)
+    assert "host vanished" in failures[0]
+
+
+def test_gate_runner_sees_only_gates_of_successful_batches(bucket):
+    seen = []
+    run_dir = DR.new_run(str(bucket), PLAN)
+
+    def gate(g):
+        seen.append(g["job"])
+        return ["down"]
+    plan, state, report = drive(run_dir, PLAN, gate=gate)
+    assert seen == ["api"] and report.failed and "web" in state.blocked
+
+
+def test_an_interrupted_run_is_not_green(bucket):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    DR.advance(run_dir, 0, no_gates)     # its agents never answer, later steps never run
+    plan, state, report = DR.finish(run_dir, no_gates)
+    assert report.failed and any("stopped before step(s) 1, 2, 3" in p for p in report.problems)
+
+
+def test_a_crashing_gate_propagates_and_leaves_the_step_unfolded(bucket):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    DR.advance(run_dir, 0, no_gates)
+    answer_all(run_dir, 0, ["h1"])
+    hosts, dummy = DR.advance(run_dir, 1, no_gates)
+    answer_all(run_dir, 1, hosts)
+
+    def boom(gate):
+        raise RuntimeError("injected")
+    with pytest.raises(RuntimeError):
+        DR.advance(run_dir, 2, boom)
+    state = DR.load_state(run_dir)
+    assert state.in_flight == 1 and 1 not in state.steps_completed
+    assert DR.finish(run_dir, no_gates)[2].failed
+
+
+def test_steps_cannot_run_twice_or_out_of_plan(bucket):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    DR.advance(run_dir, 0, no_gates)
+    DR.advance(run_dir, 1, no_gates)
+    with pytest.raises(DR.RunError, match="already ran"):
+        DR.advance(run_dir, 0, no_gates)
+    with pytest.raises(DR.RunError, match="not in the plan"):
+        DR.advance(run_dir, 42, no_gates)
+
+
+def test_broken_or_missing_state_names_the_file(bucket):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    with open(os.path.join(run_dir, "state.json"), "w") as handle:
+        handle.write("{broken")
+    with pytest.raises(DR.RunError, match="state.json"):
+        DR.load_state(run_dir)
+    os.unlink(os.path.join(run_dir, "state.json"))
+    with pytest.raises(DR.RunError, match="state.json is missing"):
+        DR.finish(run_dir, no_gates)
+    with pytest.raises(DR.RunError, match="plan.json is missing"):
+        DR.load_plan(str(bucket / "nope"))
+
+
+def test_segments_wide_for_many_acting_hosts_narrow_otherwise():
+    ops = {"h%d" % i: [] for i in range(4)}
+    plan = {"steps": [{"index": 0, "ops": ops, "gates": []}, {"index": 1, "ops": {"h0": []}, "gates": []}]}
+    # a step where at most 2 hosts act loops over them (no skipped hosts); the final pass without gates too
+    assert DR.segments(plan, 8) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
+                                    {"kind": "narrow", "step": "final"}]
+    assert DR.segments(plan, 4) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
+                                    {"kind": "narrow", "step": "final"}]
+    assert DR.segments(plan, 32) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
+                                     {"kind": "narrow", "step": "final"}]  # 4*8 >= 32; 1 acting
+    assert DR.segments(plan, 64)[0]["kind"] == "narrow"      # 4 acting of 64: loop over them
+    assert DR.segments(plan, 33)[0]["kind"] == "narrow"
+    assert DR.segments({"steps": []}, 8) == []
+    # the whole play acting is wide however small; a gated step's hosts act again in the next step
+    two = {"steps": [{"index": 0, "ops": {"h0": [], "h1": []}, "gates": [{"job": "a", "hosts": ["h0", "h1"]}]},
+                     {"index": 1, "ops": {"h2": []}, "gates": [{"job": "a", "hosts": ["h2"]}]}]}
+    assert DR.segments(two, 2)[0]["kind"] == "wide"
+    assert DR.segments(two, 3) == [{"kind": "narrow", "step": 0}, {"kind": "wide", "step": 1},
+                                   {"kind": "narrow", "step": "final"}]
+    assert DR.step_key("3") == 3 and DR.step_key("final") == DR.FINAL
+
+
+def test_segment_groups_join_consecutive_narrow_steps_only():
+    w = [{"kind": "wide", "step": i} for i in range(3)]
+    n = [{"kind": "narrow", "step": i} for i in range(3, 7)]
+    groups = DR.segment_groups([w[0], n[0], n[1], w[1], w[2], n[2], n[3]])
+    assert [(g["kind"], [s["step"] for s in g["segments"]]) for g in groups] == [
+        ("wide", [0]), ("narrow", [3, 4]), ("wide", [1]), ("wide", [2]), ("narrow", [5, 6])]
+    assert DR.segment_groups([]) == []
+    # every segment kept once, in order
+    flat = [s for g in groups for s in g["segments"]]
+    assert flat == [w[0], n[0], n[1], w[1], w[2], n[2], n[3]]
+
+
+def test_injected_fault_points(monkeypatch):
+    DR.inject_fault("step:1", {})  # unset: nothing
+    DR.inject_fault("step:1", {DR.FAULT_ENV: "step:2,finish"})
+    with pytest.raises(DR.InjectedFault, match="injected controller fault at step:2"):
+        DR.inject_fault("step:2", {DR.FAULT_ENV: "step:2,finish"})
+    monkeypatch.setenv(DR.FAULT_ENV, "finish")
+    with pytest.raises(DR.InjectedFault):
+        DR.inject_fault("finish")
+
+
+def test_a_fault_injected_after_the_fold_leaves_the_step_unfolded_and_the_run_failed(bucket, monkeypatch):
+    run_dir = DR.new_run(str(bucket), PLAN)
+    DR.advance(run_dir, 0, no_gates)
+    answer_all(run_dir, 0, ["h1"])
+    monkeypatch.setenv(DR.FAULT_ENV, "step:1")
+    with pytest.raises(DR.InjectedFault):
+        DR.advance(run_dir, 1, no_gates)
+    state = DR.load_state(run_dir)
+    assert state.in_flight is None and state.steps_completed == [0]  # step 0 folded, step 1 never planned
+    assert not os.path.exists(os.path.dirname(DR.request_path(run_dir, 1, "h1")))
+    monkeypatch.delenv(DR.FAULT_ENV)
+    report = DR.finish(run_dir, no_gates)[2]
+    assert report.failed and any("stopped before step(s) 1" in p for p in report.problems), report.problems

@@ -1,0 +1,154 @@
+"""maand.core.health_check's core (_health_check): which jobs and allocations, the worker SSH port dial,
+probes on real loopback sockets, commands after probes, retries with maand_wait (a stepped clock, no timing)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate
+from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as H
+from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, job
+
+
+@pytest.fixture
+def listener():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+def closed_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def gate(name, checks, attempts=3):
+    return {"job": name, "checks": checks, "timeout_seconds": 1.0, "attempts": attempts, "interval_seconds": 1.0}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def real_probe(host, address, check, timeout):
+    return _deploy_gate.probe(address, check, timeout)
+
+
+def test_select_jobs_refuses_unknown_names_with_did_you_mean():
+    cat = catalog([job("api"), job("web"), job("old", removed=True)], [])
+    assert H.select_jobs(cat, []) == ["api", "web"]
+    assert H.select_jobs(cat, "web, api") == ["web", "api"]
+    with pytest.raises(H.HealthCheckError) as err:
+        H.select_jobs(cat, "apy,web")
+    assert 'apy (did you mean "api"?)' in str(err.value) and "its jobs: api, web" in str(err.value)
+    with pytest.raises(H.HealthCheckError):
+        H.select_jobs(cat, ["old"])
+
+
+def test_plan_jobs_active_allocations_on_the_chosen_hosts_only():
+    cat = catalog([job("api", health_gate=gate("api", [{"type": "tcp", "port": 1}])), job("plain", health_gate=None),
+                   job("hooked", commands={"command_health": {"executed_on": ["health_check"]}})],
+                  [("api", "h1", "active"), ("api", "h2", "disabled"), ("api", "h3", "active"), ("plain", "h1", "active"),
+                   ("hooked", "h1", "active")])
+    plans, skipped = H.plan_jobs(cat, ["api", "plain", "hooked"], ["h1", "h2"])
+    assert [(p.job, p.workers, p.commands) for p in plans] == [("api", ["h1"], []), ("hooked", ["h1"], ["command_health"])]
+    assert skipped == {"plain": H.NO_CONFIG}
+    plans, skipped = H.plan_jobs(cat, ["api", "plain"], ["h2"])
+    assert plans == [] and skipped == {"api": H.NO_ALLOCATION, "plain": H.NO_CONFIG}
+
+
+def test_a_probe_that_cannot_run_fails_its_job_lines():
+    cat = catalog([job("api", health_check={"checks": [{"type": "grpc", "port": 1}]})], [("api", "h1", "active")])
+    plans, dummy = H.plan_jobs(cat, ["api"], ["h1"])
+    out = H.run(plans, {}, real_probe)
+    assert [(x.job, x.ok) for x in out.lines] == [("api", False)] and "not supported" in out.lines[0].reason
+
+
+def test_healthy_and_failing_lines_and_summary(listener):
+    bad = closed_port()
+    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": listener}], []),
+             H.JobPlan("web", ["h1"], [{"type": "tcp", "port": bad}], [])]
+    out = H.run(plans, {"h1": ("127.0.0.1", listener)}, real_probe, skipped={"plain": H.NO_CONFIG})
+    texts = [x.text() for x in out.lines]
+    assert texts[0].startswith("ok     (worker)         h1              ssh port :%d" % listener)
+    assert texts[1].startswith("ok     api              h1              tcp :%d" % listener) and texts[1].endswith(" ms")
+    assert texts[2].startswith("FAILED web              h1              tcp :%d" % bad)
+    assert "refused" in texts[2].lower()
+    assert [x.job for x in out.failed] == ["web"]
+    assert out.summary() == "health_check: 2 ok, 1 failed; 2 job(s) checked, 1 skipped (plain); unhealthy jobs: web"
+
+
+def test_an_unreachable_worker_is_named(listener):
+    bad = closed_port()
+    out = H.run([], {"h1": ("127.0.0.1", listener), "h2": ("127.0.0.1", bad)}, real_probe)
+    assert [x.worker for x in out.failed] == ["h2"]
+    assert out.summary().endswith("unreachable workers (SSH port): h2")
+
+
+def test_commands_run_only_where_the_probes_passed(listener):
+    bad = closed_port()
+    seen = []
+
+    def commands(job, hosts):
+        seen.append((job, list(hosts)))
+        return {h: None if h == "h1" else "exit 1" for h in hosts}
+    plans = [H.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": listener}], ["command_health"]),
+             H.JobPlan("db", ["h1"], [{"type": "tcp", "port": bad}], ["command_health"])]
+    out = H.run(plans, {}, lambda h, a, c, t: None if h in ("h1", "h2") and c["port"] == listener else "down", commands)
+    assert seen == [("api", ["h1", "h2"])]  # db's probe failed: its command did not run
+    states = {(x.job, x.worker, x.what): (x.ok, x.reason) for x in out.lines}
+    assert states[("api", "h1", "command command_health")] == (True, "")
+    assert states[("api", "h2", "command command_health")] == (False, "exit 1")
+    assert states[("db", "h1", "command command_health")] == (False, "not run: the probes have not passed")
+
+
+def test_wait_retries_until_healthy_within_the_job_attempts():
+    clock = Clock()
+    answers = iter(["refused", "refused", None])
+    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=5, interval=2.0)]
+    out = H.run(plans, {}, lambda *a: next(answers), wait=True, clock=clock, sleep=clock.sleep)
+    assert not out.failed and out.rounds == 3 and clock.sleeps == [2.0, 2.0]
+
+
+def test_wait_gives_up_after_the_attempts_and_without_wait_tries_once():
+    clock = Clock()
+    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=3, interval=1.0)]
+    out = H.run(plans, {}, lambda *a: "refused", wait=True, clock=clock, sleep=clock.sleep)
+    assert out.rounds == 3 and [x.reason for x in out.failed] == ["refused"]
+    out = H.run(plans, {}, lambda *a: "refused", clock=clock, sleep=clock.sleep)
+    assert out.rounds == 1
+
+
+def test_wait_seconds_bounds_the_retries_instead_of_attempts():
+    clock = Clock()
+    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=2, interval=1.0)]
+    out = H.run(plans, {}, lambda *a: "refused", wait=True, wait_seconds=5, clock=clock, sleep=clock.sleep)
+    assert out.rounds == 6 and clock.now == 5.0
+
+
+def test_split_names():
+    assert H.split_names(" a, ,b ") == ["a", "b"] and H.split_names(["a", " "]) == ["a"] and H.split_names(None) == []
+
+
+def test_many_probes_all_get_their_own_line_in_order(listener):
+    bad = closed_port()
+    hosts = ["h%d" % i for i in range(12)]
+    plans = [H.JobPlan("api", hosts, [{"type": "tcp", "port": listener}, {"type": "tcp", "port": bad}], [])]
+    out = H.run(plans, {}, lambda h, a, c, t: _deploy_gate.probe("127.0.0.1", c, t))
+    assert [(x.worker, x.ok) for x in out.lines] == [(h, ok) for h in hosts for ok in (True, False)]

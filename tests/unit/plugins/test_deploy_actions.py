@@ -1,0 +1,143 @@
+"""The controller actions of the deploy fail the task (and so the run) on any error of a step."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
+
+from ansible_collections.maand.core.plugins.action import deploy_finish, deploy_step
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
+from tests.unit.plugin_utils.deploy.test_run_state import PLAN
+
+
+def action(cls, args, check_mode=False):
+    task = SimpleNamespace(args=args, async_val=0, check_mode=check_mode, diff=False, action="x",
+                           resolved_action="maand.core.x", environment=[], no_log=False, delegate_to=None)
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    return cls(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    (tmp_path / "data").mkdir()
+    return DR.new_run(str(tmp_path), PLAN)
+
+
+def test_step_action_plans_a_step(run_dir):
+    res = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0}).run(task_vars={"hostvars": {}})
+    assert not res.get("failed") and res["hosts"] == ["h1"]
+
+
+def test_step_action_turns_a_broken_run_into_failed(run_dir, tmp_path):
+    res = action(deploy_step.ActionModule, {"run_dir": str(tmp_path / "gone"), "step": 0}).run(task_vars={})
+    assert res["failed"] and "plan.json is missing" in res["msg"]
+
+
+def test_an_unexpected_exception_in_a_step_propagates(run_dir):
+    # Ansible turns an exception of an action into a failed task: it must not be swallowed here
+    act = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0})
+    with mock.patch.object(DR, "advance", side_effect=RuntimeError("injected")):
+        with pytest.raises(RuntimeError, match="injected"):
+            act.run(task_vars={})
+
+
+def test_finish_refuses_an_incomplete_run(run_dir, tmp_path):
+    deploy_step_act = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0})
+    assert not deploy_step_act.run(task_vars={}).get("failed")
+    res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": PLAN, "run_dir": run_dir,
+                                              "release": False}).run(task_vars={})
+    assert res["failed"] and "stopped before step(s)" in res["msg"] and "meta@h1" in res["msg"]
+
+
+def test_finish_fails_when_the_run_state_is_unreadable(run_dir, tmp_path):
+    res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": PLAN, "run_dir": str(tmp_path / "gone"),
+                                              "release": False}).run(task_vars={})
+    assert res["failed"] and "outcome is unknown" in res["msg"]
+
+
+def test_finish_in_check_mode_reports_the_plan_only(tmp_path):
+    plan = dict(PLAN, steps=[])
+    res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": plan, "run_dir": ""},
+                 check_mode=True).run(task_vars={})
+    assert not res.get("failed") and res["msg"].startswith("deploy plan (check mode)")
+
+
+def test_state_read_of_a_vanished_worker_is_a_state_not_a_failed_task():
+    from ansible.errors import AnsibleConnectionFailure
+    from ansible_collections.maand.core.plugins.action import deploy_plan, deploy_state
+    act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
+    with mock.patch.object(deploy_state.ActionModule, "_low_level_execute_command",
+                           side_effect=AnsibleConnectionFailure("ssh: connect to host h1 port 22: No route to host")):
+        res = act.run(task_vars={"inventory_hostname": "h1"})
+    assert not res.get("failed") and not res.get("unreachable"), res
+    assert res["state"] == {"reachable": False, "error": "AnsibleConnectionFailure: ssh: connect to host h1 port 22: "
+                                                         "No route to host"}
+    assert "cannot read the deploy state of h1" in res["warnings"][0]
+    state = deploy_plan._host_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")
+    assert state == {"reachable": False, "error": res["state"]["error"]}
+
+
+def test_state_read_of_a_broken_agent_answer_is_unreachable():
+    from ansible_collections.maand.core.plugins.action import deploy_state
+    act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
+    with mock.patch.object(deploy_state.ActionModule, "_low_level_execute_command",
+                           return_value={"rc": 1, "stdout": "", "stderr": "python3: not found"}):
+        res = act.run(task_vars={"inventory_hostname": "h1"})
+    assert not res.get("failed") and res["state"]["reachable"] is False, res
+    assert "python3: not found" in res["state"]["error"], res
+
+
+def test_state_read_of_a_good_worker_is_reachable():
+    import json as _json
+    from ansible_collections.maand.core.plugins.action import deploy_plan, deploy_state
+    act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
+    answer = {"exists": True, "worker": None, "jobs": None, "deployed": {}, "trees": [], "pending": [], "bad": [],
+              "others": []}
+    with mock.patch.object(deploy_state.ActionModule, "_low_level_execute_command",
+                           return_value={"rc": 0, "stdout": _json.dumps(answer), "stderr": ""}):
+        res = act.run(task_vars={"inventory_hostname": "h1"})
+    assert not res.get("failed") and res["state"]["reachable"] is True, res
+    assert deploy_plan._host_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")["exists"] is True
+
+
+def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tmp_path, monkeypatch):
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock
+    assert not action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0}).run(task_vars={}).get("failed")
+    monkeypatch.setenv(DR.FAULT_ENV, "finish")
+    released = []
+    monkeypatch.setattr(_deploy_lock, "release", lambda bucket, pid: released.append(bucket))
+    res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": PLAN, "run_dir": run_dir}).run(
+        task_vars={})
+    assert res["failed"] and "the deploy finish step crashed" in res["msg"] and "InjectedFault" in res["msg"], res
+    assert released == [str(tmp_path)]
+    assert os.path.isdir(run_dir)  # kept for inspection
+
+
+def test_finish_returns_the_verdict_and_writes_the_table_to_the_screen(tmp_path, monkeypatch):
+    from tests.unit.plugin_utils.deploy.test_deploy_run import answer_all
+    steps = [dict(step, gates=[]) for step in PLAN["steps"]]  # no probes here: gates are test_deploy_progress's
+    rows = [{"job": "api", "worker": h, "action": "start", "from_version": None, "to_version": "1.0.0"}
+            for h in ("h1", "h2")]
+    rows.append({"job": "web", "worker": "h3", "action": "skip", "from_version": "1.0.0", "to_version": "1.0.0"})
+    plan = dict(PLAN, steps=steps, rows=rows)
+    (tmp_path / "data").mkdir()
+    run_dir = DR.new_run(str(tmp_path), plan)
+    for seg in DR.segments(plan, 3):
+        res = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": seg["step"]}).run(task_vars={})
+        assert not res.get("failed"), res
+        answer_all(run_dir, DR.step_key(seg["step"]), res["hosts"])
+    shown = []
+    monkeypatch.setattr(deploy_finish.display, "display", lambda msg, **kw: shown.append(msg))
+    res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": plan, "run_dir": run_dir,
+                                              "release": False}).run(task_vars={})
+    assert not res.get("failed"), res
+    assert [(v["job"], v["worker"], v["result"]) for v in res["verdict"]] == [
+        ("api", "h1", "started"), ("api", "h2", "started"), ("web", "h3", "unchanged")]
+    assert res["verdict_line"] == "deploy done: 2 started, 1 unchanged"
+    assert res["workers"] == {"h1": "ok", "h2": "ok", "h3": "ok"}
+    assert shown[0].split() == ["JOB", "WORKER", "ACTION", "RESULT", "GATE", "VERSION"]  # default callback
+    assert shown[-2:] == ["workers: 3 ok", "deploy done: 2 started, 1 unchanged"]

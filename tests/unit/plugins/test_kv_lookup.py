@@ -1,0 +1,60 @@
+"""lookup('maand.core.kv', ...) reads the store build writes; secrets only with reveal=true."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+from ansible import constants as C
+from ansible.errors import AnsibleLookupError
+
+from ansible_collections.maand.core.plugins.lookup import kv as kv_lookup
+from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from tests.unit.plugin_utils.build.test_kv_build import bucket
+
+
+@pytest.fixture(scope="module")
+def lookup():
+    """The plugin with its documented options registered, as the plugin loader would."""
+    options = yaml.safe_load(kv_lookup.DOCUMENTATION)["options"]
+    C.config.initialize_plugin_configuration_definitions("lookup", "maand.core.kv", options)
+    plugin = kv_lookup.LookupModule()
+    plugin._load_name = "maand.core.kv"
+    return plugin
+
+
+@pytest.fixture()
+def built(tmp_path):
+    root = bucket(tmp_path)
+    assert _build.build(root).written
+    store = _kv_store.KVStore.load(root)
+    store.put("secrets/job/api", "db_password", "p@ss-123")
+    store.save()
+    return root
+
+
+def test_reads_values_and_namespaces_from_the_store(lookup, built):
+    assert lookup.run(["vars/job/api", "service_name"], {}, bucket=built) == ["api-gateway"]
+    [ns] = lookup.run(["maand/job/api"], {}, bucket=built)
+    assert ns["workers"] == "10.0.0.1,10.0.0.2"
+    assert lookup.run(["vars/job/api", "nope"], {}, bucket=built, default="d") == ["d"]
+    with pytest.raises(AnsibleLookupError, match="key nope not found in namespace vars/job/api"):
+        lookup.run(["vars/job/api", "nope"], {}, bucket=built)
+
+
+def test_secrets_need_reveal(lookup, built):
+    with pytest.raises(AnsibleLookupError, match="pass reveal=true"):
+        lookup.run(["secrets/job/api", "db_password"], {}, bucket=built)
+    assert lookup.run(["secrets/job/api", "db_password"], {}, bucket=built, reveal=True) == ["p@ss-123"]
+    os.unlink(os.path.join(built, "secrets", "kv.key"))
+    with pytest.raises(AnsibleLookupError, match="secrets/kv.key is missing"):
+        lookup.run(["secrets/job/api", "db_password"], {}, bucket=built, reveal=True)
+    # other namespaces still read without the key
+    assert lookup.run(["vars/job/api", "service_name"], {}, bucket=built) == ["api-gateway"]
+
+
+def test_read_rules_apply_with_job(lookup, built):
+    with pytest.raises(AnsibleLookupError, match="vars/job/other namespace is not available for job api"):
+        lookup.run(["vars/job/other", "x"], {}, bucket=built, job="api", worker_ip="10.0.0.1")
