@@ -11,6 +11,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
 
 display = Display()
@@ -59,7 +60,7 @@ class ActionModule(ControllerAction):
         try:
             outcome = _build.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
                                    purge_job_kv=purge_job_kv)
-        except _catalog.LockBusy as exc:
+        except _storage.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result
 

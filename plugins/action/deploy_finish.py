@@ -16,6 +16,7 @@ from ansible_collections.maand.core.plugins.action.deploy_step import gate_runne
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, plan as _deploy_plan, progress as _deploy_progress, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
@@ -62,7 +63,7 @@ def prune(bucket, plan, done, result, problems):
     if not (cleaned or dead or purged) or not plan.get("bucket_id"):
         return
     try:
-        with _catalog.bucket_lock(bucket, wait=True):
+        with _storage.bucket_lock(bucket, wait=True):
             catalog = _catalog.read_catalog(bucket)
             if catalog is None or catalog.get("bucket_id") != plan["bucket_id"]:
                 return

@@ -11,7 +11,7 @@ import os
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan, remote as _deploy_remote, jobspec_deploy as _jobspec_deploy
-from ansible_collections.maand.core.plugins.plugin_utils.build.job_checks import target_problem
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import target_problem
 
 ARGUMENT_SPEC = {
     "bucket_id": {"type": "str", "required": True},

@@ -11,6 +11,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 
@@ -115,7 +116,7 @@ class ActionModule(ControllerAction):
             return
         failed, worker_problems = deletions(hostvars, args["hosts"], args["deleted_var"], planned)
         problems += worker_problems
-        with _catalog.bucket_lock(bucket, wait=True):
+        with _storage.bucket_lock(bucket, wait=True):
             catalog, store = self._inputs(bucket)
             if catalog.get("bucket_id") != planned.bucket_id:
                 raise _gc.GCError("data/catalog.json now holds bucket_id %s, not %s: the catalog and KV were left as "

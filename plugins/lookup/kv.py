@@ -85,6 +85,8 @@ _raw:
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
+from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build  # noqa: E402
+
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv  # noqa: E402
 
 _UNSET = object()
@@ -101,7 +103,7 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError("maand.core.kv: %s is a secrets namespace; pass reveal=true to"
                                      " decrypt it (and mark the task no_log)" % namespace)
         try:
-            store = _kv.read_kv(self.get_option("bucket"), reveal_secrets=reveal and _kv.is_secret_ns(namespace))
+            store = _kv_build.read_kv(self.get_option("bucket"), reveal_secrets=reveal and _kv.is_secret_ns(namespace))
             self._check_rules(namespace)
         except _kv.KVError as exc:
             raise AnsibleLookupError("maand.core.kv: %s" % exc) from None

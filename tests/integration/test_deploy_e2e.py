@@ -150,7 +150,8 @@ def test_06_disable_stops_and_reenable_starts(env):
 
 
 def test_07_remove_job_and_worker_keeps_data_and_logs(env):
-    from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store
+    from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
     h3 = env.hosts[3]
     store = _kv_store.KVStore.load(str(env.bucket))  # what a hook of job2 would have written
     store.put("vars/job/job2", "cluster_initialized", "true")
@@ -161,7 +162,7 @@ def test_07_remove_job_and_worker_keeps_data_and_logs(env):
     workers = json.loads((env.bucket / "workspace" / "workers.json").read_text())
     (env.bucket / "workspace" / "workers.json").write_text(json.dumps([w for w in workers if w["host"] != h3]))
     env.build()
-    kv = _kv.read_kv(str(env.bucket), reveal_secrets=True)  # removed, not cleaned up yet: kept
+    kv = _kv_build.read_kv(str(env.bucket), reveal_secrets=True)  # removed, not cleaned up yet: kept
     assert kv["vars/job/job2"] == {"cluster_initialized": "true"} and kv["secrets/job/job2"] == {"root_token": "t0k3n-job2"}
     rc, out = env.deploy("--check", "--diff")
     assert re.search(r"job2\s+\S+\s+remove\s+job left the workspace", out), out
@@ -182,7 +183,7 @@ def test_07_remove_job_and_worker_keeps_data_and_logs(env):
     assert all(a["state"] != "removed" for a in cat["allocations"]), cat["allocations"]
     assert h3 not in [w["host"] for w in cat["workers"]]
     assert "job2" not in [j["name"] for j in cat["jobs"]]
-    kv = _kv.read_kv(str(env.bucket), reveal_secrets=True)  # cleaned up and out of the catalog: tombstoned
+    kv = _kv_build.read_kv(str(env.bucket), reveal_secrets=True)  # cleaned up and out of the catalog: tombstoned
     assert "vars/job/job2" not in kv and "secrets/job/job2" not in kv and kv["vars/job/api"]["kept"] == "yes"
     assert "KV: 2 key(s) of removed job(s) job2 deleted" in out, out
     rc, out = env.deploy()

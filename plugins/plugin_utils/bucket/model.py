@@ -23,9 +23,9 @@ import re
 import tomllib
 from typing import Any, Optional
 
-from ..build import job_checks as _job_checks
+from . import job_checks as _job_checks
 from . import readers as _readers, schemas as _schemas
-from ..placement.hardware import ARCHES, normalize_arch
+from .units import ARCHES, normalize_arch
 from .problems import Report, did_you_mean
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
 
@@ -745,7 +745,7 @@ def load_job(bucket, name, report):
     return job
 
 
-def load_jobs(bucket, report):
+def load_jobs(bucket, report, job_set_checks=()):
     root = os.path.join(bucket.path, JOBS_DIR)
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
@@ -773,7 +773,8 @@ def load_jobs(bucket, report):
         job = load_job(bucket, entry.name, report)
         if job is not None:
             bucket.jobs[job.name] = job
-    _job_checks.check_prometheus(bucket, report)
+    for check in job_set_checks:  # checks of later stages (build: the _prometheus/ folders)
+        check(bucket, report)
     for name in sorted(set(bucket.job_configs) - set(bucket.jobs)):
         report.warn("ErrInvalidBucketJobsConf", "workspace/" + bucket.job_config_file, name,
                     "section for unknown job %s is ignored" % name, "remove it or fix the job name")
@@ -816,8 +817,9 @@ def data_dir_problem(bucket_dir):
     return None
 
 
-def load_bucket(path, report=None):
-    """Read the whole bucket. Returns (Bucket, Report); check report.ok before using the bucket."""
+def load_bucket(path, report=None, job_set_checks=()):
+    """Read the whole bucket. Returns (Bucket, Report); check report.ok before using the bucket.
+    job_set_checks: callables (bucket, report) run once every job is read, in order."""
     report = report if report is not None else Report()
     bucket = Bucket(path)
     if not os.path.isdir(bucket.path):
@@ -831,6 +833,6 @@ def load_bucket(path, report=None):
     load_bucket_conf(bucket, report)
     load_job_configs(bucket, report)
     load_workers(bucket, report)
-    load_jobs(bucket, report)
+    load_jobs(bucket, report, job_set_checks)
     load_disabled(bucket, report)
     return bucket, report  # job.rules are compiled next by _build (_select.compile_rules)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from typing import Any
 
 MEMORY_UNITS = {"mb": 1.0, "gb": 1024.0, "tb": 1024.0 * 1024.0}
 CPU_UNITS = {"mhz": 1.0, "ghz": 1000.0, "thz": 1000000.0}
@@ -135,3 +136,23 @@ def parse_version(value):
             raise ValueError("invalid job version: invalid segment %r in %r" % (part, value))
         numbers[i] = int(part)
     return Version(numbers[0], numbers[1], numbers[2], pre)
+
+
+# Juju's architecture names, and the `uname -m` names facts probes, mapped onto them.
+ARCHES = ("amd64", "arm64", "armhf", "i386", "ppc64el", "riscv64", "s390x")
+ARCH_ALIASES = {"x86_64": "amd64", "x64": "amd64", "aarch64": "arm64", "armv8l": "arm64", "armv7l": "armhf",
+                "armv6l": "armhf", "arm": "armhf", "i686": "i386", "i586": "i386", "i486": "i386", "x86": "i386",
+                "ppc64le": "ppc64el"}
+
+
+def normalize_arch(value: Any):
+    """'x86_64' -> 'amd64', 'ARM64' -> 'arm64'; None/'' -> None. Raises ValueError for an unknown name."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected an architecture name such as amd64, got {type(value).__name__}")
+    name = value.strip().lower()
+    name = ARCH_ALIASES.get(name, name)
+    if name not in ARCHES:
+        raise ValueError(f"unknown architecture {value!r}: use one of {', '.join(ARCHES)}")
+    return name

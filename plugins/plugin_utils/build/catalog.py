@@ -11,30 +11,21 @@ bucket cannot interleave and a crash never leaves a truncated catalog.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import json
 import os
 import re
-import tempfile
 
 from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
 from ..bucket import schemas as _schemas
+from ..bucket.storage import DATA_DIR, atomic_write
 
 CATALOG_FORMAT = 1
-DATA_DIR = "data"
 CATALOG_FILE = "catalog.json"
-LOCK_FILE = ".lock"
 CATALOG_REL = DATA_DIR + "/" + CATALOG_FILE
 BUCKET_ID_FILE = "bucket_id"  # a copy of the catalog's bucket_id, so a lost catalog does not lose the id
 
 
 class CatalogError(Exception):
-    pass
-
-
-class LockBusy(CatalogError):
     pass
 
 
@@ -132,40 +123,6 @@ def dumps(catalog):
     return json.dumps(catalog, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def atomic_write(path, text, mode=0o644):
-    """Write text to path so that readers see either the old or the new file, never a mix.
-
-    The temp file is `.<name>.<random>.tmp` in the same folder (so os.replace is atomic and a killed
-    writer's leftovers are recognisable). An existing file keeps its mode and, when permitted, its
-    owner; a new one gets `mode`. On any error or interrupt the temp file is removed."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        existing = os.stat(path)
-    except FileNotFoundError:
-        existing = None
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fchmod(handle.fileno(), existing.st_mode & 0o7777 if existing else mode)
-            if existing is not None:
-                with contextlib.suppress(PermissionError):
-                    os.fchown(handle.fileno(), existing.st_uid, existing.st_gid)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # persist the rename itself
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
 def write_catalog(bucket_dir, catalog):
     """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock()."""
     os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
@@ -182,25 +139,6 @@ def recorded_bucket_id(bucket_dir):
     except (OSError, ValueError):
         return None
     return text if re.match(_catalog_schema.UUID_PATTERN, text) else None
-
-
-@contextlib.contextmanager
-def bucket_lock(bucket_dir, wait=False):
-    """Exclusive lock on the bucket's data/ folder. Raises LockBusy when another run holds it."""
-    os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
-    path = os.path.join(bucket_dir, DATA_DIR, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise LockBusy("another maand.core run holds %s/%s on this bucket; wait for it to finish" % (
-                    DATA_DIR, LOCK_FILE))
-            raise
-        yield
-    finally:
-        os.close(fd)
 
 
 def diff_catalogs(old, new):

@@ -22,11 +22,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from . import catalog as _catalog
 from ..kv import gotemplate as _gotemplate, functions as _kv, store as _kv_store, prometheus as _prometheus
 
 # Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
 # read by maand's Prometheus assembly (scrape.yaml.tpl has its own function map).
 SKIPPED_DIRS = ("_modules", "_prometheus")
+
+KV_FILE = os.path.join("data", "kv.json")
 
 
 @dataclasses.dataclass
@@ -137,7 +140,7 @@ def check_prometheus(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prep
                      "fix the scrape file (maand's _prometheus/ rules: docs/templates.md, Prometheus)")
         return False
     except (_kv.KVError, _kv_store.KVStoreError) as exc:
-        report.error("ErrInvalidJob", _kv.KV_FILE, "", "scrape.yaml.tpl needs the KV: %s" % exc,
+        report.error("ErrInvalidJob", KV_FILE, "", "scrape.yaml.tpl needs the KV: %s" % exc,
                      "restore data/kv.json (and secrets/kv.key) or remove the template's reads")
         return False
     return True
@@ -206,3 +209,29 @@ def _ca_cert(bucket_dir: str) -> str | None:
             return handle.read()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+# --- reading a bucket's KV ---------------------------------------------------------------------
+
+def read_kv(bucket_dir: str, reveal_secrets: bool = False,
+            mask: str | None = None) -> dict[str, dict[str, str]]:
+    """The bucket's KV: the store build keeps in data/kv.json (_kv_store), else computed from the
+    catalog (a bucket built before the store existed; it has no secrets then).
+
+    secrets/ namespaces are decrypted only with reveal_secrets (which needs secrets/kv.key);
+    otherwise their values read as mask when one is given, else they are left out.
+    """
+    if _kv_store.KVStore.exists(bucket_dir):
+        try:
+            return _kv_store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
+        except _kv_store.KVStoreError as exc:
+            raise _kv.KVError(str(exc)) from None
+    try:
+        catalog = _catalog.read_catalog(bucket_dir)
+    except _catalog.CatalogError as exc:
+        raise _kv.KVError(str(exc)) from None
+    if catalog is None:
+        raise _kv.KVError("%s has no data/catalog.json; build the bucket first"
+                      " (ansible-playbook maand.core.build -e maand_bucket=%s)"
+                      % (bucket_dir, bucket_dir))
+    return _kv.compute_kv(catalog, _kv.load_job_vars(bucket_dir, catalog))

@@ -13,9 +13,10 @@ import contextlib
 import gc
 import uuid
 
-from . import catalog as _catalog, certs as _certs, certs_build as _certs_build, fingerprint as _fingerprint, jobspec_build as _jobspec_build, kv_build as _kv_build, maand_db as _maand_db
+from ..bucket import storage as _storage
+from . import catalog as _catalog, prometheus_checks as _prometheus_checks, certs as _certs, certs_build as _certs_build, fingerprint as _fingerprint, jobspec_build as _jobspec_build, kv_build as _kv_build, maand_db as _maand_db
 from ..placement.explain import report_shortfalls
-from .job_checks import resolve_health
+from ..bucket.job_checks import resolve_health
 from ..bucket.model import WORKERS_FILE, data_dir_problem, load_bucket
 from ..placement.place import place
 from ..bucket.problems import Report
@@ -78,7 +79,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         report.warn("ErrInvalidMaandDB", _maand_db.DB_REL, "", "not read: this bucket was taken over (maand.core keeps"
                     " %s); maand's database no longer follows the bucket" % _catalog.CATALOG_REL,
                     "move data/maand.db out of data/ (keep it as a backup) and stop using maand on this bucket")
-    bucket, dummy = load_bucket(bucket_dir, report)
+    bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(_prometheus_checks.check_prometheus,))
     compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
     result.bucket = bucket
     result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
@@ -206,14 +207,14 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
 
 def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
-    written when result.report has errors. Raises _catalog.LockBusy if another run holds the lock.
+    written when result.report has errors. Raises _storage.LockBusy if another run holds the lock.
     purge_job_kv: maand build --purge-job-kv (_kv_build.write)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
                          inputs=_fingerprint.compute(bucket_dir), strict=strict)
         _finish(result)
         return result
-    with _catalog.bucket_lock(bucket_dir):
+    with _storage.bucket_lock(bucket_dir):
         # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
         inputs = _fingerprint.compute(bucket_dir)
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,

@@ -33,7 +33,7 @@ import hashlib
 import json
 import os
 
-from ..build import catalog as _catalog
+from ..bucket import storage as _storage
 from ..bucket import content as _deploy_files
 from ..bucket import jobspec as JS
 from ..worker import agent as _worker_agent
@@ -196,7 +196,7 @@ def slots_for(worker: dict, override: int = 0) -> int:
 
 
 def history_path(bucket: str) -> str:
-    return os.path.join(bucket, _catalog.DATA_DIR, HISTORY_FILE)
+    return os.path.join(bucket, _storage.DATA_DIR, HISTORY_FILE)
 
 
 def load_history(bucket: str) -> dict:
@@ -221,7 +221,7 @@ def record_history(bucket: str, runs: list) -> None:
         history = load_history(bucket)
         for job, target, seconds, failed, worker in runs:
             history = JS.history_record(history, job, target, seconds, failed, worker)
-        _catalog.atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
+        _storage.atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
 
 
 def order_host_ops(ops: list, specs: dict, history: dict, slots: int) -> tuple:

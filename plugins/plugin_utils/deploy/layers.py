@@ -25,7 +25,7 @@ import stat
 import tarfile
 import tempfile
 
-from ..build import catalog as _catalog
+from ..bucket import storage as _storage
 from ..bucket.content import RUNTIME_DIRS
 
 STAGE_DIR = ".jobspec-layers"
@@ -38,7 +38,7 @@ class LayerError(ValueError):
 
 
 def stage_dir(bucket: str, job: str) -> str:
-    return os.path.join(bucket, _catalog.DATA_DIR, STAGE_DIR, job)
+    return os.path.join(bucket, _storage.DATA_DIR, STAGE_DIR, job)
 
 
 def stage(bucket: str, job: str, job_dir: str, layers: list, dest: str) -> str:

@@ -17,7 +17,8 @@ import os
 import socket
 import time
 
-from ..build import catalog as _catalog
+from ..bucket import storage as _storage
+
 
 LOCK_NAME = "deploy.lock"
 
@@ -27,7 +28,7 @@ class DeployLocked(Exception):
 
 
 def lock_path(bucket_dir):
-    return os.path.join(bucket_dir, _catalog.DATA_DIR, LOCK_NAME)
+    return os.path.join(bucket_dir, _storage.DATA_DIR, LOCK_NAME)
 
 
 def process_start(pid):
@@ -90,26 +91,26 @@ def acquire(bucket_dir, pid, check_only=False):
     Re-acquiring a lock this pid already holds is a no-op (taken False). check_only verifies that the
     lock is free without writing anything (check mode).
     """
-    with _catalog.bucket_lock(bucket_dir, wait=True):
+    with _storage.bucket_lock(bucket_dir, wait=True):
         owner = read_lock(bucket_dir)
         if owner and not owner.get("corrupt") and owner.get("pid") == pid and owner.get("host") == socket.gethostname():
             return False, "deploy lock already held by this run"
         live = holder(bucket_dir)
         if live is not None:
             raise DeployLocked("another deploy holds %s/%s (%s); wait for it to finish. If that process is gone "
-                               "from another machine, delete the file." % (_catalog.DATA_DIR, LOCK_NAME, describe(live)))
+                               "from another machine, delete the file." % (_storage.DATA_DIR, LOCK_NAME, describe(live)))
         note = ("took over a stale deploy lock (%s, no longer running)" % describe(owner)) if owner else "deploy lock taken"
         if check_only:
             return False, "check mode: deploy lock is free (not taken)"
         record = {"pid": pid, "start": process_start(pid), "host": socket.gethostname(),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        _catalog.atomic_write(lock_path(bucket_dir), json.dumps(record, sort_keys=True) + "\n")
+        _storage.atomic_write(lock_path(bucket_dir), json.dumps(record, sort_keys=True) + "\n")
         return True, note
 
 
 def release(bucket_dir, pid):
     """Remove the lock if pid owns it. Returns True when a file was removed."""
-    with _catalog.bucket_lock(bucket_dir, wait=True):
+    with _storage.bucket_lock(bucket_dir, wait=True):
         owner = read_lock(bucket_dir)
         if not owner or owner.get("pid") != pid or owner.get("host") != socket.gethostname():
             return False

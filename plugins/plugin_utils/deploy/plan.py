@@ -33,7 +33,7 @@ import itertools
 from ..bucket import content as files_mod
 from ..kv import functions as _kv_mod
 from ..worker import agent as _worker_agent
-from ..build.job_checks import resolve_health
+from ..bucket.job_checks import resolve_health
 from ..bucket.problems import did_you_mean
 
 ACTIONS = ("start", "restart", "reload", "sync", "rollback", "skip", "stop", "remove", "purge", "unreachable")

@@ -21,7 +21,7 @@ import os
 import shutil
 import time
 
-from ..build import catalog as _catalog
+from ..bucket import storage as _storage
 from . import run_state as RS
 
 RUN_DIR = ".deploy-run"
@@ -50,12 +50,12 @@ def inject_fault(point, environ=None):
 
 
 def runs_root(bucket):
-    return os.path.join(bucket, _catalog.DATA_DIR, RUN_DIR)
+    return os.path.join(bucket, _storage.DATA_DIR, RUN_DIR)
 
 
 def _write_json(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _catalog.atomic_write(path, json.dumps(data, sort_keys=True))
+    _storage.atomic_write(path, json.dumps(data, sort_keys=True))
 
 
 def _read_json(path):

@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 from ..bucket import content as _deploy_files
+from ..build import kv_build as _kv_build
 from ..kv import gotemplate as _gotemplate, functions as _kv, secrets as _secrets
 
 GO_SUFFIX = ".tpl"
@@ -570,7 +571,7 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
     from ..kv import store as _kv_store
 
     if not _kv_store.KVStore.exists(bucket_dir):
-        return dict(_kv.read_kv(bucket_dir)), digest_loader(bucket_dir)
+        return dict(_kv_build.read_kv(bucket_dir)), digest_loader(bucket_dir)
     try:
         store = _kv_store.KVStore.load(bucket_dir)
     except _kv_store.KVStoreError as exc:

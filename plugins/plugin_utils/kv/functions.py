@@ -556,35 +556,3 @@ def allocation_data(catalog: Mapping[str, Any], job: str, worker_ip: str,
         WorkerID=str(worker.get("worker_id") or stable_uuid(worker_ip)), WorkerIP=worker_ip,
         Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
         BucketPath="/opt/worker/%s" % bucket_id, JobPath="/opt/worker/%s/jobs/%s" % (bucket_id, job))
-
-
-# --- reading a bucket's KV ---------------------------------------------------------------------
-
-KV_FILE = os.path.join("data", "kv.json")
-
-
-def read_kv(bucket_dir: str, reveal_secrets: bool = False,
-            mask: str | None = None) -> dict[str, dict[str, str]]:
-    """The bucket's KV: the store build keeps in data/kv.json (_kv_store), else computed from the
-    catalog (a bucket built before the store existed; it has no secrets then).
-
-    secrets/ namespaces are decrypted only with reveal_secrets (which needs secrets/kv.key);
-    otherwise their values read as mask when one is given, else they are left out.
-    """
-    from ..build import catalog as _catalog
-    from . import store as _kv_store  # imported here to keep _kv light for templates
-
-    if _kv_store.KVStore.exists(bucket_dir):
-        try:
-            return _kv_store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
-        except _kv_store.KVStoreError as exc:
-            raise KVError(str(exc)) from None
-    try:
-        catalog = _catalog.read_catalog(bucket_dir)
-    except _catalog.CatalogError as exc:
-        raise KVError(str(exc)) from None
-    if catalog is None:
-        raise KVError("%s has no data/catalog.json; build the bucket first"
-                      " (ansible-playbook maand.core.build -e maand_bucket=%s)"
-                      % (bucket_dir, bucket_dir))
-    return compute_kv(catalog, load_job_vars(bucket_dir, catalog))

@@ -23,7 +23,7 @@ Who owns what (maand build/build_variables.go): build owns ``maand/*``, ``vars/b
 deploy and gc purge them (``drop_jobs``).
 
 The file is replaced atomically (temp file + os.replace). Writers hold the bucket lock
-(``_catalog.bucket_lock``, which build already takes) around load..save. No Ansible imports.
+(``_storage.bucket_lock``, which build already takes) around load..save. No Ansible imports.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import os
 import time
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..build import catalog as _catalog
+from ..bucket import storage as _storage
 from . import secrets as _secrets
 
 KV_REL = os.path.join("data", "kv.json")
@@ -174,7 +174,7 @@ class KVStore:
     def edit(cls, bucket_dir: str, wait: bool = True) -> Iterator["KVStore"]:
         """Load, let the caller change, save: all under the bucket lock (for hooks and gc; build
         already holds the lock and calls load/save itself). Nothing is saved if the block raises."""
-        with _catalog.bucket_lock(bucket_dir, wait=wait):
+        with _storage.bucket_lock(bucket_dir, wait=wait):
             store = cls.load(bucket_dir)
             yield store
             store.save()
@@ -190,7 +190,7 @@ class KVStore:
             return False
         os.makedirs(os.path.join(self.bucket_dir, "data"), exist_ok=True)
         text = json.dumps(self.as_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        _catalog.atomic_write(self.path_of(self.bucket_dir), text, mode=0o600)
+        _storage.atomic_write(self.path_of(self.bucket_dir), text, mode=0o600)
         self.dirty = False
         return True
 

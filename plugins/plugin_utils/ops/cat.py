@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..build import catalog as _catalog
 from ..deploy import run as _deploy_run
+from ..build import kv_build as _kv_build
 from ..kv import functions as _kv, store as _kv_store
 from ..bucket.problems import did_you_mean
 
@@ -262,7 +263,7 @@ def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) 
         with open(ca_path, encoding="utf-8", errors="replace") as handle:
             table.rows.append(_cert_row("ca", "", "", "ca", _certs.cert_status(handle.read(), buffer)))
     try:
-        snapshot = _kv.read_kv(bucket_dir)
+        snapshot = _kv_build.read_kv(bucket_dir)
     except _kv.KVError as exc:
         raise CatError(str(exc)) from None
     for ns, keys in sorted(snapshot.items()):

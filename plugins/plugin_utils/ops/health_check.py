@@ -25,7 +25,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from ..deploy.gate import describe
-from ..build.job_checks import DEFAULT_HEALTH, resolve_health
+from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 
 WORKER = "(worker)"

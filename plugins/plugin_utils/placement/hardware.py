@@ -37,6 +37,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from .bits import iter_bits
+from ..bucket.units import ARCHES, normalize_arch  # noqa: F401 (re-exported in __all__: the hardware vocabulary)
 
 __all__ = ["HardwareError", "HardwareIndex", "HardwareMasks", "parse_hardware", "merge_hardware",
            "hardware_mask", "hardware_maxima", "hardware_shortfalls", "format_hardware",
@@ -48,29 +49,11 @@ ALL_KEYS = KEYS + MATCH_KEYS
 ALIASES = {"ram": "mem"}
 # The worker record fields (catalog / workers.json model) each key reads.
 FIELDS = {"mem": "memory_mb", "cpu": "cpu_mhz", "cores": "cores", "storage": "storage_mb", "arch": "arch"}
-# Juju's architecture names, and the `uname -m` names facts probes, mapped onto them.
-ARCHES = ("amd64", "arm64", "armhf", "i386", "ppc64el", "riscv64", "s390x")
-ARCH_ALIASES = {"x86_64": "amd64", "x64": "amd64", "aarch64": "arm64", "armv8l": "arm64", "armv7l": "armhf",
-                "armv6l": "armhf", "arm": "armhf", "i686": "i386", "i586": "i386", "i486": "i386", "x86": "i386",
-                "ppc64le": "ppc64el"}
 _UNIT = {"mem": " MB", "cpu": " MHz", "cores": "", "storage": " MB"}
 _SIZE_UNITS = {"": 1, "m": 1, "mb": 1, "g": 1024, "gb": 1024, "t": 1024 ** 2, "tb": 1024 ** 2}
 _CPU_UNITS = {"": 1, "mhz": 1, "ghz": 1000, "thz": 1000 ** 2}
 _NUM = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)")
 _KNOWN = "mem (alias ram), cpu, cores, storage, arch"
-
-
-def normalize_arch(value: Any):
-    """'x86_64' -> 'amd64', 'ARM64' -> 'arm64'; None/'' -> None. Raises ValueError for an unknown name."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"expected an architecture name such as amd64, got {type(value).__name__}")
-    name = value.strip().lower()
-    name = ARCH_ALIASES.get(name, name)
-    if name not in ARCHES:
-        raise ValueError(f"unknown architecture {value!r}: use one of {', '.join(ARCHES)}")
-    return name
 
 
 class HardwareError(ValueError):

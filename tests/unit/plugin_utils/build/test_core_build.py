@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
 
@@ -330,8 +331,8 @@ def test_catalog_shape(tmp_path):
 
 def test_lock_refuses_a_second_run(tmp_path):
     make_bucket(tmp_path, [W1], {})
-    with _catalog.bucket_lock(str(tmp_path)):
-        with pytest.raises(_catalog.LockBusy):
+    with _storage.bucket_lock(str(tmp_path)):
+        with pytest.raises(_storage.LockBusy):
             _build.build(str(tmp_path))
     assert _build.build(str(tmp_path)).report.ok
 
@@ -352,6 +353,6 @@ def test_atomic_write_keeps_old_file_when_replace_fails(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError):
-        _catalog.atomic_write(path, "new\n")
+        _storage.atomic_write(path, "new\n")
     assert open(path).read() == "old\n"
     assert os.listdir(str(tmp_path)) == ["catalog.json"]

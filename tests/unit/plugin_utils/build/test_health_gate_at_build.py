@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
-from ansible_collections.maand.core.plugins.plugin_utils.build.job_checks import resolve_health
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import resolve_health
 from tests.bucket_factory import make_bucket
 from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, content, job, states
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.maand.core.plugins.filter.makefile_target import makefile_target
-from ansible_collections.maand.core.plugins.plugin_utils.build.job_checks import target_problem
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import target_problem
 
 MAKEFILE = """.PHONY: start stop migrate
 VAR := 1

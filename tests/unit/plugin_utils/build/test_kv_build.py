@@ -10,7 +10,7 @@ import os
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, kv_build as _kv_build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 
 WORKERS = ('[{"host":"10.0.0.1","labels":["worker","api"],"memory":"4 gb","cpu":"2 ghz"},'
@@ -41,7 +41,7 @@ def test_build_writes_the_kv_after_the_catalog_and_check_mode_writes_nothing(tmp
     assert checked.report.ok and not os.path.exists(os.path.join(root, "data", "kv.json"))
     result = _build.build(root)
     assert result.written and any(line.startswith("KV: ") and "added" in line for line in result.changes)
-    kv = _kv.read_kv(root)
+    kv = _kv_build.read_kv(root)
     assert kv["vars/job/api"] == {"service_name": "api-gateway"}
     assert kv["vars/bucket"]["environment"] == "staging"
     assert kv["maand/job/api"]["workers"] == "10.0.0.1,10.0.0.2"
@@ -62,7 +62,7 @@ def test_rebuild_drops_stale_build_keys_and_keeps_hook_keys(tmp_path):
     ws(root, "jobs/api/vars.toml", 'service_name = "renamed"\n')
     result = _build.build(root)
     assert result.report.ok, errors(result)
-    kv = _kv.read_kv(root, reveal_secrets=True)
+    kv = _kv_build.read_kv(root, reveal_secrets=True)
     assert kv["vars/job/api"] == {"service_name": "renamed", "written_by_hook": "yes"}
     assert kv["secrets/job/api"] == {"token": "s3cr3t-value"}
     assert "maand/worker/10.0.0.2" not in kv and "maand/job/api/worker/10.0.0.2" not in kv
@@ -89,14 +89,14 @@ def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(
     assert _build.build(root).report.ok
     catalog = _catalog.read_catalog(root)
     assert any(j["name"] == "api" and j.get("removed") for j in catalog["jobs"])
-    kv = _kv.read_kv(root, reveal_secrets=True)  # removed, not cleaned up on its workers yet: kept
+    kv = _kv_build.read_kv(root, reveal_secrets=True)  # removed, not cleaned up on its workers yet: kept
     assert kv["vars/job/api"] == {"service_name": "api-gateway"} and kv["secrets/job/api"] == {"token": "s3cr3t-value"}
     assert "maand/job/api" not in kv  # build-owned: gone at once
     cleaned = [{"job": a["job"], "worker": a["worker"]} for a in catalog["allocations"] if a["job"] == "api"]
     pruned = _deploy_plan.prune_catalog(catalog, cleaned)
     assert "api" not in [j["name"] for j in pruned["jobs"]]
     deploy_finish.drop_job_kv(root, catalog, pruned)  # what the deploy does after it cleaned them up
-    kv = _kv.read_kv(root, reveal_secrets=True)
+    kv = _kv_build.read_kv(root, reveal_secrets=True)
     assert "vars/job/api" not in kv and "secrets/job/api" not in kv
     assert kv["vars/job/web"] == {"kept": "yes"}
     _catalog.write_catalog(root, pruned)
@@ -104,7 +104,7 @@ def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(
     store.put("vars/job/api", "stale", "x")  # left behind (say, the deploy could not write data/kv.json)
     store.save()
     result = _build.build(root)
-    assert result.report.ok and "vars/job/api" not in _kv.read_kv(root)  # the next build tombstones it
+    assert result.report.ok and "vars/job/api" not in _kv_build.read_kv(root)  # the next build tombstones it
     assert any("deleted" in line for line in result.changes if line.startswith("KV"))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as gt
+from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
 
 IP = "10.0.0.1"
@@ -449,9 +450,9 @@ def test_allocation_data_from_catalog(tmp_path):
 def test_read_kv_computes_from_the_catalog(tmp_path):
     root = e2e_bucket(tmp_path)
     with pytest.raises(_kv.KVError, match="no data/catalog.json; build the bucket first"):
-        _kv.read_kv(root)
+        _kv_build.read_kv(root)
     assert _build.build(root).written
-    kv = _kv.read_kv(root)
+    kv = _kv_build.read_kv(root)
     assert kv["vars/job/api"] == {"service_name": "api-gateway"}
     assert kv["maand/job/api"]["workers"] == "10.0.0.1,10.0.0.2"
 
@@ -460,10 +461,10 @@ def test_read_kv_prefers_data_kv_json_and_checks_it(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "kv.json").write_text('{"format": 1, "namespaces": {"vars/bucket":'
                                                ' {"a": 1}}}')
-    assert _kv.read_kv(str(tmp_path)) == {"vars/bucket": {"a": "1"}}
+    assert _kv_build.read_kv(str(tmp_path)) == {"vars/bucket": {"a": "1"}}
     (tmp_path / "data" / "kv.json").write_text('{"format": 9}')
     with pytest.raises(_kv.KVError, match="not a maand.core KV file"):
-        _kv.read_kv(str(tmp_path))
+        _kv_build.read_kv(str(tmp_path))
     (tmp_path / "data" / "kv.json").write_text('{')
     with pytest.raises(_kv.KVError, match="unreadable"):
-        _kv.read_kv(str(tmp_path))
+        _kv_build.read_kv(str(tmp_path))

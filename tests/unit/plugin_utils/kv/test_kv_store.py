@@ -14,6 +14,8 @@ import os
 
 import pytest
 
+from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store, secrets as _secrets
 
 
@@ -178,8 +180,8 @@ def test_secrets_never_plaintext_on_disk_and_masked_unless_revealed(tmp_path):
         "p@ssw0rd-XYZ", "second-Secret"]
     assert not s.put("secrets/job/api", "db_password", "second-Secret")  # same plaintext: no version
     # read_kv: secrets only when asked
-    assert "secrets/job/api" not in _kv.read_kv(str(tmp_path))
-    assert _kv.read_kv(str(tmp_path), reveal_secrets=True)["secrets/job/api"]["db_password"] == \
+    assert "secrets/job/api" not in _kv_build.read_kv(str(tmp_path))
+    assert _kv_build.read_kv(str(tmp_path), reveal_secrets=True)["secrets/job/api"]["db_password"] == \
         "second-Secret"
 
 
@@ -190,7 +192,7 @@ def test_a_secret_written_by_maand_reads_here(tmp_path):
     token = "enc:v1:bWFhbmQtbm9uY2UhgnPhDSnF0b0NuN+FBsxns6PeVNR+PQfP"  # test_secrets.GO_VECTORS
     (tmp_path / "data" / "kv.json").write_text(json.dumps({"format": 2, "namespaces": {
         "secrets/job/api": {"pw": {"value": token, "version": 1, "modified": 0}}}}))
-    assert _kv.read_kv(str(tmp_path), reveal_secrets=True) == {"secrets/job/api": {"pw": "p@ssw0rd"}}
+    assert _kv_build.read_kv(str(tmp_path), reveal_secrets=True) == {"secrets/job/api": {"pw": "p@ssw0rd"}}
 
 
 def test_tampered_ciphertext_and_missing_key_fail_naming_file_and_fix(tmp_path):
@@ -212,7 +214,7 @@ def test_tampered_ciphertext_and_missing_key_fail_naming_file_and_fix(tmp_path):
     with pytest.raises(_kv_store.KVStoreError, match="secrets/kv.key is missing"):
         store(tmp_path).snapshot(reveal_secrets=True)
     with pytest.raises(_kv.KVError, match="secrets/kv.key is missing"):
-        _kv.read_kv(str(tmp_path), reveal_secrets=True)
+        _kv_build.read_kv(str(tmp_path), reveal_secrets=True)
     assert store(tmp_path).snapshot(mask="***")["secrets/job/api"] == {"pw": "***"}
 
 

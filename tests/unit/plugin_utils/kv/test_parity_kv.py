@@ -21,7 +21,8 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 
 BUILD = "build"
@@ -72,7 +73,7 @@ def replay(root, steps):
             assert result.report.ok, [str(p) for p in result.report.errors]
         else:
             step(root)
-    return _kv.read_kv(root, reveal_secrets=True)
+    return _kv_build.read_kv(root, reveal_secrets=True)
 
 
 SVC_WORKERS = workers('[{"host":"10.0.0.1","labels":["svc"],"position":1,"hostname":"w1"},'

@@ -15,6 +15,7 @@ import os
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _kv, prometheus as prom
 from tests.maand_init import init_bucket, job, ws
 
@@ -196,7 +197,7 @@ def built(root):
     assert result.report.ok, [str(p) for p in result.report.errors]
     with open(os.path.join(root, "data", "catalog.json"), encoding="utf-8") as handle:
         catalog = json.load(handle)
-    return catalog, _kv.read_kv(root)
+    return catalog, _kv_build.read_kv(root)
 
 
 def test_build_writes_scrape_kv(tmp_path):

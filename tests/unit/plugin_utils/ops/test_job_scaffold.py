@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.maand.core.plugins.inventory import workspace as inv
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.ops import scaffold as _job_scaffold
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
+from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
 from tests.maand_init import init_bucket, ws
 
 WORKERS = '[{"host":"10.0.0.1","labels":["worker"],"memory":"4 gb","cpu":"2 ghz"}]'
@@ -35,7 +35,7 @@ def test_scaffolded_jobs_build_with_their_pool_ports(root):
     jobs = {j["name"]: j for j in result.catalog["jobs"]}
     assert set(jobs["api"]["ports"]) == {"api_port"} and set(jobs["web_2"]["ports"]) == {"web_2_port"}
     assert jobs["api"]["health_check"]
-    kv = _kv.read_kv(root)
+    kv = _kv_build.read_kv(root)
     assert kv["maand/bucket"]["api_port"] == str(jobs["api"]["ports"]["api_port"])
     assert kv["maand/bucket"]["web_2_port"] != kv["maand/bucket"]["api_port"]
 
