@@ -18,7 +18,6 @@ from ansible_collections.maand.core.plugins.plugin_utils.adapter import support 
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, plan as _deploy_plan, progress as _deploy_progress, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 
 display = Display()
@@ -39,7 +38,7 @@ def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):
     try:
         task_vars = dict(task_vars or {}, hostvars=hostvars)
         say = sayer(run_dir)
-        with _hook_deploy.callbacks_for_run(run_dir, hostvars, gate_runner(run_dir, task_vars), settings[0], settings[1],
+        with _deploy_progress.callbacks_for_run(run_dir, hostvars, gate_runner(run_dir, task_vars), settings[0], settings[1],
                                             lambda msg: say("hook: " + msg),
                                             _action_support.ssh_args(C.config, task_vars)) as (gate, after):
             plan, state, report = _deploy_run.finish(run_dir, gate, after)

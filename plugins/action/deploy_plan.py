@@ -16,7 +16,8 @@ from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, certs_build as _certs_build, fingerprint as _fingerprint, maand_db as _maand_db
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import certs as _deploy_certs
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, run as _deploy_run, stage as _deploy_stage, view as _deploy_view, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
 from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
@@ -27,7 +28,7 @@ display = Display()
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
 # their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
-OVERLAY_PROVIDERS = (_certs_build.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
+OVERLAY_PROVIDERS = (_deploy_certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
 
 ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},

@@ -12,7 +12,6 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _deploy_progress, run as _deploy_run
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
 
 display = Display()
 
@@ -55,7 +54,7 @@ def gate_runner(run_dir, task_vars):
 def hook_callbacks(run_dir, task_vars, probes, templar):
     """The gate runner and after_results with the bucket's job commands (_hook_deploy)."""
     say = sayer(run_dir)
-    return _hook_deploy.callbacks_for_run(run_dir, task_vars.get("hostvars") or {}, probes,
+    return _deploy_progress.callbacks_for_run(run_dir, task_vars.get("hostvars") or {}, probes,
                                           _action_support.int_var(templar, task_vars, "maand_hook_timeout", 600),
                                           _action_support.int_var(templar, task_vars, "maand_deploy_output_tail", 20),
                                           lambda msg: say("hook: " + msg), _action_support.ssh_args(C.config, task_vars))

@@ -13,7 +13,7 @@
   Returns the KV keys (``maand/job/<job>/worker/<ip>``: ``certs/<name>.crt``, ``certs/<name>.key``,
   and the worker paths ``certs/<name>.crt_path``, ``.key_path``, ``certs/ca.crt_path``) that build
   merges into data/kv.json (mode 0600); a cert dropped from the manifest drops its keys there.
-* ``overlay_provider(bucket_dir, catalog)`` (deploy): (job, host) -> the files
+* the deploy lays the stored leaves over each allocation's tree (deploy/certs.py ``overlay_provider``): the files
   ``certs/<name>.crt`` (0644), ``certs/<name>.key`` (0600) and ``certs/ca.crt`` added to the
   allocation's staged tree, so they are hashed with it (a new cert restarts the job, as maand) and
   shipped by rsync to ``/opt/worker/<bucket_id>/jobs/<job>/certs/``.
@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 from . import certs as _certs
 from ..kv import functions as _kv
@@ -162,36 +162,3 @@ def _path_keys(bucket_id: str, job: str, entries: list[dict]) -> dict[str, str]:
         out["certs/%s.crt_path" % spec["name"]] = "%s/%s.crt" % (base, spec["name"])
         out["certs/%s.key_path" % spec["name"]] = "%s/%s.key" % (base, spec["name"])
     return out
-
-
-# --- deploy ---------------------------------------------------------------------------------------
-
-def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[str, str], list]:
-    """For the deploy's overlays: (job, host) -> [_deploy_stage.Overlay] of its certs (maand updateCerts)."""
-    from ..deploy import stage as _deploy_stage
-    from ..kv import store as _kv_store  # late: deploy only
-
-    specs = job_specs(catalog)
-    snapshot: dict = {}
-    if specs:
-        snapshot = _kv_store.KVStore.load(bucket_dir).snapshot() if _kv_store.KVStore.exists(bucket_dir) else {}
-
-    def provide(job: str, host: str) -> list:
-        if job not in specs:
-            return []
-        ns = snapshot.get(_kv.allocation_ns(job, host)) or {}
-        ca = (snapshot.get(_kv.WORKERS_NS) or {}).get("certs/ca.crt")
-        files = []
-        for spec in specs[job]:
-            crt, key = ns.get("certs/%s.crt" % spec["name"]), ns.get("certs/%s.key" % spec["name"])
-            if not crt or not key or not ca:
-                raise _deploy_stage.RenderError(
-                    job, host, "%s/%s.crt" % (CERTS_DIR, spec["name"]),
-                    "certificate %s is not in data/kv.json (maand/job/%s/worker/%s)" % (spec["name"], job, host),
-                    "build the bucket again (ansible-playbook maand.core.build -e maand_bucket=%s)" % bucket_dir)
-            files.append(_deploy_stage.Overlay("%s/%s.crt" % (CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
-            files.append(_deploy_stage.Overlay("%s/%s.key" % (CERTS_DIR, spec["name"]), key.encode(),
-                                               origin="certs", private=True))
-        files.append(_deploy_stage.Overlay("%s/ca.crt" % CERTS_DIR, ca.encode(), origin="certs"))
-        return files
-    return provide

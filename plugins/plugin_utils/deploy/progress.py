@@ -24,6 +24,7 @@ import json
 import os
 import shlex
 import time
+from typing import Any, Callable, Mapping
 
 PROGRESS_FILE = "progress.jsonl"
 
@@ -299,3 +300,22 @@ def read_since(run_dir, offset):
     reader = Reader(progress_path(run_dir))
     reader.offset = offset
     return reader.read()
+
+
+def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]],
+                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None,
+                      ssh_args: str = ""):
+    """hooks/points.deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
+    catalog, Ansible's connection variables for run_ssh)."""
+    from ..build import catalog as _catalog
+    from . import run as _deploy_run
+    from ..hooks import points as _hook_deploy  # late: deploy steps only
+
+    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
+    plan = _deploy_run.load_plan(run_dir)
+    try:
+        catalog = _catalog.read_catalog(bucket)
+    except _catalog.CatalogError:
+        catalog = None
+    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args), probes,
+                            int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT), int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)

@@ -223,24 +223,6 @@ def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: M
         yield gate, after
 
 
-def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]],
-                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None,
-                      ssh_args: str = ""):
-    """deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
-    catalog, Ansible's connection variables for run_ssh)."""
-    from ..build import catalog as _catalog
-    from ..deploy import run as _deploy_run  # late: only deploy steps need them
-
-    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
-    plan = _deploy_run.load_plan(run_dir)
-    try:
-        catalog = _catalog.read_catalog(bucket)
-    except _catalog.CatalogError:
-        catalog = None
-    return deploy_callbacks(bucket, catalog, plan, hosts_from_hostvars(hostvars, list(hostvars), ssh_args), probes,
-                            int(timeout or _hook_run.DEFAULT_TIMEOUT), int(tail or _hook_run.DEFAULT_TAIL), log)
-
-
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
     """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); the next build resets it to
     the catalog order (maand/job/<job> workers, as maand's build syncs it), which is no override."""

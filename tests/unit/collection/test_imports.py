@@ -1,5 +1,9 @@
-"""The core's data flows one way (issue 9, item 5): the import graph of plugins/plugin_utils has no
-cycle, counting late (function-level) imports too, and placement never reaches the explanation code."""
+"""The core's data flows one way (issue 9 item 5, issue 20 item 6).
+
+plugins/plugin_utils is a set of stage packages. An import may only point down the stage order
+(worker, bucket, placement and kv, build, hooks, deploy, ops); only plugins/ import the Ansible-side
+adapter; no cycle between modules, counting late (function-level) imports; no action imports
+another action; and inside placement, the rules never reach the explanation code."""
 
 from __future__ import annotations
 
@@ -9,38 +13,57 @@ from pathlib import Path
 
 import pytest
 
-CORE = Path(__file__).resolve().parents[3] / "plugins" / "plugin_utils"
+REPO = Path(__file__).resolve().parents[3]
+CORE = REPO / "plugins" / "plugin_utils"
 PACKAGE = "ansible_collections.maand.core.plugins.plugin_utils"
+PLUGINS = "ansible_collections.maand.core.plugins"
+# Rank of each stage: an import may only go to a lower rank (or within its own package).
+ORDER = {"worker": 0, "bucket": 1, "placement": 2, "kv": 2, "build": 3, "hooks": 4, "deploy": 5, "ops": 6,
+         "adapter": 7}
 
 
-def core_imports(source, modules):
-    """The core modules (names in `modules`) that `source` imports, anywhere in the file."""
+def _targets(node, module_pkg):
+    """Dotted core module names ('pkg.mod' or 'pkg') an import node names, resolved from module_pkg
+    (the importing module's package under plugin_utils, or None outside it)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif node.level:
+        if module_pkg is None:
+            return []
+        base = [module_pkg] if node.level == 1 else []
+        base += (node.module or "").split(".") if node.module else []
+        base = [b for b in base if b]
+        if node.module and (node.level == 1 or len(base) > 1):
+            return [".".join(base[:2])]
+        return [".".join(base + [alias.name]) for alias in node.names]
+    elif node.module == PACKAGE:
+        return [alias.name for alias in node.names]
+    elif node.module and node.module.startswith(PACKAGE + "."):
+        rest = node.module[len(PACKAGE) + 1:].split(".")
+        return [".".join(rest[:2])] if len(rest) > 1 else [rest[0] + "." + alias.name for alias in node.names]
+    else:
+        return []
+    return [n[len(PACKAGE) + 1:] for n in names if n.startswith(PACKAGE + ".")]
+
+
+def core_imports(source, module_pkg=None):
+    """The core modules ('pkg.mod') a source imports, anywhere in the file (late imports too)."""
     found = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level == 1 or node.module == PACKAGE:  # from . import _x / from ._x import y / absolute
-                base = node.module if node.level == 1 else None
-                names = [base] if base else [alias.name for alias in node.names]
-            elif node.module and node.module.startswith(PACKAGE + "."):
-                names = [node.module]
-            else:
-                names = []
-        else:
-            continue
-        for name in names:
-            if name and name.startswith(PACKAGE + "."):
-                name = name[len(PACKAGE) + 1:]
-            name = (name or "").split(".")[0]
-            if name in modules:
-                found.add(name)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update(_targets(node, module_pkg))
     return found
 
 
 def import_graph(root=CORE):
-    files = {path.stem: path for path in sorted(root.glob("*.py")) if path.stem != "__init__"}
-    return {name: core_imports(path.read_text(encoding="utf-8"), files) - {name} for name, path in files.items()}
+    """{'pkg.mod': {'pkg.mod', ...}} of every module under root/<pkg>/."""
+    graph = {}
+    for path in sorted(root.glob("*/*.py")):
+        if path.stem == "__init__":
+            continue
+        name = "%s.%s" % (path.parent.name, path.stem)
+        graph[name] = core_imports(path.read_text(encoding="utf-8"), path.parent.name) - {name}
+    return graph
 
 
 def find_cycle(graph):
@@ -62,53 +85,106 @@ def reachable(graph, start):
     return seen
 
 
-# --- the detector itself, on synthetic graphs and sources ---------------------------------------------
+def against_the_order(graph):
+    """Imports that point up (or across) the stage order: ['a.x -> b.y', ...]."""
+    bad = []
+    for source, targets in graph.items():
+        for target in targets:
+            src, dst = source.split(".")[0], target.split(".")[0]
+            if src != dst and ORDER.get(dst, 99) >= ORDER.get(src, -1):
+                bad.append("%s -> %s" % (source, target))
+    return sorted(bad)
+
+
+# --- the detectors themselves, on synthetic graphs and sources -----------------------------------------
 
 
 def test_cycle_detector_finds_a_synthetic_cycle():
-    cycle = find_cycle({"_a": {"_b"}, "_b": {"_c"}, "_c": {"_a"}, "_d": {"_a"}})
-    assert cycle is not None and cycle[0] == cycle[-1] and set(cycle) == {"_a", "_b", "_c"}
-    assert find_cycle({"_a": {"_b"}, "_b": {"_c"}, "_c": set()}) is None
+    cycle = find_cycle({"a.x": {"a.y"}, "a.y": {"a.z"}, "a.z": {"a.x"}, "a.w": {"a.x"}})
+    assert cycle is not None and cycle[0] == cycle[-1] and set(cycle) == {"a.x", "a.y", "a.z"}
+    assert find_cycle({"a.x": {"a.y"}, "a.y": {"a.z"}, "a.z": set()}) is None
 
 
 def test_graph_builder_sees_every_import_form(tmp_path):
-    (tmp_path / "_model.py").write_text("from . import _schemas\n\ndef load():\n    from . import _select\n")
-    (tmp_path / "_select.py").write_text("from ._model import MAAND_CONF\n")
-    (tmp_path / "_schemas.py").write_text("import json\nfrom %s import _units\n" % PACKAGE)
-    (tmp_path / "_units.py").write_text("from %s._model import x\n" % PACKAGE)
+    for pkg in ("bucket", "placement", "kv"):
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "bucket" / "model.py").write_text("from . import schemas\n\ndef load():\n    from ..placement import select\n")
+    (tmp_path / "placement" / "select.py").write_text("from ..bucket.model import MAAND_CONF\n")
+    (tmp_path / "bucket" / "schemas.py").write_text("import json\nfrom %s.kv import store as _s\n" % PACKAGE)
+    (tmp_path / "kv" / "store.py").write_text("from %s.bucket.model import x\n" % PACKAGE)
     graph = import_graph(tmp_path)
-    assert graph == {"_model": {"_schemas", "_select"}, "_select": {"_model"}, "_schemas": {"_units"},
-                     "_units": {"_model"}}
-    cycle = find_cycle(graph)
-    assert cycle is not None and cycle[0] == cycle[-1]
-    assert set(cycle) in ({"_model", "_select"}, {"_model", "_schemas", "_units"})
+    assert graph == {"bucket.model": {"bucket.schemas", "placement.select"}, "placement.select": {"bucket.model"},
+                     "bucket.schemas": {"kv.store"}, "kv.store": {"bucket.model"}}
+    assert set(against_the_order(graph)) == {"bucket.model -> placement.select", "bucket.schemas -> kv.store"}
+    assert find_cycle(graph) is not None
 
 
 # --- the real core ---------------------------------------------------------------------------------------
 
 
+def test_plugin_utils_holds_stage_packages():
+    loose = sorted(p.name for p in CORE.glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 2, "loose modules in plugin_utils: %s" % loose
+    packages = sorted(p.name for p in CORE.iterdir() if p.is_dir() and not p.name.startswith("__"))
+    assert set(packages) == set(ORDER), "a package without a place in the stage order: %s" % packages
+
+
 def test_the_core_import_graph_has_no_cycle():
     graph = import_graph()
-    assert {"_model", "_select", "_placement", "_explain", "_build"} <= set(graph)
+    assert {"bucket.model", "placement.select", "placement.place", "placement.explain", "build.service"} <= set(graph)
     assert find_cycle(graph) is None, "import cycle: %s" % " -> ".join(find_cycle(graph))
 
 
+def test_imports_point_down_the_stage_order():
+    assert against_the_order(import_graph()) == []
+
+
+def test_only_plugins_import_the_ansible_adapter():
+    graph = import_graph()
+    users = sorted(m for m, targets in graph.items() if not m.startswith("adapter.")
+                   and any(t.startswith("adapter.") for t in targets))
+    assert users == []
+
+
+def test_the_core_imports_nothing_of_ansible():
+    for path in sorted(CORE.glob("*/*.py")):
+        if path.parent.name == "adapter":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                assert node.module.split(".")[0] != "ansible", "%s imports %s" % (path, node.module)
+            if isinstance(node, ast.Import):
+                assert all(a.name.split(".")[0] != "ansible" for a in node.names), path
+
+
+def test_no_action_imports_another_action():
+    for path in sorted((REPO / "plugins" / "action").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert PLUGINS + ".action" not in text and "from . import" not in text, path.name
+
+
+def test_worker_code_is_stdlib_only():
+    """What ships to workers (worker/) imports nothing of the collection: it runs there alone."""
+    graph = import_graph()
+    for name, targets in graph.items():
+        if name.startswith("worker."):
+            assert targets == set(), "%s imports %s" % (name, targets)
+
+
 @pytest.mark.parametrize("source, never", [
-    ("_placement", "_explain"),  # placement returns shortfalls as data; _explain words them
-    ("_select", "_model"),  # rules are compiled from the model, never the other way round
-    ("_select", "_placement"),
-    ("_placement", "_build"),
-    ("_explain", "_build"),
-    ("_fleet", "_select"),
+    ("placement.place", "placement.explain"),  # placement returns shortfalls as data; explain words them
+    ("placement.select", "bucket.model"),  # rules are compiled from the model, never the other way round
+    ("placement.select", "placement.place"),
+    ("placement.fleet", "placement.select"),
 ])
 def test_data_flows_one_way(source, never):
     assert never not in reachable(import_graph(), source) | {source}
 
 
 def test_one_worker_index():
-    """Selection and placement use _fleet.WorkerIndex; nobody builds the libraries' own indexes."""
-    for name in ("_select", "_placement", "_explain", "_build"):
+    """Selection and placement use placement.fleet.WorkerIndex; nobody builds the libraries' own indexes."""
+    for name in ("placement/select", "placement/place", "placement/explain", "build/service"):
         text = (CORE / ("%s.py" % name)).read_text(encoding="utf-8")
         for other in ("FleetIndex(", "HardwareIndex(", "class Fleet"):
             assert other not in text, "%s builds its own worker index (%s)" % (name, other)
-    assert "_fleet" in import_graph()["_placement"]
+    assert "placement.fleet" in import_graph()["placement.place"]

@@ -13,6 +13,7 @@ import stat
 import pytest
 from cryptography import x509
 
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import certs as _deploy_certs
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs, certs_build as _certs_build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _deploy_stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
@@ -222,7 +223,7 @@ def test_overlays_stage_key_0600(tmp_path):
     root = bucket(tmp_path)
     build_ok(root)
     catalog = _catalog.read_catalog(root)
-    provide = _certs_build.overlay_provider(root, catalog)
+    provide = _deploy_certs.overlay_provider(root, catalog)
     files = {o.rel: o for o in provide("api", HOSTS[0])}
     assert sorted(files) == ["certs/ca.crt", "certs/client.crt", "certs/client.key", "certs/tls.crt", "certs/tls.key"]
     assert files["certs/tls.key"].private and not files["certs/tls.crt"].private
@@ -252,7 +253,7 @@ def test_overlay_missing_cert_is_a_plan_error(tmp_path):
     del doc["namespaces"]["maand/job/api/worker/%s" % HOSTS[0]]["certs/tls.crt"]
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(doc, handle)
-    provide = _certs_build.overlay_provider(root, catalog)
+    provide = _deploy_certs.overlay_provider(root, catalog)
     staging = _deploy_stage.compute(root, catalog, ["api"], [HOSTS[0]], overlays=[provide])
     assert staging.errors and "certificate tls is not in data/kv.json" in staging.errors[0]
     assert "maand.core.build" in staging.errors[0]

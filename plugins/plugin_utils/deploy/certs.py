@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The certificates a deploy ships with each allocation (maand deploy/certs.go updateCerts).
+
+Build issues the leaves into data/kv.json (build/certs_build); the deploy lays them over the job's
+tree as overlays: certs/<name>.crt, certs/<name>.key (private) and certs/ca.crt. No Ansible imports.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from . import stage as _deploy_stage
+from ..build import certs_build as _certs_build
+from ..kv import functions as _kv, store as _kv_store
+
+
+def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[str, str], list]:
+    """For the deploy's overlays: (job, host) -> [_deploy_stage.Overlay] of its certs (maand updateCerts)."""
+    specs = _certs_build.job_specs(catalog)
+    snapshot: dict = {}
+    if specs:
+        snapshot = _kv_store.KVStore.load(bucket_dir).snapshot() if _kv_store.KVStore.exists(bucket_dir) else {}
+
+    def provide(job: str, host: str) -> list:
+        if job not in specs:
+            return []
+        ns = snapshot.get(_kv.allocation_ns(job, host)) or {}
+        ca = (snapshot.get(_kv.WORKERS_NS) or {}).get("certs/ca.crt")
+        files = []
+        for spec in specs[job]:
+            crt, key = ns.get("certs/%s.crt" % spec["name"]), ns.get("certs/%s.key" % spec["name"])
+            if not crt or not key or not ca:
+                raise _deploy_stage.RenderError(
+                    job, host, "%s/%s.crt" % (_certs_build.CERTS_DIR, spec["name"]),
+                    "certificate %s is not in data/kv.json (maand/job/%s/worker/%s)" % (spec["name"], job, host),
+                    "build the bucket again (ansible-playbook maand.core.build -e maand_bucket=%s)" % bucket_dir)
+            files.append(_deploy_stage.Overlay("%s/%s.crt" % (_certs_build.CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
+            files.append(_deploy_stage.Overlay("%s/%s.key" % (_certs_build.CERTS_DIR, spec["name"]), key.encode(),
+                                               origin="certs", private=True))
+        files.append(_deploy_stage.Overlay("%s/ca.crt" % _certs_build.CERTS_DIR, ca.encode(), origin="certs"))
+        return files
+    return provide
