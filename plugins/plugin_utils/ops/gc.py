@@ -40,6 +40,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
+from ..worker import layout as _layout
 from ..bucket import storage as _storage
 from ..build import catalog as _catalog
 from ..kv import store as _kv_store
@@ -230,7 +231,7 @@ def _read_catalog(catalog: Mapping[str, Any]) -> _Catalog:
 
 
 def job_root(bucket_id: str, job: str) -> str:
-    return "/opt/worker/%s/jobs/%s" % (bucket_id, job)
+    return _layout.job_root(bucket_id, job)
 
 
 def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]],
