@@ -77,9 +77,11 @@ class Wire:
     def finish(self, started, wait=15.0):
         """After a run: close its masters, wait for its relays to report, and count."""
         cp_dir, marks, relay_mark = started
-        for sock in sorted(cp_dir.iterdir()):
-            subprocess.run(["ssh", "-o", "ControlPath=%s" % sock, "-O", "exit", "bench"], capture_output=True,
-                           timeout=30, check=False)
+        closing = [subprocess.Popen(["ssh", "-o", "ControlPath=%s" % sock, "-O", "exit", "bench"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for sock in sorted(cp_dir.iterdir())]
+        for proc in closing:
+            proc.wait(timeout=30)
         deadline = time.monotonic() + wait
         while True:
             events = _relay_events(self.relay_log, relay_mark)

@@ -19,9 +19,8 @@ WAVE = {"api": 0, "web": 0, "half1": 0, "job2": 1, "half2": 1}
 
 def bench_bucket():
     ready = {"command_ready": {"executed_on": ["cli"], "demands": {"job": "", "command": ""}}}
-    jobs = [job("api", commands=ready), job("web", restart_policy="reload", restart_globs=["conf/*.conf"],
-                                             max_concurrent_upgrades=2),
-            job("job2", deployment_seq=1), job("half1"), job("half2", deployment_seq=1)]
+    web = job("web", restart_policy="reload", restart_globs=["conf/*.conf"], max_concurrent_upgrades=2)
+    jobs = [job("api", commands=ready), web, job("job2", deployment_seq=1), job("half1"), job("half2", deployment_seq=1)]
     allocs = [(j, h, "active") for j in ("api", "web", "job2") for h in HOSTS]
     allocs += [(j, h, "active") for j in ("half1", "half2") for h in HOSTS[::2]]
     cat = catalog(jobs, allocs, workers=HOSTS)
