@@ -10,6 +10,7 @@ import time
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
@@ -17,15 +18,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "step": {"type": "str", "required": True, "choices": ["plan", "commit"]},
-    "hosts": {"type": "list", "elements": "str", "default": []},
-    "retain_days": {"type": "raw"},
-    "plan": {"type": "dict"},
-    "state_var": {"type": "str", "default": "_maand_gc_state"},
-    "deleted_var": {"type": "str", "default": "_maand_gc_deleted"},
-}
+ARGUMENT_SPEC = specs.spec_for("gc")
 
 
 def _registered(hostvars, host, var):
