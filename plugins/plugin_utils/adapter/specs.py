@@ -31,9 +31,9 @@ BUCKET_CWD = {"bucket": opt("path", default=".")}  # maand.core.bucket.cwd
 BUCKET_ID = {"bucket_id": opt("str", required=True)}  # maand.core.bucket.id
 COMMAND_LIMITS = {"timeout": opt("int", default=DEFAULT_TIMEOUT),  # maand.core.command_limits
                   "tail": opt("int", default=DEFAULT_TAIL)}
-DEPLOY_RUN = {"run_dir": opt("path", required=True), "step": opt("raw", required=True)}  # maand.core.deploy_run
-JOBS_FILTER = {"jobs": opt("raw", default=[])}  # maand.core.jobs_filter
-PLAY_HOSTS = {"hosts": str_list(required=True)}  # maand.core.jobs_filter.hosts
+DEPLOY_RUN = {"run_dir": opt("path", required=True), "step": opt("raw", required=True)}  # maand.core.deploy_role.step
+JOBS_FILTER = {"jobs": opt("raw", default=[])}  # maand.core.scope.jobs
+PLAY_HOSTS = {"hosts": str_list(required=True)}  # maand.core.scope
 
 
 def compose(*pieces: dict, **options: dict) -> dict:
