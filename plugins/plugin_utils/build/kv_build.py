@@ -81,15 +81,22 @@ def _short(exc: Exception, path: str) -> str:
     return str(exc).replace(path + ": ", "")
 
 
-def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) -> None:
-    file_rel = os.path.join(job_rel, rel)
+def _read_template(job: str, file_rel: str, root: str, rel: str, report: Any) -> str | None:
+    """The template's text; None, with the error reported, when it cannot be read as UTF-8."""
     try:
         with open(os.path.join(root, rel), encoding="utf-8") as handle:
-            text = handle.read()
+            return handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         report.error("ErrInvalidJob", file_rel, "", "job %s: template %s cannot be read: %s"
                      % (job, rel, getattr(exc, "strerror", None) or exc),
                      "make it a readable UTF-8 text file")
+        return None
+
+
+def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) -> None:
+    file_rel = os.path.join(job_rel, rel)
+    text = _read_template(job, file_rel, root, rel, report)
+    if text is None:
         return
     try:
         _kv.parse_template(text, rel, _prometheus.PARSE_FUNCS)
@@ -104,12 +111,8 @@ def _check_jinja(job: str, job_rel: str, root: str, rel: str, report: Any) -> No
     import jinja2
 
     file_rel = os.path.join(job_rel, rel)
-    try:
-        with open(os.path.join(root, rel), encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        report.error("ErrInvalidJob", file_rel, "", "job %s: template %s cannot be read: %s"
-                     % (job, rel, getattr(exc, "strerror", None) or exc), "make it a readable UTF-8 text file")
+    text = _read_template(job, file_rel, root, rel, report)
+    if text is None:
         return
     try:
         jinja2.Environment().parse(text, rel, rel)

@@ -486,14 +486,22 @@ def _key_less(a: str, b: str) -> bool:
     return len(a) < len(b)
 
 
-def _scalar(value: Any, simple_key: bool) -> Any:
-    """The text of a scalar, or [header, lines] for a literal block."""
+def _go_atom(value: Any) -> str | None:
+    """null, true / false or an integer's digits: the same text in Go's YAML and JSON; None for other values."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    return None
+
+
+def _scalar(value: Any, simple_key: bool) -> Any:
+    """The text of a scalar, or [header, lines] for a literal block."""
+    atom = _go_atom(value)
+    if atom is not None:
+        return atom
     if isinstance(value, float):
         return _go_float_text(value)
     if isinstance(value, dict):
@@ -687,12 +695,9 @@ def go_json(value: Any) -> str:
         return "{" + ",".join(go_json(str(k)) + ":" + go_json(value[k]) for k in sorted(value, key=str)) + "}"
     if isinstance(value, list):
         return "[" + ",".join(go_json(v) for v in value) + "]"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    atom = _go_atom(value)
+    if atom is not None:
+        return atom
     if isinstance(value, float):
         return _go_json_float(value)
     text = json.dumps(str(value), ensure_ascii=False)

@@ -300,26 +300,29 @@ def _merge_ranges(ranges):
     return tuple(out)
 
 
-class _And:
+class _Logic:
+    """and / or / not over child constraints."""
+
     def __init__(self, path, children):
         self.path = path
         self.children = children
 
-    def mask(self, index):
+    def _all_of(self, index):
         m = index.all_mask
         for c in self.children:
             m &= c.mask(index)
         return m
 
+
+class _And(_Logic):
+    def mask(self, index):
+        return self._all_of(index)
+
     def explain(self, index, i):
         return [msg for c in self.children for msg in c.explain(index, i)]
 
 
-class _Or:
-    def __init__(self, path, children):
-        self.path = path
-        self.children = children
-
+class _Or(_Logic):
     def mask(self, index):
         if not self.children:
             return index.all_mask  # RFC 31: {"or": []} matches anything
@@ -340,18 +343,11 @@ class _Or:
         return [f"{self.path}: no alternative matched ({'; '.join(why)})"]
 
 
-class _Not:
+class _Not(_Logic):
     """not(c1 and c2 ...); {"not": []} = not(true) = matches nothing (RFC 31)."""
 
-    def __init__(self, path, children):
-        self.path = path
-        self.children = children
-
     def mask(self, index):
-        m = index.all_mask
-        for c in self.children:
-            m &= c.mask(index)
-        return index.all_mask ^ m
+        return index.all_mask ^ self._all_of(index)
 
     def explain(self, index, i):
         if any(c.explain(index, i) for c in self.children):
@@ -414,22 +410,13 @@ class Constraint:
 
 # --- compilation ----------------------------------------------------------
 
+# JSON type names for errors, first match wins (a bool is an int to isinstance)
+_JSON_TYPES = ((type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+               (Mapping, "object"), ((list, tuple), "list"))
+
+
 def _tname(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, Mapping):
-        return "object"
-    if isinstance(v, (list, tuple)):
-        return "list"
-    return type(v).__name__
+    return next((name for kind, name in _JSON_TYPES if isinstance(v, kind)), type(v).__name__)
 
 
 def _key_path(path: str, key: Any) -> str:
