@@ -459,29 +459,33 @@ def _compile_op(op, values, path, errors, groups=None):
     elif op == "group":
         node = _Group(opath, _compile_groups(values, opath, errors, groups))
     elif op == "hostlist":
-        hosts = []
-        for k, v in enumerate(values):
-            if not isinstance(v, str):
-                errors.append((f"{opath}[{k}]", f"must be an RFC 29 hostlist string such as \"node[1-3]\", got {_tname(v)}"))
-                continue
-            try:
-                hosts.extend(_expand_lower(v))
-            except HostlistError as e:
-                errors.append((f"{opath}[{k}]", str(e)))
+        hosts = _parse_each(values, opath, errors, _expand_lower, HostlistError,
+                            lambda v: f"must be an RFC 29 hostlist string such as \"node[1-3]\", got {_tname(v)}")
         node = _Hostlist(opath, [str(v) for v in values], _frozen(tuple(hosts)))
     else:  # ranks
-        ranges = []
-        for k, v in enumerate(values):
-            if not isinstance(v, str):
-                hint = f"; write \"{v}\"" if isinstance(v, int) and not isinstance(v, bool) else ""
-                errors.append((f"{opath}[{k}]", f"must be an RFC 22 idset string such as \"0-3,7\", got {_tname(v)}{hint}"))
-                continue
-            try:
-                ranges.extend(parse_idset_ranges(v))
-            except IdsetError as e:
-                errors.append((f"{opath}[{k}]", str(e)))
+        ranges = _parse_each(values, opath, errors, parse_idset_ranges, IdsetError, _not_an_idset)
         node = _Ranks(opath, [str(v) for v in values], ranges)
     return node if len(errors) == nerr else None
+
+
+def _parse_each(values, opath, errors, parse, parse_error, not_a_string):
+    """What parse returns for each string of values, concatenated; an error per item that is not a string
+    (worded by not_a_string(item)) or does not parse."""
+    out = []
+    for k, v in enumerate(values):
+        if not isinstance(v, str):
+            errors.append((f"{opath}[{k}]", not_a_string(v)))
+            continue
+        try:
+            out.extend(parse(v))
+        except parse_error as e:
+            errors.append((f"{opath}[{k}]", str(e)))
+    return out
+
+
+def _not_an_idset(v):
+    hint = f"; write \"{v}\"" if isinstance(v, int) and not isinstance(v, bool) else ""
+    return f"must be an RFC 22 idset string such as \"0-3,7\", got {_tname(v)}{hint}"
 
 
 @lru_cache(maxsize=1024)

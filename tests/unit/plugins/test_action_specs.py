@@ -70,17 +70,12 @@ def _same(a, b):
 
 def disagreements(spec, options):
     """What an argument spec and a module's documented options disagree on, one line per difference."""
-    found = []
-    for name in sorted(set(spec) | set(options)):
-        if name not in options:
-            found.append("%s: in the argument spec, not documented" % name)
-        elif name not in spec:
-            found.append("%s: documented, not in the argument spec" % name)
-        else:
-            for key in KEYS:
-                code, doc = _field(spec[name], key), _field(options[name], key)
-                if not _same(code, doc):
-                    found.append("%s: %s is %r in the argument spec, %r in the docs" % (name, key, code, doc))
+    found = ["%s: in the argument spec, not documented" % name for name in sorted(set(spec) - set(options))]
+    found += ["%s: documented, not in the argument spec" % name for name in sorted(set(options) - set(spec))]
+    for name in sorted(set(spec) & set(options)):
+        pairs = ((key, _field(spec[name], key), _field(options[name], key)) for key in KEYS)
+        found += ["%s: %s is %r in the argument spec, %r in the docs" % (name, key, code, doc)
+                  for key, code, doc in pairs if not _same(code, doc)]
     return found
 
 
@@ -115,12 +110,12 @@ def test_the_checker_finds_each_kind_of_difference(docs):
     options = dict(docs["deploy_lock"]["options"], undocumented={"type": "list", "elements": "str"})
     found = disagreements(spec, options)
     assert found == [
+        "extra: in the argument spec, not documented",
+        "undocumented: documented, not in the argument spec",
         "adopt_bucket_id: required is True in the argument spec, False in the docs",
         "bucket: type is 'str' in the argument spec, 'path' in the docs",
-        "extra: in the argument spec, not documented",
         "state: default is 'absent' in the argument spec, 'present' in the docs",
         "state: choices is ['present', 'absent', 'gone'] in the argument spec, ['present', 'absent'] in the docs",
-        "undocumented: documented, not in the argument spec",
     ]
 
 
