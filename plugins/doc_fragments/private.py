@@ -10,6 +10,6 @@ class ModuleDocFragment:
     DOCUMENTATION = r"""
 options: {}
 notes:
-  - "Private: internal to the maand.core playbook named above; its options and results may change in any release
+  - "Private: internal to the maand.core playbooks and roles named above; its options and results may change in any release
     without notice. Run the playbook instead of calling it from your own playbooks or roles."
 """
