@@ -54,7 +54,6 @@ def test_files_read_the_pool_port_and_make_is_idempotent():
     compile(files["server.py"], "server.py", "exec")
 
 
-
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "job_create", "golden.json")
 
 
