@@ -12,17 +12,10 @@ from ansible.module_utils.common.text.converters import to_text
 import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run, jobspec_deploy as _jobspec_deploy
 
-ARGUMENT_SPEC = {
-    "run_dir": {"type": "path", "required": True},
-    "bucket": {"type": "path", "required": True},
-    "step": {"type": "raw", "required": True},
-    "host": {"type": "str", "required": True},
-    "timeout": {"type": "int", "default": 600},
-    "tail": {"type": "int", "default": 20},
-    "verify_host": {"type": "bool", "default": True},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_agent")
 
 
 def _runtime_ops(ops, outcomes):

@@ -14,6 +14,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.action.deploy_step import gate_runner, sayer, watched
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
@@ -23,12 +24,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_
 display = Display()
 
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "plan": {"type": "dict", "required": True},
-    "run_dir": {"type": "str", "default": ""},
-    "release": {"type": "bool", "default": True},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_finish")
 
 
 def run_outcome(run_dir, plan, hostvars, task_vars=None, settings=(600, 20)):

@@ -9,18 +9,12 @@ from __future__ import annotations
 import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan, remote as _deploy_remote, jobspec_deploy as _jobspec_deploy
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import target_problem
 
-ARGUMENT_SPEC = {
-    "bucket_id": {"type": "str", "required": True},
-    "job": {"type": "str", "required": True},
-    "target": {"type": "str", "required": True},
-    "version": {"type": "str", "default": "0.0.0"},
-    "timeout": {"type": "int", "default": 600},
-    "tail": {"type": "int", "default": 20},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_job")
 
 
 class ActionModule(MaandAction):

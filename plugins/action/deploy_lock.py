@@ -8,14 +8,11 @@ from __future__ import annotations
 import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import adopt as _deploy_adopt, lock as _deploy_lock
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
-    "adopt_bucket_id": {"type": "str", "default": ""},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_lock")
 
 
 def run_pid():

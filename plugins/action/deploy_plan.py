@@ -15,6 +15,7 @@ from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import certs as _deploy_certs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
@@ -30,18 +31,7 @@ display = Display()
 # their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
 OVERLAY_PROVIDERS = (_deploy_certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "jobs": {"type": "raw"},
-    "force": {"type": "bool", "default": False},
-    "sync_only": {"type": "bool", "default": False},
-    "state_var": {"type": "str", "default": "deploy_state_read"},
-    "adopt_bucket_id": {"type": "str", "default": ""},
-    "slots": {"type": "int", "default": 0},
-    "rollback": {"type": "raw"},
-    "plan_hash": {"type": "str", "default": ""},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_plan")
 
 
 ROLE_SPECS = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "deploy", "meta", "argument_specs.yml")

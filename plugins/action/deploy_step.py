@@ -10,16 +10,14 @@ from ansible import constants as C
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _deploy_progress, run as _deploy_run
 
 display = Display()
 
 
-ARGUMENT_SPEC = {
-    "run_dir": {"type": "path", "required": True},
-    "step": {"type": "raw", "required": True},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_step")
 
 
 def watched():

@@ -11,6 +11,7 @@ from ansible import constants as C
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate
@@ -19,16 +20,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as 
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "jobs": {"type": "raw", "default": []},
-    "wait": {"type": "bool", "default": False},
-    "wait_seconds": {"type": "float", "default": 0},
-    "workers_check": {"type": "bool", "default": True},
-    "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
-    "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
-}
+ARGUMENT_SPEC = specs.spec_for("health_check")
 
 
 def command_runner(stack, bucket, catalog, conns, timeout, tail):

@@ -9,24 +9,15 @@ from ansible import constants as C
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, commands as _hooks
 
 display = Display()
 
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "command": {"type": "str", "required": True},
-    "job": {"type": "str", "default": ""},
-    "concurrency": {"type": "int", "default": 1},
-    "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
-    "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
-    "event": {"type": "str", "default": "cli", "choices": ["cli", "job_control"]},
-    "target": {"type": "str", "default": ""},
-    "workers": {"type": "list", "elements": "str", "default": []},
-}
+ARGUMENT_SPEC = specs.spec_for("job_command")
 
 
 class ActionModule(ControllerAction):

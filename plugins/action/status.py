@@ -10,17 +10,13 @@ import json
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "answers": {"type": "dict", "required": True},
-    "jobs": {"type": "raw", "default": []},
-    "format": {"type": "str", "default": "table"},
-}
+ARGUMENT_SPEC = specs.spec_for("status")
 
 
 class ActionModule(ControllerAction):

@@ -9,15 +9,12 @@ import os
 
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, jobspec_deploy as _jobspec_deploy
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 
-ARGUMENT_SPEC = {
-    "jobs": {"type": "list", "elements": "str", "default": []},
-    "timeout": {"type": "int", "default": 60},
-    "slots": {"type": "int", "default": 4},
-}
+ARGUMENT_SPEC = specs.spec_for("status_worker")
 
 
 def _spec_op(catalog_jobs):
