@@ -31,7 +31,9 @@ from ..bucket import storage as _storage
 from ..build import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
 from ..hooks import commands as _hooks, points as _hook_deploy, run as _hook_run
 from ..kv import store as _kv_store
-from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers, lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, progress as _deploy_progress, remote as _deploy_remote, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
+from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
+from . import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, progress as _deploy_progress
+from . import remote as _deploy_remote, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
@@ -527,6 +529,20 @@ def agent_done(run_dir, bucket, key, host, request, answer, reason):
     """A worker's answer (or why there is none) into the run folder, its timings into the job history."""
     _deploy_run.write_result(run_dir, key, host, answer, reason)
     record_history(bucket, request, answer)
+
+
+def allocation_env(bucket, job, host, version):
+    """(env, error): an allocation's environment as the deploy gives it (ALLOCATION_*, JOB, versions, ports),
+    for maand.core.job's make targets; without a bucket only the versions."""
+    if not bucket:
+        return {"CURRENT_VERSION": version, "NEW_VERSION": version}, None
+    try:
+        catalog = _catalog.read_catalog(bucket)
+    except _catalog.CatalogError as exc:
+        return None, "%s: %s" % (bucket, exc)
+    if catalog is None:
+        return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
+    return _deploy_plan.catalog_allocation_env(catalog, job, host, version, version), None
 
 
 # --- finish: fold the run, prune the catalog, unlock ---------------------------------------------------

@@ -31,6 +31,7 @@ import tempfile
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import run as _hook_run, commands as _hooks
+from ..build import catalog as _catalog
 from .runtime_api import RuntimeAPI
 
 GATE_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
@@ -59,6 +60,18 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
                                     current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def built_session(bucket_dir: str, connections: Callable[[], Mapping[str, Mapping[str, Any]]],
+                  timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
+                  log: Callable[[str], None] = lambda msg: None) -> Iterator[_hook_run.Context]:
+    """session() over the bucket's built catalog (build.catalog.CatalogError when it is missing or stale)
+    and the workers' connection settings (connections(), read once the catalog is good): the
+    maand.core.job_command task's job commands."""
+    catalog = _catalog.read_built(bucket_dir)
+    with session(bucket_dir, catalog, connections(), timeout, tail, log=log) as ctx:
+        yield ctx
 
 
 def any_job_has(catalog: Mapping[str, Any], events: Iterable[str], jobs: Iterable[str] | None = None) -> bool:
