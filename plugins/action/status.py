@@ -27,10 +27,7 @@ class ActionModule(ControllerAction):
         try:
             fmt = _status.check_format(args["format"])
             jobs = _status.split_jobs(args["jobs"])
-            catalog = _catalog.read_catalog(args["bucket"])
-            if catalog is None:
-                raise _status.StatusError("%s/data/catalog.json does not exist: run maand.core.build first"
-                                          % args["bucket"])
+            catalog = _status.load_catalog(args["bucket"])
             _status.check_jobs(catalog, jobs)
         except (_status.StatusError, _catalog.CatalogError) as exc:
             result.update(failed=True, msg="maand.core.status: %s" % exc)
