@@ -45,7 +45,8 @@ class HookFailed(Exception):
 
 def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_args: str = "") -> dict[str, dict[str, Any]]:
     """{host: {address, port, user, key, options, sudo}} from Ansible's connection variables (and its
-    ssh_args setting), for the maand module's run_ssh."""
+    ssh_args setting with the host-key policy, adapter/support.ssh_args), for the maand module's run_ssh,
+    ssh probes and a gate's status calls: the connection settings the deploy's own ssh uses."""
     out = {}
     for host in hosts:
         try:
@@ -53,6 +54,8 @@ def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_a
         except Exception:  # pragma: no cover - not in the inventory
             continue
         opts = shlex.split(ssh_args or "")
+        if _is_false(hv.get("ansible_ssh_host_key_checking", hv.get("ansible_host_key_checking"))):
+            opts += ["-o", "StrictHostKeyChecking=no"]  # as Ansible's ssh plugin, after ssh_args
         for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
             if hv.get(var):
                 opts += shlex.split(str(hv.get(var)))
@@ -60,6 +63,15 @@ def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_a
                      "user": hv.get("ansible_user") or None, "key": hv.get("ansible_ssh_private_key_file") or None,
                      "options": opts, "sudo": bool(hv.get("ansible_become"))}
     return out
+
+
+def _is_false(value: Any) -> bool:
+    """An Ansible boolean variable that is set and false (False, "false", "no", "0", ...)."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return not value
+    return str(value).strip().lower() in ("false", "no", "n", "0", "off", "f")
 
 
 @contextlib.contextmanager
