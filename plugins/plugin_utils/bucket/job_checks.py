@@ -224,9 +224,9 @@ def _check_insecure(job, probe, kind, at, rel, report):
             job.name, json.dumps(value)), "write \"insecure\": true (skip the certificate check) or leave it out")
         return
     if kind != "http" or (probe.get("scheme") or "http") != "https":
+        what = {"http": "a plain http probe", "ssh": "an ssh probe"}.get(kind, "a %s probe" % kind)
         report.error("ErrInvalidManifest", rel, at + ".insecure", "job %s: insecure applies only to an http probe "
-                     "with \"scheme\": \"https\" (this is a %s probe)" % (
-                         job.name, kind if kind != "http" else "plain http"),
+                     "with \"scheme\": \"https\" (this is %s)" % (job.name, what),
                      "remove \"insecure\", or set \"scheme\": \"https\"")
 
 

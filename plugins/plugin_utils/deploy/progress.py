@@ -274,8 +274,8 @@ def status_request(run_dir, plan, job, host):
         return None
     try:
         op = _jobspec_deploy.runtime_op(ops[0], os.environ.get)
-    except _jobspec_deploy.EnvError:
-        return None
+    except (_jobspec_deploy.EnvError, AttributeError, KeyError, TypeError, ValueError):
+        return None  # the deploy's own agent call failed this op the same way: nothing to ask
     status = {"id": job, "kind": "status", "job": job, "host": host, "target": "status", "env": op.get("env") or {}}
     for key in ("cwd", "user", "group", "network", "mounts", "enable_writable_file_system"):
         if op.get(key) is not None:
