@@ -20,6 +20,7 @@ the status tail of a failed gate): the run's options first (ssh keeps an option'
 
 from __future__ import annotations
 
+import concurrent.futures
 import http.client
 import os
 import shlex
@@ -171,6 +172,7 @@ PROBES = ("tcp", "http", "ssh")  # bucket/job_checks.GATE_PROBES: what probe() r
 STATUS_TIMEOUT = 10     # seconds `make status` may take on the worker
 STATUS_SPACING = 1.0    # seconds at least between two status checks of one host in one gate
 STATUS_STRIKES = 2      # consecutive "not running" answers that end a gate at once
+STATUS_PARALLEL = 8     # hosts asked at a time
 NOT_RUNNING = "is not running"
 
 
@@ -212,30 +214,32 @@ class StatusWatch:
         self.unknown = set()
 
     def dead(self, hosts):
-        """{host: why it is dead} among hosts (checked now when due)."""
-        out = {}
-        for host in hosts:
-            if host in self.unknown:
-                continue
-            now = self.clock()
-            if host not in self.asked or now - self.asked[host] >= self.spacing:
-                self.asked[host] = now
-                running, detail = self.status(self.job, host)
-                if running is None:
-                    self.unknown.add(host)
-                    continue
-                if running:
-                    self.count[host] = 0
-                else:
-                    self.count[host] = self.count.get(host, 0) + 1
-                    if self.count[host] == 1:
-                        self.first[host] = now
-                    self.detail[host] = detail
-            if self.count.get(host, 0) >= self.strikes:
-                out[host] = "job %s %s: `make status` said so %d times in a row, %.1f s apart%s" % (
-                    self.job, NOT_RUNNING, self.count[host], self.asked[host] - self.first[host],
-                    (" (%s)" % self.detail[host]) if self.detail.get(host) else "")
-        return out
+        """{host: why it is dead} among hosts (those due are checked now, side by side)."""
+        now = self.clock()
+        due = [h for h in hosts if h not in self.unknown and (h not in self.asked or now - self.asked[h] >= self.spacing)]
+        if due:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(STATUS_PARALLEL, len(due))) as pool:
+                answers = list(pool.map(lambda h: self.status(self.job, h), due))
+            for host, (running, detail) in zip(due, answers):
+                self._note(host, now, running, detail)
+        return {h: self._why(h) for h in hosts if h not in self.unknown and self.count.get(h, 0) >= self.strikes}
+
+    def _note(self, host, now, running, detail):
+        self.asked[host] = now
+        if running is None:
+            self.unknown.add(host)
+        elif running:
+            self.count[host] = 0
+        else:
+            self.count[host] = self.count.get(host, 0) + 1
+            if self.count[host] == 1:
+                self.first[host] = now
+            self.detail[host] = detail
+
+    def _why(self, host):
+        return "job %s %s: `make status` said so %d times in a row, %.1f s apart%s" % (
+            self.job, NOT_RUNNING, self.count[host], self.asked[host] - self.first[host],
+            (" (%s)" % self.detail[host]) if self.detail.get(host) else "")
 
 
 # --- the gate ------------------------------------------------------------------------------------------

@@ -302,13 +302,28 @@ def status_checker(run_dir, plan, conns, python_of, probe=None):
     return status
 
 
+def with_mux(conns, control_dir):
+    """The connection settings with the run's own ssh multiplexing (ControlMaster, a ControlPath in
+    control_dir, as the deploy's rsync), unless their options name a ControlPath: a gate asks `make
+    status` every second or so, and a new ssh handshake each time costs more than the wait."""
+    from . import rsync as _deploy_rsync
+
+    out = {}
+    for host, conn in conns.items():
+        options = list(conn.get("options") or [])
+        if not any("ControlPath" in o for o in options):
+            options += list(_deploy_rsync.OWN_MUX) + ["-o", "ControlPath=%s/%%C" % control_dir]
+        out[host] = dict(conn, options=options)
+    return out
+
+
 def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
     """gate_runner for the run folder <bucket>/data/.deploy-run/<id>: probes from the controller to each
     host's ansible_host (https trusting the bucket CA), the job's `make status` while a gate waits (fail
     fast), progress in the run folder, status tails over ssh; every ssh call with Ansible's connection
     variables (hooks/points.hosts_from_hostvars), computed once."""
     from ..build import catalog as _catalog
-    from . import remote as _deploy_remote, run as _deploy_run
+    from . import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run
     from ..hooks import points as _hook_deploy  # late: deploy steps only
 
     plan = _deploy_run.load_plan(run_dir)
@@ -323,7 +338,8 @@ def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
 
     def conns():
         if "conns" not in cache:
-            cache["conns"] = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args)
+            cache["conns"] = with_mux(_hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args),
+                                      _deploy_rsync.control_dir(run_dir))
         return cache["conns"]
 
     def diagnose(job, hosts):
