@@ -4,13 +4,16 @@ the elapsed time and the tail of its log; a job without a status target keeps it
 on a fleet whose host keys changed under Ansible's host_key_checking = False, the deploy works and so do the
 gate's own ssh calls (its status checks and the status tail of the failed gate).
 
-The steps share one bucket and one 2-host fleet and run in file order.
+The steps share one bucket and one 2-host fleet and run in file order. MAAND_CALLBACK_CAPTURE=<dir> keeps
+the output of the first deploy there (docs/deploy.md shows it).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +69,9 @@ def gate_note(text, job):
 
 def test_01_a_dead_process_fails_its_gate_in_seconds(env):
     rc, out = env.deploy(check=False)
+    if os.environ.get("MAAND_CALLBACK_CAPTURE"):
+        Path(os.environ["MAAND_CALLBACK_CAPTURE"]).mkdir(parents=True, exist_ok=True)
+        (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / "fail-fast.log").write_text(out)
     assert rc != 0, out
     h0 = env.hosts[0]
     assert re.search(r"%s: job crash is not running: `make status` said so 2 times in a row, [\d.]+ s apart "
