@@ -20,13 +20,13 @@ the status tail of a failed gate): the run's options first (ssh keeps an option'
 
 from __future__ import annotations
 
-import concurrent.futures
 import http.client
 import os
 import shlex
 import socket
 import ssl
 import subprocess
+import threading
 import time
 
 from .waiter import Budget, Pending, Waiter
@@ -198,34 +198,62 @@ def status_probe(conn, command, request, timeout=STATUS_TIMEOUT, run=subprocess.
     return out.get("running"), _tail(tail[-1] if tail else out.get("note") or out.get("msg") or "")
 
 
+def in_background(fn):
+    """Run fn in a daemon thread (a status check never holds up the gate's probes, nor the end of the task)."""
+    threading.Thread(target=fn, daemon=True).start()
+
+
 class StatusWatch:
     """Fail fast while a gate waits: status(job, host) -> (True | False | None, detail) is asked for the
-    hosts whose probes still fail, at most once per spacing seconds each; a host whose status says
-    "not running" strikes times in a row is dead. None (no status target, a job_control job, no
-    answer) stops asking that host: it keeps the gate's whole budget."""
+    hosts whose probes still fail, at most once per spacing seconds each, in the background (submit; at
+    most STATUS_PARALLEL at a time), so a slow `make status` never delays the probes; each answer counts
+    in the round after it came. A host whose status says "not running" strikes times in a row is dead.
+    None (no status target, a job_control job, no answer) stops asking that host: it keeps the gate's
+    whole budget."""
 
-    def __init__(self, status, job, clock=time.monotonic, strikes=STATUS_STRIKES, spacing=STATUS_SPACING):
-        self.status, self.job, self.clock = status, job, clock
+    def __init__(self, status, job, clock=time.monotonic, strikes=STATUS_STRIKES, spacing=STATUS_SPACING,
+                 submit=in_background):
+        self.status, self.job, self.clock, self.submit = status, job, clock, submit
         self.strikes, self.spacing = strikes, spacing
-        self.asked = {}    # host -> clock of its last check
-        self.count = {}    # host -> consecutive "not running"
-        self.first = {}    # host -> clock of the first of them
+        self.asked = {}      # host -> clock when its last check was sent
+        self.in_flight = set()
+        self.answers = {}    # host -> (sent at, running, detail), not noted yet
+        self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(STATUS_PARALLEL)
+        self.count = {}      # host -> consecutive "not running"
+        self.first = {}      # host -> when the first of them was sent
+        self.last = {}       # host -> when the last of them was sent
         self.detail = {}
         self.unknown = set()
 
     def dead(self, hosts):
-        """{host: why it is dead} among hosts (those due are checked now, side by side)."""
+        """{host: why it is dead} among hosts: the answers that came are noted, checks that are due sent."""
         now = self.clock()
-        due = [h for h in hosts if h not in self.unknown and (h not in self.asked or now - self.asked[h] >= self.spacing)]
-        if due:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=min(STATUS_PARALLEL, len(due))) as pool:
-                answers = list(pool.map(lambda h: self.status(self.job, h), due))
-            for host, (running, detail) in zip(due, answers):
-                self._note(host, now, running, detail)
+        for host in hosts:
+            if host in self.unknown or host in self.in_flight:
+                continue
+            if host in self.asked and now - self.asked[host] < self.spacing:
+                continue
+            self.asked[host] = now
+            self.in_flight.add(host)
+            self.submit(lambda h=host, at=now: self._ask(h, at))
+        with self.lock:
+            answers, self.answers = self.answers, {}
+        for host, (at, running, detail) in sorted(answers.items()):
+            self.in_flight.discard(host)
+            self._note(host, at, running, detail)
         return {h: self._why(h) for h in hosts if h not in self.unknown and self.count.get(h, 0) >= self.strikes}
 
-    def _note(self, host, now, running, detail):
-        self.asked[host] = now
+    def _ask(self, host, at):
+        with self.slots:
+            try:
+                running, detail = self.status(self.job, host)
+            except Exception as exc:  # pylint: disable=broad-exception-caught - advice only: never fail the gate
+                running, detail = None, "cannot ask: %s" % exc
+        with self.lock:
+            self.answers[host] = (at, running, detail)
+
+    def _note(self, host, at, running, detail):
         if running is None:
             self.unknown.add(host)
         elif running:
@@ -233,30 +261,33 @@ class StatusWatch:
         else:
             self.count[host] = self.count.get(host, 0) + 1
             if self.count[host] == 1:
-                self.first[host] = now
+                self.first[host] = at
+            self.last[host] = at
             self.detail[host] = detail
 
     def _why(self, host):
         return "job %s %s: `make status` said so %d times in a row, %.1f s apart%s" % (
-            self.job, NOT_RUNNING, self.count[host], self.asked[host] - self.first[host],
+            self.job, NOT_RUNNING, self.count[host], self.last[host] - self.first[host],
             (" (%s)" % self.detail[host]) if self.detail.get(host) else "")
 
 
 # --- the gate ------------------------------------------------------------------------------------------
 
-def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe, watch=None, clock=time.monotonic, status=None):
+def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe, watch=None, clock=time.monotonic, status=None,
+             submit=in_background):
     """Probe every check on every host until all pass or the gate's budget is spent (deploy/waiter.py).
     Returns the problems ([] = passed).
 
     watch (optional, deploy/progress.GateWatch): waiting(host, check, attempt, elapsed, error) after
     each attempt that left a probe failing (the first one), ended(passed, elapsed, attempts) at the end.
     status (optional): status(job, host) -> (running, detail), the job's `make status` (StatusWatch):
-    a host whose job is not running on two checks in a row ends the gate at once (fail fast)."""
+    a host whose job is not running on two checks in a row ends the gate at once (fail fast); submit(fn)
+    runs a check (in the background; tests pass a plain call)."""
     budget = Budget.of(gate)
     checks = gate["checks"]
     pending = {(h, i) for h in gate["hosts"] for i in range(len(checks))}
     last, dead = {}, {}
-    health = StatusWatch(status, gate["job"], clock) if status is not None else None
+    health = StatusWatch(status, gate["job"], clock, submit=submit) if status is not None else None
 
     def attempt(n):
         for key in sorted(pending):

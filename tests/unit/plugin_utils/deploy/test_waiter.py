@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -89,6 +91,11 @@ def test_a_fatal_item_ends_the_wait_at_once():
 
 # --- fail fast in a gate ------------------------------------------------------------------------------
 
+def call(fn):
+    """submit for run_gate: the status check right away (the gate's default runs it in a thread)."""
+    fn()
+
+
 def statuses(answers, calls):
     """status(job, host) answering from a list per host (the last answer repeats)."""
     def status(job, host):
@@ -110,7 +117,7 @@ def test_a_job_not_running_twice_in_a_row_fails_its_gate_at_once():
 
         def ended(self, passed, elapsed, attempts):
             ended.append((passed, elapsed, attempts))
-    problems = G.run_gate(GATE, {}, sleep=clock.sleep, clock=clock, status=status, watch=Watch(),
+    problems = G.run_gate(GATE, {}, sleep=clock.sleep, clock=clock, status=status, watch=Watch(), submit=call,
                           probe_fn=lambda a, c, t: "tcp %s:30000: [Errno 111] Connection refused" % a)
     # rounds at 0, 0.5, 1.0: status asked at 0 and 1.0 (at most once a second per host), not at 0.5
     assert ended == [(False, 1.0, 3)]
@@ -126,7 +133,8 @@ def test_without_a_status_answer_the_gate_keeps_its_whole_budget():
     calls = []
     status = statuses({"h1": [(None, "no status target")], "h2": [(None, "")]}, calls)
     gate = dict(GATE, attempts=6)
-    problems = G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, probe_fn=lambda a, c, t: "refused")
+    problems = G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
+                          probe_fn=lambda a, c, t: "refused")
     assert problems == ["h1: refused", "h2: refused"]
     assert len(clock.sleeps) == 5
     assert sorted(calls) == [("api", "h1"), ("api", "h2")]  # asked once: a job without a status target is not asked again
@@ -136,13 +144,38 @@ def test_not_running_then_running_resets_the_count():
     clock = Clock()
     status = statuses({"h1": [(False, ""), (True, ""), (False, ""), (True, "")], "h2": [(True, "")]}, [])
     gate = dict(GATE, attempts=10, interval_seconds=1.0)
-    problems = G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, probe_fn=lambda a, c, t: "refused")
+    problems = G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
+                          probe_fn=lambda a, c, t: "refused")
     assert len(clock.sleeps) == 9 and not any(G.NOT_RUNNING in p for p in problems)
+
+
+def test_a_slow_status_check_does_not_hold_up_the_probes():
+    """The default: status checks in background threads; the probe rounds go on while one is out, and
+    its answer counts when it came."""
+    release = threading.Event()
+    rounds = []
+
+    def status(job, host):
+        release.wait(10)
+        return False, "down"
+
+    def probe(address, check, timeout):
+        rounds.append(address)
+        if len(rounds) == 5:
+            release.set()   # the first check answers only now
+        if len(rounds) > 5:
+            time.sleep(0.01)  # real time for the thread's answer
+        return "refused"
+    gate = dict(GATE, hosts=["h1"], attempts=500, interval_seconds=0)
+    problems = G.run_gate(gate, {}, sleep=lambda s: None, status=status, probe_fn=probe)
+    assert len(rounds) > 5 and len(rounds) < 500       # rounds went on while the check was out; then it failed fast
+    assert problems[-1].startswith("h1: job api is not running")
 
 
 def test_a_passing_gate_asks_no_status():
     calls = []
-    assert G.run_gate(GATE, {}, sleep=lambda s: None, status=statuses({}, calls), probe_fn=lambda a, c, t: None) == []
+    assert G.run_gate(GATE, {}, sleep=lambda s: None, status=statuses({}, calls), probe_fn=lambda a, c, t: None,
+                      submit=call) == []
     assert calls == []
 
 
@@ -151,7 +184,7 @@ def test_gate_runner_says_it_stopped_early_with_the_elapsed_time_and_the_tail(tm
     status = statuses({"h1": [(False, "")], "h2": [(False, "")]}, [])
 
     def run(gate, watch):
-        return G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch, status=status,
+        return G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch, status=status, submit=call,
                           probe_fn=lambda a, c, t: "refused")
     plan = {"bucket_id": "b", "rows": [{"job": "api", "worker": h, "action": "start", "batch": "api start batch 1/1"}
                                        for h in ("h1", "h2")]}
