@@ -77,7 +77,8 @@ def test_01_a_dead_process_fails_its_gate_in_seconds(env):
     assert re.search(r"%s: job crash is not running: `make status` said so 2 times in a row, [\d.]+ s apart "
                      r"\(crash not running\)" % re.escape(h0), out), out
     how, seconds, attempts = gate_note(out, "crash")
-    assert how == "stopped waiting" and attempts < 10 and seconds < BUDGET / 2, out  # not the 60 x 1 s budget
+    # not the 60 x 1 s budget (rounds go on while a status check is out: a loaded machine needs a few more)
+    assert how == "stopped waiting" and attempts < BUDGET / 2 and seconds < BUDGET / 2, out
     assert "stopped waiting after %.1f s (%d of %d attempt(s), 1.0 s apart)" % (seconds, attempts, BUDGET) in out, out
     assert "last lines of job crash" in out and "crash: cannot open crash.conf" in out, out   # the log tail
     # no status target: the whole budget, then the usual words
