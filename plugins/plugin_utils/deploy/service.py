@@ -64,6 +64,7 @@ class Controller:
     watched: bool = False
     hook_timeout: int = _hook_run.DEFAULT_TIMEOUT
     output_tail: int = _hook_run.DEFAULT_TAIL
+    python_of: Callable[[str], str] = lambda host: "python3"  # the worker's python (gates' `make status`)
 
 
 @dataclasses.dataclass
@@ -446,7 +447,7 @@ def gate_runner(run_dir, ctl):
     def passed(gate):
         if not ctl.watched:  # the callback shows the pass from the progress record
             say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
-    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed)
+    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of)
 
 
 def callbacks(run_dir, ctl):
