@@ -512,17 +512,19 @@ def _check_symlink(bucket, rel_dir, root, rel, report):
 
 def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     """What maand acts on and maand.core does not. Templates (.tpl, .j2, Makefile.tpl) are rendered at
-    deploy, vars.toml is merged into the KV by build and _modules/ holds the job commands (run on the
-    controller, never shipped), so only _prometheus/ remains."""
+    deploy, vars.toml is merged into the KV by build, _modules/ holds the job commands (run on the
+    controller, never shipped) and _prometheus/ reaches the server job's rules/ and consoles/ at deploy;
+    only maand's certificate expiry push to a Prometheus server job remains."""
     del makefile, templates
-    prometheus = ("scrape configs reach the Prometheus job's {{ scrapeConfigs }} and {{ ruleFiles }}, but deploy"
-                  " does not ship its alerts to the server job's rules/ yet (they are assembled as maand does,"
-                  " _prometheus.rules_provider), nor runbooks and dashboards to consoles/ (deploy never ships"
-                  " _prometheus/ to workers, as maand)")
-    for entry, what in (("_prometheus", prometheus),):
+    server = ("is a Prometheus server job: its rules/ and consoles/ are shipped as maand ships them, but"
+              " maand.core does not push the certificate expiry gauges (remote write) that rules/maand/certs.yaml"
+              " alerts on")
+    for entry in ("prometheus.yml", "prometheus.yml.tpl"):
         if entry in top:
-            report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
-                              "remove it, or build without maand_strict to accept it")
+            report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s %s" % (name, server),
+                              "watch certificates with ansible-playbook maand.core.cat -e maand_cat=certs, or build"
+                              " without maand_strict to accept it")
+            return
 
 
 def _bounds(job, manifest, key, parse, rel, report):
