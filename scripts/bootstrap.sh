@@ -22,6 +22,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Bun runs maand's .ts/.js job commands (tests/integration/test_hooks_bun_fleet.py); it installs from the
+# npm registry, whose `bun` package carries the platform binary.
+if ! command -v bun >/dev/null 2>&1; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "bootstrap: apt-get install npm"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "bootstrap: npm install -g bun"
+  npm install -g --silent bun >/dev/null
+  bun --version >/dev/null
+fi
+
 if ! "$python" -m pip install --quiet --disable-pip-version-check -r "$repo/requirements-dev.txt"; then
   echo "bootstrap: pip install failed" >&2
   exit 1
