@@ -1017,7 +1017,7 @@ def render_plan(plan):
                % (len(errors), "" if len(errors) == 1 else "s")) if errors else \
         "changes required" if work else "no changes required"
     head = "deploy plan for bucket %s: %s" % (plan["bucket_id"], verdict)
-    if plan["update_seq"] != plan["previous_update_seq"]:
+    if plan["update_seq"] != plan["previous_update_seq"] and not errors:
         head += " (update_seq %d -> %d)" % (plan["previous_update_seq"], plan["update_seq"])
     lines.append(head)
     opts = plan["options"]
