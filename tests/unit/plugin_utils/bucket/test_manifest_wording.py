@@ -35,10 +35,10 @@ def errors(root):
 
 @pytest.mark.parametrize("text, words", [
     ("{", "invalid manifest.json: job a: unexpected end of JSON input (line 1, column 2)"),
-    ('{\n  "version": "1.0.0",\n}', "invalid manifest.json: job a: invalid character '}' looking for beginning of "
-                                   "object key string (line 3, column 1)"),
-    ('{"selectors": ["worker"] "version": "1"}', "invalid manifest.json: job a: invalid character '\"' after object "
-                                                "key:value pair (line 1, column 26)"),
+    ('{\n  "version": "1.0.0",\n}',
+     "invalid manifest.json: job a: invalid character '}' looking for beginning of object key string (line 3, column 1)"),
+    ('{"selectors": ["worker"] "version": "1"}',
+     "invalid manifest.json: job a: invalid character '\"' after object key:value pair (line 1, column 26)"),
     ("", "invalid manifest.json: job a: unexpected end of JSON input (line 1, column 1)"),
 ])
 def test_invalid_manifest_json_carries_gos_reason(tmp_path, text, words):
