@@ -181,6 +181,11 @@ class Env(deploy_env.Env):
     def rules(self):
         return {rule["name"]: rule for group in self.api_json("/api/v1/rules")["groups"] for rule in group["rules"]}
 
+    def rules_with(self, name):
+        """The loaded rules by name once name is among them, else None."""
+        rules = self.rules()
+        return rules if name in rules else None
+
 
 @pytest.fixture(scope="module")
 def env(fleet_factory, tmp_path_factory):
@@ -251,7 +256,7 @@ def test_01_build_and_deploy_ship_the_server_job_as_maand(env):
 
 def test_02_prometheus_loads_the_rules_with_runbook_urls(env):
     server, port = env.server(), env.ports("prometheus")["prometheus_port_http"]
-    rules = env.wait_for("rules loaded", lambda: (lambda r: r if "ApiDown" in r else None)(env.rules()))
+    rules = env.wait_for("rules loaded", lambda: env.rules_with("ApiDown"))
     assert rules["ApiDown"]["annotations"]["runbook_url"] == \
         "http://%s:%d/consoles/runbooks/api/ApiDown.html" % (server, port)
     assert "runbook" not in rules["ApiDown"]["annotations"]
@@ -301,7 +306,7 @@ def test_05_a_changed_alert_reloads_the_server_only(env):
     env.play("deploy")
     events = (env.job(env.server(), "prometheus") / "logs" / "events.log").read_text().split()
     assert events == ["start", "reload"], events
-    rules = env.wait_for("the new rule", lambda: (lambda r: r if "ApiSlow" in r else None)(env.rules()))
+    rules = env.wait_for("the new rule", lambda: env.rules_with("ApiSlow"))
     assert rules["ApiSlow"]["annotations"]["runbook_url"].endswith("/consoles/runbooks/api/ApiDown.html")
 
 
