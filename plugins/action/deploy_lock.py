@@ -15,6 +15,7 @@ ARGUMENT_SPEC = {
     "bucket": {"type": "path", "required": True},
     "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
     "adopt_bucket_id": {"type": "str", "default": ""},
+    "wait": {"type": "float", "default": 0.0},
 }
 
 
@@ -35,7 +36,8 @@ class ActionModule(ControllerAction):
         result.update(changed=False, pid=pid, lock=_deploy_lock.lock_path(bucket))
         try:
             if args["state"] == "present":
-                taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(self._task.check_mode))
+                taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(self._task.check_mode),
+                                                     wait=args["wait"])
                 result.update(taken=taken, msg=note)
                 if note.startswith("took over"):  # a deploy that was killed or crashed: say so
                     result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
