@@ -35,6 +35,9 @@ KEY_SIZE = 32
 NONCE_SIZE = 12
 PREFIX = "enc:v1:"
 KEY_REL = os.path.join(SECRETS_DIR, KEY_FILE)
+# A key file outside the bucket (an AWX credential's file injector, a CI secret): it replaces
+# secrets/kv.key for every bucket this controller process works on.
+KEY_FILE_ENV = "MAAND_KV_KEY_FILE"
 
 
 class SecretError(Exception):
@@ -42,7 +45,8 @@ class SecretError(Exception):
 
 
 def key_path(bucket_dir: str) -> str:
-    return os.path.join(bucket_dir, SECRETS_DIR, KEY_FILE)
+    """secrets/kv.key of the bucket, or the file MAAND_KV_KEY_FILE names."""
+    return os.environ.get(KEY_FILE_ENV, "").strip() or os.path.join(bucket_dir, SECRETS_DIR, KEY_FILE)
 
 
 def load_key(bucket_dir: str, create: bool = False) -> bytes:
