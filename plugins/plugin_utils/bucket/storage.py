@@ -31,9 +31,8 @@ import errno
 import fcntl
 import os
 import tempfile
-import tomllib
 
-from . import state_pg as _state_pg
+from . import readers as _readers, state_pg as _state_pg
 
 DATA_DIR = "data"
 LOCK_FILE = ".lock"
@@ -70,8 +69,8 @@ def conf_state_url(bucket_dir):
         return cached[1]
     try:
         with open(path, "rb") as handle:
-            url = tomllib.load(handle).get("state_url", "")
-    except (OSError, ValueError):
+            url = _readers.parse_toml(handle.read(_readers.MAX_FILE_BYTES).decode("utf-8")).get("state_url", "")
+    except (OSError, ValueError, RecursionError):
         url = ""
     url = url if isinstance(url, str) else ""
     _CONF_CACHE[path] = (stamp, url)
