@@ -226,7 +226,7 @@ def _state_playbook(bucket, to, env, *extra):
     cmd = ["ansible-playbook", "maand.core.state", "-e", "maand_bucket=%s" % bucket, "-e", "maand_state_to=%s" % to,
            *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, env=full)
-    return done.returncode, done.stdout + done.stderr
+    return done.returncode, " ".join((done.stdout + done.stderr).split())  # the YAML callback wraps lines
 
 
 def _file_bucket(path):

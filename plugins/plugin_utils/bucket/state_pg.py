@@ -156,7 +156,14 @@ def _first_line(exc):
 
 
 def migrate(conn, label):
-    """Create or upgrade the tables to SCHEMA_VERSION, once, under a transaction advisory lock."""
+    """Create or upgrade the tables to SCHEMA_VERSION, once, under a transaction advisory lock (a store
+    already at SCHEMA_VERSION costs one query)."""
+    try:
+        row = conn.execute("SELECT max(version) FROM maand_schema").fetchone()
+        if row and row[0] == SCHEMA_VERSION:
+            return
+    except _psycopg().errors.UndefinedTable:
+        pass  # a new store: created below
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)" % SCHEMA_KEY)
         conn.execute("CREATE TABLE IF NOT EXISTS maand_schema (version integer NOT NULL)")
