@@ -36,8 +36,7 @@ class ActionModule(ControllerAction):
         result.update(changed=False, pid=pid, lock=_deploy_lock.lock_path(bucket))
         try:
             if args["state"] == "present":
-                taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(self._task.check_mode),
-                                                     wait=args["wait"])
+                taken, note = _deploy_lock.acquire(bucket, pid, bool(self._task.check_mode), args["wait"])
                 result.update(taken=taken, msg=note)
                 if note.startswith("took over"):  # a deploy that was killed or crashed: say so
                     result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
