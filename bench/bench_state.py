@@ -61,7 +61,7 @@ def measure(n, runs, forks, collections, server):
         b.run(["ansible-playbook", "maand.core.state", "-e", "maand_bucket=%s" % b.bucket, "-e",
                "maand_state_to=%s" % url], what="move the state into PostgreSQL")
         files, pg = [], []
-        for _ in range(runs):
+        for dummy in range(runs):
             b.extra = dict(server.env)
             files.append(b.deploy(expect_changed=False).seconds)
             b.extra = dict(server.env, MAAND_STATE_URL=url)

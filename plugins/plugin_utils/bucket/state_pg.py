@@ -424,7 +424,7 @@ def _read_line(proc, timeout):
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        ready, _, _ = select.select([fd], [], [], left)
+        ready = select.select([fd], [], [], left)[0]
         if not ready:
             break
         chunk = os.read(fd, 4096)
