@@ -5,15 +5,12 @@
 
 from __future__ import annotations
 
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg as _state_pg
 from ansible_collections.maand.core.plugins.plugin_utils.ops import state_move as _state_move
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "to": {"type": "str", "required": True, "no_log": False},
-    "force": {"type": "bool", "default": False},
-}
+ARGUMENT_SPEC = specs.spec_for("state")
 
 
 class ActionModule(ControllerAction):

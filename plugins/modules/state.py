@@ -21,10 +21,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory.
-    type: path
-    required: true
   to:
     description:
       - "The target: a C(postgresql://[user@]host[:port]/database) URL (the password through C(PGPASSWORD),
@@ -38,12 +34,9 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Checks and lists what would be copied; writes nothing.
-  diff_mode:
-    support: none
-    description: Reports the documents copied, not a diff.
-extends_documentation_fragment:
-  - maand.core.controller
+    details: Checks and lists what would be copied; writes nothing.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
+                                 maand.core.controller]
 notes:
   - An action plugin; the work is done by C(plugins/plugin_utils/ops/state_move.py).
 """

@@ -21,7 +21,8 @@ document: the key never enters a store.
 Every stage that persists something under ``<bucket>/data/`` writes through ``atomic_write`` (temp
 file in the same folder, fsync, os.replace) under ``bucket_lock`` (an exclusive flock on
 ``data/.lock``, and with a PostgreSQL store also its advisory bucket lock), so two runs on one bucket
-cannot interleave and a crash never leaves a truncated file. No Ansible imports.
+cannot interleave and a crash never leaves a truncated file. ``link_or_copy`` fills the staged trees
+under ``data/`` with hard links. No Ansible imports.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
 import tempfile
 
 from . import readers as _readers, state_pg as _state_pg
@@ -193,6 +195,17 @@ def atomic_write(path, text, mode=0o644):
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def link_or_copy(src, dest):
+    """dest as a hard link to src (a copy where linking fails, as across file systems); a symlink stays a symlink."""
+    if os.path.islink(src):
+        os.symlink(os.readlink(src), dest)
+        return
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
 
 
 @contextlib.contextmanager
