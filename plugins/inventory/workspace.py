@@ -96,6 +96,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.build import service as
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 
 MAX_CHANGES_SHOWN = 10
 
@@ -154,6 +155,8 @@ def load_from_catalog(bucket_dir):
     except _catalog.CatalogError as exc:
         return _failure(bucket_dir, ["ErrInvalidCatalog: %s (fix: restore it from git or a backup, then run %s)"
                                      % (exc, _build_command(bucket_dir))])
+    except _storage.StateStoreError as exc:
+        return _failure(bucket_dir, ["ErrStateStore: %s" % exc])
     if catalog is None:
         return _failure(bucket_dir, [
             "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set 'preview: true' "

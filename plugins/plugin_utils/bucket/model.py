@@ -24,7 +24,7 @@ import tomllib
 from typing import Any, Optional
 
 from . import job_checks as _job_checks
-from . import readers as _readers, schemas as _schemas
+from . import readers as _readers, schemas as _schemas, state_pg as _state_pg
 from .units import ARCHES, normalize_arch
 from .problems import Report, did_you_mean
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
@@ -44,7 +44,7 @@ MAAND_CONF_DEFAULTS = {
     "certs_renewal_buffer": 0,
     "job_config_selector": "",
 }
-MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups"}
+MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url"}
 # maand keys that maand.core reads but does not act on
 MAAND_CONF_UNHONOURED = {"log_format": "log_format is not used: maand.core logs through Ansible's output"}
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
@@ -259,6 +259,7 @@ def load_maand_conf(bucket, report):
         "ssh_port": (int, "an integer port"), "use_sudo": (bool, "true or false"),
         "job_config_selector": (str, "a string such as \"prod\""), "log_format": (str, "kv, json or jsonl"),
         "certs_ttl": (int, "a number of days"), "certs_renewal_buffer": (int, "a number of days"),
+        "state_url": (str, "a postgresql:// URL"),
     }
     for key, (typ, what) in checks.items():
         if key in conf and (not isinstance(conf[key], typ) or (typ is int and isinstance(conf[key], bool))):
@@ -275,6 +276,16 @@ def load_maand_conf(bucket, report):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", "%r is not a file name under secrets/" % key_name,
                      "put the key in <bucket>/secrets/ and give only its file name")
         conf.pop("ssh_key")
+    url = conf.get("state_url")
+    if isinstance(url, str) and url and not _state_pg.is_url(url):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "%r is not a postgresql:// URL" % _state_pg.redact(url),
+                     "set state_url = \"postgresql://[user@]host[:port]/database\" (password through PGPASSWORD, "
+                     "~/.pgpass or a service file, never in maand.conf), or remove it to keep the state in data/")
+        conf.pop("state_url")
+    elif isinstance(url, str) and _state_pg.has_password(url):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "the URL holds a password, and maand.conf is "
+                     "committed", "remove the password from the URL: set PGPASSWORD, ~/.pgpass or a service file")
+        conf.pop("state_url")
     selector = conf.get("job_config_selector", "")
     if isinstance(selector, str) and selector and not re.match(r"^[A-Za-z0-9_-]+$", selector):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "job_config_selector",
