@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as S
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as P
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as points
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points
 
 
 class Config:
