@@ -1,12 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Small helpers the action plugins share: an integer extra var and Ansible's ssh settings.
+"""Small helpers the action plugins share: an integer extra var, Ansible's ssh_args setting and the
+workers' connection settings from hostvars (the core never sees hostvars).
 
-Pure (no Ansible imports): the templar and Ansible's config manager are passed in.
+Pure (no Ansible imports): the templar, Ansible's config manager and hostvars are passed in.
 """
 
 from __future__ import annotations
+
+import shlex
+from typing import Any, Iterable, Mapping
 
 
 def int_var(templar, task_vars, name, default):
@@ -53,3 +57,34 @@ def host_key_checking(config, task_vars):
         if value is not None:
             return bool(value)
     return True
+
+
+def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_args: str = "") -> dict[str, dict[str, Any]]:
+    """{host: {address, port, user, key, options, sudo}} from Ansible's connection variables (and its
+    ssh_args setting with the host-key policy, adapter/support.ssh_args), for the maand module's run_ssh,
+    ssh probes and a gate's status calls: the connection settings the deploy's own ssh uses."""
+    out = {}
+    for host in hosts:
+        try:
+            hv = hostvars[host]
+        except Exception:  # pragma: no cover - not in the inventory
+            continue
+        opts = shlex.split(ssh_args or "")
+        if _is_false(hv.get("ansible_ssh_host_key_checking", hv.get("ansible_host_key_checking"))):
+            opts += ["-o", "StrictHostKeyChecking=no"]  # as Ansible's ssh plugin, after ssh_args
+        for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+            if hv.get(var):
+                opts += shlex.split(str(hv.get(var)))
+        out[host] = {"address": str(hv.get("ansible_host") or host), "port": hv.get("ansible_port") or None,
+                     "user": hv.get("ansible_user") or None, "key": hv.get("ansible_ssh_private_key_file") or None,
+                     "options": opts, "sudo": bool(hv.get("ansible_become"))}
+    return out
+
+
+def _is_false(value: Any) -> bool:
+    """An Ansible boolean variable that is set and false (False, "false", "no", "0", ...)."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return not value
+    return str(value).strip().lower() in ("false", "no", "n", "0", "off", "f")

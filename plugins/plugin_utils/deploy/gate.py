@@ -9,7 +9,7 @@ budgets).
   against the bucket CA (Trust: secrets/ca.crt) and the system's CAs, unless the check says
   "insecure": true;
 * ssh (maand: "one shell line on the worker over SSH") runs its command on the worker with the run's
-  connection settings (hooks/points.hosts_from_hostvars: address, port, user, key, the ssh args and
+  connection settings (adapter/support.hosts_from_hostvars: address, port, user, key, the ssh args and
   host-key policy Ansible uses, become), exit 0 = healthy;
 * status: the job's `make status` through the worker agent (as maand.core.status), asked while a gate
   waits; a job that is not running on two checks in a row fails its gate at once (StatusWatch).
@@ -343,7 +343,7 @@ def host_addresses(hostvars):
 
 def prober(conns=None, probe_impl=None, trust=None):
     """probe_fn(address, check, timeout) for run_gate. conns: {host: connection settings}
-    (hooks/points.hosts_from_hostvars) for ssh probes, or a callable returning them, called once,
+    (adapter/support.hosts_from_hostvars) for ssh probes, or a callable returning them, called once,
     when the first ssh probe runs; trust: what https probes trust (Trust.for_bucket)."""
     cache = {}
     if probe_impl is None:
@@ -359,7 +359,7 @@ def prober(conns=None, probe_impl=None, trust=None):
 
 def runner(addresses, on_pass=None, run=run_gate, conns=None, probe_impl=None):
     """A gate runner for _deploy_run: gate -> problems; on_pass(gate) is called for a passed gate.
-    conns: {host: connection settings} (_hook_deploy.hosts_from_hostvars) for ssh probes; a callable
+    conns: {host: connection settings} (adapter/support.hosts_from_hostvars) for ssh probes; a callable
     returning them is called once, when the first gate with an ssh probe runs."""
     probe_fn = prober(conns, probe_impl)
 

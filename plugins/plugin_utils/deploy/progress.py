@@ -182,7 +182,7 @@ def status_command(worker_root, job, lines=10):
 
 
 def ssh_argv(host_info, command, connect_timeout=5):
-    """ssh argv for one worker from hooks/points.hosts_from_hostvars()'s entry: the same command line as
+    """ssh argv for one worker from adapter/support.hosts_from_hostvars()'s entry: the same command line as
     the gate's own probes (deploy/gate.ssh_argv: the run's ssh args and host-key policy, user, key, port),
     the command under sudo -n when the run becomes root."""
     return _gate.ssh_argv(host_info, connect_timeout) + [_gate.ssh_remote(command, bool(host_info.get("sudo")))]
@@ -317,14 +317,14 @@ def with_mux(conns, control_dir):
     return out
 
 
-def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
+def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lambda host: "python3"):
     """gate_runner for the run folder <bucket>/data/.deploy-run/<id>: probes from the controller to each
-    host's ansible_host (https trusting the bucket CA), the job's `make status` while a gate waits (fail
-    fast), progress in the run folder, status tails over ssh; every ssh call with Ansible's connection
-    variables (hooks/points.hosts_from_hostvars), computed once."""
+    host's address (addresses: {host: address}; https trusting the bucket CA), the job's `make status`
+    while a gate waits (fail fast), progress in the run folder, status tails over ssh; every ssh call with
+    the workers' connection settings (connections(hosts=None) -> {host: settings}, built on the Ansible
+    side: adapter/controller.py), computed once; python_of(host): the worker's python."""
     from ..build import catalog as _catalog
     from . import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run
-    from ..hooks import points as _hook_deploy  # late: deploy steps only
 
     plan = _deploy_run.load_plan(run_dir)
     bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
@@ -333,12 +333,11 @@ def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
     except _catalog.CatalogError:
         catalog = {}
     job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
-    addresses = _gate.host_addresses(hostvars)
     cache = {}
 
     def conns():
         if "conns" not in cache:
-            cache["conns"] = with_mux(_hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args),
+            cache["conns"] = with_mux(connections(),
                                       _deploy_rsync.control_dir(run_dir))
         return cache["conns"]
 
@@ -346,20 +345,12 @@ def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
         return collect_tails(conns(), _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
 
     probe_fn = _gate.prober(conns, trust=_gate.Trust.for_bucket(bucket))
-    status = status_checker(run_dir, plan, conns, lambda host: _deploy_remote.interpreter(_python_var(hostvars, host)))
+    status = status_checker(run_dir, plan, conns, python_of)
 
     def run(gate, watch):
         return _gate.run_gate(gate, addresses, probe_fn=probe_fn, watch=watch, status=status)
 
     return gate_runner(run, Writer(run_dir), plan, job_ports, on_pass, diagnose)
-
-
-def _python_var(hostvars, host):
-    """{"ansible_python_interpreter": ...} of host (deploy/remote.interpreter reads it)."""
-    try:
-        return {"ansible_python_interpreter": hostvars[host].get("ansible_python_interpreter")}
-    except Exception:  # pragma: no cover - a host whose vars cannot be templated
-        return {}
 
 
 def mark(run_dir):
@@ -379,11 +370,11 @@ def read_since(run_dir, offset):
     return reader.read()
 
 
-def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]],
-                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None,
-                      ssh_args: str = ""):
+def callbacks_for_run(run_dir: str, connections: Callable[..., Mapping[str, Any]],
+                      probes: Callable[[Mapping[str, Any]], list[str]],
+                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None):
     """hooks/points.deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
-    catalog, Ansible's connection variables for run_ssh)."""
+    catalog, every worker's connection settings for run_ssh: connections() -> {host: settings})."""
     from ..build import catalog as _catalog
     from . import run as _deploy_run
     from ..hooks import points as _hook_deploy  # late: deploy steps only
@@ -394,7 +385,6 @@ def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callabl
         catalog = _catalog.read_catalog(bucket)
     except _catalog.CatalogError:
         catalog = None
-    hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args)
-    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, hosts, probes,
+    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, connections(), probes,
                                          int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT),
                                          int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)

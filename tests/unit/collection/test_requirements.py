@@ -10,6 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 ANSIBLE_CORE_BRINGS = {"ansible", "ansible_collections", "jinja2", "yaml"}
+PACKAGE_OF = {"markdown_it": "markdown_it_py"}  # import name -> distribution name (normalised) where they differ
 
 
 def imported_top_level(root):
@@ -27,5 +28,6 @@ def test_requirements_txt_lists_every_third_party_import():
     required = {re.split(r"[<>=!~ ;\[]", line.strip())[0].lower().replace("-", "_")
                 for line in (REPO / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")}
     third_party = imported_top_level(REPO / "plugins") - set(sys.stdlib_module_names) - ANSIBLE_CORE_BRINGS - {"__future__"}
+    third_party = {PACKAGE_OF.get(name, name) for name in third_party}
     assert "cryptography" in third_party  # _certs, _secrets
     assert third_party <= required, "import(s) missing from requirements.txt: %s" % sorted(third_party - required)

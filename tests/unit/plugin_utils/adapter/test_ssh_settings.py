@@ -8,7 +8,6 @@ from __future__ import annotations
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as S
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as P
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points
 
 
 class Config:
@@ -36,7 +35,7 @@ def test_ssh_args_carry_ansibles_host_key_policy():
 def test_a_hosts_own_host_key_checking_false_is_honoured():
     hostvars = {"h1": {"ansible_host": "10.0.0.1", "ansible_host_key_checking": "False", "ansible_ssh_common_args": "-o A=b"},
                 "h2": {"ansible_host": "10.0.0.2"}}
-    conns = points.hosts_from_hostvars(hostvars, ["h1", "h2"], "-C")
+    conns = S.hosts_from_hostvars(hostvars, ["h1", "h2"], "-C")
     assert conns["h1"]["options"] == ["-C", "-o", "StrictHostKeyChecking=no", "-o", "A=b"]
     assert conns["h2"]["options"] == ["-C"]
 
