@@ -248,7 +248,8 @@ class StatusWatch:
         with self.slots:
             try:
                 running, detail = self.status(self.job, host)
-            except Exception as exc:  # pylint: disable=broad-exception-caught - advice only: never fail the gate
+            except Exception as exc:  # pylint: disable=broad-exception-caught
+                # advice only: a check that breaks never fails the gate
                 running, detail = None, "cannot ask: %s" % exc
         with self.lock:
             self.answers[host] = (at, running, detail)
