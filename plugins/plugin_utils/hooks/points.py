@@ -73,6 +73,8 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
     try:
         hosts_file = _hook_run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
         with RuntimeAPI(bucket_dir, catalog) as api:
+            if api.notice:
+                log(api.notice)
             yield _hook_run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
                                     current_versions or {}, log)
     finally:
