@@ -18,7 +18,9 @@ import os
 import tempfile
 
 DATA_DIR = "data"
+SECRETS_DIR = "secrets"
 LOCK_FILE = ".lock"
+LAYER_FIX = 'give a folder inside the bucket that is not secrets/ or data/, e.g. "layers/common"'
 
 
 class LockBusy(Exception):
@@ -81,3 +83,29 @@ def bucket_lock(bucket_dir, wait=False):
         yield
     finally:
         os.close(fd)
+
+
+def _under(root, path):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def layer_problem(bucket_dir, layer):
+    """Why a folder layer may not ship (a sentence naming the layer), or "": it must lie in the bucket, not be
+    the bucket itself (which holds secrets/ and data/), nor lie in secrets/ or data/, and hold no symlink
+    that leads out of the bucket (a layer is copied into every worker's job tree)."""
+    root = os.path.realpath(bucket_dir)
+    real = os.path.realpath(os.path.join(bucket_dir, layer))
+    if not _under(root, real):
+        return "layer %s leaves the bucket folder" % layer
+    if real == root:
+        return "layer %s is the bucket folder itself, with secrets/ (kv.key, the CA key) and data/" % layer
+    for private in (SECRETS_DIR, DATA_DIR):
+        if _under(os.path.join(root, private), real):
+            return "layer %s lies in %s/, which never ships to workers" % (layer, private)
+    for dirpath, dirnames, filenames in os.walk(real):
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path) and (os.path.isabs(os.readlink(path)) or not _under(root, os.path.realpath(path))):
+                return "layer %s holds a symlink %s -> %s that leads out of the bucket" % (
+                    layer, os.path.relpath(path, bucket_dir), os.readlink(path))
+    return ""
