@@ -188,7 +188,7 @@ class Overlay:
     executable: bool = False
     secret: bool = False  # its digest is an HMAC, its content never printed
     origin: str = "overlay"
-    private: bool = False  # written 0600 (a private key); rsync --archive keeps the mode on the worker
+    private: bool = False  # written 0600 (a private key), as secret outputs; rsync keeps the mode on the worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -499,7 +499,9 @@ def remove_tree(path: str) -> None:
 
 
 def _write_output(path: str, out: Output) -> None:
-    mode = 0o600 if out.private else 0o755 if out.executable else 0o644
+    """0600 when it read a secret or holds a private key (rsync keeps the mode; the worker's agent gives it to
+    the job's user), else 0644 or 0755."""
+    mode = (0o700 if out.executable else 0o600) if out.private or out.secret else 0o755 if out.executable else 0o644
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     with os.fdopen(fd, "wb") as handle:
         handle.write(out.content)
