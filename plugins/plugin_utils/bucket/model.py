@@ -24,7 +24,7 @@ import tomllib
 from typing import Any, Optional
 
 from . import job_checks as _job_checks
-from . import readers as _readers, schemas as _schemas
+from . import readers as _readers, schemas as _schemas, storage as _storage
 from .units import ARCHES, normalize_arch
 from .problems import Report, did_you_mean
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
@@ -268,6 +268,10 @@ def load_maand_conf(bucket, report):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", "%r is not a file name under secrets/" % key_name,
                      "put the key in <bucket>/secrets/ and give only its file name")
         conf.pop("ssh_key")
+    key_rel = "secrets/%s" % (conf.get("ssh_key") or MAAND_CONF_DEFAULTS["ssh_key"])
+    problem = _storage.key_mode_problem(os.path.join(bucket.path, key_rel), key_rel)
+    if problem:  # ssh refuses such a key too; kv.key and ca.key are refused where they are read
+        report.warn("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", problem, "chmod 600 %s" % key_rel)
     selector = conf.get("job_config_selector", "")
     if isinstance(selector, str) and selector and not re.match(r"^[A-Za-z0-9_-]+$", selector):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "job_config_selector",

@@ -6,7 +6,10 @@
 Every stage that persists something under ``<bucket>/data/`` (the catalog, the KV store, the deploy
 lock and run folders, facts) writes through ``atomic_write`` (temp file in the same folder, fsync,
 os.replace) under ``bucket_lock`` (an exclusive flock on ``data/.lock``), so two runs on one bucket
-cannot interleave and a crash never leaves a truncated file. No Ansible imports.
+cannot interleave and a crash never leaves a truncated file. ``data/`` is the controller user's
+alone (0700, tightened when found wider: run outputs, output tails and the lock live there) and new
+files in it are 0600. ``key_mode_problem`` names a key file (kv.key, ca.key, the SSH key) that group
+or others may read. No Ansible imports.
 """
 
 from __future__ import annotations
@@ -32,7 +35,38 @@ def data_dir(bucket_dir):
     return os.path.join(bucket_dir, DATA_DIR)
 
 
-def atomic_write(path, text, mode=0o644):
+def ensure_data_dir(bucket_dir):
+    """``<bucket>/data``, created 0700 or narrowed to 0700 (it holds run outputs, output tails, the locks)."""
+    path = data_dir(bucket_dir)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    with contextlib.suppress(OSError):  # not ours to change: the files in it are still 0600
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o700)
+    return path
+
+
+def private_dir(path):
+    """A folder only the controller's user may enter (a run folder under data/)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def key_mode_problem(path, rel):
+    """"" when the key file at path is readable by its owner only (or missing), else a sentence naming it
+    and the fix."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    if not mode & 0o077:
+        return ""
+    return "%s may be read by group or others (mode %04o): it must be the controller user's alone; run chmod 600 %s" % (
+        rel, mode & 0o7777, rel)
+
+
+def atomic_write(path, text, mode=0o600):
     """Write text to path so that readers see either the old or the new file, never a mix.
 
     The temp file is `.<name>.<random>.tmp` in the same folder (so os.replace is atomic and a killed
@@ -69,9 +103,8 @@ def atomic_write(path, text, mode=0o644):
 @contextlib.contextmanager
 def bucket_lock(bucket_dir, wait=False):
     """Exclusive lock on the bucket's data/ folder. Raises LockBusy when another run holds it."""
-    os.makedirs(data_dir(bucket_dir), exist_ok=True)
-    path = os.path.join(data_dir(bucket_dir), LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    path = os.path.join(ensure_data_dir(bucket_dir), LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))

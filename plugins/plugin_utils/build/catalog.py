@@ -17,7 +17,7 @@ import re
 
 from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
 from ..bucket import schemas as _schemas
-from ..bucket.storage import DATA_DIR, atomic_write
+from ..bucket.storage import DATA_DIR, atomic_write, ensure_data_dir
 
 CATALOG_FORMAT = 1
 CATALOG_FILE = "catalog.json"
@@ -125,7 +125,7 @@ def dumps(catalog):
 
 def write_catalog(bucket_dir, catalog):
     """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock()."""
-    os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
+    ensure_data_dir(bucket_dir)
     atomic_write(catalog_path(bucket_dir), dumps(catalog))
     if recorded_bucket_id(bucket_dir) != catalog["bucket_id"]:
         atomic_write(os.path.join(bucket_dir, DATA_DIR, BUCKET_ID_FILE), catalog["bucket_id"] + "\n")

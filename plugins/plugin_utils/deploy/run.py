@@ -140,7 +140,9 @@ def new_run(bucket, plan, run_id=None):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
     run_id = run_id or "%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime()), os.getpid())
     run_dir = os.path.join(root, run_id)
-    os.makedirs(run_dir)
+    _storage.ensure_data_dir(bucket)
+    _storage.private_dir(root)
+    os.makedirs(run_dir, mode=0o700)
     _write_json(os.path.join(run_dir, "plan.json"), plan)
     save_state(run_dir, RS.new_state(run_id, plan))
     return run_dir

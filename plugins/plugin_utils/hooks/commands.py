@@ -17,8 +17,9 @@ ROLLOUT_ORDER_SOURCE (after_allocation_started/stopped).
 maand.core adds MAAND_RUNTIME_API_PORT and MAAND_RUNTIME_API_TOKEN (the API's port, 8080 unless
 another run holds it, and the hook's own token) and MAAND_HOSTS_FILE (how ``run_ssh`` reaches each
 worker: Ansible's connection settings). Of the controller's environment a hook gets only an
-allow-list (PATH, HOME, the locale, TZ, the ssh agent, proxies, CA bundles: ``INHERITED_ENV``),
-never the controller's credentials or Ansible's settings (maand passes its whole environment).
+allow-list (PATH, HOME, the locale, TZ, the ssh agent, proxies, CA bundles: ``INHERITED_ENV``) and
+the variables named ``MAAND_*`` (how an operator hands a value to hooks on purpose), never the
+controller's credentials or Ansible's settings (maand passes its whole environment).
 """
 
 from __future__ import annotations
@@ -212,8 +213,8 @@ def command_env(target: Target, command: str, event: str, api: ApiEndpoint, curr
 
 
 def inherited_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The part of the controller's environment a hook sees (INHERITED_ENV and the LC_* locale)."""
-    return {k: v for k, v in base.items() if k in INHERITED_ENV or k.startswith("LC_")}
+    """The part of the controller's environment a hook sees (INHERITED_ENV, the LC_* locale, MAAND_*)."""
+    return {k: v for k, v in base.items() if k in INHERITED_ENV or k.startswith(("LC_", "MAAND_"))}
 
 
 def job_control_env(new: Iterable[str], updated: Iterable[str]) -> dict[str, str]:

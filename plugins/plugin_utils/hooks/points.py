@@ -32,6 +32,7 @@ import tempfile
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import run as _hook_run, commands as _hooks
+from ..bucket import storage as _storage
 from .runtime_api import RuntimeAPI
 
 GATE_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
@@ -68,7 +69,7 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
             current_versions: Mapping[tuple[str, str], str] | None = None,
             log: Callable[[str], None] = lambda msg: None) -> Iterator[_hook_run.Context]:
     """The runtime API and a private staging folder for the hooks of one task."""
-    os.makedirs(os.path.join(bucket_dir, "data"), exist_ok=True)
+    _storage.ensure_data_dir(bucket_dir)
     stage = tempfile.mkdtemp(prefix=".hooks-", dir=os.path.join(bucket_dir, "data"))
     try:
         hosts_file = _hook_run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""

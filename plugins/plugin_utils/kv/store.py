@@ -188,7 +188,7 @@ class KVStore:
         """Atomically write data/kv.json if anything changed (hold the bucket lock). True if written."""
         if not self.dirty and self.exists(self.bucket_dir):
             return False
-        os.makedirs(os.path.join(self.bucket_dir, "data"), exist_ok=True)
+        _storage.ensure_data_dir(self.bucket_dir)
         text = json.dumps(self.as_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
         _storage.atomic_write(self.path_of(self.bucket_dir), text, mode=0o600)
         self.dirty = False
