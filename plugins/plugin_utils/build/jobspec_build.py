@@ -25,7 +25,7 @@ from ..bucket.model import _read_json
 
 CONTAINERS_DIR = "workspace/containers"
 IMAGES_DIR = "workspace/images"
-CONTAINER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+CONTAINER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 KIND = "ErrInvalidManifest"
 KIND_CONTAINER = "ErrInvalidContainer"
 
