@@ -94,6 +94,10 @@ def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) ->
     try:
         _kv.parse_template(text, rel, _prometheus.PARSE_FUNCS)
     except _gotemplate.TemplateError as exc:
+        if not exc.line:
+            report.error("ErrInvalidJob", file_rel, "", "job %s: template %s does not parse: %s" % (job, rel, exc.cause),
+                         _fix(exc.cause))
+            return
         report.error("ErrInvalidJob", file_rel, "line %s, column %s" % (exc.line, exc.column),
                      "job %s: template %s does not parse: %s" % (job, rel, exc.cause),
                      _fix(exc.cause))
@@ -117,6 +121,9 @@ def _check_jinja(job: str, job_rel: str, root: str, rel: str, report: Any) -> No
         report.error("ErrInvalidJob", file_rel, "line %s" % exc.lineno,
                      "job %s: template %s does not parse (Jinja2): %s" % (job, rel, exc.message),
                      "fix the Jinja2 syntax (see docs/templates.md)")
+    except RecursionError:
+        report.error("ErrInvalidJob", file_rel, "", "job %s: template %s is nested too deeply to parse (Jinja2)"
+                     % (job, rel), "flatten the nested parentheses, expressions or blocks")
 
 
 def _fix(cause: str) -> str:
