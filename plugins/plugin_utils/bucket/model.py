@@ -269,7 +269,7 @@ def load_maand_conf(bucket, report):
                      "put the key in <bucket>/secrets/ and give only its file name")
         conf.pop("ssh_key")
     key_rel = "secrets/%s" % (conf.get("ssh_key") or MAAND_CONF_DEFAULTS["ssh_key"])
-    problem = _storage.key_mode_problem(os.path.join(bucket.path, key_rel), key_rel)
+    problem = _storage.key_mode_problem(os.path.join(bucket.path, key_rel), key_rel, with_fix=False)
     if problem:  # ssh refuses such a key too; kv.key and ca.key are refused where they are read
         report.warn("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", problem, "chmod 600 %s" % key_rel)
     selector = conf.get("job_config_selector", "")

@@ -53,17 +53,17 @@ def private_dir(path):
     return path
 
 
-def key_mode_problem(path, rel):
+def key_mode_problem(path, rel, with_fix=True):
     """"" when the key file at path is readable by its owner only (or missing), else a sentence naming it
-    and the fix."""
+    (and the fix)."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return ""
     if not mode & 0o077:
         return ""
-    return "%s may be read by group or others (mode %04o): it must be the controller user's alone; run chmod 600 %s" % (
-        rel, mode & 0o7777, rel)
+    text = "%s may be read by group or others (mode %04o): it must be the controller user's alone" % (rel, mode & 0o7777)
+    return text + ("; run chmod 600 %s" % rel if with_fix else "")
 
 
 def atomic_write(path, text, mode=0o600):
