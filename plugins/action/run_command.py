@@ -10,26 +10,20 @@ from ansible import context
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.ops import run_command as _run_command
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "step": {"type": "str", "required": True, "choices": ["select", "report"]},
-    "cmd": {"type": "raw"},
-    "workers": {"type": "raw"},
-    "labels": {"type": "raw"},
-    "catalog_workers": {"type": "list", "elements": "str", "default": []},
-    "hosts": {"type": "list", "elements": "str", "default": []},
-    "result_var": {"type": "str", "default": "_maand_run_command"},
-}
+ARGUMENT_SPEC = specs.spec_for("run_command")
 
 
-def _hostvar(hostvars, host, name):
+def _labels(hostvars, host):
+    """The worker's labels from the inventory (maand_worker), [] when unknown."""
     try:
-        return hostvars[host].get(name)
+        return list((hostvars[host].get("maand_worker") or {}).get("labels") or ())
     except Exception:  # pylint: disable=broad-exception-caught
-        return None
+        return []
 
 
 class ActionModule(ControllerAction):
@@ -42,8 +36,7 @@ class ActionModule(ControllerAction):
             cmd = _run_command.check_command(args["cmd"])
             if args["step"] == "select":
                 _run_command.check_split(context.CLIARGS.get("extra_vars") or ())
-                workers = {h: list((_hostvar(hostvars, h, "maand_worker") or {}).get("labels") or ())
-                           for h in args["catalog_workers"]}
+                workers = {h: _labels(hostvars, h) for h in args["catalog_workers"]}
                 chosen = _run_command.select(workers, args["hosts"], _run_command.split_names(args["workers"]),
                                              _run_command.split_names(args["labels"]))
                 result.update(hosts=chosen, msg="running `%s` on %s" % (cmd, ", ".join(chosen)))
@@ -54,7 +47,7 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result["msg"] = "check mode: `%s` was not run" % cmd
             return result
-        outcomes = [_run_command.outcome(h, _hostvar(hostvars, h, args["result_var"])) for h in args["hosts"]]
+        outcomes = [_run_command.outcome(h, args["answers"].get(h)) for h in args["hosts"]]
         lines, problems = _run_command.report(outcomes, cmd)
         display.display("\n".join(lines))
         result.update(changed=any(o.status != "not run" for o in outcomes), lines=lines, problems=problems,

@@ -9,9 +9,7 @@ module: gc
 short_description: Plan and commit maand's gc of a bucket (the controller side)
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.gc) playbook; its options and results may change in any
-    release without notice. Run the playbook instead."
-  - Runs on the controller (an action plugin; no connection is opened).
+  - Runs on the controller (an action plugin; no connection is opened) for the C(maand.core.gc) playbook.
   - With O(step=plan) it reads C(data/catalog.json), C(data/kv.json) and each worker's listing of
     C(/opt/worker/<bucket_id>/jobs/) (registered by C(maand.core.deploy_state)) and prints what gc deletes,
     namely the job folders that removed allocations left on workers (with their C(data/) and C(logs/)), the
@@ -25,10 +23,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory.
-    type: path
-    required: true
   step:
     description: V(plan) or V(commit).
     type: str
@@ -47,23 +41,26 @@ options:
   plan:
     description: The plan the plan step returned (commit step).
     type: dict
-  state_var:
-    description: The registered C(maand.core.deploy_state) result of each worker.
-    type: str
-    default: _maand_gc_state
-  deleted_var:
-    description: The registered C(maand.core.gc_worker) result of each worker.
-    type: str
-    default: _maand_gc_deleted
+  states:
+    description:
+      - The C(maand.core.deploy_state) result of each worker, by inventory host name (plan and commit steps).
+      - A host missing here, or whose result failed or was unreachable, is listed as not reachable.
+    type: dict
+    default: {}
+  deleted:
+    description:
+      - The C(maand.core.gc_worker) result of each worker, by inventory host name (commit step).
+      - A planned host missing here, skipped or unreachable deleted nothing.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
-    description: The plan step prints the plan; the commit step deletes nothing.
+    details: The plan step prints the plan; the commit step deletes nothing.
   diff_mode:
     support: none
-    description: The plan step always prints the plan, with or without C(--diff).
-extends_documentation_fragment:
-  - maand.core.controller
+    details: The plan step always prints the plan, with or without C(--diff).
+extends_documentation_fragment: [maand.core.attributes, maand.core.bucket, maand.core.controller, maand.core.private]
 notes:
   - The playbook C(maand.core.gc) takes the bucket's deploy lock first, so gc never runs beside a deploy.
 """
@@ -74,6 +71,7 @@ EXAMPLES = r"""
     bucket: /srv/bucket
     step: plan
     hosts: "{{ ansible_play_hosts_all }}"
+    states: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'listing'))) }}"
     retain_days: 7
   register: gc_plan
 """

@@ -6,10 +6,11 @@
 Every stage that persists something under ``<bucket>/data/`` (the catalog, the KV store, the deploy
 lock and run folders, facts) writes through ``atomic_write`` (temp file in the same folder, fsync,
 os.replace) under ``bucket_lock`` (an exclusive flock on ``data/.lock``), so two runs on one bucket
-cannot interleave and a crash never leaves a truncated file. ``data/`` is the controller user's
-alone (0700, tightened when found wider: run outputs, output tails and the lock live there) and new
-files in it are 0600. ``key_mode_problem`` names a key file (kv.key, ca.key, the SSH key) that group
-or others may read. No Ansible imports.
+cannot interleave and a crash never leaves a truncated file. ``link_or_copy`` fills the staged trees
+under ``data/`` with hard links. ``data/`` is the controller user's alone (0700, tightened when found
+wider: run outputs, output tails and the lock live there) and new files in it are 0600.
+``key_mode_problem`` names a key file (kv.key, ca.key, the SSH key) that group or others may read.
+No Ansible imports.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
 import tempfile
 
 DATA_DIR = "data"
@@ -98,6 +100,17 @@ def atomic_write(path, text, mode=0o600):
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def link_or_copy(src, dest):
+    """dest as a hard link to src (a copy where linking fails, as across file systems); a symlink stays a symlink."""
+    if os.path.islink(src):
+        os.symlink(os.readlink(src), dest)
+        return
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
 
 
 @contextlib.contextmanager

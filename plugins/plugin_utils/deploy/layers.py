@@ -27,7 +27,6 @@ import contextlib
 import os
 import posixpath
 import shutil
-import stat
 import tarfile
 import tempfile
 
@@ -97,14 +96,7 @@ def _copy_tree(src: str, dest: str) -> None:
 
 def _place(src: str, target: str) -> None:
     _replace(target)
-    info = os.lstat(src)
-    if stat.S_ISLNK(info.st_mode):
-        os.symlink(os.readlink(src), target)
-        return
-    try:
-        os.link(src, target)
-    except OSError:
-        shutil.copy2(src, target)
+    _storage.link_or_copy(src, target)
 
 
 class _Where:

@@ -44,7 +44,8 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
-from ..bucket import content as _deploy_files
+from ..worker import layout as _layout
+from ..bucket import content as _deploy_files, storage as _storage
 from ..build import kv_build as _kv_build
 from ..kv import gotemplate as _gotemplate, functions as _kv, secrets as _secrets
 
@@ -518,7 +519,7 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
         if rel in generated:
             _write_output(target, generated[rel])
         else:
-            _link(os.path.join(source.root, rel), target)
+            _storage.link_or_copy(os.path.join(source.root, rel), target)
     # folders keep their modes, as rsync --archive carries them; set last, deepest first
     for rel in sorted(source.dirs, key=lambda r: r.count("/"), reverse=True) + [""]:
         mode = os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode
@@ -542,16 +543,6 @@ def _write_output(path: str, out: Output) -> None:
     with os.fdopen(fd, "wb") as handle:
         handle.write(out.content)
     os.chmod(path, mode)  # the umask may have narrowed it
-
-
-def _link(src: str, dest: str) -> None:
-    if os.path.islink(src):
-        os.symlink(os.readlink(src), dest)
-        return
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copy2(src, dest)
 
 
 def stage_root(bucket_dir: str) -> str:
@@ -758,7 +749,7 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
             CurrentVersion=current_versions.get((job, host)) or "0.0.0", NewVersion=versions.get(job, ""),
             BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _kv.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
-            BucketPath="/opt/worker/%s" % bucket_id, JobPath="/opt/worker/%s/jobs/%s" % (bucket_id, job))
+            BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
         context = Context(kv[0], data, upstream[job], kv[1])
         try:
             content = render(source, context, extra)
