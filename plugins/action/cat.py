@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
@@ -29,9 +31,13 @@ class ActionModule(ControllerAction):
         except _cat.CatError as exc:
             result.update(failed=True, changed=False, msg="maand.core.cat %s: %s" % (request.view, exc))
             return result
-        lines = table.lines()
-        for line in lines:
+        for line in table.lines():
             display.display(line)
+        if request.reveal:  # decrypted values go to the screen only, never into the result (-v, callbacks, AWX)
+            table = _cat.cat(bucket_dir, dataclasses.replace(request, reveal=False))
+        lines = table.lines()
         result.update(changed=False, bucket=bucket_dir, table=lines, header=list(table.header),
-                      rows=table.as_dicts(), msg="%d row%s" % (len(table.rows), "" if len(table.rows) == 1 else "s"))
+                      rows=table.as_dicts(), msg="%d row%s%s" % (
+                          len(table.rows), "" if len(table.rows) == 1 else "s",
+                          "; secrets were printed, this result keeps them masked" if request.reveal else ""))
         return result

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _kv
 
-_FUNC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FUNC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _plain(value, where):

@@ -18,13 +18,13 @@ from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
-# Every hook appends "<event> <job> <command> <worker> <extra>" to $HOOK_LOG (a controller file).
+# Every hook appends "<event> <job> <command> <worker> <extra>" to $MAAND_HOOK_LOG (a controller file).
 LOG_PY = """\
 import os
 
 
 def log(extra=""):
-    with open(os.environ["HOOK_LOG"], "a") as f:
+    with open(os.environ["MAAND_HOOK_LOG"], "a") as f:
         f.write("%s %s %s %s %s\\n" % (os.environ["EVENT"], os.environ["JOB"], os.environ["COMMAND"],
                                      os.environ["ALLOCATION_IP"], extra))
 """
@@ -123,7 +123,7 @@ class HooksEnv(Env):
     def __init__(self, fleet, bucket, hook_log):
         super().__init__(fleet, bucket)
         self.hook_log = hook_log
-        self.env["HOOK_LOG"] = str(hook_log)
+        self.env["MAAND_HOOK_LOG"] = str(hook_log)
 
     def hook_events(self):
         if not self.hook_log.exists():

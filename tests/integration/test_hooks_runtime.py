@@ -218,69 +218,247 @@ def test_semaphore_serialises_allocations(tmp_path):
     assert len(pairs) == 3 and all(a == "in" and c == "out" and b == d for a, b, c, d in pairs)
 
 
-def test_raw_http_needs_maands_headers_and_a_right_token_if_any(tmp_path):
+def _call(port, headers, body=b'{"namespace": "maand/bucket", "key": "bucket_id"}', method="GET", path="/kv"):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_a_caller_that_is_no_hook_gets_the_same_403_whatever_its_headers(tmp_path):
+    """The test process is not a hook: maand's headers of an open hook (guessable) are not enough, a known
+    and an unknown allocation id get the same answer (no oracle); the hook's token is."""
+    root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
+    alloc = _hooks.targets(catalog, "api")[0]
+    import subprocess
+    hook = subprocess.Popen(["sleep", "120"], start_new_session=True)  # the hook: the test is not in its tree
+    with RuntimeAPI(root, catalog) as api:
+        token, _x = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
+        api.set_pid(token, hook.pid)
+        base = {"Content-Type": "application/json", "X-ALLOCATION-ID": alloc.alloc_id, "EVENT": "cli",
+                "COMMAND": "command_x"}
+        refusal = _call(api.port, base)
+        assert refusal[0] == 403 and "not a running hook" in refusal[1]
+        assert _call(api.port, dict(base, **{"X-ALLOCATION-ID": "0" * 32})) == refusal
+        assert _call(api.port, {k: v for k, v in base.items() if k != "X-ALLOCATION-ID"}) == refusal
+        assert _call(api.port, dict(base, **{"X-MAAND-TOKEN": "forged"})) == refusal
+        put = b'{"namespace": "vars/job/api", "key": "planted", "value": "x"}'
+        assert _call(api.port, base, put, "PUT") == refusal
+        assert _kv_store.KVStore.load(root).get("vars/job/api", "planted") is None
+        # with the hook's token: maand's answers
+        own = dict(base, **{"X-MAAND-TOKEN": token})
+        assert _call(api.port, {k: v for k, v in own.items() if k != "X-ALLOCATION-ID"}) == (
+            400, "X-ALLOCATION-ID header is missing\n")
+        assert _call(api.port, dict(own, EVENT="pre_deploy"))[0] == 400  # the token's hook is a cli hook
+        status, body = _call(api.port, own)
+        assert status == 200 and json.loads(body)["value"] == catalog["bucket_id"]
+        assert _call(api.port, dict(own, **{"Content-Type": "text/plain"}))[0] == 415
+        assert _call(api.port, own, b"{not json")[0] == 400
+        assert _call(api.port, own, b'{"namespace": "vars/job/db", "key": "x"}') == (
+            400, "Invalid or unauthorized namespace\n")
+        twin, _y = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
+        assert _call(api.port, dict(base, **{"X-MAAND-TOKEN": twin}))[0] == 200
+        api.close_session(twin)
+        api.close_session(token)
+        assert _call(api.port, own) == refusal
+    hook.kill()
+    hook.wait()
+
+
+def test_requests_are_bounded_and_the_host_is_loopback(tmp_path):
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
     alloc = _hooks.targets(catalog, "api")[0]
     with RuntimeAPI(root, catalog) as api:
         token, _x = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
+        own = {"Content-Type": "application/json", "X-ALLOCATION-ID": alloc.alloc_id, "EVENT": "cli",
+               "COMMAND": "command_x", "X-MAAND-TOKEN": token}
 
-        def call(headers, body=b'{"namespace": "maand/bucket", "key": "bucket_id"}'):
-            req = urllib.request.Request("http://127.0.0.1:%d/kv" % api.port, data=body, method="GET", headers=headers)
-            try:
-                with urllib.request.urlopen(req) as resp:
-                    return resp.status, resp.read().decode()
-            except urllib.error.HTTPError as exc:
-                return exc.code, exc.read().decode()
-        base = {"Content-Type": "application/json", "X-ALLOCATION-ID": alloc.alloc_id, "EVENT": "cli",
-                "COMMAND": "command_x"}
-        assert call({k: v for k, v in base.items() if k != "X-ALLOCATION-ID"}) == (400, "X-ALLOCATION-ID header is missing\n")
-        assert call(dict(base, **{"X-ALLOCATION-ID": "nope"}))[0] == 404
-        # maand's own clients send no token: the headers name the one running hook
-        status, body = call(base)
+        def raw(head):
+            import socket
+            with socket.create_connection(("127.0.0.1", api.port), timeout=10) as conn:
+                conn.sendall(head.encode())
+                return conn.recv(4096).decode().split("\r\n")[0]
+        headers = "".join("%s: %s\r\n" % kv for kv in own.items())
+        assert raw("GET /kv HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000000000\r\n%s\r\n" % headers) \
+            == "HTTP/1.1 413 Request Entity Too Large"
+        assert raw("GET /kv HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n%s\r\n" % headers) \
+            == "HTTP/1.1 400 Bad Request"
+        assert raw("GET /kv HTTP/1.1\r\nHost: evil.example:%d\r\nContent-Length: 0\r\n%s\r\n" % (api.port, headers)) \
+            == "HTTP/1.1 403 Forbidden"
+        for bad in (b'{"name": "m", "capacity": "x"}', b'{"name": "m", "timeout_seconds": [1]}',
+                    b'{"name": "bad name", "capacity": 1}'):
+            status, _body = _call(api.port, own, bad, "POST", "/semaphore/acquire")
+            assert status == 400, bad
+        status, body = _call(api.port, own)  # the API still serves
         assert status == 200 and json.loads(body)["value"] == catalog["bucket_id"]
-        assert call(dict(base, EVENT="pre_deploy"))[0] == 401  # no hook of that event runs
-        assert call(dict(base, **{"X-MAAND-TOKEN": "forged"}))[0] == 401  # a token, if sent, must be right
-        assert call(dict(base, EVENT="pre_deploy", **{"X-MAAND-TOKEN": token}))[0] == 400
-        status, body = call(dict(base, **{"X-MAAND-TOKEN": token}))
-        assert status == 200 and json.loads(body)["value"] == catalog["bucket_id"]
-        assert call(dict(base, **{"X-MAAND-TOKEN": token, "Content-Type": "text/plain"}))[0] == 415
-        assert call(dict(base, **{"X-MAAND-TOKEN": token}), b"{not json")[0] == 400
-        # reads: the job's namespaces and upstream demands only
-        assert call(dict(base, **{"X-MAAND-TOKEN": token}), b'{"namespace": "vars/job/db", "key": "x"}') == (
-            400, "Invalid or unauthorized namespace\n")
-        twin, _y = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
-        assert call(base)[0] == 401  # two hooks with the same headers: only a token tells them apart
-        assert call(dict(base, **{"X-MAAND-TOKEN": twin}))[0] == 200
-        api.close_session(twin)
-        api.close_session(token)
-        assert call(dict(base, **{"X-MAAND-TOKEN": token}))[0] == 401
-        assert call(base)[0] == 401
+
+
+STRANGER = """
+import json, sys, urllib.request
+port, alloc, event, command = sys.argv[1:5]
+headers = {"Content-Type": "application/json", "X-ALLOCATION-ID": alloc, "EVENT": event, "COMMAND": command}
+out = []
+for method, path, body in (("GET", "/kv", {"namespace": "secrets/job/api", "key": "db_password"}),
+                           ("PUT", "/kv", {"namespace": "vars/job/api", "key": "planted", "value": "evil"}),
+                           ("PUT", "/kv/secret", {"namespace": "secrets/job/api", "key": "db_password", "value": "evil"})):
+    req = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path), data=json.dumps(body).encode(), method=method,
+                                 headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            out.append([resp.status, resp.read().decode()])
+    except urllib.error.HTTPError as exc:
+        out.append([exc.code, exc.read().decode()])
+print(json.dumps(out))
+"""
+
+
+def test_a_second_process_with_the_hooks_headers_is_refused_while_the_hook_and_its_children_are_served(tmp_path):
+    """The attack of the security review: while a hook runs, another local process sends its (guessable)
+    X-ALLOCATION-ID, EVENT and COMMAND to read the job's secret and plant values. It gets 403 and nothing
+    changes; the hook itself (raw HTTP, no token, no maand module) and a process it started are served."""
+    script = """
+        import json, os, subprocess, sys, time, urllib.request
+        port = os.environ["MAAND_RUNTIME_API_PORT"]
+        def call(method, body, path="/kv"):
+            req = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path), method=method, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json", "EVENT": os.environ["EVENT"],
+                                                  "X-ALLOCATION-ID": os.environ["ALLOCATION_ID"],
+                                                  "COMMAND": os.environ["COMMAND"]})
+            with urllib.request.urlopen(req) as resp:
+                return resp.read().decode()
+        os.environ.pop("MAAND_RUNTIME_API_TOKEN")  # a raw maand hook: no token
+        call("PUT", {"namespace": "secrets/job/api", "key": "db_password", "value": "hunter2"}, "/kv/secret")
+        open(os.environ["READY"], "w").write("ready")
+        while not os.path.exists(os.environ["GO"]):
+            time.sleep(0.05)
+        print("own", json.loads(call("GET", {"namespace": "secrets/job/api", "key": "db_password"}))["value"])
+        child = subprocess.run([sys.executable, "-c", "import maand_child"], capture_output=True, text=True)
+        print("child", child.returncode, child.stdout.strip(), child.stderr.strip()[-300:])
+        planted = call("GET", {"namespace": "vars/job/api", "key": "from_child"})
+        print("planted", json.loads(planted)["value"])
+    """
+    child = """
+        import json, os, urllib.request
+        req = urllib.request.Request("http://127.0.0.1:%s/kv" % os.environ["MAAND_RUNTIME_API_PORT"], method="PUT",
+                                     data=json.dumps({"namespace": "vars/job/api", "key": "from_child",
+                                                      "value": "grandchild"}).encode(),
+                                     headers={"Content-Type": "application/json", "EVENT": os.environ["EVENT"],
+                                              "X-ALLOCATION-ID": os.environ["ALLOCATION_ID"], "COMMAND": os.environ["COMMAND"]})
+        urllib.request.urlopen(req).read()
+        print("child ok")
+    """
+    root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], script)})
+    write(os.path.join(root, "workspace", "jobs", "api", "_modules", "maand_child.py"), textwrap.dedent(child))
+    ready, go = str(tmp_path / "ready"), str(tmp_path / "go")
+    target = _hooks.targets(catalog, "api")[0]
+    with RuntimeAPI(root, catalog) as api:
+        outcome = {}
+        runner = threading.Thread(target=lambda: outcome.update(out=_hook_run.run_event(
+            context(root, catalog, api, timeout=60), "api", "cli", [target], extra={"READY": ready, "GO": go})))
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not os.path.exists(ready) and time.monotonic() < deadline and runner.is_alive():
+            time.sleep(0.05)
+        assert os.path.exists(ready), outcome
+        import subprocess
+        import sys
+        stranger = subprocess.run([sys.executable, "-c", STRANGER, str(api.port), target.alloc_id, "cli", "command_x"],
+                                  capture_output=True, text=True, timeout=60)
+        open(go, "w").write("go")
+        runner.join(120)
+    answers = json.loads(stranger.stdout)
+    assert [a[0] for a in answers] == [403, 403, 403], answers
+    assert "hunter2" not in stranger.stdout
+    out = outcome["out"]
+    assert out.ok, out.failures()
+    lines = out.results[0].output
+    assert "own hunter2" in lines and "planted grandchild" in lines, lines
+    store = _kv_store.KVStore.load(root)
+    assert store.get("vars/job/api", "planted") is None
+    assert store.get("secrets/job/api", "db_password", reveal_secrets=True) == "hunter2"
+
+
+def _in_own_network(test_name):
+    """Run this test again in a network namespace of its own (root, unshare): 127.0.0.1:8080 is then this
+    test's alone, whatever other runs on the machine hold. True when the caller is that rerun."""
+    if os.environ.get("MAAND_TEST_OWN_NETNS") == test_name:
+        return True
+    if os.geteuid() != 0 or not _hooks.shutil.which("unshare") or not _hooks.shutil.which("ip"):
+        pytest.skip("needs root and unshare for a network namespace of its own")
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run(["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"', sys.executable,
+                           "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                           "%s::%s" % (os.path.abspath(__file__), test_name)],
+                          cwd=repo, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, MAAND_TEST_OWN_NETNS=test_name))
+    assert proc.returncode == 0 and "\n1 passed" in proc.stdout, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return False
+
+
+RAW_8080 = """
+    import json, os, urllib.request
+    def call(method, body):
+        req = urllib.request.Request("http://%s:8080/kv" % os.environ["JOB_COMMAND_API_HOST"], method=method,
+                                     data=json.dumps(body).encode(), headers={
+            "Content-Type": "application/json", "X-ALLOCATION-ID": os.environ["ALLOCATION_ID"],
+            "EVENT": os.environ["EVENT"], "COMMAND": os.environ["COMMAND"]})
+        with urllib.request.urlopen(req) as resp:
+            return resp.read().decode()
+    call("PUT", {"namespace": "vars/job/api", "key": "seen", "value": os.environ["ALLOCATION_IP"]})
+    print(json.loads(call("GET", {"namespace": "maand/bucket", "key": "bucket_id"}))["value"])
+"""
 
 
 def test_a_maand_hook_calling_localhost_8080_itself_runs_unchanged(tmp_path):
     """A script as maand documents the API (docs/reference/job-command-api.md): plain HTTP to
     $JOB_COMMAND_API_HOST:8080 with maand's headers, no token, no maand module."""
-    script = """
-        import json, os, urllib.request
-        def call(method, body):
-            req = urllib.request.Request("http://%s:8080/kv" % os.environ["JOB_COMMAND_API_HOST"], method=method,
-                                         data=json.dumps(body).encode(), headers={
-                "Content-Type": "application/json", "X-ALLOCATION-ID": os.environ["ALLOCATION_ID"],
-                "EVENT": os.environ["EVENT"], "COMMAND": os.environ["COMMAND"]})
-            with urllib.request.urlopen(req) as resp:
-                return resp.read().decode()
-        call("PUT", {"namespace": "vars/job/api", "key": "seen", "value": os.environ["ALLOCATION_IP"]})
-        print(json.loads(call("GET", {"namespace": "maand/bucket", "key": "bucket_id"}))["value"])
-    """
-    root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], script)})
+    if not _in_own_network("test_a_maand_hook_calling_localhost_8080_itself_runs_unchanged"):
+        return
+    root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], RAW_8080)})
     with RuntimeAPI(root, catalog) as api:
-        if api.port != 8080:
-            pytest.skip("127.0.0.1:8080 is taken on this machine (another run's API): the API took port %d" % api.port)
+        assert api.port == 8080 and not api.notice and not api.refusal
         target = _hooks.targets(catalog, "api")[0]
         out = _hook_run.run_event(context(root, catalog, api), "api", "cli", [target])
     assert out.ok, out.failures()
     assert out.results[0].output[-1] == catalog["bucket_id"]
     assert _kv_store.KVStore.load(root).get("vars/job/api", "seen") == target.worker
+
+
+def test_8080_held_by_another_user_fails_the_hooks_naming_it_and_by_this_user_moves_and_says_so(tmp_path):
+    """The security review's squat: whoever binds 127.0.0.1:8080 first would receive the PUTs of raw hooks.
+    Another user's listener: no hook runs, each fails naming the process. This user's own (another run):
+    the API takes another port and says so."""
+    if not _in_own_network("test_8080_held_by_another_user_fails_the_hooks_naming_it_and_by_this_user_moves_and_says_so"):
+        return
+    import subprocess
+    import sys
+    squat = "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 8080)); s.listen(); print('up', flush=True); time.sleep(600)"
+    root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], RAW_8080)})
+    target = _hooks.targets(catalog, "api")[0]
+    for uid, expect_refusal in ((65534, True), (os.geteuid(), False)):
+        proc = subprocess.Popen(["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable, "-c", squat], stdout=subprocess.PIPE, text=True,
+                                preexec_fn=(lambda: os.setuid(65534)) if uid != os.geteuid() else None)
+        try:
+            assert proc.stdout.readline().strip() == "up"
+            with RuntimeAPI(root, catalog) as api:
+                out = _hook_run.run_event(context(root, catalog, api, timeout=10), "api", "cli", [target])
+                if expect_refusal:
+                    assert api.port == 0 and "pid %d (" % proc.pid in api.refusal and "uid 65534" in api.refusal
+                    assert not out.ok and "pid %d" % proc.pid in out.failures()[0]
+                    assert "Stop that process or free port 8080" in out.failures()[0]
+                    assert out.results[0].rc is None and out.results[0].output == []  # never started
+                else:
+                    assert api.port not in (0, 8080) and "pid %d" % proc.pid in api.notice
+                    assert "MAAND_RUNTIME_API_PORT" in api.notice
+                    assert not out.ok  # the raw hook reached the squatter (which never answers), not the API
+        finally:
+            proc.kill()
+            proc.wait()
+    assert _kv_store.KVStore.load(root).get("vars/job/api", "seen") is None
 
 
 def test_demands_lists_the_commands_that_demand_this_one(tmp_path):

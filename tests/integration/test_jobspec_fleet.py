@@ -23,11 +23,12 @@ from tests.integration.deploy.env import Env
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
 SECRET = "pg://user:s3cret-9f1c@db/app"
+DB_PASSWORD = "pw-7d1e-rendered"
 
 ENV_MAKEFILE = """\
 .PHONY: start stop restart reload
 start restart:
-\techo "db=$$DB level=$$LEVEL user=$$(id -un) group=$$(id -gn) cwd=$$(pwd) new=$$NEW_VERSION" > out.txt
+\techo "db=$$DB level=$$LEVEL user=$$(id -un) group=$$(id -gn) cwd=$$(pwd) new=$$NEW_VERSION" > ../data/out.txt
 stop reload:
 \t@true
 """
@@ -110,7 +111,7 @@ class Run(Env):
 
     def __init__(self, fleet, bucket):
         super().__init__(fleet, bucket)
-        self.env.update(JS_DB_URL=SECRET, JS_HOOK_MARK=str(bucket.parent / "pre_deploy.log"))
+        self.env.update(JS_DB_URL=SECRET, MAAND_JS_HOOK_MARK=str(bucket.parent / "pre_deploy.log"))
 
     def playbook(self, name, *args, **kwargs):
         proc = super().playbook(name, *args, **kwargs)
@@ -128,9 +129,12 @@ def run(fleet_factory, tmp_path_factory):
     root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"},
                    commands={"command_mark": {"executed_on": ["pre_deploy"]}})
     write(root / "_modules" / "command_mark.py",  # a pre_deploy hook: one line per run and worker
-          'import os\nwith open(os.environ["JS_HOOK_MARK"], "a") as f:\n    f.write(os.environ["ALLOCATION_IP"] + "\\n")\n')
+          'import os\nwith open(os.environ["MAAND_JS_HOOK_MARK"], "a") as f:\n    f.write(os.environ["ALLOCATION_IP"] + "\\n")\n')
     (root / "run").mkdir()
-    os.chmod(root / "run", 0o777)
+    os.chmod(root / "run", 0o777)  # shipped without group/world write: the job's user writes in data/ only
+    write(root / "conf" / "db.conf.tpl", 'password={{ getSecret "db_password" }}\n')  # read by nobody only
+    write(root / "conf" / "plain.conf", "plain\n")
+    os.chmod(root / "conf" / "plain.conf", 0o4775)  # setuid, group write: dropped on the way
     write(bucket / "layers" / "common" / "conf" / "shared.conf", "shared=1\n")
     write(bucket / "layers" / "common" / "conf" / "own.conf", "from the layer\n")
     add_job(bucket, "layered", files={"conf/own.conf": "own\n"}, layers=["layers/common"])
@@ -155,6 +159,10 @@ def run(fleet_factory, tmp_path_factory):
 
 def test_01_plan_shows_the_worker_order(run):
     run.play("build")
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+    store = _kv_store.KVStore.load(str(run.bucket))  # what a hook of envjob would have written
+    store.put("secrets/job/envjob", "db_password", DB_PASSWORD)
+    store.save()
     rc, out = run.play("deploy", "--check", "--diff", "-vvvv", "-e", "maand_worker_slots=2")
     assert "worker order" in out, out
     for h in run.fleet.addresses:
@@ -168,7 +176,7 @@ def _events(run, host):
 def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
     run.play("deploy", "-vvvv", "--diff", "-e", "maand_worker_slots=2")
     for h in run.fleet.addresses:
-        text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
+        text = (run.job(h, "envjob") / "data" / "out.txt").read_text()
         assert "db=%s level=info user=nobody group=daemon" % SECRET in text, text
         assert "/jobs/envjob/run new=1.0.0" in text, text
         ev = _events(run, h)
@@ -178,6 +186,28 @@ def test_02_env_cwd_user_reach_make_and_targets_run_side_by_side(run):
         assert at["nap3 start"] < first_end and at["nap2 start"] < first_end, ev  # the two longest overlap
         assert at["nap1 start"] > at["nap2 end"], ev  # the shortest waits for a free slot (2 slots)...
         assert at["nap1 start"] < at["nap3 end"], ev  # ...and then runs beside nap3 (serial: nap3 ends first)
+
+
+def test_02e_secret_bearing_files_are_the_jobs_users_alone_and_nothing_keeps_controller_modes(run):
+    """Issue 21: a file rendered from a secret is 0600 and owned by the job's user (nobody); rsync carries no
+    controller owner, no group/world write, no setuid; the job's user gets data/ and logs/, nothing else."""
+    import pwd
+    import stat as st
+    nobody = pwd.getpwnam("nobody").pw_uid
+    for h in run.fleet.addresses:
+        job = run.job(h, "envjob")
+        conf = os.lstat(job / "conf" / "db.conf")
+        assert (job / "conf" / "db.conf").read_text() == "password=%s\n" % DB_PASSWORD
+        assert st.S_IMODE(conf.st_mode) == 0o600 and conf.st_uid == nobody, oct(conf.st_mode)
+        plain = os.lstat(job / "conf" / "plain.conf")
+        assert st.S_IMODE(plain.st_mode) == 0o755 and plain.st_uid == 0, oct(plain.st_mode)
+        for folder in (job, job / "run", job / "conf"):
+            info = os.lstat(folder)
+            assert info.st_uid == 0 and not info.st_mode & 0o022, (folder, oct(info.st_mode))
+        for folder in ("data", "logs"):
+            assert os.lstat(job / folder).st_uid == nobody
+        make = os.lstat(job / "Makefile")
+        assert make.st_uid == 0 and st.S_IMODE(make.st_mode) == 0o644
 
 
 def test_02b_network_disabled_has_no_network(run):
@@ -209,7 +239,7 @@ def test_03_values_never_land_in_catalog_run_folder_or_records(run):
         if path.is_file():
             assert SECRET not in path.read_text(errors="replace"), path
     for h in run.fleet.addresses:  # the worker's records: everything but what make itself wrote
-        made = run.job(h, "envjob") / "run" / "out.txt"
+        made = run.job(h, "envjob") / "data" / "out.txt"
         for path in run.job(h, "envjob").parents[1].rglob("*"):
             if path.is_file() and not path.is_symlink() and path != made:
                 assert b"s3cret-9f1c" not in path.read_bytes(), path
@@ -229,7 +259,7 @@ def test_04_changed_value_restarts_and_plan_names_the_key(run):
     assert re.search(r"envjob\s+\S+\s+restart\s+environment changed: LEVEL", out), out
     run.play("deploy")
     for h in run.fleet.addresses:
-        assert "level=debug" in (run.job(h, "envjob") / "run" / "out.txt").read_text()
+        assert "level=debug" in (run.job(h, "envjob") / "data" / "out.txt").read_text()
 
 
 def test_04b_job_playbook_runs_targets_with_the_spec(run):
@@ -237,25 +267,25 @@ def test_04b_job_playbook_runs_targets_with_the_spec(run):
     rc, out = run.play("job", "-vvvv", "-e", "maand_job=envjob", "-e", "maand_target=restart")
     assert "s3cret-9f1c" not in out
     for h in run.fleet.addresses:
-        text = (run.job(h, "envjob") / "run" / "out.txt").read_text()
+        text = (run.job(h, "envjob") / "data" / "out.txt").read_text()
         assert "level=trace user=nobody group=daemon" in text and "/jobs/envjob/run" in text, text
         assert "db=%s" % SECRET in text, text  # the value did reach make
     run.env["JS_LEVEL"] = "debug"
 
 
 def test_05_unknown_variable_refuses_before_touching_workers(run):
-    hooks = Path(run.env["JS_HOOK_MARK"]).read_text()
+    hooks = Path(run.env["MAAND_JS_HOOK_MARK"]).read_text()
     assert hooks, "the pre_deploy hook ran in the deploys before"
-    outs = {h: (run.job(h, "envjob") / "run" / "out.txt").read_text() for h in run.fleet.addresses}
+    outs = {h: (run.job(h, "envjob") / "data" / "out.txt").read_text() for h in run.fleet.addresses}
     run.env["JS_DB_URL"] = None  # unset
     run.env["JS_LEVEL"] = "changed-so-the-plan-would-restart"
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
         "'JS_DB_URL'" in out and "nothing was changed" in out, out
-    assert Path(run.env["JS_HOOK_MARK"]).read_text() == hooks  # refused before the pre_deploy hook ran
+    assert Path(run.env["MAAND_JS_HOOK_MARK"]).read_text() == hooks  # refused before the pre_deploy hook ran
     rc, out = run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart", check=False)
     assert rc != 0 and "unknown variable 'JS_DB_URL'" in out and "nothing was run" in out, out
-    assert {h: (run.job(h, "envjob") / "run" / "out.txt").read_text() for h in run.fleet.addresses} == outs
+    assert {h: (run.job(h, "envjob") / "data" / "out.txt").read_text() for h in run.fleet.addresses} == outs
     run.env["JS_DB_URL"] = SECRET
     run.env["JS_LEVEL"] = "debug"
 
@@ -265,13 +295,13 @@ def test_05b_unknown_user_refuses_the_plan(run):
     good = base.read_text()
     base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
     run.play("build")
-    before = (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text()
-    hooks = Path(run.env["JS_HOOK_MARK"]).read_text()
+    before = (run.job(run.fleet.addresses[0], "envjob") / "data" / "out.txt").read_text()
+    hooks = Path(run.env["MAAND_JS_HOOK_MARK"]).read_text()
     assert hooks, "the pre_deploy hook ran in the deploys before"
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
-    assert (run.job(run.fleet.addresses[0], "envjob") / "run" / "out.txt").read_text() == before
-    assert Path(run.env["JS_HOOK_MARK"]).read_text() == hooks  # refused before pre_deploy hooks ran
+    assert (run.job(run.fleet.addresses[0], "envjob") / "data" / "out.txt").read_text() == before
+    assert Path(run.env["MAAND_JS_HOOK_MARK"]).read_text() == hooks  # refused before pre_deploy hooks ran
     base.write_text(good)
 
 

@@ -43,6 +43,11 @@ def test_build_then_cat_every_view(tmp_path):
     revealed = playbook("-i", inventory, "maand.core.cat", "-e", "maand_cat=kv", "-e", "maand_jobs=api",
                         "-e", "maand_reveal=true")
     assert revealed.returncode == 0 and "hunter2-secret" in revealed.stdout
+    # -v prints every task result: the revealed value is printed once (the table), never kept in the result
+    verbose = playbook("-i", inventory, "maand.core.cat", "-e", "maand_cat=kv", "-e", "maand_jobs=api",
+                       "-e", "maand_reveal=true", "-v")
+    assert verbose.returncode == 0 and "secrets were printed, this result keeps them masked" in verbose.stdout
+    assert verbose.stdout.count("hunter2-secret") == revealed.stdout.count("hunter2-secret") == 1, verbose.stdout
 
     for view, words in (("allocations", "10.0.0.2"), ("jobs", "1 active / 1"), ("workers", "4096 MB"),
                         ("ports", "api_http_port"), ("deployments", "keeps no deploy run")):

@@ -262,7 +262,7 @@ def makefile_targets(text):
 
 
 # maand job run --target: "any safe custom name"; never a make option (-f, --eval=...) or a variable assignment.
-SAFE_TARGET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+SAFE_TARGET = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
 _INCLUDE = re.compile(r"^\s*-?include\s", re.MULTILINE)
 
 
@@ -306,7 +306,7 @@ def check_reload_target(bucket_path, job, report):
 
 # --- certs (maand workspace/types.go Manifest.Certs, build/build_certs.go, docs/reference/certs.md) ----
 
-CERT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+CERT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
 
 
 class CertSpec:

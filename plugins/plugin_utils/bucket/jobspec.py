@@ -549,7 +549,7 @@ def history_hint(timings: Optional[list], failed_last: bool) -> HistoryHint:
 
 NETWORKS = ("disabled", "loopback", "local")
 MOUNT_TYPES = ("tmp", "proc", "sys", "devices", "bind")
-_NAME = re.compile(r"^[a-z_][a-z0-9_-]*[$]?$")
+_NAME = re.compile(r"^[a-z_][a-z0-9_-]*[$]?\Z")
 CONTAINER_FIELDS = frozenset(CONTAINER_USES) | {"parent"}
 JOB_SPEC_FIELDS = CONTAINER_FIELDS | {"timeout", "estimated_duration", "priority"}
 

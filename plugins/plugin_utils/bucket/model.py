@@ -24,7 +24,7 @@ import tomllib
 from typing import Any, Optional
 
 from . import job_checks as _job_checks
-from . import readers as _readers, schemas as _schemas, state_pg as _state_pg
+from . import readers as _readers, schemas as _schemas, state_pg as _state_pg, storage as _storage
 from .units import ARCHES, normalize_arch
 from .problems import Report, did_you_mean
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
@@ -50,11 +50,11 @@ MAAND_CONF_UNHONOURED = {"log_format": "log_format is not used: maand.core logs 
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
 
 # Job names become directory names on workers, group names and shell arguments: keep them plain.
-JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
 # Worker hosts are IPs or DNS names (they become inventory host names and appear in paths).
-HOST_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.:-]{0,252}[A-Za-z0-9_])?$")
-SELECTOR_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")
-PORT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+HOST_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.:-]{0,252}[A-Za-z0-9_])?\Z")
+SELECTOR_NAME = re.compile(r"^[A-Za-z0-9_.:-]+\Z")
+PORT_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
 RESERVED_JOB_DIRS = ("data", "logs", "bin")
 MAKEFILES = ("Makefile", "Makefile.tpl", "Makefile.j2")
 COMMAND_EVENTS = frozenset(
@@ -286,8 +286,12 @@ def load_maand_conf(bucket, report):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "the URL holds a password, and maand.conf is "
                      "committed", "remove the password from the URL: set PGPASSWORD, ~/.pgpass or a service file")
         conf.pop("state_url")
+    key_rel = "secrets/%s" % (conf.get("ssh_key") or MAAND_CONF_DEFAULTS["ssh_key"])
+    problem = _storage.key_mode_problem(os.path.join(bucket.path, key_rel), key_rel, with_fix=False)
+    if problem:  # ssh refuses such a key too; kv.key and ca.key are refused where they are read
+        report.warn("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", problem, "chmod 600 %s" % key_rel)
     selector = conf.get("job_config_selector", "")
-    if isinstance(selector, str) and selector and not re.match(r"^[A-Za-z0-9_-]+$", selector):
+    if isinstance(selector, str) and selector and not re.match(r"^[A-Za-z0-9_-]+\Z", selector):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "job_config_selector",
                      "%r cannot be part of a file name" % selector, "use letters, digits, '-' or '_'")
         conf.pop("job_config_selector")

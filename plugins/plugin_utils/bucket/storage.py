@@ -22,7 +22,10 @@ Every stage that persists something under ``<bucket>/data/`` writes through ``at
 file in the same folder, fsync, os.replace) under ``bucket_lock`` (an exclusive flock on
 ``data/.lock``, and with a PostgreSQL store also its advisory bucket lock), so two runs on one bucket
 cannot interleave and a crash never leaves a truncated file. ``link_or_copy`` fills the staged trees
-under ``data/`` with hard links. No Ansible imports.
+under ``data/`` with hard links. ``data/`` is the controller user's alone (0700, tightened when found
+wider: run outputs, output tails and the lock live there) and new files in it are 0600.
+``key_mode_problem`` names a key file (kv.key, ca.key, the SSH key) that group or others may read.
+No Ansible imports.
 """
 
 from __future__ import annotations
@@ -37,16 +40,18 @@ import tempfile
 from . import readers as _readers, state_pg as _state_pg
 
 DATA_DIR = "data"
+SECRETS_DIR = "secrets"
 LOCK_FILE = ".lock"
 MAAND_CONF = "maand.conf"
 URL_ENV = _state_pg.URL_ENV
 # document name -> (file under data/, mode of a new file)
-DOCUMENTS = {"catalog": ("catalog.json", 0o644), "bucket_id": ("bucket_id", 0o644), "kv": ("kv.json", 0o600)}
+DOCUMENTS = {"catalog": ("catalog.json", 0o600), "bucket_id": ("bucket_id", 0o600), "kv": ("kv.json", 0o600)}
 
 Doc = _state_pg.Doc
 StateStoreError = _state_pg.StateStoreError
 StaleState = _state_pg.StaleState
 StateLocked = _state_pg.StateLocked
+LAYER_FIX = 'give a folder inside the bucket that is not secrets/ or data/, e.g. "layers/common"'
 
 
 class LockBusy(Exception):
@@ -145,7 +150,7 @@ class FileStore:
 
     def write(self, name, text, expect=None, source=""):  # pylint: disable=unused-argument
         """Atomically replace the file (the caller holds bucket_lock: files need no generation)."""
-        os.makedirs(os.path.join(self.bucket_dir, DATA_DIR), exist_ok=True)
+        ensure_data_dir(self.bucket_dir)
         atomic_write(self.path(name), text, mode=DOCUMENTS[name][1])
 
     def documents(self):
@@ -163,7 +168,38 @@ def data_dir(bucket_dir):
     return os.path.join(bucket_dir, DATA_DIR)
 
 
-def atomic_write(path, text, mode=0o644):
+def ensure_data_dir(bucket_dir):
+    """``<bucket>/data``, created 0700 or narrowed to 0700 (it holds run outputs, output tails, the locks)."""
+    path = data_dir(bucket_dir)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    with contextlib.suppress(OSError):  # not ours to change: the files in it are still 0600
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o700)
+    return path
+
+
+def private_dir(path):
+    """A folder only the controller's user may enter (a run folder under data/)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def key_mode_problem(path, rel, with_fix=True):
+    """"" when the key file at path is readable by its owner only (or missing), else a sentence naming it
+    (and the fix)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    if not mode & 0o077:
+        return ""
+    text = "%s may be read by group or others (mode %04o): it must be the controller user's alone" % (rel, mode & 0o7777)
+    return text + ("; run chmod 600 %s" % rel if with_fix else "")
+
+
+def atomic_write(path, text, mode=0o600):
     """Write text to path so that readers see either the old or the new file, never a mix.
 
     The temp file is `.<name>.<random>.tmp` in the same folder (so os.replace is atomic and a killed
@@ -224,9 +260,8 @@ def bucket_lock(bucket_dir, wait=False):
 
 @contextlib.contextmanager
 def _flock(bucket_dir, wait):
-    os.makedirs(data_dir(bucket_dir), exist_ok=True)
-    path = os.path.join(data_dir(bucket_dir), LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    path = os.path.join(ensure_data_dir(bucket_dir), LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -238,3 +273,29 @@ def _flock(bucket_dir, wait):
         yield
     finally:
         os.close(fd)
+
+
+def _under(root, path):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def layer_problem(bucket_dir, layer):
+    """Why a folder layer may not ship (a sentence naming the layer), or "": it must lie in the bucket, not be
+    the bucket itself (which holds secrets/ and data/), nor lie in secrets/ or data/, and hold no symlink
+    that leads out of the bucket (a layer is copied into every worker's job tree)."""
+    root = os.path.realpath(bucket_dir)
+    real = os.path.realpath(os.path.join(bucket_dir, layer))
+    if not _under(root, real):
+        return "layer %s leaves the bucket folder" % layer
+    if real == root:
+        return "layer %s is the bucket folder itself, with secrets/ (kv.key, the CA key) and data/" % layer
+    for private in (SECRETS_DIR, DATA_DIR):
+        if _under(os.path.join(root, private), real):
+            return "layer %s lies in %s/, which never ships to workers" % (layer, private)
+    for dirpath, dirnames, filenames in os.walk(real):
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path) and (os.path.isabs(os.readlink(path)) or not _under(root, os.path.realpath(path))):
+                return "layer %s holds a symlink %s -> %s that leads out of the bucket" % (
+                    layer, os.path.relpath(path, bucket_dir), os.readlink(path))
+    return ""

@@ -18,7 +18,7 @@ from typing import Any
 MEMORY_UNITS = {"mb": 1.0, "gb": 1024.0, "tb": 1024.0 * 1024.0}
 CPU_UNITS = {"mhz": 1.0, "ghz": 1000.0, "thz": 1000000.0}
 
-_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-z]*)\s*$")
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([A-Za-z]*)\s*\Z")
 
 
 # Above this a quantity is a typo, and sums of such values would overflow to infinity (which the

@@ -26,6 +26,8 @@ import secrets as _random
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
+from ..bucket import storage as _storage
+
 try:
     from cryptography import x509
     from cryptography.exceptions import InvalidSignature
@@ -135,6 +137,9 @@ def load_ca(bucket_dir: str) -> CA:
     cert_path, key_path = ca_paths(bucket_dir)
     cert_bytes = _read(cert_path, CA_CERT_REL)
     key_bytes = _read(key_path, CA_KEY_REL)
+    problem = _storage.key_mode_problem(key_path, CA_KEY_REL)
+    if problem:
+        raise CertError(problem)
     cert = _parse_ca_cert(cert_bytes)
     key = _parse_ca_key(key_bytes)
     if cert.public_key().public_numbers() != key.public_key().public_numbers():

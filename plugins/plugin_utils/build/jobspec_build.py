@@ -20,12 +20,12 @@ import os
 import re
 from typing import Any
 
-from ..bucket import jobspec as JS
+from ..bucket import jobspec as JS, storage as _storage
 from ..bucket.model import _read_json
 
 CONTAINERS_DIR = "workspace/containers"
 IMAGES_DIR = "workspace/images"
-CONTAINER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+CONTAINER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 KIND = "ErrInvalidManifest"
 KIND_CONTAINER = "ErrInvalidContainer"
 
@@ -109,13 +109,13 @@ def _job_spec(bucket: Any, job: Any, index: Any, images: dict, report: Any):
 
 
 def _check_layers(bucket: Any, job: Any, layers: list, report: Any) -> None:
-    """Every folder layer exists inside the bucket (deploy stacks it under the job's own files)."""
-    root = os.path.realpath(bucket.path)
+    """Every folder layer lies inside the bucket, is neither the bucket itself nor in secrets/ or data/, and
+    holds no link out of the bucket (deploy stacks it under the job's own files, on every worker)."""
     for i, layer in enumerate(layers):
         real = os.path.realpath(os.path.join(bucket.path, layer))
-        if not (real == root or real.startswith(root + os.sep)):
-            report.error(KIND, job.file, "layers", "job %s: layer %s leaves the bucket folder" % (job.name, layer),
-                         "give a folder inside the bucket, e.g. \"layers/common\"")
+        problem = _storage.layer_problem(bucket.path, layer)
+        if problem:
+            report.error(KIND, job.file, "layers", "job %s: %s" % (job.name, problem), _storage.LAYER_FIX)
         elif not os.path.isdir(real):
             report.error(KIND, job.file, "layers", "job %s: layer %s is not a folder of the bucket (layer %d of the "
                          "collapsed chain)" % (job.name, layer, i), "create %s or fix \"layers\"" % layer)

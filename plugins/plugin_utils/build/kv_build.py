@@ -86,7 +86,8 @@ def _go_syntax(text: str, rel: str) -> tuple[str, str, str] | None:
     try:
         _kv.parse_template(text, rel, _prometheus.PARSE_FUNCS)
     except _gotemplate.TemplateError as exc:
-        return "line %s, column %s" % (exc.line, exc.column), "does not parse: %s" % exc.cause, _fix(exc.cause)
+        where = "line %s, column %s" % (exc.line, exc.column) if exc.line else ""  # no line: nested too deeply
+        return where, "does not parse: %s" % exc.cause, _fix(exc.cause)
     return None
 
 
@@ -99,6 +100,8 @@ def _jinja_syntax(text: str, rel: str) -> tuple[str, str, str] | None:
     except jinja2.TemplateSyntaxError as exc:
         return ("line %s" % exc.lineno, "does not parse (Jinja2): %s" % exc.message,
                 "fix the Jinja2 syntax (see docs/templates.md)")
+    except RecursionError:
+        return "", "is nested too deeply to parse (Jinja2)", "flatten the nested parentheses, expressions or blocks"
     return None
 
 

@@ -27,7 +27,7 @@ from typing import Optional
 
 DB_REL = os.path.join("data", "maand.db")
 SCHEMA_VERSION = 1
-UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 REQUIRED = {
     "bucket": ("bucket_id", "update_seq"),
     "worker": ("worker_id", "worker_ip"),

@@ -16,7 +16,7 @@ import re
 from ..bucket import storage as _storage
 from ..build import catalog as _catalog
 
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 
 class AdoptError(Exception):

@@ -11,8 +11,14 @@ parent (``workspace/images/<name>/blobs/...``, gzip or plain), extracted with OC
 ``dest`` then covers the layers, and deploy renders and ships ``dest`` as the job's tree (``stacked``). Runtime
 folders (data/, logs/, bin/ at the top) are never taken from a layer, as from the job folder.
 
-Tar members that would leave the tree, device nodes and fifos are refused (LayerError naming the
-layer and the member), never skipped silently. No Ansible imports.
+Image layers are third-party content, so extraction trusts nothing in them: every member's parent
+folder is resolved (links followed) before anything is written, removed or linked, and must lie in
+the tree; a member whose name, symlink target or hard-link source leaves the tree (``..``, an
+absolute link, a link through an earlier symlink), a device node or a fifo is refused (LayerError
+naming the image, the layer and the member, never skipped silently); setuid, setgid and sticky bits
+and group/world write are dropped. Python's tarfile ``data_filter`` (3.11.4+) vets each member as
+well. After each layer no link in the tree may resolve outside it. Under ``--check`` the tree is
+built in a temporary folder of the run's own. No Ansible imports.
 """
 
 from __future__ import annotations
@@ -48,7 +54,11 @@ def stage(bucket: str, job: str, job_dir: str, layers: list, dest: str) -> str:
     for layer in layers:
         path = os.path.join(bucket, layer)
         if os.path.isdir(path):
+            problem = _storage.layer_problem(bucket, layer)
+            if problem:
+                raise LayerError("job %s: %s" % (job, problem))
             _copy_tree(path, dest)
+            _check_links(dest, _Where(job, layer))
         elif os.path.isfile(path):
             _extract(path, dest, job, layer)
         else:
@@ -89,30 +99,67 @@ def _place(src: str, target: str) -> None:
     _storage.link_or_copy(src, target)
 
 
-def _member_path(member: tarfile.TarInfo, job: str, layer: str) -> str:
+class _Where:
+    """Names a member in errors: job, image (when the layer is an image's blob), layer, member."""
+
+    def __init__(self, job: str, layer: str):
+        self.job, self.layer = job, layer
+        parts = layer.replace(os.sep, "/").split("/")
+        self.image = parts[2] if len(parts) > 3 and parts[:2] == ["workspace", "images"] else ""
+
+    def refuse(self, member: str, why: str, fix: str = "rebuild the image without it") -> LayerError:
+        image = "image %s, " % self.image if self.image else ""
+        return LayerError("job %s: %slayer %s: member %s %s; %s" % (self.job, image, self.layer, member, why, fix))
+
+
+def _member_path(member: tarfile.TarInfo, where: _Where) -> str:
     name = posixpath.normpath(member.name.lstrip("/"))
     if name in (".", ""):
         return ""
     if name == ".." or name.startswith("../"):
-        raise LayerError("job %s: layer %s: member %s leaves the tree; re-create the image" % (job, layer, member.name))
+        raise where.refuse(member.name, "leaves the tree (..)")
     return name
 
 
+def _inside(root_real: str, path: str) -> bool:
+    """path, every link in it followed, lies in root_real (itself a realpath)."""
+    real = os.path.realpath(path)
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
 def _extract(path: str, dest: str, job: str, layer: str) -> None:
+    where = _Where(job, layer)
     try:
         with tarfile.open(path, "r:*") as archive:
             for member in archive:
-                _extract_member(archive, member, dest, job, layer)
+                _extract_member(archive, member, dest, where)
     except tarfile.TarError as exc:
         raise LayerError("job %s: layer %s is not a tar (gzip or plain) layer (%s); copy the image with "
                          "skopeo copy --dest-compress-format gzip" % (job, layer, exc)) from None
+    _check_links(dest, where)
 
 
-def _extract_member(archive, member, dest, job, layer):
-    rel = _member_path(member, job, layer)
+def _vet(member: tarfile.TarInfo, dest: str, where: _Where) -> tarfile.TarInfo:
+    """tarfile's own "data" filter (Python 3.11.4+): names, links and modes safe to extract into dest."""
+    data_filter = getattr(tarfile, "data_filter", None)
+    if data_filter is None:
+        return member
+    try:
+        return data_filter(member, dest)
+    except tarfile.FilterError as exc:
+        raise where.refuse(member.name, "is refused by tarfile's data filter (%s)" % exc) from None
+
+
+def _extract_member(archive, member, dest, where):
+    rel = _member_path(member, where)
     if not rel or rel.split("/")[0] in RUNTIME_DIRS:
         return
+    if not (member.isdir() or member.issym() or member.islnk() or member.isfile()):
+        raise where.refuse(member.name, "is a device or fifo, which a job tree cannot hold")
+    root = os.path.realpath(dest)
     parent, base = posixpath.split(rel)
+    if not _inside(root, os.path.join(dest, parent)):
+        raise where.refuse(member.name, "leaves the tree through a symlink in %s" % (parent or "."))
     target = os.path.join(dest, rel)
     if base == OPAQUE:
         folder = os.path.join(dest, parent)
@@ -124,23 +171,52 @@ def _extract_member(archive, member, dest, job, layer):
         return
     os.makedirs(os.path.join(dest, parent), exist_ok=True)
     if member.isdir():
+        _vet(member, dest, where)
         if os.path.lexists(target) and not os.path.isdir(target):
             _replace(target)
         os.makedirs(target, exist_ok=True)
+        os.chmod(target, 0o755)
     elif member.issym():
+        if posixpath.isabs(member.linkname) or not _inside(root, os.path.join(dest, parent, member.linkname)):
+            raise where.refuse(member.name, "is a symlink to %s, outside the tree" % member.linkname,
+                               "make the link relative to a file in the image, or rebuild the image without it")
+        _vet(member, dest, where)
         _replace(target)
         os.symlink(member.linkname, target)
     elif member.islnk():
+        source = os.path.join(dest, posixpath.normpath(member.linkname.lstrip("/")))
+        if posixpath.isabs(member.linkname) or not _inside(root, source):
+            raise where.refuse(member.name, "is a hard link to %s, outside the tree" % member.linkname)
+        source = os.path.realpath(source)
+        if not os.path.isfile(source):
+            raise where.refuse(member.name, "is a hard link to %s, which is not a file of the tree" % member.linkname)
+        _vet(member, dest, where)
         _replace(target)
-        os.link(os.path.join(dest, _member_path(tarfile.TarInfo(member.linkname), job, layer)), target)
-    elif member.isfile():
-        _replace(target)
-        with archive.extractfile(member) as src, open(target, "wb") as out:
-            shutil.copyfileobj(src, out)
-        os.chmod(target, member.mode & 0o7777)
+        os.link(source, target)
     else:
-        raise LayerError("job %s: layer %s: member %s is a device or fifo, which a job tree cannot hold; "
-                         "build the image without it" % (job, layer, member.name))
+        mode = _safe_mode(_vet(member, dest, where).mode)
+        _replace(target)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with archive.extractfile(member) as src, os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(src, out)
+        os.chmod(target, mode)
+
+
+def _safe_mode(mode):
+    """No setuid, setgid or sticky bit, no group/world write (as tarfile's data filter)."""
+    return (0o644 if mode is None else mode) & 0o755
+
+
+def _check_links(dest: str, where: _Where) -> None:
+    """No link in the tree resolves outside it (a later member may have moved what an earlier link points through)."""
+    root = os.path.realpath(dest)
+    for dirpath, dirnames, filenames in os.walk(dest):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path) and not _inside(root, path):
+                raise where.refuse(os.path.relpath(path, dest), "is a symlink to %s, which leads outside the tree"
+                                   % os.readlink(path), "make the link relative to a file in the image, or rebuild "
+                                   "the image without it")
 
 
 @contextlib.contextmanager

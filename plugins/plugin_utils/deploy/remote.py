@@ -6,10 +6,11 @@
 The agent file is installed once per worker and version (content-addressed name) by the state
 read that starts every deploy, in the same round trip:
 
-    test -f P || { mkdir -p D && cat > P.tmp && mv P.tmp P; }; exec python3 P read <root>
+    [ "$(sha256sum P)" = SHA ] || { mkdir -p D && chmod go-w D && cat > P.tmp && mv P.tmp P; }; exec python3 P read <root>
 
-with the agent's source on stdin. Later calls run `python3 P` with a JSON request on stdin; exit
-status 86 means the file is gone (reinstall and retry).
+with the agent's source on stdin. Later calls run `python3 P` with a JSON request on stdin, after the
+same check of its content (the whole sha256, not only the name or that a file exists: the agent runs
+as root); exit status 86 means the file is gone or not the agent (reinstall and retry).
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ def agent_source():
         with open(path, "rb") as handle:
             _SOURCE = handle.read()
     return _SOURCE
+
+
+def agent_sha256():
+    return hashlib.sha256(agent_source()).hexdigest()
+
+
+def agent_ok(path=None):
+    """Shell test: the agent file holds exactly this collection's agent (sha256sum, coreutils or busybox)."""
+    return '[ "$(sha256sum %s 2>/dev/null | cut -c1-64)" = %s ]' % (shlex.quote(path or agent_path()), agent_sha256())
 
 
 def agent_path():
@@ -69,8 +79,8 @@ def interpreter(task_vars, host=None, configured=None):
 
 def install_prefix():
     path = agent_path()
-    return "test -f {p} || {{ mkdir -p {d} && cat > {p}.$$ && mv -f {p}.$$ {p}; }}; ".format(
-        p=shlex.quote(path), d=shlex.quote(AGENT_DIR))
+    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && cat > {p}.$$ && mv -f {p}.$$ {p}; }}; ".format(
+        ok=agent_ok(path), p=shlex.quote(path), d=shlex.quote(AGENT_DIR))
 
 
 def read_command(python, bucket_id):
@@ -96,9 +106,9 @@ def install_command():
 
 
 def step_command(python):
-    """Run one step request (stdin: the JSON request); rc 86 when the agent file is missing."""
+    """Run one step request (stdin: the JSON request); rc 86 when the agent file is missing or not the agent."""
     path = shlex.quote(agent_path())
-    return "test -f %s || exit %d; exec %s %s" % (path, MISSING_AGENT_RC, shlex.quote(python), path)
+    return "%s || exit %d; exec %s %s" % (agent_ok(), MISSING_AGENT_RC, shlex.quote(python), path)
 
 
 def step_request(bucket_id, ops=(), promote=(), timeout=None, tail=20, slots=1):

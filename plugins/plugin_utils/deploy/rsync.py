@@ -4,7 +4,10 @@
 """The rsync commands of a deploy step: one rsync per host and step for all of its jobs (no Ansible imports).
 
 Job trees are copied with --delete and --checksum; each job's data/, logs/ and bin/ belong to the
-worker and are excluded (so also never deleted). The ssh command is Ansible's own for that host
+worker and are excluded (so also never deleted). The controller's owner and group never travel
+(``--no-owner --no-group``: files belong to the receiving user, root under sudo) and neither do
+group/world write, setuid, setgid or sticky bits (``--chmod``): root runs make in these trees. A
+file the controller staged 0600 (rendered from a secret, or a private key) stays 0600. The ssh command is Ansible's own for that host
 (same ControlPath), so rsync rides on the SSH connection Ansible already holds open.
 """
 
@@ -17,6 +20,8 @@ import subprocess
 import tempfile
 
 WORKER_OWNED = ("data", "logs", "bin")
+# what --archive would carry from the controller but must not reach a tree root runs make in
+SAFE_MODES = ("--no-owner", "--no-group", "--chmod=go-w,ug-s,-t")
 OWN_MUX = ("-o", "ControlMaster=auto", "-o", "ControlPersist=60s")
 
 
@@ -46,7 +51,7 @@ def remote(host, path):
 def commands(bucket, ops, dest_root, host, ssh, sudo=False):
     """[(op ids, argv)]: one rsync for every job whose tree folder is named after the job, one more
     for each other job."""
-    base = ["rsync", "--archive", "--checksum", "--delete", "--itemize-changes", "-e", ssh]
+    base = ["rsync", "--archive", *SAFE_MODES, "--checksum", "--delete", "--itemize-changes", "-e", ssh]
     jobs_dir = dest_root.rstrip("/") + "/jobs/"
     sudo_prefix = "sudo " if sudo else ""
     together, alone = [], []

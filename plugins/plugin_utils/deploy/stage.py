@@ -39,6 +39,7 @@ import posixpath
 import shlex
 import shutil
 import stat
+import time
 import traceback
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
@@ -190,7 +191,7 @@ class Overlay:
     executable: bool = False
     secret: bool = False  # its digest is an HMAC, its content never printed
     origin: str = "overlay"
-    private: bool = False  # written 0600 (a private key); rsync --archive keeps the mode on the worker
+    private: bool = False  # written 0600 (a private key), as secret outputs; rsync keeps the mode on the worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,10 +421,26 @@ def _jinja_env(texts: tuple) -> Any:
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    from jinja2.sandbox import SecurityError
+
+    class Limited(ImmutableSandboxedEnvironment):
+        """The sandbox, with * and ** bounded (a string times a billion, a power of a huge exponent)."""
+
+        intercepted_binops = frozenset(("*", "**"))
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "*":
+                for seq, times in ((left, right), (right, left)):
+                    if isinstance(seq, (str, list, tuple)) and isinstance(times, int) and \
+                            len(seq) * times > _gotemplate.MAX_OUTPUT:
+                        raise SecurityError("a repetition of over %d MiB" % (_gotemplate.MAX_OUTPUT >> 20))
+            if operator == "**" and isinstance(right, (int, float)) and abs(right) > 10000:
+                raise SecurityError("a power with an exponent over 10000")
+            return super().call_binop(context, operator, left, right)
+
     sources = dict(texts)
     loader = jinja2.FunctionLoader(lambda name: (sources[name], name, lambda: True) if name in sources else None)
-    env = ImmutableSandboxedEnvironment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                        autoescape=False)
+    env = Limited(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     env.filters.update(JINJA_FILTERS)
     return env
 
@@ -449,7 +466,10 @@ def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: di
     env = _jinja_env(tuple((t.rel, t.text) for t in source.templates if t.kind == "jinja"))
     host = context.data.WorkerIP
     try:
-        return env.get_template(tmpl.rel).render(jinja_variables(context, funcs, tracker))
+        return _bounded(env.get_template(tmpl.rel).generate(jinja_variables(context, funcs, tracker)))
+    except RecursionError:
+        raise RenderError(source.name, host, tmpl.rel, "nested too deeply (recursive macros or includes)",
+                          "break the recursion in the template") from None
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(source.name, host, exc.filename or tmpl.rel, "does not parse: %s" % exc.message,
                           "fix the Jinja2 syntax", exc.lineno) from None
@@ -458,6 +478,22 @@ def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: di
         file, line = _jinja_frame(exc, tmpl.rel, {t.rel for t in source.templates})
         cause = getattr(exc, "message", None) or str(exc)
         raise RenderError(source.name, host, file, cause, fix_for(cause, source.name), line) from None
+
+
+def _bounded(chunks: Iterable[str]) -> str:
+    """The rendered text, within the Go engine's limits: MAX_OUTPUT characters, MAX_SECONDS."""
+    from jinja2.sandbox import SecurityError
+
+    out, size, deadline = [], 0, time.monotonic() + _gotemplate.MAX_SECONDS
+    for chunk in chunks:
+        size += len(chunk)
+        if size > _gotemplate.MAX_OUTPUT:
+            raise SecurityError("output exceeds %d MiB; a template renders a configuration file, not bulk data"
+                                % (_gotemplate.MAX_OUTPUT >> 20))
+        if time.monotonic() > deadline:
+            raise SecurityError("rendering took over %d seconds" % _gotemplate.MAX_SECONDS)
+        out.append(chunk)
+    return "".join(out)
 
 
 def _jinja_frame(exc: BaseException, default: str, names: set) -> tuple[str, int | None]:
@@ -503,7 +539,9 @@ def remove_tree(path: str) -> None:
 
 
 def _write_output(path: str, out: Output) -> None:
-    mode = 0o600 if out.private else 0o755 if out.executable else 0o644
+    """0600 when it read a secret or holds a private key (rsync keeps the mode; the worker's agent gives it to
+    the job's user), else 0644 or 0755."""
+    mode = (0o700 if out.executable else 0o600) if out.private or out.secret else 0o755 if out.executable else 0o644
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     with os.fdopen(fd, "wb") as handle:
         handle.write(out.content)

@@ -14,9 +14,12 @@ JOB_COMMAND_API_HOST, CURRENT_VERSION, NEW_VERSION, plus per event NEW_/UPDATED_
 (job_control) and BATCH_ALLOCATIONS/BATCH_INDEX/BATCH_COUNT/DEPLOY_PHASE/ROLLOUT_ORDER/
 ROLLOUT_ORDER_SOURCE (after_allocation_started/stopped).
 
-maand.core adds MAAND_RUNTIME_API_PORT and MAAND_RUNTIME_API_TOKEN (the API listens on an
-ephemeral port with a per-run token, not on a fixed 8080, so runs can share a machine) and
-MAAND_HOSTS_FILE (how ``run_ssh`` reaches each worker: Ansible's connection settings).
+maand.core adds MAAND_RUNTIME_API_PORT and MAAND_RUNTIME_API_TOKEN (the API's port, 8080 unless
+another run holds it, and the hook's own token) and MAAND_HOSTS_FILE (how ``run_ssh`` reaches each
+worker: Ansible's connection settings). Of the controller's environment a hook gets only an
+allow-list (PATH, HOME, the locale, TZ, the ssh agent, proxies, CA bundles: ``INHERITED_ENV``) and
+the variables named ``MAAND_*`` (how an operator hands a value to hooks on purpose), never the
+controller's credentials or Ansible's settings (maand passes its whole environment).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ SCRIPT_SUFFIXES = ((".py", "python"), (".ts", "bun"), (".js", "bun"))
 VENV_DIRS = (".venv", "venv")
 STAGE_SKIP = (".venv", "venv", "node_modules", "__pycache__")
 API_HOST = "127.0.0.1"
+# what a hook inherits from the controller's environment (names, and LC_* for the locale)
+INHERITED_ENV = frozenset((
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "SSH_AUTH_SOCK",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"))
 _PLUGIN_UTILS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPER_PY = os.path.join(_PLUGIN_UTILS, "worker", "maand_helper.py")
 # maand's maand.ts for Bun commands (the collection's files/hooks/maand.ts)
@@ -187,9 +195,9 @@ class ApiEndpoint:
 def command_env(target: Target, command: str, event: str, api: ApiEndpoint, current_version: str,
                 new_version: str, extra: Mapping[str, str] | None = None,
                 base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """maand's job command environment (buildCommandEnv): the controller's environment, the
-    event's extra variables, then the allocation's own (which win)."""
-    env = dict(os.environ if base is None else base)
+    """maand's job command environment (buildCommandEnv): the allow-listed part of the controller's
+    environment (INHERITED_ENV), the event's extra variables, then the allocation's own (which win)."""
+    env = inherited_env(os.environ if base is None else base)
     env.update({k: str(v) for k, v in (extra or {}).items()})
     env.update({
         "ALLOCATION_ID": target.alloc_id, "ALLOCATION_IP": target.worker, "ALLOCATION_INDEX": str(target.index),
@@ -202,6 +210,11 @@ def command_env(target: Target, command: str, event: str, api: ApiEndpoint, curr
         env["MAAND_HOSTS_FILE"] = api.hosts_file
     env.pop("PYTHONHOME", None)
     return env
+
+
+def inherited_env(base: Mapping[str, str]) -> dict[str, str]:
+    """The part of the controller's environment a hook sees (INHERITED_ENV, the LC_* locale, MAAND_*)."""
+    return {k: v for k, v in base.items() if k in INHERITED_ENV or k.startswith(("LC_", "MAAND_"))}
 
 
 def job_control_env(new: Iterable[str], updated: Iterable[str]) -> dict[str, str]:

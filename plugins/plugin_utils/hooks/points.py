@@ -31,6 +31,7 @@ import tempfile
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import run as _hook_run, commands as _hooks
+from ..bucket import storage as _storage
 from ..build import catalog as _catalog
 from .runtime_api import RuntimeAPI
 
@@ -52,11 +53,13 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
     """The runtime API and a private staging folder for the hooks of one task. hosts: {host: {address,
     port, user, key, options, sudo}} for the maand module's run_ssh (built on the Ansible side:
     adapter/support.hosts_from_hostvars)."""
-    os.makedirs(os.path.join(bucket_dir, "data"), exist_ok=True)
+    _storage.ensure_data_dir(bucket_dir)
     stage = tempfile.mkdtemp(prefix=".hooks-", dir=os.path.join(bucket_dir, "data"))
     try:
         hosts_file = _hook_run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
         with RuntimeAPI(bucket_dir, catalog) as api:
+            if api.notice:
+                log(api.notice)
             yield _hook_run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
                                     current_versions or {}, log)
     finally:

@@ -81,15 +81,17 @@ class Context:
     log: Callable[[str], None] = lambda msg: None
 
 
-def run_process(argv: list[str], cwd: str, env: Mapping[str, str], timeout: int, tail: int) -> tuple[int | None, list[str], str]:
+def run_process(argv: list[str], cwd: str, env: Mapping[str, str], timeout: int, tail: int,
+                on_start: Callable[[int], None] = lambda pid: None) -> tuple[int | None, list[str], str]:
     """(rc, last lines of stdout+stderr, error) of one hook process; killed with its whole
-    process group after timeout seconds."""
+    process group after timeout seconds. on_start(pid) is told the process id once it runs."""
     with tempfile.TemporaryFile() as out:
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             return None, [], "cannot start %s: %s" % (argv[0], exc)
+        on_start(proc.pid)
         error = ""
         try:
             rc = proc.wait(timeout=timeout)
@@ -142,6 +144,8 @@ def _stage_certs(ctx: Context, modules: str, target: _hooks.Target) -> None:
 
 def run_one(ctx: Context, target: _hooks.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:
     job = _hooks.job_entry(ctx.catalog, target.job)
+    if ctx.api.refusal:
+        return HookResult(target.job, command, event, target.worker, False, None, [], ctx.api.refusal)
     try:
         modules = _hooks.stage(ctx.bucket_dir, job.get("path") or "workspace/jobs/%s" % target.job, target.job,
                                target.worker, os.path.join(ctx.stage_root, "%s-%s" % (event, command)))
@@ -155,7 +159,8 @@ def run_one(ctx: Context, target: _hooks.Target, command: str, event: str, extra
         env = _hooks.command_env(target, command, event, _hooks.ApiEndpoint(ctx.api.port, token, ctx.hosts_file),
                                  ctx.current_versions.get((target.job, target.worker), ""),
                                  str(job.get("version") or ""), extra)
-        rc, output, error = run_process(argv, modules, env, ctx.timeout, ctx.tail)
+        rc, output, error = run_process(argv, modules, env, ctx.timeout, ctx.tail,
+                                        lambda pid: ctx.api.set_pid(token, pid))
     finally:
         ctx.api.close_session(token)
     if not error and inv.refused:

@@ -14,20 +14,32 @@ during health_check. Every write is saved at once to data/kv.json under the buck
 
 It listens where maand does, 127.0.0.1:8080 (jobcommand/runtime_api.go RuntimeAPIListenAddr), so
 a hook that calls the API itself (raw HTTP, or maand's own maand.py copied into a bucket) runs
-unchanged; when 8080 is taken (another run on this machine) it takes an ephemeral port, which
-hooks read from ``MAAND_RUNTIME_API_PORT`` (the maand module here does). A request is the running
-hook's when maand's headers (``X-ALLOCATION-ID``, ``EVENT``, ``COMMAND``) name exactly one open
-hook session, as in maand; the maand module also sends its session's token (``X-MAAND-TOKEN``),
-which then must match, so a hook using it cannot act as another. A write the API refuses is
-remembered for that hook (``refused``): the runner fails the hook with it even when the script
-ignored the HTTP error, naming job, command and event.
+unchanged. When 8080 is taken by a process of this same user (another run on this machine) it
+takes an ephemeral port, which hooks read from ``MAAND_RUNTIME_API_PORT`` (the maand module here
+does), and says so (``notice``); when another user's process holds it, or one this user cannot
+see, the API does not start and every hook of the run fails naming that process (``refusal``): a
+hook calling 8080 itself would otherwise hand its secrets to a stranger.
+
+A request is honoured only when it comes from a running hook: it carries that hook's token
+(``X-MAAND-TOKEN``, which the maand module sends), or (Linux) the process on the other end of the
+connection is the hook or one the hook started (hooks/peers: /proc/net/tcp and the process tree),
+which is how maand's own raw-HTTP hooks are recognised. maand's headers (``X-ALLOCATION-ID``,
+``EVENT``, ``COMMAND``) must then name that hook. Any other caller gets the same 403, whatever the
+headers say (known and unknown allocation ids alike), and nothing changes. Requests are bounded:
+the body (1 MiB, 413), a socket timeout, the handler threads, the Host header (loopback names
+only, against DNS rebinding), the semaphores' numbers and names.
+
+A write the API refuses is remembered for that hook (``refused``): the runner fails the hook with
+it even when the script ignored the HTTP error, naming job, command and event.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import http.server
 import json
+import os
 import re
 import secrets
 import threading
@@ -35,6 +47,7 @@ import time
 import urllib.parse
 from typing import Any, Mapping
 
+from . import peers as _peers
 from ..kv import functions as _kv, store as _kv_store
 
 HEADER_ALLOC = "X-ALLOCATION-ID"
@@ -46,7 +59,12 @@ ROLLOUT_ORDER_EVENTS = ("pre_deploy", "cli")
 SEM_DEFAULT_TIMEOUT = 600
 SEM_MAX_TIMEOUT = 3600
 SEM_MAX_CAPACITY = 64
-KEY_PATTERN = re.compile(r"^[^\s\x00-\x1f\x7f]{1,256}$")
+SEM_MAX_COUNT = 1024  # semaphores of one run
+KEY_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,256}")  # fullmatch
+MAX_BODY = 1 << 20  # bytes of a request body
+SOCKET_TIMEOUT = 30  # seconds a connection may sit idle or trickle
+MAX_CONNECTIONS = 256  # handler threads at once (each hook holds at most a few)
+HOST_NAMES = ("127.0.0.1", "localhost")
 
 
 @dataclasses.dataclass
@@ -60,6 +78,7 @@ class Invocation:
     command: str
     refused: list[str] = dataclasses.field(default_factory=list)
     writes: int = 0
+    pid: int = 0  # the hook's process (set once started): its tree may call without the token
 
 
 class ApiReply(Exception):
@@ -80,7 +99,6 @@ def _err(name: str) -> ApiReply:
 ERRORS = {
     "content_type": (415, "Content-Type must be application/json"),
     "missing_alloc": (400, "X-ALLOCATION-ID header is missing"),
-    "unknown_alloc": (404, "Invalid allocation ID"),
     "invalid_json": (400, "Invalid JSON format"),
     "empty_body": (400, "Request body is empty"),
     "missing_fields": (400, "Both namespace and key are required"),
@@ -90,8 +108,13 @@ ERRORS = {
     "sem_timeout": (408, "Timed out waiting for semaphore"),
     "sem_conflict": (409, "Semaphore acquire or release failed"),
     "missing_name": (400, "Semaphore name is required"),
-    "token": (401, "no running hook matches X-ALLOCATION-ID, EVENT and COMMAND (or X-MAAND-TOKEN is wrong): "
-                   "call the API from the hook, through the maand module or with its MAAND_RUNTIME_API_TOKEN"),
+    "forbidden": (403, "not a running hook: the runtime API answers only a running job command (its "
+                       "MAAND_RUNTIME_API_TOKEN in X-MAAND-TOKEN, or a process the command started)"),
+    "too_large": (413, "Request body too large (limit 1 MiB)"),
+    "bad_length": (400, "Invalid Content-Length"),
+    "bad_host": (403, "Host must be 127.0.0.1 or localhost (the runtime API answers loopback callers only)"),
+    "bad_number": (400, "capacity and timeout_seconds must be numbers"),
+    "too_many": (409, "too many semaphores in this run (limit 1024)"),
     "scope": (400, "EVENT/COMMAND headers do not match the running hook"),
     "bad_key": (400, "Invalid key: a key is 1-256 characters without whitespace or control characters"),
 }
@@ -111,6 +134,8 @@ class Semaphores:
             raise ApiReply(409, "capacity %d exceeds maximum %d" % (capacity, SEM_MAX_CAPACITY))
         deadline = time.monotonic() + timeout
         with self._cond:
+            if scope not in self._sems and len(self._sems) >= SEM_MAX_COUNT:
+                raise _err("too_many")
             sem = self._sems.setdefault(scope, {"capacity": capacity, "holders": [], "waiting": 0})
             if sem["capacity"] != capacity:
                 raise ApiReply(409, "semaphore capacity is %d, requested %d" % (sem["capacity"], capacity))
@@ -156,25 +181,40 @@ class RuntimeAPI:
     def __init__(self, bucket_dir: str, catalog: Mapping[str, Any]):
         self.bucket_dir = bucket_dir
         self.catalog = catalog
-        self.allocs = {str(a.get("alloc_id")): (a["job"], a["worker"]) for a in catalog.get("allocations", ())}
         self.sessions: dict[str, Invocation] = {}
         self.semaphores = Semaphores()
         self._lock = threading.Lock()
         self._server: http.server.ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.notice = ""  # said once when the API is not on 8080
+        self.refusal = ""  # why the API did not start: every hook of the run fails with it
 
     # --- lifetime -----------------------------------------------------------------------
 
     def start(self, port: int = MAAND_PORT) -> int:
-        """Serve on 127.0.0.1:port (maand's 8080), or on an ephemeral port when that one is taken."""
+        """Serve on 127.0.0.1:port (maand's 8080). When 8080 is taken by this user's own process, serve on an
+        ephemeral port (``notice``); when a stranger holds it, do not serve (``refusal``, port 0)."""
         api = self
 
         class Handler(_Handler):
             runtime = api
         try:
             self._server = _Server(("127.0.0.1", port), Handler)
-        except OSError:
+        except OSError as exc:
+            if port != MAAND_PORT:
+                raise
+            uid, who = _peers.listener(port)
+            if uid is None or uid != os.geteuid():
+                self.refusal = (
+                    "the runtime API cannot listen on 127.0.0.1:%d (%s): it is held by %s, which is not this "
+                    "user's; a job command calling 127.0.0.1:%d itself would hand its requests, secrets among "
+                    "them, to that process, so no job command runs. Stop that process or free port %d, then run "
+                    "again" % (port, exc.strerror or exc, who or "a process this user cannot see", port, port))
+                return 0
             self._server = _Server(("127.0.0.1", 0), Handler)
+            self.notice = ("127.0.0.1:%d is held by %s (this user's): the runtime API listens on port %d; job "
+                           "commands using the maand module follow MAAND_RUNTIME_API_PORT, one calling %d itself "
+                           "reaches that process instead" % (port, who or "another process", self.port, port))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="maand-runtime-api", daemon=True)
         self._thread.start()
@@ -210,43 +250,58 @@ class RuntimeAPI:
         if inv is not None:
             self.semaphores.release_all(inv.alloc_id + "|" + token)
 
+    def set_pid(self, token: str, pid: int) -> None:
+        """The hook's process started: requests from its process tree are its own."""
+        with self._lock:
+            inv = self.sessions.get(token)
+            if inv is not None:
+                inv.pid = pid
+
     # --- one request --------------------------------------------------------------------
 
-    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, Any]:
-        """(status, JSON-able payload or message string) for one request."""
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes,
+               client_port: int | None = None) -> tuple[int, Any]:
+        """(status, JSON-able payload or message string) for one request; client_port is the caller's end
+        of the loopback connection (None: only the token can name the hook)."""
         url = urllib.parse.urlsplit(path)
         route = ROUTES.get(url.path)
         if route is None:
             return 404, "404 page not found"
         if method not in route:
             return 405, ""
-        with self._lock:
-            token = headers.get(HEADER_TOKEN) or self._session_of(headers)
-            inv = self.sessions.get(token)
+        token, inv = self._caller(headers, client_port)
+        if inv is None:
+            return _err("forbidden").status, _err("forbidden").message
         try:
-            inv = self._authorize(inv, headers)
+            self._authorize(inv, headers)
             return getattr(self, route[method])(inv, token, body, headers, urllib.parse.parse_qs(url.query))
         except ApiReply as reply:
-            if inv is not None and method in ("PUT", "DELETE") and reply.status != 404:
+            if method in ("PUT", "DELETE") and reply.status != 404:
                 inv.refused.append("%s %s: %s" % (method, url.path, reply.message))
             return reply.status, reply.message
 
-    def _session_of(self, headers: Mapping[str, str]) -> str:
-        """The token of the one open session maand's headers name (a request without a token, as
-        maand's own clients send), or "" when none or several do."""
-        scope = (headers.get(HEADER_ALLOC), headers.get(HEADER_EVENT), headers.get(HEADER_COMMAND))
-        found = [t for t, inv in self.sessions.items() if (inv.alloc_id, inv.event, inv.command) == scope]
-        return found[0] if len(found) == 1 else ""
+    def _caller(self, headers: Mapping[str, str], client_port: int | None) -> tuple[str, Invocation | None]:
+        """(token, session) of the running hook that sent a request, or ("", None): its token when it sends
+        one (it must be right), else the hook whose process tree holds the client's end of the connection."""
+        sent = headers.get(HEADER_TOKEN) or ""
+        with self._lock:
+            sessions = list(self.sessions.items())
+        if sent:
+            for token, inv in sessions:
+                if hmac.compare_digest(token.encode(), sent.encode("utf-8", "replace")):
+                    return token, inv
+            return "", None
+        if client_port is None or self._server is None:
+            return "", None
+        by_pid = {inv.pid: (token, inv) for token, inv in sessions if inv.pid}
+        root = _peers.peer_root(client_port, self.port, by_pid)
+        return by_pid[root] if root is not None else ("", None)
 
-    def _authorize(self, inv: Invocation | None, headers: Mapping[str, str]) -> Invocation:
-        alloc = headers.get(HEADER_ALLOC) or ""
-        if not alloc:
+    def _authorize(self, inv: Invocation, headers: Mapping[str, str]) -> Invocation:
+        """maand's headers of a known caller must name its own hook."""
+        if not headers.get(HEADER_ALLOC):
             raise _err("missing_alloc")
-        if alloc not in self.allocs:
-            raise _err("unknown_alloc")
-        if inv is None:
-            raise _err("token")
-        if alloc != inv.alloc_id or headers.get(HEADER_EVENT) != inv.event or \
+        if headers.get(HEADER_ALLOC) != inv.alloc_id or headers.get(HEADER_EVENT) != inv.event or \
                 headers.get(HEADER_COMMAND) != inv.command:
             raise _err("scope")
         return inv
@@ -291,7 +346,7 @@ class RuntimeAPI:
     def _check_write(self, inv: Invocation, key: str) -> None:
         if inv.event == "health_check":
             raise _err("health_write")
-        if not KEY_PATTERN.match(key):
+        if not KEY_PATTERN.fullmatch(key):
             raise _err("bad_key")
 
     # --- KV -----------------------------------------------------------------------------
@@ -380,18 +435,27 @@ class RuntimeAPI:
 
     def sem_acquire(self, inv, token, body, headers, query):
         data = self._payload(body, headers)
-        name = data.get("name")
-        if not isinstance(name, str) or not name:
-            raise _err("missing_name")
-        capacity = int(data.get("capacity") or 1)
-        timeout = min(float(data.get("timeout_seconds") or SEM_DEFAULT_TIMEOUT), SEM_MAX_TIMEOUT)
+        name = self._sem_name(data.get("name"))
+        try:
+            capacity = int(data.get("capacity") or 1)
+            timeout = min(float(data.get("timeout_seconds") or SEM_DEFAULT_TIMEOUT), SEM_MAX_TIMEOUT)
+        except (TypeError, ValueError, OverflowError):
+            raise _err("bad_number") from None
+        if isinstance(data.get("capacity"), bool) or timeout != timeout:  # NaN
+            raise _err("bad_number")
         self.semaphores.acquire(self._scope(inv, name), inv.alloc_id + "|" + token, capacity, timeout)
         return 200, {"name": name, "allocation_id": inv.alloc_id, "capacity": capacity, "acquired": True}
 
-    def sem_release(self, inv, token, body, headers, query):
-        name = self._payload(body, headers).get("name")
+    @staticmethod
+    def _sem_name(name: Any) -> str:
         if not isinstance(name, str) or not name:
             raise _err("missing_name")
+        if not KEY_PATTERN.fullmatch(name):
+            raise _err("bad_key")
+        return name
+
+    def sem_release(self, inv, token, body, headers, query):
+        name = self._sem_name(self._payload(body, headers).get("name"))
         self.semaphores.release(self._scope(inv, name), inv.alloc_id + "|" + token)
         return 200, {"name": name, "released": True}
 
@@ -420,15 +484,61 @@ class _Server(http.server.ThreadingHTTPServer):
     # connections reset (bench/bench_hooks.py found it)
     request_queue_size = 256
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """At most MAX_CONNECTIONS handler threads: further connections wait in the backlog."""
+        self._slots.acquire()
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def host_allowed(host: str | None, port: int) -> bool:
+    """A loopback Host header (with this port or none), or none at all (HTTP/1.0)."""
+    if not host:
+        return True
+    name, _x, given = host.strip().partition(":")
+    return name.lower() in HOST_NAMES and given in ("", str(port))
+
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     runtime: RuntimeAPI
     protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT
+
+    def _body(self) -> tuple[bytes | None, str]:
+        """(body, "") or (None, error name); a body over the limit is not read (the connection closes)."""
+        text = self.headers.get("Content-Length")
+        if text is None or text.strip() == "":
+            return b"", ""
+        if not text.strip().isdigit():
+            return None, "bad_length"
+        length = int(text)
+        if length > MAX_BODY:
+            return None, "too_large"
+        return (self.rfile.read(length) if length else b""), ""
 
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        status, payload = self.runtime.handle(self.command, self.path, self.headers, body)
+        body, problem = self._body()
+        if not problem and not host_allowed(self.headers.get("Host"), self.runtime.port):
+            problem = "bad_host"
+        if problem:
+            self.close_connection = True
+            status, payload = _err(problem).status, _err(problem).message
+        else:
+            status, payload = self.runtime.handle(self.command, self.path, self.headers, body or b"",
+                                                  self.client_address[1])
         if isinstance(payload, (dict, list)):
             data, ctype = (json.dumps(payload) + "\n").encode(), "application/json"
         else:
@@ -436,6 +546,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 

@@ -22,12 +22,15 @@ import dataclasses
 import decimal
 import inspect
 import math
+import time
 import urllib.parse
 from typing import Any, Callable
 
 __all__ = ["TemplateError", "Template", "parse", "render", "go_sprintf", "go_sprint", "go_quote"]
 
 MAX_EXEC_DEPTH = 64  # Go allows 100000 nested {{template}} calls; Python's stack is smaller.
+MAX_OUTPUT = 16 << 20  # characters one execution may write (a config file, not a disk filler)
+MAX_SECONDS = 30.0  # wall-clock seconds one execution may take (e.g. a range over millions)
 
 
 class TemplateError(Exception):
@@ -604,10 +607,37 @@ class Template:
             msg = "template: %s: %s is an incomplete or empty template" % (
                 tmpl.name, go_quote(tmpl.name))
             raise TemplateError(msg, tmpl.name, cause=msg)
-        out: list[str] = []
+        out = _Output()
         run_funcs = tmpl.funcs if not funcs else dict(tmpl.funcs, **funcs)
         _State(tmpl, out, 0, run_funcs).run(data)
         return "".join(out)
+
+
+class _Limit(Exception):
+    """An execution went past MAX_OUTPUT or MAX_SECONDS."""
+
+
+class _Output(list):
+    """The output of one execution, with its limits: MAX_OUTPUT characters, MAX_SECONDS."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0
+        self.deadline = time.monotonic() + MAX_SECONDS
+        self.ticks = 0
+
+    def append(self, text: str) -> None:
+        self.size += len(text)
+        if self.size > MAX_OUTPUT:
+            raise _Limit("output exceeds %d MiB; a template renders a configuration file, not bulk data"
+                         % (MAX_OUTPUT >> 20))
+        super().append(text)
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if not self.ticks & 1023 and time.monotonic() > self.deadline:
+            raise _Limit("rendering took over %d seconds; look for a range over a huge list or number"
+                         % MAX_SECONDS)
 
 
 def parse(text: str, name: str = "template", funcs: dict[str, Callable] | None = None,
@@ -615,8 +645,12 @@ def parse(text: str, name: str = "template", funcs: dict[str, Callable] | None =
     """Parse text (Go's New(name).Funcs(funcs).Parse(text)); raise TemplateError."""
     all_funcs = dict(BUILTINS)
     all_funcs.update(funcs or {})
-    tokens = _Lexer(text, left, right).run()
-    return _Parser(name, text, tokens, all_funcs).parse()
+    try:
+        tokens = _Lexer(text, left, right).run()
+        return _Parser(name, text, tokens, all_funcs).parse()
+    except RecursionError:
+        msg = "template: %s: nested too deeply to parse (parentheses, pipelines or blocks)" % name
+        raise TemplateError(msg, name, cause="nested too deeply to parse") from None
 
 
 def render(text: str, data: Any = None, name: str = "template",
@@ -1065,6 +1099,8 @@ class _State:
             self.walk(data, self.tmpl.root)
         except RecursionError:
             self.errorf("exceeded maximum template depth (%d)" % MAX_EXEC_DEPTH)
+        except _Limit as exc:
+            self.errorf(str(exc))
 
     # --- errors
     def at(self, node: Node) -> None:
@@ -1103,6 +1139,8 @@ class _State:
     # --- walking
     def walk(self, dot: Any, node: Node) -> None:
         self.node = node
+        if isinstance(self.out, _Output):
+            self.out.tick()
         kind = type(node)
         if kind is TextNode:
             self.out.append(node.text)
@@ -1758,15 +1796,23 @@ def _parse_spec(fmt: str, i: int, spec: _Spec, args: tuple, argi: int) -> tuple[
     return i + 1, argi
 
 
+def _too_large(num: int) -> bool:
+    """Go's fmt tooLarge: widths and precisions beyond a million are refused, not honoured."""
+    return num > 1000000 or num < -1000000
+
+
 def _parse_num(fmt: str, i: int, args: tuple, argi: int) -> tuple[int, int | None, int]:
     if i < len(fmt) and fmt[i] == "*":
-        if argi < len(args) and isinstance(args[argi], int):
+        if argi < len(args) and isinstance(args[argi], int) and not _too_large(args[argi]):
             return i + 1, args[argi], argi + 1
         return i + 1, None, argi + 1
-    start = i
+    start, num = i, 0
     while i < len(fmt) and fmt[i].isdigit():
+        if _too_large(num):  # Go's parsenum: "crazy long number", the rest of the format is consumed
+            return len(fmt), None, argi
+        num = num * 10 + int(fmt[i])
         i += 1
-    return i, (int(fmt[start:i]) if i > start else None), argi
+    return i, (num if i > start else None), argi
 
 
 def _bad_verb(value: Any, spec: "_Spec") -> str:

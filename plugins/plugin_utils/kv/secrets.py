@@ -18,6 +18,8 @@ import base64
 import binascii
 import os
 
+from ..bucket import storage as _storage
+
 try:
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -69,6 +71,9 @@ def load_key(bucket_dir: str, create: bool = False) -> bytes:
     except OSError as exc:
         raise SecretError("%s is unreadable: %s; fix its permissions (0600, owned by the user"
                           " running the playbook)" % (KEY_REL, exc.strerror)) from None
+    problem = _storage.key_mode_problem(path, KEY_REL)
+    if problem:
+        raise SecretError(problem)
     if len(key) != KEY_SIZE:
         raise SecretError("%s is corrupt: it must hold exactly %d raw bytes (AES-256), it holds %s;"
                           " restore it from a backup of the bucket (a new key cannot decrypt the"

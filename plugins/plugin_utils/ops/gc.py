@@ -48,9 +48,9 @@ from ..kv import store as _kv_store
 KEEP_STATES = ("active", "disabled")
 DAY = 86400.0
 
-_JOB_NS = re.compile(r"^(?:maand/job|vars/job|secrets/job|vars/bucket/job)/([^/]+)$")
-_ALLOC_NS = re.compile(r"^maand/job/([^/]+)/worker/([^/]+)$")
-_WORKER_NS = re.compile(r"^maand/worker/([^/]+)(?:/tags)?$")
+_JOB_NS = re.compile(r"^(?:maand/job|vars/job|secrets/job|vars/bucket/job)/([^/]+)\Z")
+_ALLOC_NS = re.compile(r"^maand/job/([^/]+)/worker/([^/]+)\Z")
+_WORKER_NS = re.compile(r"^maand/worker/([^/]+)(?:/tags)?\Z")
 
 
 class GCError(Exception):

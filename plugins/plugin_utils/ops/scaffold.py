@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
 
 
 class ScaffoldError(Exception):

@@ -52,6 +52,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -469,6 +470,34 @@ class RunAs(object):
         return uid, gid
 
 
+def _chown(path, info, uid, gid):
+    want = (info.st_uid if uid is None else uid, info.st_gid if gid is None else gid)
+    if (info.st_uid, info.st_gid) != want:
+        os.chown(path, want[0], want[1], follow_symlinks=False)
+
+
+def hand_over(folder, uid, gid):
+    """What a job running as its own user (job spec user/group) gets of its tree, which rsync shipped owned by
+    root without group/world write: its data/ and logs/ (created when missing), and the files only their
+    owner may read (0600: rendered from a secret, a private key), so it can read them and no one else can.
+    Links are never followed; bin/ and the rest of the tree stay root's."""
+    for name in KEEP:
+        path = os.path.join(folder, name)
+        if not os.path.lexists(path):
+            os.mkdir(path, 0o755)
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            _chown(path, info, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(folder):
+        if dirpath == folder:
+            dirnames[:] = [d for d in dirnames if d not in KEEP + ("bin",)]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o077:
+                _chown(path, info, uid, gid)
+
+
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
@@ -575,6 +604,8 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
         raise OpFailed("%s: working directory %s is missing on the worker; create it in the job folder or fix "
                        "\"working_directory\"" % (label, cwd), reason="no_cwd")
     uid, gid = run_as.ids(label)
+    if uid is not None or gid is not None:
+        hand_over(folder, uid, gid)
     mounts = run_as.namespaces(folder, label)
     if (run_as.network or mounts) and os.geteuid() != 0:
         raise OpFailed("%s: the job spec's network, mounts or read-only file system need root on the worker "

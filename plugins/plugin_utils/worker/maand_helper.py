@@ -12,8 +12,8 @@ SSH (``load_ssh``, ``run_ssh``, ``run_runner_target``, ``run_make_target``). Cal
 Response with ``status_code``, ``ok``, ``text``, ``json()`` and ``raise_for_status()`` as the
 ``requests`` one does; only the standard library is used (maand's needs ``requests``).
 
-Differences, all on purpose: the API listens on MAAND_RUNTIME_API_PORT (an ephemeral port per run)
-and every call carries the run's token; ``run_ssh`` reaches a worker the way Ansible does (user,
+Differences, all on purpose: the API listens on MAAND_RUNTIME_API_PORT (8080 unless this user's
+other run holds it) and every call carries the hook's token (the API answers only running hooks); ``run_ssh`` reaches a worker the way Ansible does (user,
 port, key and options from MAAND_HOSTS_FILE, written by the run) and falls back to maand.conf.
 The tutorial's ``maand.job()``, ``maand.worker()`` and ``maand.kv.get/put`` are here too.
 """

@@ -55,7 +55,7 @@ def test_the_file_store_reads_and_writes_the_data_files(tmp_path):
     store.write("catalog", "{}\n")
     assert (tmp_path / "data" / "kv.json").read_text() == '{"format": 2, "namespaces": {}}\n'
     assert oct((tmp_path / "data" / "kv.json").stat().st_mode & 0o777) == "0o600"
-    assert oct((tmp_path / "data" / "catalog.json").stat().st_mode & 0o777) == "0o644"
+    assert oct((tmp_path / "data" / "catalog.json").stat().st_mode & 0o777) == "0o600"  # data files are the controller user's alone (issue 21)
     assert store.read("catalog").text == "{}\n" and store.read("catalog").generation is None
     assert sorted(store.documents()) == ["catalog", "kv"]
 

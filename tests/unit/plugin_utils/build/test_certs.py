@@ -105,6 +105,7 @@ def test_corrupt_ca_refused_naming_file(tmp_path, ca_bucket, broken, needle):
     for name in ("ca.crt", "ca.key"):
         (tmp_path / "secrets" / name).write_bytes((src / "secrets" / name).read_bytes())
     (tmp_path / "secrets" / broken).write_text("-----BEGIN nonsense\n")
+    os.chmod(tmp_path / "secrets" / "ca.key", 0o600)
     with pytest.raises(_certs.CertError, match=needle):
         _certs.load_or_create_ca(str(tmp_path), "id", key_size=SMALL)
     assert (tmp_path / "secrets" / broken).read_text() == "-----BEGIN nonsense\n"
@@ -117,8 +118,22 @@ def test_mismatched_ca_pair_refused(tmp_path, ca_bucket):
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "ca.crt").write_bytes((src / "secrets" / "ca.crt").read_bytes())
     (tmp_path / "secrets" / "ca.key").write_bytes((other / "secrets" / "ca.key").read_bytes())
+    os.chmod(tmp_path / "secrets" / "ca.key", 0o600)
     with pytest.raises(_certs.CertError, match="do not belong together"):
         _certs.load_ca(str(tmp_path))
+
+
+def test_a_ca_key_others_may_read_is_refused_naming_the_fix(tmp_path, ca_bucket):
+    """Issue 21: secrets/ca.key signs every leaf; group or world readable, it is refused."""
+    src, _x = ca_bucket
+    (tmp_path / "secrets").mkdir()
+    for name in ("ca.crt", "ca.key"):
+        (tmp_path / "secrets" / name).write_bytes((src / "secrets" / name).read_bytes())
+    os.chmod(tmp_path / "secrets" / "ca.key", 0o640)
+    with pytest.raises(_certs.CertError, match=r"secrets/ca.key may be read by group or others \(mode 0640\).*chmod 600"):
+        _certs.load_ca(str(tmp_path))
+    os.chmod(tmp_path / "secrets" / "ca.key", 0o600)
+    assert _certs.load_ca(str(tmp_path)).cert_pem.startswith("-----BEGIN CERTIFICATE-----")
 
 
 # maand certs/catalog_test.go TestCertExpiryStatus

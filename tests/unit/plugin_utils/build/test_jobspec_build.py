@@ -168,6 +168,23 @@ def test_layers_must_be_folders_of_the_bucket(tmp_path):
     assert "not a folder" in errs[0][2] and "leaves the bucket" in errs[1][2] and "leaves the bucket" in errs[2][2]
 
 
+def test_layers_may_not_ship_the_bucket_its_secrets_data_or_a_link_out(tmp_path):
+    """The security review shipped secrets/kv.key, the CA key and the SSH key to every worker with layers ["."]."""
+    root = _bucket(tmp_path, {"a": {"layers": ["."]}, "b": {"layers": ["secrets"]}, "c": {"layers": ["data"]},
+                              "d": {"layers": ["layers/linky"]}, "e": {"layers": ["layers/fine"]}})
+    for folder in ("secrets", "data", "layers/linky", "layers/fine"):
+        os.makedirs(os.path.join(root, folder), exist_ok=True)
+    os.symlink("/etc", os.path.join(root, "layers", "linky", "etc"))
+    os.symlink("../linky", os.path.join(root, "layers", "fine", "inside"))  # stays in the bucket
+    result = _build.compute(root)
+    errs = sorted((p.file.split("/")[2], p.field, p.message, p.fix) for p in result.report.errors)
+    assert [(j, f) for j, f, _m, _x in errs] == [("a", "layers"), ("b", "layers"), ("c", "layers"), ("d", "layers")], errs
+    assert "layer . is the bucket folder itself" in errs[0][2]
+    assert "layer secrets lies in secrets/" in errs[1][2] and "layer data lies in data/" in errs[2][2]
+    assert "holds a symlink layers/linky/etc -> /etc that leads out of the bucket" in errs[3][2]
+    assert all("not secrets/ or data/" in fix for _j, _f, _m, fix in errs)
+
+
 def test_layers_from_containers_reach_the_catalog(tmp_path):
     root = _bucket(tmp_path, {"a": {"parent": {"container": "base"}, "layers": ["layers/own"]}},
                    {"base.json": {"layers": ["layers/common"]}})

@@ -44,6 +44,22 @@ def test_step_command_reports_a_missing_agent_then_runs_it(tmp_path):
     assert json.loads((tmp_path / "bid" / "worker.json").read_text()) == {"a": 1}
 
 
+def test_a_tampered_agent_file_is_never_run_and_is_replaced(tmp_path):
+    """Issue 21: the agent runs as root; a file at its content-addressed name is checked by its whole sha256."""
+    req = R.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
+    req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
+    planted = tmp_path / ".maand" / R.agent_path().rsplit("/", 1)[1]
+    planted.parent.mkdir(mode=0o777)
+    marker = tmp_path / "ran"
+    planted.write_text("open(%r, 'w').write('planted code ran')\n" % str(marker))
+    assert sh(R.step_command("python3"), req.encode(), tmp_path).returncode == R.MISSING_AGENT_RC
+    assert not marker.exists()
+    proc = sh(R.read_command("python3", "bid"), R.agent_source(), tmp_path)  # reinstalls, then runs the agent
+    assert proc.returncode == 0 and planted.read_bytes() == R.agent_source() and not marker.exists()
+    assert not planted.parent.stat().st_mode & 0o022  # the agent's folder: no group/world write
+    assert sh(R.step_command("python3"), req.encode(), tmp_path).returncode == 0
+
+
 def test_agent_path_is_content_addressed():
     assert R.agent_path().startswith(R.AGENT_DIR + "/agent-") and len(R.agent_path().rsplit("-", 1)[1]) == len("0123456789ab.py")
 

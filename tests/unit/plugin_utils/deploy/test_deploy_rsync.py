@@ -20,6 +20,8 @@ def test_one_rsync_for_all_jobs_named_after_their_folder():
     assert ids == ["api@h", "web@h"]
     assert argv[-3:] == ["/b/workspace/jobs/api", "/b/workspace/jobs/web", "10.0.0.2:/opt/worker/bid/jobs/"]
     assert {"--delete", "--checksum", "--archive"} <= set(argv)
+    # never the controller's owner, group, group/world write or setuid bits (issue 21)
+    assert {"--no-owner", "--no-group", "--chmod=go-w,ug-s,-t"} <= set(argv)
     assert ["--exclude=/*/data", "--exclude=/*/logs", "--exclude=/*/bin"] == [a for a in argv if a.startswith("--exclude")]
     assert "--rsync-path=mkdir -p /opt/worker/bid/jobs/ && rsync" in argv
 

@@ -48,17 +48,19 @@ def test_folders_later_over_earlier_job_on_top(tmp_path):
 def test_oci_tar_with_whiteouts(tmp_path):
     _files(tmp_path, {"job/Makefile": "m"})
     _tar(tmp_path / "one.tar.gz", [("etc", None), ("etc/keep", "k"), ("etc/gone", "g"), ("usr/lib/x", "x"),
-                                   ("usr/bin/sh", ("sym", "/bin/dash")), ("./logs/skip", "runtime")])
+                                   ("usr/bin/sh", ("sym", "../../lib/dash")), ("lib/dash", "d"),
+                                   ("./logs/skip", "runtime")])
     _tar(tmp_path / "two.tar.gz", [("etc/.wh.gone", ""), ("usr/lib/.wh..wh..opq", ""), ("usr/lib/y", "y")])
     dest = L.stage(str(tmp_path), "j", str(tmp_path / "job"), ["one.tar.gz", "two.tar.gz"], str(tmp_path / "o"))
-    assert sorted(F.hash_tree(dest)["files"]) == ["Makefile", "etc/keep", "usr/bin/sh", "usr/lib/y"]
-    assert os.readlink(os.path.join(dest, "usr/bin/sh")) == "/bin/dash"
+    assert sorted(F.hash_tree(dest)["files"]) == ["Makefile", "etc/keep", "lib/dash", "usr/bin/sh", "usr/lib/y"]
+    assert os.readlink(os.path.join(dest, "usr/bin/sh")) == "../../lib/dash"
     assert os.access(os.path.join(dest, "etc/keep"), os.X_OK)
 
 
 @pytest.mark.parametrize("members, fragment", [
     ([("../escape", "x")], "leaves the tree"),
     ([("dev/null", ("chr", ""))], "device or fifo"),
+    ([("usr/bin/sh", ("sym", "/bin/dash"))], "symlink to /bin/dash, outside the tree"),
 ])
 def test_bad_members_are_refused(tmp_path, members, fragment):
     _files(tmp_path, {"job/Makefile": "m"})

@@ -124,6 +124,20 @@ def test_command_env_is_maands_and_allocation_values_win():
     assert disabled["DISABLED"] == "1"
 
 
+def test_hooks_inherit_an_allow_list_of_the_controllers_environment():
+    """Issue 21: not the controller's credentials or Ansible's settings; PATH, HOME, the locale, MAAND_*."""
+    api = _hooks.ApiEndpoint(1, "t")
+    base = {"PATH": "/bin", "HOME": "/root", "LANG": "C.UTF-8", "LC_TIME": "C", "TZ": "UTC", "SSH_AUTH_SOCK": "/s",
+            "MAAND_HOOK_LOG": "/tmp/l", "AWS_SECRET_ACCESS_KEY": "x", "VAULT_TOKEN": "y", "ANSIBLE_CONFIG": "/a",
+            "PYTHONPATH": "/p", "MAAND_RUNTIME_API_TOKEN": "not-ours"}
+    env = _hooks.command_env(_hooks.Target("api", "h", "x", 0, False), "c", "cli", api, "", "", base=base)
+    for name in ("PATH", "HOME", "LANG", "LC_TIME", "TZ", "SSH_AUTH_SOCK", "MAAND_HOOK_LOG"):
+        assert env[name] == base[name]
+    for name in ("AWS_SECRET_ACCESS_KEY", "VAULT_TOKEN", "ANSIBLE_CONFIG", "PYTHONPATH"):
+        assert name not in env
+    assert env["MAAND_RUNTIME_API_TOKEN"] == "t"  # the hook's own, never the controller's
+
+
 def test_batch_and_job_control_env():
     assert _hooks.batch_env("api", ["h2", "h3"], 1, 3, "update", ["h1", "h2", "h3"], "kv") == {
         "BATCH_ALLOCATIONS": "h2,h3", "BATCH_INDEX": "1", "BATCH_COUNT": "3", "DEPLOY_PHASE": "update",

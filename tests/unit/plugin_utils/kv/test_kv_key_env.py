@@ -41,5 +41,6 @@ def test_a_wrong_maand_kv_key_is_refused_by_name(tmp_path, monkeypatch, value, w
 def test_maand_kv_key_file_replaces_secrets_kv_key(tmp_path, monkeypatch):
     key_file = tmp_path / "injected.key"
     key_file.write_bytes(os.urandom(32))
+    key_file.chmod(0o600)  # a key others may read is refused wherever it comes from
     monkeypatch.setenv(_secrets.KEY_FILE_ENV, str(key_file))
     assert _secrets.load_key(str(tmp_path / "bucket")) == key_file.read_bytes()

@@ -192,6 +192,10 @@ def test_a_secret_written_by_maand_reads_here(tmp_path):
     token = "enc:v1:bWFhbmQtbm9uY2UhgnPhDSnF0b0NuN+FBsxns6PeVNR+PQfP"  # test_secrets.GO_VECTORS
     (tmp_path / "data" / "kv.json").write_text(json.dumps({"format": 2, "namespaces": {
         "secrets/job/api": {"pw": {"value": token, "version": 1, "modified": 0}}}}))
+    os.chmod(tmp_path / "secrets" / "kv.key", 0o644)  # issue 21: a key others may read is refused, naming the fix
+    with pytest.raises(Exception, match=r"secrets/kv.key may be read by group or others \(mode 0644\).*chmod 600"):
+        _kv_build.read_kv(str(tmp_path), reveal_secrets=True)
+    os.chmod(tmp_path / "secrets" / "kv.key", 0o600)
     assert _kv_build.read_kv(str(tmp_path), reveal_secrets=True) == {"secrets/job/api": {"pw": "p@ssw0rd"}}
 
 

@@ -26,6 +26,7 @@ def bucket_with(tmp_path, conf=GOOD_CONF, workers=None):
                        maand_conf=conf)
     os.makedirs(os.path.join(root, "secrets"), exist_ok=True)
     Path(root, "secrets", "worker.key").write_text("key\n")
+    os.chmod(Path(root, "secrets", "worker.key"), 0o600)
     return root
 
 
@@ -123,3 +124,12 @@ def test_the_action_has_no_reader_of_its_own():
     assert "ansible_collections.maand.core.plugins.plugin_utils.ops.facts" in imported
     facts_imports = _imported_modules(ROOT / "plugins" / "plugin_utils" / "ops" / "facts.py")
     assert "tomllib" not in facts_imports
+
+
+def test_an_ssh_key_others_may_read_is_a_build_warning(tmp_path):
+    """Issue 21 (ssh refuses such a key too): the warning names the file and chmod 600."""
+    root = bucket_with(tmp_path)
+    os.chmod(Path(root, "secrets", "worker.key"), 0o644)
+    warnings = [(p.field, p.message, p.fix) for p in _build.compute(root).report.warnings if p.file == "maand.conf"]
+    assert warnings == [("ssh_key", "secrets/worker.key may be read by group or others (mode 0644): it must be the "
+                         "controller user's alone", "chmod 600 secrets/worker.key")]

@@ -199,8 +199,8 @@ def test_python36_syntax_of_the_agent():
     source = open(A.__file__.replace(".pyc", ".py")).read()
     tree = ast.parse(source, feature_version=(3, 6))
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
-    assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "json", "os", "pwd", "re", "shutil", "signal", "socket", "struct",
-                     "subprocess", "sys", "tempfile", "threading", "time"}
+    assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "json", "os", "pwd", "re", "shutil", "signal", "socket", "stat",
+                     "struct", "subprocess", "sys", "tempfile", "threading", "time"}
 
 
 def test_files_op_changes_nothing_on_the_worker(root):
@@ -209,3 +209,31 @@ def test_files_op_changes_nothing_on_the_worker(root):
     ans = step(root, [{"id": "api@h/files", "kind": "files", "job": "api", "host": "h", "of": "api@h", "sync": True}])
     assert ans["ops"] == [{"id": "api@h/files", "ok": True, "changed": False, "steps": ["files"]}]
     assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == before
+
+
+def test_hand_over_gives_the_jobs_user_its_runtime_folders_and_private_files_only(tmp_path):
+    """Issue 21: a job running as its own user reads its 0600 files (rendered from a secret) and writes in
+    data/ and logs/; the rest stays root's; links are never followed."""
+    import os
+    import stat
+    if os.geteuid() != 0:
+        import pytest
+        pytest.skip("chown needs root")
+    job = tmp_path / "job"
+    (job / "conf").mkdir(parents=True)
+    (job / "logs").mkdir()
+    (job / "conf" / "db.conf").write_text("password=x")
+    os.chmod(job / "conf" / "db.conf", 0o600)
+    (job / "conf" / "plain.conf").write_text("plain")
+    os.chmod(job / "conf" / "plain.conf", 0o644)
+    outside = tmp_path / "outside"
+    outside.write_text("root's")
+    os.chmod(outside, 0o600)
+    os.symlink(str(outside), str(job / "conf" / "link"))
+    A.hand_over(str(job), 65534, 65534)
+    assert os.lstat(job / "conf" / "db.conf").st_uid == 65534 and os.lstat(job / "conf" / "db.conf").st_gid == 65534
+    assert os.lstat(job / "conf" / "plain.conf").st_uid == 0 and os.lstat(job / "conf").st_uid == 0
+    assert os.lstat(outside).st_uid == 0  # the link was not followed
+    for name in ("data", "logs"):
+        assert os.lstat(job / name).st_uid == 65534 and stat.S_ISDIR(os.lstat(job / name).st_mode)
+    assert os.lstat(job).st_uid == 0
