@@ -2,14 +2,15 @@
 # Install everything maand.core's example and tests need on a fresh Debian machine (run as root):
 # Debian packages for the local SSH test fleet and the deploy (sshd, ssh, rsync, make, iproute2),
 # the ShellCheck linter (ansible-test sanity runs it on scripts/), Go (the differential test of the
-# Go text/template engine renders the same templates with real Go),
+# Go text/template engine renders the same templates with real Go), etcd (the quorum service of the
+# rollout fleet test, tests/integration/test_rollout_fleet.py),
 # and the Python tooling from requirements-dev.txt (ansible-core 2.19, ansible, ansible-lint, molecule,
 # pytest, hypothesis, jsonschema, fastjsonschema, ansible-runner, ansible-builder).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python3}"
 
-packages=(openssh-server openssh-client rsync make iproute2 python3 util-linux git shellcheck golang-go)
+packages=(openssh-server openssh-client rsync make iproute2 python3 util-linux git shellcheck golang-go etcd-server etcd-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

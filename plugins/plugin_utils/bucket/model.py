@@ -110,6 +110,8 @@ class Job:
     min_allocations_count: int
     max_concurrent_starts: int
     max_concurrent_upgrades: int
+    start_gate: str  # "last_batch" (maand: one gate after the last start batch) or "every_batch"
+    auto_revert: bool  # a failed upgrade batch gets the last promoted version back
     restart_policy: str
     restart_globs: list
     commands: dict  # name -> Command
@@ -724,6 +726,8 @@ def load_job(bucket, name, report):
     job.max_concurrent_starts = max(0, _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0))
     upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1)
     job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
+    job.start_gate = manifest.get("start_gate") or "last_batch"  # the schema checked the value
+    job.auto_revert = manifest.get("auto_revert") is True
     job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":

@@ -38,6 +38,7 @@ from ..bucket.problems import did_you_mean
 
 ACTIONS = ("start", "restart", "reload", "sync", "rollback", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
+START_GATES = ("last_batch", "every_batch")  # the manifest's start_gate: maand's single gate after the starts, or one per batch
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
 ENV_PREFIX = _worker_agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
@@ -268,10 +269,12 @@ class Op:
     record: dict | None = None  # the state record promoted on the worker (state_record)
     promote_now: bool = False  # promoted after the op, not after the batch's gate
     src: str | None = None  # run ops: the job folder
-    restore: bool = False  # run ops of a rollback: the worker's previous tree goes back (key absent when False)
+    restore: object = False  # run ops of a rollback: True = the previous tree goes back, "current" = the promoted one
+    revert_of: int | None = None  # auto_revert ops: the step whose failure of this job they undo (else never run)
     worker_json: dict | None = None  # meta ops
     jobs_json: list | None = None  # meta ops
     of: str | None = None  # files ops: the id of the run op whose files they ship
+    held: bool = False  # run ops of a start batch before the job's last: promoted after the gate of the last
 
     @classmethod
     def reconcile(cls, kind, host, job=None, **kw):
@@ -297,7 +300,11 @@ class Op:
                    "sync": self.sync, "env": self.env, "record": self.record, "promote_now": self.promote_now,
                    "action": self.action, "target": self.target}
             if self.restore:
-                out["restore"] = True
+                out["restore"] = self.restore
+            if self.revert_of is not None:
+                out["revert_of"] = self.revert_of
+            if self.held:
+                out["held"] = True
             return out
         out = {"id": self.id, "kind": self.kind, "job": self.job, "host": self.host, "action": self.action,
                "target": self.target, "sync": self.sync, "env": self.env, "record": self.record,
@@ -495,6 +502,7 @@ class _Planner:
         self.dead_removed_workers = set()
         self.removed_worker_hosts = {h for h in self.hosts if (self.workers.get(h) or {}).get("removed")}
         self.meta_ops = {}
+        self.attempts = {}       # job -> {host: its latest attempt, never promoted} (_failed_attempts)
         self.fresh = set()       # (job, host) of starts with nothing of the job on the worker (_presync)
         self.seen_seq = 0
         self.update_seq = 0
@@ -649,6 +657,8 @@ class _Planner:
             reasons.insert(0, "a rollback was not promoted (its gate failed): the workspace's files go back")
         if deployed is not None and deployed.get("rolled_back_from"):
             reasons.append("roll forward after the rollback from %s" % deployed["rolled_back_from"])
+        if deployed is not None and deployed.get("reverted_from"):
+            reasons.append("%s was reverted here before" % deployed["reverted_from"])
         row.paths = changed
         op = Op.run(name, host, job.get("path"), sync=bool(hash_changed),
                     env=self.alloc_env(name, host, cur_version, new_version),
@@ -667,9 +677,80 @@ class _Planner:
             reasons.append("forced (maand_force)")
         self._decide_upgrade(row, op, bucket, job, changed, hash_changed, version_changed, reasons)
 
+    def _failed_attempts(self, name):
+        """{host: attempt} of job name's active allocations in scope whose latest attempt (the tree shipped
+        and started, history/<job>/incoming on the worker) was never promoted while an older version is."""
+        if name not in self.attempts:
+            found = {}
+            for a in self.allocations_in_scope():
+                host = a["worker"]
+                if a["job"] != name or a.get("state", "active") != "active":
+                    continue
+                st = self.state(host)
+                attempt, deployed = (st.get("attempts") or {}).get(name), _promoted(st, name)
+                if (isinstance(attempt, dict) and deployed is not None
+                        and (attempt.get("hash"), attempt.get("version")) != (deployed.get("hash"), deployed.get("version"))):
+                    found[host] = attempt
+            self.attempts[name] = found
+        return self.attempts[name]
+
     def _decide_rollback(self, row, job, st, deployed):
         """maand_rollback: the worker's previous promoted tree and record go back, through the job's
-        rolling batches and gate (a restart, or a start when it is not running)."""
+        rolling batches and gate (a restart, or a start when it is not running). When the job's latest
+        attempt failed somewhere, _decide_recovery decides instead."""
+        name, host = row.job, row.worker
+        failed = self._failed_attempts(name)
+        if failed:
+            self._decide_recovery(row, job, st, deployed, failed)
+            return
+        self._rollback_to_previous(row, job, st, deployed)
+
+    def _decide_recovery(self, row, job, st, deployed, failed):
+        """maand_rollback after a failed attempt: where it failed, the promoted tree (the last one that
+        passed its gate) goes back and restarts through the gate; where the new version was promoted, the
+        previous one goes back; workers that never got the new version are left alone."""
+        name, host = row.job, row.worker
+        tried = "/".join(sorted({str(a.get("version") or ZERO_VERSION) for a in failed.values()}))
+        if host in failed:
+            self._restore_promoted(row, job, st, deployed, failed[host])
+            return
+        if deployed is None:
+            row.decide("skip", "rollback: nothing promoted here (left alone; the next deploy starts it)")
+            return
+        cur = self.content.get(name) or {}
+        cur = (cur.get("allocations") or {}).get(host, cur)
+        if (deployed.get("hash"), deployed.get("version")) != (cur.get("hash"), job.get("version") or ZERO_VERSION):
+            row.decide("skip", "rollback: left alone (runs %s; %s never reached it)"
+                       % (deployed.get("version") or ZERO_VERSION, tried))
+            return
+        self._rollback_to_previous(row, job, st, deployed)
+
+    def _restore_promoted(self, row, job, st, deployed, attempt):
+        """The promoted tree (history/<job>/current) back in place of a failed attempt, restarted."""
+        name, host = row.job, row.worker
+        version = deployed.get("version") or ZERO_VERSION
+        failed_version = attempt.get("version") or ZERO_VERSION
+        info = attempt.get("attempt") or {}
+        why = ("%s failed its gate" % failed_version if info.get("ok") else
+               "make %s of %s failed" % (info.get("target") or "restart", failed_version))
+        if name not in (st.get("kept") or []):
+            row.decide("skip", "rollback: no copy of the promoted tree on the worker")
+            self.errors.append("maand_rollback: %s@%s: %s, but the worker keeps no copy of the promoted %s tree "
+                               "(history/%s/current, kept from this release on); deploy the old version from the "
+                               "workspace instead" % (name, host, why, version, name))
+            return
+        record = dict(deployed, running=True, update_seq=None, reverted_from=failed_version)
+        record.pop("rolled_back_from", None)
+        row.paths = files_mod.changed_paths(attempt.get("files") or {}, deployed.get("files") or {})
+        row.hash, row.from_version, row.to_version = deployed.get("hash"), failed_version, version
+        row.decide("rollback", "rollback: restore %s (%s); the catalog stays at %s, the next deploy rolls forward "
+                   "again" % (version, why, job.get("version") or ZERO_VERSION))
+        op = Op.run(name, host, job.get("path"), restore="current", action="rollback", target="restart",
+                    env=self.alloc_env(name, host, failed_version, version), record=record,
+                    promote_now=name not in self.gates)
+        self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})["upgrade"].append(op)
+
+    def _rollback_to_previous(self, row, job, st, deployed):
         name, host = row.job, row.worker
         previous = (st.get("previous") or {}).get(name)
         if deployed is None:
@@ -687,6 +768,7 @@ class _Planner:
         old_version = previous.get("version") or ZERO_VERSION
         record = dict(previous, running=True, update_seq=None, rolled_back_from=cur_version)
         record.pop("rollback", None)
+        record.pop("reverted_from", None)
         target = "restart" if deployed.get("running") else "start"
         row.paths = files_mod.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
         row.hash, row.to_version = previous.get("hash"), old_version
@@ -893,7 +975,13 @@ class _Planner:
                         op.sync = False
 
     def _job_batches(self, name, row_index):
-        """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""
+        """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first.
+
+        Start batches follow maand (rolloutStartBatches): they run one after another and the job's gate
+        runs once, after the last of them, over every started allocation (a quorum service cannot be
+        healthy with its first member alone); `start_gate: every_batch` in the manifest gates each one.
+        Upgrade batches are gated one by one (rolloutRestartBatches). With `auto_revert`, each upgrade
+        batch has a revert in the job's next slot, run only when that batch failed (_add_reverts)."""
         job = self.jobs[name]
         job_ops = self.rollout[name]
         if "job_control" in hook_events(job):
@@ -912,25 +1000,77 @@ class _Planner:
                 seq = [("sync", job_ops["sync"])]
         total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
         counter = {"start": 0, "upgrade": 0, "sync": 0}
+        once = job.get("start_gate", START_GATES[0]) != "every_batch" and len(start_b) > 1
+        started = [o.host for b in start_b for o in b]
         out = []
         for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
             shown = "rollback" if phase == "upgrade" and all(o.restore for o in ops) else phase
             label = "%s %s batch %d/%d" % (name, shown, counter[phase], total[phase])
             lifecycle_hosts = [o.host for o in ops if o.action != "sync"]
+            deferred = once and phase == "start"  # maand: one gate after the last start batch
+            last_start = deferred and counter["start"] == total["start"]
             gate = None
-            if name in self.gates and lifecycle_hosts:
-                gate = dict(self.gates[name], hosts=lifecycle_hosts)
+            if name in self.gates and lifecycle_hosts and (not deferred or last_start or hook_events(job)):
+                gate = dict(self.gates[name], hosts=started if last_start else lifecycle_hosts)
                 if hook_events(job):
                     order = [o.host for p, b in seq if p == phase for o in b if o.action != "sync"]
                     gate["hooks"] = {"phase": "new" if phase == "start" else "update",
                                      "batch_index": counter[phase] - 1, "batch_count": total[phase],
                                      "order": order, "order_source": sources.get(phase, "default"),
                                      "last": pos == len(seq) - 1}
+                    if last_start:  # after_allocation_started runs for this batch; probes for every start
+                        gate["hooks"]["batch_hosts"] = lifecycle_hosts
+                    elif deferred:  # only the batch's hooks: no probes, no health_check
+                        gate["checks"] = []
+                        gate["hooks"]["health"] = False
             for o in ops:
                 row_index[(name, o.host)].batch = label
-            out.append({"label": label, "ops": ops, "gate": gate})
+                o.held = deferred and not last_start and o.action != "sync" and not o.promote_now
+            out.append({"label": label, "ops": ops, "gate": gate, "phase": phase})
+        if job.get("auto_revert"):
+            self._add_reverts(name, out)
         return out
+
+    def _add_reverts(self, name, out):
+        """auto_revert: the revert of upgrade batch k rides in the job's slot k + 1 (a slot of its own
+        after the last batch). It restores the promoted tree (history/<job>/current) on the batch's
+        workers, restarts it and gates it; the run state issues it only when batch k failed
+        (_run_state: revert_of), and the job's later batches never run (it is blocked)."""
+        job = self.jobs[name]
+        for k, sub in enumerate(list(out)):
+            if sub["phase"] != "upgrade":
+                continue
+            ops = []
+            for o in sub["ops"]:
+                deployed = _promoted(self.state(o.host), name)
+                if o.action in ("restart", "reload") and not o.restore and deployed is not None:
+                    ops.append(self._revert_op(name, o, deployed))
+            if not ops:
+                continue
+            gate = None
+            if name in self.gates:
+                gate = dict(self.gates[name], hosts=[o.host for o in ops], revert=True)
+                if hook_events(job):
+                    gate["hooks"] = {"phase": "update", "batch_index": 0, "batch_count": 1,
+                                     "order": [o.host for o in ops], "order_source": "default", "last": False}
+            if k + 1 == len(out):
+                out.append({"label": "%s revert (if %s fails)" % (name, sub["label"][len(name) + 1:]),
+                            "ops": [], "gate": None, "phase": "revert"})
+            out[k + 1]["reverts"] = {"ops": ops, "gate": gate, "of": k}
+        if any(sub.get("reverts") for sub in out):
+            self.order_notes.append("job %s: auto_revert: an upgrade batch that fails gets its promoted tree back "
+                                    "(restart, gate), the job's later batches do not run, the deploy ends failed" % name)
+
+    def _revert_op(self, name, op, deployed):
+        """The conditional revert of one upgrade op: the promoted tree and record back (reverted_from)."""
+        version = deployed.get("version") or ZERO_VERSION
+        failed_version = (op.record or {}).get("version") or ZERO_VERSION
+        record = dict(deployed, running=True, update_seq=self.update_seq, reverted_from=failed_version)
+        record.pop("rolled_back_from", None)
+        return Op("%s@%s/revert" % (name, op.host), "run", op.host, job=name, src=op.src, restore="current",
+                  action="revert", target="restart", env=self.alloc_env(name, op.host, failed_version, version),
+                  record=record, promote_now=name not in self.gates)
 
     def _ordered(self, name, ops):
         """ops in the order a hook put in maand/job/<job> rollout_order when it names exactly these
@@ -969,7 +1109,8 @@ class _Planner:
         return {"label": label, "ops": ops, "gate": gate}
 
     def _schedule_wave(self, wave, subs):
-        """Batch i of every job in the wave runs side by side in one step."""
+        """Batch i of every job in the wave runs side by side in one step (with the conditional
+        revert of the job's batch i - 1, auto_revert)."""
         depth = max(len(v) for v in subs.values())
         for i in range(depth):
             ops_by_host = {}
@@ -978,12 +1119,21 @@ class _Planner:
                 if i >= len(subs[name]):
                     continue
                 sub = subs[name][i]
+                sub["step"] = len(self.steps)
                 labels.append(sub["label"])
                 step_jobs.append(name)
                 if sub["gate"]:
                     gate_list.append(sub["gate"])
                 for o in sub["ops"]:
                     ops_by_host.setdefault(o.host, []).append(o)
+                reverts = sub.get("reverts")
+                if reverts:
+                    of = subs[name][reverts["of"]]["step"]
+                    for o in reverts["ops"]:
+                        o.revert_of = of
+                        ops_by_host.setdefault(o.host, []).append(o)
+                    if reverts["gate"]:
+                        gate_list.append(dict(reverts["gate"], revert_of=of))
             self.steps.append(Step(len(self.steps), wave, i == depth - 1, "wave %d: %s" % (wave, "; ".join(labels)),
                                    step_jobs, ops_by_host, gate_list))
 

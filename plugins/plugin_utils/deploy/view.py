@@ -20,11 +20,13 @@ from dataclasses import asdict, dataclass
 PLAN_ORDER = ("start", "restart", "reload", "sync", "stop", "remove", "purge", "unreachable", "skip")
 DONE_WORD = {"start": "started", "restart": "restarted", "reload": "reloaded", "sync": "synced",
              "stop": "stopped", "remove": "removed", "purge": "purged"}
-FAILED_WORD = {"failed": "failed", "unreachable": "unreachable", "gate": "gate failed"}
+FAILED_WORD = {"failed": "failed", "unreachable": "unreachable", "gate": "gate failed", "reverted": "reverted",
+               "unpromoted": "not promoted"}
 # results in the order the final line counts them
 RESULT_ORDER = ("started", "restarted", "reloaded", "synced", "stopped", "removed", "purged",
-                "failed", "gate failed", "unreachable", "not run", "unchanged")
-BAD_RESULTS = ("failed", "gate failed", "unreachable", "not run")
+                "failed", "gate failed", "reverted", "not promoted", "unreachable", "not run", "unchanged")
+# "reverted" (auto_revert): the batch failed, the last promoted version runs again; the deploy failed
+BAD_RESULTS = ("failed", "gate failed", "reverted", "not promoted", "unreachable", "not run")
 
 
 def _count_words(counts, order):
@@ -156,6 +158,8 @@ def verdict(plan, done, failed_ops, gate_times=None):
 
 
 def _version(v):
+    if v.result == "reverted":
+        return "%s (%s reverted)" % (v.before, v.after)
     if v.before == v.after:
         return v.after
     if v.result in BAD_RESULTS:
