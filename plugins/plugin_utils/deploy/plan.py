@@ -988,6 +988,8 @@ class _Planner:
             return [self._job_control_batch(name, job_ops, row_index)]
         starts, start_src = self._ordered(name, job_ops["start"])
         upgrades, upgrade_src = self._ordered(name, job_ops["upgrade"])
+        if upgrade_src == "default":  # a rollback after a failed attempt: the workers it left down come back first
+            upgrades.sort(key=lambda o: o.restore != "current")
         sources = {"start": start_src, "upgrade": upgrade_src}
         start_b = batches(starts, int(job.get("max_concurrent_starts") or 0))
         upgrade_size = job.get("max_concurrent_upgrades")
