@@ -21,15 +21,16 @@ ARGUMENT_SPEC = {
     "labels": {"type": "raw"},
     "catalog_workers": {"type": "list", "elements": "str", "default": []},
     "hosts": {"type": "list", "elements": "str", "default": []},
-    "result_var": {"type": "str", "default": "_maand_run_command"},
+    "answers": {"type": "dict", "default": {}},
 }
 
 
-def _hostvar(hostvars, host, name):
+def _labels(hostvars, host):
+    """The worker's labels from the inventory (maand_worker), [] when unknown."""
     try:
-        return hostvars[host].get(name)
+        return list((hostvars[host].get("maand_worker") or {}).get("labels") or ())
     except Exception:  # pylint: disable=broad-exception-caught
-        return None
+        return []
 
 
 class ActionModule(ControllerAction):
@@ -42,8 +43,7 @@ class ActionModule(ControllerAction):
             cmd = _run_command.check_command(args["cmd"])
             if args["step"] == "select":
                 _run_command.check_split(context.CLIARGS.get("extra_vars") or ())
-                workers = {h: list((_hostvar(hostvars, h, "maand_worker") or {}).get("labels") or ())
-                           for h in args["catalog_workers"]}
+                workers = {h: _labels(hostvars, h) for h in args["catalog_workers"]}
                 chosen = _run_command.select(workers, args["hosts"], _run_command.split_names(args["workers"]),
                                              _run_command.split_names(args["labels"]))
                 result.update(hosts=chosen, msg="running `%s` on %s" % (cmd, ", ".join(chosen)))
@@ -54,7 +54,7 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result["msg"] = "check mode: `%s` was not run" % cmd
             return result
-        outcomes = [_run_command.outcome(h, _hostvar(hostvars, h, args["result_var"])) for h in args["hosts"]]
+        outcomes = [_run_command.outcome(h, args["answers"].get(h)) for h in args["hosts"]]
         lines, problems = _run_command.report(outcomes, cmd)
         display.display("\n".join(lines))
         result.update(changed=any(o.status != "not run" for o in outcomes), lines=lines, problems=problems,

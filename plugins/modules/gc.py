@@ -47,14 +47,18 @@ options:
   plan:
     description: The plan the plan step returned (commit step).
     type: dict
-  state_var:
-    description: The registered C(maand.core.deploy_state) result of each worker.
-    type: str
-    default: _maand_gc_state
-  deleted_var:
-    description: The registered C(maand.core.gc_worker) result of each worker.
-    type: str
-    default: _maand_gc_deleted
+  states:
+    description:
+      - The C(maand.core.deploy_state) result of each worker, by inventory host name (plan and commit steps).
+      - A host missing here, or whose result failed or was unreachable, is listed as not reachable.
+    type: dict
+    default: {}
+  deleted:
+    description:
+      - The C(maand.core.gc_worker) result of each worker, by inventory host name (commit step).
+      - A planned host missing here, skipped or unreachable deleted nothing.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -74,6 +78,7 @@ EXAMPLES = r"""
     bucket: /srv/bucket
     step: plan
     hosts: "{{ ansible_play_hosts_all }}"
+    states: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'listing'))) }}"
     retain_days: 7
   register: gc_plan
 """

@@ -45,10 +45,12 @@ options:
     type: list
     elements: str
     default: []
-  result_var:
-    description: The registered result of the command on each worker (report step).
-    type: str
-    default: _maand_run_command
+  answers:
+    description:
+      - Report step. The registered result of the command on each chosen worker, by inventory host name.
+      - A chosen host missing here did not run the command.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full

@@ -15,6 +15,7 @@ import json
 import os
 import re
 
+from ..worker import layout as _layout
 from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
 from ..bucket import schemas as _schemas
 from ..bucket.storage import DATA_DIR, atomic_write
@@ -109,7 +110,7 @@ def previous_for_build(bucket_dir, report, new_bucket_id):
     if new_bucket_id:
         report.warn("ErrMissingCatalog", rel, "", "missing; a new bucket_id replaces %s (maand_new_bucket_id=true): "
                     "deploy refuses workers that hold the old id" % recorded,
-                    "stop and remove /opt/worker/%s on the workers" % recorded)
+                    "stop and remove %s on the workers" % _layout.bucket_root(recorded))
         return None, None
     report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
                 "is kept; allocations removed since the last build are forgotten and stay on their workers"

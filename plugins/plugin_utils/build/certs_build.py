@@ -28,10 +28,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..worker import layout as _layout
 from . import certs as _certs
 from ..kv import functions as _kv
 
-CERTS_DIR = "certs"
+CERTS_DIR = _layout.CERTS_DIR
 
 
 @dataclasses.dataclass
@@ -156,7 +157,7 @@ def _put(kv: dict[str, dict[str, str]], job: str, host: str, name: str, pair: tu
 
 
 def _path_keys(bucket_id: str, job: str, entries: list[dict]) -> dict[str, str]:
-    base = "/opt/worker/%s/jobs/%s/%s" % (bucket_id, job, CERTS_DIR)
+    base = "%s/%s" % (_layout.job_root(bucket_id, job), CERTS_DIR)
     out = {"certs/ca.crt_path": base + "/ca.crt"}
     for spec in entries:
         out["certs/%s.crt_path" % spec["name"]] = "%s/%s.crt" % (base, spec["name"])

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from ..worker import layout as _layout
 from ..bucket import content as files_mod
 from ..kv import functions as _kv_mod
 from ..worker import agent as _worker_agent
@@ -172,7 +173,7 @@ def foreign_buckets(bucket_id, states, hosts, adopt=None):
                 "worker %s already holds bucket %s (%s), but data/catalog.json has bucket_id %s: the catalog was lost "
                 "or rebuilt. Restore the data/catalog.json that has bucket_id %s, or adopt that id with "
                 "-e maand_adopt_bucket_id=%s (the catalog then takes it and the deploy continues that tree)"
-                % (host, other_id, other.get("path") or "/opt/worker/%s" % other_id, bucket_id, other_id, other_id))
+                % (host, other_id, other.get("path") or _layout.bucket_root(other_id), bucket_id, other_id, other_id))
     return errors
 
 
@@ -852,8 +853,8 @@ class _Planner:
             has_files = st.get("worker") is not None or st.get("deployed") or st.get("trees")
             if has_files:
                 self.rows.append(self._purge_row(
-                    host, "worker left workers.json: delete /opt/worker/%s except jobs/*/data and jobs/*/logs"
-                    % self.bucket_id))
+                    host, "worker left workers.json: delete %s except jobs/*/data and jobs/*/logs"
+                    % _layout.bucket_root(self.bucket_id)))
                 self.reconcile.setdefault(host, []).append(Op.reconcile("purge", host))
 
     @staticmethod

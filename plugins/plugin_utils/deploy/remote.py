@@ -19,10 +19,11 @@ import json
 import os
 import shlex
 
+from ..worker import layout as _layout
 from ..worker import agent as _worker_agent
 
-WORKER_ROOT = "/opt/worker"
-AGENT_DIR = WORKER_ROOT + "/.maand"
+WORKER_ROOT = _layout.WORKER_ROOT
+AGENT_DIR = _layout.AGENT_DIR
 KEEP = _worker_agent.KEEP
 MISSING_AGENT_RC = 86
 
@@ -44,7 +45,7 @@ def agent_path():
 
 
 def worker_root(bucket_id):
-    return "%s/%s" % (WORKER_ROOT, bucket_id)
+    return _layout.bucket_root(bucket_id)
 
 
 def interpreter(task_vars, host=None, configured=None):

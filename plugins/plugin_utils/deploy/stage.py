@@ -43,6 +43,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
+from ..worker import layout as _layout
 from ..bucket import content as _deploy_files
 from ..build import kv_build as _kv_build
 from ..kv import gotemplate as _gotemplate, functions as _kv, secrets as _secrets
@@ -720,7 +721,7 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
             CurrentVersion=current_versions.get((job, host)) or "0.0.0", NewVersion=versions.get(job, ""),
             BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _kv.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
-            BucketPath="/opt/worker/%s" % bucket_id, JobPath="/opt/worker/%s/jobs/%s" % (bucket_id, job))
+            BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
         context = Context(kv[0], data, upstream[job], kv[1])
         try:
             content = render(source, context, extra)

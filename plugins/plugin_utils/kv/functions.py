@@ -27,6 +27,7 @@ import os
 import uuid
 from typing import Any, Callable, Iterable, Mapping
 
+from ..worker import layout as _layout
 from . import gotemplate
 from ..bucket import readers as _readers
 
@@ -281,9 +282,9 @@ class AllocationData:
                 values[name] = "" if values[name] is None else str(values[name])
         out = cls(**values)
         if out.BucketID and not out.BucketPath:
-            out.BucketPath = "/opt/worker/%s" % out.BucketID
+            out.BucketPath = _layout.bucket_root(out.BucketID)
         if out.BucketID and out.Job and not out.JobPath:
-            out.JobPath = "/opt/worker/%s/jobs/%s" % (out.BucketID, out.Job)
+            out.JobPath = _layout.job_root(out.BucketID, out.Job)
         return out
 
 
@@ -555,4 +556,4 @@ def allocation_data(catalog: Mapping[str, Any], job: str, worker_ip: str,
         NewVersion=str(view.jobs[job].get("version") or ""), BucketID=bucket_id,
         WorkerID=str(worker.get("worker_id") or stable_uuid(worker_ip)), WorkerIP=worker_ip,
         Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
-        BucketPath="/opt/worker/%s" % bucket_id, JobPath="/opt/worker/%s/jobs/%s" % (bucket_id, job))
+        BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))

@@ -40,6 +40,9 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
+from ..worker import layout as _layout
+from ..bucket import storage as _storage
+from ..build import catalog as _catalog
 from ..kv import store as _kv_store
 
 KEEP_STATES = ("active", "disabled")
@@ -228,7 +231,7 @@ def _read_catalog(catalog: Mapping[str, Any]) -> _Catalog:
 
 
 def job_root(bucket_id: str, job: str) -> str:
-    return "/opt/worker/%s/jobs/%s" % (bucket_id, job)
+    return _layout.job_root(bucket_id, job)
 
 
 def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]],
@@ -378,3 +381,92 @@ def apply_catalog(catalog: Mapping[str, Any], confirmed: Plan) -> dict:
     new["jobs"] = [j for j in catalog.get("jobs") or () if not (j.get("removed") and j["name"] in jobs)]
     new["workers"] = [w for w in catalog.get("workers") or () if not (w.get("removed") and w["host"] in workers)]
     return new
+
+
+# --- the controller side: worker answers in, plan and commit out ---------------------------------------
+
+
+def listings(answers: Mapping[str, Any], hosts: Iterable[str]) -> list:
+    """One Listing per host from its maand.core.deploy_state result in answers ({host: result})."""
+    out = []
+    for host in hosts:
+        reg = answers.get(host)
+        if not isinstance(reg, Mapping) or not reg:  # {}: no result was registered
+            state = {"reachable": False, "error": "its job folders were not listed (host skipped or failed earlier)"}
+        elif reg.get("unreachable") or reg.get("failed"):
+            state = {"reachable": False, "error": (reg.get("msg") or "unreachable").strip().splitlines()[-1]}
+        else:
+            state = reg.get("state")
+        out.append(Listing.from_state(host, state))
+    return out
+
+
+def deletions(answers: Mapping[str, Any], planned: Plan) -> tuple:
+    """(failed (host, job) pairs, problems) of the worker step, from each host's maand.core.gc_worker result."""
+    failed, problems = set(), []
+    for host, jobs in sorted(planned.paths_by_host().items()):
+        reg = answers.get(host)
+        if not isinstance(reg, Mapping) or not reg or reg.get("skipped"):
+            reg = {"failed": True, "msg": "the deletion did not run"}
+        if reg.get("unreachable") or (reg.get("failed") and not reg.get("results")):
+            failed.update((host, job) for job in jobs)
+            problems.append("worker %s: nothing was deleted (%s); fix: check that it is reachable over SSH, then run "
+                            "maand.core.gc again" % (host, (reg.get("msg") or "failed").strip().splitlines()[-1]))
+            continue
+        for item in reg.get("results") or ():
+            if not item.get("ok"):
+                failed.add((host, item.get("job")))
+                problems.append("worker %s: %s" % (host, item.get("msg")))
+    return failed, problems
+
+
+def _inputs(bucket: str):
+    catalog = _catalog.read_catalog(bucket)
+    if catalog is None:
+        raise GCError("%s/%s is missing: there is nothing to collect; run maand.core.build first"
+                      % (bucket, _catalog.CATALOG_REL))
+    return catalog, _kv_store.KVStore.load(bucket)
+
+
+def plan_bucket(bucket: str, answers: Mapping[str, Any], hosts: Iterable[str], now: float, days: Any) -> Plan:
+    """The gc plan of a bucket from its catalog, its KV store and the workers' listings."""
+    catalog, store = _inputs(bucket)
+    return plan(catalog, store.namespaces, listings(answers, hosts), now, retain_days(days))
+
+
+@dataclasses.dataclass
+class Commit:
+    """What commit() did: the confirmed plan, whether anything changed, and the problems met."""
+
+    done: Plan
+    changed: bool
+    problems: list
+
+
+def commit(bucket: str, planned: Plan, states: Mapping[str, Any], deleted: Mapping[str, Any],
+           hosts: Iterable[str]) -> Commit:
+    """Under the bucket lock: re-plan from fresh inputs, keep what the workers really deleted, then drop
+    the catalog rows and KV namespaces and prune KV history. Raises GCError when the bucket changed."""
+    hosts = list(hosts)
+    failed, problems = deletions(deleted, planned)
+    with _storage.bucket_lock(bucket, wait=True):
+        catalog, store = _inputs(bucket)
+        if catalog.get("bucket_id") != planned.bucket_id:
+            raise GCError("data/catalog.json now holds bucket_id %s, not %s: the catalog and KV were left as "
+                          "they are; run maand.core.gc again" % (catalog.get("bucket_id"), planned.bucket_id))
+        fresh = plan(catalog, store.namespaces, listings(states, hosts),
+                     planned.cutoff + planned.retain_days * DAY, planned.retain_days)
+        done = confirm(planned, fresh, failed)
+        done.paths = [p for p in done.paths if (p.host, p.job) not in failed]
+        new = apply_catalog(catalog, done)
+        if new != catalog:
+            _catalog.write_catalog(bucket, new)
+        for item in done.namespaces:
+            store.purge_namespace(item.namespace)
+        store.prune_before(done.cutoff, {(h.namespace, h.key) for h in done.history})
+        saved = store.save()
+    return Commit(done, bool(saved) or new != catalog or bool(done.paths), list(planned.problems) + problems)
+
+
+def count(plan_: Plan) -> int:
+    return len(plan_.paths) + len(plan_.rows) + len(plan_.namespaces) + len(plan_.history)

@@ -97,7 +97,7 @@ class Outcome:
 
 def outcome(host: str, reg: Mapping[str, Any] | None) -> Outcome:
     """One worker's outcome from its registered ansible.builtin.shell result."""
-    if not isinstance(reg, Mapping) or reg.get("skipped"):
+    if not isinstance(reg, Mapping) or not reg or reg.get("skipped"):  # {}: no result was registered
         return Outcome(host, "not run", msg="the command did not run on this worker (it failed or was skipped earlier)")
     if reg.get("unreachable"):
         return Outcome(host, "unreachable", msg=str(reg.get("msg") or "unreachable").strip())

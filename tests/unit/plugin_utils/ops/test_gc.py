@@ -337,3 +337,34 @@ def test_run_command_report():
     assert problems[0] == "worker b: `ls x` exited 2"
     assert problems[1].startswith("worker c is unreachable: ssh: connect to host c: timed out; fix:")
     assert problems[2].startswith("worker d: the command did not run")
+
+
+# --- worker answers passed as arguments ({host: registered result}), not read from hostvars by name ----
+
+
+def test_listings_from_answers_name_hosts_without_a_result_as_not_reachable():
+    answers = {"10.0.0.1": {"state": {"reachable": True, "jobs": ["a"]}},
+               "10.0.0.2": {"unreachable": True, "msg": "ssh: connect refused\nHost down"},
+               "10.0.0.3": {}}
+    got = {item.host: item for item in _gc.listings(answers, ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])}
+    assert got["10.0.0.1"].reachable
+    assert not got["10.0.0.2"].reachable and got["10.0.0.2"].error == "Host down"
+    assert not got["10.0.0.3"].reachable and "not listed" in got["10.0.0.3"].error
+    assert not got["10.0.0.4"].reachable
+
+
+def test_deletions_from_answers_fail_what_did_not_run_and_name_the_worker():
+    planned = _gc.Plan("b", 0.0, NOW, paths=[_gc.PathDeletion("h1", "old", "/opt/worker/b/jobs/old", "removed"),
+                                              _gc.PathDeletion("h2", "old", "/opt/worker/b/jobs/old", "removed"),
+                                              _gc.PathDeletion("h3", "x", "/opt/worker/b/jobs/x", "removed")])
+    answers = {"h1": {"results": [{"job": "old", "ok": True}]},
+               "h2": {"results": [{"job": "old", "ok": False, "msg": "permission denied"}]}}
+    failed, problems = _gc.deletions(answers, planned)
+    assert failed == {("h2", "old"), ("h3", "x")}
+    assert any("worker h2: permission denied" in p for p in problems)
+    assert any(p.startswith("worker h3: nothing was deleted (the deletion did not run)") for p in problems)
+
+
+def test_run_command_outcome_of_a_host_without_a_result_is_not_run():
+    assert _run_command.outcome("h", {}).status == "not run"
+    assert _run_command.outcome("h", {"rc": 0, "stdout": "up"}).status == "ok"
