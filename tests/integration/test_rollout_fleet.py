@@ -17,6 +17,7 @@ One bucket, one 3-host fleet, steps in file order:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -62,7 +63,7 @@ status:
 """
 
 HEALTH = {"checks": [{"type": "http", "port": "client_port", "path": "/health"}], "timeout_seconds": 2,
-          "wait": {"attempts": 24, "interval_seconds": 0.5}}
+          "wait": {"attempts": 16, "interval_seconds": 0.5}}
 
 
 class Etcd(Env):
@@ -117,6 +118,13 @@ class Writer(threading.Thread):
             time.sleep(0.05)
 
 
+def verdict_rows(out):
+    """The rows of the verdict table (between its JOB header and the workers: line), split."""
+    lines = out.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("JOB ") and "RESULT" in line)
+    return [line.split() for line in lines[start + 1:] if line.startswith("etcd ")]
+
+
 @pytest.fixture(scope="module")
 def env(fleet_factory, tmp_path_factory):
     if not shutil.which("etcd", path="/usr/bin") or not shutil.which("etcdctl"):
@@ -128,14 +136,13 @@ def env(fleet_factory, tmp_path_factory):
 
 def test_01_first_deploy_one_member_at_a_time_passes_one_gate_after_the_last_start(env):
     env.set_job("1.0.0", "")
-    rc, plan = env.deploy("--check")
-    for i, h in enumerate(env.hosts):
-        assert "[etcd start batch %d/3]" % (i + 1) in plan, plan
     rc, out = env.deploy()
     print(out)
+    for i, h in enumerate(env.hosts):
+        assert re.search(r"etcd +%s +start +new allocation  \[etcd start batch %d/3\]" % (re.escape(h), i + 1), out), out
     # one gate, after the third start, over the three members (a gate after the first could never pass)
     assert out.count("health gate passed") == 1, out
-    assert "etcd start batch 3/3: health gate passed on %s" % ", ".join(env.hosts) in out, out
+    assert "health gate passed on %s" % ", ".join(env.hosts) in out, out
     assert "deploy done: 3 started" in out, out
     for h in env.hosts:
         assert env.record(h, "etcd")["version"] == "1.0.0" and env.healthy(h)
@@ -173,13 +180,12 @@ def test_03_broken_upgrade_fails_batch_1_then_maand_rollback_restores_it(env):
     assert env.flags(first) == "--bogus-flag" and not env.healthy(first)
     for h in others:  # never got the new version; the cluster keeps its quorum
         assert env.flags(h) == "--snapshot-count 5000" and len(env.restarts(h)) == 1 and env.healthy(h)
-    rc, plan = env.deploy("--check", "-e", "maand_rollback=etcd")
-    print(plan)
-    assert "rollback: restore 1.1.0 (1.2.0 failed its gate)" in plan, plan
-    for h in others:
-        assert "rollback: left alone (runs 1.1.0; 1.2.0 never reached it)" in plan.split(h, 1)[1].splitlines()[0]
     rc, out = env.deploy("-e", "maand_rollback=etcd")
     print(out)
+    assert re.search(r"etcd +%s +rollback +rollback: restore 1.1.0 \(1.2.0 failed its gate\)" % re.escape(first), out), out
+    for h in others:
+        assert re.search(r"etcd +%s +skip +rollback: left alone \(runs 1.1.0; 1.2.0 never reached it\)" % re.escape(h),
+                         out), out
     assert "etcd rollback batch 1/1: health gate passed on %s" % first in out, out
     for h in env.hosts:
         assert env.record(h, "etcd")["version"] == "1.1.0" and env.flags(h) == "--snapshot-count 5000", h
@@ -200,7 +206,7 @@ def test_04_auto_revert_puts_the_promoted_version_back_in_one_deploy(env):
     assert rc != 0, out
     assert "etcd upgrade batch 1/3: health gate FAILED on %s" % first in out, out
     assert "auto_revert put the last promoted version back on %s (restarted, gate passed)" % first in out, out
-    verdict = [line.split() for line in out.splitlines() if line.startswith("etcd ")]
+    verdict = verdict_rows(out)
     assert [first, "restart", "reverted"] == verdict[0][1:4] and "(1.2.0 reverted)" in " ".join(verdict[0]), verdict
     assert [v[3] for v in verdict[1:]] == ["not", "not"], verdict  # "not run": later batches untouched
     assert len(env.restarts(first)) == before[first] + 2  # the broken start, then the revert

@@ -1016,6 +1016,8 @@ class _Planner:
             gate = None
             if name in self.gates and lifecycle_hosts and (not deferred or last_start or hook_events(job)):
                 gate = dict(self.gates[name], hosts=started if last_start else lifecycle_hosts)
+                if last_start:  # its hosts span every start batch: the label names the batch it follows
+                    gate["label"] = label
                 if hook_events(job):
                     order = [o.host for p, b in seq if p == phase for o in b if o.action != "sync"]
                     gate["hooks"] = {"phase": "new" if phase == "start" else "update",
@@ -1053,7 +1055,8 @@ class _Planner:
                 continue
             gate = None
             if name in self.gates:
-                gate = dict(self.gates[name], hosts=[o.host for o in ops], revert=True)
+                gate = dict(self.gates[name], hosts=[o.host for o in ops], revert=True,
+                            label="%s revert of %s" % (name, sub["label"][len(name) + 1:]))
                 if hook_events(job):
                     gate["hooks"] = {"phase": "update", "batch_index": 0, "batch_count": 1,
                                      "order": [o.host for o in ops], "order_source": "default", "last": False}
