@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass
 # plan actions in the order the plan line names them ("skip" reads "unchanged")
 PLAN_ORDER = ("start", "restart", "reload", "sync", "stop", "remove", "purge", "unreachable", "skip")
 DONE_WORD = {"start": "started", "restart": "restarted", "reload": "reloaded", "sync": "synced",
-             "stop": "stopped", "remove": "removed", "purge": "purged"}
+             "stop": "stopped", "remove": "removed", "purge": "purged", "rollback": "rolled back"}
 FAILED_WORD = {"failed": "failed", "unreachable": "unreachable", "gate": "gate failed", "reverted": "reverted",
                "unpromoted": "not promoted"}
 # results in the order the final line counts them
-RESULT_ORDER = ("started", "restarted", "reloaded", "synced", "stopped", "removed", "purged",
+RESULT_ORDER = ("started", "restarted", "reloaded", "synced", "rolled back", "stopped", "removed", "purged",
                 "failed", "gate failed", "reverted", "not promoted", "unreachable", "not run", "unchanged")
 # "reverted" (auto_revert): the batch failed, the last promoted version runs again; the deploy failed
 BAD_RESULTS = ("failed", "gate failed", "reverted", "not promoted", "unreachable", "not run")
