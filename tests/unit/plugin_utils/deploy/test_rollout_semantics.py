@@ -82,13 +82,14 @@ def test_a_failed_later_start_batch_leaves_the_held_ones_unpromoted():
 
 def test_auto_revert_restores_the_failed_batch_gates_it_and_ends_reverted():
     plan = G.emitted("auto_revert")
-    fail_first = lambda step, g: ["h1: http h1:2379: refused"] if step["index"] == 0 and g["job"] == "etcd" else []
+    def fail_first(step, g):
+        return ["h1: http h1:2379: refused"] if step["index"] == 0 and g["job"] == "etcd" else []
     state, seen, gates = drive(plan, gate=fail_first)
     reqs = dict(seen)
     assert reqs[1]["h1"] == ["etcd@h1/revert"] and "etcd@h2" not in reqs[1].get("h2", [])  # reverted, blocked
     assert all(not any(i.startswith("etcd@") for i in ids) for ids in reqs[2].values())  # later batches untouched
-    assert [(i, job, hosts, of) for i, job, hosts, of in gates if job == "etcd"] == [(0, "etcd", ["h1"], None),
-                                                                                    (1, "etcd", ["h1"], 0)]
+    etcd_gates = [(i, job, hosts, of) for i, job, hosts, of in gates if job == "etcd"]
+    assert etcd_gates == [(0, "etcd", ["h1"], None), (1, "etcd", ["h1"], 0)]
     assert "etcd@h1/revert" in dict(drive.promotions)[2]  # the revert's promotion rides in the next step
     assert state.failed_ops["etcd@h1"] == "reverted"
     rows = {(v.job, v.worker): v for v in V.verdict(plan, state.done, state.failed_ops)}
