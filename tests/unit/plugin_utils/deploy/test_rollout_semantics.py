@@ -82,6 +82,7 @@ def test_a_failed_later_start_batch_leaves_the_held_ones_unpromoted():
 
 def test_auto_revert_restores_the_failed_batch_gates_it_and_ends_reverted():
     plan = G.emitted("auto_revert")
+
     def fail_first(step, g):
         return ["h1: http h1:2379: refused"] if step["index"] == 0 and g["job"] == "etcd" else []
     state, seen, gates = drive(plan, gate=fail_first)
