@@ -40,6 +40,7 @@ ARGUMENT_SPEC = {
     "adopt_bucket_id": {"type": "str", "default": ""},
     "slots": {"type": "int", "default": 0},
     "rollback": {"type": "raw"},
+    "promote": {"type": "raw"},
     "plan_hash": {"type": "str", "default": ""},
 }
 
@@ -284,7 +285,7 @@ class ActionModule(ControllerAction):
                                              {"jobs": jobs_filter, "force": args["force"], "sync_only": args["sync_only"],
                                               "adopt_bucket_id": args["adopt_bucket_id"], "stage_errors": staging.errors,
                                               "rollout_orders": _hook_deploy.rollout_orders(bucket, in_scope),
-                                              "adopted": adopted, "rollback": args["rollback"]})
+                                              "adopted": adopted, "rollback": args["rollback"], "promote": args["promote"]})
         except _deploy_plan.PlanError as exc:
             return self._fail(result, bucket, str(exc))
         if plan["errors"]:

@@ -217,3 +217,21 @@ def test_04_auto_revert_puts_the_promoted_version_back_in_one_deploy(env):
         assert len(env.restarts(h)) == before[h]
     record = env.record(first, "etcd")
     assert record["reverted_from"] == "1.2.0", json.dumps(record)
+
+
+def test_05_canary_rolls_out_to_one_member_and_the_rest_waits_for_maand_promote(env):
+    first, others = env.hosts[0], env.hosts[1:]
+    env.set_job("1.3.0", "--snapshot-count 6000", canary=1)
+    rc, out = env.deploy()
+    print(out)
+    assert "etcd canary batch 1/1: health gate passed on %s" % first in out, out
+    for h in others:
+        assert re.search(r"etcd +%s +hold +canary: waits for -e maand_promote=etcd" % re.escape(h), out), out
+    assert "deploy done: 1 restarted, 2 held" in out, out
+    assert env.record(first, "etcd")["version"] == "1.3.0"
+    assert [env.record(h, "etcd")["version"] for h in others] == ["1.1.0", "1.1.0"]
+    rc, out = env.deploy("-e", "maand_promote=etcd")
+    print(out)
+    assert "deploy done: 2 restarted, 1 unchanged" in out, out
+    for h in env.hosts:
+        assert env.record(h, "etcd")["version"] == "1.3.0" and env.flags(h) == "--snapshot-count 6000" and env.healthy(h)

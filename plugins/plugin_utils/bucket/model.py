@@ -112,6 +112,7 @@ class Job:
     max_concurrent_upgrades: int
     start_gate: str  # "last_batch" (maand: one gate after the last start batch) or "every_batch"
     auto_revert: bool  # a failed upgrade batch gets the last promoted version back
+    canary: int  # an upgrade rolls out to this many allocations first; the rest waits for maand_promote
     restart_policy: str
     restart_globs: list
     commands: dict  # name -> Command
@@ -728,6 +729,7 @@ def load_job(bucket, name, report):
     job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
     job.start_gate = manifest.get("start_gate") or "last_batch"  # the schema checked the value
     job.auto_revert = manifest.get("auto_revert") is True
+    job.canary = manifest.get("canary") or 0
     job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":

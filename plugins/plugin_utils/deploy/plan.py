@@ -37,7 +37,7 @@ from ..worker import agent as _worker_agent
 from ..bucket.job_checks import resolve_health
 from ..bucket.problems import did_you_mean
 
-ACTIONS = ("start", "restart", "reload", "sync", "rollback", "skip", "stop", "remove", "purge", "unreachable")
+ACTIONS = ("start", "restart", "reload", "sync", "rollback", "hold", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
 START_GATES = ("last_batch", "every_batch")  # the manifest's start_gate: maand's single gate after the starts, or one per batch
 ZERO_VERSION = "0.0.0"
@@ -107,6 +107,19 @@ def parse_rollback(value, known_jobs, jobs_filter, options):
         errors.append("maand_rollback names %s but maand_jobs names %s; a rollback deploys only the jobs it "
                       "rolls back (leave maand_jobs out)" % (",".join(names), ",".join(jobs_filter)))
     return set(names), errors
+
+
+def parse_promote(value, known_jobs):
+    """`maand_promote` (None, "a,b" or a list) -> (set of jobs, errors): jobs with `canary` whose held
+    allocations this deploy rolls out."""
+    names, errors = parse_jobs_filter(value, known_jobs)
+    if errors:
+        return set(), [e.replace("maand_jobs:", "maand_promote:", 1) for e in errors]
+    plain = [n for n in names or [] if not int((known_jobs.get(n) or {}).get("canary") or 0)]
+    if plain:
+        errors.append("maand_promote: job(s) %s have no canary in their manifest; nothing waits for a promotion "
+                      "(deploy without maand_promote)" % ", ".join(plain))
+    return set(names or []), errors
 
 
 def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_only):
@@ -200,6 +213,7 @@ def compute_plan(catalog, content, states, hosts, options=None):
     planner.check_jobs()
     for alloc in planner.allocations_in_scope():
         planner.decide(alloc)
+    planner.hold_for_canaries()
     planner.plan_purges()
     planner.plan_metadata()
     planner.schedule()
@@ -487,6 +501,9 @@ class _Planner:
         self.errors.extend(filter_errors)
         self.rollback, rollback_errors = parse_rollback(options.get("rollback"), self.jobs, self.jobs_filter, options)
         self.errors.extend(rollback_errors)
+        self.promote, promote_errors = parse_promote(options.get("promote"), self.jobs)
+        self.errors.extend(promote_errors)
+        self.canaries = set()    # jobs whose upgrade this deploy is a canary batch
         if self.rollback:  # a rollback deploys only the jobs it names
             self.jobs_filter = sorted(self.rollback)
         self.errors.extend(foreign_buckets(self.bucket_id, states, self.hosts, options.get("adopt_bucket_id")))
@@ -836,6 +853,37 @@ class _Planner:
         else:
             bucket["upgrade"].append(op)
 
+    # --- phase 2b: canaries ---
+
+    def hold_for_canaries(self):
+        """`canary: N` (Nomad's canary + promote): an upgrade of the job rolls out to N allocations
+        (counting those already on the new version), gated as usual; the others are held (action "hold")
+        until a deploy with -e maand_promote=<job> rolls them out in the job's normal batches."""
+        rows = {(r.job, r.worker): r for r in self.rows}
+        for name, job_ops in sorted(self.rollout.items()):
+            size = int((self.jobs.get(name) or {}).get("canary") or 0)
+            upgrades = [o for o in job_ops["upgrade"] if not o.restore]
+            if size <= 0 or not upgrades:
+                continue
+            if name in self.promote:
+                self.order_notes.append("job %s: maand_promote: the %d allocation(s) held after the canary roll out"
+                                        % (name, len(upgrades)))
+                continue
+            version = self.jobs[name].get("version") or ZERO_VERSION
+            done = sum(1 for r in self.rows if r.job == name and r.action == "skip" and r.reason.startswith("unchanged"))
+            keep = upgrades[:max(0, size - done)]
+            held = upgrades[len(keep):]
+            if not held:
+                continue
+            self.canaries.add(name)
+            for o in held:
+                job_ops["upgrade"].remove(o)
+                rows[(name, o.host)].decide("hold", "canary: waits for -e maand_promote=%s (%s)"
+                                            % (name, rows[(name, o.host)].reason))
+            self.order_notes.append(
+                "job %s: canary %d: %d allocation(s) on %s after this deploy, %d held until a deploy with "
+                "-e maand_promote=%s" % (name, size, done + len(keep), version, len(held), name))
+
     # --- phase 3: workers that left workers.json ---
 
     def plan_purges(self):
@@ -1009,6 +1057,7 @@ class _Planner:
         for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
             shown = "rollback" if phase == "upgrade" and all(o.restore for o in ops) else phase
+            shown = "canary" if shown == "upgrade" and name in self.canaries else shown
             label = "%s %s batch %d/%d" % (name, shown, counter[phase], total[phase])
             lifecycle_hosts = [o.host for o in ops if o.action != "sync"]
             deferred = once and phase == "start"  # maand: one gate after the last start batch
@@ -1148,8 +1197,8 @@ class _Planner:
             "bucket_id": self.bucket_id,
             "update_seq": self.update_seq,
             "previous_update_seq": self.seen_seq,
-            "options": {"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only,
-                        "rollback": sorted(self.rollback)},
+            "options": dict({"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only,
+                             "rollback": sorted(self.rollback)}, **({"promote": sorted(self.promote)} if self.promote else {})),
             "rows": [row.to_json() for row in self.rows],
             "steps": [step.to_json() for step in self.steps] if not self.errors else [],
             "errors": self.errors,
@@ -1177,6 +1226,8 @@ def render_plan(plan):
     flags = [k for k in ("force", "sync_only") if opts.get(k)]
     if opts.get("rollback"):
         flags.append("rollback=%s" % ",".join(opts["rollback"]))
+    if opts.get("promote"):
+        flags.append("promote=%s" % ",".join(opts["promote"]))
     if opts.get("jobs") or flags:
         lines.append("options: jobs=%s%s" % (",".join(opts["jobs"]) if opts.get("jobs") else "all",
                                              "".join(" %s" % f for f in flags)))
@@ -1201,7 +1252,7 @@ def render_plan(plan):
             if group is None:
                 continue
             extra = ""
-            if row.get("batch") and row["action"] not in ("skip",):
+            if row.get("batch") and row["action"] not in ("skip", "hold"):
                 extra = "  [%s]" % row["batch"]
             lines.append("  %-16s %-16s %-11s %s%s" % (row["job"] or "*", row["worker"], row["action"], row.get("reason", ""), extra))
     if plan["prune"]:

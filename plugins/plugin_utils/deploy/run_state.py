@@ -343,7 +343,7 @@ def final_report(state, plan):
         problems.append("allocations passed their gate but were not promoted: %s"
                         % ", ".join(p["id"] for ps in state.pending.values() for p in ps))
     blocked = sorted(set(state.blocked) - set(state.failed_by_job))
-    planned = {r["job"] for r in plan.get("rows") or [] if r.get("action") not in ("skip", "unreachable")}
+    planned = {r["job"] for r in plan.get("rows") or [] if r.get("action") not in ("skip", "unreachable", "hold")}
     not_deployed = [j for j in blocked if j in planned]
     if not_deployed:
         problems.append("not deployed because an earlier wave failed: %s" % ", ".join(not_deployed))

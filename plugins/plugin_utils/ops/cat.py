@@ -311,7 +311,7 @@ def last_run(bucket_dir: str) -> RunRecord | None:
     blocked = set(state.get("blocked") or [])
     outcome = {}
     for key, row in rows.items():
-        if row.get("action") in ("skip", None):
+        if row.get("action") in ("skip", "hold", None):
             outcome[key] = "skipped"
         elif key in done:
             outcome[key] = "done"

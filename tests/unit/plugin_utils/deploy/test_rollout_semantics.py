@@ -129,3 +129,52 @@ def test_a_green_auto_revert_deploy_never_runs_a_revert():
     assert not any(i.endswith("/revert") for dummy, reqs in seen for ids in reqs.values() for i in ids)
     assert all(of is None for dummy, dummy2, dummy3, of in gates)
     assert not RS.final_report(state, plan).failed
+
+
+# --- canary: N and -e maand_promote (Nomad's canary + promote) ------------------------------------------
+
+def _canary(promote=None, on_new=0):
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+    from tests.unit.plugin_utils.deploy.test_deploy_plan import _settle, catalog, content, job
+    hosts = ["h1", "h2", "h3"]
+    cat = catalog([job("api", version="1.1.0", canary=1, max_concurrent_upgrades=1)], [("api", h, "active") for h in hosts])
+    new = content("api", files={"Makefile": "m1", "conf/a.conf": "c2"})
+    st = _settle(cat, content("api"), hosts)
+    for h in hosts[on_new:]:
+        st[h]["deployed"]["api"]["version"] = "1.0.0"
+    for h in hosts[:on_new]:  # the canary already runs the new version
+        st[h]["deployed"]["api"] = P.state_record("api", "api-%s" % h, new["api"], "1.1.0", True, 1)
+    return P.compute_plan(cat, new, st, hosts, {"promote": promote} if promote else None)
+
+
+def test_a_canary_upgrade_rolls_out_to_n_allocations_and_holds_the_rest():
+    plan = _canary()
+    actions = {r["worker"]: (r["action"], r.get("batch")) for r in plan["rows"]}
+    assert actions == {"h1": ("restart", "api canary batch 1/1"), "h2": ("hold", None), "h3": ("hold", None)}
+    assert [s["label"] for s in plan["steps"]] == ["wave 0: api canary batch 1/1"]
+    assert "note: job api: canary 1: 1 allocation(s) on 1.1.0 after this deploy, 2 held until a deploy with " \
+           "-e maand_promote=api" in plan["lines"]
+    held = next(r for r in plan["rows"] if r["worker"] == "h2")
+    assert held["reason"].startswith("canary: waits for -e maand_promote=api (content changed")
+    state, seen, gates = drive(plan)
+    assert not RS.final_report(state, plan).failed  # held is not a failure
+    rows = {v.worker: v for v in V.verdict(plan, state.done, state.failed_ops)}
+    assert (rows["h1"].result, rows["h2"].result, V._version(rows["h2"])) == ("restarted", "held", "1.0.0")
+    assert V.plan_summary(plan).startswith("plan: 1 restart, 2 hold")
+
+
+def test_the_canary_in_place_holds_everything_until_promoted_then_the_rest_rolls_out():
+    plan = _canary(on_new=1)
+    assert [r["action"] for r in plan["rows"]] == ["skip", "hold", "hold"] and plan["steps"] == []
+    plan = _canary(on_new=1, promote="api")
+    assert [(r["action"], r.get("batch")) for r in plan["rows"]] == [
+        ("skip", None), ("restart", "api upgrade batch 1/2"), ("restart", "api upgrade batch 2/2")]
+    assert "options: jobs=all promote=api" in plan["lines"]
+
+
+def test_maand_promote_is_refused_for_a_job_without_canary_or_unknown():
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+    jobs = {"api": {"canary": 1}, "web": {}}
+    assert P.parse_promote("api", jobs) == ({"api"}, [])
+    assert P.parse_promote("web", jobs)[1][0].startswith("maand_promote: job(s) web have no canary in their manifest")
+    assert P.parse_promote("apj", jobs)[1][0].startswith('maand_promote: unknown job(s) apj (did you mean "api"?)')
