@@ -263,8 +263,7 @@ def _promotion(op, step):
 def fold_gates(state, step, ok_ops, gate_outcomes):
     """Record the health gates of a step: passed jobs' gated starts become pending promotions (with the
     start batches that waited for this gate); a start batch before the job's last (ops "held") waits for
-    that gate; a passed revert gate (auto_revert)
-    promotes the reverted records."""
+    that gate; a passed revert gate (auto_revert) promotes the reverted records."""
     state = copy.deepcopy(state)
     passed, reverts = set(), {}
     for gate in gates_to_run(state, step):
