@@ -6,7 +6,7 @@ Linux bridge, address on a private /24) and its own mount + UTS namespace with a
 (``DIR/hosts/<i>/opt`` bind-mounted over ``/opt``).  Everything else (``/etc``, ``/usr``, ``/root``,
 ``/tmp`` ...) is shared with the machine.
 
-    fleet.py up           --state-dir DIR --hosts N [--name NAME] [--subnet 10.231.7.0/24]
+    fleet.py up           --state-dir DIR --hosts N [--name NAME] [--subnet 10.231.7.0/24] [--log-level VERBOSE]
     fleet.py down         --state-dir DIR
     fleet.py stop-host    --state-dir DIR HOST      # HOST: address, host name or index
     fleet.py start-host   --state-dir DIR HOST
@@ -55,6 +55,7 @@ MAX_HOSTS = 254 - FIRST_HOST_OCTET + 1
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,10}$")  # "mfb-" + 11 chars = 15 (IFNAMSIZ - 1)
 LOCK_FILE = "/run/maand-fleet.lock"
 WAIT_SECONDS = 10.0
+LOG_LEVELS = ("INFO", "VERBOSE", "DEBUG1")
 APT_HINT = "apt-get install -y openssh-server openssh-client iproute2 util-linux"
 
 
@@ -335,7 +336,7 @@ def _sshd_config(state: dict, h: dict) -> str:
         "MaxStartups 100:30:200",
         "MaxSessions 50",
         "LoginGraceTime 30",
-        "LogLevel INFO",
+        f"LogLevel {state.get('log_level', 'INFO')}",
     ]
     if sftp:
         lines.append(f"Subsystem sftp {sftp}")
@@ -426,9 +427,14 @@ def _resources_present(state: dict) -> list[str]:
 
 
 def up(state_dir, n_hosts: int, name: str | None = None, subnet: str | None = None,
-       wait: float = WAIT_SECONDS) -> dict:
-    """Create the fleet; returns the state dict (also written to DIR/fleet.json)."""
+       wait: float = WAIT_SECONDS, log_level: str = "INFO") -> dict:
+    """Create the fleet; returns the state dict (also written to DIR/fleet.json).
+
+    log_level: sshd's LogLevel; VERBOSE logs every login and every session (exec, subsystem) in
+    DIR/hosts/<i>/sshd.log, also those multiplexed over one ControlPersist connection."""
     require_root()
+    if log_level not in LOG_LEVELS:
+        raise FleetError(f"--log-level {log_level!r}: use one of {', '.join(LOG_LEVELS)}")
     require_tools()
     if not 1 <= n_hosts <= MAX_HOSTS:
         raise FleetError(f"--hosts must be between 1 and {MAX_HOSTS}")
@@ -492,6 +498,7 @@ def up(state_dir, n_hosts: int, name: str | None = None, subnet: str | None = No
                 "public_key": str(key) + ".pub",
                 "authorized_keys": str(state_dir / "authorized_keys"),
                 "known_hosts": str(state_dir / "known_hosts"),
+                "log_level": log_level,
                 "hosts": hosts,
             }
             save_state(state)  # recorded before anything is created: 'down' can always clean up
@@ -782,6 +789,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--name", help="short name (1-11 chars [a-z0-9-]); default derived from --state-dir")
     sp.add_argument("--subnet", help=f"IPv4 /24 to use; default: first free {SUBNET_PREFIX}.N.0/24")
     sp.add_argument("--wait", type=float, default=WAIT_SECONDS, help="seconds to wait for sshd (default 10)")
+    sp.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
+                    help="sshd LogLevel (VERBOSE: one line per login and per session in hosts/<i>/sshd.log)")
     add("down", "tear down everything fleet.json records (idempotent)")
     for name in ("stop-host", "start-host"):
         sp = add(name, f"{name.split('-', maxsplit=1)[0]} one host's sshd")
@@ -805,7 +814,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "up":
             t0 = time.monotonic()
-            state = up(args.state_dir, args.hosts, name=args.name, subnet=args.subnet, wait=args.wait)
+            state = up(args.state_dir, args.hosts, name=args.name, subnet=args.subnet, wait=args.wait,
+                       log_level=args.log_level)
             _log(f"fleet {state['name']} up: {len(state['hosts'])} hosts on {state['subnet']} "
                  f"in {time.monotonic() - t0:.2f}s")
             print(json.dumps(hosts_public(state), indent=2))

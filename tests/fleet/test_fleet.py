@@ -216,6 +216,32 @@ def test_cli_up_down_removes_everything(fleet_factory, tmp_path):
     print(f"cli up {up_s:.2f}s, down {down_s:.2f}s")
 
 
+def test_verbose_log_level_logs_every_login_and_every_multiplexed_session(fleet_factory, tmp_path):
+    fleet_factory  # noqa: B018 - only for the root/netns skip-or-fail gate
+    state_dir = tmp_path / "verbose"
+    cli = [sys.executable, str(FLEET_CLI)]
+    proc = subprocess.run(cli + ["up", "--state-dir", str(state_dir), "--hosts", "1", "--log-level", "VERBOSE"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    try:
+        assert proc.returncode == 0, proc.stderr
+        state = json.loads((state_dir / "fleet.json").read_text())
+        h = state["hosts"][0]
+        assert "LogLevel VERBOSE" in Path(h["sshd_config"]).read_text()
+        mux = ["-o", "ControlMaster=auto", "-o", "ControlPersist=30", "-o", "ControlPath=%s" % (tmp_path / "cm")]
+        for command in ("true", "hostname"):  # two sessions over one login
+            argv = fleet_mod.ssh_command(state, h, command)
+            subprocess.run(argv[:1] + mux + argv[1:], check=True, capture_output=True, timeout=30)
+        subprocess.run(["ssh", "-o", "ControlPath=%s" % (tmp_path / "cm"), "-O", "exit", "x"], capture_output=True,
+                       timeout=30, check=False)
+        log = Path(h["log_file"]).read_text()
+        assert log.count("Accepted publickey for root") == 1 and log.count("Starting session: command") == 2, log
+    finally:
+        subprocess.run(cli + ["down", "--state-dir", str(state_dir)], capture_output=True, text=True, check=False)
+    bad = subprocess.run(cli + ["up", "--state-dir", str(tmp_path / "bad"), "--hosts", "1", "--log-level", "LOUD"],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode != 0 and "--log-level" in bad.stderr
+
+
 def test_down_tolerates_partial_state(fleet_factory):
     fleet = fleet_factory(3)
     state = json.loads((fleet.state_dir / "fleet.json").read_text())

@@ -232,6 +232,6 @@ def read_kv(bucket_dir: str, reveal_secrets: bool = False,
         raise _kv.KVError(str(exc)) from None
     if catalog is None:
         raise _kv.KVError("%s has no data/catalog.json; build the bucket first"
-                      " (ansible-playbook maand.core.build -e maand_bucket=%s)"
-                      % (bucket_dir, bucket_dir))
+                          " (ansible-playbook maand.core.build -e maand_bucket=%s)"
+                          % (bucket_dir, bucket_dir))
     return _kv.compute_kv(catalog, _kv.load_job_vars(bucket_dir, catalog))

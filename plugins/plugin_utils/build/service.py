@@ -14,7 +14,11 @@ import gc
 import uuid
 
 from ..bucket import storage as _storage
-from . import catalog as _catalog, prometheus_checks as _prometheus_checks, certs as _certs, certs_build as _certs_build, fingerprint as _fingerprint, jobspec_build as _jobspec_build, kv_build as _kv_build, maand_db as _maand_db
+from . import (
+    catalog as _catalog, prometheus_checks as _prometheus_checks, certs as _certs,
+    certs_build as _certs_build, fingerprint as _fingerprint, jobspec_build as _jobspec_build,
+    kv_build as _kv_build, maand_db as _maand_db,
+)
 from ..placement.explain import report_shortfalls
 from ..bucket.job_checks import resolve_health
 from ..bucket.model import WORKERS_FILE, data_dir_problem, load_bucket

@@ -317,5 +317,7 @@ def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callabl
         catalog = _catalog.read_catalog(bucket)
     except _catalog.CatalogError:
         catalog = None
-    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args), probes,
-                            int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT), int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)
+    hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args)
+    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, hosts, probes,
+                                         int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT),
+                                         int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)

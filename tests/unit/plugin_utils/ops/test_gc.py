@@ -354,9 +354,10 @@ def test_listings_from_answers_name_hosts_without_a_result_as_not_reachable():
 
 
 def test_deletions_from_answers_fail_what_did_not_run_and_name_the_worker():
-    planned = _gc.Plan("b", 0.0, NOW, paths=[_gc.PathDeletion("h1", "old", "/opt/worker/b/jobs/old", "removed"),
-                                              _gc.PathDeletion("h2", "old", "/opt/worker/b/jobs/old", "removed"),
-                                              _gc.PathDeletion("h3", "x", "/opt/worker/b/jobs/x", "removed")])
+    paths = [_gc.PathDeletion("h1", "old", "/opt/worker/b/jobs/old", "removed"),
+             _gc.PathDeletion("h2", "old", "/opt/worker/b/jobs/old", "removed"),
+             _gc.PathDeletion("h3", "x", "/opt/worker/b/jobs/x", "removed")]
+    planned = _gc.Plan("b", 0.0, NOW, paths=paths)
     answers = {"h1": {"results": [{"job": "old", "ok": True}]},
                "h2": {"results": [{"job": "old", "ok": False, "msg": "permission denied"}]}}
     failed, problems = _gc.deletions(answers, planned)

@@ -6,7 +6,10 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_maxima, hardware_shortfalls, merge_hardware, parse_hardware
+from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import (
+    HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_maxima, hardware_shortfalls,
+    merge_hardware, parse_hardware,
+)
 
 
 def test_parse_string_form_seed_example():

@@ -1,0 +1,8 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one Ansible-side adapter (stage 7: only plugins/ import it).
+
+action_base.py is the action plugins' base class (argument spec, bucket path, controller-only
+settings); support.py holds the small helpers actions share (integer extra vars, ssh args).
+"""

@@ -1,0 +1,8 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Day-2 verbs over a built bucket (stage 6).
+
+status.py, cat.py, gc.py, health_check.py, run_command.py, facts.py, scaffold.py (job_create),
+extra_vars.py.
+"""

@@ -1,0 +1,9 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What runs on the workers, stdlib only. Stage 0 of the core.
+
+agent.py is the worker agent (shipped as one file, run once per host and step); maand_helper.py is the
+``maand`` module staged beside hook scripts; layout.py is the controller's one definition of the worker
+paths. agent.py and maand_helper.py import nothing of the collection: they run alone.
+"""
