@@ -37,13 +37,7 @@ import tempfile  # noqa: E402
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan, stage as _deploy_stage  # noqa: E402
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv  # noqa: E402
 
-CONFIG = """{
-  "env": "{{ get "vars/bucket" "environment" }}",
-  "service": "{{ get "vars/job/api" "service_name" }}",
-  "listen": "{{ get "maand/bucket" "api_http_port" }}",
-  "peers": "{{ get (printf "maand/job/api/worker/%s" .WorkerIP) "peer_workers" }}",
-  "version": "{{ .NewVersion }}"
-}"""
+CONFIG = open(os.path.join(REPO, "tests", "data", "templates", "namespaces_e2e.json.tpl"), encoding="utf-8").read()
 POSTGRES = """{{ define "pgMemUnit" -}}
 {{- $mb := int . -}}
 {{- if ge $mb 1024 -}}{{- div $mb 1024 -}}GB{{- else -}}{{- $mb -}}MB{{- end -}}

@@ -10,6 +10,11 @@ mkdir -p .cache/dist .cache/installed
 ansible-galaxy collection build --force --output-path .cache/dist . >/dev/null
 ANSIBLE_COLLECTIONS_PATH="$repo/.cache/installed" ansible-galaxy collection install --force -p .cache/installed .cache/dist/maand-core-*.tar.gz >/dev/null
 export ANSIBLE_COLLECTIONS_PATH="$repo/.cache/installed"
+installed="$repo/.cache/installed/ansible_collections/maand/core"
+# files the plugins read at run time (job_create's starter files, the hooks' TypeScript helper)
+for path in files/job_create/* files/hooks/*; do
+  cmp -s "$path" "$installed/$path" || { echo "install-collection: $path is missing or differs in the installed collection" >&2; exit 1; }
+done
 ansible-doc -t inventory maand.core.workspace >/dev/null
 modules=0
 for path in plugins/modules/*.py; do

@@ -9,6 +9,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
@@ -17,13 +18,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as 
 display = Display()
 
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "default": "."},
-    "table_limit": {"type": "int", "default": 200},
-    "new_bucket_id": {"type": "bool"},
-    "strict": {"type": "bool"},
-    "purge_job_kv": {"type": "bool"},
-}
+ARGUMENT_SPEC = specs.spec_for("build")
 
 
 class ActionModule(ControllerAction):

@@ -8,18 +8,12 @@ from __future__ import annotations
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "default": "."},
-    "view": {"type": "str", "required": True},
-    "jobs": {"type": "list", "elements": "str", "default": []},
-    "workers": {"type": "list", "elements": "str", "default": []},
-    "reveal": {"type": "bool", "default": False},
-    "deleted": {"type": "bool", "default": False},
-}
+ARGUMENT_SPEC = specs.spec_for("cat")
 
 
 class ActionModule(ControllerAction):

@@ -9,49 +9,11 @@ from __future__ import annotations
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 
-import os
-
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run, jobspec_deploy as _jobspec_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run, service as _service
 
-ARGUMENT_SPEC = {
-    "run_dir": {"type": "path", "required": True},
-    "bucket": {"type": "path", "required": True},
-    "step": {"type": "raw", "required": True},
-    "host": {"type": "str", "required": True},
-    "timeout": {"type": "int", "default": 600},
-    "tail": {"type": "int", "default": 20},
-    "verify_host": {"type": "bool", "default": True},
-}
-
-
-def _runtime_ops(ops, outcomes):
-    """The ops with their job spec's environment expanded here, on the controller (the values travel
-    only in the request on the agent's stdin), and the worker's slots. A failed expansion fails its op."""
-    out = []
-    for op in ops:
-        try:
-            out.append(_jobspec_deploy.runtime_op(op, os.environ.get))
-        except _jobspec_deploy.EnvError as exc:
-            outcomes.append({"id": op["id"], "ok": False, "msg": str(exc)})
-    slots = max([int(op.get("slots") or 1) for op in ops] or [1])
-    return out, slots
-
-
-def _record_history(bucket, request, answer):
-    """Measured make targets -> data/job_history.json (estimates of the next deploys)."""
-    if not answer:
-        return
-    ops = {op["id"]: op for op in request.get("ops") or []}
-    runs = []
-    for outcome in answer.get("ops") or []:
-        op = ops.get(outcome.get("id"))
-        if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
-            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
-    try:
-        _jobspec_deploy.record_history(bucket, runs)
-    except OSError:
-        pass  # estimates only: a read-only data/ must not fail the deploy
+ARGUMENT_SPEC = specs.spec_for("deploy_agent")
 
 
 class ActionModule(MaandAction):
@@ -90,14 +52,6 @@ class ActionModule(MaandAction):
         request["ops"] = [op for op in request["ops"] if op["id"] not in failed and op["id"] not in shipped]
         return changed
 
-    def _call(self, python, data):
-        res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
-        if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:
-            self._low_level_execute_command(_deploy_remote.install_command(), sudoable=True,
-                                            in_data=_deploy_remote.agent_source())
-            res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
-        return res
-
     def act(self, result, args, task_vars):
         key = _deploy_run.step_key(args["step"])
         host = args["host"]
@@ -110,11 +64,8 @@ class ActionModule(MaandAction):
         try:
             changed = self._rsync(args, request, outcomes)
             if request["ops"] or request["promote"]:
-                ops, slots = _runtime_ops(request["ops"], outcomes)
-                data = _deploy_remote.step_request(request["bucket_id"], ops, request["promote"],
-                                                   timeout=args["timeout"], tail=args["tail"], slots=slots)
-                python = self.worker_python(task_vars, host)
-                res = self._call(python, data)
+                data = _service.agent_payload(request, outcomes, args["timeout"], args["tail"])
+                res = self.call_agent(self.worker_python(task_vars, host), data)
                 answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                              "agent on %s, step %s" % (host, key))
             else:
@@ -124,8 +75,7 @@ class ActionModule(MaandAction):
         if answer is not None:
             answer.setdefault("ops", [])
             answer["ops"] = outcomes + answer["ops"]
-        _deploy_run.write_result(args["run_dir"], key, host, answer, reason)
-        _record_history(args["bucket"], request, answer)
+        _service.agent_done(args["run_dir"], args["bucket"], key, host, request, answer, reason)
         if answer is None:
             result.update(changed=False, failed=False, msg="no answer from %s: %s" % (host, reason))
             result["warnings"] = ["%s gave no answer in step %s; its operations count as failed: %s" % (host, key, reason)]

@@ -8,13 +8,10 @@ from __future__ import annotations
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import pin as _deploy_pin, remote as _deploy_remote
 
-ARGUMENT_SPEC = {
-    "bucket_id": {"type": "str", "required": True},
-    "host": {"type": "str", "required": True},
-    "content_diff": {"type": "dict", "required": True},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_diff")
 
 
 class ActionModule(MaandAction):

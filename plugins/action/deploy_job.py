@@ -8,38 +8,17 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan, remote as _deploy_remote, jobspec_deploy as _jobspec_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, jobspec_deploy as _jobspec_deploy, service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import target_problem
 
-ARGUMENT_SPEC = {
-    "bucket_id": {"type": "str", "required": True},
-    "job": {"type": "str", "required": True},
-    "target": {"type": "str", "required": True},
-    "version": {"type": "str", "default": "0.0.0"},
-    "timeout": {"type": "int", "default": 600},
-    "tail": {"type": "int", "default": 20},
-}
+ARGUMENT_SPEC = specs.spec_for("deploy_job")
 
 
 class ActionModule(MaandAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = True
-
-    @staticmethod
-    def _allocation_env(task_vars, job, host, version):
-        """(env, error): the allocation's environment as the deploy gives it (ALLOCATION_*, JOB, versions, ports)."""
-        bucket = task_vars.get("maand_bucket_dir")
-        if not bucket:
-            return {"CURRENT_VERSION": version, "NEW_VERSION": version}, None
-        try:
-            catalog = _catalog.read_catalog(bucket)
-        except _catalog.CatalogError as exc:
-            return None, "%s: %s" % (bucket, exc)
-        if catalog is None:
-            return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
-        return _deploy_plan.catalog_allocation_env(catalog, job, host, version, version), None
 
     def act(self, result, args, task_vars):
         target = args["target"]
@@ -58,7 +37,7 @@ class ActionModule(MaandAction):
             result.update(changed=True, skipped=False, msg="check mode: would run make %s" % target)
             return result
         host = task_vars.get("inventory_hostname")
-        env, err = self._allocation_env(task_vars, args["job"], host, args["version"])
+        env, err = _service.allocation_env(task_vars.get("maand_bucket_dir"), args["job"], host, args["version"])
         if err:
             result.update(failed=True, msg="%s; nothing was run" % err)
             return result
@@ -71,13 +50,8 @@ class ActionModule(MaandAction):
             except _jobspec_deploy.EnvError as exc:
                 result.update(failed=True, msg="%s; nothing was run" % exc)
                 return result
-        python = self.worker_python(task_vars)
         data = _deploy_remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])
-        res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
-        if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:  # first contact: install the agent, then retry
-            self._low_level_execute_command(_deploy_remote.install_command(), sudoable=True,
-                                            in_data=_deploy_remote.agent_source())
-            res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
+        res = self.call_agent(self.worker_python(task_vars), data)  # first contact installs the agent
         answer, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                   "make %s for %s" % (target, op["id"]))
         if not err:

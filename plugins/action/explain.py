@@ -10,6 +10,7 @@ import os
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import WORKERS_FILE
@@ -17,14 +18,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import 
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "default": "."},
-    "job": {"type": "str"},
-    "workers": {"type": "list", "elements": "str"},
-    "show": {"type": "str", "default": "all", "choices": ["all", "placed", "rejected"]},
-    "limit": {"type": "int", "default": 0},
-    "deprecated_vars": {"type": "list", "elements": "str", "default": []},
-}
+ARGUMENT_SPEC = specs.spec_for("explain")
 
 # The extra vars of playbooks/explain.yml before every user-facing extra var took the maand_ prefix.
 RENAMED_VARS = {"job": "maand_job", "worker": "maand_job_workers", "show": "maand_show", "limit": "maand_limit"}

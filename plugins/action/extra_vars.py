@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.maand.core.plugins.action.deploy_plan import deploy_extra_vars
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.extra_vars import deploy_extra_vars
 from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
 
-ARGUMENT_SPEC = {
-    "known": {"type": "list", "elements": "str"},
-    "playbook": {"type": "str", "required": True},
-    "refuse": {"type": "bool", "default": False},
-}
+ARGUMENT_SPEC = specs.spec_for("extra_vars")
 
 
 class ActionModule(ControllerAction):

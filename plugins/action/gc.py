@@ -13,21 +13,14 @@ import time
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "step": {"type": "str", "required": True, "choices": ["plan", "commit"]},
-    "hosts": {"type": "list", "elements": "str", "default": []},
-    "retain_days": {"type": "raw"},
-    "plan": {"type": "dict"},
-    "states": {"type": "dict", "default": {}},
-    "deleted": {"type": "dict", "default": {}},
-}
+ARGUMENT_SPEC = specs.spec_for("gc")
 
 
 class ActionModule(ControllerAction):

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import contextlib
 
-from ansible import constants as C
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
@@ -19,16 +19,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as 
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "hosts": {"type": "list", "elements": "str", "required": True},
-    "jobs": {"type": "raw", "default": []},
-    "wait": {"type": "bool", "default": False},
-    "wait_seconds": {"type": "float", "default": 0},
-    "workers_check": {"type": "bool", "default": True},
-    "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
-    "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
-}
+ARGUMENT_SPEC = specs.spec_for("health_check")
 
 
 def command_runner(stack, bucket, catalog, conns, timeout, tail):
@@ -56,7 +47,6 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         bucket = args["bucket"]
-        hostvars = task_vars.get("hostvars") or {}
         result["changed"] = False
         try:
             catalog = _catalog.read_built(bucket)
@@ -66,7 +56,7 @@ class ActionModule(ControllerAction):
             return result
         live = {w["host"] for w in catalog.get("workers") or [] if not w.get("removed")}
         hosts = [h for h in args["hosts"] if h in live]
-        conns = _hook_deploy.hosts_from_hostvars(hostvars, hosts, _action_support.ssh_args(C.config, task_vars))
+        conns = _controller.connections(task_vars, hosts)
         workers = {h: (conns[h]["address"], int(conns[h].get("port") or 22)) for h in hosts if h in conns}
         plans, skipped = _health_check.plan_jobs(catalog, jobs, hosts)
         by_address = _deploy_gate.by_address(conns)

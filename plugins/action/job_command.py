@@ -5,28 +5,18 @@
 
 from __future__ import annotations
 
-from ansible import constants as C
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, commands as _hooks
 
 display = Display()
 
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "command": {"type": "str", "required": True},
-    "job": {"type": "str", "default": ""},
-    "concurrency": {"type": "int", "default": 1},
-    "timeout": {"type": "int", "default": _hook_run.DEFAULT_TIMEOUT},
-    "tail": {"type": "int", "default": _hook_run.DEFAULT_TAIL},
-    "event": {"type": "str", "default": "cli", "choices": ["cli", "job_control"]},
-    "target": {"type": "str", "default": ""},
-    "workers": {"type": "list", "elements": "str", "default": []},
-}
+ARGUMENT_SPEC = specs.spec_for("job_command")
 
 
 class ActionModule(ControllerAction):
@@ -40,12 +30,9 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result.update(msg="check mode: job_control of %s not run" % args["job"])
             return result
-        hostvars = task_vars.get("hostvars") or {}
         try:
-            catalog = _catalog.read_built(bucket)
-            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), _action_support.ssh_args(C.config, task_vars))
-            with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
-                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
+            with _hook_deploy.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
+                                            args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 handled, failures = _hook_deploy.job_control_target(ctx, args["job"], args["target"], args["workers"])
         except (_hooks.HookError, _catalog.CatalogError, OSError) as exc:
             result.update(failed=True, msg=str(exc))
@@ -70,12 +57,9 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result.update(skipped=True, msg="check mode: job command %s not run" % command)
             return result
-        hostvars = task_vars.get("hostvars") or {}
         try:
-            catalog = _catalog.read_built(bucket)
-            hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), _action_support.ssh_args(C.config, task_vars))
-            with _hook_deploy.session(bucket, catalog, hosts, args["timeout"], args["tail"],
-                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
+            with _hook_deploy.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
+                                            args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 jobs, failures = _hook_deploy.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
         except (_hooks.HookError, _hook_deploy.HookFailed, _catalog.CatalogError, OSError) as exc:
             result.update(failed=True, msg=str(exc))

@@ -8,12 +8,10 @@ from __future__ import annotations
 import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.ops import scaffold as _job_scaffold
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "job": {"type": "str", "required": True},
-}
+ARGUMENT_SPEC = specs.spec_for("job_create")
 
 
 class ActionModule(ControllerAction):

@@ -10,19 +10,12 @@ from ansible import context
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.ops import run_command as _run_command
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "step": {"type": "str", "required": True, "choices": ["select", "report"]},
-    "cmd": {"type": "raw"},
-    "workers": {"type": "raw"},
-    "labels": {"type": "raw"},
-    "catalog_workers": {"type": "list", "elements": "str", "default": []},
-    "hosts": {"type": "list", "elements": "str", "default": []},
-    "answers": {"type": "dict", "default": {}},
-}
+ARGUMENT_SPEC = specs.spec_for("run_command")
 
 
 def _labels(hostvars, host):

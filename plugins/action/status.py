@@ -10,17 +10,13 @@ import json
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 
 display = Display()
 
-ARGUMENT_SPEC = {
-    "bucket": {"type": "path", "required": True},
-    "answers": {"type": "dict", "required": True},
-    "jobs": {"type": "raw", "default": []},
-    "format": {"type": "str", "default": "table"},
-}
+ARGUMENT_SPEC = specs.spec_for("status")
 
 
 class ActionModule(ControllerAction):
@@ -31,10 +27,7 @@ class ActionModule(ControllerAction):
         try:
             fmt = _status.check_format(args["format"])
             jobs = _status.split_jobs(args["jobs"])
-            catalog = _catalog.read_catalog(args["bucket"])
-            if catalog is None:
-                raise _status.StatusError("%s/data/catalog.json does not exist: run maand.core.build first"
-                                          % args["bucket"])
+            catalog = _status.load_catalog(args["bucket"])
             _status.check_jobs(catalog, jobs)
         except (_status.StatusError, _catalog.CatalogError) as exc:
             result.update(failed=True, msg="maand.core.status: %s" % exc)

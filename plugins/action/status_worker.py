@@ -5,63 +5,26 @@
 
 from __future__ import annotations
 
-import os
-
-
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, jobspec_deploy as _jobspec_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 
-ARGUMENT_SPEC = {
-    "jobs": {"type": "list", "elements": "str", "default": []},
-    "timeout": {"type": "int", "default": 60},
-    "slots": {"type": "int", "default": 4},
-}
-
-
-def _spec_op(catalog_jobs):
-    """op -> op with the job spec's environment and run fields, as the deploy runs make."""
-    def add(op, job):
-        spec = ((catalog_jobs or {}).get(job) or {}).get("spec")
-        if not isinstance(spec, dict):
-            return op
-        op["spec"] = _jobspec_deploy.op_spec(spec)
-        try:
-            return _jobspec_deploy.runtime_op(op, os.environ.get)
-        except _jobspec_deploy.EnvError as exc:  # make status would not get its environment: do not run it
-            op = {k: v for k, v in op.items() if k != "spec"}
-            op.update(target=None, env_error=str(exc))
-            return op
-    return add
+ARGUMENT_SPEC = specs.spec_for("status_worker")
 
 
 class ActionModule(MaandAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = True
 
-    def _call(self, python, data):
-        res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
-        if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:  # first contact: install the agent, then retry
-            self._low_level_execute_command(_deploy_remote.install_command(), sudoable=True,
-                                            in_data=_deploy_remote.agent_source())
-            res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
-        return res
-
     def act(self, result, args, task_vars):
         host = task_vars.get("inventory_hostname")
-        bucket = task_vars.get("maand_bucket_dir")
         try:
-            catalog = _catalog.read_catalog(bucket) if bucket else None
-        except _catalog.CatalogError as exc:
-            result.update(failed=True, changed=False, msg="%s: %s" % (bucket, exc))
+            ops = _status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
+                                     args["jobs"], task_vars.get("maand_catalog_jobs"))
+        except _status.StatusError as exc:
+            result.update(failed=True, changed=False, msg=str(exc))
             return result
-        if catalog is None:
-            result.update(failed=True, changed=False,
-                          msg="%s/data/catalog.json does not exist: run maand.core.build first" % bucket)
-            return result
-        ops = _status.status_ops(catalog, host, task_vars.get("maand_allocations") or [], args["jobs"],
-                                 _spec_op(task_vars.get("maand_catalog_jobs")))
         result.update(changed=False, host=host)
         if not ops:
             result.update(answered=True, jobs={}, msg="no allocation on %s" % host)
@@ -69,7 +32,7 @@ class ActionModule(MaandAction):
         env_errors = {op["job"]: op.pop("env_error") for op in ops if "env_error" in op}
         data = _deploy_remote.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
                                            slots=args["slots"])
-        res = self._call(self.worker_python(task_vars), data)
+        res = self.call_agent(self.worker_python(task_vars), data)
         answer, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                   "status of %s" % host)
         if err:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.maand.core.plugins.plugin_utils.ops.facts import WorkersFileError, inventory_entries, update_workers_file
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 
 
 class ActionModule(ActionBase):
@@ -19,14 +20,7 @@ class ActionModule(ActionBase):
     _requires_connection = False
     _supports_check_mode = True
 
-    ARGUMENT_SPEC = dict(
-        bucket=dict(type="path", required=True),
-        operation=dict(type="str", default="write", choices=["load", "write"]),
-        labels=dict(type="raw"),
-        hosts=dict(type="raw"),
-        results=dict(type="dict"),
-        failed=dict(type="raw"),
-    )
+    ARGUMENT_SPEC = specs.spec_for("workers_file")
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)

@@ -29,10 +29,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory (holding C(maand.conf) and C(workspace/)).
-    type: path
-    default: .
   table_limit:
     description: Print at most this many allocation rows (0 prints all).
     type: int
@@ -62,12 +58,11 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Validates and shows the catalog changes without writing.
+    details: Validates and shows the catalog changes without writing.
   diff_mode:
     support: full
-    description: Shows the catalog before and after.
-extends_documentation_fragment:
-  - maand.core.controller
+    details: Shows the catalog before and after.
+extends_documentation_fragment: [maand.core.attributes, maand.core.bucket.cwd, maand.core.controller]
 requirements:
   - jsonschema (controller)
 notes:

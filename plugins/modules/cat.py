@@ -21,15 +21,10 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory (holding C(maand.conf), C(workspace/) and C(data/)).
-    type: path
-    default: .
   view:
-    description: What to show.
+    description: What to show, one of C(kv), C(allocations), C(jobs), C(workers), C(ports), C(deployments) or C(certs).
     type: str
     required: true
-    choices: [kv, allocations, jobs, workers, ports, deployments, certs]
   jobs:
     description: Only these jobs (for C(kv), the namespaces of these jobs).
     type: list
@@ -48,15 +43,8 @@ options:
     description: In the C(kv) view, also list deleted keys (kept as history).
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: Never changes anything.
-  diff_mode:
-    support: none
-    description: Reports tables, not a diff.
-extends_documentation_fragment:
-  - maand.core.controller
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,
+                                 maand.core.controller]
 notes:
   - The playbook C(maand.core.cat) runs this module with C(-e maand_cat=VIEW), C(-e maand_jobs=a,b),
     C(-e maand_workers=10.0.0.1) and C(-e maand_reveal=true).

@@ -9,8 +9,6 @@ module: deploy_agent
 short_description: "Run one deploy step on one worker"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - "Internal task of the C(maand.core.deploy) role."
   - "Reads the worker's request for the step from the run folder, runs one C(rsync) for all of the worker's jobs
     that changed (over Ansible's own SSH connection: same ControlPath; C(data/), C(logs/), C(bin/) excluded,
@@ -21,30 +19,10 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  run_dir:
-    description: The run folder.
-    type: path
-    required: true
-  bucket:
-    description: The bucket directory (job trees are synced from it).
-    type: path
-    required: true
-  step:
-    description: The step index, or C(final).
-    type: raw
-    required: true
   host:
     description: The inventory name of the worker (the delegated host in a looped task).
     type: str
     required: true
-  timeout:
-    description: Seconds a Makefile target (and an rsync) may run.
-    type: int
-    default: 600
-  tail:
-    description: Lines of a failing target's output to report.
-    type: int
-    default: 20
   verify_host:
     description: Check the worker's SSH host key in rsync.
     type: bool
@@ -52,16 +30,12 @@ options:
 attributes:
   check_mode:
     support: none
-    description: The role runs no step in check mode.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller; the work is done on the worker over its SSH connection.
+    details: The role runs no step in check mode.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
+                                 maand.core.command_limits, maand.core.controller.remote, maand.core.deploy_role,
+                                 maand.core.deploy_role.step]
 notes:
-  - An action plugin; needs the C(ssh) connection plugin and C(rsync) on both sides.
+  - Needs the C(ssh) connection plugin and C(rsync) on both sides.
 """
 
 EXAMPLES = r"""

@@ -9,8 +9,6 @@ module: deploy_diff
 short_description: "Show the content diff of a deploy's changed files on one worker (--diff)"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - "Reads, in one SSH round trip, the promoted copy (C(/opt/worker/<bucket_id>/history/<job>/current), else the
     job folder) of the files the plan changes on this worker and returns their unified diffs against what the
     deploy ships, as the template and copy modules do with C(--diff)."
@@ -21,31 +19,23 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket_id:
-    description: The bucket id (catalog C(bucket_id)).
-    type: str
-    required: true
   host:
     description: The worker (the task is delegated to it).
     type: str
     required: true
   content_diff:
-    description: The C(content_diff) the C(maand.core.deploy_plan) task returned.
+    description: The C(content_diff) the C(maand.core.deploy_plan) task returned (docs/deploy.md, Pinned plans).
     type: dict
     required: true
 attributes:
   check_mode:
     support: full
-    description: Read-only, so check mode shows the same diff.
+    details: Read-only, so check mode shows the same diff.
   diff_mode:
     support: full
-    description: The diff is the result.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller; the files are read on the worker over its SSH connection.
-notes:
-  - An action plugin; see docs/deploy.md (Pinned plans) for the design.
+    details: The diff is the result.
+extends_documentation_fragment: [maand.core.attributes, maand.core.bucket.id, maand.core.controller.remote,
+                                 maand.core.deploy_role]
 """
 
 EXAMPLES = r"""

@@ -9,8 +9,6 @@ module: deploy_finish
 short_description: "Finish a deploy: catalog cleanup, unlock, report"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - "Internal last step of the C(maand.core.deploy) role, run once on the controller."
   - "Drops from C(data/catalog.json) the removed allocations whose cleanup succeeded (and removed workers assumed
     dead), then removed workers and jobs that hold no rows any more; releases the deploy lock; fails listing every
@@ -21,10 +19,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory.
-    type: path
-    required: true
   plan:
     description: The plan.
     type: dict
@@ -40,14 +34,9 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reports the outcome without cleaning state or releasing the lock.
-  diff_mode:
-    support: none
-    description: Reports a summary, not a diff.
-extends_documentation_fragment:
-  - maand.core.controller
-notes:
-  - An action plugin; see docs/deploy.md for the deploy design.
+    details: Reports the outcome without cleaning state or releasing the lock.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
+                                 maand.core.controller, maand.core.deploy_role]
 """
 
 EXAMPLES = r"""

@@ -9,21 +9,14 @@ module: deploy_job
 short_description: "Run a Makefile target of a deployed job on a worker"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role and the C(maand.core.job) playbook; its options
-    and results may change in any release without notice. Do not call it from your own playbooks or
-    roles."
+  - "Used by the C(maand.core.deploy) role and the C(maand.core.job) playbook."
   - "Runs C(make <target>) in C(/opt/worker/<bucket_id>/jobs/<job>) with C(CURRENT_VERSION)=C(NEW_VERSION)=the job's
     version, and, when the host has C(maand_bucket_dir), the allocation environment the deploy gives make targets
-    (C(ALLOCATION_ID), C(ALLOCATION_IP), C(ALLOCATION_INDEX), C(JOB), the job's ports as C(API_HTTP_PORT)...).
-    Used by the C(maand.core.job) playbook."
+    (C(ALLOCATION_ID), C(ALLOCATION_IP), C(ALLOCATION_INDEX), C(JOB), the job's ports as C(API_HTTP_PORT)...)."
   - "Does not change the deploy state. C(status) never reports a change."
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket_id:
-    description: The bucket id.
-    type: str
-    required: true
   job:
     description: The job.
     type: str
@@ -39,25 +32,12 @@ options:
     description: The job version passed as CURRENT_VERSION and NEW_VERSION.
     type: str
     default: 0.0.0
-  timeout:
-    description: Seconds the target may run.
-    type: int
-    default: 600
-  tail:
-    description: Lines of output returned.
-    type: int
-    default: 20
 attributes:
   check_mode:
     support: full
-    description: Reports the C(make) target it would run without running it (C(status) still runs).
-  diff_mode:
-    support: none
-    description: Reports the target output, not a diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller; the work is done on the worker over its SSH connection.
+    details: Reports the C(make) target it would run without running it (C(status) still runs).
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket.id,
+                                 maand.core.command_limits, maand.core.controller.remote, maand.core.private]
 notes:
   - An action plugin; see docs/deploy.md for the deploy design.
 """

@@ -9,8 +9,6 @@ module: deploy_lock
 short_description: "Take or release a bucket's deploy lock"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - "Runs on the controller (no connection). Used by the C(maand.core.deploy) role; run it once, delegated to localhost."
   - "C(state=present) writes C(<bucket>/data/deploy.lock) naming the ansible-playbook process (pid, start time, host).
     A lock whose owner is alive makes the task fail (the deploy refuses to start); a lock whose owner is gone is stale
@@ -20,10 +18,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory.
-    type: path
-    required: true
   state:
     description: C(present) takes the lock, C(absent) releases it if this run holds it.
     type: str
@@ -39,14 +33,9 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Checks whether the lock could be taken and leaves it untouched.
-  diff_mode:
-    support: none
-    description: Reports the lock state, not a diff.
-extends_documentation_fragment:
-  - maand.core.controller
-notes:
-  - An action plugin; see docs/deploy.md for the deploy design.
+    details: Checks whether the lock could be taken and leaves it untouched.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
+                                 maand.core.controller, maand.core.deploy_role]
 """
 
 EXAMPLES = r"""

@@ -9,8 +9,6 @@ module: deploy_plan
 short_description: "Compute the deploy plan of a maand bucket"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - "Runs on the controller. Reads C(<bucket>/data/catalog.json), hashes every job tree file by file, and combines
     that with the worker states registered by M(maand.core.deploy_state) to decide, for every allocation, start,
     restart, reload, sync, skip, stop, remove or purge, and why."
@@ -32,15 +30,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory.
-    type: path
-    required: true
-  hosts:
-    description: The hosts of this run (after C(--limit)); allocations on other workers are out of scope.
-    type: list
-    elements: str
-    required: true
   jobs:
     description: Job filter, a list or a comma-separated string. A dict (the inventory's job records) means all jobs.
     type: raw
@@ -90,14 +79,12 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Computes the plan and reports it as the changes a deploy would make.
+    details: Computes the plan and reports it as the changes a deploy would make.
   diff_mode:
     support: full
-    description: Returns the plan lines as the diff.
-extends_documentation_fragment:
-  - maand.core.controller
-notes:
-  - An action plugin; see docs/deploy.md for the deploy design.
+    details: Returns the plan lines as the diff.
+extends_documentation_fragment: [maand.core.attributes, maand.core.bucket, maand.core.controller,
+                                 maand.core.deploy_role, maand.core.scope]
 """
 
 EXAMPLES = r"""

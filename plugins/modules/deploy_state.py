@@ -9,8 +9,6 @@ module: deploy_state
 short_description: "Read a worker's promoted deploy state"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json), every C(deploy/<job>.json) and the pending
     markers in one SSH round trip, with the worker agent (C(plugins/plugin_utils/worker/agent.py)); lists the
     other bucket ids found under C(/opt/worker/)."
@@ -19,24 +17,8 @@ description:
   - "Read-only; runs in check mode."
 author:
   - maand.core developers (@maand-sh)
-options:
-  bucket_id:
-    description: The bucket id (catalog C(bucket_id)).
-    type: str
-    required: true
-attributes:
-  check_mode:
-    support: full
-    description: Read-only, so check mode returns the same values.
-  diff_mode:
-    support: none
-    description: Read-only; there is nothing to diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller; the work is done on the worker over its SSH connection.
-notes:
-  - An action plugin; see docs/deploy.md for the deploy design.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.id,
+                                 maand.core.controller.remote, maand.core.deploy_role]
 """
 
 EXAMPLES = r"""

@@ -9,8 +9,6 @@ module: deploy_step
 short_description: "Advance a deploy run by one step (controller side)"
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - "Internal task of the C(maand.core.deploy) role, run once on the controller before each step."
   - "Folds the step in flight into the run state (C(<run_dir>/state.json)): reads the per-host result files the
     C(maand.core.deploy_agent) tasks wrote (a missing file fails that host's operations), runs the health gates of
@@ -19,26 +17,12 @@ description:
   - "Any error fails the task and so the run; the role's finish step refuses a run whose steps did not all complete."
 author:
   - maand.core developers (@maand-sh)
-options:
-  run_dir:
-    description: The run folder returned by C(maand.core.deploy_plan).
-    type: path
-    required: true
-  step:
-    description: The step index, or C(final) for the last promote pass.
-    type: raw
-    required: true
 attributes:
   check_mode:
     support: none
-    description: The role runs no step in check mode.
-  diff_mode:
-    support: none
-    description: No diff.
-extends_documentation_fragment:
-  - maand.core.controller
-notes:
-  - An action plugin; see docs/deploy.md for the deploy engine.
+    details: The role runs no step in check mode.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.controller,
+                                 maand.core.deploy_role, maand.core.deploy_role.step]
 """
 
 EXAMPLES = r"""

@@ -20,10 +20,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory (holding C(maand.conf) and C(workspace/)).
-    type: path
-    default: .
   job:
     description: The job to explain. Omit it for a summary line per job.
     type: str
@@ -49,15 +45,8 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    support: full
-    description: Never changes anything.
-  diff_mode:
-    support: none
-    description: Reports explanations, not a diff.
-extends_documentation_fragment:
-  - maand.core.controller
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,
+                                 maand.core.controller]
 notes:
   - "Rules reported for a worker: missing selector labels, each failing RFC 31 sub-expression with its JSON path,
     hardware shortfalls (C(mem 2048 MB < 3072 MB)), the with / scale_with / avoid jobs, capacity exhausted

@@ -9,15 +9,13 @@ module: extra_vars
 short_description: "Refuse or warn about maand_ extra vars a playbook does not read"
 version_added: 1.0.0
 description:
-  - "Private: internal to the maand.core playbooks; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
+  - "Used by every maand.core playbook; runs on the controller (no connection)."
   - "Compares the extra vars of the run (C(-e)) whose names start with C(maand_) with the names the playbook
     reads, and names every other one with a \"did you mean\" from the known names: Ansible ignores an extra var
     nobody reads, so a typo (C(-e maand_job_worker=10.0.0.1) for C(maand_job_workers)) would change what a run
     does without a word."
   - "A var that another maand.core playbook reads is only warned about, never refused (an AWX workflow passes
     its extra vars to every node)."
-  - "Runs on the controller (no connection)."
 author:
   - maand.core developers (@maand-sh)
 options:
@@ -35,17 +33,8 @@ options:
     description: Fail the task (the run) on an unknown name instead of warning.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: Reads nothing but the run's extra vars.
-  diff_mode:
-    support: none
-    description: Nothing to diff.
-extends_documentation_fragment:
-  - maand.core.controller
-notes:
-  - An action plugin.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.controller,
+                                 maand.core.private]
 """
 
 EXAMPLES = r"""

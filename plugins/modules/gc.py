@@ -9,9 +9,7 @@ module: gc
 short_description: Plan and commit maand's gc of a bucket (the controller side)
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.gc) playbook; its options and results may change in any
-    release without notice. Run the playbook instead."
-  - Runs on the controller (an action plugin; no connection is opened).
+  - Runs on the controller (an action plugin; no connection is opened) for the C(maand.core.gc) playbook.
   - With O(step=plan) it reads C(data/catalog.json), C(data/kv.json) and each worker's listing of
     C(/opt/worker/<bucket_id>/jobs/) (registered by C(maand.core.deploy_state)) and prints what gc deletes,
     namely the job folders that removed allocations left on workers (with their C(data/) and C(logs/)), the
@@ -25,10 +23,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory.
-    type: path
-    required: true
   step:
     description: V(plan) or V(commit).
     type: str
@@ -62,12 +56,11 @@ options:
 attributes:
   check_mode:
     support: full
-    description: The plan step prints the plan; the commit step deletes nothing.
+    details: The plan step prints the plan; the commit step deletes nothing.
   diff_mode:
     support: none
-    description: The plan step always prints the plan, with or without C(--diff).
-extends_documentation_fragment:
-  - maand.core.controller
+    details: The plan step always prints the plan, with or without C(--diff).
+extends_documentation_fragment: [maand.core.attributes, maand.core.bucket, maand.core.controller, maand.core.private]
 notes:
   - The playbook C(maand.core.gc) takes the bucket's deploy lock first, so gc never runs beside a deploy.
 """

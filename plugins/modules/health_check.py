@@ -23,22 +23,10 @@ description:
     C(wait.attempts) and C(wait.interval_seconds) (default 30 times, 1 second apart), or within
     O(wait_seconds) in all when that is above 0.
   - An unknown job name fails with the bucket's jobs and a "did you mean"; nothing is checked.
+  - O(timeout) and O(tail) apply to the C(health_check) job commands.
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory (C(maand_bucket_dir) of the maand.core.workspace inventory).
-    type: path
-    required: true
-  hosts:
-    description: The workers to check (the play's hosts, so that C(--limit) is honoured).
-    type: list
-    elements: str
-    required: true
-  jobs:
-    description: Only these jobs (a list or a comma-separated string); default every job.
-    type: raw
-    default: []
   wait:
     description: Retry what is not healthy until it is, or until the retry budget is spent.
     type: bool
@@ -51,23 +39,9 @@ options:
     description: Dial each worker's SSH port first.
     type: bool
     default: true
-  timeout:
-    description: Seconds a C(health_check) job command may run.
-    type: int
-    default: 600
-  tail:
-    description: Lines of a failed job command's output to show.
-    type: int
-    default: 20
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Reports checks, not a diff.
-extends_documentation_fragment:
-  - maand.core.controller
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket,
+                                 maand.core.command_limits, maand.core.controller, maand.core.scope,
+                                 maand.core.scope.jobs]
 notes:
   - The playbook C(maand.core.health_check) runs this module with C(-e maand_jobs=a,b), C(-e maand_wait=true)
     and C(-e maand_wait_seconds=N); the playbook C(maand.core.job) runs it after a target with

@@ -17,14 +17,10 @@ description:
     (C(.ts)/C(.js) need bun on the controller).
   - KV writes of the command are saved to C(data/kv.json) as they happen.
   - Fails when the command is not registered for C(cli) on the job, or when any allocation's run
-    fails (its exit status, timeout or refused KV writes, with the last lines of its output).
+    fails (its exit status, O(timeout) or refused KV writes, with the last O(tail) lines of its output).
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory (holding C(maand.conf) and C(workspace/)).
-    type: path
-    required: true
   command:
     description: The command name, as in the manifest (C(command_<name>)); the C(command_) prefix may be left out.
     type: str
@@ -37,14 +33,6 @@ options:
     description: How many allocations of a job run at the same time.
     type: int
     default: 1
-  timeout:
-    description: Seconds after which a running command is killed (with its process group) and fails.
-    type: int
-    default: 600
-  tail:
-    description: Lines of a failing command's output shown.
-    type: int
-    default: 20
   event:
     description:
       - C(cli) (the default) runs O(command). C(job_control) is what C(maand.core.job) uses for maand's
@@ -65,12 +53,9 @@ options:
 attributes:
   check_mode:
     support: none
-    description: Job commands have effects of their own; in check mode nothing runs.
-  diff_mode:
-    support: none
-    description: Nothing is compared; the command's own output is returned.
-extends_documentation_fragment:
-  - maand.core.controller
+    details: Job commands have effects of their own; in check mode nothing runs.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
+                                 maand.core.command_limits, maand.core.controller]
 notes:
   - Connection settings for the C(maand) module's C(run_ssh) come from the inventory's hosts
     (C(ansible_host), C(ansible_port), C(ansible_user), C(ansible_ssh_private_key_file), ssh args).

@@ -19,10 +19,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory (holding C(workspace/)).
-    type: path
-    required: true
   job:
     description: The new job's name.
     type: str
@@ -30,12 +26,9 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Checks the name and the bucket and lists the files it would write; writes nothing.
-  diff_mode:
-    support: none
-    description: No diff.
-extends_documentation_fragment:
-  - maand.core.controller
+    details: Checks the name and the bucket and lists the files it would write; writes nothing.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
+                                 maand.core.controller]
 notes:
   - The playbook C(maand.core.job_create) runs this module with C(-e maand_job=<name>) and C(-e maand_bucket=DIR).
 """

@@ -9,9 +9,7 @@ module: run_command
 short_description: Choose the workers of maand's run_command and report each worker's output
 version_added: 1.0.0
 description:
-  - "Private: internal to the C(maand.core.run_command) playbook; its options and results may change in any
-    release without notice. Run the playbook instead."
-  - Runs on the controller (an action plugin; no connection is opened).
+  - Runs on the controller (an action plugin; no connection is opened) for the C(maand.core.run_command) playbook.
   - With O(step=select) it checks the command and returns the chosen workers, the play's hosts narrowed to
     O(workers) and to the workers holding any of O(labels). An unknown worker or label is refused with the
     known names and a "did you mean".
@@ -54,12 +52,9 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Nothing runs in check mode; the select step still checks the names.
-  diff_mode:
-    support: none
-    description: Reports output, not a diff.
-extends_documentation_fragment:
-  - maand.core.controller
+    details: Nothing runs in check mode; the select step still checks the names.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.controller,
+                                 maand.core.private]
 """
 
 EXAMPLES = r"""

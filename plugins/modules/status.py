@@ -18,32 +18,17 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description: The bucket directory.
-    type: path
-    required: true
   answers:
     description: "Inventory host name -> the registered result of C(maand.core.status_worker) on it (an unreachable
       host's result has C(unreachable: true))."
     type: dict
     required: true
-  jobs:
-    description: Only these jobs (a list or a comma-separated string).
-    type: raw
-    default: []
   format:
     description: C(table) for people, C(json) for scripts.
     type: str
     default: table
-attributes:
-  check_mode:
-    support: full
-    description: Never changes anything.
-  diff_mode:
-    support: none
-    description: No diff.
-extends_documentation_fragment:
-  - maand.core.controller
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket,
+                                 maand.core.controller, maand.core.scope.jobs]
 """
 
 EXAMPLES = r"""

@@ -9,7 +9,7 @@ module: status_worker
 short_description: "What one worker holds of its maand jobs (read-only)"
 version_added: 1.0.0
 description:
-  - "Internal task of the C(maand.core.status) playbook; its options and results may change in any release."
+  - "Internal task of the C(maand.core.status) playbook."
   - "One round trip to the worker agent (C(/opt/worker/.maand/agent-<sha12>.py), installed on first contact):
     for every allocation of the worker in the catalog, the version and time of its promoted deploy record
     (C(/opt/worker/<bucket_id>/deploy/<job>.json)) and the exit code of C(make status) in its job folder
@@ -32,20 +32,11 @@ options:
     description: How many C(make status) run side by side on the worker.
     type: int
     default: 4
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs in check mode too.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller; the work is done on the worker over its connection.
+extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.controller.remote,
+                                 maand.core.private]
 notes:
-  - An action plugin. Needs the host variables of the C(maand.core.workspace) inventory
-    (C(maand_bucket_dir), C(maand_bucket_id), C(maand_allocations)).
+  - Needs the host variables of the C(maand.core.workspace) inventory (C(maand_bucket_dir), C(maand_bucket_id),
+    C(maand_allocations)).
 """
 
 EXAMPLES = r"""

@@ -16,8 +16,6 @@ module: workers_file
 short_description: Read a bucket's workers.json for probing, and write probed capacity back safely
 version_added: "1.0.0"
 description:
-  - "Private: internal to the C(maand.core.facts) playbook; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
   - Controller-side half of the playbook C(maand.core.facts); runs on the controller, never on a worker.
   - With O(operation=load), reads C(<bucket>/maand.conf) and C(<bucket>/workspace/workers.json),
     validates them, and returns the workers to probe (filtered by O(labels) and O(hosts)) with the
@@ -44,11 +42,6 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  bucket:
-    description:
-      - The maand bucket directory (holding C(maand.conf) and C(workspace/workers.json)).
-    type: path
-    required: true
   operation:
     description:
       - V(load) reads and validates the bucket and returns the targets; V(write) compares and writes.
@@ -79,14 +72,12 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Computes the changes and returns them (and the diff) but writes nothing.
+    details: Computes the changes and returns them (and the diff) but writes nothing.
   diff_mode:
     support: full
-    description: Returns the old and new C(workers.json) text.
-extends_documentation_fragment:
-  - maand.core.controller
+    details: Returns the old and new C(workers.json) text.
+extends_documentation_fragment: [maand.core.attributes, maand.core.bucket, maand.core.controller, maand.core.private]
 notes:
-  - This is an action plugin; it runs on the controller.
   - Bad input fails with a message naming the file, the entry, the field and the fix, and writes
     nothing. This covers a C(workers.json) that is not valid JSON or not a list, an entry without
     C(host), duplicate hosts, and a missing C(maand.conf) or SSH key.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -19,13 +20,7 @@ from tests.integration.deploy.bucket import fleet_bucket, write
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
-CONFIG_TPL = """{
-  "env": "{{ get "vars/bucket" "environment" }}",
-  "service": "{{ get "vars/job/api" "service_name" }}",
-  "listen": "{{ get "maand/bucket" "api_http_port" }}",
-  "peers": "{{ get (printf "maand/job/api/worker/%s" .WorkerIP) "peer_workers" }}",
-  "version": "{{ .NewVersion }}"
-}"""
+CONFIG_TPL = (Path(__file__).resolve().parents[1] / "data" / "templates" / "namespaces_e2e.json.tpl").read_text()
 # every target logs itself and the allocation environment it got
 API_MAKEFILE = """\
 .PHONY: start stop restart reload

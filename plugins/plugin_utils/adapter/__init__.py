@@ -4,5 +4,8 @@
 """The one Ansible-side adapter (stage 7: only plugins/ import it).
 
 action_base.py is the action plugins' base class (argument spec, bucket path, controller-only
-settings); support.py holds the small helpers actions share (integer extra vars, ssh args).
+settings, the agent round trip); controller.py builds what the deploy's door (deploy/service.py) needs
+of Ansible (hostvars -> the workers' connection settings and addresses, Display -> the screen, the
+registered deploy_state results -> worker states); extra_vars.py checks the run's maand_* extra vars;
+support.py holds the small helpers actions share (integer extra vars, ssh args, hosts_from_hostvars).
 """

@@ -41,6 +41,16 @@ class MaandAction(ActionBase):
         interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
         return _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
 
+    def call_agent(self, python, data):
+        """One round trip to the worker agent (request ``data`` on its stdin); on first contact the agent
+        is installed, then the request is sent again. Ansible's low-level result (rc, stdout, stderr)."""
+        res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
+        if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:
+            self._low_level_execute_command(_deploy_remote.install_command(), sudoable=True,
+                                            in_data=_deploy_remote.agent_source())
+            res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
+        return res
+
 
 class ControllerAction(MaandAction):
     """An action that runs on the controller only (no connection to the host) and supports check mode."""

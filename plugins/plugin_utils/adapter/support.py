@@ -1,12 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Small helpers the action plugins share: an integer extra var and Ansible's ssh_args setting.
+"""Small helpers the action plugins share: an integer extra var, Ansible's ssh_args setting and the
+workers' connection settings from hostvars (the core never sees hostvars).
 
-Pure (no Ansible imports): the templar and Ansible's config manager are passed in.
+Pure (no Ansible imports): the templar, Ansible's config manager and hostvars are passed in.
 """
 
 from __future__ import annotations
+
+import shlex
+from typing import Any, Iterable, Mapping
 
 
 def int_var(templar, task_vars, name, default):
@@ -29,3 +33,22 @@ def ssh_args(config, task_vars):
                                        variables=task_vars) or ""
     except Exception:  # pylint: disable=broad-exception-caught
         return ""
+
+
+def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_args: str = "") -> dict[str, dict[str, Any]]:
+    """{host: {address, port, user, key, options, sudo}} from Ansible's connection variables (and its
+    ssh_args setting), for the maand module's run_ssh, ssh probes and status tails."""
+    out = {}
+    for host in hosts:
+        try:
+            hv = hostvars[host]
+        except Exception:  # pragma: no cover - not in the inventory
+            continue
+        opts = shlex.split(ssh_args or "")
+        for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+            if hv.get(var):
+                opts += shlex.split(str(hv.get(var)))
+        out[host] = {"address": str(hv.get("ansible_host") or host), "port": hv.get("ansible_port") or None,
+                     "user": hv.get("ansible_user") or None, "key": hv.get("ansible_ssh_private_key_file") or None,
+                     "options": opts, "sudo": bool(hv.get("ansible_become"))}
+    return out

@@ -6,7 +6,8 @@
 Every stage that persists something under ``<bucket>/data/`` (the catalog, the KV store, the deploy
 lock and run folders, facts) writes through ``atomic_write`` (temp file in the same folder, fsync,
 os.replace) under ``bucket_lock`` (an exclusive flock on ``data/.lock``), so two runs on one bucket
-cannot interleave and a crash never leaves a truncated file. No Ansible imports.
+cannot interleave and a crash never leaves a truncated file. ``link_or_copy`` fills the staged trees
+under ``data/`` with hard links. No Ansible imports.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
 import tempfile
 
 DATA_DIR = "data"
@@ -62,6 +64,17 @@ def atomic_write(path, text, mode=0o644):
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def link_or_copy(src, dest):
+    """dest as a hard link to src (a copy where linking fails, as across file systems); a symlink stays a symlink."""
+    if os.path.islink(src):
+        os.symlink(os.readlink(src), dest)
+        return
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
 
 
 @contextlib.contextmanager

@@ -63,9 +63,9 @@ def check(bucket: Any, report: Any) -> Prepared:
         root = os.path.join(bucket.path, job.path)
         walked = getattr(job, "template_files", None)  # found by the model's one walk of the job folder
         for rel in (job_templates(root) if walked is None else walked[".tpl"]):
-            _check_template(name, job.path, root, rel, report)
+            _check_syntax(name, job.path, root, rel, report, _go_syntax)
         for rel in (job_templates(root, ".j2") if walked is None else walked[".j2"]):
-            _check_jinja(name, job.path, root, rel, report)
+            _check_syntax(name, job.path, root, rel, report, _jinja_syntax)
         vars_path = os.path.join(root, "vars.toml")
         if os.path.isfile(vars_path):
             try:
@@ -81,7 +81,29 @@ def _short(exc: Exception, path: str) -> str:
     return str(exc).replace(path + ": ", "")
 
 
-def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) -> None:
+def _go_syntax(text: str, rel: str) -> tuple[str, str, str] | None:
+    """A .tpl's syntax error as (where, what, fix), None when it parses."""
+    try:
+        _kv.parse_template(text, rel, _prometheus.PARSE_FUNCS)
+    except _gotemplate.TemplateError as exc:
+        return "line %s, column %s" % (exc.line, exc.column), "does not parse: %s" % exc.cause, _fix(exc.cause)
+    return None
+
+
+def _jinja_syntax(text: str, rel: str) -> tuple[str, str, str] | None:
+    """A .j2 is rendered with Jinja2 at deploy: its syntax is checked here (names and keys at deploy)."""
+    import jinja2
+
+    try:
+        jinja2.Environment().parse(text, rel, rel)
+    except jinja2.TemplateSyntaxError as exc:
+        return ("line %s" % exc.lineno, "does not parse (Jinja2): %s" % exc.message,
+                "fix the Jinja2 syntax (see docs/templates.md)")
+    return None
+
+
+def _check_syntax(job: str, job_rel: str, root: str, rel: str, report: Any, syntax: Any) -> None:
+    """Read one template of a job and report when it cannot be read or does not parse."""
     file_rel = os.path.join(job_rel, rel)
     try:
         with open(os.path.join(root, rel), encoding="utf-8") as handle:
@@ -91,32 +113,10 @@ def _check_template(job: str, job_rel: str, root: str, rel: str, report: Any) ->
                      % (job, rel, getattr(exc, "strerror", None) or exc),
                      "make it a readable UTF-8 text file")
         return
-    try:
-        _kv.parse_template(text, rel, _prometheus.PARSE_FUNCS)
-    except _gotemplate.TemplateError as exc:
-        report.error("ErrInvalidJob", file_rel, "line %s, column %s" % (exc.line, exc.column),
-                     "job %s: template %s does not parse: %s" % (job, rel, exc.cause),
-                     _fix(exc.cause))
-
-
-def _check_jinja(job: str, job_rel: str, root: str, rel: str, report: Any) -> None:
-    """A .j2 is rendered with Jinja2 at deploy: its syntax is checked here (names and keys at deploy)."""
-    import jinja2
-
-    file_rel = os.path.join(job_rel, rel)
-    try:
-        with open(os.path.join(root, rel), encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        report.error("ErrInvalidJob", file_rel, "", "job %s: template %s cannot be read: %s"
-                     % (job, rel, getattr(exc, "strerror", None) or exc), "make it a readable UTF-8 text file")
-        return
-    try:
-        jinja2.Environment().parse(text, rel, rel)
-    except jinja2.TemplateSyntaxError as exc:
-        report.error("ErrInvalidJob", file_rel, "line %s" % exc.lineno,
-                     "job %s: template %s does not parse (Jinja2): %s" % (job, rel, exc.message),
-                     "fix the Jinja2 syntax (see docs/templates.md)")
+    problem = syntax(text, rel)
+    if problem:
+        where, what, fix = problem
+        report.error("ErrInvalidJob", file_rel, where, "job %s: template %s %s" % (job, rel, what), fix)
 
 
 def _fix(cause: str) -> str:

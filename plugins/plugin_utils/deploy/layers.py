@@ -21,7 +21,6 @@ import contextlib
 import os
 import posixpath
 import shutil
-import stat
 import tarfile
 import tempfile
 
@@ -87,14 +86,7 @@ def _copy_tree(src: str, dest: str) -> None:
 
 def _place(src: str, target: str) -> None:
     _replace(target)
-    info = os.lstat(src)
-    if stat.S_ISLNK(info.st_mode):
-        os.symlink(os.readlink(src), target)
-        return
-    try:
-        os.link(src, target)
-    except OSError:
-        shutil.copy2(src, target)
+    _storage.link_or_copy(src, target)
 
 
 def _member_path(member: tarfile.TarInfo, job: str, layer: str) -> str:

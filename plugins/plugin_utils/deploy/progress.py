@@ -178,7 +178,7 @@ def status_command(worker_root, job, lines=10):
 
 
 def ssh_argv(host_info, command, connect_timeout=5):
-    """ssh argv for one worker from _hook_deploy.hosts_from_hostvars()'s entry."""
+    """ssh argv for one worker from its connection settings (adapter/support.hosts_from_hostvars)."""
     argv = ["ssh"] + list(host_info.get("options") or [])
     argv += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=%d" % connect_timeout]
     if host_info.get("key"):
@@ -256,13 +256,13 @@ def gate_runner(run, writer, plan, job_ports=None, on_pass=None, diagnose=None, 
     return go
 
 
-def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
+def runner_for_run(run_dir, connections, addresses, on_pass=None):
     """gate_runner for the run folder <bucket>/data/.deploy-run/<id>: probes from the controller to each
-    host's ansible_host, progress in the run folder, status tails over ssh with Ansible's connection
-    variables (_hook_deploy.hosts_from_hostvars)."""
+    host's address (addresses: {host: address}), progress in the run folder, status tails over ssh with
+    the workers' connection settings (connections(hosts=None) -> {host: settings}, built on the Ansible
+    side: adapter/controller.py)."""
     from ..build import catalog as _catalog
     from . import gate as _deploy_gate, remote as _deploy_remote, run as _deploy_run
-    from ..hooks import points as _hook_deploy  # late: deploy steps only
 
     plan = _deploy_run.load_plan(run_dir)
     bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
@@ -271,13 +271,11 @@ def runner_for_run(run_dir, hostvars, ssh_args="", on_pass=None):
     except _catalog.CatalogError:
         catalog = {}
     job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
-    addresses = _deploy_gate.host_addresses(hostvars)
 
     def diagnose(job, hosts):
-        infos = _hook_deploy.hosts_from_hostvars(hostvars, hosts, ssh_args)
-        return collect_tails(infos, _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
+        return collect_tails(connections(hosts), _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
 
-    probe_fn = _deploy_gate.prober(lambda: _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args))
+    probe_fn = _deploy_gate.prober(connections)
 
     def run(gate, watch):
         return _deploy_gate.run_gate(gate, addresses, probe_fn=probe_fn, watch=watch)
@@ -302,11 +300,11 @@ def read_since(run_dir, offset):
     return reader.read()
 
 
-def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]],
-                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None,
-                      ssh_args: str = ""):
+def callbacks_for_run(run_dir: str, connections: Callable[..., Mapping[str, Any]],
+                      probes: Callable[[Mapping[str, Any]], list[str]],
+                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None):
     """hooks/points.deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
-    catalog, Ansible's connection variables for run_ssh)."""
+    catalog, every worker's connection settings for run_ssh: connections() -> {host: settings})."""
     from ..build import catalog as _catalog
     from . import run as _deploy_run
     from ..hooks import points as _hook_deploy  # late: deploy steps only
@@ -317,7 +315,6 @@ def callbacks_for_run(run_dir: str, hostvars: Mapping[str, Any], probes: Callabl
         catalog = _catalog.read_catalog(bucket)
     except _catalog.CatalogError:
         catalog = None
-    hosts = _hook_deploy.hosts_from_hostvars(hostvars, list(hostvars), ssh_args)
-    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, hosts, probes,
+    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, connections(), probes,
                                          int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT),
                                          int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)

@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 from ..worker import layout as _layout
-from ..bucket import content as _deploy_files
+from ..bucket import content as _deploy_files, storage as _storage
 from ..build import kv_build as _kv_build
 from ..kv import gotemplate as _gotemplate, functions as _kv, secrets as _secrets
 
@@ -483,7 +483,7 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
         if rel in generated:
             _write_output(target, generated[rel])
         else:
-            _link(os.path.join(source.root, rel), target)
+            _storage.link_or_copy(os.path.join(source.root, rel), target)
     # folders keep their modes, as rsync --archive carries them; set last, deepest first
     for rel in sorted(source.dirs, key=lambda r: r.count("/"), reverse=True) + [""]:
         mode = os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode
@@ -505,16 +505,6 @@ def _write_output(path: str, out: Output) -> None:
     with os.fdopen(fd, "wb") as handle:
         handle.write(out.content)
     os.chmod(path, mode)  # the umask may have narrowed it
-
-
-def _link(src: str, dest: str) -> None:
-    if os.path.islink(src):
-        os.symlink(os.readlink(src), dest)
-        return
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copy2(src, dest)
 
 
 def stage_root(bucket_dir: str) -> str:

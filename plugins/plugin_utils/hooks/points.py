@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import tempfile
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import run as _hook_run, commands as _hooks
+from ..build import catalog as _catalog
 from .runtime_api import RuntimeAPI
 
 GATE_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
@@ -43,31 +43,14 @@ class HookFailed(Exception):
 
 # --- the run's context ----------------------------------------------------------------------------
 
-def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_args: str = "") -> dict[str, dict[str, Any]]:
-    """{host: {address, port, user, key, options, sudo}} from Ansible's connection variables (and its
-    ssh_args setting), for the maand module's run_ssh."""
-    out = {}
-    for host in hosts:
-        try:
-            hv = hostvars[host]
-        except Exception:  # pragma: no cover - not in the inventory
-            continue
-        opts = shlex.split(ssh_args or "")
-        for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-            if hv.get(var):
-                opts += shlex.split(str(hv.get(var)))
-        out[host] = {"address": str(hv.get("ansible_host") or host), "port": hv.get("ansible_port") or None,
-                     "user": hv.get("ansible_user") or None, "key": hv.get("ansible_ssh_private_key_file") or None,
-                     "options": opts, "sudo": bool(hv.get("ansible_become"))}
-    return out
-
-
 @contextlib.contextmanager
 def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]] | None = None,
             timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
             current_versions: Mapping[tuple[str, str], str] | None = None,
             log: Callable[[str], None] = lambda msg: None) -> Iterator[_hook_run.Context]:
-    """The runtime API and a private staging folder for the hooks of one task."""
+    """The runtime API and a private staging folder for the hooks of one task. hosts: {host: {address,
+    port, user, key, options, sudo}} for the maand module's run_ssh (built on the Ansible side:
+    adapter/support.hosts_from_hostvars)."""
     os.makedirs(os.path.join(bucket_dir, "data"), exist_ok=True)
     stage = tempfile.mkdtemp(prefix=".hooks-", dir=os.path.join(bucket_dir, "data"))
     try:
@@ -77,6 +60,18 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
                                     current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def built_session(bucket_dir: str, connections: Callable[[], Mapping[str, Mapping[str, Any]]],
+                  timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
+                  log: Callable[[str], None] = lambda msg: None) -> Iterator[_hook_run.Context]:
+    """session() over the bucket's built catalog (build.catalog.CatalogError when it is missing or stale)
+    and the workers' connection settings (connections(), read once the catalog is good): the
+    maand.core.job_command task's job commands."""
+    catalog = _catalog.read_built(bucket_dir)
+    with session(bucket_dir, catalog, connections(), timeout, tail, log=log) as ctx:
+        yield ctx
 
 
 def any_job_has(catalog: Mapping[str, Any], events: Iterable[str], jobs: Iterable[str] | None = None) -> bool:

@@ -374,15 +374,16 @@ def _emit_node(value: Any, indent: int, lines: list[str], prefix: str, in_seq: b
         _emit_mapping(value, indent, lines, prefix)
     elif isinstance(value, list) and value:
         _emit_sequence(value, indent, lines, prefix)
-    else:
-        scalar = _scalar(value, simple_key=False)
-        if isinstance(scalar, list):  # a literal block
-            header, body = scalar
-            lines.append(_join(prefix, header))
-            child = _next_indent(indent, in_seq) if prefix else 4  # a document that is one block: 4
-            lines.extend((" " * child + line) if line else "" for line in body)
-        else:
-            lines.append(_join(prefix, scalar))
+    else:  # a document that is one literal block indents it by 4
+        _emit_scalar(value, lines, prefix, _next_indent(indent, in_seq) if prefix else 4)
+
+
+def _emit_scalar(value: Any, lines: list[str], lead: str, block_indent: int) -> None:
+    """A scalar after lead ("key:", "- " or nothing), or a literal block whose lines sit at block_indent."""
+    scalar = _scalar(value, simple_key=False)
+    header, body = scalar if isinstance(scalar, list) else (scalar, ())
+    lines.append(_join(lead, header))
+    lines.extend((" " * block_indent + line) if line else "" for line in body)
 
 
 def _join(prefix: str, text: str) -> str:
@@ -402,18 +403,7 @@ def _emit_mapping(value: dict, indent: int, lines: list[str], prefix: str) -> No
             lines.append(head)
             _emit_node(child, _next_indent(indent, False), lines, "", in_seq=False)
         else:
-            _emit_value_inline(child, indent, lines, head)
-
-
-def _emit_value_inline(child: Any, indent: int, lines: list[str], head: str) -> None:
-    scalar = _scalar(child, simple_key=False)
-    if isinstance(scalar, list):
-        header, body = scalar
-        lines.append(head + " " + header)
-        child_indent = _next_indent(indent, False)
-        lines.extend((" " * child_indent + line) if line else "" for line in body)
-    else:
-        lines.append(head + " " + scalar)
+            _emit_scalar(child, lines, head, _next_indent(indent, False))
 
 
 def _emit_sequence(value: list, indent: int, lines: list[str], prefix: str) -> None:
@@ -426,13 +416,7 @@ def _emit_sequence(value: list, indent: int, lines: list[str], prefix: str) -> N
         elif isinstance(item, list) and item:
             _emit_sequence(item, inner, lines, dash)
         else:
-            scalar = _scalar(item, simple_key=False)
-            if isinstance(scalar, list):
-                header, body = scalar
-                lines.append(dash + header)
-                lines.extend((" " * _next_indent(indent, True) + line) if line else "" for line in body)
-            else:
-                lines.append(dash + scalar)
+            _emit_scalar(item, lines, dash, _next_indent(indent, True))
 
 
 def _sorted_keys(mapping: dict) -> list:
@@ -486,14 +470,22 @@ def _key_less(a: str, b: str) -> bool:
     return len(a) < len(b)
 
 
-def _scalar(value: Any, simple_key: bool) -> Any:
-    """The text of a scalar, or [header, lines] for a literal block."""
+def _go_atom(value: Any) -> str | None:
+    """null, true / false or an integer's digits: the same text in Go's YAML and JSON; None for other values."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    return None
+
+
+def _scalar(value: Any, simple_key: bool) -> Any:
+    """The text of a scalar, or [header, lines] for a literal block."""
+    atom = _go_atom(value)
+    if atom is not None:
+        return atom
     if isinstance(value, float):
         return _go_float_text(value)
     if isinstance(value, dict):
@@ -687,12 +679,9 @@ def go_json(value: Any) -> str:
         return "{" + ",".join(go_json(str(k)) + ":" + go_json(value[k]) for k in sorted(value, key=str)) + "}"
     if isinstance(value, list):
         return "[" + ",".join(go_json(v) for v in value) + "]"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    atom = _go_atom(value)
+    if atom is not None:
+        return atom
     if isinstance(value, float):
         return _go_json_float(value)
     text = json.dumps(str(value), ensure_ascii=False)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from typing import Any, Callable, Iterable, Mapping
 
 from . import cat as _cat
-from ..deploy import plan as _deploy_plan
+from ..build import catalog as _catalog
+from ..deploy import jobspec_deploy as _jobspec_deploy, plan as _deploy_plan
 from ..hooks import commands as _hooks
 from ..bucket.problems import did_you_mean
 
@@ -87,6 +89,41 @@ def status_ops(catalog: Mapping[str, Any], host: str, allocations: Iterable[Mapp
               "env": _deploy_plan.catalog_allocation_env(catalog, job, host, version, version)}
         ops.append(spec_op(op, job) if spec_op else op)
     return ops
+
+
+def load_catalog(bucket: str) -> dict:
+    """The bucket's catalog: StatusError when there is none (build first); CatalogError when unreadable."""
+    catalog = _catalog.read_catalog(bucket) if bucket else None
+    if catalog is None:
+        raise StatusError("%s/data/catalog.json does not exist: run maand.core.build first" % bucket)
+    return catalog
+
+
+def spec_op(catalog_jobs: Mapping[str, Any] | None) -> Callable[[dict, str], dict]:
+    """op -> op with the job spec's environment and run fields, as the deploy runs make."""
+    def add(op, job):
+        spec = ((catalog_jobs or {}).get(job) or {}).get("spec")
+        if not isinstance(spec, dict):
+            return op
+        op["spec"] = _jobspec_deploy.op_spec(spec)
+        try:
+            return _jobspec_deploy.runtime_op(op, os.environ.get)
+        except _jobspec_deploy.EnvError as exc:  # make status would not get its environment: do not run it
+            op = {k: v for k, v in op.items() if k != "spec"}
+            op.update(target=None, env_error=str(exc))
+            return op
+    return add
+
+
+def worker_ops(bucket: str, host: str, allocations: Iterable[Mapping[str, Any]], jobs: Iterable[str],
+               catalog_jobs: Mapping[str, Any] | None) -> list[dict]:
+    """status_ops of one worker from the bucket's catalog, with the job specs' environments (the
+    maand.core.status_worker task); StatusError when the catalog is missing or unreadable."""
+    try:
+        catalog = load_catalog(bucket)
+    except _catalog.CatalogError as exc:
+        raise StatusError("%s: %s" % (bucket, exc)) from None
+    return status_ops(catalog, host, allocations, jobs, spec_op(catalog_jobs))
 
 
 def when(epoch: Any) -> str | None:

@@ -300,26 +300,29 @@ def _merge_ranges(ranges):
     return tuple(out)
 
 
-class _And:
+class _Logic:
+    """and / or / not over child constraints."""
+
     def __init__(self, path, children):
         self.path = path
         self.children = children
 
-    def mask(self, index):
+    def _all_of(self, index):
         m = index.all_mask
         for c in self.children:
             m &= c.mask(index)
         return m
 
+
+class _And(_Logic):
+    def mask(self, index):
+        return self._all_of(index)
+
     def explain(self, index, i):
         return [msg for c in self.children for msg in c.explain(index, i)]
 
 
-class _Or:
-    def __init__(self, path, children):
-        self.path = path
-        self.children = children
-
+class _Or(_Logic):
     def mask(self, index):
         if not self.children:
             return index.all_mask  # RFC 31: {"or": []} matches anything
@@ -340,18 +343,11 @@ class _Or:
         return [f"{self.path}: no alternative matched ({'; '.join(why)})"]
 
 
-class _Not:
+class _Not(_Logic):
     """not(c1 and c2 ...); {"not": []} = not(true) = matches nothing (RFC 31)."""
 
-    def __init__(self, path, children):
-        self.path = path
-        self.children = children
-
     def mask(self, index):
-        m = index.all_mask
-        for c in self.children:
-            m &= c.mask(index)
-        return index.all_mask ^ m
+        return index.all_mask ^ self._all_of(index)
 
     def explain(self, index, i):
         if any(c.explain(index, i) for c in self.children):
@@ -414,22 +410,13 @@ class Constraint:
 
 # --- compilation ----------------------------------------------------------
 
+# JSON type names for errors, first match wins (a bool is an int to isinstance)
+_JSON_TYPES = ((type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+               (Mapping, "object"), ((list, tuple), "list"))
+
+
 def _tname(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, Mapping):
-        return "object"
-    if isinstance(v, (list, tuple)):
-        return "list"
-    return type(v).__name__
+    return next((name for kind, name in _JSON_TYPES if isinstance(v, kind)), type(v).__name__)
 
 
 def _key_path(path: str, key: Any) -> str:
@@ -472,29 +459,33 @@ def _compile_op(op, values, path, errors, groups=None):
     elif op == "group":
         node = _Group(opath, _compile_groups(values, opath, errors, groups))
     elif op == "hostlist":
-        hosts = []
-        for k, v in enumerate(values):
-            if not isinstance(v, str):
-                errors.append((f"{opath}[{k}]", f"must be an RFC 29 hostlist string such as \"node[1-3]\", got {_tname(v)}"))
-                continue
-            try:
-                hosts.extend(_expand_lower(v))
-            except HostlistError as e:
-                errors.append((f"{opath}[{k}]", str(e)))
+        hosts = _parse_each(values, opath, errors, _expand_lower, HostlistError,
+                            lambda v: f"must be an RFC 29 hostlist string such as \"node[1-3]\", got {_tname(v)}")
         node = _Hostlist(opath, [str(v) for v in values], _frozen(tuple(hosts)))
     else:  # ranks
-        ranges = []
-        for k, v in enumerate(values):
-            if not isinstance(v, str):
-                hint = f"; write \"{v}\"" if isinstance(v, int) and not isinstance(v, bool) else ""
-                errors.append((f"{opath}[{k}]", f"must be an RFC 22 idset string such as \"0-3,7\", got {_tname(v)}{hint}"))
-                continue
-            try:
-                ranges.extend(parse_idset_ranges(v))
-            except IdsetError as e:
-                errors.append((f"{opath}[{k}]", str(e)))
+        ranges = _parse_each(values, opath, errors, parse_idset_ranges, IdsetError, _not_an_idset)
         node = _Ranks(opath, [str(v) for v in values], ranges)
     return node if len(errors) == nerr else None
+
+
+def _parse_each(values, opath, errors, parse, parse_error, not_a_string):
+    """What parse returns for each string of values, concatenated; an error per item that is not a string
+    (worded by not_a_string(item)) or does not parse."""
+    out = []
+    for k, v in enumerate(values):
+        if not isinstance(v, str):
+            errors.append((f"{opath}[{k}]", not_a_string(v)))
+            continue
+        try:
+            out.extend(parse(v))
+        except parse_error as e:
+            errors.append((f"{opath}[{k}]", str(e)))
+    return out
+
+
+def _not_an_idset(v):
+    hint = f"; write \"{v}\"" if isinstance(v, int) and not isinstance(v, bool) else ""
+    return f"must be an RFC 22 idset string such as \"0-3,7\", got {_tname(v)}{hint}"
 
 
 @lru_cache(maxsize=1024)

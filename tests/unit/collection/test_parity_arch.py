@@ -7,8 +7,8 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import (
-    HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_shortfalls, merge_hardware,
-    normalize_arch, parse_hardware,
+    HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_shortfalls, merge_hardware, normalize_arch,
+    parse_hardware,
 )
 from tests.bucket_factory import write
 from tests.maand_init import init_bucket, job, ws

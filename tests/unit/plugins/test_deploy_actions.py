@@ -9,6 +9,7 @@ from unittest import mock
 import pytest
 
 from ansible_collections.maand.core.plugins.action import deploy_finish, deploy_step
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
 from tests.unit.plugin_utils.deploy.test_run_state import PLAN
 
@@ -68,7 +69,7 @@ def test_finish_in_check_mode_reports_the_plan_only(tmp_path):
 
 def test_state_read_of_a_vanished_worker_is_a_state_not_a_failed_task():
     from ansible.errors import AnsibleConnectionFailure
-    from ansible_collections.maand.core.plugins.action import deploy_plan, deploy_state
+    from ansible_collections.maand.core.plugins.action import deploy_state
     act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
     with mock.patch.object(deploy_state.ActionModule, "_low_level_execute_command",
                            side_effect=AnsibleConnectionFailure("ssh: connect to host h1 port 22: No route to host")):
@@ -77,7 +78,7 @@ def test_state_read_of_a_vanished_worker_is_a_state_not_a_failed_task():
     assert res["state"] == {"reachable": False, "error": "AnsibleConnectionFailure: ssh: connect to host h1 port 22: "
                                                          "No route to host"}
     assert "cannot read the deploy state of h1" in res["warnings"][0]
-    state = deploy_plan._host_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")
+    state = _controller.worker_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")
     assert state == {"reachable": False, "error": res["state"]["error"]}
 
 
@@ -93,7 +94,7 @@ def test_state_read_of_a_broken_agent_answer_is_unreachable():
 
 def test_state_read_of_a_good_worker_is_reachable():
     import json as _json
-    from ansible_collections.maand.core.plugins.action import deploy_plan, deploy_state
+    from ansible_collections.maand.core.plugins.action import deploy_state
     act = action(deploy_state.ActionModule, {"bucket_id": "b1"})
     answer = {"exists": True, "worker": None, "jobs": None, "deployed": {}, "trees": [], "pending": [], "bad": [],
               "others": []}
@@ -101,7 +102,7 @@ def test_state_read_of_a_good_worker_is_reachable():
                            return_value={"rc": 0, "stdout": _json.dumps(answer), "stderr": ""}):
         res = act.run(task_vars={"inventory_hostname": "h1"})
     assert not res.get("failed") and res["state"]["reachable"] is True, res
-    assert deploy_plan._host_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")["exists"] is True
+    assert _controller.worker_state({"h1": {"deploy_state_read": res}}, "h1", "deploy_state_read")["exists"] is True
 
 
 def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tmp_path, monkeypatch):
@@ -131,7 +132,7 @@ def test_finish_returns_the_verdict_and_writes_the_table_to_the_screen(tmp_path,
         assert not res.get("failed"), res
         answer_all(run_dir, DR.step_key(seg["step"]), res["hosts"])
     shown = []
-    monkeypatch.setattr(deploy_finish.display, "display", lambda msg, **kw: shown.append(msg))
+    monkeypatch.setattr(_controller.display, "display", lambda msg, **kw: shown.append(msg))
     res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": plan, "run_dir": run_dir,
                                               "release": False}).run(task_vars={})
     assert not res.get("failed"), res

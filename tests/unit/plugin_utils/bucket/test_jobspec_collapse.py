@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import (
-    CONTAINER_USES, IMAGE_USES, VECTOR_USES, SpecError, collapse_spec, collapse_specs, environment_eval,
-    parse_parent,
+    CONTAINER_USES, IMAGE_USES, VECTOR_USES, SpecError, collapse_spec, collapse_specs, environment_eval, parse_parent,
 )
 
 TABLE = json.loads((Path(__file__).resolve().parents[3] / "data" / "maelstrom" / "collapse.json").read_text())

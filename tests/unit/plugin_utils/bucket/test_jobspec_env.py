@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import (
-    EnvironmentSpec, SpecError, SubstituteError, environment_check, environment_eval, parse_environment,
-    substitute,
+    EnvironmentSpec, SpecError, SubstituteError, environment_check, environment_eval, parse_environment, substitute,
 )
 
 SLOW_OK = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import (
-    CollapsedSpec, ImageConfig, ImageRef, SpecError, collapse_spec, integrate_image, job_environment_of,
-    read_oci_layout,
+    CollapsedSpec, ImageConfig, ImageRef, SpecError, collapse_spec, integrate_image, job_environment_of, read_oci_layout,
 )
 
 TABLE = json.loads((Path(__file__).resolve().parents[3] / "data" / "maelstrom" / "image.json").read_text())

@@ -187,9 +187,9 @@ def test_the_workers_side_is_shown_only_when_it_is_the_promoted_content(tmp_path
 
 
 def test_maand_plan_and_maand_rollback_are_deploy_options():
-    from ansible_collections.maand.core.plugins.action import deploy_plan
+    from ansible_collections.maand.core.plugins.plugin_utils.adapter import extra_vars as adapter_extra_vars
     from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
-    known = deploy_plan.deploy_extra_vars()
+    known = adapter_extra_vars.deploy_extra_vars()
     assert {"maand_plan", "maand_rollback"} <= set(_extra_vars.DEPLOY_VARS) <= known
     assert _extra_vars.unknown_extra_vars({"maand_plan": "ab" * 8, "maand_rollback": "api"}, known,
                                           "maand.core.deploy") == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -15,13 +16,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as 
 from tests.bucket_factory import make_bucket, write
 
 # docs/reference/kv/namespaces.md, "End-to-end example"
-NAMESPACES_E2E = """{
-  "env": "{{ get "vars/bucket" "environment" }}",
-  "service": "{{ get "vars/job/api" "service_name" }}",
-  "listen": "{{ get "maand/bucket" "api_http_port" }}",
-  "peers": "{{ get (printf "maand/job/api/worker/%s" .WorkerIP) "peer_workers" }}",
-  "version": "{{ .NewVersion }}"
-}"""
+NAMESPACES_E2E = (Path(__file__).resolve().parents[3] / "data" / "templates" / "namespaces_e2e.json.tpl").read_text()
 WORKERS = [
     {"host": "10.0.0.1", "labels": ["worker", "api"], "memory": "4096 mb", "cpu": "2000 mhz"},
     {"host": "10.0.0.2", "labels": ["worker", "api"], "memory": "4096 mb", "cpu": "2000 mhz"},

@@ -7,6 +7,8 @@ docs/reference/templates.md and docs/reference/kv/namespaces.md (end-to-end exam
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as gt
@@ -247,13 +249,7 @@ def test_templates_md_config_example():
                    '  "listen_port": "30042"\n}')
 
 
-NAMESPACES_E2E = """{
-  "env": "{{ get "vars/bucket" "environment" }}",
-  "service": "{{ get "vars/job/api" "service_name" }}",
-  "listen": "{{ get "maand/bucket" "api_http_port" }}",
-  "peers": "{{ get (printf "maand/job/api/worker/%s" .WorkerIP) "peer_workers" }}",
-  "version": "{{ .NewVersion }}"
-}"""
+NAMESPACES_E2E = (Path(__file__).resolve().parents[3] / "data" / "templates" / "namespaces_e2e.json.tpl").read_text()
 
 
 @pytest.mark.parametrize("ip,peer", [("10.0.0.1", "10.0.0.2"), ("10.0.0.2", "10.0.0.1")])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from unittest import mock
 
-from ansible_collections.maand.core.plugins.action import deploy_plan
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import extra_vars as adapter_extra_vars
 from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
 
 
@@ -20,15 +20,15 @@ def test_unknown_maand_vars_get_a_did_you_mean():
 
 
 def test_the_deploy_knows_every_option_of_its_role():
-    known = deploy_plan.deploy_extra_vars()
+    known = adapter_extra_vars.deploy_extra_vars()
     assert {"maand_jobs", "maand_force", "maand_sync_only", "maand_adopt_bucket_id", "maand_deploy_make_timeout",
             "maand_deploy_output_tail", "maand_deploy_rsync_verify_host", "maand_bucket"} <= known
 
 
 def test_deploy_plan_warns_about_a_typo_in_the_extra_vars():
-    with mock.patch.object(deploy_plan, "load_extra_vars", return_value={"maand_job": "api", "maand_force": True}), \
-            mock.patch.object(deploy_plan.display, "warning") as warning:
-        messages = deploy_plan.warn_unknown_extra_vars(None)
+    with mock.patch.object(adapter_extra_vars, "load_extra_vars", return_value={"maand_job": "api", "maand_force": True}), \
+            mock.patch.object(adapter_extra_vars.display, "warning") as warning:
+        messages = adapter_extra_vars.warn_unknown_extra_vars(None)
     assert len(messages) == 1 and 'maand_job is not read' in messages[0] and '"maand_jobs"' in messages[0]
     warning.assert_called_once_with(messages[0])
 
@@ -37,9 +37,9 @@ def test_old_deploy_option_names_are_deprecated():
     assert _extra_vars.deprecated_extra_vars({"deploy_make_timeout": 5, "maand_jobs": "a"},
                                              _extra_vars.DEPLOY_RENAMED) == [
         "the extra var deploy_make_timeout is deprecated: use -e maand_deploy_make_timeout=... instead"]
-    with mock.patch.object(deploy_plan, "load_extra_vars", return_value={"deploy_output_tail": 5}), \
-            mock.patch.object(deploy_plan.display, "deprecated") as deprecated:
-        assert deploy_plan.warn_unknown_extra_vars(None) == []
+    with mock.patch.object(adapter_extra_vars, "load_extra_vars", return_value={"deploy_output_tail": 5}), \
+            mock.patch.object(adapter_extra_vars.display, "deprecated") as deprecated:
+        assert adapter_extra_vars.warn_unknown_extra_vars(None) == []
     deprecated.assert_called_once()
     assert "maand_deploy_output_tail" in deprecated.call_args[0][0]
 

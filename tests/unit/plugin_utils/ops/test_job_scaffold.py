@@ -54,6 +54,39 @@ def test_files_read_the_pool_port_and_make_is_idempotent():
     compile(files["server.py"], "server.py", "exec")
 
 
+GOLDEN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "job_create", "golden.json")
+
+
+@pytest.mark.parametrize("job", ["api", "web_2"])
+def test_files_are_byte_identical_to_the_starter_files_before_they_moved_out_of_strings(job):
+    # golden.json holds what job_create wrote while the starter files were string literals in scaffold.py
+    with open(GOLDEN, encoding="utf-8") as handle:
+        golden = json.load(handle)[job]
+    assert list(_job_scaffold.files(job)) == list(golden)
+    assert _job_scaffold.files(job) == golden
+
+
+def test_the_starter_files_come_from_files_job_create_and_every_token_is_filled(monkeypatch, tmp_path):
+    for name in _job_scaffold.STARTERS:
+        with open(os.path.join(_job_scaffold.STARTER_DIR, name), encoding="utf-8") as handle:
+            text = handle.read()
+        assert _job_scaffold._TOKEN.search(text) and "{job}" not in text  # plain files: no doubled braces
+        filled = _job_scaffold.starter(name, "pay_9")
+        assert "@" + "job@" not in filled and "@port@" not in filled and "@env@" not in filled
+    # a changed starter file changes what job_create writes
+    for name in _job_scaffold.STARTERS:
+        (tmp_path / name).write_text("# @job@ listens on @port@ (@env@)\n", encoding="utf-8")
+    monkeypatch.setattr(_job_scaffold, "STARTER_DIR", str(tmp_path))
+    assert _job_scaffold.files("web")["Makefile"] == "# web listens on web_port (WEB_PORT)\n"
+
+
+def test_a_missing_starter_file_is_an_error_and_nothing_is_written(root, monkeypatch, tmp_path):
+    monkeypatch.setattr(_job_scaffold, "STARTER_DIR", str(tmp_path / "gone"))
+    with pytest.raises(_job_scaffold.ScaffoldError, match=r"cannot read the starter file .*gone/Makefile .*reinstall"):
+        _job_scaffold.create(root, "api")
+    assert os.listdir(os.path.join(root, "workspace", "jobs")) == []
+
+
 @pytest.mark.parametrize("name, message", [
     ("", "name the job: -e maand_job="),
     ("Api", "lower-case letters, digits and _"),

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import (
-    HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_maxima, hardware_shortfalls,
-    merge_hardware, parse_hardware,
+    HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_maxima, hardware_shortfalls, merge_hardware,
+    parse_hardware,
 )
 
 

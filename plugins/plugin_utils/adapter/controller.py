@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Ansible side of the controller for the deploy's door (deploy/service.py) and the actions that
+reach workers: hostvars -> connection settings and addresses, Display -> show/warn, the stdout
+callback, the run's pid, the registered deploy_state results -> worker states. The core never sees
+hostvars: it gets a ``service.Controller`` and plain records."""
+
+from __future__ import annotations
+
+import os
+
+from ansible import constants as C
+from ansible.utils.display import Display
+
+from ..deploy import gate as _deploy_gate, service as _service
+from ..hooks import run as _hook_run
+from . import support as _support
+
+display = Display()
+
+
+def watched():
+    """Whether the maand.core.deploy stdout callback shows this run (it reads the progress file, so
+    the task's own lines go there instead of the screen, where they would break its live line)."""
+    return C.DEFAULT_STDOUT_CALLBACK in ("maand.core.deploy", "deploy")
+
+
+def show(msg, color=None, stderr=False):
+    display.display(msg, color=color, stderr=stderr)
+
+
+def warn(msg):
+    display.warning(msg)
+
+
+def run_pid():
+    """The ansible-playbook process (it holds the deploy lock): actions run in a worker forked from it."""
+    return os.getppid()
+
+
+def ssh_args(task_vars):
+    return _support.ssh_args(C.config, task_vars)
+
+
+def connections(task_vars, hosts=None):
+    """{host: connection settings} of hosts (None: every host of the inventory) from their hostvars."""
+    hostvars = (task_vars or {}).get("hostvars") or {}
+    return _support.hosts_from_hostvars(hostvars, list(hostvars) if hosts is None else hosts, ssh_args(task_vars))
+
+
+def controller(templar, task_vars):
+    """The service.Controller of a task: connection settings and addresses read from hostvars when the
+    deploy needs them, the screen, the maand_hook_timeout / maand_deploy_output_tail budgets."""
+    task_vars = task_vars or {}
+    return _service.Controller(
+        connections=lambda hosts=None: connections(task_vars, hosts),
+        addresses=lambda: _deploy_gate.host_addresses(task_vars.get("hostvars") or {}),
+        show=show, warn=warn, watched=watched(),
+        hook_timeout=_support.int_var(templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
+        output_tail=_support.int_var(templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL))
+
+
+def worker_state(hostvars, host, var):
+    """The deploy state of host from its registered maand.core.deploy_state result (hostvars[host][var]);
+    a worker not read (skipped, failed, unreachable) is {reachable: False, error}."""
+    try:
+        hv = hostvars[host]
+        reg = hv.get(var)
+    except Exception:  # pragma: no cover - hostvars of an unknown host
+        reg = None
+    if not isinstance(reg, dict):
+        return {"reachable": False, "error": "its state was not read (host skipped or failed earlier)"}
+    if reg.get("unreachable"):
+        return {"reachable": False, "error": (reg.get("msg") or "unreachable").strip().splitlines()[-1]}
+    if reg.get("failed") or not isinstance(reg.get("state"), dict):
+        return {"reachable": False, "error": (reg.get("msg") or "state read failed").strip()}
+    state = dict(reg["state"])
+    if state.get("reachable") is False:  # deploy_state reports a worker it could not read
+        return {"reachable": False, "error": str(state.get("error") or "state read failed")}
+    state["reachable"] = True
+    return state

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The maand_* extra vars of a run (Ansible's load_extra_vars) against those the deploy reads (its
+role's options): warnings with a "did you mean", deprecations of the old names (ops/extra_vars.py
+words them)."""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+from ansible.utils.display import Display
+from ansible.utils.vars import load_extra_vars
+
+from ..ops import extra_vars as _extra_vars
+
+display = Display()
+
+ROLE_SPECS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "deploy", "meta", "argument_specs.yml")
+OTHER_KNOWN = ("maand_bucket",)  # the bucket of build/explain/cat; harmless here
+
+
+def deploy_extra_vars():
+    """The maand_* extra vars the deploy reads: the role's options (meta/argument_specs.yml)."""
+    with open(ROLE_SPECS, encoding="utf-8") as handle:
+        specs = yaml.safe_load(handle)
+    return set(specs["argument_specs"]["main"]["options"]) | set(OTHER_KNOWN)
+
+
+def warn_unknown_extra_vars(loader):
+    """Warn about maand_* extra vars the deploy does not read (a typo would be ignored in silence)."""
+    try:
+        extra = load_extra_vars(loader)
+        known = deploy_extra_vars()
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        display.warning("could not check the maand_ extra vars: %s" % exc)
+        return []
+    messages = _extra_vars.unknown_extra_vars(extra, known, "maand.core.deploy")
+    for message in messages:
+        display.warning(message)
+    for message in _extra_vars.deprecated_extra_vars(extra, _extra_vars.DEPLOY_RENAMED):
+        display.deprecated(message, version="2.0.0", collection_name="maand.core")
+    return messages

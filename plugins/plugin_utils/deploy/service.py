@@ -1,0 +1,706 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The deploy's front door (no Ansible imports): what the deploy actions orchestrate.
+
+* ``lock`` / ``unlock``: the bucket's deploy lock (and a takeover's bucket_id adoption).
+* ``prepare``: read the catalog (refusing a missing or stale one), filter the jobs, run ``pre_deploy``
+  hooks, stack job-spec layers and render the allocations in memory, expand the job specs' environments,
+  adopt maand's versions, plan, check the pinned plan hash, attach job specs, stage the trees that sync and
+  create the run folder (data/.deploy-run/<id>) with its segments.
+* ``step``: fold the previous step of the run (results, health gates, hooks), write this step's agent
+  requests; ``agent_payload`` / ``agent_done``: one worker's part of a step (the adapter does the I/O).
+* ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys (under
+  the bucket lock), remove the staged trees, release the deploy lock, report.
+
+The Ansible side (adapter/controller.py) passes in what the deploy needs of the controller as a
+``Controller``: the workers' connection settings, the operator's screen, the hook budgets; and the
+workers' deploy states as data. Results are records whose ``as_result()`` is the task's return value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Callable, Iterable, Mapping
+
+from ..bucket import storage as _storage
+from ..build import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
+from ..hooks import commands as _hooks, points as _hook_deploy, run as _hook_run
+from ..kv import store as _kv_store
+from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
+from . import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, progress as _deploy_progress
+from . import remote as _deploy_remote, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
+
+# Providers of generated files added to allocation trees (e.g. certificates): each is called once per
+# plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
+# their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
+OVERLAY_PROVIDERS = (_deploy_certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
+WIDE_FACTOR_ENV = "MAAND_DEPLOY_WIDE_FACTOR"  # a test-only knob, so that a 3-host fleet exercises narrow steps
+
+
+def _quiet(*args, **kwargs):
+    """The default screen: says nothing."""
+    del args, kwargs
+
+
+@dataclasses.dataclass
+class Controller:
+    """What the deploy needs of the controller's side (built by adapter/controller.py from Ansible's
+    variables and settings; tests build it by hand).
+
+    connections(hosts=None): {host: {address, port, user, key, options, sudo}} of hosts (None: every
+    known host), for hooks, ssh probes and status tails; addresses(): {host: address} the probes dial;
+    show(msg, color=None, stderr=False): a line on the screen; warn(msg): a warning; watched: whether
+    the maand.core.deploy stdout callback shows the run (it reads the progress file instead)."""
+
+    connections: Callable[..., dict] = lambda hosts=None: {}
+    addresses: Callable[[], Mapping[str, str]] = dict
+    show: Callable[..., None] = _quiet
+    warn: Callable[[str], None] = _quiet
+    watched: bool = False
+    hook_timeout: int = _hook_run.DEFAULT_TIMEOUT
+    output_tail: int = _hook_run.DEFAULT_TAIL
+
+
+@dataclasses.dataclass
+class PlanRequest:
+    """One deploy's options (the deploy_plan task's arguments) and the workers' deploy states as read
+    by deploy_state ({host: state}; an unreadable worker is {reachable: False, error})."""
+
+    bucket: str
+    hosts: list
+    states: Mapping[str, Any]
+    jobs: Any = None
+    force: bool = False
+    sync_only: bool = False
+    adopt_bucket_id: str = ""
+    slots: int = 0
+    rollback: Any = None
+    promote: Any = None  # maand_promote: jobs whose canary-held allocations roll out
+    plan_hash: str = ""
+    check_mode: bool = False
+    diff: bool = False
+    run_pid: int = 0  # the process holding the deploy lock (ansible-playbook)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """prepare()'s outcome: a refusal (failed, msg, the plan when one was computed) or the plan and its run."""
+
+    bucket: str
+    msg: str
+    failed: bool = False
+    plan: dict | None = None
+    changed: bool = False
+    run_dir: str = ""
+    segments: list = dataclasses.field(default_factory=list)
+    summary: str = ""
+    plan_hash: str = ""
+    content_diff: dict = dataclasses.field(default_factory=lambda: {"hosts": []})
+    diff: dict | None = None
+
+    def as_result(self):
+        if self.failed:
+            out = {"failed": True, "changed": False, "msg": self.msg}
+            if self.plan is not None:
+                out["plan"] = self.plan
+            return out
+        out = {"changed": self.changed, "plan": self.plan, "bucket": self.bucket, "msg": self.msg,
+               "run_dir": self.run_dir, "segments": self.segments,
+               "segment_groups": _deploy_run.segment_groups(self.segments), "summary": self.summary,
+               "plan_hash": self.plan_hash, "content_diff": self.content_diff}
+        if self.diff is not None:
+            out["diff"] = self.diff
+        return out
+
+
+# --- the deploy lock ----------------------------------------------------------------------------------
+
+def lock(bucket, pid, adopt_bucket_id="", check_mode=False):
+    """Take the deploy lock for the run pid (check mode: only check that it is free); a takeover adopts
+    maand's bucket_id. The task's result: taken, msg, and bucket_id/changed when adopting."""
+    result = {"changed": False, "pid": pid, "lock": _deploy_lock.lock_path(bucket)}
+    if not os.path.isdir(bucket):
+        return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
+    try:
+        taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(check_mode))
+        result.update(taken=taken, msg=note)
+        if note.startswith("took over"):  # a deploy that was killed or crashed: say so
+            result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
+                                  "undone" % note]
+        if adopt_bucket_id:
+            bucket_id, changed = _deploy_adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
+            result.update(bucket_id=bucket_id, changed=changed)
+            if changed:
+                result["msg"] += "; data/catalog.json adopts bucket_id %s" % bucket_id
+    except _deploy_lock.DeployLocked as exc:
+        result.update(failed=True, msg="deploy refused: %s" % exc)
+    except (_deploy_adopt.AdoptError, _catalog.CatalogError) as exc:
+        if not check_mode:
+            _deploy_lock.release(bucket, pid)
+        result.update(failed=True, msg="deploy refused: %s" % exc)
+    except OSError as exc:
+        result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
+    return result
+
+
+def unlock(bucket, pid, check_mode=False):
+    """Release the deploy lock of the run pid (check mode: untouched)."""
+    result = {"changed": False, "pid": pid, "lock": _deploy_lock.lock_path(bucket)}
+    if not os.path.isdir(bucket):
+        return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
+    if check_mode:
+        result["msg"] = "check mode: lock untouched"
+        return result
+    try:
+        released = _deploy_lock.release(bucket, pid)
+    except OSError as exc:
+        return dict(result, failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
+    result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
+    return result
+
+
+# --- prepare: catalog -> plan -> run folder -----------------------------------------------------------
+
+def _with_environments(catalog, content):
+    """Expand every job spec's environment against the controller's environment and fold its
+    digests into the job's content (a changed value restarts the job); errors name job and variable."""
+    errors = []
+    for name, spec in sorted(_jobspec_deploy.specs_of(catalog).items()):
+        if name not in content:
+            continue
+        try:
+            env = _jobspec_deploy.expand(name, spec, os.environ.get)
+        except _jobspec_deploy.EnvError as exc:
+            errors.append(str(exc))
+            continue
+        content[name] = _with_env(content[name], catalog["bucket_id"], name, env)
+    return errors
+
+
+def _with_env(entry, bucket_id, name, env):
+    """with_env on a job's content and on each of its rendered allocations (their origins kept)."""
+    if entry.get("error"):
+        return entry
+    out = dict(entry, **_jobspec_deploy.with_env(entry, bucket_id, name, env))
+    if entry.get("allocations"):
+        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec_deploy.with_env(a, bucket_id, name, env))
+                              for host, a in entry["allocations"].items()}
+    return out
+
+
+def pins_dir(bucket_id):
+    """Where --check keeps the summaries of the plans it printed (no secrets: actions, hashes, versions), so
+    a refused -e maand_plan can name what changed; outside the bucket, which check mode never writes."""
+    return os.path.join(tempfile.gettempdir(), "maand-plans-%d" % os.getuid(), str(bucket_id))
+
+
+def keep_summary(bucket_id, digest, summary):
+    try:
+        folder = pins_dir(bucket_id)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        with open(os.path.join(folder, digest + ".json"), "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, sort_keys=True)
+    except OSError:
+        pass  # only a better message is lost
+
+
+def pinned_summary(bucket_id, given):
+    try:
+        names = [n for n in os.listdir(pins_dir(bucket_id)) if n.startswith(given) and n.endswith(".json")]
+        if len(names) != 1:
+            return None
+        with open(os.path.join(pins_dir(bucket_id), names[0]), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def check_pin(given, plan, digest, check_mode):
+    """None, or why the deploy is refused: -e maand_plan names another plan than the one computed now."""
+    summary = _deploy_pin.plan_summary(plan)
+    if check_mode:
+        keep_summary(plan["bucket_id"], digest, summary)
+    if not given:
+        return None
+    error = _deploy_pin.pin_error(given)
+    if error:
+        return "deploy refused, nothing was changed: " + error
+    if _deploy_pin.pin_matches(given, digest):
+        plan["lines"].append("plan hash matches the pinned plan %s" % given)
+        return None
+    old = pinned_summary(plan["bucket_id"], str(given).strip().lower())
+    why = (_deploy_pin.describe_changes(old, summary) if old else
+           ["(the pinned plan's summary is not on this controller, so what changed cannot be named; "
+            "compare with a new --check --diff)"])
+    return ("deploy refused, nothing was changed: the plan is %s, not the pinned plan %s (maand_plan). "
+            "What changed:\n  %s\nReview the new plan with --check --diff and pin its hash."
+            % (digest[:_deploy_pin.SHORT], given, "\n  ".join(why)))
+
+
+def content_diff(plan, staging, states):
+    """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
+    does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
+    each (deduplicated); for a rollback, the worker's previous copy is the other side."""
+    wanted, notes = _deploy_pin.diff_requests(plan, staging.is_secret)
+    rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
+    after, blobs, promoted, previous = {}, _deploy_pin.Blobs(), {}, {}
+    for host, jobs in wanted.items():
+        st = states.get(host) or {}
+        for job, rels in jobs.items():
+            record = (st.get("deployed") or {}).get(job) or {}
+            promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
+            if (job, host) in rollback:
+                old = (st.get("previous") or {}).get(job) or {}
+                previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
+                continue
+            for rel in rels:
+                key = blobs.add(_deploy_pin.text_of(staging.shipped_bytes(job, host, rel)))
+                after.setdefault(host, {}).setdefault(job, {})[rel] = key
+    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
+            "blobs": blobs.texts,
+            "promoted": promoted, "previous": previous}
+
+
+class _Refused(Exception):
+    """prepare() stops: msg, and the plan when one was computed."""
+
+    def __init__(self, msg, plan=None):
+        super().__init__(msg)
+        self.msg, self.plan = msg, plan
+
+
+def _read_catalog(bucket):
+    """The built catalog of the bucket, refusing a missing, unreadable or stale one."""
+    try:
+        catalog = _catalog.read_catalog(bucket)
+    except _catalog.CatalogError as exc:
+        raise _Refused("%s: %s" % (bucket, exc)) from None
+    if catalog is None:
+        raise _Refused("%s/data/catalog.json does not exist: run `ansible-playbook -i %s/maand.yml "
+                       "maand.core.build` first" % (bucket, bucket))
+    try:  # the inventory refuses a stale catalog too, but preview: true or a cached inventory gets past it
+        changed = _fingerprint.stale(bucket, catalog)
+    except OSError as exc:
+        raise _Refused("%s: cannot read the workspace to compare it with the catalog: %s" % (bucket, exc)) from None
+    if changed:
+        raise _Refused("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build "
+                       "(%s); nothing was changed (fix: run ansible-playbook maand.core.build -e maand_bucket=%s)"
+                       % (bucket, ", ".join(changed[:10]), bucket))
+    return catalog
+
+
+def _pre_deploy(req, catalog, in_scope, jobs_filter, ctl):
+    """maand runs pre_deploy before staging, so its KV writes reach this deploy's templates; a
+    job whose hook fails is left out (and the deploy fails). Not in check mode (hooks have effects)."""
+    jobs = [j for j in in_scope if _hooks.has_event(catalog, j, "pre_deploy")]
+    if not jobs:
+        return {}, in_scope, jobs_filter
+    if req.check_mode:
+        ctl.warn("check mode: pre_deploy hooks of %s not run; templates show the KV as it is" % ", ".join(jobs))
+        return {}, in_scope, jobs_filter
+    with _hook_deploy.session(req.bucket, catalog, ctl.connections(req.hosts), ctl.hook_timeout, ctl.output_tail,
+                              _deploy_plan.current_versions(req.states),
+                              lambda msg: ctl.show("hook: " + msg)) as ctx:
+        failed = _hook_deploy.pre_deploy(ctx, jobs)
+    for job, messages in sorted(failed.items()):
+        for msg in messages:
+            ctl.show("FAILED: %s" % msg, color="red", stderr=True)
+    if failed:
+        in_scope = [j for j in in_scope if j not in failed]
+        jobs_filter = sorted(in_scope)
+    return failed, in_scope, jobs_filter
+
+
+def _refuse_on(errors):
+    if errors:
+        raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(errors))
+
+
+def _stage(req, catalog, in_scope):
+    """Every job tree read once, every active allocation's templates rendered and hashed in memory."""
+    try:  # job specs' layers stacked under the job trees (data/.jobspec-layers/<job>; a temp folder in check mode)
+        with _jobspec_layers.stacked(req.bucket, catalog, in_scope, req.check_mode) as stacked:
+            return _deploy_stage.compute(req.bucket, stacked, in_scope, req.hosts,
+                                         _deploy_plan.current_versions(req.states),
+                                         _deploy_plan.seen_update_seq(req.states, catalog),
+                                         [provider(req.bucket, catalog) for provider in OVERLAY_PROVIDERS])
+    except (_jobspec_layers.LayerError, OSError) as exc:
+        raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
+
+
+def _plan(req, catalog, jobs_filter, in_scope, staging, ctl):
+    adopted, adopt_warning = _maand_db.adopted_versions(req.bucket, catalog["bucket_id"])  # takeover from maand
+    if adopt_warning:
+        ctl.warn(adopt_warning)
+    try:
+        plan = _deploy_plan.compute_plan(catalog, staging.content, req.states, req.hosts,
+                                         {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
+                                          "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
+                                          "rollout_orders": _hook_deploy.rollout_orders(req.bucket, in_scope),
+                                          "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
+    except _deploy_plan.PlanError as exc:
+        raise _Refused(str(exc)) from None
+    if plan["errors"]:
+        raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]), plan)
+    return plan
+
+
+def _new_run(req, plan, staging):
+    """(run_dir, segments): the trees that sync staged (data/.deploy-stage/<host>/<job>), the run folder."""
+    try:
+        staging.stage_plan(req.bucket, plan)
+    except OSError as exc:
+        raise _Refused("cannot stage the job trees under %s: %s; nothing was changed"
+                       % (_deploy_stage.stage_root(req.bucket), exc)) from None
+    try:
+        run_dir = _deploy_run.new_run(req.bucket, plan)
+    except (OSError, _deploy_run.RunError) as exc:
+        raise _Refused("cannot create the deploy run folder under %s/data: %s" % (req.bucket, exc)) from None
+    factor = int(os.environ.get(WIDE_FACTOR_ENV) or _deploy_run.WIDE_FACTOR)
+    return run_dir, _deploy_run.segments(plan, len(req.hosts), factor)
+
+
+def _prepare(req, ctl):
+    catalog = _read_catalog(req.bucket)
+    if req.adopt_bucket_id:  # written by maand.core.deploy_lock (not in check mode)
+        catalog = dict(catalog, bucket_id=req.adopt_bucket_id)
+    jobs_filter, errors = _deploy_plan.parse_jobs_filter(req.jobs, [j["name"] for j in catalog.get("jobs", [])])
+    if errors:
+        raise _Refused("; ".join(errors))
+    in_scope = [j["name"] for j in catalog.get("jobs", [])
+                if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
+    # job specs' environments (against the controller's), users, groups and root needs checked before
+    # pre_deploy hooks run on any worker
+    _refuse_on(_jobspec_deploy.check_env(catalog, in_scope, os.environ.get)
+               + _jobspec_deploy.check_ids(catalog, req.states, in_scope))
+    hook_failures, in_scope, jobs_filter = _pre_deploy(req, catalog, in_scope, jobs_filter, ctl)
+    staging = _stage(req, catalog, in_scope)
+    _refuse_on(_with_environments(catalog, staging.content))
+    plan = _plan(req, catalog, jobs_filter, in_scope, staging, ctl)
+    digest = _deploy_pin.decorate(plan, catalog)  # before hook failures and estimates join the plan
+    refused = check_pin(req.plan_hash, plan, digest, req.check_mode)
+    if refused:
+        raise _Refused(refused, plan)
+    for job, messages in sorted(hook_failures.items()):  # the deploy goes on without them and ends failed
+        plan["failures"].extend({"job": job, "worker": None, "msg": "%s (job %s not deployed)" % (m, job)}
+                                for m in messages)
+        plan["lines"].append("FAILED: job %s: pre_deploy failed, the job is not deployed this run" % job)
+    workers = {w["host"]: w for w in catalog.get("workers", [])}
+    plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
+                                                _jobspec_deploy.load_history(req.bucket), req.slots))
+    work = plan["has_work"] or bool(plan["prune"])
+    run_dir, segments = _new_run(req, plan, staging) if not req.check_mode else ("", [])
+    summary = _deploy_view.plan_summary(plan)
+    out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
+                   segments=segments, summary=summary, plan_hash=digest,
+                   content_diff=content_diff(plan, staging, req.states) if req.diff else {"hosts": []})
+    if req.diff:
+        out.diff = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
+    elif not ctl.watched:  # that callback prints them
+        for line in plan["lines"] + [summary]:
+            ctl.show(line, color="yellow" if work and line.startswith("  ") and " skip " not in line else None)
+    return out
+
+
+def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
+    """The deploy plan of the request and, unless in check mode, its staged trees and run folder. A
+    refusal releases the deploy lock (a refused deploy must not keep the bucket locked until the
+    playbook exits) and shows the plan's lines when a plan was computed."""
+    ctl = ctl or Controller()
+    try:
+        return _prepare(req, ctl)
+    except _Refused as exc:
+        if not req.check_mode:
+            try:
+                _deploy_lock.release(req.bucket, req.run_pid)
+            except OSError:
+                pass
+        if exc.plan is not None:
+            for line in exc.plan["lines"]:
+                ctl.show(line, color="red" if line.startswith(("ERROR", "FAILED")) else None)
+        return Prepared(req.bucket, exc.msg, failed=True, plan=exc.plan)
+
+
+# --- step: one step of the run ------------------------------------------------------------------------
+
+def sayer(run_dir, ctl):
+    """say(msg, color=None): a line for the operator, on the screen or (watched) in the progress file."""
+    writer = _deploy_progress.Writer(run_dir)
+
+    def say(msg, color=None):
+        if ctl.watched:
+            writer.say(msg, color)
+        else:
+            ctl.show(msg, color=color)
+    return say
+
+
+def gate_runner(run_dir, ctl):
+    """The health gates of the run: probes with progress records, status tails when one fails."""
+    say = sayer(run_dir, ctl)
+
+    def passed(gate):
+        if not ctl.watched:  # the callback shows the pass from the progress record
+            say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
+    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed)
+
+
+def callbacks(run_dir, ctl):
+    """(gate runner, after_results) of the run: its gates with the bucket's job commands (hooks/points)."""
+    probes = gate_runner(run_dir, ctl)
+    say = sayer(run_dir, ctl)
+    return _deploy_progress.callbacks_for_run(run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail,
+                                              lambda msg: say("hook: " + msg))
+
+
+@dataclasses.dataclass
+class Stepped:
+    """step()'s outcome: the hosts that act in the step and the failures the previous step left."""
+
+    key: str = ""
+    hosts: list = dataclasses.field(default_factory=list)
+    failures: list = dataclasses.field(default_factory=list)
+    error: str = ""
+
+    def as_result(self):
+        if self.error:
+            return {"failed": True, "changed": False, "msg": self.error}
+        return {"changed": False, "hosts": self.hosts, "step": self.key, "new_failures": self.failures,
+                "msg": "step %s: %d host(s) act" % (self.key, len(self.hosts))}
+
+
+def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Stepped:
+    """Fold the previous step of the run (results, health gates) and write this step's agent requests.
+    A broken run folder is an error of the step; any other exception propagates (and fails the run)."""
+    ctl = ctl or Controller()
+    try:
+        key = _deploy_run.step_key(step_value)
+        with callbacks(run_dir, ctl) as (gate, after):
+            hosts, failures = _deploy_run.advance(run_dir, key, gate, after)
+    except (_deploy_run.RunError, ValueError, OSError) as exc:
+        return Stepped(error="deploy step %s: %s" % (step_value, exc))
+    if not ctl.watched:  # the callback prints new_failures from the result
+        for msg in failures:
+            ctl.show("FAILED: %s" % msg, color="red", stderr=True)
+    return Stepped(key, hosts, failures)
+
+
+def agent_ops(ops, outcomes):
+    """The ops with their job spec's environment expanded here, on the controller (the values travel
+    only in the request on the agent's stdin), and the worker's slots. A failed expansion fails its op."""
+    out = []
+    for op in ops:
+        try:
+            out.append(_jobspec_deploy.runtime_op(op, os.environ.get))
+        except _jobspec_deploy.EnvError as exc:
+            outcomes.append({"id": op["id"], "ok": False, "msg": str(exc)})
+    slots = max([int(op.get("slots") or 1) for op in ops] or [1])
+    return out, slots
+
+
+def agent_payload(request, outcomes, timeout, tail):
+    """The agent's stdin for a worker's request of a step (its ops' environments expanded here)."""
+    ops, slots = agent_ops(request["ops"], outcomes)
+    return _deploy_remote.step_request(request["bucket_id"], ops, request["promote"], timeout=timeout, tail=tail,
+                                       slots=slots)
+
+
+def record_history(bucket, request, answer):
+    """Measured make targets -> data/job_history.json (estimates of the next deploys)."""
+    if not answer:
+        return
+    ops = {op["id"]: op for op in request.get("ops") or []}
+    runs = []
+    for outcome in answer.get("ops") or []:
+        op = ops.get(outcome.get("id"))
+        if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
+            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
+    try:
+        _jobspec_deploy.record_history(bucket, runs)
+    except OSError:
+        pass  # estimates only: a read-only data/ must not fail the deploy
+
+
+def agent_done(run_dir, bucket, key, host, request, answer, reason):
+    """A worker's answer (or why there is none) into the run folder, its timings into the job history."""
+    _deploy_run.write_result(run_dir, key, host, answer, reason)
+    record_history(bucket, request, answer)
+
+
+def allocation_env(bucket, job, host, version):
+    """(env, error): an allocation's environment as the deploy gives it (ALLOCATION_*, JOB, versions, ports),
+    for maand.core.job's make targets; without a bucket only the versions."""
+    if not bucket:
+        return {"CURRENT_VERSION": version, "NEW_VERSION": version}, None
+    try:
+        catalog = _catalog.read_catalog(bucket)
+    except _catalog.CatalogError as exc:
+        return None, "%s: %s" % (bucket, exc)
+    if catalog is None:
+        return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
+    return _deploy_plan.catalog_allocation_env(catalog, job, host, version, version), None
+
+
+# --- finish: fold the run, prune the catalog, unlock ---------------------------------------------------
+
+@dataclasses.dataclass
+class FinishRequest:
+    bucket: str
+    plan: dict
+    run_dir: str = ""
+    release: bool = True
+    check_mode: bool = False
+    run_pid: int = 0
+
+
+@dataclasses.dataclass
+class Finished:
+    """finish()'s outcome: the problems (none: the deploy is done), the verdict rows when there are."""
+
+    check_mode: bool
+    problems: list
+    summary: str
+    changed: bool = False
+    pruned: list = dataclasses.field(default_factory=list)
+    rows: list | None = None
+    progress: list | None = None
+
+    def as_result(self):
+        out = {"changed": self.changed, "pruned": self.pruned}
+        if self.progress is not None:
+            out["progress"] = self.progress
+        out.update(problems=self.problems, summary=self.summary)
+        if self.rows is not None and not self.check_mode:
+            out["verdict"] = [v.to_dict() for v in self.rows]
+            out["verdict_line"] = _deploy_view.done_line(self.rows, len(self.problems))
+            out["workers"] = _deploy_view.worker_results(self.rows)
+        if self.problems:
+            out.update(failed=True, msg="deploy finished with %d problem(s) (%s):\n  %s" % (
+                len(self.problems), self.summary, "\n  ".join(self.problems)))
+        else:
+            out["msg"] = "deploy %s: %s" % ("plan (check mode)" if self.check_mode else "done", self.summary)
+        return out
+
+
+def run_outcome(run_dir, plan, ctl):
+    """(plan, problems, done, verdict) of the run; a run folder that cannot be read is itself a problem."""
+    if not run_dir:
+        return plan, [f["msg"] for f in plan.get("failures") or []], [], _deploy_view.verdict(plan, [], {})
+    try:
+        with callbacks(run_dir, ctl) as (gate, after):
+            plan, state, report = _deploy_run.finish(run_dir, gate, after)
+    except (_deploy_run.RunError, OSError, ValueError) as exc:
+        return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
+    try:  # the verdict is for the screen: it never changes the outcome
+        rows = _deploy_view.verdict(plan, state.done, state.failed_ops,
+                                    _deploy_progress.gate_times(_deploy_progress.read_all(run_dir)))
+    except (KeyError, TypeError, ValueError) as exc:
+        ctl.warn("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
+        rows = None
+    return plan, list(report.problems), list(report.done), rows
+
+
+def prune(bucket, plan, done, problems, show=_quiet):
+    """Drop from the catalog the removed rows whose cleanup succeeded (and those with nothing to clean):
+    (changed, pruned 'job@worker's). Under the bucket lock."""
+    cleaned = list(plan.get("prune") or [])
+    cleaned += [{"job": d["job"], "worker": d["host"]} for d in done if d.get("kind") == "remove"]
+    purged = {d["host"] for d in done if d.get("kind") == "purge"}
+    dead = set(plan.get("dead_workers") or [])
+    if not (cleaned or dead or purged) or not plan.get("bucket_id"):
+        return False, []
+    changed, pruned = False, []
+    try:
+        with _storage.bucket_lock(bucket, wait=True):
+            catalog = _catalog.read_catalog(bucket)
+            if catalog is None or catalog.get("bucket_id") != plan["bucket_id"]:
+                return False, []
+            new = _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead)
+            if new != catalog:
+                _catalog.write_catalog(bucket, new)
+                gone = {(a["job"], a["worker"]) for a in catalog["allocations"]} - {
+                    (a["job"], a["worker"]) for a in new["allocations"]}
+                changed, pruned = True, sorted("%s@%s" % g for g in gone)
+                show("catalog: dropped %d cleaned removed allocation(s): %s" % (len(gone), ", ".join(pruned)),
+                     color="yellow")
+                drop_job_kv(bucket, catalog, new, show)
+    except (OSError, _catalog.CatalogError, _kv_store.KVStoreError) as exc:
+        problems.append("could not update data/catalog.json or data/kv.json: %s" % exc)
+    return changed, pruned
+
+
+def drop_job_kv(bucket, old, new, show=_quiet):
+    """Jobs that left the catalog: tombstone their vars/job and secrets/job (held: bucket lock)."""
+    gone = sorted({j["name"] for j in old.get("jobs", [])} - {j["name"] for j in new.get("jobs", [])})
+    if gone and _kv_store.KVStore.exists(bucket):
+        store = _kv_store.KVStore.load(bucket)
+        changes = store.drop_jobs(gone)
+        store.save()
+        if changes:
+            show("KV: %d key(s) of removed job(s) %s deleted" % (len(changes), ", ".join(gone)), color="yellow")
+
+
+def _summary(plan):
+    counts = {}
+    for row in plan.get("rows", []):
+        counts[row["action"]] = counts.get(row["action"], 0) + 1
+    return ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts)) or "nothing to do"
+
+
+def _clean_up(req, plan, done, problems, ctl):
+    """Prune the catalog and remove the staged trees (a real run whose outcome is known), release the lock."""
+    changed, pruned = False, []
+    if not req.check_mode and done is not None:
+        changed, pruned = prune(req.bucket, plan, done, problems, ctl.show)
+        # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
+        try:
+            _deploy_stage.remove_tree(_deploy_stage.stage_root(req.bucket))
+        except OSError as exc:
+            problems.append("could not remove %s (it may hold rendered secrets): %s"
+                            % (_deploy_stage.stage_root(req.bucket), exc))
+    if req.release and not req.check_mode:
+        try:
+            _deploy_lock.release(req.bucket, req.run_pid)
+        except OSError as exc:
+            problems.append("could not release the deploy lock: %s" % exc)
+    return changed, pruned
+
+
+def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
+    """The end of a deploy: the run's outcome, the catalog cleanup, the stage removed, the lock released
+    (even after a crash of the fold: nothing is pruned then). A failed run keeps its folder for inspection."""
+    ctl = ctl or Controller()
+    run_dir = "" if req.check_mode else req.run_dir
+    progress_mark = _deploy_progress.mark(run_dir)
+    try:
+        plan, problems, done, rows = run_outcome(run_dir, req.plan, ctl)
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        # a crash here still fails the run (below) and still releases the lock; nothing is pruned
+        plan, done, rows = req.plan, None, None
+        problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
+                    "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
+    changed, pruned = _clean_up(req, plan, done, problems, ctl)
+    progress = None
+    if ctl.watched:  # the records this task wrote: the callback may not have read them before the folder goes
+        progress = _deploy_progress.read_since(run_dir, progress_mark)
+    if run_dir and not problems:
+        shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
+    out = Finished(req.check_mode, problems, _summary(plan), changed, pruned, rows, progress)
+    if rows is not None and not req.check_mode and not ctl.watched:  # the callback prints the verdict
+        verdict_line = _deploy_view.done_line(rows, len(problems))
+        for line in _deploy_view.verdict_table(rows) + [_deploy_view.workers_line(rows), verdict_line]:
+            if line:
+                ctl.show(line)
+    return out
+
+
+def connections_of(conns: Mapping[str, Mapping[str, Any]]) -> Callable[..., dict]:
+    """connections(hosts=None) over a fixed {host: connection settings} (tests, tools)."""
+    def connections(hosts: Iterable[str] | None = None) -> dict:
+        return dict(conns) if hosts is None else {h: conns[h] for h in hosts if h in conns}
+    return connections
