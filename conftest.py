@@ -29,7 +29,7 @@ sys.path.insert(0, str(COLLECTIONS))
 os.environ.setdefault("ANSIBLE_CONFIG", str(REPO / "ansible.cfg"))
 os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", str(COLLECTIONS))
 
-pytest_plugins = ["tests.fleet.pytest_fleet"]
+pytest_plugins = ["tests.fleet.pytest_fleet", "tests.fleet.pg"]
 
 try:  # property tests measure rules, not speed: no per-example deadline on 2 shared, noisy cores
     from hypothesis import HealthCheck, settings as _hyp_settings

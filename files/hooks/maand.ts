@@ -1,6 +1,9 @@
 // maand's maand.ts (maand-sh/maand jobcommand/maand.ts), shipped with maand.core for Bun job
 // commands, changed only where maand.core's runtime API differs: the port comes from
-// MAAND_RUNTIME_API_PORT (an ephemeral port per run) and every call carries MAAND_RUNTIME_API_TOKEN.
+// MAAND_RUNTIME_API_PORT (an ephemeral port per run), every call carries MAAND_RUNTIME_API_TOKEN, and
+// the two reads (getStoreValue, listJobKeys) send their fields in the query string, since Bun's fetch
+// refuses a GET with a body (maand's maand.ts fails there with "fetch() request with GET/HEAD method
+// cannot have body", tests/integration/test_hooks_bun_fleet.py).
 //
 // Copyright (c) 2025 Kiruba Sankar Swaminathan. MIT License:
 // Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
@@ -70,15 +73,13 @@ function runtimeRequestHeaders(): Record<string, string> {
 }
 
 export async function getStoreValue(namespace: string, key: string): Promise<Response> {
-  // Matches Python requests.get(..., json=...) — body on GET is required by the runtime API.
-  return fetch(`${runtimeApiBaseUrl()}${ROUTE_STORE_KEYS}`, {
+  // maand.core: the fields in the query string (Bun's fetch refuses a GET with a body; maand's sends
+  // them as a JSON body, which maand.core's runtime API accepts too).
+  const query = new URLSearchParams({ namespace, key });
+  return fetch(`${runtimeApiBaseUrl()}${ROUTE_STORE_KEYS}?${query}`, {
     method: "GET",
-    headers: {
-      ...runtimeRequestHeaders(),
-      "Content-Type": "application/json",
-    },
-    body: JSON.stringify({ namespace, key }),
-  } as RequestInit);
+    headers: runtimeRequestHeaders(),
+  });
 }
 
 export async function putRolloutOrder(order: string | string[]): Promise<Response> {
@@ -146,18 +147,12 @@ export async function putJobSecret(key: string, value: string): Promise<Response
 }
 
 export async function listJobKeys(namespace?: string): Promise<Response> {
-  const body: Record<string, string> = {};
-  if (namespace) {
-    body.namespace = namespace;
-  }
-  return fetch(`${runtimeApiBaseUrl()}${ROUTE_STORE_KEYS_LIST}`, {
+  // maand.core: the namespace in the query string (see getStoreValue)
+  const query = namespace ? `?${new URLSearchParams({ namespace })}` : "";
+  return fetch(`${runtimeApiBaseUrl()}${ROUTE_STORE_KEYS_LIST}${query}`, {
     method: "GET",
-    headers: {
-      ...runtimeRequestHeaders(),
-      "Content-Type": "application/json",
-    },
-    body: JSON.stringify(body),
-  } as RequestInit);
+    headers: runtimeRequestHeaders(),
+  });
 }
 
 export async function deleteJobVariable(key: string): Promise<Response> {

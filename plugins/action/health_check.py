@@ -60,9 +60,10 @@ class ActionModule(ControllerAction):
         workers = {h: (conns[h]["address"], int(conns[h].get("port") or 22)) for h in hosts if h in conns}
         plans, skipped = _health_check.plan_jobs(catalog, jobs, hosts)
         by_address = _deploy_gate.by_address(conns)
+        trust = _deploy_gate.Trust.for_bucket(bucket)  # https probes verify against the bucket CA
 
         def probe(host, address, check, timeout):
-            return _deploy_gate.probe(address, check, timeout, by_address)
+            return _deploy_gate.probe(address, check, timeout, by_address, trust=trust)
 
         with contextlib.ExitStack() as stack:
             outcome = _health_check.run(

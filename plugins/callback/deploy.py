@@ -19,7 +19,8 @@ description:
     C(api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health (attempt 4/30, 3.1 s))), and at the end a
     verdict table (job, worker, action, result, gate time, version before and after), the result of every
     worker (ok, failed or unreachable) and one final line such as C(deploy done: 2 restarted, 1 unreachable,
-    3 unchanged). It replaces PLAY RECAP, which counts Ansible tasks, not allocations.
+    3 unchanged). It replaces PLAY RECAP, which counts Ansible tasks, not allocations; after C(--check) the plan
+    is the result and one line says nothing was changed.
   - >-
     On a terminal the live line is redrawn in place; otherwise (a log, a CI job) a line is printed per
     change, at most one per O(throttle) seconds of a gate's wait.
@@ -81,7 +82,7 @@ import shutil
 import sys
 import threading
 
-from ansible import constants as C
+from ansible import constants as C, context
 from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
@@ -89,6 +90,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress 
 
 DEPLOY = "maand.core.deploy_"
 QUIET_ACTIONS = ("validate_argument_spec", "assert", "include_tasks", "import_tasks")
+CHECK_ACTIONS = ("assert", "fail")  # failed: their message only (playbooks/tasks/inventory_check.yml)
 POLL_SECONDS = 0.25
 
 
@@ -285,6 +287,12 @@ class CallbackModule(DefaultCallback):
             for problem in result.result.get("problems") or [result.result.get("msg") or "failed"]:
                 self._failure(problem)
             return
+        if action in CHECK_ACTIONS and not ignore_errors and self._display.verbosity == 0:
+            # a maand playbook's own check (the inventory loaded, an extra var): its message, once, not the
+            # message again as "Task failed" and the result as JSON
+            self._end_live()
+            self._failure((result.result.get("msg") or "failed").strip())
+            return
         self._end_live()
         super().v2_runner_on_failed(result, ignore_errors)
 
@@ -337,6 +345,14 @@ class CallbackModule(DefaultCallback):
 
     def v2_playbook_on_stats(self, stats):
         self._end_live()
+        bad = any(stats.summarize(h)["failures"] or stats.summarize(h)["unreachable"] for h in stats.processed)
+        if self._verdict is None and self._plan is not None and not bad and self._display.verbosity == 0 \
+                and context.CLIARGS.get("check"):
+            # --check --diff: the plan is the result; a PLAY RECAP would count Ansible tasks, not allocations
+            self._display.display("")
+            self._display.display("check mode: nothing was changed; run without --check to apply the plan above",
+                                  color=C.COLOR_OK)
+            return
         if self._verdict is None:
             super().v2_playbook_on_stats(stats)
             return

@@ -87,13 +87,16 @@ plugin: maand.core.workspace
 
 import hashlib
 import os
+import sys
 
+from ansible import context
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, fingerprint as _fingerprint
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 
 MAX_CHANGES_SHOWN = 10
 
@@ -128,6 +131,17 @@ def _connection(bucket):
     }
 
 
+def _reported_by_the_play():
+    """True under ansible-playbook running maand.core playbooks only. The ones that need the inventory
+    check that it loaded in their first task (playbooks/tasks/inventory_check.yml names the errors, once); the
+    others (build, init, facts, explain, job_create, cat) read the bucket themselves, and a first build
+    would otherwise open with "ErrMissingCatalog ... has not been built" above the build that builds it."""
+    if not os.path.basename(sys.argv[0] if sys.argv else "").startswith("ansible-playbook"):
+        return False
+    playbooks = context.CLIARGS.get("args") or ()
+    return bool(playbooks) and all(str(name).startswith("maand.core.") for name in playbooks)
+
+
 def _failure(bucket_dir, errors, bucket_id=None):
     return {"bucket_dir": bucket_dir, "errors": errors, "bucket_id": bucket_id}
 
@@ -141,6 +155,8 @@ def load_from_catalog(bucket_dir):
     except _catalog.CatalogError as exc:
         return _failure(bucket_dir, ["ErrInvalidCatalog: %s (fix: restore it from git or a backup, then run %s)"
                                      % (exc, _build_command(bucket_dir))])
+    except _storage.StateStoreError as exc:
+        return _failure(bucket_dir, ["ErrStateStore: %s" % exc])
     if catalog is None:
         return _failure(bucket_dir, [
             "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set 'preview: true' "
@@ -288,7 +304,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             data["bucket_dir"], len(errors), "" if len(errors) == 1 else "s", "\n".join(errors))
         # Not raised: Ansible would turn it into a warning (unless ansible.cfg says otherwise) and drop the
         # variables above with the source; a build must also still run with -i maand.yml.
-        self.display.error(text, wrap_text=False)
+        if _reported_by_the_play():
+            self.display.vvv(text)
+        else:
+            self.display.error(text, wrap_text=False)
 
     def _populate(self, data):
         inventory = self.inventory

@@ -14,6 +14,9 @@ description:
     A lock whose owner is alive makes the task fail (the deploy refuses to start); a lock whose owner is gone is stale
     and is taken over."
   - "The lock lives as long as the playbook run: it is released by C(state=absent) (the role's finish step) or becomes stale when the process exits."
+  - "With a PostgreSQL state store (C(state_url) in C(maand.conf) or C(MAAND_STATE_URL)) the lock is a session advisory
+    lock in the store, shared by every controller of the bucket: a holder process keeps the session for the whole
+    playbook run and ends with it, so a controller that dies frees the lock."
   - "In check mode it only verifies that the lock is free."
 author:
   - maand.core developers (@maand-sh)
@@ -30,6 +33,11 @@ options:
         RV(bucket_id). In check mode the catalog is not written.
     type: str
     default: ""
+  wait:
+    description:
+      - With O(state=present), seconds to wait while another deploy holds the lock before refusing (C(maand_lock_wait)).
+    type: float
+    default: 0
 attributes:
   check_mode:
     support: full

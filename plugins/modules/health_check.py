@@ -15,13 +15,15 @@ description:
     C(health_check.checks) probes, C(tcp) and C(http) from the controller and C(ssh) (its C(command) run
     on the worker over SSH with the run's connection settings, exit 0 means healthy), then, on the
     allocations whose probes passed, the job's C(health_check) job commands on the controller.
+  - An C(https) probe verifies the server's certificate against the bucket CA (C(secrets/ca.crt)) and the
+    system CAs, unless the check sets C(insecure) to C(true).
   - A job with neither probes nor commands is skipped, as maand does; that is not a failure.
   - One line per check, for example C(ok api 10.0.0.1 http :30000/health 12 ms) or
     C(FAILED api 10.0.0.1 tcp :30001 connection refused), then a summary. The task fails when any
     check failed.
   - With O(wait), what is not healthy yet is tried again until healthy, each job within its own
     C(wait.attempts) and C(wait.interval_seconds) (default 30 times, 1 second apart), or within
-    O(wait_seconds) in all when that is above 0.
+    O(wait_seconds) in all when that is above 0; the same wait loop as the deploy's health gates.
   - An unknown job name fails with the bucket's jobs and a "did you mean"; nothing is checked.
   - O(timeout) and O(tail) apply to the C(health_check) job commands.
 author:

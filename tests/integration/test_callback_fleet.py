@@ -169,3 +169,13 @@ def test_status_command_tails_make_status_and_the_newest_log(tmp_path):
     missing = subprocess.run(["sh", "-c", P.status_command(str(root), "nope")], capture_output=True, text=True,
                              check=True).stdout
     assert "(no job folder" in missing
+
+
+def test_05_check_diff_ends_with_the_plan_not_a_play_recap(env):
+    """issue 23 item 10: --check --diff prints the plan; its end says nothing was changed, no task counts."""
+    env.bump("api", "1.3.0")
+    rc, out, err = env.play("deploy", "--check", "--diff")
+    assert rc == 0, out + err
+    assert re.search(r"^deploy plan for bucket \S+: changes required", out, re.M), out
+    assert out.rstrip().splitlines()[-1] == "check mode: nothing was changed; run without --check to apply the plan above", out
+    assert "PLAY RECAP" not in out + err, out

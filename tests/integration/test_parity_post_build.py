@@ -20,7 +20,8 @@ def test_failing_post_build_fails_the_build_naming_the_event(tmp_path):
     assert result.report.ok, [str(p) for p in result.report.errors]
     with _hook_deploy.session(root, result.catalog) as ctx:
         failures = _hook_deploy.post_build(ctx)
-    assert len(failures) == 1 and "post_build" in failures[0] and "hookjob" in failures[0], failures
+    assert len(failures) == 1 and failures[0].startswith("ErrJobCommandFailed: post_build: job hookjob command "
+                                                         "command_post"), failures
     ws(root, "jobs/hookjob/_modules/command_post.py", "import sys\nsys.exit(0)\n")
     with _hook_deploy.session(root, result.catalog) as ctx:
         assert _hook_deploy.post_build(ctx) == []

@@ -15,6 +15,7 @@ import os
 from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
+from ..bucket import storage as _storage
 from ..deploy import remote as _deploy_remote
 
 
@@ -30,7 +31,11 @@ class MaandAction(ActionBase):
         dummy, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
         if args.get("bucket"):
             args["bucket"] = os.path.abspath(os.path.expanduser(args["bucket"]))
-        return self.act(result, args, task_vars)
+        try:
+            return self.act(result, args, task_vars)
+        except _storage.StateStoreError as exc:  # the state store (PostgreSQL) refused or is unreachable
+            result.update(failed=True, msg=str(exc))
+            return result
 
     def act(self, result, args, task_vars):
         raise NotImplementedError

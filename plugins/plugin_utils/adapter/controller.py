@@ -13,7 +13,7 @@ import os
 from ansible import constants as C
 from ansible.utils.display import Display
 
-from ..deploy import gate as _deploy_gate, service as _service
+from ..deploy import gate as _deploy_gate, remote as _deploy_remote, service as _service
 from ..hooks import run as _hook_run
 from . import support as _support
 
@@ -57,6 +57,9 @@ def controller(templar, task_vars):
         connections=lambda hosts=None: connections(task_vars, hosts),
         addresses=lambda: _deploy_gate.host_addresses(task_vars.get("hostvars") or {}),
         show=show, warn=warn, watched=watched(),
+        python_of=lambda host: _deploy_remote.interpreter(
+            {"ansible_python_interpreter": ((task_vars.get("hostvars") or {}).get(host) or {}).get("ansible_python_interpreter")},
+            None, C.config.get_config_value("INTERPRETER_PYTHON")),
         hook_timeout=_support.int_var(templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
         output_tail=_support.int_var(templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL))
 

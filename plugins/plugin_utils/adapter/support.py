@@ -26,18 +26,43 @@ def int_var(templar, task_vars, name, default):
 
 
 def ssh_args(config, task_vars):
-    """Ansible's ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS) for the hooks' run_ssh; ``config``
-    is ``ansible.constants.config``. Empty when the ssh connection plugin has no such setting."""
+    """The ssh options every connection of the run starts with, as Ansible's ssh connection plugin
+    builds them: its ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), then ``-o
+    StrictHostKeyChecking=no`` when host_key_checking is off (ansible.cfg, ANSIBLE_HOST_KEY_CHECKING,
+    ansible_host_key_checking). For the controller's own ssh calls to workers (hooks' run_ssh, ssh
+    probes, a gate's `make status`, the status tail of a failed gate), so they reach a worker whenever
+    the deploy does. ``config`` is ``ansible.constants.config``."""
     try:
-        return config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
+        args = config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
                                        variables=task_vars) or ""
     except Exception:  # pylint: disable=broad-exception-caught
-        return ""
+        args = ""
+    if host_key_checking(config, task_vars) is False:
+        args = (args + " " + NO_HOST_KEY_CHECKING).strip()
+    return args
+
+
+NO_HOST_KEY_CHECKING = "-o StrictHostKeyChecking=no"
+
+
+def host_key_checking(config, task_vars):
+    """Ansible's host_key_checking for the ssh connection plugin (its variables included), else the
+    general setting; True when neither can be read."""
+    for kwargs in ({"plugin_type": "connection", "plugin_name": "ssh"}, {}):
+        try:
+            value = config.get_config_value("host_key_checking" if kwargs else "HOST_KEY_CHECKING",
+                                            variables=task_vars, **kwargs)
+        except Exception:  # pylint: disable=broad-exception-caught
+            continue
+        if value is not None:
+            return bool(value)
+    return True
 
 
 def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_args: str = "") -> dict[str, dict[str, Any]]:
     """{host: {address, port, user, key, options, sudo}} from Ansible's connection variables (and its
-    ssh_args setting), for the maand module's run_ssh, ssh probes and status tails."""
+    ssh_args setting with the host-key policy, adapter/support.ssh_args), for the maand module's run_ssh,
+    ssh probes and a gate's status calls: the connection settings the deploy's own ssh uses."""
     out = {}
     for host in hosts:
         try:
@@ -45,6 +70,8 @@ def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_a
         except Exception:  # pragma: no cover - not in the inventory
             continue
         opts = shlex.split(ssh_args or "")
+        if _is_false(hv.get("ansible_ssh_host_key_checking", hv.get("ansible_host_key_checking"))):
+            opts += ["-o", "StrictHostKeyChecking=no"]  # as Ansible's ssh plugin, after ssh_args
         for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
             if hv.get(var):
                 opts += shlex.split(str(hv.get(var)))
@@ -52,3 +79,12 @@ def hosts_from_hostvars(hostvars: Mapping[str, Any], hosts: Iterable[str], ssh_a
                      "user": hv.get("ansible_user") or None, "key": hv.get("ansible_ssh_private_key_file") or None,
                      "options": opts, "sudo": bool(hv.get("ansible_become"))}
     return out
+
+
+def _is_false(value: Any) -> bool:
+    """An Ansible boolean variable that is set and false (False, "false", "no", "0", ...)."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return not value
+    return str(value).strip().lower() in ("false", "no", "n", "0", "off", "f")

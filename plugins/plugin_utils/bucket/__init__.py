@@ -6,6 +6,7 @@
 model.py (load_bucket: maand.conf, workers.json, bucket.conf, the jobs, disabled.json), readers.py (one
 reader per format), schemas.py, units.py (resources, versions, architectures), problems.py (the
 error report), naming.py, jobspec.py (the Maelstrom job-spec model), job_checks.py (per-job checks of
-the manifest), content.py (content hashing of job trees), storage.py (the data/ folder, atomic writes,
-the bucket lock).
+the manifest), content.py (content hashing of job trees), storage.py (the state store seam: store() picks the
+bucket folder or PostgreSQL; the data/ folder, atomic writes, the bucket lock), state_pg.py (the
+PostgreSQL state store and its deploy lock holder).
 """

@@ -111,6 +111,8 @@ def resolve_health(job):
             except (TypeError, ValueError):
                 errors.append("%s.expect_status: expected an HTTP status code" % at)
                 continue
+            if check.get("insecure") is True and probe["scheme"] == "https":
+                probe["insecure"] = True  # the certificate is not checked (only when asked: catalogs stay as they were)
         resolved.append(probe)
     wait = raw.get("wait") or {}
     spec = {"job": name, "checks": resolved}
@@ -161,6 +163,8 @@ def check_health(job, manifest, rel, report):
         return
     for index, probe in enumerate(checks):
         _check_probe(job, probe, index, rel, report)
+        if isinstance(probe, dict) and isinstance(probe.get("type"), str):
+            _check_insecure(job, probe, probe["type"].strip().lower(), "health_check.checks[%d]" % index, rel, report)
 
 
 def _check_probe(job, probe, index, rel, report):
@@ -206,6 +210,24 @@ def _check_probe(job, probe, index, rel, report):
         if scheme not in ("http", "https"):
             report.error("ErrInvalidManifest", rel, at + ".scheme", "job %s: scheme %r must be http or https" % (
                 job.name, scheme), "use http or https")
+
+
+def _check_insecure(job, probe, kind, at, rel, report):
+    """`insecure` (maand.core's own field): true skips the certificate check of an https probe, which
+    otherwise verifies against the bucket CA (secrets/ca.crt) and the system's CAs; nothing else has a
+    certificate to skip, so anywhere else it is an error rather than a field silently ignored."""
+    if "insecure" not in probe:
+        return
+    value = probe["insecure"]
+    if not isinstance(value, bool):
+        report.error("ErrInvalidManifest", rel, at + ".insecure", "job %s: expected true or false, got %s" % (
+            job.name, json.dumps(value)), "write \"insecure\": true (skip the certificate check) or leave it out")
+        return
+    if kind != "http" or (probe.get("scheme") or "http") != "https":
+        what = {"http": "a plain http probe", "ssh": "an ssh probe"}.get(kind, "a %s probe" % kind)
+        report.error("ErrInvalidManifest", rel, at + ".insecure", "job %s: insecure applies only to an http probe "
+                     "with \"scheme\": \"https\" (this is %s)" % (job.name, what),
+                     "remove \"insecure\", or set \"scheme\": \"https\"")
 
 
 def declared_port_names(job):

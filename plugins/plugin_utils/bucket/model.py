@@ -24,7 +24,7 @@ import tomllib
 from typing import Any, Optional
 
 from . import job_checks as _job_checks
-from . import readers as _readers, schemas as _schemas
+from . import readers as _readers, schemas as _schemas, state_pg as _state_pg
 from .units import ARCHES, normalize_arch
 from .problems import Report, did_you_mean
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
@@ -44,7 +44,7 @@ MAAND_CONF_DEFAULTS = {
     "certs_renewal_buffer": 0,
     "job_config_selector": "",
 }
-MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups"}
+MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url"}
 # maand keys that maand.core reads but does not act on
 MAAND_CONF_UNHONOURED = {"log_format": "log_format is not used: maand.core logs through Ansible's output"}
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
@@ -202,7 +202,9 @@ def _read_toml(bucket, rel, report, kind, required=False):
     return None
 
 
-def _read_json(bucket, rel, report, kind, required=False, check_depth=True):
+def _read_json(bucket, rel, report, kind, required=False, check_depth=True, what="invalid JSON"):
+    """The document, or None with the error reported. A syntax error is worded as Go's encoding/json words
+    it (maand's reader), after `what` (maand's "invalid manifest.json: job a"), with its line and column."""
     text = _read_text(bucket, rel, report, kind, required)
     if text is None:
         return None
@@ -212,10 +214,15 @@ def _read_json(bucket, rel, report, kind, required=False, check_depth=True):
         report.error(kind, rel, exc.field, exc.message, exc.fix)
         return None
     except json.JSONDecodeError as exc:
-        ended = exc.pos >= len(text.rstrip())  # Go's encoding/json words a truncated document this way
-        report.error(kind, rel, "", "invalid JSON: %s at line %d column %d%s" % (
-            exc.msg, exc.lineno, exc.colno, " (unexpected end of JSON input)" if ended else ""),
-            "fix the JSON syntax there")
+        found = _readers.go_json_error(text)
+        if found is None:  # Python refuses what Go accepts: Python's words
+            reason, line, column = exc.msg, exc.lineno, exc.colno
+        else:
+            reason, offset = found
+            before = text.encode("utf-8", "surrogateescape")[:offset].decode("utf-8", "replace")
+            line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
+        report.error(kind, rel, "", "%s: %s (line %d, column %d)" % (what, reason, line, column),
+                     "fix the JSON syntax there")
         return None
 
 
@@ -255,6 +262,7 @@ def load_maand_conf(bucket, report):
         "ssh_port": (int, "an integer port"), "use_sudo": (bool, "true or false"),
         "job_config_selector": (str, "a string such as \"prod\""), "log_format": (str, "kv, json or jsonl"),
         "certs_ttl": (int, "a number of days"), "certs_renewal_buffer": (int, "a number of days"),
+        "state_url": (str, "a postgresql:// URL"),
     }
     for key, (typ, what) in checks.items():
         if key in conf and (not isinstance(conf[key], typ) or (typ is int and isinstance(conf[key], bool))):
@@ -271,6 +279,16 @@ def load_maand_conf(bucket, report):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", "%r is not a file name under secrets/" % key_name,
                      "put the key in <bucket>/secrets/ and give only its file name")
         conf.pop("ssh_key")
+    url = conf.get("state_url")
+    if isinstance(url, str) and url and not _state_pg.is_url(url):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "%r is not a postgresql:// URL" % _state_pg.redact(url),
+                     "set state_url = \"postgresql://[user@]host[:port]/database\" (password through PGPASSWORD, "
+                     "~/.pgpass or a service file, never in maand.conf), or remove it to keep the state in data/")
+        conf.pop("state_url")
+    elif isinstance(url, str) and _state_pg.has_password(url):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "the URL holds a password, and maand.conf is "
+                     "committed", "remove the password from the URL: set PGPASSWORD, ~/.pgpass or a service file")
+        conf.pop("state_url")
     selector = conf.get("job_config_selector", "")
     if isinstance(selector, str) and selector and not re.match(r"^[A-Za-z0-9_-]+$", selector):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "job_config_selector",
@@ -515,17 +533,19 @@ def _check_symlink(bucket, rel_dir, root, rel, report):
 
 def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
     """What maand acts on and maand.core does not. Templates (.tpl, .j2, Makefile.tpl) are rendered at
-    deploy, vars.toml is merged into the KV by build and _modules/ holds the job commands (run on the
-    controller, never shipped), so only _prometheus/ remains."""
+    deploy, vars.toml is merged into the KV by build, _modules/ holds the job commands (run on the
+    controller, never shipped) and _prometheus/ reaches the server job's rules/ and consoles/ at deploy;
+    only maand's certificate expiry push to a Prometheus server job remains."""
     del makefile, templates
-    prometheus = ("scrape configs reach the Prometheus job's {{ scrapeConfigs }} and {{ ruleFiles }}, but deploy"
-                  " does not ship its alerts to the server job's rules/ yet (they are assembled as maand does,"
-                  " _prometheus.rules_provider), nor runbooks and dashboards to consoles/ (deploy never ships"
-                  " _prometheus/ to workers, as maand)")
-    for entry, what in (("_prometheus", prometheus),):
+    server = ("is a Prometheus server job: its rules/ and consoles/ are shipped as maand ships them, but"
+              " maand.core does not push the certificate expiry gauges (remote write) that rules/maand/certs.yaml"
+              " alerts on")
+    for entry in ("prometheus.yml", "prometheus.yml.tpl"):
         if entry in top:
-            report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s: %s %s" % (name, entry, what),
-                              "remove it, or build without maand_strict to accept it")
+            report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s %s" % (name, server),
+                              "watch certificates with ansible-playbook maand.core.cat -e maand_cat=certs, or build"
+                              " without maand_strict to accept it")
+            return
 
 
 def _bounds(job, manifest, key, parse, rel, report):
@@ -660,10 +680,11 @@ def _report_unknown_keys(document, known, kind, rel, report):
 
 
 def _int_field(manifest, names, default):
+    """(the field that holds it, its value): the first of names in manifest, else (names[0], default)."""
     for name in names:
         if name in manifest:
-            return manifest[name]
-    return default
+            return name, manifest[name]
+    return names[0], default
 
 
 def load_job(bucket, name, report):
@@ -676,7 +697,8 @@ def load_job(bucket, name, report):
     if os.path.islink(os.path.join(bucket.path, rel_dir)):
         report.error("ErrInvalidJob", rel_dir, "", "the job folder is a symlink", "make it a real folder in workspace/jobs")
         return None
-    manifest = _read_json(bucket, rel, report, "ErrInvalidManifest", required=True)
+    manifest = _read_json(bucket, rel, report, "ErrInvalidManifest", required=True,
+                          what="invalid manifest.json: job %s" % name)
     makefile, top, tpl_files = _walk_job(bucket, name, rel_dir, report, rel)
     if manifest is None:
         return None
@@ -723,9 +745,16 @@ def load_job(bucket, name, report):
             report.error("ErrInvalidManifestPort", rel, field, "job %s: %r is neither {} nor a port number" % (name, value),
                          "use {} to take a port from the bucket.conf pool, or a fixed port 1-65535")
     job.min_allocations_count = manifest.get("min_allocations_count", 0)
-    # maand (workspace/manifest.go GetMaxConcurrentStarts/Upgrades): starts < 0 -> 0, upgrades <= 0 -> 1
-    job.max_concurrent_starts = max(0, _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0))
-    upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1)
+    # maand (workspace/manifest.go GetMaxConcurrentStarts/Upgrades) reads starts < 0 as 0 and upgrades <= 0
+    # as 1; a negative count is refused here (it names no batch size), 0 upgrades is maand's 1
+    starts_field, starts = _int_field(manifest, ("max_concurrent_starts", "deploy_parallel_count"), 0)
+    upgrades_field, upgrades = _int_field(manifest, ("max_concurrent_upgrades", "update_parallel_count"), 1)
+    for field, value, fix in ((starts_field, starts, "use 0 (every new allocation at once, maand's reading of a"
+                               " negative count) or a batch size of 1 or more"),
+                              (upgrades_field, upgrades, "use a batch size of 1 or more (0 means 1, as maand)")):
+        if value < 0:
+            report.error("ErrInvalidManifest", rel, field, "job %s %s must be >= 0, got %d" % (name, field, value), fix)
+    job.max_concurrent_starts = max(0, starts)
     job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
     job.start_gate = manifest.get("start_gate") or "last_batch"  # the schema checked the value
     job.auto_revert = manifest.get("auto_revert") is True
@@ -769,7 +798,16 @@ def load_jobs(bucket, report, job_set_checks=()):
             report.warn("ErrInvalidJob", "%s/%s" % (JOBS_DIR, entry.name), "", "not a folder: ignored",
                         "move stray files out of workspace/jobs")
             continue
-        if not os.path.isfile(os.path.join(entry.path, "manifest.json")):
+        manifest_path = os.path.join(entry.path, "manifest.json")
+        if os.path.lexists(manifest_path) and not os.path.isfile(manifest_path):
+            # maand reads every workspace/jobs/*/manifest.json it globs and fails on a folder ("is a directory")
+            report.error("ErrInvalidManifest", "%s/%s/manifest.json" % (JOBS_DIR, entry.name), "",
+                         "job %s: manifest.json is %s, not a file" % (
+                             entry.name, "a folder" if os.path.isdir(manifest_path) else "a broken link or special file"),
+                         "make %s/%s/manifest.json a JSON file (it may be just {}), or move the folder out of "
+                         "workspace/jobs" % (JOBS_DIR, entry.name))
+            continue
+        if not os.path.isfile(manifest_path):
             # maand lists jobs as workspace/jobs/*/manifest.json (workspace/workspace.go GetJobs;
             # tests/build_job_test.go TestJobWithoutManifest): a folder without one is not a job.
             report.warn("ErrInvalidJob", "%s/%s" % (JOBS_DIR, entry.name), "manifest.json",

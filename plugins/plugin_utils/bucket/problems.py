@@ -42,6 +42,7 @@ KINDS = frozenset(
         "ErrInvalidContainer",
         "ErrInvalidCA",
         "ErrInvalidMaandDB",
+        "ErrStaleCheckout",
     }
 )
 

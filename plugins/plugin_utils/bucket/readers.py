@@ -145,3 +145,198 @@ def _raise_bad(document, fmt):
                                                                                    leaf[:21] + "...")
             raise InputError(path or "$", what, "write a finite number in range, e.g. 512")
     raise InputError("$", "a number is out of range", "write finite numbers in range")  # not reached
+
+
+# --- Go's encoding/json syntax errors (scanner.go), for maand's wording of a bad file ---------------
+
+_SPACE = b" \t\r\n"
+_ESCAPES = b'bfnrt\\/"'
+_HEX = b"0123456789abcdefABCDEF"
+_DIGITS = b"0123456789"
+
+
+def _go_quote_char(c):
+    """Go's quoteChar: the byte as a quoted character ('\\'' for a quote)."""
+    if c == 0x27:
+        return "'\\''"
+    if c == 0x22:
+        return "'\"'"
+    text = json.dumps(chr(c))[1:-1] if c < 0x80 else chr(c)
+    if c < 0x20 or c == 0x7F:
+        named = {0x07: "\\a", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v"}
+        text = named.get(c, "\\x%02x" % c)
+    return "'%s'" % text
+
+
+class _GoSyntax(Exception):
+    def __init__(self, message, offset):
+        super().__init__(message)
+        self.message, self.offset = message, offset
+
+
+class _GoScanner:
+    """A port of Go's JSON scanner (encoding/json/scanner.go, BSD licence) that only finds the first
+    syntax error and words it as Go does."""
+
+    def __init__(self, data):
+        self.data, self.pos = data, 0
+
+    def fail(self, c, context):
+        raise _GoSyntax("invalid character %s %s" % (_go_quote_char(c), context), self.pos)
+
+    def peek(self):
+        """The next byte, or ' ' at the end (Go's eof() steps a space through the scanner)."""
+        if self.pos >= len(self.data):
+            raise _GoSyntax("unexpected end of JSON input", self.pos)
+        return self.data[self.pos]
+
+    def skip_space(self):
+        while self.pos < len(self.data) and self.data[self.pos] in _SPACE:
+            self.pos += 1
+
+    def check(self):
+        self.value()
+        self.skip_space()
+        if self.pos < len(self.data):
+            self.fail(self.data[self.pos], "after top-level value")
+
+    def value(self, context="looking for beginning of value"):
+        self.skip_space()
+        c = self.peek()
+        if c == 0x7B:
+            self.pos += 1
+            self.object()
+        elif c == 0x5B:
+            self.pos += 1
+            self.array()
+        elif c == 0x22:
+            self.pos += 1
+            self.string()
+        elif c == 0x2D or c in _DIGITS:
+            self.number()
+        elif c in b"tfn":
+            self.literal({0x74: b"true", 0x66: b"false", 0x6E: b"null"}[c])
+        else:
+            self.fail(c, context)
+
+    def object(self):
+        self.skip_space()
+        if self.peek() == 0x7D:
+            self.pos += 1
+            return
+        while True:
+            self.skip_space()
+            c = self.peek()
+            if c != 0x22:
+                self.fail(c, "looking for beginning of object key string")
+            self.pos += 1
+            self.string()
+            self.skip_space()
+            c = self.peek()
+            if c != 0x3A:
+                self.fail(c, "after object key")
+            self.pos += 1
+            self.value()
+            self.skip_space()
+            c = self._at_end_of_value()
+            self.pos += 1
+            if c == 0x7D:
+                return
+            if c != 0x2C:
+                self.pos -= 1
+                self.fail(c, "after object key:value pair")
+
+    def array(self):
+        self.skip_space()
+        if self.peek() == 0x5D:
+            self.pos += 1
+            return
+        while True:
+            self.value()
+            self.skip_space()
+            c = self._at_end_of_value()
+            self.pos += 1
+            if c == 0x5D:
+                return
+            if c != 0x2C:
+                self.pos -= 1
+                self.fail(c, "after array element")
+
+    def _at_end_of_value(self):
+        return self.peek()
+
+    def string(self):
+        while True:
+            c = self.peek()
+            self.pos += 1
+            if c == 0x22:
+                return
+            if c == 0x5C:
+                e = self.peek()
+                if e == 0x75:
+                    self.pos += 1
+                    for _n in range(4):
+                        h = self.peek()
+                        if h not in _HEX:
+                            self.fail(h, "in \\u hexadecimal character escape")
+                        self.pos += 1
+                elif e in _ESCAPES:
+                    self.pos += 1
+                else:
+                    self.fail(e, "in string escape code")
+            elif c < 0x20:
+                self.pos -= 1
+                self.fail(c, "in string literal")
+
+    def _next_or_space(self):
+        return self.data[self.pos] if self.pos < len(self.data) else 0x20
+
+    def number(self):
+        if self.data[self.pos] == 0x2D:
+            self.pos += 1
+            c = self._next_or_space()
+            if c not in _DIGITS:
+                self.fail(c, "in numeric literal")
+        if self.data[self.pos] == 0x30:
+            self.pos += 1
+        else:
+            while self._next_or_space() in _DIGITS:
+                self.pos += 1
+        if self._next_or_space() == 0x2E:
+            self.pos += 1
+            c = self._next_or_space()
+            if c not in _DIGITS:
+                self.fail(c, "after decimal point in numeric literal")
+            while self._next_or_space() in _DIGITS:
+                self.pos += 1
+        if self._next_or_space() in b"eE":
+            self.pos += 1
+            if self._next_or_space() in b"+-":
+                self.pos += 1
+            c = self._next_or_space()
+            if c not in _DIGITS:
+                self.fail(c, "in exponent of numeric literal")
+            while self._next_or_space() in _DIGITS:
+                self.pos += 1
+
+    def literal(self, word):
+        self.pos += 1
+        for expected in word[1:]:
+            c = self._next_or_space()
+            if c != expected:
+                self.fail(c, "in literal %s (expecting %s)" % (word.decode(), _go_quote_char(expected)))
+            self.pos += 1
+
+
+def go_json_error(data):
+    """Go's json.Unmarshal syntax error text for data (bytes or str), with its byte offset, or None when
+    Go's scanner accepts it (a depth beyond Go's 10,000 levels is not checked)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    try:
+        _GoScanner(data).check()
+    except _GoSyntax as exc:
+        return exc.message, exc.offset
+    except RecursionError:
+        return None
+    return None

@@ -61,7 +61,7 @@ MANIFEST_KNOWN = {
     "commands.*.demands": ("job", "command", "config"),
     "commands.*.demands.config": ("min_version", "max_version"),
     "health_check": ("checks", "timeout_seconds", "wait"),
-    "health_check.checks[]": ("type", "port", "command", "path", "expect_status", "scheme"),
+    "health_check.checks[]": ("type", "port", "command", "path", "expect_status", "scheme", "insecure"),
     "health_check.wait": ("attempts", "interval_seconds"),
     "certs.*": ("pkcs8", "one", "subject"),
     "certs.*.subject": ("common_name",),

@@ -1,11 +1,26 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The bucket's storage primitives: the ``data/`` folder, atomic writes and the bucket lock.
+"""The bucket's storage: the state store, the ``data/`` folder, atomic writes and the bucket lock.
 
-Every stage that persists something under ``<bucket>/data/`` (the catalog, the KV store, the deploy
-lock and run folders, facts) writes through ``atomic_write`` (temp file in the same folder, fsync,
-os.replace) under ``bucket_lock`` (an exclusive flock on ``data/.lock``), so two runs on one bucket
+The bucket's shared state (the catalog, ``bucket_id``, the KV document, the deploy lock and the run
+records) lives in one **state store**, ``store(bucket_dir)``:
+
+* ``FileStore`` (the default): files under ``<bucket>/data/`` exactly as before: ``catalog.json``,
+  ``bucket_id``, ``kv.json``; the deploy lock is ``data/deploy.lock`` (deploy/lock.py), the run
+  records are the run folders (deploy/run.py);
+* ``state_pg.PgStore`` when ``state_url = "postgresql://..."`` is set in maand.conf or
+  ``MAAND_STATE_URL`` in the environment (the variable wins): several controllers (a team, AWX
+  jobs) then share one bucket's state, its deploy lock and run records.
+
+Both have the same document interface: ``read(name) -> Doc | None`` (its text and generation),
+``write(name, text, expect=None)`` (expect: the generation read; a PostgreSQL write refuses when
+another writer moved it), ``exists(name)``. Secrets stay sealed with ``secrets/kv.key`` in the KV
+document: the key never enters a store.
+
+Every stage that persists something under ``<bucket>/data/`` writes through ``atomic_write`` (temp
+file in the same folder, fsync, os.replace) under ``bucket_lock`` (an exclusive flock on
+``data/.lock``, and with a PostgreSQL store also its advisory bucket lock), so two runs on one bucket
 cannot interleave and a crash never leaves a truncated file. ``link_or_copy`` fills the staged trees
 under ``data/`` with hard links. No Ansible imports.
 """
@@ -19,12 +34,128 @@ import os
 import shutil
 import tempfile
 
+from . import readers as _readers, state_pg as _state_pg
+
 DATA_DIR = "data"
 LOCK_FILE = ".lock"
+MAAND_CONF = "maand.conf"
+URL_ENV = _state_pg.URL_ENV
+# document name -> (file under data/, mode of a new file)
+DOCUMENTS = {"catalog": ("catalog.json", 0o644), "bucket_id": ("bucket_id", 0o644), "kv": ("kv.json", 0o600)}
+
+Doc = _state_pg.Doc
+StateStoreError = _state_pg.StateStoreError
+StaleState = _state_pg.StaleState
+StateLocked = _state_pg.StateLocked
 
 
 class LockBusy(Exception):
     """Another maand.core run holds the bucket lock."""
+
+
+# --- choosing the store -----------------------------------------------------------------------------
+
+_CONF_CACHE = {}
+
+
+def conf_state_url(bucket_dir):
+    """state_url from the bucket's maand.conf ('' when absent, unreadable or not a string: the model
+    reports a broken maand.conf itself)."""
+    path = os.path.join(bucket_dir, MAAND_CONF)
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        return ""
+    cached = _CONF_CACHE.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    try:
+        with open(path, "rb") as handle:
+            url = _readers.parse_toml(handle.read(_readers.MAX_FILE_BYTES).decode("utf-8")).get("state_url", "")
+    except (OSError, ValueError, RecursionError):
+        url = ""
+    url = url if isinstance(url, str) else ""
+    _CONF_CACHE[path] = (stamp, url)
+    return url
+
+
+def state_url(bucket_dir, environ=None):
+    """The bucket's state store URL: MAAND_STATE_URL, else maand.conf's state_url, else '' (files)."""
+    env = (os.environ if environ is None else environ).get(URL_ENV, "").strip()
+    return env or conf_state_url(bucket_dir).strip()
+
+
+def check_url(url, origin):
+    """StateStoreError unless url is '' (the bucket folder) or a postgresql:// URL."""
+    if url and not _state_pg.is_url(url):
+        raise StateStoreError("%s %r is not a state store URL: use postgresql://[user@]host[:port]/database (the "
+                              "password through PGPASSWORD, ~/.pgpass or a service file), or leave it unset to keep "
+                              "the state in the bucket's data/ folder" % (origin, _state_pg.redact(url)))
+    return url
+
+
+_STORES = {}
+
+
+def store(bucket_dir):
+    """The bucket's state store (one per process, bucket and URL)."""
+    url = state_url(bucket_dir)
+    key = (os.getpid(), os.path.abspath(bucket_dir), url)
+    found = _STORES.get(key)
+    if found is None:
+        if len(_STORES) > 64 or any(k[0] != key[0] for k in _STORES):
+            _STORES.clear()  # a forked child never reuses its parent's connections
+        origin = URL_ENV if os.environ.get(URL_ENV, "").strip() else "%s/%s state_url" % (bucket_dir, MAAND_CONF)
+        found = _state_pg.PgStore(check_url(url, origin)) if url else FileStore(bucket_dir)
+        _STORES[key] = found
+    return found
+
+
+def is_shared(bucket_dir):
+    """True when the bucket's state is in a shared (PostgreSQL) store."""
+    return bool(state_url(bucket_dir))
+
+
+class FileStore:
+    """The bucket folder as the state store: data/catalog.json, data/bucket_id, data/kv.json."""
+
+    kind = "file"
+
+    def __init__(self, bucket_dir):
+        self.bucket_dir = bucket_dir
+        self.label = os.path.join(bucket_dir, DATA_DIR)
+        self.seen = {}
+
+    def path(self, name):
+        return os.path.join(self.bucket_dir, DATA_DIR, DOCUMENTS[name][0])
+
+    def where(self, name):
+        return "%s/%s" % (DATA_DIR, DOCUMENTS[name][0])
+
+    def read(self, name):
+        """The document, or None when its file is missing; OSError and UnicodeDecodeError as open() raises them."""
+        try:
+            with open(self.path(name), "r", encoding="utf-8") as handle:
+                return Doc(handle.read())
+        except FileNotFoundError:
+            return None
+
+    def exists(self, name):
+        return os.path.isfile(self.path(name))
+
+    def write(self, name, text, expect=None, source=""):  # pylint: disable=unused-argument
+        """Atomically replace the file (the caller holds bucket_lock: files need no generation)."""
+        os.makedirs(os.path.join(self.bucket_dir, DATA_DIR), exist_ok=True)
+        atomic_write(self.path(name), text, mode=DOCUMENTS[name][1])
+
+    def documents(self):
+        """{name: Doc} of the documents present."""
+        out = {}
+        for name in DOCUMENTS:
+            doc = self.read(name)
+            if doc is not None:
+                out[name] = doc
+        return out
 
 
 def data_dir(bucket_dir):
@@ -79,7 +210,20 @@ def link_or_copy(src, dest):
 
 @contextlib.contextmanager
 def bucket_lock(bucket_dir, wait=False):
-    """Exclusive lock on the bucket's data/ folder. Raises LockBusy when another run holds it."""
+    """Exclusive lock on the bucket's data/ folder (and, with a PostgreSQL store, its advisory bucket
+    lock, shared by every controller). Raises LockBusy when another run holds it."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_flock(bucket_dir, wait))
+        if is_shared(bucket_dir):
+            try:
+                stack.enter_context(store(bucket_dir).shared_lock(wait))
+            except _state_pg.StateLocked as exc:
+                raise LockBusy(str(exc)) from None
+        yield
+
+
+@contextlib.contextmanager
+def _flock(bucket_dir, wait):
     os.makedirs(data_dir(bucket_dir), exist_ok=True)
     path = os.path.join(data_dir(bucket_dir), LOCK_FILE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -4,9 +4,13 @@
 """The catalog: `<bucket>/data/catalog.json`, the persisted result of a build.
 
 JSON rather than SQLite: users script against it, it diffs well, and a whole bucket's catalog is
-small enough to rewrite on every build. Writes are atomic (temp file in the same folder, fsync,
-os.replace) and happen under an exclusive flock on `<bucket>/data/.lock`, so two runs on one
-bucket cannot interleave and a crash never leaves a truncated catalog.
+small enough to rewrite on every build. It is a document of the bucket's state store
+(_storage.store): by default the file, written atomically (temp file in the same folder, fsync,
+os.replace) under an exclusive flock on `<bucket>/data/.lock`, so two runs on one bucket cannot
+interleave and a crash never leaves a truncated catalog; with a PostgreSQL store (state_url) a row
+written in a transaction, refused when another controller moved it since this process read it,
+and a build from a checkout that lacks the commit the stored catalog was built from is refused
+(check_checkout).
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 
 from ..worker import layout as _layout
 from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
 from ..bucket import schemas as _schemas
-from ..bucket.storage import DATA_DIR, atomic_write
+from ..bucket import storage as _storage
+from ..bucket.storage import DATA_DIR
 
 CATALOG_FORMAT = 1
 CATALOG_FILE = "catalog.json"
@@ -58,15 +64,19 @@ def loads(text):
 def read_catalog(bucket_dir):
     """The previous catalog, or None before the first build. Raises CatalogError if it is unreadable,
     not valid JSON or not a valid catalog (see _catalog_schema)."""
-    path = catalog_path(bucket_dir)
+    store = _storage.store(bucket_dir)
     try:
-        with open(path, "r", encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        return None
+        doc = store.read("catalog")
     except (OSError, ValueError) as exc:
         raise CatalogError("%s is unreadable: %s" % (CATALOG_REL, getattr(exc, "strerror", None) or exc))
-    return loads(text)
+    if doc is None:
+        return None
+    try:
+        return loads(doc.text)
+    except CatalogError as exc:
+        if store.kind == "file":
+            raise
+        raise CatalogError("%s (%s)" % (exc, store.where("catalog"))) from None
 
 
 def read_built(bucket_dir):
@@ -95,6 +105,10 @@ def previous_for_build(bucket_dir, report, new_bucket_id):
     `report` (a _problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
     error unless new_bucket_id; a missing one keeps the id recorded in data/bucket_id, with a warning."""
     rel = CATALOG_REL
+    stale = check_checkout(bucket_dir)
+    if stale:
+        report.error("ErrStaleCheckout", rel, "", stale, "update this checkout (git pull) and build again")
+        return None, None
     try:
         previous = read_catalog(bucket_dir)
     except CatalogError as exc:
@@ -124,22 +138,64 @@ def dumps(catalog):
     return json.dumps(catalog, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def write_catalog(bucket_dir, catalog):
-    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock()."""
-    os.makedirs(os.path.join(bucket_dir, DATA_DIR), exist_ok=True)
-    atomic_write(catalog_path(bucket_dir), dumps(catalog))
+def write_catalog(bucket_dir, catalog, source=None):
+    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock().
+
+    In a PostgreSQL store the write is refused (_storage.StaleState) when another controller wrote the
+    catalog since this process read it; `source` (a build: the checkout's git commit) is recorded
+    with it, for check_checkout."""
+    store = _storage.store(bucket_dir)
+    store.write("catalog", dumps(catalog), expect=store.seen.get("catalog"),
+                source=checkout_commit(bucket_dir) if source is None and store.kind != "file" else (source or ""))
     if recorded_bucket_id(bucket_dir) != catalog["bucket_id"]:
-        atomic_write(os.path.join(bucket_dir, DATA_DIR, BUCKET_ID_FILE), catalog["bucket_id"] + "\n")
+        store.write("bucket_id", catalog["bucket_id"] + "\n")
 
 
 def recorded_bucket_id(bucket_dir):
     """The bucket_id the last written catalog held (data/bucket_id), or None if unknown or not a UUID."""
     try:
-        with open(os.path.join(bucket_dir, DATA_DIR, BUCKET_ID_FILE), "r", encoding="utf-8") as handle:
-            text = handle.read(100).strip()
+        doc = _storage.store(bucket_dir).read("bucket_id")
     except (OSError, ValueError):
         return None
+    text = doc.text[:100].strip() if doc is not None else ""
     return text if re.match(_catalog_schema.UUID_PATTERN, text) else None
+
+
+# --- a build from a stale checkout (shared state store only) -----------------------------------------
+
+def _git(bucket_dir, *args):
+    try:
+        return subprocess.run(("git", "-C", bucket_dir) + args, capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def checkout_commit(bucket_dir):
+    """The git commit the bucket folder is checked out at ('' when it is not a git work tree)."""
+    done = _git(bucket_dir, "rev-parse", "--verify", "-q", "HEAD")
+    return done.stdout.strip() if done is not None and done.returncode == 0 else ""
+
+
+def check_checkout(bucket_dir):
+    """None, or why a build from this checkout is refused: the shared store's catalog was built from a
+    git commit this checkout does not contain (it is behind: a build would undo the newer workspace).
+    Nothing to check for the bucket folder store, outside git, or before the first build."""
+    store = _storage.store(bucket_dir)
+    if store.kind == "file":
+        return None
+    doc = store.read("catalog")
+    if doc is None or not doc.source:
+        return None
+    head = checkout_commit(bucket_dir)
+    if not head or head == doc.source:
+        return None
+    done = _git(bucket_dir, "merge-base", "--is-ancestor", doc.source, head)
+    if done is not None and done.returncode == 0:
+        return None
+    return ("stale checkout: %s was last built from commit %s (update_seq %s, written at %s by %s), which this "
+            "checkout (at %s) does not contain: a build from here would undo that workspace"
+            % (store.where("catalog"), doc.source[:12], doc.generation, doc.written_at, doc.written_by, head[:12]))
 
 
 def diff_catalogs(old, new):

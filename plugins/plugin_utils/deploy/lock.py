@@ -7,7 +7,13 @@
 the parent of the worker process that runs the action), its start time (from /proc, so a recycled
 pid does not look alive) and the host name. A lock whose owner is dead is stale and is taken over.
 The file is created and inspected under the short bucket lock (`data/.lock`, flock) so two deploys
-that start at the same moment cannot both win. Nothing here imports ansible.
+that start at the same moment cannot both win.
+
+With a PostgreSQL state store (state_url / MAAND_STATE_URL) the lock is the store's: a session
+advisory lock that a holder process keeps for the whole run (_state_pg.PgStore.lock_deploy), shared
+by every controller of the bucket and freed by PostgreSQL when the controller dies. Either way a
+second deploy refuses, naming the holder, or waits up to `wait` seconds (-e maand_lock_wait).
+Nothing here imports ansible.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import json
 import os
 import socket
 import time
+
+POLL = 0.25  # seconds between attempts while waiting for the lock
 
 from ..bucket import storage as _storage
 
@@ -77,6 +85,9 @@ def describe(owner):
 
 def holder(bucket_dir):
     """The live owner of the lock (a dict), or None when free or stale."""
+    store = _storage.store(bucket_dir)
+    if store.kind != "file":
+        return store.deploy_holder()
     owner = read_lock(bucket_dir)
     if not owner or owner.get("corrupt"):
         return None
@@ -85,12 +96,31 @@ def holder(bucket_dir):
     return owner if pid_alive(owner.get("pid"), owner.get("start")) else None
 
 
-def acquire(bucket_dir, pid, check_only=False):
+def acquire(bucket_dir, pid, check_only=False, wait=0.0):
     """Take the deploy lock for pid. Returns (taken: bool, note: str); raises DeployLocked.
 
     Re-acquiring a lock this pid already holds is a no-op (taken False). check_only verifies that the
-    lock is free without writing anything (check mode).
+    lock is free without writing anything (check mode). wait: seconds to wait for a busy lock.
     """
+    store = _storage.store(bucket_dir)
+    if store.kind != "file":
+        try:
+            return store.lock_deploy(pid, process_start(pid), wait=wait, check_only=check_only)
+        except _storage.StateLocked as exc:
+            raise DeployLocked(str(exc)) from None
+    deadline = time.monotonic() + max(0.0, float(wait or 0))
+    while True:
+        try:
+            return _acquire_file(bucket_dir, pid, check_only)
+        except DeployLocked as exc:
+            if time.monotonic() >= deadline:
+                if wait:
+                    raise DeployLocked("%s (waited %ss, -e maand_lock_wait)" % (exc, wait)) from None
+                raise
+        time.sleep(POLL)
+
+
+def _acquire_file(bucket_dir, pid, check_only):
     with _storage.bucket_lock(bucket_dir, wait=True):
         owner = read_lock(bucket_dir)
         if owner and not owner.get("corrupt") and owner.get("pid") == pid and owner.get("host") == socket.gethostname():
@@ -109,7 +139,10 @@ def acquire(bucket_dir, pid, check_only=False):
 
 
 def release(bucket_dir, pid):
-    """Remove the lock if pid owns it. Returns True when a file was removed."""
+    """Remove the lock if pid owns it. Returns True when a file was removed (a store's holder stopped)."""
+    store = _storage.store(bucket_dir)
+    if store.kind != "file":
+        return store.release_deploy(pid)
     with _storage.bucket_lock(bucket_dir, wait=True):
         owner = read_lock(bucket_dir)
         if not owner or owner.get("pid") != pid or owner.get("host") != socket.gethostname():

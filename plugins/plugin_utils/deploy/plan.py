@@ -1217,9 +1217,12 @@ def render_plan(plan):
     """Human-readable plan lines (what --check --diff prints)."""
     lines = []
     work = plan["has_work"] or bool(plan["prune"])
-    head = "deploy plan for bucket %s: %s" % (
-        plan["bucket_id"], "changes required" if work else "no changes required")
-    if plan["update_seq"] != plan["previous_update_seq"]:
+    errors = plan.get("errors") or []
+    verdict = ("refused, nothing will be changed (%d error%s, listed after the plan)"
+               % (len(errors), "" if len(errors) == 1 else "s")) if errors else \
+        "changes required" if work else "no changes required"
+    head = "deploy plan for bucket %s: %s" % (plan["bucket_id"], verdict)
+    if plan["update_seq"] != plan["previous_update_seq"] and not errors:
         head += " (update_seq %d -> %d)" % (plan["previous_update_seq"], plan["update_seq"])
     lines.append(head)
     opts = plan["options"]

@@ -26,6 +26,8 @@ import shlex
 import time
 from typing import Any, Callable, Mapping
 
+from . import gate as _gate
+
 PROGRESS_FILE = "progress.jsonl"
 
 
@@ -125,12 +127,13 @@ def batch_label(plan, gate):
 
 
 class GateWatch:
-    """The watch of one gate for _deploy_gate.run_gate: writes wait / pass / fail records."""
+    """The watch of one gate for deploy/gate.run_gate: writes wait / pass / fail records."""
 
     def __init__(self, writer, gate, batch):
         self.writer = writer
         self.gate = gate
         self.batch = batch
+        self.rounds = None  # the attempts the gate made (set when it ends)
 
     def waiting(self, host, check, attempt, elapsed, error):
         self.writer.write({"kind": "gate", "state": "wait", "job": self.gate["job"], "batch": self.batch,
@@ -139,6 +142,7 @@ class GateWatch:
                            "error": str(error or "")})
 
     def ended(self, passed, elapsed, attempts):
+        self.rounds = attempts
         self.writer.write({"kind": "gate", "state": "pass" if passed else "fail", "job": self.gate["job"],
                            "batch": self.batch, "hosts": list(self.gate.get("hosts") or []),
                            "elapsed": round(elapsed, 2), "attempts": attempts})
@@ -178,24 +182,20 @@ def status_command(worker_root, job, lines=10):
 
 
 def ssh_argv(host_info, command, connect_timeout=5):
-    """ssh argv for one worker from its connection settings (adapter/support.hosts_from_hostvars)."""
-    argv = ["ssh"] + list(host_info.get("options") or [])
-    argv += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=%d" % connect_timeout]
-    if host_info.get("key"):
-        argv += ["-i", str(host_info["key"])]
-    if host_info.get("port"):
-        argv += ["-p", str(host_info["port"])]
-    target = host_info.get("address")
-    argv.append("%s@%s" % (host_info["user"], target) if host_info.get("user") else target)
-    if host_info.get("sudo"):
-        command = "sudo -n sh -c %s" % shlex.quote(command)
-    argv.append(command)
-    return argv
+    """ssh argv for one worker from adapter/support.hosts_from_hostvars()'s entry: the same command line as
+    the gate's own probes (deploy/gate.ssh_argv: the run's ssh args and host-key policy, user, key, port),
+    the command under sudo -n when the run becomes root."""
+    return _gate.ssh_argv(host_info, connect_timeout) + [_gate.ssh_remote(command, bool(host_info.get("sudo")))]
 
 
 def failure_notes(gate, elapsed, attempts, problems, tails, hint):
-    """The lines a failed gate adds to its problems: elapsed time, each worker's status tail, the hint."""
-    notes = ["gave up after %.1f s (%d attempt(s), %s s apart)" % (elapsed, attempts, gate.get("interval_seconds"))]
+    """The lines a failed gate adds to its problems: elapsed time (and, when `make status` ended it
+    early, that it did not wait out its budget), each worker's status tail, the hint."""
+    if any(_gate.NOT_RUNNING in p for p in problems):
+        notes = ["stopped waiting after %.1f s (%d of %s attempt(s), %s s apart): `make status` says the job is not "
+                 "running" % (elapsed, attempts, gate.get("attempts"), gate.get("interval_seconds"))]
+    else:
+        notes = ["gave up after %.1f s (%d attempt(s), %s s apart)" % (elapsed, attempts, gate.get("interval_seconds"))]
     for host in sorted(tails):
         if tails[host]:
             notes.append("%s: last lines of job %s:\n%s" % (host, gate["job"], "\n".join("    " + l for l in tails[host])))
@@ -239,10 +239,11 @@ def gate_runner(run, writer, plan, job_ports=None, on_pass=None, diagnose=None, 
     problems the time it waited, each failing worker's status tail (diagnose(job, hosts) -> {host: lines})
     and a hint when a first start left the job's port closed.
 
-    run(gate, watch) -> problems runs the probes (_deploy_gate.run_gate with the addresses bound)."""
+    run(gate, watch) -> problems runs the probes (deploy/gate.run_gate with the addresses bound)."""
     def go(gate):
         start = clock()
-        problems = run(gate, GateWatch(writer, gate, batch_label(plan, gate)))
+        watch = GateWatch(writer, gate, batch_label(plan, gate))
+        problems = run(gate, watch)
         if not problems:
             if on_pass is not None:
                 on_pass(gate)
@@ -252,17 +253,78 @@ def gate_runner(run, writer, plan, job_ports=None, on_pass=None, diagnose=None, 
         tails = diagnose(gate["job"], failing or list(gate.get("hosts") or [])) if diagnose else {}
         hint = listen_hint(gate["job"], [c.get("port") for c in gate.get("checks") or []],
                            (job_ports or {}).get(gate["job"]), problems, first_deploy(plan, gate["job"], gate.get("hosts") or []))
-        return list(problems) + failure_notes(gate, elapsed, gate.get("attempts", 0), problems, tails, hint)
+        attempts = watch.rounds if watch.rounds is not None else gate.get("attempts", 0)
+        return list(problems) + failure_notes(gate, elapsed, attempts, problems, tails, hint)
     return go
 
 
-def runner_for_run(run_dir, connections, addresses, on_pass=None):
+def status_request(run_dir, plan, job, host):
+    """The worker agent's request for the `make status` of job on host in the step whose gates run (its
+    run op's environment and job spec run fields, as the deploy ran `make start`), or None when the
+    allocation has no such op (a job_control job: its status is not its Makefile's)."""
+    from . import jobspec_deploy as _jobspec_deploy, remote as _deploy_remote, run as _deploy_run
+
+    try:
+        key = _deploy_run.load_state(run_dir).in_flight
+        request = _deploy_run.read_request(run_dir, key, host) if key is not None else None
+    except (_deploy_run.RunError, OSError, ValueError):
+        return None
+    ops = [o for o in (request or {}).get("ops") or [] if o.get("kind") == "run" and o.get("job") == job and o.get("target")]
+    if not ops:
+        return None
+    try:
+        op = _jobspec_deploy.runtime_op(ops[0], os.environ.get)
+    except (_jobspec_deploy.EnvError, AttributeError, KeyError, TypeError, ValueError):
+        return None  # the deploy's own agent call failed this op the same way: nothing to ask
+    status = {"id": job, "kind": "status", "job": job, "host": host, "target": "status", "env": op.get("env") or {}}
+    for key in ("cwd", "user", "group", "network", "mounts", "enable_writable_file_system"):
+        if op.get(key) is not None:
+            status[key] = op[key]
+    return _deploy_remote.step_request(plan.get("bucket_id"), [status], timeout=_gate.STATUS_TIMEOUT, tail=10)
+
+
+def status_checker(run_dir, plan, conns, python_of, probe=None):
+    """status(job, host) -> (running, detail) for deploy/gate.StatusWatch: the job's `make status` on the
+    worker through its agent, over the run's ssh connection. conns() -> {host: connection settings};
+    python_of(host) -> the worker's python."""
+    from . import remote as _deploy_remote
+
+    probe = probe or _gate.status_probe
+    requests = {}
+
+    def status(job, host):
+        if (job, host) not in requests:
+            requests[(job, host)] = status_request(run_dir, plan, job, host)
+        conn = conns().get(host)
+        if requests[(job, host)] is None or not conn:
+            return None, "no status to ask"
+        return probe(conn, _deploy_remote.step_command(python_of(host)), requests[(job, host)])
+    return status
+
+
+def with_mux(conns, control_dir):
+    """The connection settings with the run's own ssh multiplexing (ControlMaster, a ControlPath in
+    control_dir, as the deploy's rsync), unless their options name a ControlPath: a gate asks `make
+    status` every second or so, and a new ssh handshake each time costs more than the wait."""
+    from . import rsync as _deploy_rsync
+
+    out = {}
+    for host, conn in conns.items():
+        options = list(conn.get("options") or [])
+        if not any("ControlPath" in o for o in options):
+            options += list(_deploy_rsync.OWN_MUX) + ["-o", "ControlPath=%s/%%C" % control_dir]
+        out[host] = dict(conn, options=options)
+    return out
+
+
+def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lambda host: "python3"):
     """gate_runner for the run folder <bucket>/data/.deploy-run/<id>: probes from the controller to each
-    host's address (addresses: {host: address}), progress in the run folder, status tails over ssh with
+    host's address (addresses: {host: address}; https trusting the bucket CA), the job's `make status`
+    while a gate waits (fail fast), progress in the run folder, status tails over ssh; every ssh call with
     the workers' connection settings (connections(hosts=None) -> {host: settings}, built on the Ansible
-    side: adapter/controller.py)."""
+    side: adapter/controller.py), computed once; python_of(host): the worker's python."""
     from ..build import catalog as _catalog
-    from . import gate as _deploy_gate, remote as _deploy_remote, run as _deploy_run
+    from . import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run
 
     plan = _deploy_run.load_plan(run_dir)
     bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
@@ -271,14 +333,22 @@ def runner_for_run(run_dir, connections, addresses, on_pass=None):
     except _catalog.CatalogError:
         catalog = {}
     job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
+    cache = {}
+
+    def conns():
+        if "conns" not in cache:
+            cache["conns"] = with_mux(connections(),
+                                      _deploy_rsync.control_dir(run_dir))
+        return cache["conns"]
 
     def diagnose(job, hosts):
-        return collect_tails(connections(hosts), _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
+        return collect_tails(conns(), _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
 
-    probe_fn = _deploy_gate.prober(connections)
+    probe_fn = _gate.prober(conns, trust=_gate.Trust.for_bucket(bucket))
+    status = status_checker(run_dir, plan, conns, python_of)
 
     def run(gate, watch):
-        return _deploy_gate.run_gate(gate, addresses, probe_fn=probe_fn, watch=watch)
+        return _gate.run_gate(gate, addresses, probe_fn=probe_fn, watch=watch, status=status)
 
     return gate_runner(run, Writer(run_dir), plan, job_ports, on_pass, diagnose)
 

@@ -9,7 +9,9 @@
         requests/<step>/<host>.json what the agent of <host> does in <step>
         results/<step>/<host>.json  {"answer": agent answer or null, "reason": why there is none}
 
-Only the holder of the bucket's deploy lock writes here. A step is driven by advance(): fold the
+Only the holder of the bucket's deploy lock writes here. With a shared state store (PostgreSQL) the
+run's plan and state are also published there as its run record, when the run starts and when it
+finishes (publish), so `maand.core.cat -e maand_cat=deployments` shows it from any controller. A step is driven by advance(): fold the
 step in flight (results + health gates), then write the next step's requests. A missing result file
 means the host gave no answer: its ops fail.
 """
@@ -142,8 +144,24 @@ def new_run(bucket, plan, run_id=None):
     run_dir = os.path.join(root, run_id)
     os.makedirs(run_dir)
     _write_json(os.path.join(run_dir, "plan.json"), plan)
-    save_state(run_dir, RS.new_state(run_id, plan))
+    state = RS.new_state(run_id, plan)
+    save_state(run_dir, state)
+    publish(run_dir, plan, state)
     return run_dir
+
+
+def bucket_of(run_dir):
+    """The bucket folder of a run folder (<bucket>/data/.deploy-run/<run_id>)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
+
+
+def publish(run_dir, plan, state):
+    """Copy the run's plan and state to a shared state store as its run record (the bucket folder's
+    own record is the run folder itself)."""
+    store = _storage.store(bucket_of(run_dir))
+    if store.kind != "file":
+        store.write_run(os.path.basename(run_dir), json.dumps(plan, sort_keys=True),
+                        json.dumps(state.to_dict(), sort_keys=True))
 
 
 def load_plan(run_dir):
@@ -252,4 +270,5 @@ def finish(run_dir, gate_runner, after_results=None):
     state = load_state(run_dir)
     state, dummy = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
     inject_fault("finish")
+    publish(run_dir, plan, state)
     return plan, state, RS.final_report(state, plan)

@@ -64,6 +64,7 @@ class Controller:
     watched: bool = False
     hook_timeout: int = _hook_run.DEFAULT_TIMEOUT
     output_tail: int = _hook_run.DEFAULT_TAIL
+    python_of: Callable[[str], str] = lambda host: "python3"  # the worker's python (gates' `make status`)
 
 
 @dataclasses.dataclass
@@ -120,14 +121,15 @@ class Prepared:
 
 # --- the deploy lock ----------------------------------------------------------------------------------
 
-def lock(bucket, pid, adopt_bucket_id="", check_mode=False):
-    """Take the deploy lock for the run pid (check mode: only check that it is free); a takeover adopts
-    maand's bucket_id. The task's result: taken, msg, and bucket_id/changed when adopting."""
+def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
+    """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
+    seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id. The task's result:
+    taken, msg, and bucket_id/changed when adopting."""
     result = {"changed": False, "pid": pid, "lock": _deploy_lock.lock_path(bucket)}
     if not os.path.isdir(bucket):
         return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
     try:
-        taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(check_mode))
+        taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
         result.update(taken=taken, msg=note)
         if note.startswith("took over"):  # a deploy that was killed or crashed: say so
             result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
@@ -447,7 +449,7 @@ def gate_runner(run_dir, ctl):
     def passed(gate):
         if not ctl.watched:  # the callback shows the pass from the progress record
             say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
-    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed)
+    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of)
 
 
 def callbacks(run_dir, ctl):

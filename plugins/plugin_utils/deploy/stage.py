@@ -46,7 +46,8 @@ from typing import Any, Callable, Iterable
 from ..worker import layout as _layout
 from ..bucket import content as _deploy_files, storage as _storage
 from ..build import kv_build as _kv_build
-from ..kv import gotemplate as _gotemplate, functions as _kv, secrets as _secrets
+from ..kv import gotemplate as _gotemplate, functions as _kv, prometheus as _prometheus, secrets as _secrets
+from . import prometheus as _deploy_prometheus
 
 GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
@@ -213,6 +214,7 @@ class Context:
     data: _kv.AllocationData
     upstream_jobs: tuple[str, ...] = ()
     digest_key: Callable[[], bytes] | None = None  # for secret-bearing outputs (secrets/kv.key)
+    funcs: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # scrapeConfigs, ruleFiles of the deploy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,6 +317,7 @@ def _reader(context: Context) -> _kv.KVReader:
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
     tracker = _Tracker()
     funcs = tracker.funcs(_reader(context))
+    funcs.update(context.funcs)
     try:
         if tmpl.kind == "go":
             text = _render_go(source, tmpl, context, funcs)
@@ -329,7 +332,7 @@ def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
 
 def _render_go(source: JobSource, tmpl: Template, context: Context, funcs: dict) -> str:
     try:
-        return _kv.parse_template(tmpl.text, tmpl.rel).execute(context.data, funcs=funcs)
+        return _kv.parse_template(tmpl.text, tmpl.rel, _prometheus.PARSE_FUNCS).execute(context.data, funcs=funcs)
     except _gotemplate.TemplateError as exc:
         raise RenderError(source.name, context.data.WorkerIP, tmpl.rel, _cause(exc.cause), fix_for(exc.cause, source.name),
                           exc.line or None, exc.column) from None
@@ -450,8 +453,8 @@ def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: di
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(source.name, host, exc.filename or tmpl.rel, "does not parse: %s" % exc.message,
                           "fix the Jinja2 syntax", exc.lineno) from None
-    except (jinja2.TemplateError, _kv.KVError, _gotemplate.TemplateError, ArithmeticError, TypeError, ValueError,
-            LookupError, AttributeError) as exc:
+    except (jinja2.TemplateError, _kv.KVError, _gotemplate.TemplateError, _prometheus.PrometheusError, ArithmeticError,
+            TypeError, ValueError, LookupError, AttributeError) as exc:
         file, line = _jinja_frame(exc, tmpl.rel, {t.rel for t in source.templates})
         cause = getattr(exc, "message", None) or str(exc)
         raise RenderError(source.name, host, file, cause, fix_for(cause, source.name), line) from None
@@ -658,7 +661,9 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
     """Read every job in jobs, render its active allocations on hosts; errors are collected, never raised.
 
     current_versions: (job, host) -> the version the worker runs (".CurrentVersion"; "0.0.0" if none).
-    overlays: providers, each (job, host) -> extra generated files of that allocation (certificates, ...).
+    overlays: providers, each (job, host) -> extra generated files of that allocation (certificates, ...);
+    a Prometheus server job's rules/ and consoles/ are always added (prometheus_overlays), and every
+    template may call scrapeConfigs and ruleFiles (kv/prometheus.template_funcs).
     kv: (kv, digest key loader) as load_kv returns them (read from bucket_dir when None)."""
     out = Staging()
     hosts = set(hosts)
@@ -683,12 +688,31 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
             return out
     elif kv is None:
         kv = ({}, digest_loader(bucket_dir))
-    _render_all(out, catalog, todo, kv, current_versions or {}, update_seq, tuple(overlays or ()))
+    overlays = tuple(overlays or ()) + (prometheus_overlays(bucket_dir, catalog),)
+    funcs = _prometheus.template_funcs(bucket_dir, catalog, kv[0])
+    _render_all(out, catalog, todo, kv, current_versions or {}, update_seq, overlays, funcs)
     return out
 
 
+def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayFn:
+    """maand's Prometheus server staging as overlays: rules/, consoles/runbooks/, consoles/dashboards/ on
+    every allocation of a job that ships prometheus.yml(.tpl) (deploy/prometheus.py); origin "prometheus"."""
+    files_for = _deploy_prometheus.server_files_provider(bucket_dir, catalog)
+
+    def provide(job: str, host: str) -> list[Overlay]:
+        try:
+            files = files_for(job, host)
+        except _prometheus.PrometheusError as exc:
+            raise RenderError(job, host, exc.file or "rules/", str(exc),
+                              "fix the file named (maand's _prometheus/ rules: docs/templates.md, Prometheus)"
+                              " and build again") from None
+        return [Overlay(rel, content, origin=_deploy_prometheus.ORIGIN) for rel, content in sorted(files.items())]
+    return provide
+
+
 def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
-                current_versions: Mapping[tuple, str], update_seq: int, overlays: tuple) -> None:
+                current_versions: Mapping[tuple, str], update_seq: int, overlays: tuple,
+                funcs: Mapping[str, Callable]) -> None:
     failed: dict[tuple, tuple[RenderError, list]] = {}
     upstream = {name: tuple(_kv.upstream_jobs(catalog, name)) for name in out.sources}
     workers = {w["host"]: w for w in catalog.get("workers", [])}
@@ -712,7 +736,7 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
             BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _kv.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
             BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
-        context = Context(kv[0], data, upstream[job], kv[1])
+        context = Context(kv[0], data, upstream[job], kv[1], funcs)
         try:
             content = render(source, context, extra)
         except RenderError as exc:

@@ -34,6 +34,7 @@ from . import run as _hook_run, commands as _hooks
 from ..build import catalog as _catalog
 from .runtime_api import RuntimeAPI
 
+JOB_COMMAND_FAILED = "ErrJobCommandFailed"  # maand bucket/errors.go: a job command that failed
 GATE_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
 
 
@@ -83,10 +84,12 @@ def any_job_has(catalog: Mapping[str, Any], events: Iterable[str], jobs: Iterabl
 # --- build and cli --------------------------------------------------------------------------------
 
 def post_build(ctx: _hook_run.Context) -> list[str]:
-    """post_build of every job registering it, deployment_seq order; failures (all jobs run)."""
+    """post_build of every job registering it, deployment_seq order; failures (all jobs run), each headed
+    by maand's error kind: "ErrJobCommandFailed: post_build: job <job> command <command> ..."."""
     failures = []
     for job in _hooks.jobs_with(ctx.catalog, "post_build"):
-        failures += _hook_run.run_event(ctx, job, "post_build").failures()
+        failures += ["%s: post_build: %s" % (JOB_COMMAND_FAILED, failure)
+                     for failure in _hook_run.run_event(ctx, job, "post_build").failures()]
     return failures
 
 

@@ -267,6 +267,15 @@ class RuntimeAPI:
             raise _err("invalid_json")
         return data
 
+    @classmethod
+    def _read_payload(cls, body: bytes, headers: Mapping[str, str], query: Mapping[str, list],
+                      required: bool = True) -> dict[str, Any]:
+        """A read's fields: maand's JSON body on the GET, or (no body) the query string, which is how
+        maand.core's maand.ts asks (Bun's fetch refuses a GET with a body)."""
+        if not body and query:
+            return {name: values[0] for name, values in query.items() if values}
+        return cls._payload(body, headers, required)
+
     @staticmethod
     def _ns_key(data: Mapping[str, Any], need_value: bool = False) -> tuple[str, str, str]:
         ns, key, value = (data.get(f) for f in ("namespace", "key", "value"))
@@ -288,7 +297,7 @@ class RuntimeAPI:
     # --- KV -----------------------------------------------------------------------------
 
     def kv_get(self, inv, token, body, headers, query):
-        ns, key, _x = self._ns_key(self._payload(body, headers))
+        ns, key, _x = self._ns_key(self._read_payload(body, headers, query))
         if ns not in self._readable(inv):
             raise _err("namespace")
         try:
@@ -344,7 +353,7 @@ class RuntimeAPI:
             raise ApiReply(500, "Internal server error: %s" % exc) from None
 
     def kv_keys(self, inv, token, body, headers, query):
-        data = self._payload(body, headers, required=False)
+        data = self._read_payload(body, headers, query, required=False)
         own = [_kv.job_vars_ns(inv.job), _kv.job_secrets_ns(inv.job)]
         wanted = data.get("namespace") or ""
         if wanted and wanted not in own:

@@ -159,8 +159,13 @@ def _split(s: str, sep: str) -> list:
     return list(s) if sep == "" else s.split(sep)
 
 
-def _trim(s: str) -> str:
+def go_trim_space(s: str) -> str:
+    """Go's strings.TrimSpace."""
     return s.strip(_GO_SPACE)
+
+
+def _trim(s: str) -> str:
+    return go_trim_space(s)
 
 
 def _join(a: list, sep: str) -> str:

@@ -1131,7 +1131,13 @@ def inject_runbook_urls(job: str, text: str, base_url: str, what: str = "alerts"
                     base_url.strip().rstrip("/"), job, runbook)
             del rule["annotations"]["runbook"]
             changed = True
-    return marshal(parsed) if changed else text
+    if not changed:
+        return text
+    for group in parsed["groups"]:  # maand writes `for: ""`, which Prometheus refuses: left out (docs/templates.md)
+        for rule in group["rules"]:
+            if rule["for"] == "":
+                del rule["for"]
+    return marshal(parsed)
 
 
 def rule_files(bucket_dir: str, catalog: Mapping[str, Any], job: str, host: str) -> dict[str, bytes]:

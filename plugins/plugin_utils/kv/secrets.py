@@ -35,6 +35,11 @@ KEY_SIZE = 32
 NONCE_SIZE = 12
 PREFIX = "enc:v1:"
 KEY_REL = os.path.join(SECRETS_DIR, KEY_FILE)
+# A key file outside the bucket (an AWX credential's file injector, a CI secret): it replaces
+# secrets/kv.key for every bucket this controller process works on.
+KEY_FILE_ENV = "MAAND_KV_KEY_FILE"
+# The key itself, base64 (an AWX credential's secret environment variable); wins over both files.
+KEY_ENV = "MAAND_KV_KEY"
 
 
 class SecretError(Exception):
@@ -42,11 +47,15 @@ class SecretError(Exception):
 
 
 def key_path(bucket_dir: str) -> str:
-    return os.path.join(bucket_dir, SECRETS_DIR, KEY_FILE)
+    """secrets/kv.key of the bucket, or the file MAAND_KV_KEY_FILE names."""
+    return os.environ.get(KEY_FILE_ENV, "").strip() or os.path.join(bucket_dir, SECRETS_DIR, KEY_FILE)
 
 
 def load_key(bucket_dir: str, create: bool = False) -> bytes:
-    """The bucket's AES-256 key from secrets/kv.key; with create, a new random key when missing."""
+    """The bucket's AES-256 key from secrets/kv.key (or MAAND_KV_KEY, MAAND_KV_KEY_FILE); with create, a
+    new random key when missing."""
+    if os.environ.get(KEY_ENV, "").strip():
+        return _env_key()
     path = key_path(bucket_dir)
     try:
         with open(path, "rb") as handle:
@@ -65,6 +74,17 @@ def load_key(bucket_dir: str, create: bool = False) -> bytes:
                           " restore it from a backup of the bucket (a new key cannot decrypt the"
                           " secrets already stored)" % (KEY_REL, KEY_SIZE,
                                                         "more" if len(key) > KEY_SIZE else len(key)))
+    return key
+
+
+def _env_key() -> bytes:
+    try:
+        key = base64.b64decode(os.environ[KEY_ENV].strip(), validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if len(key) != KEY_SIZE:
+        raise SecretError("%s must hold the base64 of the bucket's %d-byte key (base64 -w0 %s), not %s" % (
+            KEY_ENV, KEY_SIZE, KEY_REL, "%d bytes" % len(key) if key else "invalid base64"))
     return key
 
 

@@ -22,8 +22,11 @@ Who owns what (maand build/build_variables.go): build owns ``maand/*``, ``vars/b
 (removed from the workspace and cleaned up on its workers): then both are tombstoned, as maand's
 deploy and gc purge them (``drop_jobs``).
 
-The file is replaced atomically (temp file + os.replace). Writers hold the bucket lock
-(``_storage.bucket_lock``, which build already takes) around load..save. No Ansible imports.
+The document is the ``kv`` document of the bucket's state store (``_storage.store``): by default
+the file, replaced atomically (temp file + os.replace); with a PostgreSQL store a row, whose save
+is refused when another controller wrote it since this store was loaded. The key (secrets/kv.key)
+never enters the store. Writers hold the bucket lock (``_storage.bucket_lock``, which build already
+takes) around load..save. No Ansible imports.
 """
 
 from __future__ import annotations
@@ -138,6 +141,7 @@ class KVStore:
         self.namespaces: dict[str, dict[str, Entry]] = namespaces or {}
         self.clock = clock
         self.dirty = False
+        self.generation: int | None = None  # of the stored document this store was loaded from
         self._key: bytes | None = None
 
     # --- loading and saving ---------------------------------------------------------------
@@ -148,26 +152,31 @@ class KVStore:
 
     @classmethod
     def exists(cls, bucket_dir: str) -> bool:
-        return os.path.isfile(cls.path_of(bucket_dir))
+        return _storage.store(bucket_dir).exists("kv")
 
     @classmethod
     def load(cls, bucket_dir: str, clock: Callable[[], float] = time.time) -> "KVStore":
         """The store of data/kv.json; an empty store when the file is not there yet."""
-        path = cls.path_of(bucket_dir)
+        state = _storage.store(bucket_dir)
+        where = KV_REL if state.kind == "file" else state.where("kv")
         try:
-            with open(path, encoding="utf-8") as handle:
-                doc = json.load(handle)
-        except FileNotFoundError:
-            return cls(bucket_dir, clock=clock)
+            stored = state.read("kv")
+            if stored is None:
+                store = cls(bucket_dir, clock=clock)
+                store.generation = 0
+                return store
+            doc = json.loads(stored.text)
         except (OSError, ValueError) as exc:
             raise KVStoreError("%s is unreadable: %s; restore it from a backup, or move it aside"
                                " and rebuild (build recomputes its own keys; keys hooks wrote in"
-                               " vars/job and secrets/job are lost)" % (KV_REL, exc)) from None
+                               " vars/job and secrets/job are lost)" % (where, exc)) from None
         try:
-            return cls(bucket_dir, _parse(doc), clock=clock)
+            store = cls(bucket_dir, _parse(doc), clock=clock)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise KVStoreError("%s is not a maand.core KV file (format %d): %s; restore it from a"
-                               " backup, or move it aside and rebuild" % (KV_REL, FORMAT, exc)) from None
+                               " backup, or move it aside and rebuild" % (where, FORMAT, exc)) from None
+        store.generation = stored.generation
+        return store
 
     @classmethod
     @contextlib.contextmanager
@@ -188,9 +197,10 @@ class KVStore:
         """Atomically write data/kv.json if anything changed (hold the bucket lock). True if written."""
         if not self.dirty and self.exists(self.bucket_dir):
             return False
-        os.makedirs(os.path.join(self.bucket_dir, "data"), exist_ok=True)
         text = json.dumps(self.as_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        _storage.atomic_write(self.path_of(self.bucket_dir), text, mode=0o600)
+        written = _storage.store(self.bucket_dir).write("kv", text, expect=self.generation)
+        if written is not None:
+            self.generation = written
         self.dirty = False
         return True
 

@@ -4,5 +4,5 @@
 """Day-2 verbs over a built bucket (stage 6).
 
 status.py, cat.py, gc.py, health_check.py, run_command.py, facts.py, scaffold.py (job_create),
-extra_vars.py.
+extra_vars.py, state_move.py (maand.core.state: a bucket's state between data/ and PostgreSQL).
 """

@@ -21,6 +21,7 @@ from ..build import catalog as _catalog
 from ..deploy import run as _deploy_run
 from ..build import kv_build as _kv_build
 from ..kv import functions as _kv, store as _kv_store
+from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
 
 VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs")
@@ -294,7 +295,15 @@ class RunRecord:
 
 
 def last_run(bucket_dir: str) -> RunRecord | None:
-    """The newest run folder's plan rows and per-allocation outcome, or None when there is none."""
+    """The newest run's plan rows and per-allocation outcome, or None when there is none: the run
+    folder's, or with a shared state store the newest run record there (any controller's run)."""
+    store = _storage.store(bucket_dir)
+    if store.kind != "file":
+        records = store.runs(limit=1)
+        if not records:
+            return None
+        run_id, plan, state = records[-1][0], _loads(records[-1][1]), _loads(records[-1][2])
+        return _run_record(run_id, plan, state)
     root = _deploy_run.runs_root(bucket_dir)
     try:
         names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)))
@@ -305,6 +314,18 @@ def last_run(bucket_dir: str) -> RunRecord | None:
     run_dir = os.path.join(root, names[-1])
     plan = _read_json(os.path.join(run_dir, "plan.json")) or {}
     state = _read_json(os.path.join(run_dir, "state.json")) or {}
+    return _run_record(names[-1], plan, state)
+
+
+def _loads(text: str) -> dict:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _run_record(run_id: str, plan: dict, state: dict) -> RunRecord:
     rows = {(r.get("job"), r.get("worker")): r for r in plan.get("rows") or [] if r.get("job")}
     done = {(d.get("job"), d.get("host")) for d in state.get("done") or []}
     failed = set(state.get("failed_by_job") or {})
@@ -321,7 +342,7 @@ def last_run(bucket_dir: str) -> RunRecord | None:
             outcome[key] = "blocked"
         else:
             outcome[key] = "not reached"
-    return RunRecord(names[-1], rows, outcome)
+    return RunRecord(run_id, rows, outcome)
 
 
 def _read_json(path: str) -> Any:

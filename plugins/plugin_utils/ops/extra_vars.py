@@ -31,6 +31,7 @@ PLAYBOOK_VARS = {
     "maand.core.gc": ("maand_retain_days",),
     "maand.core.status": ("maand_jobs", "maand_format", "maand_status_timeout"),
     "maand.core.job_create": ("maand_bucket", "maand_job"),
+    "maand.core.state": ("maand_bucket", "maand_state_to", "maand_force"),
 }
 
 

@@ -6,14 +6,15 @@ no Ansible imports.
 
 1. Worker health: a TCP dial to each chosen worker's SSH port.
 2. Job health, for every active allocation of every chosen job on the chosen workers: the job's
-   manifest probes (tcp / http from the controller, ssh on the worker; _deploy_gate.probe), then, on
+   manifest probes (tcp / http(s) from the controller, ssh on the worker; deploy/gate.probe), then, on
    the allocations whose probes passed, its ``health_check`` job commands (maand: "commands run after
    probes pass"). A job with neither is skipped, as maand ("no health_check config or commands").
 
 With ``wait``, what is not healthy yet is tried again, round after round, until healthy or out of
 budget: each job's own ``wait.attempts`` x ``wait.interval_seconds`` (default 30 x 1 s, maand's
-``--wait``), or ``wait_seconds`` in all when given. The probes, the clock, the sleep and the job
-commands are passed in, so tests run them for real on loopback sockets and local processes.
+``--wait``), or ``wait_seconds`` in all when given. The rounds wait in the deploy's own wait loop
+(deploy/waiter.Waiter, as its health gates; only the budgets differ). The probes, the clock, the sleep
+and the job commands are passed in, so tests run them for real on loopback sockets and local processes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from ..deploy.gate import describe
+from ..deploy.waiter import Budget, Pending, Waiter
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 
@@ -172,10 +174,10 @@ def _timed(fn: Callable[[], str | None], clock: Callable[[], float]) -> tuple[st
 
 
 class _Item:
-    """One line and how to (re)check it, with its retry budget."""
+    """One line, how to (re)check it, and its wait budget (deploy/waiter.Budget)."""
 
-    def __init__(self, line: Line, check: Callable[[], str | None] | None, attempts: int, interval: float):
-        self.line, self.check, self.attempts, self.interval, self.tries = line, check, attempts, interval, 0
+    def __init__(self, line: Line, check: Callable[[], str | None] | None, budget: Budget):
+        self.line, self.check, self.budget = line, check, budget
 
 
 def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Callable[[str, str, dict, float], str | None],
@@ -184,46 +186,45 @@ def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Cal
         port_check: Callable[[str, int], str | None] = tcp_port, skipped: Mapping[str, str] | None = None,
         log: Callable[[str], None] = lambda msg: None) -> Outcome:
     """Check the workers' SSH ports and the jobs. workers: {host: (address, ssh port)}; probe(host,
-    address, check, timeout) -> None | reason; commands(job, hosts) -> {host: None | reason}."""
+    address, check, timeout) -> None | reason; commands(job, hosts) -> {host: None | reason}.
+    The rounds wait in deploy/waiter.Waiter, on each job's own budget (the ports: the default one)."""
+    def budget(attempts: int, interval: float, timeout: float) -> Budget:
+        b = Budget(attempts, interval, timeout)
+        if not wait:
+            return b.once()
+        return b.within(wait_seconds) if wait_seconds > 0 else b
+
+    port_budget = budget(PORT_ATTEMPTS, PORT_INTERVAL, PORT_TIMEOUT)
     port_items = [_Item(Line(WORKER, host, "ssh port :%d" % port),
-                        (lambda a=address, p=port: port_check(a, p)), PORT_ATTEMPTS, PORT_INTERVAL)
+                        (lambda a=address, p=port: port_check(a, p)), port_budget)
                   for host, (address, port) in sorted(workers.items())]
     job_items: list[tuple[JobPlan, list[_Item], dict[str, _Item]]] = []
     for plan in plans:
         probes, cmds = [], {}
+        job_budget = budget(plan.attempts, plan.interval, plan.timeout)
         for host in plan.workers:
             address = workers.get(host, (host, 22))[0]
             if plan.error:
-                probes.append(_Item(Line(plan.job, host, "health_check", reason=plan.error), None, 1, 0))
+                probes.append(_Item(Line(plan.job, host, "health_check", reason=plan.error), None, job_budget.once()))
                 continue
             for check in plan.checks:
                 probes.append(_Item(Line(plan.job, host, describe(check)),
-                                    (lambda h=host, a=address, c=check, t=plan.timeout: probe(h, a, c, t)),
-                                    plan.attempts, plan.interval))
+                                    (lambda h=host, a=address, c=check, t=plan.timeout: probe(h, a, c, t)), job_budget))
             if plan.commands:
-                cmds[host] = _Item(Line(plan.job, host, "command %s" % ",".join(plan.commands)), None,
-                                   plan.attempts, plan.interval)
+                cmds[host] = _Item(Line(plan.job, host, "command %s" % ",".join(plan.commands)), None, job_budget)
         job_items.append((plan, probes, cmds))
-    deadline = clock() + wait_seconds if wait and wait_seconds > 0 else None
-    rounds = 0
-    while True:
-        rounds += 1
-        pending = _round(port_items, job_items, commands, clock)
-        if not pending or not wait:
-            break
-        for item in pending:
-            item.tries += 1
-        if deadline is not None:
-            left = [i for i in pending if clock() < deadline]
-        else:
-            left = [i for i in pending if i.tries < i.attempts]
-        if not left:
-            break
-        log("%d check(s) not healthy yet (%s); trying again" % (
-            len(pending), ", ".join(sorted({"%s@%s" % (i.line.job, i.line.worker) for i in pending}))))
-        sleep(min(i.interval for i in left))
+
+    def attempt(dummy_round: int) -> list[Pending]:
+        return [Pending(item, item.budget, item.line.reason) for item in _round(port_items, job_items, commands, clock)]
+
+    def on_round(dummy_round: int, elapsed: float, pending: list[Pending], retrying: bool) -> None:
+        if retrying:
+            log("%d check(s) not healthy yet (%s); trying again" % (
+                len(pending), ", ".join(sorted({"%s@%s" % (p.key.line.job, p.key.line.worker) for p in pending}))))
+
+    waited = Waiter(sleep, clock).wait(attempt, on_round)
     lines = [i.line for i in port_items] + [i.line for _p, probes, cmds in job_items for i in probes + list(cmds.values())]
-    return Outcome(lines, dict(skipped or {}), rounds)
+    return Outcome(lines, dict(skipped or {}), waited.rounds)
 
 
 def _retry(item: _Item, fn: Callable[[], str | None], clock: Callable[[], float]) -> bool:

@@ -10,6 +10,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 ANSIBLE_CORE_BRINGS = {"ansible", "ansible_collections", "jinja2", "yaml"}
+PACKAGE_OF = {"markdown_it": "markdown_it_py"}  # import name -> distribution name (normalised) where they differ
+# Optional: imported late, only by the feature that needs it, which names the pip command when it is missing;
+# requirements.txt names each in a comment (an EE that uses the feature adds it).
+OPTIONAL = {"psycopg"}  # the PostgreSQL state store (bucket/state_pg.py)
 
 
 def imported_top_level(root):
@@ -26,6 +30,16 @@ def imported_top_level(root):
 def test_requirements_txt_lists_every_third_party_import():
     required = {re.split(r"[<>=!~ ;\[]", line.strip())[0].lower().replace("-", "_")
                 for line in (REPO / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")}
-    third_party = imported_top_level(REPO / "plugins") - set(sys.stdlib_module_names) - ANSIBLE_CORE_BRINGS - {"__future__"}
+    third_party = (imported_top_level(REPO / "plugins") - set(sys.stdlib_module_names) - ANSIBLE_CORE_BRINGS
+                   - {"__future__"} - OPTIONAL)
+    third_party = {PACKAGE_OF.get(name, name) for name in third_party}
     assert "cryptography" in third_party  # _certs, _secrets
     assert third_party <= required, "import(s) missing from requirements.txt: %s" % sorted(third_party - required)
+
+
+def test_optional_imports_are_named_in_requirements_txt_and_installed_for_the_tests():
+    text = (REPO / "requirements.txt").read_text()
+    dev = (REPO / "requirements-dev.txt").read_text()
+    for name in OPTIONAL:
+        assert "# optional: %s" % name in text.lower(), name
+        assert re.search(r"^%s\b" % name, dev, re.M), name  # CI tests the feature

@@ -51,3 +51,23 @@ def test_recycled_pid_is_not_mistaken_for_the_owner(tmp_path):
 def test_check_only_writes_nothing(tmp_path):
     assert L.acquire(str(tmp_path), os.getpid(), check_only=True)[0] is False
     assert not (tmp_path / "data" / "deploy.lock").exists()
+
+
+def test_maand_lock_wait_waits_for_a_live_owner_then_refuses_or_takes_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(L, "POLL", 0.01)
+    owner = os.getppid()  # alive for the whole test
+    assert L.acquire(str(tmp_path), owner)[0]
+    with pytest.raises(L.DeployLocked, match=r"waited 0.2s, -e maand_lock_wait"):
+        L.acquire(str(tmp_path), os.getpid(), wait=0.2)
+    calls = []
+    real = L._acquire_file  # pylint: disable=protected-access
+
+    def releasing(*args):  # the owner finishes while the second deploy waits
+        calls.append(1)
+        if len(calls) == 3:
+            L.release(str(tmp_path), owner)
+        return real(*args)
+
+    monkeypatch.setattr(L, "_acquire_file", releasing)
+    taken, note = L.acquire(str(tmp_path), os.getpid(), wait=30)
+    assert taken and len(calls) == 3 and L.holder(str(tmp_path))["pid"] == os.getpid()

@@ -509,6 +509,9 @@ def test_a_worker_holding_another_bucket_id_is_refused_naming_both_ids_and_the_f
     err = plan["errors"][0]
     assert "h2" in err and "old-id" in err and BID in err
     assert "Restore the data/catalog.json" in err and "-e maand_adopt_bucket_id=old-id" in err
+    # the head says refused, not "no changes required" above rows that list starts (issue 23 item 10)
+    assert plan["lines"][0] == "deploy plan for bucket %s: refused, nothing will be changed (1 error, listed after " \
+                               "the plan)" % BID, plan["lines"][0]
     st["h2"]["others"] = [{"bucket_id": BID, "path": "/opt/worker/x"}]   # same id elsewhere is not foreign
     assert not P.compute_plan(cat, content("api"), st, ["h1", "h2"])["errors"]
 

@@ -1,0 +1,36 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Move a bucket's state between its folder and a PostgreSQL store (docs: plugins/modules/state.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg as _state_pg
+from ansible_collections.maand.core.plugins.plugin_utils.ops import state_move as _state_move
+
+ARGUMENT_SPEC = specs.spec_for("state")
+
+
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, result, args, task_vars):
+        target = args["to"].strip()
+        shown = target if target == _state_move.FILES else _state_pg.redact(target)
+        try:
+            moved = _state_move.move(args["bucket"], target, force=args["force"], check_mode=bool(self._task.check_mode))
+        except _state_move.MoveError as exc:
+            result.update(failed=True, changed=False, msg="state not moved: %s" % exc)
+            return result
+        verb = "copied" if moved.written else "check mode: would copy"
+        next_step = ("now set state_url = \"%s\" in maand.conf (or MAAND_STATE_URL) on every controller; data/ keeps "
+                     "the old files: remove them (and any data/ files from git)" % shown
+                     if target != _state_move.FILES else
+                     "now remove state_url from maand.conf (and unset MAAND_STATE_URL): the bucket folder is the store")
+        result.update(changed=moved.written, source=moved.source, target=shown, documents=moved.documents,
+                      runs=moved.runs, msg="%s %s from %s to %s (%s)%s" % (
+                          verb, ", ".join(moved.documents), moved.source, shown, "; ".join(moved.lines),
+                          "; " + next_step if moved.written else ""))
+        return result

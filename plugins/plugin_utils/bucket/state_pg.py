@@ -1,0 +1,541 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The PostgreSQL state backend: a bucket's catalog, KV document, deploy lock and run records in one
+database, for several controllers (a team, AWX jobs, CI) deploying one bucket.
+
+Chosen by ``state_url = "postgresql://..."`` in maand.conf or the ``MAAND_STATE_URL`` environment
+variable (``_storage.state_url``). One bucket per database, or per schema (libpq's
+``options=-csearch_path%3D<schema>`` in the URL); the password comes from libpq's own means
+(``PGPASSWORD``, ``~/.pgpass``, a service file) and is never printed: messages name the URL
+without it.
+
+* Tables are created and migrated here (``maand_schema`` holds the version, ``MIGRATIONS``).
+* Documents (``maand_documents``: the catalog, ``bucket_id``, the KV document) carry a generation
+  that every write bumps, in a transaction; a write that names the generation it read is refused
+  (``StaleState``) when another writer moved it, naming that writer, its time and the generation.
+* The bucket lock (``shared_lock``) is a session advisory lock held around a read-modify-write.
+* The deploy lock is a session advisory lock held by a small holder process (``main``: this file
+  runs as a script) for the whole ansible-playbook run: the deploy_lock task starts it, it exits
+  when the playbook's process is gone or when released, and PostgreSQL frees a session's advisory
+  locks when it ends, so a controller that dies leaves no stale lock.
+* Run records (``maand_runs``): each deploy run's plan and state, for ``maand.core.cat``.
+
+Only the standard library and psycopg (3), imported late: without psycopg a PostgreSQL URL is an
+error naming the pip command. No Ansible imports, and no imports of the rest of the core (the
+holder runs this file alone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+
+SCHEMA_VERSION = 1
+APP = "maand.core"
+URL_ENV = "MAAND_STATE_URL"
+INSTALL = "python3 -m pip install 'psycopg>=3.1,<4'"
+POLL = 0.25  # seconds between lock attempts and liveness checks
+
+# Advisory lock keys: one per purpose and schema (advisory locks are per database, not per schema).
+_KEY = "hashtextextended('maand.core:%s:' || current_schema(), 0)"
+DEPLOY_KEY, BUCKET_KEY, SCHEMA_KEY = _KEY % "deploy", _KEY % "bucket", _KEY % "schema"
+
+MIGRATIONS = {
+    1: [
+        """CREATE TABLE IF NOT EXISTS maand_documents (
+               name text PRIMARY KEY,
+               body text NOT NULL,
+               generation bigint NOT NULL,
+               written_at timestamptz NOT NULL DEFAULT now(),
+               written_by text NOT NULL DEFAULT '',
+               source text NOT NULL DEFAULT '')""",
+        """CREATE TABLE IF NOT EXISTS maand_deploy_lock (
+               id integer PRIMARY KEY CHECK (id = 1),
+               host text NOT NULL, run_pid integer NOT NULL, run_start bigint,
+               holder_pid integer NOT NULL, owner text NOT NULL DEFAULT '',
+               started timestamptz NOT NULL DEFAULT now())""",
+        """CREATE TABLE IF NOT EXISTS maand_runs (
+               run_id text PRIMARY KEY,
+               plan text NOT NULL,
+               state text NOT NULL,
+               written_at timestamptz NOT NULL DEFAULT now(),
+               written_by text NOT NULL DEFAULT '')""",
+    ],
+}
+
+
+class StateStoreError(Exception):
+    """The store cannot be used (names the store without its password, and the fix)."""
+
+
+class StaleState(StateStoreError):
+    """A write was refused: another writer moved the document since it was read."""
+
+
+class StateLocked(StateStoreError):
+    """Another controller holds the lock."""
+
+
+@dataclasses.dataclass
+class Doc:
+    """One stored document: its text, generation and who wrote it when."""
+
+    text: str
+    generation: int | None = None
+    written_at: str = ""
+    written_by: str = ""
+    source: str = ""
+
+
+def redact(url):
+    """The URL without its password (for every message)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "postgresql://(unparsable URL)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        netloc = "%s@%s" % (user.split(":", 1)[0], host)
+    query = "&".join(p for p in parts.query.split("&") if p and not p.lower().startswith("password="))
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def has_password(url):
+    """True when the URL itself carries a password (user:password@ or password=)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return False
+    userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
+    return ":" in userinfo or any(p.lower().startswith("password=") for p in parts.query.split("&"))
+
+
+def is_url(url):
+    return isinstance(url, str) and url.startswith(("postgresql://", "postgres://"))
+
+
+def whoami():
+    return "%s pid %d" % (socket.gethostname(), os.getpid())
+
+
+def _psycopg():
+    try:
+        import psycopg  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        raise StateStoreError("the state store is PostgreSQL (state_url / %s) but the Python package psycopg (3) is not "
+                              "installed for %s: run %s (an execution environment: add psycopg to its "
+                              "requirements)" % (URL_ENV, sys.executable, INSTALL)) from None
+    return psycopg
+
+
+def connect(url):
+    """A new autocommit session (keepalives on, so a dead controller's session ends)."""
+    psycopg = _psycopg()
+    try:
+        return psycopg.connect(url, autocommit=True, application_name="%s %s" % (APP, whoami())[:63],
+                               connect_timeout=10, keepalives=1, keepalives_idle=10, keepalives_interval=5,
+                               keepalives_count=3)
+    except psycopg.Error as exc:
+        raise StateStoreError("cannot connect to the state store %s: %s (the password comes from PGPASSWORD, "
+                              "~/.pgpass or a service file)" % (redact(url), _first_line(exc))) from None
+
+
+def _first_line(exc):
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def migrate(conn, label):
+    """Create or upgrade the tables to SCHEMA_VERSION, once, under a transaction advisory lock (a store
+    already at SCHEMA_VERSION costs one query)."""
+    try:
+        row = conn.execute("SELECT max(version) FROM maand_schema").fetchone()
+        if row and row[0] == SCHEMA_VERSION:
+            return
+    except _psycopg().errors.UndefinedTable:
+        pass  # a new store: created below
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)" % SCHEMA_KEY)
+        conn.execute("CREATE TABLE IF NOT EXISTS maand_schema (version integer NOT NULL)")
+        row = conn.execute("SELECT max(version) FROM maand_schema").fetchone()
+        have = row[0] or 0
+        if have > SCHEMA_VERSION:
+            raise StateStoreError("the state store %s has schema version %d, newer than this maand.core's %d: "
+                                  "upgrade the maand.core collection on this controller" % (label, have, SCHEMA_VERSION))
+        for version in range(have + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+        if have < SCHEMA_VERSION:
+            conn.execute("DELETE FROM maand_schema")
+            conn.execute("INSERT INTO maand_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+
+
+def _stamp(value):
+    return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else str(value or "")
+
+
+class PgStore:
+    """The PostgreSQL backend of a bucket's state (see the module docstring)."""
+
+    kind = "postgresql"
+
+    def __init__(self, url):
+        self.url = url
+        self.label = redact(url)
+        self.seen = {}  # {document name: generation last read by this process}
+        self._conn = None
+        self._pid = None
+
+    def where(self, name):
+        return "%s in the state store %s" % (name, self.label)
+
+    def conn(self):
+        if self._conn is None or self._pid != os.getpid() or self._conn.closed:
+            self._conn, self._pid = None, None  # a forked child never reuses its parent's socket
+            conn = connect(self.url)
+            try:
+                migrate(conn, self.label)
+            except _psycopg().Error as exc:
+                conn.close()
+                raise StateStoreError("cannot prepare the tables of the state store %s: %s" % (
+                    self.label, _first_line(exc))) from None
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def _run(self, what, func):
+        try:
+            return func(self.conn())
+        except _psycopg().Error as exc:
+            raise StateStoreError("state store %s: %s failed: %s" % (self.label, what, _first_line(exc))) from None
+
+    # --- documents ------------------------------------------------------------------------------
+
+    def read(self, name):
+        row = self._run("reading %s" % name, lambda c: c.execute(
+            "SELECT body, generation, written_at, written_by, source FROM maand_documents WHERE name = %s",
+            (name,)).fetchone())
+        self.seen[name] = row[1] if row else 0
+        if row is None:
+            return None
+        return Doc(row[0], row[1], _stamp(row[2]), row[3], row[4])
+
+    def exists(self, name):
+        return bool(self._run("reading %s" % name, lambda c: c.execute(
+            "SELECT 1 FROM maand_documents WHERE name = %s", (name,)).fetchone()))
+
+    def write(self, name, text, expect=None, source=""):
+        """Replace a document in a transaction; with expect (the generation read, 0: none), refuse
+        when another writer moved it since. Returns the new generation."""
+        def tx(conn):
+            with conn.transaction():
+                row = conn.execute("SELECT generation, written_at, written_by FROM maand_documents WHERE name = %s "
+                                   "FOR UPDATE", (name,)).fetchone()
+                current = row[0] if row else 0
+                if expect is not None and current != expect:
+                    raise StaleState(
+                        "%s moved since this run read it (update_seq %s then, now update_seq %s, written at %s by %s): "
+                        "another controller wrote it; run the command again (a build: update this checkout first)"
+                        % (self.where(name), expect, current, _stamp(row[1]) if row else "-", row[2] if row else "-"))
+                conn.execute(
+                    "INSERT INTO maand_documents (name, body, generation, written_at, written_by, source) "
+                    "VALUES (%s, %s, %s, now(), %s, %s) ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body, "
+                    "generation = EXCLUDED.generation, written_at = now(), written_by = EXCLUDED.written_by, "
+                    "source = EXCLUDED.source", (name, text, current + 1, whoami(), source or ""))
+                return current + 1
+        generation = self._run("writing %s" % name, tx)
+        self.seen[name] = generation
+        return generation
+
+    def documents(self):
+        """{name: Doc} of every document (moving state out of the store)."""
+        rows = self._run("reading the documents", lambda c: c.execute(
+            "SELECT name, body, generation, written_at, written_by, source FROM maand_documents").fetchall())
+        return {r[0]: Doc(r[1], r[2], _stamp(r[3]), r[4], r[5]) for r in rows}
+
+    def replace_all(self, docs, runs=()):
+        """Replace every document and run record in one transaction (moving state into the store)."""
+        def tx(conn):
+            with conn.transaction():
+                conn.execute("DELETE FROM maand_documents")
+                conn.execute("DELETE FROM maand_runs")
+                for name, text in sorted(docs.items()):
+                    conn.execute("INSERT INTO maand_documents (name, body, generation, written_by) VALUES "
+                                 "(%s, %s, 1, %s)", (name, text, whoami()))
+                for run_id, plan, state in runs:
+                    conn.execute("INSERT INTO maand_runs (run_id, plan, state, written_by) VALUES (%s, %s, %s, %s)",
+                                 (run_id, plan, state, whoami()))
+        self._run("replacing the bucket's state", tx)
+
+    # --- run records ----------------------------------------------------------------------------
+
+    def write_run(self, run_id, plan_text, state_text):
+        self._run("writing run %s" % run_id, lambda c: c.execute(
+            "INSERT INTO maand_runs (run_id, plan, state, written_at, written_by) VALUES (%s, %s, %s, now(), %s) "
+            "ON CONFLICT (run_id) DO UPDATE SET plan = EXCLUDED.plan, state = EXCLUDED.state, written_at = now(), "
+            "written_by = EXCLUDED.written_by", (run_id, plan_text, state_text, whoami())))
+
+    def runs(self, limit=None):
+        """[(run_id, plan text, state text)], oldest first (the last `limit` ones)."""
+        rows = self._run("reading the run records", lambda c: c.execute(
+            "SELECT run_id, plan, state FROM maand_runs ORDER BY run_id DESC" + (" LIMIT %d" % limit if limit else "")
+        ).fetchall())
+        return [tuple(r) for r in reversed(rows)]
+
+    # --- the bucket lock (short read-modify-write sections) -------------------------------------
+
+    @contextlib.contextmanager
+    def shared_lock(self, wait=False):
+        conn = self.conn()
+        if wait:
+            self._run("waiting for the bucket lock", lambda c: c.execute("SELECT pg_advisory_lock(%s)" % BUCKET_KEY))
+        elif not self._run("taking the bucket lock", lambda c: c.execute(
+                "SELECT pg_try_advisory_lock(%s)" % BUCKET_KEY).fetchone()[0]):
+            raise StateLocked("another maand.core run (%s) holds the bucket lock in the state store %s; wait for it "
+                              "to finish" % (self._bucket_lock_owner(), self.label))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(%s)" % BUCKET_KEY)
+
+    def _bucket_lock_owner(self):
+        row = self._run("reading the lock owner", lambda c: c.execute(
+            "SELECT a.application_name, a.client_addr FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE "
+            "datname = current_database()) AND ((l.classid::bigint << 32) | l.objid::bigint) = "
+            "(" + BUCKET_KEY + ") LIMIT 1").fetchone())
+        return (row[0] or "?") if row else "a session"
+
+    # --- the deploy lock (held by a holder process for the whole playbook run) -------------------
+
+    def deploy_holder(self):
+        """The holder row ({host, run_pid, ...}) when a session holds the deploy lock, else None."""
+        def query(conn):
+            if conn.execute("SELECT pg_try_advisory_lock(%s)" % DEPLOY_KEY).fetchone()[0]:
+                conn.execute("SELECT pg_advisory_unlock(%s)" % DEPLOY_KEY)
+                return None
+            return _lock_row(conn) or {"host": "?", "run_pid": None, "owner": "a session without a lock row"}
+        return self._run("reading the deploy lock", query)
+
+    def lock_deploy(self, run_pid, run_start, wait=0.0, check_only=False):
+        """Take the deploy lock for the run run_pid: (taken, note). Raises StateLocked naming the holder
+        (after waiting up to `wait` seconds)."""
+        row = self._run("reading the deploy lock", _lock_row)
+        if (row and row["host"] == socket.gethostname() and row["run_pid"] == run_pid
+                and _alive(row["holder_pid"])):
+            return False, "deploy lock already held by this run"
+        if check_only:
+            deadline = time.monotonic() + max(0.0, float(wait))
+            while self.deploy_holder() is not None:
+                if time.monotonic() >= deadline:
+                    raise StateLocked(self._busy(self.deploy_holder() or {}))
+                time.sleep(POLL)
+            return False, "check mode: deploy lock is free (not taken)"
+        return self._spawn_holder(run_pid, run_start, wait)
+
+    def _spawn_holder(self, run_pid, run_start, wait):
+        env = dict(os.environ, **{URL_ENV: self.url})
+        cmd = [sys.executable, os.path.abspath(__file__), "hold", str(run_pid), str(run_start or 0),
+               str(max(0.0, float(wait)))]
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # pylint: disable=consider-using-with
+                                stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        line = _read_line(proc, max(0.0, float(wait)) + 30)
+        proc.stdout.close()
+        try:
+            answer = json.loads(line) if line else None
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            err = b""
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=5)
+                err = proc.stderr.read()
+            proc.stderr.close()
+            raise StateStoreError("the deploy lock holder for %s did not start: %s" % (
+                self.label, err.decode("utf-8", "replace").strip().splitlines()[-1:] or "no answer"))
+        proc.stderr.close()
+        if answer.get("error"):
+            proc.wait()
+            raise StateStoreError(answer["error"])
+        if answer.get("busy") is not None:
+            proc.wait()
+            raise StateLocked(self._busy(answer["busy"] or {}, wait))
+        previous = answer.get("previous")
+        if previous:
+            return True, "took over a stale deploy lock (%s, no longer running)" % describe(previous)
+        return True, "deploy lock taken (state store %s, holder pid %d)" % (self.label, proc.pid)
+
+    def _busy(self, row, wait=0.0):
+        waited = " after waiting %ss (-e maand_lock_wait)" % _num(wait) if wait else ""
+        return ("another deploy holds the deploy lock in the state store %s (%s)%s; wait for it to finish, or let "
+                "this deploy wait for it with -e maand_lock_wait=SECONDS. A controller that dies frees it."
+                % (self.label, describe(row), waited))
+
+    def release_deploy(self, run_pid):
+        """Stop this run's holder (it unlocks and deletes its row). True when one was stopped."""
+        row = self._run("reading the deploy lock", _lock_row)
+        if not row or row["host"] != socket.gethostname() or row["run_pid"] != run_pid:
+            return False
+        pid = row["holder_pid"]
+        if not _alive(pid):
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return True
+
+
+def _num(value):
+    return ("%g" % float(value)) if value else "0"
+
+
+def describe(row):
+    return "%s on %s, ansible-playbook pid %s, since %s" % (
+        row.get("owner") or "a controller", row.get("host", "?"), row.get("run_pid"), row.get("started", "?"))
+
+
+def _lock_row(conn):
+    row = conn.execute("SELECT host, run_pid, run_start, holder_pid, owner, started FROM maand_deploy_lock "
+                       "WHERE id = 1").fetchone()
+    if row is None:
+        return None
+    return {"host": row[0], "run_pid": row[1], "run_start": row[2], "holder_pid": row[3], "owner": row[4],
+            "started": _stamp(row[5])}
+
+
+def _read_line(proc, timeout):
+    """The holder's first stdout line (its answer), or b'' when it says nothing in time."""
+    fd = proc.stdout.fileno()
+    deadline = time.monotonic() + timeout
+    data = b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready = select.select([fd], [], [], left)[0]
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0]
+
+
+def process_start(pid):
+    """Start time of pid in clock ticks since boot (field 22 of /proc/<pid>/stat), or None."""
+    try:
+        with open("/proc/%d/stat" % pid, "r", encoding="utf-8", errors="replace") as handle:
+            data = handle.read()
+        return int(data[data.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _alive(pid, start=None):
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if start:
+        now = process_start(pid)
+        if now is not None and now != start:
+            return False
+    # a zombie (exited, not yet reaped) is not alive
+    try:
+        with open("/proc/%d/stat" % pid, "r", encoding="utf-8", errors="replace") as handle:
+            data = handle.read()
+        return data[data.rindex(")") + 2:].split()[0] != "Z"
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+# --- the holder process ------------------------------------------------------------------------
+
+def _say(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def hold(url, run_pid, run_start, wait):
+    """Take the deploy lock (waiting up to `wait` seconds), record the holder row, answer on stdout,
+    then keep the session until the run's process is gone or SIGTERM arrives. Returns the exit code."""
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the playbook; the holder follows it
+    label = redact(url)
+    try:
+        conn = connect(url)
+        migrate(conn, label)
+        deadline = time.monotonic() + wait
+        while not conn.execute("SELECT pg_try_advisory_lock(%s)" % DEPLOY_KEY).fetchone()[0]:
+            if time.monotonic() >= deadline or stop or not _alive(run_pid, run_start):
+                _say({"busy": _lock_row(conn)})
+                return 1
+            time.sleep(POLL)
+        previous = _lock_row(conn)
+        with conn.transaction():
+            conn.execute("DELETE FROM maand_deploy_lock")
+            conn.execute("INSERT INTO maand_deploy_lock (id, host, run_pid, run_start, holder_pid, owner) VALUES "
+                         "(1, %s, %s, %s, %s, %s)", (socket.gethostname(), run_pid, run_start or None, os.getpid(),
+                                                     _owner()))
+    except Exception as exc:  # pylint: disable=broad-except
+        _say({"error": "the deploy lock in the state store %s: %s" % (label, _first_line(exc))})
+        return 1
+    _say({"taken": True, "previous": previous})
+    with contextlib.suppress(OSError):
+        os.close(1)
+        os.close(2)
+    try:
+        while not stop and _alive(run_pid, run_start):
+            time.sleep(POLL)
+            with contextlib.suppress(Exception):  # a session the server ended: stop holding nothing
+                if conn.closed or conn.broken:
+                    return 1
+    finally:
+        with contextlib.suppress(Exception):
+            with conn.transaction():
+                conn.execute("DELETE FROM maand_deploy_lock WHERE holder_pid = %s", (os.getpid(),))
+            conn.execute("SELECT pg_advisory_unlock(%s)" % DEPLOY_KEY)
+        with contextlib.suppress(Exception):
+            conn.close()
+    return 0
+
+
+def _owner():
+    try:
+        import pwd  # pylint: disable=import-outside-toplevel
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return "uid %d" % os.getuid()
+
+
+def main(argv):
+    if len(argv) != 5 or argv[1] != "hold":
+        sys.stderr.write("usage: state_pg.py hold RUN_PID RUN_START WAIT_SECONDS (URL in %s)\n" % URL_ENV)
+        return 2
+    url = os.environ.get(URL_ENV, "")
+    if not is_url(url):
+        sys.stderr.write("%s is not a postgresql:// URL\n" % URL_ENV)
+        return 2
+    return hold(url, int(argv[2]), int(argv[3]) or None, float(argv[4]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

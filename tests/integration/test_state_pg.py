@@ -1,0 +1,283 @@
+"""The PostgreSQL state store on a real server (tests/fleet/pg.py: initdb + pg_ctl from Debian's
+packages): documents with generations, the refused stale write, the KV document with its secrets
+sealed, the bucket lock across sessions, the deploy lock held by its holder process (refused or
+waited for, freed when the run or the holder dies), the schema version, and moving a bucket's state
+into the store and back (maand.core.state)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg, storage
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+
+pytestmark = [pytest.mark.slow]
+
+BUCKET_ID = "0f2736e5-c303-4a3d-ad5b-4a78b488dbc0"
+
+
+def catalog_doc(workers=("10.0.0.1",)):
+    return {"format": 1, "bucket_id": BUCKET_ID, "job_config_selector": "", "job_config_file": "bucket.jobs.conf",
+            "bucket_vars": {}, "port_min": 30000, "port_max": 39999, "jobs": [], "allocations": [],
+            "workers": [{"host": h, "labels": ["worker"], "memory_mb": 0, "cpu_mhz": 0, "zone": "",
+                         "position": i, "tags": {}} for i, h in enumerate(workers)]}
+
+
+@pytest.fixture(scope="module")
+def url(pg_server):
+    return pg_server.database()
+
+
+@pytest.fixture()
+def bucket(tmp_path, url, pg_server, monkeypatch):
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv(storage.URL_ENV, url)
+    (tmp_path / "maand.conf").write_text('ssh_user = "agent"\n')
+    return str(tmp_path)
+
+
+def sql(pg_server, url, statement):
+    return pg_server.psql(statement, db=url.rsplit("/", 1)[1])
+
+
+def fresh(url):
+    """A store object of another process (its own session and read generations)."""
+    return state_pg.PgStore(url)
+
+
+def test_the_store_is_chosen_by_the_environment_and_nothing_lands_in_data(bucket, url):
+    assert storage.store(bucket).kind == "postgresql"
+    _catalog.write_catalog(bucket, catalog_doc())
+    assert _catalog.read_catalog(bucket)["bucket_id"] == BUCKET_ID
+    assert _catalog.recorded_bucket_id(bucket) == BUCKET_ID
+    assert not os.path.exists(os.path.join(bucket, "data", "catalog.json"))
+    assert not os.path.exists(os.path.join(bucket, "data", "bucket_id"))
+
+
+def test_a_write_is_refused_when_another_writer_moved_the_catalog_since_the_read(bucket, url):
+    _catalog.write_catalog(bucket, catalog_doc())
+    assert _catalog.read_catalog(bucket) is not None  # this process read generation N
+    other = fresh(url)
+    other.read("catalog")
+    other.write("catalog", _catalog.dumps(catalog_doc(("10.0.0.2",))), expect=other.seen["catalog"])
+    moved = other.seen["catalog"]
+    with pytest.raises(storage.StaleState) as info:
+        _catalog.write_catalog(bucket, catalog_doc(("10.0.0.3",)))
+    message = str(info.value)
+    assert "update_seq %d" % moved in message and "written at " in message and "moved since this run read it" in message
+    assert "maand-test-password" not in message
+    assert [w["host"] for w in _catalog.read_catalog(bucket)["workers"]] == ["10.0.0.2"]  # the other write stands
+    _catalog.write_catalog(bucket, catalog_doc(("10.0.0.3",)))  # after a fresh read it goes through
+    assert [w["host"] for w in _catalog.read_catalog(bucket)["workers"]] == ["10.0.0.3"]
+
+
+def test_the_kv_document_keeps_history_and_secrets_stay_sealed_with_the_local_key(bucket, url, pg_server):
+    with _kv_store.KVStore.edit(bucket) as kv:
+        kv.put("vars/job/api", "color", "blue")
+        kv.put("secrets/job/api", "token", "s3cret-value")
+    with _kv_store.KVStore.edit(bucket) as kv:
+        kv.put("vars/job/api", "color", "green")
+    kv = _kv_store.KVStore.load(bucket)
+    assert kv.get("vars/job/api", "color") == "green"
+    assert [r.value for r in kv.history("vars/job/api", "color")] == ["blue", "green"]
+    assert kv.get("secrets/job/api", "token", reveal_secrets=True) == "s3cret-value"
+    body = sql(pg_server, url, "SELECT body FROM maand_documents WHERE name = 'kv'")
+    assert "s3cret-value" not in body and "secrets/job/api" in body
+    key = open(os.path.join(bucket, "secrets", "kv.key"), "rb").read()
+    assert key.hex() not in sql(pg_server, url, "SELECT string_agg(body, '') FROM maand_documents")
+    assert not os.path.exists(os.path.join(bucket, "data", "kv.json"))
+
+
+def test_a_stale_kv_save_is_refused(bucket, url):
+    kv = _kv_store.KVStore.load(bucket)
+    with _kv_store.KVStore.edit(bucket) as other:
+        other.put("vars/job/api", "size", "1")
+    kv.put("vars/job/api", "size", "2")
+    with pytest.raises(storage.StaleState):
+        kv.save()
+    assert _kv_store.KVStore.load(bucket).get("vars/job/api", "size") == "1"
+
+
+def test_the_bucket_lock_is_shared_by_every_session(bucket, url):
+    other = fresh(url)
+    with storage.bucket_lock(bucket):
+        with pytest.raises(state_pg.StateLocked) as info:
+            with other.shared_lock(wait=False):
+                pass
+        assert "holds the bucket lock" in str(info.value) and "maand.core" in str(info.value)
+    with other.shared_lock(wait=False):  # free again
+        with pytest.raises(storage.LockBusy):
+            with storage.bucket_lock(bucket):
+                pass
+
+
+def _sleeper():
+    return subprocess.Popen(["sleep", "120"])  # pylint: disable=consider-using-with
+
+
+def _gone(proc):
+    proc.kill()
+    proc.wait()
+
+
+def _wait_free(bucket, timeout=30):
+    end = time.monotonic() + timeout
+    while _lock.holder(bucket) is not None:
+        assert time.monotonic() < end, _lock.holder(bucket)
+        time.sleep(0.2)
+
+
+def test_the_deploy_lock_refuses_a_second_run_naming_the_holder_and_is_freed_when_the_run_dies(bucket, url):
+    first, second = _sleeper(), _sleeper()
+    try:
+        taken, note = _lock.acquire(bucket, first.pid)
+        assert taken and "deploy lock taken" in note, note
+        assert _lock.acquire(bucket, first.pid) == (False, "deploy lock already held by this run")
+        with pytest.raises(_lock.DeployLocked) as info:
+            _lock.acquire(bucket, second.pid)
+        assert "ansible-playbook pid %d" % first.pid in str(info.value), info.value
+        assert "maand_lock_wait" in str(info.value)
+        with pytest.raises(_lock.DeployLocked):
+            _lock.acquire(bucket, second.pid, check_only=True)
+        _gone(first)  # the controller dies: its holder notices and the session ends
+        _wait_free(bucket)
+        taken, note = _lock.acquire(bucket, second.pid)
+        assert taken and "stale" not in note, note  # the holder removed its row on the way out
+        assert _lock.release(bucket, second.pid) is True
+        assert _lock.holder(bucket) is None
+    finally:
+        _gone(first)
+        _gone(second)
+
+
+def test_a_killed_holder_frees_the_lock_and_the_next_run_says_it_took_over(bucket, url):
+    first, second = _sleeper(), _sleeper()
+    try:
+        _lock.acquire(bucket, first.pid)
+        holder_pid = _lock.holder(bucket)["holder_pid"]
+        os.kill(holder_pid, signal.SIGKILL)  # no clean-up at all: only PostgreSQL ending the session frees it
+        _wait_free(bucket)
+        taken, note = _lock.acquire(bucket, second.pid)
+        assert taken and "took over a stale deploy lock" in note and "pid %d" % first.pid in note, note
+        _lock.release(bucket, second.pid)
+    finally:
+        _gone(first)
+        _gone(second)
+
+
+def test_a_second_deploy_waits_for_the_lock_with_maand_lock_wait(bucket, url):
+    first, second = _sleeper(), _sleeper()
+    try:
+        _lock.acquire(bucket, first.pid)
+        releaser = subprocess.Popen(["sh", "-c", "sleep 2; kill %d" % first.pid])  # pylint: disable=consider-using-with
+        started = time.monotonic()
+        taken, note = _lock.acquire(bucket, second.pid, wait=60)
+        assert taken, note
+        assert time.monotonic() - started >= 1.5  # it did wait for the first run to end
+        releaser.wait()
+        _lock.release(bucket, second.pid)
+    finally:
+        _gone(first)
+        _gone(second)
+
+
+def test_run_records_are_kept_in_the_store(bucket, url):
+    from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat  # pylint: disable=import-outside-toplevel
+
+    store = storage.store(bucket)
+    plan = {"rows": [{"job": "api", "worker": "10.0.0.1", "action": "start"}], "steps": []}
+    store.write_run("20260101T000000-1", json.dumps(plan), json.dumps({"done": [{"job": "api", "host": "10.0.0.1"}]}))
+    record = _cat.last_run(bucket)
+    assert record.run_id == "20260101T000000-1"
+    assert record.outcome == {("api", "10.0.0.1"): "done"}
+
+
+def test_a_newer_schema_is_refused_and_a_wrong_password_is_never_printed(bucket, url, pg_server, monkeypatch):
+    sql(pg_server, url, "UPDATE maand_schema SET version = %d" % (state_pg.SCHEMA_VERSION + 1))
+    try:
+        with pytest.raises(state_pg.StateStoreError) as info:
+            fresh(url).read("catalog")
+        assert "newer than this maand.core's" in str(info.value)
+    finally:
+        sql(pg_server, url, "UPDATE maand_schema SET version = %d" % state_pg.SCHEMA_VERSION)
+    monkeypatch.setenv("PGPASSWORD", "wrong-password-xyz")
+    with pytest.raises(state_pg.StateStoreError) as info:
+        fresh(url).read("catalog")
+    assert "cannot connect to the state store" in str(info.value) and "wrong-password-xyz" not in str(info.value)
+    with_password = url.replace("maand@", "maand:inline-pass-xyz@")
+    with pytest.raises(state_pg.StateStoreError) as info:
+        fresh(with_password.replace("/maand_", "/nodb_")).read("catalog")
+    assert "inline-pass-xyz" not in str(info.value)
+
+
+def _state_playbook(bucket, to, env, *extra):
+    full = dict(os.environ, **env)
+    full.pop(storage.URL_ENV, None)
+    full.update({k: v for k, v in env.items() if v is not None})
+    cmd = ["ansible-playbook", "maand.core.state", "-e", "maand_bucket=%s" % bucket, "-e", "maand_state_to=%s" % to,
+           *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, env=full)
+    return done.returncode, " ".join((done.stdout + done.stderr).split())  # the YAML callback wraps lines
+
+
+def _file_bucket(path):
+    path.mkdir()
+    (path / "maand.conf").write_text('ssh_user = "agent"\n')
+    bucket = str(path)
+    _catalog.write_catalog(bucket, catalog_doc(("10.0.0.7", "10.0.0.8")))
+    with _kv_store.KVStore.edit(bucket) as kv:
+        kv.put("vars/job/api", "color", "blue")
+        kv.put("secrets/job/api", "token", "moved-secret")
+    return bucket
+
+
+def test_moving_state_into_the_store_and_back_to_files(tmp_path, pg_server, monkeypatch):
+    monkeypatch.delenv(storage.URL_ENV, raising=False)
+    source = _file_bucket(tmp_path / "source")
+    before = {name: open(os.path.join(source, "data", name)).read() for name in ("catalog.json", "kv.json", "bucket_id")}
+    url = pg_server.database()
+    rc, out = _state_playbook(source, url, pg_server.env)
+    assert rc == 0, out
+    assert "copied bucket_id, catalog, kv from %s/data to %s" % (source, url) in out, out
+    assert "maand-test-password" not in out
+    rc, out = _state_playbook(source, url, pg_server.env)  # the store holds a catalog now: refused
+    assert rc != 0 and "already holds a catalog (bucket_id %s)" % BUCKET_ID in out, out
+
+    # another controller: only maand.conf, the URL and the key
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "maand.conf").write_text('ssh_user = "agent"\n')
+    (other / "secrets").mkdir()
+    (other / "secrets" / "kv.key").write_bytes(open(os.path.join(source, "secrets", "kv.key"), "rb").read())
+    monkeypatch.setenv(storage.URL_ENV, url)
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    assert [w["host"] for w in _catalog.read_catalog(str(other))["workers"]] == ["10.0.0.7", "10.0.0.8"]
+    assert _kv_store.KVStore.load(str(other)).get("secrets/job/api", "token", reveal_secrets=True) == "moved-secret"
+
+    rc, out = _state_playbook(str(other), "files", dict(pg_server.env, **{storage.URL_ENV: url}))
+    assert rc == 0, out
+    after = {name: (other / "data" / name).read_text() for name in ("catalog.json", "kv.json", "bucket_id")}
+    assert after == before
+    assert oct((other / "data" / "kv.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_move_with_an_invalid_document_writes_nothing(tmp_path, pg_server, monkeypatch):
+    monkeypatch.delenv(storage.URL_ENV, raising=False)
+    source = _file_bucket(tmp_path / "source")
+    with open(os.path.join(source, "data", "kv.json"), "w") as handle:
+        handle.write('{"format": 2, "namespaces": {"vars/job/api": {"color": {"version": "x"}}}}')
+    url = pg_server.database()
+    rc, out = _state_playbook(source, url, pg_server.env)
+    assert rc != 0 and "the source KV document is not valid" in out, out
+    if sql(pg_server, url, "SELECT to_regclass('maand_documents') IS NOT NULL") == "t":
+        assert sql(pg_server, url, "SELECT count(*) FROM maand_documents") == "0"

@@ -1,0 +1,100 @@
+"""The state store seam without a server: which store a bucket uses, the bucket folder store behaving as
+the files always did, URL checks (never a password printed, never one in maand.conf), and the named
+error when psycopg is missing. The PostgreSQL backend itself: tests/integration/test_state_pg.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg, storage
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+
+URL = "postgresql://maand@db.example.com:5433/maand_prod"
+
+
+@pytest.fixture(autouse=True)
+def no_env_url(monkeypatch):
+    monkeypatch.delenv(storage.URL_ENV, raising=False)
+
+
+def conf(tmp_path, text):
+    (tmp_path / "maand.conf").write_text(text)
+    return str(tmp_path)
+
+
+def test_the_bucket_folder_is_the_store_unless_a_url_is_set(tmp_path, monkeypatch):
+    bucket = conf(tmp_path, 'ssh_user = "agent"\n')
+    assert storage.state_url(bucket) == "" and storage.store(bucket).kind == "file"
+    conf(tmp_path, 'state_url = "%s"\n' % URL)
+    assert storage.state_url(bucket) == URL
+    monkeypatch.setenv(storage.URL_ENV, "postgresql://other@db2/maand")
+    assert storage.state_url(bucket) == "postgresql://other@db2/maand"  # the environment wins (AWX injects it)
+    assert storage.store(bucket).kind == "postgresql" and storage.store(bucket).label == "postgresql://other@db2/maand"
+    assert storage.store(bucket) is storage.store(bucket)
+
+
+def test_a_url_that_is_not_postgresql_is_refused_by_name(tmp_path, monkeypatch):
+    bucket = conf(tmp_path, "")
+    monkeypatch.setenv(storage.URL_ENV, "mysql://root:hunter2@db/maand")
+    with pytest.raises(storage.StateStoreError) as info:
+        storage.store(bucket)
+    assert "MAAND_STATE_URL" in str(info.value) and "postgresql://" in str(info.value)
+    assert "hunter2" not in str(info.value)
+
+
+def test_the_file_store_reads_and_writes_the_data_files(tmp_path):
+    bucket = conf(tmp_path, "")
+    store = storage.store(bucket)
+    assert store.read("kv") is None and not store.exists("kv")
+    store.write("kv", '{"format": 2, "namespaces": {}}\n')
+    store.write("catalog", "{}\n")
+    assert (tmp_path / "data" / "kv.json").read_text() == '{"format": 2, "namespaces": {}}\n'
+    assert oct((tmp_path / "data" / "kv.json").stat().st_mode & 0o777) == "0o600"
+    assert oct((tmp_path / "data" / "catalog.json").stat().st_mode & 0o777) == "0o644"
+    assert store.read("catalog").text == "{}\n" and store.read("catalog").generation is None
+    assert sorted(store.documents()) == ["catalog", "kv"]
+
+
+def test_redact_and_has_password():
+    assert state_pg.redact("postgresql://u:secret@h:5/db?sslmode=require&password=x") == \
+        "postgresql://u@h:5/db?sslmode=require"
+    assert state_pg.has_password("postgresql://u:secret@h/db")
+    assert state_pg.has_password("postgresql://u@h/db?password=x")
+    assert not state_pg.has_password(URL)
+
+
+def load_conf(bucket):
+    model, report = Bucket(bucket), Report()
+    load_maand_conf(model, report)
+    return model, report
+
+
+def test_maand_conf_accepts_state_url_and_refuses_a_password_or_another_scheme(tmp_path):
+    model, report = load_conf(conf(tmp_path, 'state_url = "%s"\n' % URL))
+    assert report.ok and not report.warnings and model.conf["state_url"] == URL
+    model, report = load_conf(conf(tmp_path, 'state_url = "postgresql://maand:pw-in-git@db/maand"\n'))
+    assert [(p.kind, p.field) for p in report.errors] == [("ErrInvalidMaandConf", "state_url")]
+    assert "pw-in-git" not in str(report.errors[0]) and "PGPASSWORD" in str(report.errors[0])
+    model, report = load_conf(conf(tmp_path, 'state_url = "sqlite:///x.db"\n'))
+    assert [(p.kind, p.field) for p in report.errors] == [("ErrInvalidMaandConf", "state_url")]
+    model, report = load_conf(conf(tmp_path, "state_url = 5\n"))
+    assert [(p.kind, p.field) for p in report.errors] == [("ErrInvalidMaandConf", "state_url")]
+
+
+def test_without_psycopg_a_postgresql_url_is_a_named_error_with_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
+    bucket = conf(tmp_path, 'state_url = "%s"\n' % URL)
+    with pytest.raises(storage.StateStoreError) as info:
+        _catalog.read_catalog(bucket)
+    assert "psycopg" in str(info.value) and state_pg.INSTALL in str(info.value)
+
+
+def test_the_stale_checkout_check_is_off_for_the_bucket_folder(tmp_path):
+    bucket = conf(tmp_path, "")
+    assert _catalog.check_checkout(bucket) is None
+    assert not os.path.exists(os.path.join(bucket, "data"))
