@@ -25,7 +25,7 @@ class ActionModule(ControllerAction):
         request = _service.PlanRequest(
             args["bucket"], args["hosts"], states, jobs=args["jobs"], force=args["force"],
             sync_only=args["sync_only"], adopt_bucket_id=args["adopt_bucket_id"], slots=args["slots"],
-            rollback=args["rollback"], plan_hash=args["plan_hash"], check_mode=bool(self._task.check_mode),
+            rollback=args["rollback"], promote=args["promote"], plan_hash=args["plan_hash"], check_mode=bool(self._task.check_mode),
             diff=bool(self._task.diff), run_pid=_controller.run_pid())
         result.update(_service.prepare(request, _controller.controller(self._templar, task_vars)).as_result())
         return result

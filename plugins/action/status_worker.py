@@ -40,7 +40,9 @@ class ActionModule(MaandAction):
             return result
         jobs = {}
         for outcome in answer.get("ops") or []:
-            entry = {k: outcome.get(k) for k in ("version", "deployed_at", "pending", "running", "note", "ok", "msg")}
+            keys = ("version", "deployed_at", "pending", "running", "note", "ok", "msg", "reverted_from",
+                    "rolled_back_from", "unpromoted")
+            entry = {k: outcome.get(k) for k in keys}
             entry["output_tail"] = (outcome.get("output_tail") or [])[-3:]
             if outcome.get("id") in env_errors:
                 entry["note"] = env_errors[outcome["id"]]

@@ -62,7 +62,13 @@ options:
     description:
       - Jobs to roll back (C(maand_rollback)); a list or a comma-separated string. Each active allocation gets the
         previous tree and record its worker kept, through the job's batches and gate; refused when a worker has
-        no previous version.
+        no previous version. After a failed deploy of the job, the workers where it failed get their promoted
+        tree back and the workers that never got the new version are left alone.
+    type: raw
+  promote:
+    description:
+      - Jobs with C(canary) in their manifest whose held allocations this deploy rolls out (C(maand_promote));
+        a list or a comma-separated string. Refused for a job without C(canary).
     type: raw
   plan_hash:
     description:

@@ -133,7 +133,7 @@ def test_03_a_worker_that_is_down_is_unreachable_and_the_others_ok(env):
 def test_04_a_gate_that_fails_at_a_first_start_says_why(env):
     add_job(env.bucket, "mute", files={"health_mode": "off\n", "server.py": SERVER_PY},
             makefile=SERVER_MAKEFILE.format(port="$(MUTE_PORT)"), resources={"ports": {"mute_port": {}}},
-            selectors=["worker"], max_concurrent_starts=1,
+            selectors=["worker"], max_concurrent_starts=1, start_gate="every_batch",  # a gate per start batch
             health_check={"checks": [{"type": "tcp", "port": "mute_port"}],
                           "timeout_seconds": 1, "wait": {"attempts": 3, "interval_seconds": 0.3}})
     env.build()

@@ -63,7 +63,7 @@ SPECS = {
                            adopt_bucket_id=opt("str", default=""), wait=opt("float", default=0)),
     "deploy_plan": compose(BUCKET, PLAY_HOSTS, jobs=opt("raw"), force=opt("bool", default=False),
                            sync_only=opt("bool", default=False), state_var=opt("str", default="deploy_state_read"),
-                           adopt_bucket_id=opt("str", default=""), slots=opt("int", default=0), rollback=opt("raw"),
+                           adopt_bucket_id=opt("str", default=""), slots=opt("int", default=0), rollback=opt("raw"), promote=opt("raw"),
                            plan_hash=opt("str", default="")),
     "deploy_state": compose(BUCKET_ID),
     "deploy_step": compose(DEPLOY_RUN),

@@ -110,6 +110,9 @@ class Job:
     min_allocations_count: int
     max_concurrent_starts: int
     max_concurrent_upgrades: int
+    start_gate: str  # "last_batch" (maand: one gate after the last start batch) or "every_batch"
+    auto_revert: bool  # a failed upgrade batch gets the last promoted version back
+    canary: int  # an upgrade rolls out to this many allocations first; the rest waits for maand_promote
     restart_policy: str
     restart_globs: list
     commands: dict  # name -> Command
@@ -757,6 +760,9 @@ def load_job(bucket, name, report):
             report.error("ErrInvalidManifest", rel, field, "job %s %s must be >= 0, got %d" % (name, field, value), fix)
     job.max_concurrent_starts = max(0, starts)
     job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
+    job.start_gate = manifest.get("start_gate") or "last_batch"  # the schema checked the value
+    job.auto_revert = manifest.get("auto_revert") is True
+    job.canary = manifest.get("canary") or 0
     job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":

@@ -43,7 +43,7 @@ MANIFEST_KEYS = (
     "version", "selectors", "resources", "min_allocations_count", "max_concurrent_starts",
     "max_concurrent_upgrades", "deploy_parallel_count", "update_parallel_count", "restart_policy",
     "restart_globs", "commands", "health_check", "certs", "constraints", "hardware", "placement",
-    "description",
+    "description", "start_gate", "auto_revert", "canary",
     # job specs after Maelstrom (seed 004; checked by _jobspec_build)
     "environment", "parent", "layers", "working_directory", "user", "group", "network", "mounts",
     "enable_writable_file_system", "timeout", "estimated_duration", "priority",
@@ -148,6 +148,11 @@ MANIFEST = {
         "update_parallel_count": _INT,
         "restart_policy": {"enum": ["always", "reload", "never", ""]},  # "" = always (maand NormalizeRestartPolicy)
         "restart_globs": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        # maand.core's rollout options (docs/deploy.md): one gate after the last start batch (maand) or one per
+        # start batch; on a failed upgrade batch, put the last promoted version back (Nomad's auto_revert)
+        "start_gate": {"enum": ["last_batch", "every_batch"]},
+        "auto_revert": {"type": "boolean"},
+        "canary": _COUNT,  # Nomad's canary: an upgrade rolls out to N allocations, the rest waits for maand_promote
         "commands": {
             "type": "object",
             "additionalProperties": {

@@ -50,6 +50,9 @@ JOB = {
         "restart_globs": _STRINGS,
         "health_check": {"type": ["object", "null"]},
         "health_gate": {"type": ["object", "null"]},  # health_check resolved by build (absent: deploy resolves)
+        "start_gate": {"enum": ["last_batch", "every_batch"]},  # rollout options, only when set (docs/deploy.md)
+        "auto_revert": {"type": "boolean"},
+        "canary": {"type": "integer", "minimum": 0},
         "vars": {"type": "object"},
     },
 }

@@ -191,6 +191,12 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
             jobs[-1].update(job.rules.as_catalog())  # added keys only for jobs that use them
         if job.certs:
             jobs[-1]["certs"] = [c.as_catalog() for c in job.certs]  # only jobs that declare certs
+        if job.start_gate != "last_batch":
+            jobs[-1]["start_gate"] = job.start_gate  # rollout options: only jobs that set them
+        if job.auto_revert:
+            jobs[-1]["auto_revert"] = True
+        if job.canary:
+            jobs[-1]["canary"] = job.canary
         if specs and name in specs:
             jobs[-1]["spec"] = specs[name]  # only jobs that use job-spec fields (docs/jobspec.md)
     jobs.extend(placement.removed_jobs)

@@ -37,8 +37,9 @@ from ..worker import agent as _worker_agent
 from ..bucket.job_checks import resolve_health
 from ..bucket.problems import did_you_mean
 
-ACTIONS = ("start", "restart", "reload", "sync", "rollback", "skip", "stop", "remove", "purge", "unreachable")
+ACTIONS = ("start", "restart", "reload", "sync", "rollback", "hold", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
+START_GATES = ("last_batch", "every_batch")  # the manifest's start_gate: maand's single gate after the starts, or one per batch
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
 ENV_PREFIX = _worker_agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
@@ -106,6 +107,19 @@ def parse_rollback(value, known_jobs, jobs_filter, options):
         errors.append("maand_rollback names %s but maand_jobs names %s; a rollback deploys only the jobs it "
                       "rolls back (leave maand_jobs out)" % (",".join(names), ",".join(jobs_filter)))
     return set(names), errors
+
+
+def parse_promote(value, known_jobs):
+    """`maand_promote` (None, "a,b" or a list) -> (set of jobs, errors): jobs with `canary` whose held
+    allocations this deploy rolls out."""
+    names, errors = parse_jobs_filter(value, known_jobs)
+    if errors:
+        return set(), [e.replace("maand_jobs:", "maand_promote:", 1) for e in errors]
+    plain = [n for n in names or [] if not int((known_jobs.get(n) or {}).get("canary") or 0)]
+    if plain:
+        errors.append("maand_promote: job(s) %s have no canary in their manifest; nothing waits for a promotion "
+                      "(deploy without maand_promote)" % ", ".join(plain))
+    return set(names or []), errors
 
 
 def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_only):
@@ -199,6 +213,7 @@ def compute_plan(catalog, content, states, hosts, options=None):
     planner.check_jobs()
     for alloc in planner.allocations_in_scope():
         planner.decide(alloc)
+    planner.hold_for_canaries()
     planner.plan_purges()
     planner.plan_metadata()
     planner.schedule()
@@ -269,10 +284,12 @@ class Op:
     record: dict | None = None  # the state record promoted on the worker (state_record)
     promote_now: bool = False  # promoted after the op, not after the batch's gate
     src: str | None = None  # run ops: the job folder
-    restore: bool = False  # run ops of a rollback: the worker's previous tree goes back (key absent when False)
+    restore: object = False  # run ops of a rollback: True = the previous tree goes back, "current" = the promoted one
+    revert_of: int | None = None  # auto_revert ops: the step whose failure of this job they undo (else never run)
     worker_json: dict | None = None  # meta ops
     jobs_json: list | None = None  # meta ops
     of: str | None = None  # files ops: the id of the run op whose files they ship
+    held: bool = False  # run ops of a start batch before the job's last: promoted after the gate of the last
 
     @classmethod
     def reconcile(cls, kind, host, job=None, **kw):
@@ -298,7 +315,11 @@ class Op:
                    "sync": self.sync, "env": self.env, "record": self.record, "promote_now": self.promote_now,
                    "action": self.action, "target": self.target}
             if self.restore:
-                out["restore"] = True
+                out["restore"] = self.restore
+            if self.revert_of is not None:
+                out["revert_of"] = self.revert_of
+            if self.held:
+                out["held"] = True
             return out
         out = {"id": self.id, "kind": self.kind, "job": self.job, "host": self.host, "action": self.action,
                "target": self.target, "sync": self.sync, "env": self.env, "record": self.record,
@@ -480,6 +501,9 @@ class _Planner:
         self.errors.extend(filter_errors)
         self.rollback, rollback_errors = parse_rollback(options.get("rollback"), self.jobs, self.jobs_filter, options)
         self.errors.extend(rollback_errors)
+        self.promote, promote_errors = parse_promote(options.get("promote"), self.jobs)
+        self.errors.extend(promote_errors)
+        self.canaries = set()    # jobs whose upgrade this deploy is a canary batch
         if self.rollback:  # a rollback deploys only the jobs it names
             self.jobs_filter = sorted(self.rollback)
         self.errors.extend(foreign_buckets(self.bucket_id, states, self.hosts, options.get("adopt_bucket_id")))
@@ -496,6 +520,7 @@ class _Planner:
         self.dead_removed_workers = set()
         self.removed_worker_hosts = {h for h in self.hosts if (self.workers.get(h) or {}).get("removed")}
         self.meta_ops = {}
+        self.attempts = {}       # job -> {host: its latest attempt, never promoted} (_failed_attempts)
         self.fresh = set()       # (job, host) of starts with nothing of the job on the worker (_presync)
         self.seen_seq = 0
         self.update_seq = 0
@@ -650,6 +675,8 @@ class _Planner:
             reasons.insert(0, "a rollback was not promoted (its gate failed): the workspace's files go back")
         if deployed is not None and deployed.get("rolled_back_from"):
             reasons.append("roll forward after the rollback from %s" % deployed["rolled_back_from"])
+        if deployed is not None and deployed.get("reverted_from"):
+            reasons.append("%s was reverted here before" % deployed["reverted_from"])
         row.paths = changed
         op = Op.run(name, host, job.get("path"), sync=bool(hash_changed),
                     env=self.alloc_env(name, host, cur_version, new_version),
@@ -668,9 +695,80 @@ class _Planner:
             reasons.append("forced (maand_force)")
         self._decide_upgrade(row, op, bucket, job, changed, hash_changed, version_changed, reasons)
 
+    def _failed_attempts(self, name):
+        """{host: attempt} of job name's active allocations in scope whose latest attempt (the tree shipped
+        and started, history/<job>/incoming on the worker) was never promoted while an older version is."""
+        if name not in self.attempts:
+            found = {}
+            for a in self.allocations_in_scope():
+                host = a["worker"]
+                if a["job"] != name or a.get("state", "active") != "active":
+                    continue
+                st = self.state(host)
+                attempt, deployed = (st.get("attempts") or {}).get(name), _promoted(st, name)
+                if (isinstance(attempt, dict) and deployed is not None
+                        and (attempt.get("hash"), attempt.get("version")) != (deployed.get("hash"), deployed.get("version"))):
+                    found[host] = attempt
+            self.attempts[name] = found
+        return self.attempts[name]
+
     def _decide_rollback(self, row, job, st, deployed):
         """maand_rollback: the worker's previous promoted tree and record go back, through the job's
-        rolling batches and gate (a restart, or a start when it is not running)."""
+        rolling batches and gate (a restart, or a start when it is not running). When the job's latest
+        attempt failed somewhere, _decide_recovery decides instead."""
+        name, host = row.job, row.worker
+        failed = self._failed_attempts(name)
+        if failed:
+            self._decide_recovery(row, job, st, deployed, failed)
+            return
+        self._rollback_to_previous(row, job, st, deployed)
+
+    def _decide_recovery(self, row, job, st, deployed, failed):
+        """maand_rollback after a failed attempt: where it failed, the promoted tree (the last one that
+        passed its gate) goes back and restarts through the gate; where the new version was promoted, the
+        previous one goes back; workers that never got the new version are left alone."""
+        name, host = row.job, row.worker
+        tried = "/".join(sorted({str(a.get("version") or ZERO_VERSION) for a in failed.values()}))
+        if host in failed:
+            self._restore_promoted(row, job, st, deployed, failed[host])
+            return
+        if deployed is None:
+            row.decide("skip", "rollback: nothing promoted here (left alone; the next deploy starts it)")
+            return
+        cur = self.content.get(name) or {}
+        cur = (cur.get("allocations") or {}).get(host, cur)
+        if (deployed.get("hash"), deployed.get("version")) != (cur.get("hash"), job.get("version") or ZERO_VERSION):
+            row.decide("skip", "rollback: left alone (runs %s; %s never reached it)"
+                       % (deployed.get("version") or ZERO_VERSION, tried))
+            return
+        self._rollback_to_previous(row, job, st, deployed)
+
+    def _restore_promoted(self, row, job, st, deployed, attempt):
+        """The promoted tree (history/<job>/current) back in place of a failed attempt, restarted."""
+        name, host = row.job, row.worker
+        version = deployed.get("version") or ZERO_VERSION
+        failed_version = attempt.get("version") or ZERO_VERSION
+        info = attempt.get("attempt") or {}
+        why = ("%s failed its gate" % failed_version if info.get("ok") else
+               "make %s of %s failed" % (info.get("target") or "restart", failed_version))
+        if name not in (st.get("kept") or []):
+            row.decide("skip", "rollback: no copy of the promoted tree on the worker")
+            self.errors.append("maand_rollback: %s@%s: %s, but the worker keeps no copy of the promoted %s tree "
+                               "(history/%s/current, kept from this release on); deploy the old version from the "
+                               "workspace instead" % (name, host, why, version, name))
+            return
+        record = dict(deployed, running=True, update_seq=None, reverted_from=failed_version)
+        record.pop("rolled_back_from", None)
+        row.paths = files_mod.changed_paths(attempt.get("files") or {}, deployed.get("files") or {})
+        row.hash, row.from_version, row.to_version = deployed.get("hash"), failed_version, version
+        row.decide("rollback", "rollback: restore %s (%s); the catalog stays at %s, the next deploy rolls forward "
+                   "again" % (version, why, job.get("version") or ZERO_VERSION))
+        op = Op.run(name, host, job.get("path"), restore="current", action="rollback", target="restart",
+                    env=self.alloc_env(name, host, failed_version, version), record=record,
+                    promote_now=name not in self.gates)
+        self.rollout.setdefault(name, {"start": [], "upgrade": [], "sync": []})["upgrade"].append(op)
+
+    def _rollback_to_previous(self, row, job, st, deployed):
         name, host = row.job, row.worker
         previous = (st.get("previous") or {}).get(name)
         if deployed is None:
@@ -688,6 +786,7 @@ class _Planner:
         old_version = previous.get("version") or ZERO_VERSION
         record = dict(previous, running=True, update_seq=None, rolled_back_from=cur_version)
         record.pop("rollback", None)
+        record.pop("reverted_from", None)
         target = "restart" if deployed.get("running") else "start"
         row.paths = files_mod.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
         row.hash, row.to_version = previous.get("hash"), old_version
@@ -753,6 +852,37 @@ class _Planner:
             bucket["sync"].append(op)
         else:
             bucket["upgrade"].append(op)
+
+    # --- phase 2b: canaries ---
+
+    def hold_for_canaries(self):
+        """`canary: N` (Nomad's canary + promote): an upgrade of the job rolls out to N allocations
+        (counting those already on the new version), gated as usual; the others are held (action "hold")
+        until a deploy with -e maand_promote=<job> rolls them out in the job's normal batches."""
+        rows = {(r.job, r.worker): r for r in self.rows}
+        for name, job_ops in sorted(self.rollout.items()):
+            size = int((self.jobs.get(name) or {}).get("canary") or 0)
+            upgrades = [o for o in job_ops["upgrade"] if not o.restore]
+            if size <= 0 or not upgrades:
+                continue
+            if name in self.promote:
+                self.order_notes.append("job %s: maand_promote: the %d allocation(s) held after the canary roll out"
+                                        % (name, len(upgrades)))
+                continue
+            version = self.jobs[name].get("version") or ZERO_VERSION
+            done = sum(1 for r in self.rows if r.job == name and r.action == "skip" and r.reason.startswith("unchanged"))
+            keep = upgrades[:max(0, size - done)]
+            held = upgrades[len(keep):]
+            if not held:
+                continue
+            self.canaries.add(name)
+            for o in held:
+                job_ops["upgrade"].remove(o)
+                rows[(name, o.host)].decide("hold", "canary: waits for -e maand_promote=%s (%s)"
+                                            % (name, rows[(name, o.host)].reason))
+            self.order_notes.append(
+                "job %s: canary %d: %d allocation(s) on %s after this deploy, %d held until a deploy with "
+                "-e maand_promote=%s" % (name, size, done + len(keep), version, len(held), name))
 
     # --- phase 3: workers that left workers.json ---
 
@@ -894,13 +1024,21 @@ class _Planner:
                         op.sync = False
 
     def _job_batches(self, name, row_index):
-        """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first."""
+        """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first.
+
+        Start batches follow maand (rolloutStartBatches): they run one after another and the job's gate
+        runs once, after the last of them, over every started allocation (a quorum service cannot be
+        healthy with its first member alone); `start_gate: every_batch` in the manifest gates each one.
+        Upgrade batches are gated one by one (rolloutRestartBatches). With `auto_revert`, each upgrade
+        batch has a revert in the job's next slot, run only when that batch failed (_add_reverts)."""
         job = self.jobs[name]
         job_ops = self.rollout[name]
         if "job_control" in hook_events(job):
             return [self._job_control_batch(name, job_ops, row_index)]
         starts, start_src = self._ordered(name, job_ops["start"])
         upgrades, upgrade_src = self._ordered(name, job_ops["upgrade"])
+        if upgrade_src == "default":  # a rollback after a failed attempt: the workers it left down come back first
+            upgrades.sort(key=lambda o: o.restore != "current")
         sources = {"start": start_src, "upgrade": upgrade_src}
         start_b = batches(starts, int(job.get("max_concurrent_starts") or 0))
         upgrade_size = job.get("max_concurrent_upgrades")
@@ -913,25 +1051,81 @@ class _Planner:
                 seq = [("sync", job_ops["sync"])]
         total = {"start": len(start_b), "upgrade": len(upgrade_b), "sync": 1}
         counter = {"start": 0, "upgrade": 0, "sync": 0}
+        once = job.get("start_gate", START_GATES[0]) != "every_batch" and len(start_b) > 1
+        started = [o.host for b in start_b for o in b]
         out = []
         for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
             shown = "rollback" if phase == "upgrade" and all(o.restore for o in ops) else phase
+            shown = "canary" if shown == "upgrade" and name in self.canaries else shown
             label = "%s %s batch %d/%d" % (name, shown, counter[phase], total[phase])
             lifecycle_hosts = [o.host for o in ops if o.action != "sync"]
+            deferred = once and phase == "start"  # maand: one gate after the last start batch
+            last_start = deferred and counter["start"] == total["start"]
             gate = None
-            if name in self.gates and lifecycle_hosts:
-                gate = dict(self.gates[name], hosts=lifecycle_hosts)
+            if name in self.gates and lifecycle_hosts and (not deferred or last_start or hook_events(job)):
+                gate = dict(self.gates[name], hosts=started if last_start else lifecycle_hosts)
+                if last_start:  # its hosts span every start batch: the label names the batch it follows
+                    gate["label"] = label
                 if hook_events(job):
                     order = [o.host for p, b in seq if p == phase for o in b if o.action != "sync"]
                     gate["hooks"] = {"phase": "new" if phase == "start" else "update",
                                      "batch_index": counter[phase] - 1, "batch_count": total[phase],
                                      "order": order, "order_source": sources.get(phase, "default"),
                                      "last": pos == len(seq) - 1}
+                    if last_start:  # after_allocation_started runs for this batch; probes for every start
+                        gate["hooks"]["batch_hosts"] = lifecycle_hosts
+                    elif deferred:  # only the batch's hooks: no probes, no health_check
+                        gate["checks"] = []
+                        gate["hooks"]["health"] = False
             for o in ops:
                 row_index[(name, o.host)].batch = label
-            out.append({"label": label, "ops": ops, "gate": gate})
+                o.held = deferred and not last_start and o.action != "sync" and not o.promote_now
+            out.append({"label": label, "ops": ops, "gate": gate, "phase": phase})
+        if job.get("auto_revert"):
+            self._add_reverts(name, out)
         return out
+
+    def _add_reverts(self, name, out):
+        """auto_revert: the revert of upgrade batch k rides in the job's slot k + 1 (a slot of its own
+        after the last batch). It restores the promoted tree (history/<job>/current) on the batch's
+        workers, restarts it and gates it; the run state issues it only when batch k failed
+        (_run_state: revert_of), and the job's later batches never run (it is blocked)."""
+        job = self.jobs[name]
+        for k, sub in enumerate(list(out)):
+            if sub["phase"] != "upgrade":
+                continue
+            ops = []
+            for o in sub["ops"]:
+                deployed = _promoted(self.state(o.host), name)
+                if o.action in ("restart", "reload") and not o.restore and deployed is not None:
+                    ops.append(self._revert_op(name, o, deployed))
+            if not ops:
+                continue
+            gate = None
+            if name in self.gates:
+                gate = dict(self.gates[name], hosts=[o.host for o in ops], revert=True,
+                            label="%s revert of %s" % (name, sub["label"][len(name) + 1:]))
+                if hook_events(job):
+                    gate["hooks"] = {"phase": "update", "batch_index": 0, "batch_count": 1,
+                                     "order": [o.host for o in ops], "order_source": "default", "last": False}
+            if k + 1 == len(out):
+                out.append({"label": "%s revert (if %s fails)" % (name, sub["label"][len(name) + 1:]),
+                            "ops": [], "gate": None, "phase": "revert"})
+            out[k + 1]["reverts"] = {"ops": ops, "gate": gate, "of": k}
+        if any(sub.get("reverts") for sub in out):
+            self.order_notes.append("job %s: auto_revert: an upgrade batch that fails gets its promoted tree back "
+                                    "(restart, gate), the job's later batches do not run, the deploy ends failed" % name)
+
+    def _revert_op(self, name, op, deployed):
+        """The conditional revert of one upgrade op: the promoted tree and record back (reverted_from)."""
+        version = deployed.get("version") or ZERO_VERSION
+        failed_version = (op.record or {}).get("version") or ZERO_VERSION
+        record = dict(deployed, running=True, update_seq=self.update_seq, reverted_from=failed_version)
+        record.pop("rolled_back_from", None)
+        return Op("%s@%s/revert" % (name, op.host), "run", op.host, job=name, src=op.src, restore="current",
+                  action="revert", target="restart", env=self.alloc_env(name, op.host, failed_version, version),
+                  record=record, promote_now=name not in self.gates)
 
     def _ordered(self, name, ops):
         """ops in the order a hook put in maand/job/<job> rollout_order when it names exactly these
@@ -970,7 +1164,8 @@ class _Planner:
         return {"label": label, "ops": ops, "gate": gate}
 
     def _schedule_wave(self, wave, subs):
-        """Batch i of every job in the wave runs side by side in one step."""
+        """Batch i of every job in the wave runs side by side in one step (with the conditional
+        revert of the job's batch i - 1, auto_revert)."""
         depth = max(len(v) for v in subs.values())
         for i in range(depth):
             ops_by_host = {}
@@ -979,12 +1174,21 @@ class _Planner:
                 if i >= len(subs[name]):
                     continue
                 sub = subs[name][i]
+                sub["step"] = len(self.steps)
                 labels.append(sub["label"])
                 step_jobs.append(name)
                 if sub["gate"]:
                     gate_list.append(sub["gate"])
                 for o in sub["ops"]:
                     ops_by_host.setdefault(o.host, []).append(o)
+                reverts = sub.get("reverts")
+                if reverts:
+                    of = subs[name][reverts["of"]]["step"]
+                    for o in reverts["ops"]:
+                        o.revert_of = of
+                        ops_by_host.setdefault(o.host, []).append(o)
+                    if reverts["gate"]:
+                        gate_list.append(dict(reverts["gate"], revert_of=of))
             self.steps.append(Step(len(self.steps), wave, i == depth - 1, "wave %d: %s" % (wave, "; ".join(labels)),
                                    step_jobs, ops_by_host, gate_list))
 
@@ -993,8 +1197,8 @@ class _Planner:
             "bucket_id": self.bucket_id,
             "update_seq": self.update_seq,
             "previous_update_seq": self.seen_seq,
-            "options": {"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only,
-                        "rollback": sorted(self.rollback)},
+            "options": dict({"jobs": self.jobs_filter, "force": self.force, "sync_only": self.sync_only,
+                             "rollback": sorted(self.rollback)}, **({"promote": sorted(self.promote)} if self.promote else {})),
             "rows": [row.to_json() for row in self.rows],
             "steps": [step.to_json() for step in self.steps] if not self.errors else [],
             "errors": self.errors,
@@ -1025,6 +1229,8 @@ def render_plan(plan):
     flags = [k for k in ("force", "sync_only") if opts.get(k)]
     if opts.get("rollback"):
         flags.append("rollback=%s" % ",".join(opts["rollback"]))
+    if opts.get("promote"):
+        flags.append("promote=%s" % ",".join(opts["promote"]))
     if opts.get("jobs") or flags:
         lines.append("options: jobs=%s%s" % (",".join(opts["jobs"]) if opts.get("jobs") else "all",
                                              "".join(" %s" % f for f in flags)))
@@ -1049,7 +1255,7 @@ def render_plan(plan):
             if group is None:
                 continue
             extra = ""
-            if row.get("batch") and row["action"] not in ("skip",):
+            if row.get("batch") and row["action"] not in ("skip", "hold"):
                 extra = "  [%s]" % row["batch"]
             lines.append("  %-16s %-16s %-11s %s%s" % (row["job"] or "*", row["worker"], row["action"], row.get("reason", ""), extra))
     if plan["prune"]:

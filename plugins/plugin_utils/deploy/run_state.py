@@ -53,7 +53,11 @@ class RunState:
     pending: dict = field(default_factory=dict)         # host -> [promotion]
     steps_completed: list = field(default_factory=list)
     in_flight: object = None                            # the step whose agents ran but is not folded yet
-    failed_ops: dict = field(default_factory=dict)      # op id -> "failed" | "unreachable" | "gate" (the verdict)
+    failed_ops: dict = field(default_factory=dict)      # op id -> "failed" | "unreachable" | "gate" | "reverted" |
+    #                                                     "unpromoted" (the verdict)
+    awaiting: dict = field(default_factory=dict)        # job -> [promotion]: start batches waiting for the gate after
+    #                                                     the job's last start batch (maand's start semantics)
+    failed_at: dict = field(default_factory=dict)       # job -> index of the step where it first failed (auto_revert)
 
     def to_dict(self):
         data = asdict(self)
@@ -98,7 +102,7 @@ def requests_for_step(state, step):
     blocked = set(state.blocked)
     out = {}
     for host, ops in sorted(((step or {}).get("ops") or {}).items()):
-        mine = [op for op in ops if op.get("job") is None or op.get("job") not in blocked]
+        mine = [op for op in ops if _wanted(state, op, blocked)]
         if mine:
             out[host] = AgentRequest(host=host, ops=copy.deepcopy(mine))
     for host, promos in sorted(state.pending.items()):
@@ -107,11 +111,36 @@ def requests_for_step(state, step):
     return out
 
 
+def _wanted(state, op, blocked):
+    """An op of this step runs unless its job is blocked; a revert (auto_revert) runs only when its job
+    failed in the step whose batch it undoes."""
+    if op.get("revert_of") is not None:
+        return state.failed_at.get(op.get("job")) == op["revert_of"]
+    return op.get("job") is None or op.get("job") not in blocked
+
+
+def reverted_id(op):
+    """The allocation's op id ("api@h1") of a revert op ("api@h1/revert")."""
+    return "%s@%s" % (op.get("job"), op.get("host"))
+
+
 def _fail(state, step, job, msg):
     if job is None or step is None or step.get("wave") is None:
         state.errors.append(msg)
     else:
         state.failed_by_job.setdefault(job, []).append(msg)
+        state.failed_at.setdefault(job, step.get("index"))
+
+
+def _reverted(state, step, job, ops):
+    """Revert ops whose gate passed (or that had none): their allocations' verdict is "reverted"."""
+    if not ops:
+        return
+    for op in ops:
+        state.failed_ops[reverted_id(op)] = "reverted"
+    _fail(state, step, job, "job %s: auto_revert put the last promoted version back on %s (restarted%s); the "
+          "job's later batches were not deployed" % (job, ", ".join(op["host"] for op in ops),
+                                                     "" if ops[0].get("promote_now") else ", gate passed"))
 
 
 def record_failure(state, step, job, msg):
@@ -170,12 +199,15 @@ def fold_results(state, step, answers, reasons=None):
         for op in request.ops:
             got = by_id.get(op["id"])
             if answer is None or got is None or not got.get("ok"):
-                # files shipped early (kind "files") fail the allocation they are for, and so its job
-                state.failed_ops[op.get("of") or op["id"]] = "unreachable" if not reachable else "failed"
+                if op.get("revert_of") is None:  # a failed revert leaves the allocation's verdict as it was
+                    # files shipped early (kind "files") fail the allocation they are for, and so its job
+                    state.failed_ops[op.get("of") or op["id"]] = "unreachable" if not reachable else "failed"
                 _fail(state, step, op.get("job"), _op_message(op, got, answer, reasons.get(host)))
                 continue
             if op["kind"] == "files":  # the allocation is done when its own op is
                 continue
+            if op.get("revert_of") is not None and op.get("promote_now"):  # no gate: reverted once it ran
+                _reverted(state, step, op["job"], [op])
             ok_ops.append(op)
             state.done.append({"id": op["id"], "kind": op["kind"], "job": op.get("job"), "host": host,
                                "action": op.get("action")})
@@ -183,11 +215,22 @@ def fold_results(state, step, answers, reasons=None):
 
 
 def gates_to_run(state, step):
-    """The step's health gates whose job has not failed and is not blocked."""
+    """The step's health gates whose job has not failed and is not blocked; a revert's gate (auto_revert)
+    when its job failed in the step it undoes, on the workers whose revert ran."""
     if step is None:
         return []
     skip = set(state.failed_by_job) | set(state.blocked)
-    return [g for g in step.get("gates") or [] if g["job"] not in skip]
+    done = {d.get("id") for d in state.done}
+    out = []
+    for gate in step.get("gates") or []:
+        if gate.get("revert_of") is None:
+            if gate["job"] not in skip:
+                out.append(gate)
+        elif state.failed_at.get(gate["job"]) == gate["revert_of"]:
+            hosts = [h for h in gate.get("hosts") or [] if "%s@%s/revert" % (gate["job"], h) in done]
+            if hosts:
+                out.append(dict(gate, hosts=hosts))
+    return out
 
 
 def _block(state, step):
@@ -213,18 +256,32 @@ def _gate_failed_ops(state, gate, ok_ops, problems):
             state.failed_ops[op["id"]] = "gate"
 
 
+def _promotion(op, step):
+    return {"id": op["id"], "job": op["job"], "host": op["host"], "record": op["record"], "step": step.get("index")}
+
+
 def fold_gates(state, step, ok_ops, gate_outcomes):
-    """Record the health gates of a step: passed jobs' gated starts become pending promotions."""
+    """Record the health gates of a step: passed jobs' gated starts become pending promotions (with the
+    start batches that waited for this gate); a start batch before the job's last (ops "held") waits for
+    that gate; a passed revert gate (auto_revert) promotes the reverted records."""
     state = copy.deepcopy(state)
-    passed = set()
+    passed, reverts = set(), {}
     for gate in gates_to_run(state, step):
         job = gate["job"]
         if job not in gate_outcomes:
             _fail(state, step, job, "health gate of job %s after %s was not run" % (job, step.get("label")))
             continue
         problems = gate_outcomes[job]
+        if gate.get("revert_of") is not None:
+            if problems:
+                text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
+                _fail(state, step, job, "job %s: auto_revert restarted the last promoted version on %s but its health "
+                      "gate failed: %s" % (job, ", ".join(gate["hosts"]), text))
+            else:
+                reverts[job] = set(gate["hosts"])
+            continue
         if problems:
-            _gate_failed_ops(state, gate, ok_ops, problems)
+            _gate_failed_ops(state, gate, ok_ops + state.awaiting.pop(job, []), problems)
             # problems with several lines (a worker's status tail) go one per line
             text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
             if gate.get("hooks"):  # the job's commands ran in this gate (_hook_deploy); they name themselves
@@ -234,11 +291,27 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
                     job, step.get("label"), gate.get("attempts", 0), text))
         else:
             passed.add(job)
+    reverted = []
     for op in ok_ops:
-        if op["kind"] == "run" and not op.get("promote_now") and op["job"] in passed:
-            state.pending.setdefault(op["host"], []).append(
-                {"id": op["id"], "job": op["job"], "host": op["host"], "record": op["record"],
-                 "step": step.get("index")})
+        if op["kind"] != "run" or op.get("promote_now"):
+            continue
+        if op.get("revert_of") is not None:
+            if op["host"] in reverts.get(op["job"], ()):
+                state.pending.setdefault(op["host"], []).append(_promotion(op, step))
+                reverted.append(op)
+        elif op.get("held"):  # a start batch before the job's last: promoted after the gate of the last
+            if op["job"] not in state.failed_by_job:
+                state.awaiting.setdefault(op["job"], []).append(_promotion(op, step))
+        elif op["job"] in passed:
+            state.pending.setdefault(op["host"], []).append(_promotion(op, step))
+    for job in sorted(passed):
+        for promo in state.awaiting.pop(job, []):
+            state.pending.setdefault(promo["host"], []).append(promo)
+    for job in sorted(reverts):
+        _reverted(state, step, job, [op for op in reverted if op["job"] == job])
+    for job in sorted(set(state.awaiting) & set(state.failed_by_job)):  # never gated: not promoted
+        for promo in state.awaiting.pop(job):
+            state.failed_ops.setdefault(promo["id"], "unpromoted")
     _block(state, step)
     key = FINAL if step is None else step.get("index")
     if key not in state.steps_completed:
@@ -262,11 +335,14 @@ def final_report(state, plan):
     if missing:
         problems.append("the deploy stopped before step(s) %s completed; run it again"
                         % ", ".join(str(i) for i in missing))
+    if any(state.awaiting.values()):
+        problems.append("allocations started but the gate after their job's last start batch never ran: %s"
+                        % ", ".join(p["id"] for ps in state.awaiting.values() for p in ps))
     if any(state.pending.values()):
         problems.append("allocations passed their gate but were not promoted: %s"
                         % ", ".join(p["id"] for ps in state.pending.values() for p in ps))
     blocked = sorted(set(state.blocked) - set(state.failed_by_job))
-    planned = {r["job"] for r in plan.get("rows") or [] if r.get("action") not in ("skip", "unreachable")}
+    planned = {r["job"] for r in plan.get("rows") or [] if r.get("action") not in ("skip", "unreachable", "hold")}
     not_deployed = [j for j in blocked if j in planned]
     if not_deployed:
         problems.append("not deployed because an earlier wave failed: %s" % ", ".join(not_deployed))

@@ -81,6 +81,7 @@ class PlanRequest:
     adopt_bucket_id: str = ""
     slots: int = 0
     rollback: Any = None
+    promote: Any = None  # maand_promote: jobs whose canary-held allocations roll out
     plan_hash: str = ""
     check_mode: bool = False
     diff: bool = False
@@ -343,7 +344,7 @@ def _plan(req, catalog, jobs_filter, in_scope, staging, ctl):
                                          {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
                                           "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
                                           "rollout_orders": _hook_deploy.rollout_orders(req.bucket, in_scope),
-                                          "adopted": adopted, "rollback": req.rollback})
+                                          "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
     except _deploy_plan.PlanError as exc:
         raise _Refused(str(exc)) from None
     if plan["errors"]:

@@ -17,14 +17,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 # plan actions in the order the plan line names them ("skip" reads "unchanged")
-PLAN_ORDER = ("start", "restart", "reload", "sync", "stop", "remove", "purge", "unreachable", "skip")
+PLAN_ORDER = ("start", "restart", "reload", "sync", "hold", "stop", "remove", "purge", "unreachable", "skip")
 DONE_WORD = {"start": "started", "restart": "restarted", "reload": "reloaded", "sync": "synced",
-             "stop": "stopped", "remove": "removed", "purge": "purged"}
-FAILED_WORD = {"failed": "failed", "unreachable": "unreachable", "gate": "gate failed"}
+             "stop": "stopped", "remove": "removed", "purge": "purged", "rollback": "rolled back"}
+FAILED_WORD = {"failed": "failed", "unreachable": "unreachable", "gate": "gate failed", "reverted": "reverted",
+               "unpromoted": "not promoted"}
 # results in the order the final line counts them
-RESULT_ORDER = ("started", "restarted", "reloaded", "synced", "stopped", "removed", "purged",
-                "failed", "gate failed", "unreachable", "not run", "unchanged")
-BAD_RESULTS = ("failed", "gate failed", "unreachable", "not run")
+RESULT_ORDER = ("started", "restarted", "reloaded", "synced", "rolled back", "stopped", "removed", "purged",
+                "failed", "gate failed", "reverted", "not promoted", "unreachable", "not run", "held", "unchanged")
+# "reverted" (auto_revert): the batch failed, the last promoted version runs again; the deploy failed
+BAD_RESULTS = ("failed", "gate failed", "reverted", "not promoted", "unreachable", "not run")
 
 
 def _count_words(counts, order):
@@ -126,6 +128,8 @@ def _result(row, done_ids, failed_ops):
         return "unchanged"
     if action == "unreachable":
         return "unreachable"
+    if action == "hold":  # canary: waits for -e maand_promote=<job>
+        return "held"
     op_id = _op_id(row)
     if op_id in failed_ops:
         return FAILED_WORD.get(failed_ops[op_id], "failed")
@@ -145,7 +149,7 @@ def verdict(plan, done, failed_ops, gate_times=None):
         before = row.get("from_version") or "-"
         if row.get("action") in ("stop", "remove", "purge"):
             after = "-"
-        elif row.get("action") in ("skip", "unreachable"):
+        elif row.get("action") in ("skip", "unreachable", "hold"):
             after = before
         else:
             after = row.get("to_version") or "-"
@@ -156,6 +160,8 @@ def verdict(plan, done, failed_ops, gate_times=None):
 
 
 def _version(v):
+    if v.result == "reverted":
+        return "%s (%s reverted)" % (v.before, v.after)
     if v.before == v.after:
         return v.after
     if v.result in BAD_RESULTS:

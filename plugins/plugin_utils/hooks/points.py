@@ -146,7 +146,8 @@ def gate_hooks(catalog: Mapping[str, Any], job: str) -> list[str]:
 def run_gate_hooks(ctx: _hook_run.Context, gate: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
     """One batch's gate with its hooks, in maand's order; the problems ([] = passed)."""
     job, info = gate["job"], gate.get("hooks") or {}
-    hosts = list(gate.get("hosts") or [])
+    # the batch's allocations (the last start batch's gate probes every start, its hooks run for the batch)
+    hosts = list(info.get("batch_hosts") or gate.get("hosts") or [])
     if info.get("job_control"):
         env = _hooks.job_control_env(info.get("new") or [], info.get("updated") or [])
         targets = _hooks.targets(ctx.catalog, job)
@@ -157,7 +158,7 @@ def run_gate_hooks(ctx: _hook_run.Context, gate: Mapping[str, Any], probes: Call
         targets = _hooks.targets(ctx.catalog, job, workers=hosts)
         problems = _hook_run.run_event(ctx, job, "after_allocation_started", targets, env,
                                        concurrency=max(1, len(targets))).failures()
-    if problems:
+    if problems or info.get("health") is False:  # a start batch before the last: maand checks health after all
         return problems
     if gate.get("checks"):
         problems = probes(gate)

@@ -332,7 +332,7 @@ def _run_record(run_id: str, plan: dict, state: dict) -> RunRecord:
     blocked = set(state.get("blocked") or [])
     outcome = {}
     for key, row in rows.items():
-        if row.get("action") in ("skip", None):
+        if row.get("action") in ("skip", "hold", None):
             outcome[key] = "skipped"
         elif key in done:
             outcome[key] = "done"

@@ -58,7 +58,8 @@ def other_playbooks_vars(playbook: str, deploy_vars: Iterable[str] = ()) -> set:
 
 # The deploy's own vars are its role's options (roles/deploy/meta/argument_specs.yml); the pinned-plan and
 # rollback ones, named here so other playbooks do not warn about them as typos of theirs.
-DEPLOY_VARS = ("maand_jobs", "maand_force", "maand_sync_only", "maand_plan", "maand_rollback", "maand_adopt_bucket_id",
+DEPLOY_VARS = ("maand_jobs", "maand_force", "maand_sync_only", "maand_plan", "maand_rollback", "maand_promote",
+               "maand_adopt_bucket_id",
                "maand_deploy_make_timeout", "maand_deploy_output_tail", "maand_deploy_rsync_verify_host",
                "maand_worker_slots")
 

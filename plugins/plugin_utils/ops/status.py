@@ -177,8 +177,22 @@ def rows(catalog: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], j
                 row.running, row.note = _running(outcome, _hooks.has_event(catalog, job, "job_control"))
                 if outcome.get("pending"):
                     row.note = ("start not promoted yet; " + row.note).rstrip("; ")
+                row.note = "; ".join(n for n in history_notes(outcome) + [row.note] if n)
         out.append(row)
     return out
+
+
+def history_notes(outcome: dict) -> list[str]:
+    """What the worker's records say about the last deploys: a version reverted (auto_revert, or
+    maand_rollback after a failed gate), rolled back, or shipped and never promoted."""
+    notes = []
+    if outcome.get("unpromoted"):
+        notes.append("%s not promoted (failed)" % outcome["unpromoted"])
+    if outcome.get("reverted_from"):
+        notes.append("reverted from %s" % outcome["reverted_from"])
+    if outcome.get("rolled_back_from"):
+        notes.append("rolled back from %s" % outcome["rolled_back_from"])
+    return notes
 
 
 def _first_line(text: Any) -> str:

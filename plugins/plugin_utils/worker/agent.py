@@ -151,19 +151,30 @@ def read_state(root):
     for name in _listdir(os.path.join(root, "deploy")):
         if name.endswith(".rollback"):
             out.setdefault("rollback_pending", []).append(name[:-9])
-    previous = {}
+    previous, attempts, kept = {}, {}, []
     for name in _listdir(os.path.join(root, HISTORY)):
         rec = _load(os.path.join(root, HISTORY, name, "previous", "record.json"), bad)
         if isinstance(rec, dict):
             previous[name] = rec
+        rec = _load(os.path.join(root, HISTORY, name, "incoming", "record.json"), bad)
+        if isinstance(rec, dict):  # shipped and started, never promoted: a failed (or interrupted) attempt
+            info = _load(os.path.join(root, HISTORY, name, "incoming", ATTEMPT), bad)
+            attempts[name] = dict(rec, attempt=info if isinstance(info, dict) else {})
+        if os.path.isdir(os.path.join(root, HISTORY, name, "current", "files")):
+            kept.append(name)
     if previous:
         out["previous"] = previous
+    if attempts:
+        out["attempts"] = attempts
+    if kept:
+        out["kept"] = kept
     return out
 
 
 # --- history: the promoted tree and the one before it (rollback) ------------------------------------
 
 HISTORY = "history"
+ATTEMPT = "attempt.json"  # history/<job>/incoming/attempt.json: {"target", "ok"} of the make that ran the shipped tree
 ENV_PREFIX = ".maand-env/"  # pseudo paths of a job spec's environment in a record's files (not files)
 
 
@@ -197,10 +208,18 @@ def snapshot(tree, record, dest):
 
 def keep_incoming(root, job, record):
     """Before make: copy the files of record as they were shipped to history/<job>/incoming (not
-    when history/<job>/current already holds this version: its promotion only updates the record)."""
+    when history/<job>/current already holds this version: its promotion only updates the record).
+    True when incoming holds record (its attempt is then noted there, note_attempt)."""
     if _same_version(_load(os.path.join(root, HISTORY, job, "current", "record.json"), []), record):
-        return
+        return False
     snapshot(os.path.join(root, "jobs", job), record, os.path.join(root, HISTORY, job, "incoming"))
+    return True
+
+
+def note_attempt(root, job, target, ok):
+    """history/<job>/incoming/attempt.json: which make target ran the shipped tree and whether it succeeded
+    (a tree shipped, made and never promoted failed its gate; maand_rollback says so)."""
+    atomic_write(os.path.join(root, HISTORY, job, "incoming", ATTEMPT), json.dumps({"target": target, "ok": ok}))
 
 
 def keep_history(root, job, record):
@@ -213,6 +232,7 @@ def keep_history(root, job, record):
     current, previous = os.path.join(base, "current"), os.path.join(base, "previous")
     incoming = os.path.join(base, "incoming")
     shipped = _same_version(_load(os.path.join(incoming, "record.json"), []), record)
+    _remove(os.path.join(incoming, ATTEMPT))
     try:
         _keep_history(root, job, record, current, previous, incoming if shipped else None)
     finally:
@@ -247,12 +267,14 @@ def _keep_history(root, job, record, current, previous, incoming):
         snapshot(os.path.join(root, "jobs", job), record, current)
 
 
-def restore_previous(root, job, keep):
-    """Put the previous promoted tree of job back in jobs/<job> (everything but keep and bin/ is replaced)."""
-    source = os.path.join(root, HISTORY, job, "previous", "files")
+def restore_previous(root, job, keep, which="previous"):
+    """Put the previous promoted tree of job (which="current": the promoted one) back in jobs/<job>
+    (everything but keep and bin/ is replaced)."""
+    source = os.path.join(root, HISTORY, job, which, "files")
     if not os.path.isdir(source):
-        raise OpFailed("%s: no previous version on this worker (history/%s/previous is missing); nothing to roll back to"
-                       % (job, job), reason="no_previous")
+        raise OpFailed("%s: no %s version on this worker (history/%s/%s is missing); nothing to roll back to"
+                       % (job, "previous" if which == "previous" else "promoted", job, which),
+                       reason="no_previous")
     folder = os.path.join(root, "jobs", job)
     if not os.path.isdir(folder):
         os.makedirs(folder)
@@ -697,13 +719,17 @@ def do_run(step, op, out, label):
     """run/stop: the make target (a start first stops a start that was never promoted), then promote."""
     target = op.get("target")
     job = op["job"]
-    if op.get("restore"):  # a rollback: the previous promoted tree goes back before make
+    attempt = False
+    if op.get("restore"):  # a rollback: the previous promoted tree ("current": the promoted one) goes back
+        which = "current" if op["restore"] == "current" else "previous"
         atomic_write(step.rollback_marker(job), json.dumps({"alloc_id": (op.get("record") or {}).get("alloc_id")}))
-        restore_previous(step.root, job, step.keep)
-        out["steps"].append("restore previous tree")
+        restore_previous(step.root, job, step.keep, which)
+        out["steps"].append("restore %s tree" % ("promoted" if which == "current" else "previous"))
         out["changed"] = True
     if op.get("record") is not None and not op.get("restore"):  # a deploy (the job playbook has no record)
-        keep_incoming(step.root, job, op["record"])
+        attempt = keep_incoming(step.root, job, op["record"]) and bool(target)
+        if attempt:
+            note_attempt(step.root, job, target, False)
     if target == "start" and op.get("record") is not None:  # a deploy start (the job playbook has no record)
         if os.path.exists(step.marker(job)):
             try:
@@ -713,6 +739,8 @@ def do_run(step, op, out, label):
         atomic_write(step.marker(job), json.dumps({"alloc_id": (op.get("record") or {}).get("alloc_id")}))
     if target:
         _run_make(step, op, target, out, label)
+        if attempt:
+            note_attempt(step.root, job, target, True)
     if op.get("promote_now") and op.get("record") is not None:
         promote(step, job, op["record"])
         out["steps"].append("promote")
@@ -750,6 +778,12 @@ def do_status(step, op, out, label):
     bad = []
     record = _load(step.record(job), bad)
     out["version"] = record.get("version") if isinstance(record, dict) else None
+    for key in ("reverted_from", "rolled_back_from"):  # the record came back after a failed or undone version
+        if isinstance(record, dict) and record.get(key):
+            out[key] = record[key]
+    attempt = _load(os.path.join(step.root, HISTORY, job, "incoming", "record.json"), [])
+    if isinstance(attempt, dict) and not _same_version(attempt, record):
+        out["unpromoted"] = attempt.get("version")  # a newer tree was shipped and started, never promoted
     try:
         out["deployed_at"] = int(os.stat(step.record(job)).st_mtime) if isinstance(record, dict) else None
     except OSError:

@@ -356,3 +356,18 @@ def test_atomic_write_keeps_old_file_when_replace_fails(tmp_path, monkeypatch):
         _storage.atomic_write(path, "new\n")
     assert open(path).read() == "old\n"
     assert os.listdir(str(tmp_path)) == ["catalog.json"]
+
+
+def test_rollout_options_reach_the_catalog_and_bad_values_name_file_and_field(tmp_path):
+    make_bucket(tmp_path, [W1], {"api": {"start_gate": "every_batch", "auto_revert": True, "canary": 1}, "web": {}})
+    result = _build.compute(str(tmp_path))
+    assert result.report.ok, errors(result)
+    jobs = {j["name"]: j for j in result.catalog["jobs"]}
+    assert (jobs["api"]["start_gate"], jobs["api"]["auto_revert"], jobs["api"]["canary"]) == ("every_batch", True, 1)
+    assert not {"start_gate", "auto_revert", "canary"} & set(jobs["web"])  # maand's default: one start gate
+    make_bucket(tmp_path, [W1], {"api": {"start_gate": "each", "auto_revert": "yes", "canary": -1}})
+    result = _build.compute(str(tmp_path))
+    fields = sorted((p.kind, p.file, p.field) for p in result.report.errors)
+    assert fields == [("ErrInvalidManifest", "workspace/jobs/api/manifest.json", "$.auto_revert"),
+                      ("ErrInvalidManifest", "workspace/jobs/api/manifest.json", "$.canary"),
+                      ("ErrInvalidManifest", "workspace/jobs/api/manifest.json", "$.start_gate")], errors(result)

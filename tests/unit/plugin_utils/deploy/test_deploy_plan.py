@@ -381,10 +381,12 @@ def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
     plan = P.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
     waves = [s["wave"] for s in plan["steps"]]
     assert waves == [0, 1, 1]
-    gates = plan["steps"][1]["gates"]
+    # maand's start semantics: no gate after api's first start batch, one after its last over both members
+    assert plan["steps"][1]["gates"] == []
+    gates = plan["steps"][2]["gates"]
     assert gates[0]["checks"] == [{"type": "tcp", "port": 30001},
                                   {"type": "http", "port": 8080, "path": "/health", "scheme": "http", "expect_status": 200}]
-    assert gates[0]["hosts"] == ["h1"] and gates[0]["attempts"] == 3
+    assert gates[0]["hosts"] == ["h1", "h2"] and gates[0]["attempts"] == 3
     assert plan["steps"][1]["ops"]["h1"][0]["promote_now"] is False  # promoted after the gate
     # api's files (fresh starts of later steps) travel with the first step's rsync on both hosts
     assert {h: [(o["id"], o["kind"]) for o in ops] for h, ops in plan["steps"][0]["ops"].items()} == {

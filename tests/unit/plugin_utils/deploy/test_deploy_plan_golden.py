@@ -129,6 +129,41 @@ def roll_forward():
     return cat, content("api", "web", files=v2), st, H3, None
 
 
+def start_gates():
+    hc = {"checks": [{"type": "tcp", "port": 2379}]}
+    cat = catalog([job("etcd", health_check=hc, max_concurrent_starts=1),
+                   job("each", health_check=hc, max_concurrent_starts=1, start_gate="every_batch")],
+                  [(j, h, "active") for j in ("etcd", "each") for h in H3])
+    return cat, content("etcd", "each"), states(H3), H3, None
+
+
+def auto_revert():
+    hc = {"checks": [{"type": "tcp", "port": 2379}]}
+    cat = catalog([job("etcd", health_check=hc, auto_revert=True, version="1.1.0"),
+                   job("bare", auto_revert=True, max_concurrent_upgrades=2, version="1.1.0")],
+                  [(j, h, "active") for j in ("etcd", "bare") for h in H3])
+    st = _settle(cat, content("etcd", "bare"), H3)
+    for h in H3:
+        for name in ("etcd", "bare"):
+            st[h]["deployed"][name]["version"] = "1.0.0"
+    return cat, content("etcd", "bare", files=NEW_FILES), st, H3, None
+
+
+def rollback_failed():
+    v1, v2 = {"Makefile": "m1", "conf/a.conf": "c1"}, {"Makefile": "m1", "conf/a.conf": "c2"}
+    cat = catalog([job("api", version="1.1.0")], [("api", h, "active") for h in H3])
+    st = _settle(cat, content("api", files=v2), H3)
+    old = P.state_record("api", "api-x", content("api", files=v1)["api"], "1.0.0", True, 1)
+    new = dict(st["h1"]["deployed"]["api"], version="1.1.0")
+    st["h1"]["deployed"]["api"] = new  # h1 got 1.1.0 and passed its gate
+    st["h1"]["previous"] = {"api": dict(old, alloc_id="api-h1")}
+    for h in ("h2", "h3"):  # h2 failed its gate on 1.1.0; h3 never got it
+        st[h]["deployed"]["api"] = dict(old, alloc_id="api-%s" % h)
+        st[h]["kept"] = ["api"]
+    st["h2"]["attempts"] = {"api": dict(new, alloc_id="api-h2", attempt={"target": "restart", "ok": True})}
+    return cat, content("api", files=v2), st, H3, {"rollback": "api"}
+
+
 def adopt():
     cat = catalog([job("api")], [("api", h, "active") for h in H3])
     st = states(H3)
@@ -160,7 +195,7 @@ def rendered():
 
 
 SCENARIOS = {f.__name__: f for f in (first_deploy, upgrades, reconcile, options, sync_only, gates, hooks, rollback,
-                                     roll_forward, adopt, rendered, refused)}
+                                     roll_forward, adopt, rendered, refused, start_gates, auto_revert, rollback_failed)}
 
 
 def emitted(name):

@@ -61,21 +61,29 @@ def test_after_allocation_started_gets_a_gate_per_batch_with_its_context():
                   [("web", h, "active") for h in HOSTS])
     plan = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS)
     gates = [s["gates"][0] for s in wave_steps(plan)]
-    assert [g["hosts"] for g in gates] == [["h1", "h2"], ["h3"]]
+    # maand's start semantics: the batch's hooks after every start batch, the probes and health_check
+    # after the last one only, over every started allocation (the first batch's gate defers its promotion)
+    assert [g["hosts"] for g in gates] == [["h1", "h2"], HOSTS]
     assert [g["hooks"] for g in gates] == [
-        {"phase": "new", "batch_index": 0, "batch_count": 2, "order": HOSTS, "order_source": "default", "last": False},
-        {"phase": "new", "batch_index": 1, "batch_count": 2, "order": HOSTS, "order_source": "default", "last": True}]
+        {"phase": "new", "batch_index": 0, "batch_count": 2, "order": HOSTS, "order_source": "default", "last": False,
+         "health": False},
+        {"phase": "new", "batch_index": 1, "batch_count": 2, "order": HOSTS, "order_source": "default", "last": True,
+         "batch_hosts": ["h3"]}]
+    assert gates[0]["checks"] == [] and gates[1]["checks"] == []  # no health_check in this job
+    assert [o["held"] for o in job_ops(wave_steps(plan)[0])] == [True, True]  # promoted after the last gate
 
 
 def test_rollout_order_from_the_kv_orders_the_batches():
     cat = catalog([job("web", commands=cmds("post_deploy"), max_concurrent_starts=1)],
                   [("web", h, "active") for h in HOSTS])
     plan = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h3, h1,h2"}})
-    assert [s["gates"][0]["hosts"] for s in wave_steps(plan)] == [["h3"], ["h1"], ["h2"]]
+    assert [s["gates"][0]["hooks"].get("batch_hosts", s["gates"][0]["hosts"]) for s in wave_steps(plan)] == [
+        ["h3"], ["h1"], ["h2"]]
     assert {s["gates"][0]["hooks"]["order_source"] for s in wave_steps(plan)} == {"kv"}
     # an order that does not name exactly the batch's allocations is ignored, with a note (maand logs it)
     bad = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h3,h1"}})
-    assert [s["gates"][0]["hosts"] for s in wave_steps(bad)] == [["h1"], ["h2"], ["h3"]]
+    assert [s["gates"][0]["hooks"].get("batch_hosts", s["gates"][0]["hosts"]) for s in wave_steps(bad)] == [
+        ["h1"], ["h2"], ["h3"]]
     assert any(line.startswith("note: job web: rollout_order 'h3,h1' ignored") for line in bad["lines"])
     dup = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h1,h1,h2,h3"}})
     assert any("duplicate" in line for line in dup["lines"])

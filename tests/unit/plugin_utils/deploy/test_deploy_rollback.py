@@ -266,3 +266,91 @@ def test_an_incoming_copy_of_another_version_is_not_promoted(root):
     assert sorted(p.name for p in hist.iterdir()) == ["current", "previous"]
     assert (hist / "current/files/conf/a.conf").read_text() == "v2"
     assert json.loads((hist / "current/record.json").read_text())["version"] == "2.0.0"
+
+
+# --- issue 22: a failed attempt, restored from the promoted copy ---------------------------------------
+
+def _attempt(root, text, version, ok=True, makefile=None):
+    """A gated upgrade whose gate fails: shipped and made, never promoted."""
+    (root / "jobs/api/conf/a.conf").write_text(text)
+    if makefile is not None:
+        (root / "jobs/api/Makefile").write_text(makefile)
+    ans = A.run_step({"root": str(root), "keep": ["data", "logs"], "ops": [{
+        "id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "restart", "env": {},
+        "promote_now": False, "record": _rec(version, text)}]})
+    assert ans["ops"][0]["ok"] is ok, ans
+
+
+def test_a_failed_attempt_is_reported_with_its_make_outcome_and_a_restore_brings_the_promoted_tree_back(root):
+    _ship(root, "v1", "1.0.0")
+    _attempt(root, "v2", "2.0.0")
+    state = A.read_state(str(root))
+    assert state["attempts"]["api"]["version"] == "2.0.0" and state["kept"] == ["api"]
+    assert state["attempts"]["api"]["attempt"] == {"target": "restart", "ok": True}  # make ran: the gate failed
+    status = A.run_step({"root": str(root), "ops": [{"id": "api@h", "kind": "status", "job": "api", "host": "h"}]})
+    assert status["ops"][0]["unpromoted"] == "2.0.0" and status["ops"][0]["version"] == "1.0.0"
+    record = dict(_rec("1.0.0", "v1"), reverted_from="2.0.0")
+    ans = A.run_step({"root": str(root), "keep": ["data", "logs"], "ops": [{
+        "id": "api@h/revert", "kind": "run", "job": "api", "host": "h", "target": "restart", "restore": "current",
+        "env": {"CURRENT_VERSION": "2.0.0", "NEW_VERSION": "1.0.0"}, "promote_now": False, "record": record}]})
+    out = ans["ops"][0]
+    assert out["ok"] and out["steps"] == ["restore promoted tree", "make restart"], out
+    assert (root / "jobs/api/conf/a.conf").read_text() == "v1" and (root / "jobs/api/data/db").read_text() == "precious"
+    A.run_step({"root": str(root), "promote": [{"id": "api@h/revert", "job": "api", "record": record}]})
+    state = A.read_state(str(root))
+    assert "attempts" not in state and "rollback_pending" not in state  # promoted: the attempt is over
+    assert state["deployed"]["api"]["reverted_from"] == "2.0.0"
+    assert not (root / "history/api/previous").exists()  # same version: current only gets the record
+    status = A.run_step({"root": str(root), "ops": [{"id": "api@h", "kind": "status", "job": "api", "host": "h"}]})
+    assert status["ops"][0]["reverted_from"] == "2.0.0" and "unpromoted" not in status["ops"][0]
+
+
+def test_an_attempt_whose_make_failed_says_so(root):
+    _ship(root, "v1", "1.0.0")
+    _attempt(root, "v2", "2.0.0", ok=False, makefile="restart:\n\texit 3\n")
+    assert A.read_state(str(root))["attempts"]["api"]["attempt"] == {"target": "restart", "ok": False}
+
+
+def _failed_upgrade_states(kept=True):
+    cat = catalog([job("api", version="2.0.0")], [("api", h, "active") for h in HOSTS + ["h3"]])
+    st = _settle(cat, content("api", files=V1), HOSTS + ["h3"])
+    for h in st:
+        st[h]["deployed"]["api"]["version"] = "1.0.0"
+        if kept:
+            st[h]["kept"] = ["api"]
+    st["h1"]["attempts"] = {"api": dict(P.state_record("api", "api-h1", content("api", files=V2)["api"], "2.0.0",
+                                                       True, 2), attempt={"target": "restart", "ok": False})}
+    return cat, st
+
+
+def test_rollback_after_a_failed_attempt_restores_the_promoted_tree_there_and_leaves_the_others_alone():
+    cat, st = _failed_upgrade_states()
+    plan = P.compute_plan(cat, content("api", files=V2), st, HOSTS + ["h3"], {"rollback": "api"})
+    assert plan["errors"] == []
+    rows = {r["worker"]: r for r in plan["rows"]}
+    assert rows["h1"]["action"] == "rollback" and rows["h1"]["reason"].startswith(
+        "rollback: restore 1.0.0 (make restart of 2.0.0 failed)")
+    assert (rows["h1"]["from_version"], rows["h1"]["to_version"]) == ("2.0.0", "1.0.0")
+    assert rows["h1"]["paths"] == ["conf/a.conf"]
+    for h in ("h2", "h3"):
+        assert rows[h]["action"] == "skip" and rows[h]["reason"] == "rollback: left alone (runs 1.0.0; 2.0.0 never reached it)"
+    ops = [o for s in plan["steps"] for os_ in s["ops"].values() for o in os_ if o["kind"] == "run"]
+    assert [(o["id"], o["restore"], o["target"], o["record"]["version"], o["record"]["reverted_from"]) for o in ops] == [
+        ("api@h1", "current", "restart", "1.0.0", "2.0.0")]
+    assert ops[0]["env"]["CURRENT_VERSION"] == "2.0.0" and ops[0]["env"]["NEW_VERSION"] == "1.0.0"
+
+
+def test_rollback_after_a_failed_attempt_needs_the_promoted_copy():
+    cat, st = _failed_upgrade_states(kept=False)
+    plan = P.compute_plan(cat, content("api", files=V2), st, HOSTS + ["h3"], {"rollback": "api"})
+    assert len(plan["errors"]) == 1 and plan["errors"][0].startswith(
+        "maand_rollback: api@h1: make restart of 2.0.0 failed, but the worker keeps no copy of the promoted 1.0.0 tree")
+
+
+def test_the_next_deploy_after_a_revert_rolls_forward_and_says_why():
+    cat, st = _failed_upgrade_states()
+    st["h1"].pop("attempts")
+    st["h1"]["deployed"]["api"]["reverted_from"] = "2.0.0"
+    plan = P.compute_plan(cat, content("api", files=V2), st, HOSTS + ["h3"])
+    row = next(r for r in plan["rows"] if r["worker"] == "h1")
+    assert row["action"] == "restart" and row["reason"].endswith("2.0.0 was reverted here before")

@@ -102,3 +102,15 @@ def test_verdict_table_aligns_and_folds_unchanged_rows():
 def test_verdict_round_trips_through_a_task_result():
     rows = V.verdict(PLAN, [{"id": "api@h1"}], {})
     assert [V.Verdict(**v.to_dict()) for v in rows] == rows
+
+
+def test_a_rollback_reads_rolled_back_and_a_revert_names_both_versions():
+    plan = {"rows": [{"job": "api", "worker": "h1", "action": "rollback", "from_version": "1.2.0", "to_version": "1.1.0"},
+                     {"job": "db", "worker": "h1", "action": "restart", "from_version": "1.0.0", "to_version": "1.1.0"},
+                     {"job": "db", "worker": "h2", "action": "restart", "from_version": "1.0.0", "to_version": "1.1.0"}]}
+    rows = V.verdict(plan, [{"id": "api@h1"}, {"id": "db@h1"}], {"db@h1": "reverted"})
+    table = V.verdict_table(rows)
+    assert table[1].split()[3:] == ["rolled", "back", "-", "1.2.0", "->", "1.1.0"]
+    assert table[2].split()[3:] == ["reverted", "-", "1.0.0", "(1.1.0", "reverted)"]
+    assert V.done_line(rows) == "deploy done: 1 rolled back, 1 reverted, 1 not run"
+    assert V.worker_results(rows) == {"h1": "failed", "h2": "ok"}

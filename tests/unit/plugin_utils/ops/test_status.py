@@ -161,3 +161,12 @@ def test_build_table_has_a_ports_column():
     lines = _build.allocation_table(catalog)
     assert lines[0].split()[-1] == "PORTS"
     assert lines[1].split()[-1] == "a_port=1,b_port=2" and lines[2].split()[-1] == "-"
+
+
+def test_a_reverted_or_unpromoted_version_is_in_the_note():
+    answers = {"h1": {"answered": True, "jobs": {
+        "api": {"version": "1.1.0", "running": True, "reverted_from": "1.2.0"},
+        "ctl": {"version": "2.0.0", "running": None, "unpromoted": "2.1.0", "rolled_back_from": "2.2.0"}}}}
+    notes = {r.job: r.note for r in _status.rows(CATALOG, answers)}
+    assert notes["api"] == "reverted from 1.2.0"
+    assert notes["ctl"].startswith("2.1.0 not promoted (failed); rolled back from 2.2.0; job_control job")
