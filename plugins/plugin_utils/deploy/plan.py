@@ -716,7 +716,7 @@ class _Planner:
         """maand_rollback: the worker's previous promoted tree and record go back, through the job's
         rolling batches and gate (a restart, or a start when it is not running). When the job's latest
         attempt failed somewhere, _decide_recovery decides instead."""
-        name, host = row.job, row.worker
+        name = row.job
         failed = self._failed_attempts(name)
         if failed:
             self._decide_recovery(row, job, st, deployed, failed)

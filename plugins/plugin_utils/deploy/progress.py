@@ -118,7 +118,10 @@ def check_label(check):
 
 
 def batch_label(plan, gate):
-    """The rolling batch a gate closes ("api start batch 1/3"), from the plan's rows."""
+    """The rolling batch a gate closes ("api start batch 1/3"): the plan's own label of the gate when it
+    has one (the gate after a job's last start batch, a revert's gate), else from the plan's rows."""
+    if gate.get("label"):
+        return gate["label"]
     hosts = set(gate.get("hosts") or [])
     for row in plan.get("rows") or []:
         if row.get("job") == gate.get("job") and row.get("worker") in hosts and row.get("batch"):
