@@ -8,4 +8,6 @@ settings, the agent round trip); controller.py builds what the deploy's door (de
 of Ansible (hostvars -> the workers' connection settings and addresses, Display -> the screen, the
 registered deploy_state results -> worker states); extra_vars.py checks the run's maand_* extra vars;
 support.py holds the small helpers actions share (integer extra vars, ssh args, hosts_from_hostvars).
+
+The door for plugins: action_base.py (MaandAction, ControllerAction) and controller.py.
 """

@@ -9,4 +9,6 @@ error report), naming.py, jobspec.py (the Maelstrom job-spec model), job_checks.
 the manifest), content.py (content hashing of job trees), storage.py (the state store seam: store() picks the
 bucket folder or PostgreSQL; the data/ folder, atomic writes, the bucket lock), state_pg.py (the
 PostgreSQL state store and its deploy lock holder).
+
+The door: model.py (load_bucket and the model's records); storage.py for what every stage persists.
 """

@@ -5,4 +5,6 @@
 
 commands.py (which commands an event runs), run.py (one process per allocation), points.py (where
 build, deploy and job_command run them), runtime_api.py (maand's runtime API on localhost).
+
+The door: points.py (where build, deploy and job_command run job commands).
 """

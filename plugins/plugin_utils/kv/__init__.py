@@ -6,4 +6,6 @@
 store.py (data/kv.json with maand's versions and history), secrets.py (AES-GCM as maand), functions.py
 (namespaces, read rules, the template function map), gotemplate.py (Go text/template), prometheus.py
 (maand's Prometheus support).
+
+The door: store.py (KVStore) for the KV, functions.py for what templates read.
 """

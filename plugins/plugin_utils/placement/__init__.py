@@ -6,4 +6,6 @@
 select.py compiles the rules (labels, RFC 31 constraints, hardware), fleet.py is the one worker index,
 place.py places and returns allocations and shortfalls as data, explain.py words why a job is (not)
 placed; constraints.py, hardware.py, hostlist.py, idset.py, bits.py are the rule languages.
+
+The door: place.py (place); select.py compiles the rules it places with.
 """

@@ -6,4 +6,6 @@
 agent.py is the worker agent (shipped as one file, run once per host and step); maand_helper.py is the
 ``maand`` module staged beside hook scripts; layout.py is the controller's one definition of the worker
 paths. agent.py and maand_helper.py import nothing of the collection: they run alone.
+
+The door: agent.py (one file, run alone on the worker); layout.py for the controller's paths.
 """
