@@ -39,6 +39,7 @@ import dataclasses
 import hmac
 import http.server
 import json
+import math
 import os
 import re
 import secrets
@@ -441,7 +442,7 @@ class RuntimeAPI:
             timeout = min(float(data.get("timeout_seconds") or SEM_DEFAULT_TIMEOUT), SEM_MAX_TIMEOUT)
         except (TypeError, ValueError, OverflowError):
             raise _err("bad_number") from None
-        if isinstance(data.get("capacity"), bool) or timeout != timeout:  # NaN
+        if isinstance(data.get("capacity"), bool) or math.isnan(timeout):
             raise _err("bad_number")
         self.semaphores.acquire(self._scope(inv, name), inv.alloc_id + "|" + token, capacity, timeout)
         return 200, {"name": name, "allocation_id": inv.alloc_id, "capacity": capacity, "acquired": True}

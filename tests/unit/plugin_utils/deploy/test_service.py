@@ -41,7 +41,7 @@ def bucket(tmp_path):
     return root
 
 
-def fresh_states(hosts=HOSTS):
+def fresh_states(hosts=tuple(HOSTS)):
     return {h: {"reachable": True, "worker": None, "jobs": None, "deployed": {}, "trees": []} for h in hosts}
 
 
