@@ -20,7 +20,7 @@ from tests.integration.deploy.env import Env
 pytestmark = [pytest.mark.fleet, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("bun") is None, reason="no bun (npm install -g bun)")]
 
-# TypeScript: maand's helper with its types; logs "<event> <command> <worker> <extra>" to $HOOK_LOG
+# TypeScript: maand's helper with its types; logs "<event> <command> <worker> <extra>" to $MAAND_HOOK_LOG
 SEED_TS = """\
 import { appendFileSync } from "node:fs";
 import { allocationIp, commandEvent, commandName, getStoreValue, putJobVariable } from "./maand";
@@ -28,7 +28,7 @@ import { allocationIp, commandEvent, commandName, getStoreValue, putJobVariable 
 const bucketId: string = (await (await getStoreValue("maand/bucket", "bucket_id")).json()).value;
 const put: Response = await putJobVariable("seeded_by", `ts@${commandEvent()}`);
 if (!put.ok) throw new Error(`put failed: ${put.status} ${await put.text()}`);
-appendFileSync(process.env.HOOK_LOG!, `${commandEvent()} ${commandName()} ${allocationIp()} ${bucketId.length}\\n`);
+appendFileSync(process.env.MAAND_HOOK_LOG!, `${commandEvent()} ${commandName()} ${allocationIp()} ${bucketId.length}\\n`);
 """
 # JavaScript: the same helper (Bun resolves the .ts), a secret and a read of the TS hook's write
 CHECK_JS = """\
@@ -39,7 +39,7 @@ const seeded = (await (await maand.getStoreValue("vars/job/api", "seeded_by")).j
 const put = await maand.putJobSecret("token", "js-secret-" + maand.jobName());
 if (!put.ok) throw new Error("secret put failed: " + put.status);
 const keys = (await (await maand.listJobKeys("vars/job/api")).json()).namespaces["vars/job/api"];
-appendFileSync(process.env.HOOK_LOG, `${maand.commandEvent()} ${maand.commandName()} ${maand.allocationIp()} ${seeded} ${JSON.stringify(keys)}\\n`);
+appendFileSync(process.env.MAAND_HOOK_LOG, `${maand.commandEvent()} ${maand.commandName()} ${maand.allocationIp()} ${seeded} ${JSON.stringify(keys)}\\n`);
 """
 FAIL_JS = "console.error('bun says no'); process.exit(3);\n"
 CONFIG_TPL = 'seeded_by = "{{ get "vars/job/api" "seeded_by" }}"\ntoken = "{{ getSecret "token" }}"\n'
@@ -51,7 +51,7 @@ class BunEnv(Env):
     def __init__(self, fleet, bucket, hook_log):
         super().__init__(fleet, bucket)
         self.hook_log = hook_log
-        self.env["HOOK_LOG"] = str(hook_log)
+        self.env["MAAND_HOOK_LOG"] = str(hook_log)
 
     def hook_events(self):
         if not self.hook_log.exists():

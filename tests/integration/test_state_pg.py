@@ -258,6 +258,7 @@ def test_moving_state_into_the_store_and_back_to_files(tmp_path, pg_server, monk
     (other / "maand.conf").write_text('ssh_user = "agent"\n')
     (other / "secrets").mkdir()
     (other / "secrets" / "kv.key").write_bytes(open(os.path.join(source, "secrets", "kv.key"), "rb").read())
+    (other / "secrets" / "kv.key").chmod(0o600)  # a key others may read is refused
     monkeypatch.setenv(storage.URL_ENV, url)
     for key, value in pg_server.env.items():
         monkeypatch.setenv(key, value)
