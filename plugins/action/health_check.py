@@ -12,7 +12,6 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
@@ -49,9 +48,8 @@ class ActionModule(ControllerAction):
         bucket = args["bucket"]
         result["changed"] = False
         try:
-            catalog = _catalog.read_built(bucket)
-            jobs = _health_check.select_jobs(catalog, args["jobs"])
-        except (_health_check.HealthCheckError, _catalog.CatalogError) as exc:
+            catalog, jobs = _health_check.load(bucket, args["jobs"])
+        except _health_check.HealthCheckError as exc:
             result.update(failed=True, msg="maand.core.health_check: %s; nothing was checked" % exc)
             return result
         live = {w["host"] for w in catalog.get("workers") or [] if not w.get("removed")}

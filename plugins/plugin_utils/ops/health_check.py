@@ -29,6 +29,7 @@ from ..deploy.gate import describe
 from ..deploy.waiter import Budget, Pending, Waiter
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
+from ..build import catalog as _catalog
 
 WORKER = "(worker)"
 PORT_TIMEOUT = 5.0
@@ -103,6 +104,16 @@ def split_names(value: Any) -> list[str]:
     """maand_jobs as a list or a comma-separated string -> names (blanks dropped, order kept)."""
     items = value.split(",") if isinstance(value, str) else list(value or [])
     return [str(item).strip() for item in items if str(item).strip()]
+
+
+def load(bucket_dir: str, names: Iterable[str]) -> tuple[dict, list[str]]:
+    """The bucket's built catalog and the jobs to check in it. HealthCheckError names a missing or
+    stale catalog (with its fix) or an unknown job."""
+    try:
+        catalog = _catalog.read_built(bucket_dir)
+    except _catalog.CatalogError as exc:
+        raise HealthCheckError(str(exc)) from None
+    return catalog, select_jobs(catalog, names)
 
 
 def select_jobs(catalog: Mapping[str, Any], names: Iterable[str]) -> list[str]:
