@@ -332,7 +332,7 @@ class PgStore:
         (after waiting up to `wait` seconds)."""
         row = self._run("reading the deploy lock", _lock_row)
         if (row and row["host"] == socket.gethostname() and row["run_pid"] == run_pid
-                and _alive(row["holder_pid"])):
+                and pid_alive(row["holder_pid"])):
             return False, "deploy lock already held by this run"
         if check_only:
             deadline = time.monotonic() + max(0.0, float(wait))
@@ -387,12 +387,12 @@ class PgStore:
         if not row or row["host"] != socket.gethostname() or row["run_pid"] != run_pid:
             return False
         pid = row["holder_pid"]
-        if not _alive(pid):
+        if not pid_alive(pid):
             return False
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         return True
 
@@ -444,7 +444,9 @@ def process_start(pid):
         return None
 
 
-def _alive(pid, start=None):
+def pid_alive(pid, start=None):
+    """True when pid runs, is not a zombie and (if start is given) is the same process that started
+    then (process_start). Shared with deploy/lock.py: this file also runs alone as the lock holder."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
@@ -453,7 +455,7 @@ def _alive(pid, start=None):
         return False
     except PermissionError:
         pass
-    if start:
+    if start is not None:
         now = process_start(pid)
         if now is not None and now != start:
             return False
@@ -485,7 +487,7 @@ def hold(url, run_pid, run_start, wait):
         migrate(conn, label)
         deadline = time.monotonic() + wait
         while not conn.execute("SELECT pg_try_advisory_lock(%s)" % DEPLOY_KEY).fetchone()[0]:
-            if time.monotonic() >= deadline or stop or not _alive(run_pid, run_start):
+            if time.monotonic() >= deadline or stop or not pid_alive(run_pid, run_start):
                 _say({"busy": _lock_row(conn)})
                 return 1
             time.sleep(POLL)
@@ -503,7 +505,7 @@ def hold(url, run_pid, run_start, wait):
         os.close(1)
         os.close(2)
     try:
-        while not stop and _alive(run_pid, run_start):
+        while not stop and pid_alive(run_pid, run_start):
             time.sleep(POLL)
             with contextlib.suppress(Exception):  # a session the server ended: stop holding nothing
                 if conn.closed or conn.broken:

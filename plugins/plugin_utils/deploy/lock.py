@@ -25,7 +25,7 @@ import time
 
 POLL = 0.25  # seconds between attempts while waiting for the lock
 
-from ..bucket import storage as _storage
+from ..bucket import state_pg as _state_pg, storage as _storage
 
 
 LOCK_NAME = "deploy.lock"
@@ -39,34 +39,8 @@ def lock_path(bucket_dir):
     return os.path.join(bucket_dir, _storage.DATA_DIR, LOCK_NAME)
 
 
-def process_start(pid):
-    """Start time of pid in clock ticks since boot (field 22 of /proc/<pid>/stat), or None."""
-    try:
-        with open("/proc/%d/stat" % pid, "r", encoding="utf-8", errors="replace") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    try:
-        return int(data[data.rindex(")") + 2:].split()[19])
-    except (ValueError, IndexError):
-        return None
-
-
-def pid_alive(pid, start=None):
-    """True when pid runs and (if start is given) is the same process that wrote the lock."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if start is not None:
-        now = process_start(pid)
-        if now is not None and now != start:
-            return False
-    return True
+process_start = _state_pg.process_start  # /proc/<pid>/stat start time, shared with the PostgreSQL lock holder
+pid_alive = _state_pg.pid_alive
 
 
 def read_lock(bucket_dir):
