@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.deploy.bucket import MAKEFILE, SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
-from tests.integration.deploy.env import Env
+from tests.integration.deploy.env import Env, race_deploys
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -62,15 +62,6 @@ class FaultsEnv(Env):
     def bump(self, job, text):
         (self.bucket / "workspace" / "jobs" / job / "app.txt").write_text(text)
         self.build()
-
-    def wait_for_event(self, host, job, event, after, timeout=120.0):
-        """Wait until job logs event on host in a line past the first `after` lines."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if any(line.startswith(event + " ") for line in self.events(host, job)[after:]):
-                return
-            time.sleep(0.1)
-        raise AssertionError("%s never logged %r on %s: %s" % (job, event, host, self.events(host, job)))
 
 
 def session_pids(sid):
@@ -212,11 +203,7 @@ def test_06_two_deploys_at_once_one_runs_the_other_is_refused(env):
     (env.bucket / "workspace" / "jobs" / "slow" / "slow_seconds").write_text("3\n")
     env.bump("slow", "v4\n")
     counts = {h: sum(e.startswith("restart ") for e in env.events(h, "slow")) for h in env.hosts}
-    first, second = env.start("deploy"), env.start("deploy")
-    outs = [p.communicate(timeout=400)[0] for p in (first, second)]
-    rcs = [first.returncode, second.returncode]
-    assert sorted(rc == 0 for rc in rcs) == [False, True], (rcs, outs)
-    loser = outs[rcs.index(next(rc for rc in rcs if rc != 0))]
+    loser = race_deploys(env, env)
     assert "another deploy holds data/deploy.lock" in loser, loser
     for h in env.hosts:  # every allocation restarted once, by the winner
         assert sum(e.startswith("restart ") for e in env.events(h, "slow")) == counts[h] + 1, env.events(h, "slow")

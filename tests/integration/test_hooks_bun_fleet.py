@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from tests.integration.deploy.bucket import MAKEFILE, fleet_bucket, write
-from tests.integration.deploy.env import Env
+from tests.integration.test_hooks_e2e import HooksEnv
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("bun") is None, reason="no bun (npm install -g bun)")]
@@ -45,20 +45,7 @@ FAIL_JS = "console.error('bun says no'); process.exit(3);\n"
 CONFIG_TPL = 'seeded_by = "{{ get "vars/job/api" "seeded_by" }}"\ntoken = "{{ getSecret "token" }}"\n'
 
 
-class BunEnv(Env):
-    timeout = 600
-
-    def __init__(self, fleet, bucket, hook_log):
-        super().__init__(fleet, bucket)
-        self.hook_log = hook_log
-        self.env["MAAND_HOOK_LOG"] = str(hook_log)
-
-    def hook_events(self):
-        if not self.hook_log.exists():
-            return []
-        lines = self.hook_log.read_text().splitlines()
-        self.hook_log.unlink()
-        return lines
+BunEnv = HooksEnv  # the hooks tests' Env: the hooks log their events to $MAAND_HOOK_LOG
 
 
 @pytest.fixture(scope="module")

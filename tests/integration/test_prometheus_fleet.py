@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 
 from tests.integration.deploy import env as deploy_env
-from tests.integration.deploy.bucket import fleet_bucket, write
+from tests.integration.deploy.bucket import SERVER_PY, fleet_bucket, write
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = [pytest.mark.fleet, pytest.mark.slow,
@@ -72,22 +72,6 @@ stop:
 \tif $(running); then kill $$(cat $(PID)); fi
 status:
 \t$(running)
-"""
-SERVER_PY = """\
-import http.server, socketserver, sys
-
-
-class Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-class Server(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-
-Server(("0.0.0.0", int(sys.argv[1])), Handler).serve_forever()
 """
 SCRAPE = """\
 - job_name: maand:job

@@ -27,7 +27,7 @@ import time
 import pytest
 
 from tests.integration.deploy.bucket import MAKEFILE, add_job, fleet_bucket, write
-from tests.integration.deploy.env import Env
+from tests.integration.deploy.env import Env, race_deploys
 from tests.integration.test_deploy_faults import SLOW_MAKEFILE, reap_session
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
@@ -82,14 +82,6 @@ class Controller(Env):
 
     def lock_row(self):
         return self.store.psql("SELECT host || ' ' || run_pid FROM maand_deploy_lock", db=self.db)
-
-    def wait_for_event(self, host, job, event, after, timeout=120.0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if any(line.startswith(event + " ") for line in self.events(host, job)[after:]):
-                return
-            time.sleep(0.1)
-        raise AssertionError("%s never logged %r on %s: %s" % (job, event, host, self.events(host, job)))
 
 
 @pytest.fixture(scope="module")
@@ -169,11 +161,7 @@ def test_03_two_deploys_at_once_from_two_controllers_never_interleave(pair):
     git(b.bucket, "pull", "-q", str(a.bucket), "main")
     a.build()
     before = _restarts(a, "slow")
-    first, second = a.start("deploy"), b.start("deploy")
-    outs = [p.communicate(timeout=400)[0] for p in (first, second)]
-    rcs = [first.returncode, second.returncode]
-    assert sorted(rc == 0 for rc in rcs) == [False, True], (rcs, outs)
-    loser = outs[rcs.index(next(rc for rc in rcs if rc != 0))]
+    loser = race_deploys(a, b)
     assert "another deploy holds the deploy lock in the state store" in loser, loser
     assert "ansible-playbook pid" in loser and "maand_lock_wait" in loser, loser
     assert _restarts(a, "slow") == {h: before[h] + 1 for h in a.hosts}  # once, by the winner

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -76,9 +77,27 @@ class Env:
         path = self.job(host, job) / "logs" / "events.log"
         return path.read_text().splitlines() if path.exists() else []
 
+    def wait_for_event(self, host, job, event, after, timeout=120.0):
+        """Wait until job logs event on host in a line past the first `after` lines."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if any(line.startswith(event + " ") for line in self.events(host, job)[after:]):
+                return
+            time.sleep(0.1)
+        raise AssertionError("%s never logged %r on %s: %s" % (job, event, host, self.events(host, job)))
+
     def record(self, host, job):
         path = self.root(host) / "deploy" / ("%s.json" % job)
         return json.loads(path.read_text()) if path.exists() else None
 
     def catalog(self):
         return json.loads((self.bucket / "data" / "catalog.json").read_text())
+
+
+def race_deploys(first, second):
+    """Start a deploy from each Env at once; exactly one must succeed. The loser's output."""
+    procs = first.start("deploy"), second.start("deploy")
+    outs = [p.communicate(timeout=400)[0] for p in procs]
+    rcs = [p.returncode for p in procs]
+    assert sorted(rc == 0 for rc in rcs) == [False, True], (rcs, outs)
+    return outs[rcs.index(next(rc for rc in rcs if rc != 0))]

@@ -20,19 +20,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as RU
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
 from ansible_collections.maand.core.plugins.plugin_utils.deploy.waiter import Budget, Pending, Waiter
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
+from tests.unit.plugin_utils.ops.test_health_check import Clock  # the fake clock the verb's tests drive
 
 
 GATE = {"job": "api", "hosts": ["h1", "h2"], "attempts": 30, "interval_seconds": 0.5, "timeout_seconds": 1,
