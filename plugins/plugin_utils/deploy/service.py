@@ -11,7 +11,8 @@
 * ``step``: fold the previous step of the run (results, health gates, hooks), write this step's agent
   requests; ``agent_payload`` / ``agent_done``: one worker's part of a step (the adapter does the I/O).
 * ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys (under
-  the bucket lock), remove the staged trees, release the deploy lock, report.
+  the bucket lock), remove the staged trees, keep the run's deploy record (deploy/record.py), release the
+  deploy lock, report.
 
 The Ansible side (adapter/controller.py) passes in what the deploy needs of the controller as a
 ``Controller``: the workers' connection settings, the operator's screen, the hook budgets; and the
@@ -25,6 +26,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import storage as _storage
@@ -33,7 +35,8 @@ from ..hooks import commands as _hooks, points as _hook_deploy, run as _hook_run
 from ..kv import store as _kv_store
 from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
 from . import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, progress as _deploy_progress
-from . import remote as _deploy_remote, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
+from . import record as _deploy_record, remote as _deploy_remote, run as _deploy_run, stage as _deploy_stage
+from . import view as _deploy_view
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
@@ -654,8 +657,9 @@ def _summary(plan):
     return ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts)) or "nothing to do"
 
 
-def _clean_up(req, plan, done, problems, ctl):
-    """Prune the catalog and remove the staged trees (a real run whose outcome is known), release the lock."""
+def _clean_up(req, plan, done, problems, ctl, before_release=None):
+    """Prune the catalog and remove the staged trees (a real run whose outcome is known), call before_release
+    (the deploy record), release the lock."""
     changed, pruned = False, []
     if not req.check_mode and done is not None:
         changed, pruned = prune(req.bucket, plan, done, problems, ctl.show)
@@ -665,12 +669,25 @@ def _clean_up(req, plan, done, problems, ctl):
         except OSError as exc:
             problems.append("could not remove %s (it may hold rendered secrets): %s"
                             % (_deploy_stage.stage_root(req.bucket), exc))
+    if before_release is not None:
+        before_release()
     if req.release and not req.check_mode:
         try:
             _deploy_lock.release(req.bucket, req.run_pid)
         except OSError as exc:
             problems.append("could not release the deploy lock: %s" % exc)
     return changed, pruned
+
+
+def _keep_record(bucket, run_dir, plan, rows, problems, run_pid, ctl):
+    """The run's deploy record into the state store (maand.core.logs, info, cat deployments), still under the
+    deploy lock. A record that cannot be written is a warning: the deploy's own outcome stands."""
+    try:
+        _deploy_record.record_finish(bucket, run_dir, plan, rows, problems, run_pid, time.time())
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        # never in the way of the lock's release: a store that fails here is named, the deploy's outcome stands
+        ctl.warn("the deploy record of run %s was not kept (maand.core.logs will not list it): %s: %s"
+                 % (os.path.basename(os.path.normpath(run_dir)), type(exc).__name__, exc))
 
 
 def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
@@ -686,7 +703,8 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
         plan, done, rows = req.plan, None, None
         problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
                     "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
-    changed, pruned = _clean_up(req, plan, done, problems, ctl)
+    keep = (lambda: _keep_record(req.bucket, run_dir, plan, rows, problems, req.run_pid, ctl)) if run_dir else None
+    changed, pruned = _clean_up(req, plan, done, problems, ctl, before_release=keep)
     progress = None
     if ctl.watched:  # the records this task wrote: the callback may not have read them before the folder goes
         progress = _deploy_progress.read_since(run_dir, progress_mark)
