@@ -484,9 +484,9 @@ def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Req
                            " FAILED_HASH the one whose rollout failed; a workspace change not yet deployed shows in"
                            " maand.core.deploy --check" % (latest.run_id, latest.outcome, latest.finished))
     if unfinished is not None:
+        run_id = unfinished.run_id
         table.notes.append("run %s has not finished (running, or stopped before its finish; its plan: "
-                           "data/.deploy-run/%s): its allocations read deploying" % (unfinished.run_id,
-                                                                                      unfinished.run_id))
+                           "data/.deploy-run/%s): its allocations read deploying" % (run_id, run_id))
     return table
 
 

@@ -102,14 +102,14 @@ def _list(bucket_dir: str, records: list, request: Request, bad: list) -> Shown:
     filtered = request.jobs or request.workers
     chosen = [r for r in records if not filtered or _changed(r, request)]
     shown = chosen[-request.limit:] if request.limit else chosen
-    table = _cat.Table("Deploy runs of %s" % bucket_dir, ("RUN", "STARTED", "SECONDS", "BY", "OUTCOME", "UPDATE_SEQ",
-                                                         "PLAN_HASH", "RESULTS"))
+    header = ("RUN", "STARTED", "SECONDS", "BY", "OUTCOME", "UPDATE_SEQ", "PLAN_HASH", "RESULTS")
+    table = _cat.Table("Deploy runs of %s" % bucket_dir, header)
     for r in shown:
         table.rows.append((r.run_id, r.started, "%.1f" % r.seconds, _by(r), r.outcome, _seq(r),
                            r.plan_hash[:16] or "-", r.summary))
     if len(shown) < len(chosen):
-        table.notes.append("the newest %d of %d runs (-e maand_limit=0 lists every kept run)" % (len(shown),
-                                                                                                 len(chosen)))
+        table.notes.append("the newest %d of %d runs (-e maand_limit=0 lists every kept run)"
+                           % (len(shown), len(chosen)))
     if filtered:
         table.notes.append("runs that planned a change for %s" % ", ".join(request.jobs + request.workers))
     table.notes.append("the state store keeps the newest %d deploy records; -e maand_run=RUN shows one run"
@@ -135,10 +135,10 @@ def _seconds(value: Any) -> str:
 def _show(record: _record.DeployRecord, request: Request, bad: list) -> Shown:
     rows = record.touched(request.jobs, request.workers)
     lines = ["run %s of bucket %s: %s" % (record.run_id, record.bucket_id, record.outcome),
-             "by %s (pid %s); started %s, finished %s (%.1f s)" % (_by(record), record.pid or "-", record.started,
-                                                                   record.finished, record.seconds),
-             "plan hash %s; update_seq %s; options: %s" % (record.plan_hash[:16] or "-", _seq(record),
-                                                          _options(record.options)),
+             "by %s (pid %s); started %s, finished %s (%.1f s)"
+             % (_by(record), record.pid or "-", record.started, record.finished, record.seconds),
+             "plan hash %s; update_seq %s; options: %s"
+             % (record.plan_hash[:16] or "-", _seq(record), _options(record.options)),
              "results: %s" % record.summary]
     table = _cat.Table("", ("JOB", "WORKER", "ACTION", "RESULT", "HASH", "VERSION", "GATE", "SECONDS", "REASON"))
     for a in rows:
@@ -154,8 +154,8 @@ def _show(record: _record.DeployRecord, request: Request, bad: list) -> Shown:
     keys = {a.key for a in rows}
     data["allocations"] = [dataclasses.asdict(a) for a in rows]
     data["rollout"] = {k: v for k, v in data["rollout"].items() if k in keys}
-    return Shown(_format(lines, data, request), data, "run %s: %s (%s)" % (record.run_id, record.outcome,
-                                                                            record.summary))
+    msg = "run %s: %s (%s)" % (record.run_id, record.outcome, record.summary)
+    return Shown(_format(lines, data, request), data, msg)
 
 
 def _cut(text: str, most: int = 70) -> str:
