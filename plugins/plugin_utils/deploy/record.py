@@ -219,9 +219,11 @@ def carry_rollout(previous: Mapping[str, Rollout], allocations: Iterable[Allocat
         entry = Rollout(a.job, a.worker, ROLLOUT_OF_RESULT.get(a.result, a.result.replace(" ", "_")),
                         hash=before.hash if before else None, version=before.version if before else None,
                         result=a.result, run_id=run_id, at=at)
-        if a.result in PROMOTED or a.result == "rolled back":
+        if a.result == "unchanged" and a.state == "disabled":  # a disabled allocation that is not running
+            entry.state = "stopped"
+        elif a.result in PROMOTED or a.result == "rolled back":
             entry.hash = a.hash or entry.hash
-            entry.version = a.to_version
+            entry.version = a.to_version if a.to_version != "-" else entry.version
         elif a.result in ("stopped", "held", "not run", "unknown", "unreachable"):
             entry.version = entry.version or (a.from_version if a.from_version != "-" else None)
             if before is not None:

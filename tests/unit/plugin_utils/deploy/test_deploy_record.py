@@ -139,6 +139,14 @@ def test_rollout_rules_promoted_failed_gate_and_gone():
     assert purged == {}
 
 
+def test_a_disabled_allocation_left_stopped_keeps_its_promoted_hash():
+    start = R.carry_rollout({}, [alloc("api", "started", "aaa", "-", "1.0.0")], "r1", "t1")
+    skipped = R.Allocation(job="api", worker="h1", action="skip", result="unchanged", state="disabled",
+                           from_version="1.0.0", to_version="1.0.0")
+    after = R.carry_rollout(start, [skipped], "r2", "t2")["api@h1"]
+    assert (after.state, after.hash, after.version, after.run_id) == ("stopped", "aaa", "1.0.0", "r2")
+
+
 @pytest.mark.parametrize("result, state", [("reverted", "reverted"), ("failed", "failed"), ("held", "held"),
                                            ("rolled back", "rolled_back"), ("stopped", "stopped"),
                                            ("unreachable", "unreachable"), ("not promoted", "failed")])
