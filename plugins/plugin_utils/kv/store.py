@@ -45,6 +45,7 @@ KV_REL = os.path.join("data", "kv.json")
 FORMAT = 2
 MAX_HISTORY = 7  # maand kv/store.go MaxVersionsToKeep
 MASK = "***"
+MAX_KV_BYTES = 256 * 1024 * 1024  # a guard against a corrupt or hostile file, far above any real bucket
 
 USER_PREFIXES = ("vars/job/", "secrets/job/")
 ROLLOUT_ORDER_KEY = "rollout_order"
@@ -165,8 +166,10 @@ class KVStore:
                 store = cls(bucket_dir, clock=clock)
                 store.generation = 0
                 return store
+            if len(stored.text) > MAX_KV_BYTES:
+                raise ValueError("%d bytes, more than the %d a KV store may hold" % (len(stored.text), MAX_KV_BYTES))
             doc = json.loads(stored.text)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise KVStoreError("%s is unreadable: %s; restore it from a backup, or move it aside"
                                " and rebuild (build recomputes its own keys; keys hooks wrote in"
                                " vars/job and secrets/job are lost)" % (where, exc)) from None

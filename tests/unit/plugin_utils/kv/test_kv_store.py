@@ -227,7 +227,8 @@ def test_corrupt_store_names_file_and_fix(tmp_path):
     path = tmp_path / "data" / "kv.json"
     for text, match in (("{", "unreadable.*move it aside and rebuild"),
                         ('{"format": 2, "namespaces": {"a": {"k": {}}}}', "not a maand.core KV file"),
-                        ('{"format": 3, "namespaces": {}}', "not a maand.core KV file")):
+                        ('{"format": 3, "namespaces": {}}', "not a maand.core KV file"),
+                        ("[" * 100000 + "]" * 100000, "unreadable.*move it aside")):   # deep nesting: no traceback
         path.write_text(text)
         with pytest.raises(_kv_store.KVStoreError, match=match):
             store(tmp_path)
