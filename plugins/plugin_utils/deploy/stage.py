@@ -299,7 +299,7 @@ class _Tracker:
 
     def _watch_ns(self, func: Callable) -> Callable:
         def watched(ns: str, *rest: Any) -> Any:
-            if isinstance(ns, str) and _kv.is_secret_ns(ns):
+            if isinstance(ns, str) and (_kv.is_secret_ns(ns) or (rest and _kv.is_private_key(ns, rest[0]))):
                 self.secret = True
                 return self.saw(func(ns, *rest))
             return func(ns, *rest)

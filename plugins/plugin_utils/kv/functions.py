@@ -71,6 +71,14 @@ def is_secret_ns(namespace: str) -> bool:
     return namespace.startswith("secrets/")
 
 
+def is_private_key(namespace: str, key: Any) -> bool:
+    """A TLS leaf's private key (``certs/<name>.key`` of maand/job/<job>/worker/<ip>): kept where maand keeps
+    it, in clear in the KV, but read as a secret (an output that reads it is secret-bearing; the lookup
+    needs reveal)."""
+    return (isinstance(key, str) and key.startswith("certs/") and key.endswith(".key")
+            and namespace.startswith("maand/job/") and "/worker/" in namespace)
+
+
 def allowed_namespaces(job: str, worker_ip: str, upstream_jobs: Iterable[str] = ()) -> list[str]:
     """The namespaces job's templates and commands on worker_ip may read (maand's read rules)."""
     allowed = [BUCKET_NS, BUCKET_VARS_NS, WORKERS_NS, worker_ns(worker_ip),

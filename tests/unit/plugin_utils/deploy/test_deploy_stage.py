@@ -196,6 +196,18 @@ def test_secret_bearing_output_gets_an_hmac_digest(tmp_path):
         != entry["files"]["pw"]  # a changed secret still restarts
 
 
+def test_an_output_that_reads_a_private_key_is_secret_bearing(tmp_path):
+    """Security review L2: a template that copies an issued certificate's key gets an HMAC digest."""
+    tpl = '{{ get "maand/job/api/worker/10.0.0.1" "certs/tls.key" }}'
+    root, catalog, kv = e2e(tmp_path, {"key.pem.tpl": tpl, "crt.pem.tpl": tpl.replace(".key", ".crt")})
+    kv["maand/job/api/worker/10.0.0.1"] = dict(kv.get("maand/job/api/worker/10.0.0.1") or {},
+                                               **{"certs/tls.key": "PRIVATE", "certs/tls.crt": "PUBLIC"})
+    key = S.derive_digest_key(b"k" * 32)
+    entry = compute(root, catalog, kv, digest_key=lambda: key).content["api"]["allocations"]["10.0.0.1"]
+    assert entry["files"]["key.pem"] == S.output_digest(b"PRIVATE", False, True, lambda: key)
+    assert entry["files"]["crt.pem"] == hashlib.sha256(b"-PUBLIC").hexdigest()   # a certificate is public
+
+
 def test_secrets_decrypt_lazily_from_the_store(tmp_path):
     from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
     root, catalog, computed = e2e(tmp_path, {"pw.tpl": "{{ getSecret \"db_password\" }}"})
