@@ -737,6 +737,18 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
     return out
 
 
+def _pending_key(digest_key: Callable[[], bytes]) -> Callable[[], bytes]:
+    """The digest key of a job rendered before its pre_deploy hooks: without secrets/kv.key (no secret exists yet,
+    its hooks may write the first) a throwaway key, as nothing secret can be in its output; the wave renders it
+    again with the real key."""
+    def key() -> bytes:
+        try:
+            return digest_key()
+        except (OSError, _secrets.SecretError):
+            return derive_digest_key(b"maand.core: rendered before pre_deploy, no secrets/kv.key yet")
+    return key
+
+
 def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayFn:
     """maand's Prometheus server staging as overlays: rules/, consoles/runbooks/, consoles/dashboards/ on
     every allocation of a job that ships prometheus.yml(.tpl) (deploy/prometheus.py); origin "prometheus"."""
@@ -779,7 +791,7 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
             BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _kv.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
             BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
-        context = Context(kv[0], data, upstream[job], kv[1], funcs,
+        context = Context(kv[0], data, upstream[job], _pending_key(kv[1]) if job in pending else kv[1], funcs,
                           out.missing.setdefault(job, []) if job in pending else None)
         try:
             content = render(source, context, extra)
