@@ -4,11 +4,12 @@
 """The deploy's front door (no Ansible imports): what the deploy actions orchestrate.
 
 * ``lock`` / ``unlock``: the bucket's deploy lock (and a takeover's bucket_id adoption).
-* ``prepare``: read the catalog (refusing a missing or stale one), filter the jobs, run ``pre_deploy``
-  hooks, stack job-spec layers and render the allocations in memory, expand the job specs' environments,
+* ``prepare``: read the catalog (refusing a missing or stale one), filter the jobs, stack job-spec layers
+  and render the allocations in memory (jobs with ``pre_deploy`` hooks from the KV before them), expand the job specs' environments,
   adopt maand's versions, plan, check the pinned plan hash, attach job specs, stage the trees that sync and
   create the run folder (data/.deploy-run/<id>) with its segments.
-* ``step``: fold the previous step of the run (results, health gates, hooks), write this step's agent
+* ``step``: fold the previous step of the run (results, health gates, hooks), run the ``pre_deploy`` hooks
+  due at this step's wave (deploy/pre_deploy: the jobs rendered again after them), write this step's agent
   requests; ``agent_payload`` / ``agent_done``: one worker's part of a step (the adapter does the I/O).
 * ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys (under
   the bucket lock), remove the staged trees, release the deploy lock, report.
