@@ -159,8 +159,8 @@ def test_missing_key_names_job_file_line_column_key_and_workers(tmp_path):
 
 def test_a_job_whose_pre_deploy_runs_later_reads_a_missing_key_as_empty_and_lists_it(tmp_path):
     # deploy/pre_deploy: the plan renders such a job before its hooks ran; its wave renders it again, strictly
-    root, catalog, kv = e2e(tmp_path, {"conf/app.ini.tpl": "name = [{{ get \"vars/job/api\" \"cluster\" }}]\n"
-                                                          "pw = [{{ getSecret \"db_password\" }}]\n"})
+    tpl = "name = [{{ get \"vars/job/api\" \"cluster\" }}]\npw = [{{ getSecret \"db_password\" }}]\n"
+    root, catalog, kv = e2e(tmp_path, {"conf/app.ini.tpl": tpl})
     staging = compute(root, catalog, kv, digest_key=lambda: b"k" * 32, pending=["api"])
     assert staging.errors == [] and rendered(staging, "10.0.0.1", "conf/app.ini") == "name = []\npw = []\n"
     assert set(staging.missing["api"]) == {("vars/job/api", "cluster"), ("secrets/job/api", "db_password")}
