@@ -18,12 +18,12 @@ description:
     deleted key fails, naming the keys of the namespace."
   - "C(deployments) lists each allocation's rollout state (maand's C(maand cat deployments)), from the deploy
     records the deploy keeps in the state store (see M(maand.core.logs)): C(removed) and C(disabled) from the
-    catalog; C(deploying) while a run that has not finished plans a change to it; C(new) when no record knows it;
-    C(restart) when build placed another version than the one promoted; else what its last run left:
-    C(promoted), C(health_failed) (its gate failed), C(failed), C(reverted), C(rolled_back), C(stopped),
-    C(held) (a canary), C(pending) (planned, not run) or C(unreachable). Beside it the tree hash promoted on
-    the worker, a failed attempt's hash, the promoted and catalog versions, the run that last touched it and
-    what that run did."
+    catalog (C(disabled_restart) when build placed another version than the one promoted); C(deploying) while a
+    run that has not finished plans a change to it; C(new) when no record knows it; C(restart) when build placed
+    another version than the one promoted; else what its last run left: C(promoted), C(health_failed) (its gate
+    failed), C(failed), C(reverted), C(rolled_back), C(stopped), C(held) (a canary), C(pending) (planned, not run)
+    or C(unreachable). Beside it the tree hash promoted on the worker, a failed attempt's hash, the promoted and
+    catalog versions, the run that last touched it and what that run did."
   - C(job_commands) lists every job command with its events and what it demands (maand's C(maand cat job_commands)).
   - An unknown view, job or worker fails with the known names and a "did you mean".
 author:

@@ -430,11 +430,14 @@ def _short(digest: Any) -> str:
 
 def rollout_state(alloc: Mapping[str, Any], job_version: str, entry: Any, deploying: bool) -> str:
     """An allocation's rollout state, maand's words where they exist (cat/cat_deployments.go rolloutStatus):
-    removed / disabled from the catalog; deploying while an unfinished run plans a change to it; new when no
+    removed / disabled from the catalog (disabled_restart when build placed another version than the one
+    promoted); deploying while an unfinished run plans a change to it; new when no
     deploy record knows it; restart when build placed another version than the one promoted; else the state
     its last run left (promoted, health_failed, failed, reverted, rolled_back, stopped, held, pending,
     unreachable)."""
     state = alloc.get("state")
+    if state == "disabled" and entry is not None and entry.version and entry.version != job_version:
+        return "disabled_restart"  # maand: a disabled allocation whose version changed since its promotion
     if state in ("removed", "disabled"):
         return str(state)
     if deploying:

@@ -111,6 +111,11 @@ def test_deployments_rollout_states_from_the_records(built):
     catalog["jobs"][0]["version"] = "1.3.0"
     _catalog.write_catalog(built, catalog)
     assert [r["rollout"] for r in rows(built, "deployments")] == ["restart", "health_failed"]
+    catalog["allocations"][0]["state"] = "disabled"
+    _catalog.write_catalog(built, catalog)
+    assert [r["rollout"] for r in rows(built, "deployments")] == ["disabled_restart", "health_failed"]
+    catalog["allocations"][0]["state"] = "active"
+    _catalog.write_catalog(built, catalog)
     # a run that has not finished (no record yet) plans a change: deploying
     run = os.path.join(built, "data", ".deploy-run", "20261123T130000-1")
     os.makedirs(run)
