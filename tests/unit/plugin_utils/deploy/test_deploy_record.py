@@ -5,7 +5,6 @@ warning without keeping the deploy lock."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 
@@ -15,7 +14,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage a
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, record as R
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR, service as S
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
-from tests.unit.plugin_utils.deploy.test_service import HOSTS, Screen, bucket, request  # noqa: F401 (fixture)
+from tests.unit.plugin_utils.deploy.test_service import HOSTS, Screen, bucket, request  # noqa: F401  # pylint: disable=unused-import
 
 RUN_IDS = ("20260101T000001-1", "20260101T000002-1", "20260101T000003-1")
 
