@@ -28,7 +28,7 @@ PLAYBOOK_VARS = {
                        "maand_wait_seconds"),
     "maand.core.health_check": ("maand_jobs", "maand_wait", "maand_wait_seconds"),
     "maand.core.run_command": ("maand_cmd", "maand_workers", "maand_labels"),
-    "maand.core.gc": ("maand_retain_days",),
+    "maand.core.gc": ("maand_retain_days", "maand_departed", "maand_departed_forget"),
     "maand.core.status": ("maand_jobs", "maand_format", "maand_status_timeout"),
     "maand.core.job_create": ("maand_bucket", "maand_job"),
     "maand.core.state": ("maand_bucket", "maand_state_to", "maand_force"),
