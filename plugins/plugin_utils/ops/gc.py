@@ -59,7 +59,7 @@ DAY = 86400.0
 _JOB_NS = re.compile(r"^(?:maand/job|vars/job|secrets/job|vars/bucket/job)/([^/]+)\Z")
 _ALLOC_NS = re.compile(r"^maand/job/([^/]+)/worker/([^/]+)\Z")
 _WORKER_NS = re.compile(r"^maand/worker/([^/]+)(?:/tags)?\Z")
-_HOST = re.compile(r"^[^\s,/\\'\"`$;:!*?\[\]{}()<>|&]+\Z")  # an address Ansible can take as a host name
+_HOST = re.compile(r"^[^\s,/\\'\"`$;!*?\[\]{}()<>|&]+\Z")  # an address Ansible can take as a host name
 TREE = ""  # PathDeletion.job of the whole bucket folder of a departed worker
 
 
