@@ -310,8 +310,8 @@ def test_gc_worker_deletes_the_bucket_folder_never_following_links(tmp_path):
     assert (root / "jobs" / "api" / "data" / "db").exists()
     assert gc_worker.delete_tree(str(root), check=False)["msg"] == "deleted"
     assert not root.exists() and (outside / "keep.txt").read_text() == "keep"
-    assert gc_worker.delete_tree(str(root), check=False) == {"job": "", "path": str(root), "ok": True,
-                                                              "deleted": False, "msg": "already gone"}
+    gone = {"job": "", "path": str(root), "ok": True, "deleted": False, "msg": "already gone"}
+    assert gc_worker.delete_tree(str(root), check=False) == gone
 
 
 def test_gc_worker_refuses_a_bucket_folder_with_deploy_records_or_a_link(tmp_path):
