@@ -223,8 +223,6 @@ def retain_days(value: Any) -> float:
     return days
 
 
-# --- planning ---------------------------------------------------------------------------------------
-
 # --- departed workers: the hosts gc is told about ---------------------------------------------------
 
 def host_list(value: Any, name: str) -> tuple:
@@ -269,6 +267,8 @@ def check_departed(catalog: Mapping[str, Any], named: Iterable[str], forget: Ite
             raise GCError("maand_departed_forget: %s still holds allocation rows in the catalog: run maand.core.deploy "
                           "first (it stops them, or drops the rows of an unreachable departed worker)" % host)
 
+
+# --- planning ---------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
 class _Catalog:
