@@ -89,6 +89,8 @@ SPECS = {
     "state": compose(BUCKET, to=opt("str", required=True), force=opt("bool", default=False)),
     "status": compose(BUCKET, JOBS_FILTER, answers=opt("dict", required=True), format=opt("str", default="table")),
     "status_worker": compose(jobs=str_list(default=[]), timeout=opt("int", default=60), slots=opt("int", default=4)),
+    "worker_sync": compose(BUCKET, PLAY_HOSTS, job=opt("str", required=True), workers=str_list(default=[]),
+                           answers=opt("dict", required=True), verb=opt("str", default="maand.core.job")),
     "workers_file": compose(BUCKET, operation=opt("str", default="write", choices=["load", "write"]),
                             labels=opt("raw"), hosts=opt("raw"), results=opt("dict"), failed=opt("raw")),
 }
