@@ -26,6 +26,11 @@ def _labels(hostvars, host):
         return []
 
 
+def _size(args):
+    """The batch size the select step returned (0 = one batch of all)."""
+    return _run_command.check_batch(args["batch"]) if args["batch"] not in (None, "", 0, "0") else 0
+
+
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
@@ -59,7 +64,7 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result["msg"] = "check mode: %s was not run" % (args["label"] or "the command")
             return result
-        batch = _run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _run_command.check_batch(args["batch"]))
+        batch = _run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
         outcomes = [_run_command.outcome(h, args["answers"].get(h)) for h in batch.hosts]
         lines, problems = _run_command.report(outcomes, args["label"] or "the command", batch)
         display.display("\n".join(lines))
@@ -75,7 +80,7 @@ class ActionModule(ControllerAction):
 
     def _health(self, result, args, task_vars):
         """The verdict of the health check that ran after this batch (maand.core.health_check's result)."""
-        batch = _run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _run_command.check_batch(args["batch"]))
+        batch = _run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
         problem = _run_command.health_problem(batch, args["health"])
         if problem:
             result.update(failed=True, msg="run_command: %s" % problem)

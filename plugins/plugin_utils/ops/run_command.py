@@ -242,10 +242,11 @@ def stopped(batch: Batch, why: str) -> str:
 
 
 def health_problem(batch: Batch, result: Mapping[str, Any] | None) -> str | None:
-    """None when the health check after `batch` passed; else the error: what was unhealthy (the
-    maand.core.health_check result's summary and failed checks) and the workers left alone."""
+    """None when the health check after `batch` passed (the maand.core.health_check result says
+    `healthy`, which a task's failed_when leaves alone); else the error: what was unhealthy (its summary
+    and failed checks) and the workers left alone."""
     result = result if isinstance(result, Mapping) else {}
-    if result and not result.get("failed") and not result.get("unreachable"):
+    if result.get("healthy") is True and not result.get("failed"):
         return None
     bad = ["%s on %s: %s %s" % (c.get("job"), c.get("worker"), c.get("check"), c.get("reason") or "failed")
            for c in result.get("checks") or () if isinstance(c, Mapping) and not c.get("ok")]

@@ -153,8 +153,9 @@ def test_run_command_outcome_of_a_host_without_a_result_is_not_run():
 
 def test_health_after_a_batch():
     first = _run_command.locate(["a", "b", "c"], ["a"], 1)
-    assert _run_command.health_problem(first, {"failed": False, "msg": "health_check: 3 ok, 0 failed"}) is None
-    bad = {"failed": True, "msg": "health_check: 2 ok, 1 failed; unhealthy jobs: web",
+    assert _run_command.health_problem(first, {"healthy": True, "msg": "health_check: 3 ok, 0 failed"}) is None
+    # the task's failed_when: false hides `failed`; `healthy` still tells
+    bad = {"failed": False, "failed_when_result": False, "healthy": False, "msg": "health_check: 2 ok, 1 failed; unhealthy jobs: web",
            "checks": [{"job": "web", "worker": "b", "check": "http :8080/", "ok": False, "reason": "connection refused"},
                       {"job": "web", "worker": "a", "check": "http :8080/", "ok": True, "reason": ""}]}
     text = _run_command.health_problem(first, bad)
@@ -165,5 +166,6 @@ def test_health_after_a_batch():
         "-e maand_workers=b,c"]
     last = _run_command.locate(["a", "b", "c"], ["c"], 1)
     assert "stopped after" not in _run_command.health_problem(last, bad)
-    # no result at all (the task did not run) is not a pass
+    # no result at all (the task did not run), or one without a verdict (an error), is not a pass
     assert "the health check did not run" in _run_command.health_problem(last, {})
+    assert "no catalog" in _run_command.health_problem(last, {"failed": False, "msg": "no catalog"})
