@@ -57,8 +57,9 @@ BATCHES = ["-e", "maand_batch=1", "-e", "maand_health_check=true", "-e", "maand_
 
 
 def test_01_batches_of_one_with_a_health_check_after_each(env):
-    rc, out = env.run('echo "ran on $WORKER_IP" >> marker-1', *BATCHES)
+    rc, out = env.run('echo "ran on $WORKER_IP" >> marker-1', *BATCHES[:4], "-e", "maand_health_check_delay=1")
     assert rc == 0, out
+    assert out.count("Pausing for 1 seconds") == 3, out  # maand_health_check_delay, once per batch
     env.order[:] = headers(out)
     assert sorted(env.order) == sorted(env.hosts), out
     for n, host in enumerate(env.order, 1):
