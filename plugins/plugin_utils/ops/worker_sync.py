@@ -22,6 +22,7 @@ import dataclasses
 from typing import Any, Iterable, Mapping
 
 from ..deploy import plan as _deploy_plan
+from ..worker import layout as _layout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +76,8 @@ def stale(catalog: Mapping[str, Any], bucket_id: str, worker_states: Mapping[str
             continue
         meta = state.get("worker")
         if not isinstance(meta, Mapping):
-            out.append(Stale(host, "no worker.json in /opt/worker/%s: the bucket was never deployed on this worker"
-                             % bucket_id))
+            out.append(Stale(host, "no worker.json in %s: the bucket was never deployed on this worker"
+                             % _layout.bucket_root(bucket_id)))
             continue
         if meta.get("bucket_id") != bucket_id:
             out.append(Stale(host, "bucket id mismatch (its worker.json names bucket %s, the catalog %s)"
