@@ -9,7 +9,8 @@ is gone). maand.core.job: after a deploy that reached only one worker (--limit),
 workers whose worker.json has the older update_seq, naming them and the fix, and runs nothing; it runs on
 the worker in sync; a worker without worker.json is refused too.
 
-The steps share one bucket and run in file order. The batch order is read from the first run's output,
+maand's tests/integration/run_command_test.go TestIntegrationRunCommandWithHealthCheck (after a deploy,
+`run_command -c 1 --health_check` passes) is test_01. The steps share one bucket and run in file order. The batch order is read from the first run's output,
 never assumed.
 """
 

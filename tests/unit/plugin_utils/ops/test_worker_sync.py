@@ -1,6 +1,12 @@
 """Job verbs refuse a worker whose worker.json is out of sync with the catalog (ops/worker_sync, maand's
 data/validate.go ValidateBucketUpdateSeq): every way a worker can be stale, named with maand's words, on
-states shaped as the worker agent's `read` returns them (worker/agent.read_state on real folders)."""
+states shaped as the worker agent's `read` returns them (worker/agent.read_state on real folders).
+
+maand's data/validate_test.go: TestValidateBucketUpdateSeq (a worker in sync passes) is
+test_workers_a_deploy_wrote_are_in_sync; TestWorkerSyncError (each reason, with the worker and the deploy
+fix) is test_an_older_update_seq_is_maands_update_seq_mismatch, test_bucket_and_worker_id_mismatch_and_a_missing_worker_json
+and test_targets_and_the_refusal; TestValidateBucketUpdateSeqWorkerFailure (worker id mismatch) is
+test_bucket_and_worker_id_mismatch_and_a_missing_worker_json."""
 
 from __future__ import annotations
 
