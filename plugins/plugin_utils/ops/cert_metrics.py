@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
+import http.client
 import os
 import time
 import urllib.error
@@ -342,9 +343,8 @@ def send_with_retry(target: Target, body: bytes, log: Callable[[str], None], ope
     for attempt in range(1, attempts + 1):
         try:
             send(target, body, opener)
-        except (RemoteWriteError, OSError) as exc:
-            error = exc if isinstance(exc, RemoteWriteError) else CertMetricsError("remote write request: %s"
-                                                                                    % _reason(exc))
+        except (RemoteWriteError, OSError, http.client.HTTPException) as exc:
+            error = exc if isinstance(exc, RemoteWriteError) else _network_error(exc)
             if attempt == attempts or (isinstance(exc, RemoteWriteError) and not exc.retryable):
                 raise error from None
             log("cert metrics: attempt %d/%d failed: %s; retrying in %gs" % (attempt, attempts, error, backoff))
@@ -357,23 +357,24 @@ def send_with_retry(target: Target, body: bytes, log: Callable[[str], None], ope
     raise CertMetricsError("no attempt made")  # attempts < 1
 
 
-def _reason(exc: OSError) -> str:
-    reason = getattr(exc, "reason", None)
-    return str(reason) if reason is not None else str(exc)
+def _network_error(exc: Exception) -> CertMetricsError:
+    reason = getattr(exc, "reason", None)  # URLError wraps the socket's error
+    return CertMetricsError("remote write request: %s" % (reason if reason is not None else exc or type(exc).__name__))
 
 
 # --- the whole push (PushMetrics) -----------------------------------------------------------------
 
 def push(bucket_dir: str, catalog: Mapping[str, Any], check_mode: bool = False,
-         log: Callable[[str], None] | None = None, clock: Callable[[], float] = time.time, **retry: Any) -> Outcome:
+         log: Callable[[str], None] | None = None, kv: Mapping[str, Mapping[str, str]] | None = None,
+         clock: Callable[[], float] = time.time, **retry: Any) -> Outcome:
     """maand's PushMetrics for a built bucket: the outcome; CertMetricsError (MissingLibrary among them)
     when the metrics cannot be gathered or pushed. check_mode sends nothing and says what it would send;
-    log gets maand's retry lines as they happen."""
+    log gets maand's retry lines as they happen; kv: the bucket's KV (default: read it)."""
     url, why = discover(bucket_dir, catalog)
     if not url:
         return Outcome("skipped", "cert metrics: nothing pushed: %s" % why)
     try:
-        kv = _kv_build.read_kv(bucket_dir)
+        kv = _kv_build.read_kv(bucket_dir) if kv is None else kv
     except _kv.KVError as exc:
         raise CertMetricsError(str(exc)) from None
     try:
