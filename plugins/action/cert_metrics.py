@@ -38,6 +38,9 @@ class ActionModule(ControllerAction):
             # maand's PushMetrics after a deploy: logged, the deploy's outcome stands
             result.update(changed=False, state="failed", msg=msg, warnings=[msg + " (the deploy's outcome stands)"])
             return result
-        display.display(outcome.message)
+        if outcome.state == "skipped" and best_effort:
+            display.v(outcome.message)  # as maand: a bucket without a Prometheus server job hears nothing of it
+        else:
+            display.display(outcome.message)
         result.update(outcome.as_result(), changed=outcome.state == "pushed")
         return result

@@ -302,8 +302,11 @@ def test_03b_the_deploy_pushed_the_cert_expiry_gauges_and_prometheus_gives_them_
     leaf = not_after(kv["maand/job/api/worker/%s" % env.hosts[0]]["certs/tls.crt"])
     ca = not_after((env.bucket / "secrets" / "ca.crt").read_text())
     want = {("ca", "-"), ("job", env.hosts[0]), ("job", env.hosts[1])}
-    got = env.wait_for("the pushed gauges", lambda: (lambda r: r if set(r) == want else None)(
-        last_pushed(env, "maand_cert_not_after_seconds")))
+
+    def all_pushed():
+        found = last_pushed(env, "maand_cert_not_after_seconds")
+        return found if set(found) == want else None
+    got = env.wait_for("the pushed gauges", all_pushed)
     assert got[("ca", "-")]["metric"] == {"__name__": "maand_cert_not_after_seconds", "scope": "ca", "cert": "ca",
                                           "common_name": env.bucket_id, "status": "ok"}
     assert got[("ca", "-")]["value"][1] == str(ca)
@@ -321,6 +324,19 @@ def test_03b_the_deploy_pushed_the_cert_expiry_gauges_and_prometheus_gives_them_
     assert env.wait_for("a second sample", lambda: pushes(env) == 2)
     rc, out = env.play("cert_metrics", "--check")
     assert "cert metrics: would push 9 series (3 certificates) to %s" % url in out, out
+
+
+def test_03c_cat_prometheus_shows_the_jobs_files_and_the_scrape_configs_as_maand(env):
+    rc, out = env.play("cat", "-e", "maand_cat=prometheus")
+    assert re.search(r"^api\s+yes\s+1\s+1\s+1$", out, re.M), out
+    assert "Prometheus server job: prometheus" in out
+    rc, out = env.play("cat", "-e", "maand_cat=prometheus", "-e", "maand_jobs=api", "-e", "maand_file=scrape")
+    assert SCRAPE.rstrip("\n") in out, out
+    rc, out = env.play("cat", "-e", "maand_cat=prometheus", "-e", "maand_scrape=true")
+    metrics_port = env.ports("api")["api_metrics_port"]
+    assert all("- %s:%d" % (host, metrics_port) in out for host in env.hosts), out
+    rc, out = env.play("cat", "-e", "maand_cat=jobs", "-e", "maand_scrape=true", check=False)
+    assert rc != 0 and "belong to the prometheus view, not jobs" in out, out
 
 
 def test_04_the_runbook_console_is_served_with_its_template_literals_intact(env):

@@ -39,8 +39,7 @@ import functools
 import http.client
 import os
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..bucket import model as _model
@@ -182,7 +181,7 @@ def _job_worker(namespace: str) -> tuple[str, str]:
     prefix, part = "maand/job/", "/worker/"
     if not namespace.startswith(prefix) or part not in namespace[len(prefix):]:
         return "", ""
-    job, _, worker = namespace[len(prefix):].partition(part)
+    job, worker = namespace[len(prefix):].split(part, 1)
     return (job, worker) if job and worker else ("", "")
 
 
@@ -314,35 +313,45 @@ def _store_credentials(bucket_dir: str) -> tuple[str, str]:
 
 # --- the request (remoteWriteMetricsWithRetry) -----------------------------------------------------
 
-Opener = Callable[[urllib.request.Request, float], Any]
+Connect = Callable[..., http.client.HTTPConnection]
 
 
-def _open(request: urllib.request.Request, timeout: float) -> Any:
-    return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 - an http URL built from the catalog
+def _phrase(status: int, reason: str) -> str:
+    """Go's http.StatusText (maand's wording), else what the server said."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return reason
 
 
-def send(target: Target, body: bytes, opener: Opener = _open) -> None:
-    """One POST; RemoteWriteError for a non-2xx answer, OSError (URLError) for a network failure."""
-    request = urllib.request.Request(target.url, data=body, method="POST", headers=dict(HEADERS))
+def send(target: Target, body: bytes, connect: Connect = http.client.HTTPConnection) -> None:
+    """One POST (stdlib http.client, as the deploy's http gate); RemoteWriteError for a non-2xx answer,
+    OSError or http.client.HTTPException for a network failure."""
+    url = urllib.parse.urlsplit(target.url)
+    headers = dict(HEADERS)
     if target.username:
         token = base64.b64encode(("%s:%s" % (target.username, target.password)).encode("utf-8")).decode("ascii")
-        request.add_header("Authorization", "Basic %s" % token)
+        headers["Authorization"] = "Basic %s" % token
+    conn = connect(url.hostname, url.port or 80, timeout=TIMEOUT)
     try:
-        with opener(request, TIMEOUT) as response:
-            response.read()
-    except urllib.error.HTTPError as exc:
-        text = exc.read(4096).decode("utf-8", "replace").strip() if exc.fp is not None else ""
-        raise RemoteWriteError(exc.code, exc.reason or "", text) from None
+        conn.request("POST", url.path or "/", body=body, headers=headers)
+        response = conn.getresponse()
+        text = response.read(4096).decode("utf-8", "replace").strip()
+    finally:
+        conn.close()
+    if response.status // 100 != 2:
+        raise RemoteWriteError(response.status, _phrase(response.status, response.reason), text)
 
 
-def send_with_retry(target: Target, body: bytes, log: Callable[[str], None], opener: Opener = _open,
+def send_with_retry(target: Target, body: bytes, log: Callable[[str], None],
+                    connect: Connect = http.client.HTTPConnection,
                     sleep: Callable[[float], None] = time.sleep, attempts: int = ATTEMPTS,
                     backoff: float = BACKOFF) -> int:
     """POST until accepted; network errors, 429 and 5xx are tried again (attempts in all, the wait doubling
     up to MAX_BACKOFF). Returns the attempt that succeeded; raises the last error."""
     for attempt in range(1, attempts + 1):
         try:
-            send(target, body, opener)
+            send(target, body, connect)
         except (RemoteWriteError, OSError, http.client.HTTPException) as exc:
             error = exc if isinstance(exc, RemoteWriteError) else _network_error(exc)
             if attempt == attempts or (isinstance(exc, RemoteWriteError) and not exc.retryable):
@@ -358,8 +367,7 @@ def send_with_retry(target: Target, body: bytes, log: Callable[[str], None], ope
 
 
 def _network_error(exc: Exception) -> CertMetricsError:
-    reason = getattr(exc, "reason", None)  # URLError wraps the socket's error
-    return CertMetricsError("remote write request: %s" % (reason if reason is not None else exc or type(exc).__name__))
+    return CertMetricsError("remote write request: %s" % (str(exc) or type(exc).__name__))
 
 
 # --- the whole push (PushMetrics) -----------------------------------------------------------------
