@@ -21,7 +21,9 @@ PREFIX = "maand_"
 PLAYBOOK_VARS = {
     "maand.core.build": ("maand_bucket", "maand_strict", "maand_new_bucket_id", "maand_purge_job_kv"),
     "maand.core.explain": ("maand_bucket", "maand_job", "maand_job_workers", "maand_show", "maand_limit"),
-    "maand.core.cat": ("maand_bucket", "maand_cat", "maand_jobs", "maand_workers", "maand_reveal", "maand_deleted"),
+    "maand.core.cat": ("maand_bucket", "maand_cat", "maand_jobs", "maand_workers", "maand_reveal", "maand_deleted",
+                       "maand_file", "maand_scrape"),
+    "maand.core.cert_metrics": ("maand_bucket",),
     "maand.core.facts": ("maand_bucket", "maand_labels", "maand_hosts", "maand_build", "maand_strict",
                          "maand_new_bucket_id"),
     "maand.core.job": ("maand_bucket", "maand_job", "maand_target", "maand_job_workers", "maand_health_check",
