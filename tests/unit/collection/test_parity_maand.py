@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.units import parse_version
 from tests.bucket_factory import write
-from tests.maand_init import init_bucket, job, ws
+from tests.maand_init import harness_labels, init_bucket, job, ws
 
 
 def no_workers_json(root):
@@ -37,6 +37,21 @@ def job_a(manifest, makefile="", modules=()):
 
 
 ONE_WORKER = workers('[{"host":"10.0.0.1"}]')
+
+
+def base_job(name, command, version):
+    """tests/build_demand_validation_test.go writeBaseJob, byte for byte."""
+    field = '"version":"%s",' % version if version else ""
+    return lambda root: job(root, name, '{"selectors":["worker"],%s"commands":{"%s":{"executed_on":["cli"]}}}' % (
+        field, command), modules=[command + ".py"])
+
+
+def demand_job(name, demand, command, version, extra=""):
+    """tests/build_demand_validation_test.go writeDemandJob, byte for byte."""
+    field = '"version":"%s",' % version if version else ""
+    return lambda root: job(root, name, '{"selectors":["worker"],%s"commands":{"command_dep":{"executed_on":["cli"],'
+                            '"demands":{"job":"%s","command":"%s"%s}}}}' % (field, demand, command, extra),
+                            modules=["command_dep.py"])
 
 # (id, maand test, setup, expected error kind or None for OK, words maand's test asserts in the message)
 CASES = [
@@ -173,6 +188,26 @@ CASES = [
                        "executed_on": ["cli"], "demands": {"job": "a", "command": "command_s",
                                                            "config": {"min_version": "1.0.0"}}}}},
                        modules=["command_m.py"])), "ErrInvalidJobVersion", None),
+    ("DemandUnknownJob_as_maand", "tests/build_demand_validation_test.go TestValidateDemandUnknownJob",
+     demand_job("b", "missing", "command_x", "1.0.0"), "ErrInvalidJobCommandDemand", None),
+    ("DemandUnknownCommand", "tests/build_demand_validation_test.go TestValidateDemandUnknownCommand",
+     steps(base_job("a", "command_y", "1.0.0"), demand_job("b", "a", "command_x", "1.0.0")),
+     "ErrInvalidJobCommandDemand", None),
+    ("DemandVersionTooLow", "tests/build_demand_validation_test.go TestValidateDemandVersionTooLow",
+     steps(base_job("a", "command_x", "1.0.0"), demand_job("b", "a", "command_x", "2.0.0", ',"config":{"min_version":"2.0.0"}')),
+     "ErrJobCommandDemandVersionMismatch", None),
+    ("DemandVersionOk", "tests/build_demand_validation_test.go TestValidateDemandVersionOk",
+     steps(base_job("a", "command_x", "2.1.0"),
+           demand_job("b", "a", "command_x", "1.0.0", ',"config":{"min_version":"2.0.0","max_version":"3.0.0"}')), None, None),
+    ("DemandRequiresUpstreamVersion_as_maand", "tests/build_demand_validation_test.go TestValidateDemandRequiresUpstreamVersion",
+     steps(base_job("a", "command_x", ""), demand_job("b", "a", "command_x", "1.0.0", ',"config":{"min_version":"1.0.0"}')),
+     "ErrInvalidJobVersion", None),
+    ("JobMemoryAboveWorkerCapacity", "tests/build_validate_test.go TestBuildRejectsJobMemoryAboveWorkerCapacity",
+     steps(workers('[{"host":"10.0.0.1","memory":"128mb"}]'), lambda root: job(root, "heavy", '{\n\t\t"selectors": ["worker"],'
+           '\n\t\t"resources": {\n\t\t\t"memory": {"min": "256mb", "max": "512mb"}\n\t\t}\n\t}')),
+     "ErrInsufficientResource", None),
+    ("DuplicateWorkerHost", "tests/build_validate_test.go TestBuildRejectsDuplicateWorkerHost",
+     workers('[{"host":"10.0.0.1"},{"host":"10.0.0.1"}]'), "ErrInvalidWorkerJSON", None),
 ]
 
 
@@ -180,6 +215,8 @@ CASES = [
 def test_maand_build_outcome(tmp_path, name, source, setup, kind, words):
     root = init_bucket(tmp_path)
     setup(root)
+    if source.startswith("tests/"):  # maand's tests/ package builds through its harness
+        harness_labels(root)
     result = _build.compute(root)
     text = "\n".join(str(p) for p in result.report.errors)
     if kind is None:
@@ -369,6 +406,8 @@ VALUE_CASES = [
 def test_maand_build_values(tmp_path, name, source, setup, get, expected):
     root = init_bucket(tmp_path)
     setup(root)
+    if source.startswith("tests/"):  # maand's tests/ package builds through its harness
+        harness_labels(root)
     result = _build.compute(root)
     assert result.report.ok, [str(p) for p in result.report.errors]
     assert get(result) == expected, source

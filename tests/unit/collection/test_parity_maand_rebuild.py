@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, kv_build as _kv_build
-from tests.maand_init import init_bucket, job, ws
+from tests.maand_init import harness_labels, init_bucket, job, ws
 
 BUILD = "build"
 ABSENT = object()  # the key is not there (or deleted): maand's GetKey returns ""
@@ -207,6 +207,7 @@ def test_maand_rebuild(tmp_path, name, source, steps):
     catalog = kv = None
     for number, step in enumerate(steps):
         if step == BUILD:
+            harness_labels(root)
             result = _build.build(root)
             assert result.report.ok, "%s: %s" % (source, [str(p) for p in result.report.errors])
             catalog, kv = result.catalog, _kv_build.read_kv(root, reveal_secrets=True)
