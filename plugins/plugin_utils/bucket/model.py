@@ -248,6 +248,10 @@ def _schema_errors(document, schema, rel, kind, report, prefix=""):
 
 
 def load_maand_conf(bucket, report):
+    if not os.path.lexists(os.path.join(bucket.path, MAAND_CONF)):  # maand: ErrNotInitialized (bucket/errors.go)
+        report.error("ErrNotInitialized", MAAND_CONF, "", "maand is not initialized: file not found",
+                     "run ansible-playbook maand.core.init -e maand_bucket=<the bucket folder>, or create %s" % MAAND_CONF)
+        return
     conf = _read_toml(bucket, MAAND_CONF, report, "ErrInvalidMaandConf", required=True)
     if conf is None:
         return

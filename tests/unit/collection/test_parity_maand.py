@@ -53,6 +53,7 @@ def demand_job(name, demand, command, version, extra=""):
                             '"demands":{"job":"%s","command":"%s"%s}}}}' % (field, demand, command, extra),
                             modules=["command_dep.py"])
 
+
 # (id, maand test, setup, expected error kind or None for OK, words maand's test asserts in the message)
 CASES = [
     ("init_bucket_builds", "tests/init_test.go (ssh_port = 0 from init)", lambda root: None, None, None),
@@ -411,3 +412,13 @@ def test_maand_build_values(tmp_path, name, source, setup, get, expected):
     result = _build.compute(root)
     assert result.report.ok, [str(p) for p in result.report.errors]
     assert get(result) == expected, source
+
+
+def test_build_uninitialized(tmp_path):
+    """tests/build_bucket_test.go TestBuildUnInitialized: a folder with workspace/ but no `maand init` is refused
+    with ErrNotInitialized (maand: no data/maand.db; here: no maand.conf), and no catalog is written."""
+    os.makedirs(os.path.join(str(tmp_path), "workspace"))
+    result = _build.build(str(tmp_path))
+    assert [(p.kind, p.file) for p in result.report.errors] == [("ErrNotInitialized", "maand.conf")]
+    assert "maand.core.init" in result.report.errors[0].fix
+    assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
