@@ -13,11 +13,13 @@ import shutil
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import certs as _certs, service as _build, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from tests.bucket_factory import write
 from tests.maand_init import INIT_MAAND_CONF, harness_labels, init_bucket, job, ws
 
 BUILD = "build"
+BUILD_PURGE = "build --purge-job-kv"  # maand build --purge-job-kv (build.Options{PurgeJobCommandKV: true})
 ABSENT = object()  # the key is not there (or deleted): maand's GetKey returns ""
 SET = object()  # the key is there with a non-empty value
 
@@ -154,6 +156,7 @@ def other_ca(root):
     elsewhere = os.path.join(root, "..", "other-ca")
     _certs.load_or_create_ca(elsewhere, "other")
     for src, dst in zip(_certs.ca_paths(elsewhere), _certs.ca_paths(root)):
+        os.makedirs(os.path.dirname(dst), mode=0o700, exist_ok=True)
         shutil.copy2(src, dst)
 
 
@@ -194,6 +197,58 @@ def maand_kv_count(catalog, kv):
     count -= sum(1 for ns, keys in kv.items() if ns.startswith("maand/job/") and ns.count("/") == 2 and "deploy_order" in keys)
     count -= sum(1 for ns, keys in kv.items() if "/worker/" in ns and ns.startswith("maand/job/") and "version" in keys)
     return count + (0 if "certs/ca.crt" in (kv.get("maand/worker") or {}) else 1)
+
+
+def state_of(job_name, host):
+    return lambda catalog, kv: next((a["state"] for a in catalog["allocations"]
+                                     if a["job"] == job_name and a["worker"] == host), None)
+
+
+def cert_of(host, name="tls", job_name="api", ext="crt"):
+    return key("maand/job/%s/worker/%s" % (job_name, host), "certs/%s.%s" % (name, ext))
+
+
+def both_certs(catalog, kv):
+    return tuple(cert_of(h)(catalog, kv) for h in ("10.0.0.1", "10.0.0.2"))
+
+
+# build/build_certs_test.go seedBuildCertsDB: two workers, job api 1.0.0 on both, certs tls (pkcs8, subject api)
+CERT_WORKERS = workers('[{"host":"10.0.0.1","memory":"1024","cpu":"2000"},{"host":"10.0.0.2","memory":"1024","cpu":"2000"}]')
+
+
+def cert_api(one, common_name="api"):
+    return manifest("api", '{"version":"1.0.0","selectors":["worker"],"certs":{"tls":{"pkcs8":true,"one":%s,'
+                           '"subject":{"common_name":"%s"}}}}' % ("true" if one else "false", common_name))
+
+
+# build/build_allocations_test.go seedBuildAllocationFixture: w1 10.0.0.1 (web), w2 10.0.0.2 (db); jobs web 1.0.0 and
+# db 2.0.0; stored allocations web@10.0.0.1 and db@10.0.0.1 (a placement of an earlier build: w1 carried db too)
+ALLOC_JOBS = [manifest("web", '{"version":"1.0.0","selectors":["web"]}'), manifest("db", '{"version":"2.0.0","selectors":["db"]}')]
+ALLOC_EARLIER = workers('[{"host":"10.0.0.1","labels":["web","db"]},{"host":"10.0.0.2"}]')
+ALLOC_FIXTURE = workers('[{"host":"10.0.0.1","memory":"1024","cpu":"2000","labels":["web"]},'
+                        '{"host":"10.0.0.2","memory":"1024","cpu":"2000","labels":["db"]}]')
+ALLOC_SEED = ALLOC_JOBS + [ALLOC_EARLIER, BUILD, ALLOC_FIXTURE]
+
+# build/execute_test.go TestExecute_fullWorkspacePipeline
+PIPELINE = [
+    workers('[\n\t\t{"host":"10.0.0.1","labels":["web"],"memory":"1024","cpu":"2000","position":0},\n\t\t{"host":"10.0.0.2",'
+            '"labels":["web"],"memory":"1024","cpu":"2000","position":1}\n\t]'),
+    lambda root: job(root, "db", '{\n\t\t"version": "2.0.0",\n\t\t"selectors": ["web"],\n\t\t"commands": {"command_schema": '
+                     '{"executed_on": ["cli"]}}\n\t}', modules=["command_schema.py"]),
+    lambda root: job(root, "api", '{\n\t\t"version": "1.0.0",\n\t\t"selectors": ["web"],\n\t\t"resources": {\n\t\t\t'
+                     '"memory": {"min": "128", "max": "256"},\n\t\t\t"cpu": {"min": "100", "max": "200"},\n\t\t\t"ports": '
+                     '{"http_port": {}}\n\t\t},\n\t\t"certs": {\n\t\t\t"tls": {\n\t\t\t\t"pkcs8": true,\n\t\t\t\t"one": '
+                     'false,\n\t\t\t\t"subject": {"common_name": "api.local"}\n\t\t\t}\n\t\t},\n\t\t"commands": {\n\t\t\t'
+                     '"command_migrate": {\n\t\t\t\t"executed_on": ["cli"],\n\t\t\t\t"demands": {\n\t\t\t\t\t"job": "db",'
+                     '\n\t\t\t\t\t"command": "command_schema",\n\t\t\t\t\t"config": {"min_version": "2.0.0"}\n\t\t\t\t}'
+                     '\n\t\t\t}\n\t\t}\n\t}', modules=["command_migrate.py"]),
+    write_file("jobs/api/vars.toml", 'cluster = "primary"'),
+    jobs_conf('[api]\nmemory = "192 mb"\n'),
+]
+
+
+def max_seq(job_name):
+    return lambda catalog, kv: max(a["deployment_seq"] for a in catalog["allocations"] if a["job"] == job_name)
 
 
 # (id, maand test, steps)
@@ -423,6 +478,72 @@ CASES = [
                             '\t\t\t\t"executed_on": ["cli", "pre_deploy"],\n\t\t\t\t"demands": {"job": "", "command": ""}\n'
                             '\t\t\t}\n\t\t}\n\t}'),
       BUILD, Check(lambda c, kv: commands_on("cli", "bunevents")(c, kv) + commands_on("pre_deploy", "bunevents")(c, kv), 2)]),
+    # build/ package tests whose SQLite rows are earlier builds' state, replayed as builds
+    ("MinAllocations_skipsRemovedAllocations", "build/validate_test.go TestValidateMinAllocationsCount_skipsRemovedAllocations",
+     [workers('[{"host":"10.0.0.1","labels":["app"]},{"host":"10.0.0.2","labels":["app"]}]'), manifest("app", "{}"), BUILD,
+      manifest("app", '{"min_allocations_count":2}'), workers('[{"host":"10.0.0.1","labels":["app"]},{"host":"10.0.0.2"}]'),
+      Fails("ErrInsufficientAllocations")]),
+    ("Execute_purgeJobCommandKVOption", "build/execute_test.go TestExecute_purgeJobCommandKVOption",
+     [workers('[{"host":"10.0.0.1","labels":["web"],"memory":"1024","cpu":"2000","position":0}]'),
+      manifest("api", '{\n\t\t"version": "1.0.0",\n\t\t"selectors": ["web"],\n\t\t"resources": {\n\t\t\t"memory": {"min": "128", '
+                      '"max": "256"},\n\t\t\t"cpu": {"min": "100", "max": "200"}\n\t\t}\n\t}'), BUILD_PURGE,
+      Check(active, [("api", "10.0.0.1")])]),
+    ("Execute_fullWorkspacePipeline", "build/execute_test.go TestExecute_fullWorkspacePipeline",
+     PIPELINE + [BUILD_PURGE, BUILD, Check(lambda c, kv: sum(1 for a in c["allocations"] if a["state"] != "removed"), 4),
+                 Check(lambda c, kv: max_seq("db")(c, kv) < max_seq("api")(c, kv), True),
+                 Check(key("vars/job/api", "cluster"), "primary"), Check(cert_of("10.0.0.2"), SET)]),
+    ("BuildWorkersSyncsTagsAndRemovesStaleWorker", "build/build_jobs_test.go TestBuildWorkersSyncsTagsAndRemovesStaleWorker",
+     [workers('[{"host":"10.0.0.99","memory":"1024","cpu":"2000"}]'), BUILD,
+      workers('[{"host":"10.0.0.1","labels":["web"],"tags":{"rack":"a1"},"memory":"1024","cpu":"2000","position":0}]'), BUILD,
+      Check(positions, {"10.0.0.1": 0}), Check(key("maand/worker/10.0.0.99", "worker_ip"), ABSENT),
+      Check(key("maand/worker/10.0.0.1/tags", "rack"), "a1")]),
+    ("BuildJobsRemovesStaleJobFromDatabase", "build/build_jobs_test.go TestBuildJobsRemovesStaleJobFromDatabase",
+     [manifest("legacy", '{"version":"1.0.0"}'), manifest("api", '{"selectors":["web"]}'), BUILD, remove("jobs/legacy"), BUILD,
+      Check(jobs, ["api"])]),
+    ("BuildAllocationsMatchesLabelsAndRemovesStaleJobs", "build/build_allocations_test.go TestBuildAllocationsMatchesLabelsAndRemovesStaleJobs",
+     ALLOC_SEED + [BUILD, Check(state_of("web", "10.0.0.1"), "active"), Check(state_of("db", "10.0.0.1"), "removed"),
+                   Check(state_of("db", "10.0.0.2"), "active"), Check(job_field("web", "version"), ("1.0.0",))]),
+    ("BuildAllocationsAppliesDisabledConfigAndReenable", "build/build_allocations_test.go TestBuildAllocationsAppliesDisabledConfigAndReenable",
+     # maand's hash row reset (previous_hash NULL: the re-enabled allocation is deployed again) is the deploy's
+     # business here: a re-enabled allocation is planned from its worker's deploy record (tests/unit/plugin_utils/deploy)
+     ALLOC_SEED + [disabled('{"jobs":{"web":{"allocations":["10.0.0.1"]}}}'), BUILD, Check(state_of("web", "10.0.0.1"), "disabled"),
+                   remove("disabled.json"), BUILD, Check(state_of("web", "10.0.0.1"), "active")]),
+    ("BuildAllocations_disablesWorkerFromConfig", "build/build_allocations_test.go TestBuildAllocations_disablesWorkerFromConfig",
+     # maand counts 2 rows with disabled = 1 on 10.0.0.1: web, and the stale db row (removed = 1 and disabled = 1);
+     # here an allocation has one state, and removed is kept for the stale one
+     ALLOC_SEED + [disabled('{"workers":["10.0.0.1"]}'), BUILD, Check(state_of("web", "10.0.0.1"), "disabled"),
+                   Check(state_of("db", "10.0.0.1"), "removed")]),
+    ("BuildAllocations_disablesEntireJobFromConfig", "build/build_allocations_test.go TestBuildAllocations_disablesEntireJobFromConfig",
+     ALLOC_SEED + [disabled('{"jobs":{"web":{}}}'), BUILD, Check(allocations("disabled"), 1), Check(state_of("web", "10.0.0.1"), "disabled")]),
+    ("BuildVariablesSyncsWorkerAndBucketKV", "build/build_execute_helpers_test.go TestBuildVariablesSyncsWorkerAndBucketKV",
+     # maand's test writes secrets/ca.crt = "test-ca" alone; here a CA is a pair (half a CA is refused by every
+     # build, test_certs_build.py test_half_present_ca_refuses_and_writes_nothing): another bucket's CA pair
+     [other_ca, workers('[{"host":"10.0.0.1","memory":"1024","cpu":"2000","position":0}]'), manifest("api", '{"version":"1.0.0"}'),
+      BUILD, Check(key("maand/worker/10.0.0.1", "worker_ip"), "10.0.0.1"), Check(key("maand/bucket", "bucket_id"), SET),
+      Check(key("maand/worker", "certs/ca.crt"), SET)]),
+    # build/build_certs_test.go (seedBuildCertsDB as a workspace)
+    ("BuildCerts_generatesPerWorkerCerts", "build/build_certs_test.go TestBuildCerts_generatesPerWorkerCerts",
+     [CERT_WORKERS, cert_api(False), BUILD] + [Check(cert_of(h, ext=e), SET) for h in ("10.0.0.1", "10.0.0.2") for e in ("crt", "key")]
+     + [Check(lambda c, kv: len(set(both_certs(c, kv))), 2)]),
+    ("BuildCerts_generatesSharedCert", "build/build_certs_test.go TestBuildCerts_generatesSharedCert",
+     [CERT_WORKERS, cert_api(True), BUILD] + [Check(cert_of(h, ext=e), SET) for h in ("10.0.0.1", "10.0.0.2") for e in ("crt", "key")]
+     + [Check(lambda c, kv: len(set(both_certs(c, kv))), 1)]),
+    ("BuildWorkerCertPEM_reusesStoredKV", "build/build_certs_test.go TestBuildWorkerCertPEM_reusesStoredKV",
+     [CERT_WORKERS, cert_api(False), BUILD, Keep("certs", both_certs), BUILD, Same("certs", both_certs)]),
+    ("BuildSharedCertPEM_reusesStoredKV", "build/build_certs_test.go TestBuildSharedCertPEM_reusesStoredKV",
+     [CERT_WORKERS, cert_api(True), BUILD, Keep("certs", both_certs), BUILD, Same("certs", both_certs)]),
+    # maand's regenerate flag is set when a job's cert entry changed (jobRegenerate); here: the subject changes
+    ("BuildWorkerCertPEM_regenerates", "build/build_certs_test.go TestBuildWorkerCertPEM_regenerates, "
+     "TestCertNeedsRegeneration_jobRegenerate",
+     [CERT_WORKERS, cert_api(False), BUILD, Keep("one", cert_of("10.0.0.1")), cert_api(False, "api2"), BUILD,
+      Same("one", cert_of("10.0.0.1"), differs=True)]),
+    ("BuildSharedCertPEM_regeneratesAllWorkers", "build/build_certs_test.go TestBuildSharedCertPEM_regeneratesAllWorkers",
+     [CERT_WORKERS, cert_api(True), BUILD, Keep("certs", both_certs), cert_api(True, "api2"), BUILD,
+      Check(lambda c, kv: len(set(both_certs(c, kv))), 1), Same("certs", both_certs, differs=True)]),
+    ("BuildCerts_purgesCertKVWhenJobHasNoSpecs", "build/build_certs_test.go TestBuildCerts_purgesCertKVWhenJobHasNoSpecs",
+     [CERT_WORKERS, cert_api(False), BUILD, Check(cert_of("10.0.0.1"), SET),
+      manifest("api", '{"version":"1.0.0","selectors":["worker"]}'), BUILD, Check(cert_of("10.0.0.1"), ABSENT),
+      Check(cert_of("10.0.0.1", ext="key"), ABSENT)]),
 ]
 
 
@@ -438,9 +559,10 @@ def test_maand_rebuild(tmp_path, name, source, steps):
     kept = {}
     for number, step in enumerate(steps):
         where = "%s step %d" % (source, number)
-        if step == BUILD or isinstance(step, Fails):
-            harness_labels(root)  # maand's tests/ package builds through its harness (tests/maand_init.py)
-            result = _build.build(root)
+        if step in (BUILD, BUILD_PURGE) or isinstance(step, Fails):
+            if source.startswith("tests/"):  # maand's tests/ package builds through its harness (tests/maand_init.py)
+                harness_labels(root)
+            result = _build.build(root, purge_job_kv=step == BUILD_PURGE)
             if isinstance(step, Fails):
                 found = {p.kind for p in result.report.errors}
                 assert step.kind in found, "%s: maand refuses with %s; here: %s" % (where, step.kind, found or "OK")
@@ -500,3 +622,22 @@ def test_cat_command(tmp_path):
     assert sorted((r[0], r[1]) for r in rows["allocations"]) == [("a", "10.0.0.1"), ("b", "10.0.0.1")]
     assert [r[0] for r in rows["workers"]] == ["10.0.0.1"] and len(rows["kv"]) > 20
     assert commands_on("cli")(result.catalog, None) == 2
+
+
+def test_sync_cert_key_values_preserves_allocation_metadata(tmp_path):
+    """build/build_allocation_variables_test.go TestSyncCertKeyValuesPreservesAllocationMetadata: the certificate
+    keys and the allocation keys (zookeeper_allocation_index, peer_workers) of maand/job/zookeeper/worker/10.48.200.1
+    live side by side; a rebuild that keeps the certificate keeps the allocation keys at their versions."""
+    root = init_bucket(tmp_path)
+    ws(root, "workers.json", '[{"host":"10.48.200.1"},{"host":"10.48.200.2"},{"host":"10.48.200.3"}]')
+    job(root, "zookeeper", '{"selectors":["worker"],"certs":{"quorum":{"subject":{"common_name":"zookeeper"}}}}')
+    ns = "maand/job/zookeeper/worker/10.48.200.1"
+    entries = []
+    for _ in range(2):
+        assert _build.build(root).report.ok
+        space = _kv_store.KVStore.load(root).namespaces[ns]
+        entries.append({k: (space[k].value, space[k].version) for k in (
+            "certs/quorum.crt", "certs/quorum.key", "zookeeper_allocation_index", "peer_workers")})
+    assert entries[0] == entries[1]
+    assert entries[1]["zookeeper_allocation_index"][0] == "0"
+    assert entries[1]["peer_workers"][0] == "10.48.200.2,10.48.200.3"
