@@ -731,7 +731,7 @@ def load_job(bucket, name, report):
         if not SELECTOR_NAME.match(selector):
             report.error("ErrInvalidManifest", rel, "selectors", "job %s: selector %r has spaces or odd characters" % (
                 name, selector), "use plain label names")
-    job.selectors = tuple(sorted(set(selectors or [name.lower()])))
+    job.selectors = tuple(dict.fromkeys(selectors or [name.lower()]))  # manifest order, as maand (PlacementSelectors)
     low, high = _bounds(job, manifest, "memory", parse_memory_mb, rel, report)
     job.min_memory_mb, job.max_memory_mb, job.memory_mb, job.memory_source = _reservation(
         bucket, job, "memory", "mb", parse_memory_mb, low, high, report)

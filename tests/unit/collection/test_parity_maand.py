@@ -308,6 +308,45 @@ CASES = [
     ("DeploymentSequence_rejectsCycle", "build/build_deployment_sequence_test.go TestBuildDeploymentSequence_rejectsCycle",
      jobs(seq_job("a", "command_a", ("b", "command_b")), seq_job("b", "command_b", ("a", "command_a"))),
      "ErrCircularJobCommandDependency", None),
+    # workspace/*_test.go: manifest readers, through a build
+    ("ValidatePortKey_empty", "workspace/ports_test.go TestValidatePortKey (\"\")",
+     jobs(("api", '{"resources":{"ports":{"": {}}}}')), "ErrPortKeyFormat", None),
+    ("ValidatePortKey_BadPort", "workspace/ports_test.go TestValidatePortKey (Bad-Port)",
+     jobs(("api", '{"resources":{"ports":{"Bad-Port": {}}}}')), "ErrPortKeyFormat", None),
+    ("NormalizeRestartPolicy_bounce", "workspace/restart_policy_test.go TestNormalizeRestartPolicy (bounce)",
+     jobs(("api", '{"restart_policy":"bounce"}')), "ErrInvalidManifest", None),
+    ("ValidateRestartPolicy_invalid", "workspace/restart_policy_test.go TestValidateRestartPolicy (invalid)",
+     jobs(("api", '{"restart_policy":"invalid"}')), "ErrInvalidManifest", None),
+    ("ValidateRestartPolicy_never", "workspace/restart_policy_test.go TestValidateRestartPolicy (never)",
+     jobs(("api", '{"restart_policy":"never"}')), None, None),
+    ("ValidateRestartGlobsRequiresReloadPolicy", "workspace/restart_policy_test.go TestValidateRestartGlobsRequiresReloadPolicy",
+     jobs(("api", '{"restart_policy":"always","restart_globs":["Makefile"]}')), "ErrInvalidManifest",
+     "restart_globs requires restart_policy reload"),
+    ("ValidateRestartGlobsPatterns_bad", "workspace/restart_policy_test.go TestValidateRestartGlobsPatterns ([)",
+     lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["["]}', makefile="reload:\n"),
+     "ErrInvalidManifest", None),
+    ("ValidateRestartGlobsPatterns_ok", "workspace/restart_policy_test.go TestValidateRestartGlobsPatterns",
+     # here restart_policy reload also needs a reload target in the Makefile (README, Differences from maand)
+     lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["Makefile","bin/**"]}', makefile="reload:\n"),
+     None, None),
+    ("VersionConstraint_ok", "workspace/version_test.go TestVersionConstraint (upstream 2.0.0, 1.0.0 <= v <= 2.5.0)",
+     jobs(("db", '{"version":"2.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db","command":'
+                  '"command_schema","config":{"min_version":"1.0.0","max_version":"2.5.0"}}}}}', ["command_x.py"])), None, None),
+    ("VersionConstraint_number", "workspace/version_test.go TestVersionConstraint (min_version 3, a number)",
+     jobs(("db", '{"version":"2.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db","command":'
+                  '"command_schema","config":{"min_version":3}}}}}', ["command_x.py"])), "ErrJobCommandDemandVersionMismatch", None),
+    ("ValidateDemandReference_jobOnly", "workspace/version_test.go TestValidateDemandReference (job without command)",
+     jobs(("db", '{"version":"1.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db"}}}}', ["command_x.py"])),
+     "ErrInvalidJobCommandDemand", None),
+    ("ValidateDemandReference_both", "workspace/version_test.go TestValidateDemandReference (job and command)",
+     jobs(("db", '{"version":"1.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db",'
+                  '"command":"command_schema"}}}}', ["command_x.py"])), None, None),
+    ("ManifestListedCommands", "workspace/manifest_test.go TestManifestListedCommands (a command named run)",
+     jobs(("api", '{"commands":{"run":{}}}')), "ErrInvalidJobCommandConfiguration", "command name must start with command_"),
 ]
 
 
@@ -560,6 +599,30 @@ VALUE_CASES = [
            jobs(("web", '{"version":"2.0.0","selectors":["web"]}'))),
      lambda r: ([(a["job"], a["worker"], a["state"]) for a in r.catalog["allocations"]], _job(r, "web")["version"]),
      ([("web", "10.0.0.3", "active")], "2.0.0")),
+    ("ManifestPortsUnmarshalEmptyObject", "workspace/ports_test.go TestManifestPortsUnmarshalEmptyObject",
+     jobs(("api", '{\n\t\t"resources": {"ports": {"database_port": {}, "http_port": {}}}\n\t}')),
+     lambda r: sorted(_job(r, "api")["ports"].items()), [("database_port", 30000), ("http_port", 30001)]),
+    ("ManifestPortsUnmarshalInteger", "workspace/ports_test.go TestManifestPortsUnmarshalInteger",
+     jobs(("api", '{\n\t\t"resources": {"ports": {"database_port": 5432, "http_port": {}}}\n\t}')),
+     lambda r: _job(r, "api")["ports"], {"database_port": 5432, "http_port": 30000}),
+    ("ValidatePortKey_ok", "workspace/ports_test.go TestValidatePortKey (database_port)",
+     jobs(("api", '{"resources":{"ports":{"database_port": {}}}}')), lambda r: list(_job(r, "api")["ports"]), ["database_port"]),
+    ("PlacementSelectors_jobNameOnlyWhenEmpty", "workspace/manifest_test.go TestPlacementSelectors_jobNameOnlyWhenEmpty",
+     jobs(("prometheus", "{}")), lambda r: _job(r, "prometheus")["selectors"], ["prometheus"]),
+    ("PlacementSelectors_usesManifestSelectorsWhenSet", "workspace/manifest_test.go TestPlacementSelectors_usesManifestSelectorsWhenSet",
+     jobs(("api", '{"selectors":["worker","prod"]}')), lambda r: _job(r, "api")["selectors"], ["worker", "prod"]),
+    ("NormalizeRestartPolicy_reload", "workspace/restart_policy_test.go TestNormalizeRestartPolicy (reload)",
+     lambda root: job(root, "api", '{"restart_policy":"reload"}', makefile="reload:\n"), lambda r: _job(r, "api")["restart_policy"],
+     "reload"),
+    ("EncodeParseRestartGlobs", "workspace/restart_policy_test.go TestEncodeParseRestartGlobs",
+     lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["Makefile","bin/**"]}', makefile="reload:\n"),
+     lambda r: _job(r, "api")["restart_globs"], ["Makefile", "bin/**"]),
+    ("BuildStoresHealthCheckJSON", "tests/healthcheck_manifest_test.go TestBuildStoresHealthCheckJSON",
+     steps(workers('[{"host":"10.0.0.1","labels":["app"]}]'),
+           job_a_named("app", '{\n\t\t"selectors": ["app"],\n\t\t"resources": {"ports": {"api_port": 30010}},\n\t\t"health_check": '
+                              '{\n\t\t\t"checks": [\n\t\t\t\t{"type": "tcp", "port": "api_port"},\n\t\t\t\t{"type": "ssh", '
+                              '"command": "true"}\n\t\t\t]\n\t\t}\n\t}')),
+     lambda r: [(c["type"], c.get("command")) for c in _job(r, "app")["health_check"]["checks"]], [("tcp", None), ("ssh", "true")]),
 ]
 
 

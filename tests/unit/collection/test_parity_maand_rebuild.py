@@ -521,6 +521,12 @@ CASES = [
      [other_ca, workers('[{"host":"10.0.0.1","memory":"1024","cpu":"2000","position":0}]'), manifest("api", '{"version":"1.0.0"}'),
       BUILD, Check(key("maand/worker/10.0.0.1", "worker_ip"), "10.0.0.1"), Check(key("maand/bucket", "bucket_id"), SET),
       Check(key("maand/worker", "certs/ca.crt"), SET)]),
+    ("StableJobIDDeterministic", "workspace/ids_test.go TestStableJobIDDeterministic",
+     [manifest("my-job", "{}"), manifest("other", "{}"), BUILD, Keep("id", key("maand/job/my-job", "job_id")), BUILD,
+      Same("id", key("maand/job/my-job", "job_id")),
+      Check(lambda c, kv: kv["maand/job/other"]["job_id"] != kv["maand/job/my-job"]["job_id"], True)]),
+    ("PlacementSelectors_usesManifestSelectorsWhenSet_kv", "workspace/manifest_test.go TestPlacementSelectors_usesManifestSelectorsWhenSet",
+     [manifest("api", '{"selectors":["worker","prod"]}'), BUILD, Check(key("maand/job/api", "selectors"), "worker,prod")]),
     # build/build_certs_test.go (seedBuildCertsDB as a workspace)
     ("BuildCerts_generatesPerWorkerCerts", "build/build_certs_test.go TestBuildCerts_generatesPerWorkerCerts",
      [CERT_WORKERS, cert_api(False), BUILD] + [Check(cert_of(h, ext=e), SET) for h in ("10.0.0.1", "10.0.0.2") for e in ("crt", "key")]

@@ -177,6 +177,12 @@ PROM_CASES = [
      lambda r: (job(r, "prometheus", {"selectors": ["worker"]}), ws(r, "jobs/prometheus/prometheus.yml", "global: {}\n"),
                 ws(r, "jobs/prometheus/prometheus.yml.tpl", "global: {}\n")),
      "cannot define both prometheus.yml and prometheus.yml.tpl"),
+    ("ValidatePrometheusServerFiles_mutualExclusion", "workspace/prometheus_test.go TestValidatePrometheusServerFiles_mutualExclusion",
+     False, lambda r: (job(r, "prom", "{}"), ws(r, "jobs/prom/prometheus.yml", "global: {}\n"),
+                       ws(r, "jobs/prom/prometheus.yml.tpl", "global: {}\n")),
+     "cannot define both prometheus.yml and prometheus.yml.tpl"),
+    ("ValidatePrometheusServerFiles_singleFileOK", "workspace/prometheus_test.go TestValidatePrometheusServerFiles_singleFileOK",
+     False, lambda r: (job(r, "prom2", "{}"), ws(r, "jobs/prom2/prometheus.yml.tpl", "global: {}\n")), None),
     ("runbookValidation", "TestBuildPrometheusCatalog_runbookValidation", True,
      lambda r: app_job(r, files={"alerts/slo.yaml": ALERT_OK + "        annotations:\n          runbook: Missing\n"}),
      "references missing runbook 'Missing'"),
@@ -237,4 +243,4 @@ def test_prometheus_folder_at_build(tmp_path, name, source, with_server, setup, 
         return
     assert {p.kind for p in result.report.errors} == {"ErrInvalidJob"}, text
     assert words in text, text
-    assert all("_prometheus" in p.file or "prometheus" in p.file for p in result.report.errors)
+    assert all("prometheus" in "%s/%s" % (p.file, p.field) for p in result.report.errors)  # the file or the job's file named
