@@ -2,6 +2,9 @@
 data-driven table: each case rebuilds the fixture the Go test writes on top of a `maand init` bucket and
 checks the outcome the Go test asserts (OK, or the error kind it asserts with assert.ErrorIs).
 
+Rows of tests/*_test.go build through maand's test harness (tests/maand_init.py harness_labels); rows of the
+build/ package tests write as workspace files the SQLite rows those tests seed.
+
 Each row cites its Go test. maand stops at its first error; maand.core reports every error, so a row
 checks that maand's error kind is among ours and, where the Go test checks wording, that maand's words
 appear inside ours.

@@ -1,8 +1,11 @@
-"""maand's build tests that build more than once (maand-sh/maand tests/build_bucket_test.go, build_job_test.go,
-build_worker_*_test.go): each row replays the Go test's sequence on a `maand init` bucket, a list of workspace
-edits, BUILD (a full build writing data/catalog.json and data/kv.json) and checks (what the Go test reads with
-GetKey or a SELECT over maand's tables; here data/kv.json and data/catalog.json), in the order the Go test
-makes them. Rows cite their Go test; tests/unit/collection/test_maand_go_tests.py counts them.
+"""maand's build tests that build more than once (maand-sh/maand tests/build_*_test.go) or start from rows an
+earlier build left (build/*_test.go seed maand's SQLite tables: here those rows are the workspace of a first
+build): each row replays the Go test's sequence on a `maand init` bucket, a list of workspace edits, BUILD (a full
+build writing data/catalog.json and data/kv.json; BUILD_PURGE with --purge-job-kv; Fails(kind) a build maand
+refuses) and checks (what the Go test reads with GetKey or a SELECT over maand's tables; here data/kv.json and
+data/catalog.json; Keep/Same for a value the Go test compares across builds), in the order the Go test makes
+them. Rows of tests/*_test.go build through maand's test harness (tests/maand_init.py harness_labels). Rows cite
+their Go test; tests/unit/collection/test_maand_go_tests.py counts them.
 """
 
 from __future__ import annotations
