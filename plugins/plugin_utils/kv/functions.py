@@ -126,6 +126,9 @@ class KVReader:
     worker_ip: str
     upstream_jobs: tuple[str, ...] = ()
     deleted: frozenset = frozenset()
+    # None: a missing key is an error. A list: a missing key reads as "" and is noted here as (namespace,
+    # key) (the deploy plan of a job whose pre_deploy hooks may write the key at its wave: deploy/pre_deploy)
+    missing: list | None = None
 
     @functools.cached_property
     def allowed(self) -> frozenset:
@@ -146,6 +149,9 @@ class KVReader:
 
     def get(self, namespace: str, key: str) -> str:
         value = self.lookup(namespace, key)
+        if value is None and self.missing is not None:
+            self.missing.append((namespace, key))
+            return ""
         if value is None:
             raise KVError("key %s not found in namespace %s" % (key, namespace))
         return value

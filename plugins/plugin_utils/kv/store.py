@@ -362,7 +362,7 @@ class KVStore:
         if is_secret_ns(ns):
             if entry is not None and not entry.deleted and self._same_secret(ns, key, entry.value, value):
                 return False
-            stored = _secrets.encrypt(self._secret_key(create=True), value)
+            stored = _secrets.encrypt(self._secret_key(create=True), value, _secrets.place(ns, key))
         else:
             stored = value.strip()  # maand's Store.Put trims
             if entry is not None and not entry.deleted and entry.value == stored:
@@ -399,6 +399,8 @@ class KVStore:
         return self._key
 
     def _same_secret(self, ns: str, key: str, stored: str, value: str) -> bool:
+        if stored.startswith(_secrets.PREFIX):  # a v1 value is sealed again, bound to its place
+            return False
         try:
             return self._reveal(ns, key, stored) == value
         except KVStoreError:  # a damaged value is replaced by the new one
@@ -406,7 +408,7 @@ class KVStore:
 
     def _reveal(self, ns: str, key: str, stored: str) -> str:
         try:
-            return _secrets.decrypt(self._secret_key(), stored)
+            return _secrets.decrypt(self._secret_key(), stored, _secrets.place(ns, key))
         except _secrets.SecretError as exc:
             raise KVStoreError("%s: %s key %s: %s" % (KV_REL, ns, key, exc)) from None
 

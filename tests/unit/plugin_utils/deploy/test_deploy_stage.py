@@ -157,6 +157,16 @@ def test_missing_key_names_job_file_line_column_key_and_workers(tmp_path):
     assert staging.content["api"]["allocations"]["10.0.0.1"]["error"].startswith("job api, file conf/app.ini.tpl")
 
 
+def test_a_job_whose_pre_deploy_runs_later_reads_a_missing_key_as_empty_and_lists_it(tmp_path):
+    # deploy/pre_deploy: the plan renders such a job before its hooks ran; its wave renders it again, strictly
+    tpl = "name = [{{ get \"vars/job/api\" \"cluster\" }}]\npw = [{{ getSecret \"db_password\" }}]\n"
+    root, catalog, kv = e2e(tmp_path, {"conf/app.ini.tpl": tpl})
+    staging = compute(root, catalog, kv, digest_key=lambda: b"k" * 32, pending=["api"])
+    assert staging.errors == [] and rendered(staging, "10.0.0.1", "conf/app.ini") == "name = []\npw = []\n"
+    assert set(staging.missing["api"]) == {("vars/job/api", "cluster"), ("secrets/job/api", "db_password")}
+    assert compute(root, catalog, kv, digest_key=lambda: b"k" * 32, pending=["other"]).errors  # only the jobs named
+
+
 def test_get_optional_is_not_an_error(tmp_path):
     root, catalog, kv = e2e(tmp_path, {"o.tpl": "[{{ getOptional \"vars/job/api\" \"cluster\" }}]"})
     staging = compute(root, catalog, kv)
