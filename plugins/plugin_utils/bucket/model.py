@@ -248,6 +248,10 @@ def _schema_errors(document, schema, rel, kind, report, prefix=""):
 
 
 def load_maand_conf(bucket, report):
+    if not os.path.lexists(os.path.join(bucket.path, MAAND_CONF)):  # maand: ErrNotInitialized (bucket/errors.go)
+        report.error("ErrNotInitialized", MAAND_CONF, "", "maand is not initialized: file not found",
+                     "run ansible-playbook maand.core.init -e maand_bucket=<the bucket folder>, or create %s" % MAAND_CONF)
+        return
     conf = _read_toml(bucket, MAAND_CONF, report, "ErrInvalidMaandConf", required=True)
     if conf is None:
         return
@@ -706,7 +710,7 @@ def load_job(bucket, name, report):
         if not SELECTOR_NAME.match(selector):
             report.error("ErrInvalidManifest", rel, "selectors", "job %s: selector %r has spaces or odd characters" % (
                 name, selector), "use plain label names")
-    job.selectors = tuple(sorted(set(selectors or [name.lower()])))
+    job.selectors = tuple(dict.fromkeys(selectors or [name.lower()]))  # manifest order, as maand (PlacementSelectors)
     low, high = _bounds(job, manifest, "memory", parse_memory_mb, rel, report)
     job.min_memory_mb, job.max_memory_mb, job.memory_mb, job.memory_source = _reservation(
         bucket, job, "memory", "mb", parse_memory_mb, low, high, report)
