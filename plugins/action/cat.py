@@ -26,7 +26,7 @@ class ActionModule(ControllerAction):
         request = _cat.Request(view=args["view"], jobs=_cat.split_names(args["jobs"]),
                                workers=_cat.split_names(args["workers"]), reveal=args["reveal"],
                                deleted=args["deleted"], active=args["active"], namespace=args["namespace"].strip(),
-                               key=args["key"].strip())
+                               key=args["key"].strip(), file=args["file"], scrape=args["scrape"])
         try:
             table = _cat.cat(bucket_dir, request)
         except _cat.CatError as exc:

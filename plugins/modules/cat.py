@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: cat
-short_description: Show a maand bucket's KV, allocations, jobs, workers, ports, job commands or deployments as tables
+short_description: Show a maand bucket's KV, allocations, jobs, workers, ports, job commands, deployments, certs or Prometheus files
 version_added: 1.1.0
 description:
   - Runs on the controller (an action plugin; no connection is opened). Read-only.
@@ -25,13 +25,18 @@ description:
     or C(unreachable). Beside it the tree hash promoted on the worker, a failed attempt's hash, the promoted and
     catalog versions, the run that last touched it and what that run did."
   - C(job_commands) lists every job command with its events and what it demands (maand's C(maand cat job_commands)).
+  - C(prometheus) lists the jobs that ship a C(_prometheus/) folder (as C(maand cat prometheus)), whether each
+    has a scrape file and how many alert files, runbooks and dashboard files the deploy ships to a Prometheus
+    server job; with O(file) it prints one file of one job's C(_prometheus/) (C(maand cat prometheus get));
+    with O(scrape) the expanded scrape configs a deploy renders for C({{ scrapeConfigs }})
+    (C(maand cat prometheus scrape)).
   - An unknown view, job or worker fails with the known names and a "did you mean".
 author:
   - maand.core developers (@maand-sh)
 options:
   view:
-    description: What to show, one of C(kv), C(allocations), C(jobs), C(workers), C(ports), C(deployments), C(certs)
-      or C(job_commands).
+    description: What to show, one of C(kv), C(allocations), C(jobs), C(workers), C(ports), C(deployments), C(certs),
+      C(job_commands) or C(prometheus).
     type: str
     required: true
   jobs:
@@ -65,12 +70,24 @@ options:
     description: With O(namespace), in the C(kv) view, the one key to show in full.
     type: str
     default: ""
+  file:
+    description:
+      - In the C(prometheus) view, print this file of the job's C(_prometheus/) folder (the job named in O(jobs), exactly
+        one), for example C(alerts/slo.yaml); C(scrape) means C(scrape.yaml), C(scrape.tpl) C(scrape.yaml.tpl).
+    type: str
+    default: ""
+  scrape:
+    description:
+      - In the C(prometheus) view, print the scrape configs with C(maand:port/...) and C(maand:job) expanded, as a
+        deploy renders C({{ scrapeConfigs }}) (only the jobs in O(jobs) when given).
+    type: bool
+    default: false
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,
                                  maand.core.controller]
 notes:
   - "The playbook C(maand.core.cat) runs this module with C(-e maand_cat=VIEW), C(-e maand_jobs=a,b),
     C(-e maand_workers=10.0.0.1), C(-e maand_reveal=true), C(-e maand_deleted=true), C(-e maand_active=true),
-    C(-e maand_namespace=NS) and C(-e maand_key=KEY)."
+    C(-e maand_namespace=NS), C(-e maand_key=KEY), C(-e maand_file=alerts/slo.yaml) and C(-e maand_scrape=true)."
 """
 
 EXAMPLES = r"""
@@ -97,6 +114,13 @@ EXAMPLES = r"""
     view: kv
     namespace: maand/bucket
     key: bucket_id
+
+- name: One alert file of the api job's _prometheus/
+  maand.core.cat:
+    bucket: /srv/bucket
+    view: prometheus
+    jobs: [api]
+    file: alerts/slo.yaml
 
 - name: Allocations on one worker
   maand.core.cat:

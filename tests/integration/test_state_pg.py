@@ -80,6 +80,23 @@ def test_a_write_is_refused_when_another_writer_moved_the_catalog_since_the_read
     assert [w["host"] for w in _catalog.read_catalog(bucket)["workers"]] == ["10.0.0.3"]
 
 
+def test_gc_drops_a_cleaned_departed_row_from_the_store(bucket, url):
+    """The catalog's departed list (issue 23 item 4) round-trips through the store, and gc's commit (a
+    read-modify-write under the store's bucket lock) drops the row of the worker it cleaned."""
+    from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
+    doc = dict(catalog_doc(), departed=[{"host": "10.0.0.9", "hostname": None}, {"host": "10.0.0.8", "hostname": "n8"}])
+    _catalog.write_catalog(bucket, doc)
+    assert _catalog.read_catalog(bucket)["departed"] == doc["departed"]
+    states = {h: {"state": {"reachable": True, "exists": True, "trees": []}} for h in ("10.0.0.1", "10.0.0.9")}
+    planned = _gc.plan_bucket(bucket, states, sorted(states), time.time(), 0)
+    assert planned.trees() == ["10.0.0.9"]
+    done = _gc.commit(bucket, planned, states, {"10.0.0.9": {"results": [{"job": "", "ok": True}]}}, sorted(states))
+    assert not done.problems and done.changed
+    assert fresh(url).read("catalog") is not None
+    assert _catalog.read_catalog(bucket)["departed"] == [{"host": "10.0.0.8", "hostname": "n8"}]
+    assert not os.path.exists(os.path.join(bucket, "data", "catalog.json"))
+
+
 def test_the_kv_document_keeps_history_and_secrets_stay_sealed_with_the_local_key(bucket, url, pg_server):
     with _kv_store.KVStore.edit(bucket) as kv:
         kv.put("vars/job/api", "color", "blue")

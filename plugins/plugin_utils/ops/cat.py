@@ -26,7 +26,7 @@ from ..kv import functions as _kv, store as _kv_store
 from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
 
-VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs", "job_commands")
+VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs", "job_commands", "prometheus")
 ACTIVE_VIEWS = ("deployments", "allocations")  # the views maand_active narrows
 HASH_CHARS = 12
 MASK = _kv_store.MASK
@@ -75,6 +75,8 @@ class Request:
     active: bool = False
     namespace: str = ""
     key: str = ""
+    file: str = ""  # prometheus: print this file of the job's _prometheus/ (maand cat prometheus get)
+    scrape: bool = False  # prometheus: the expanded scrape configs (maand cat prometheus scrape)
 
 
 def split_names(value: Any) -> tuple[str, ...]:
@@ -90,6 +92,9 @@ def cat(bucket_dir: str, request: Request) -> Table:
     if request.view not in VIEWS:
         raise CatError("unknown view %r%s; the views are %s" % (request.view, did_you_mean(request.view, VIEWS),
                                                                 ", ".join(VIEWS)))
+    if (request.file or request.scrape) and request.view != "prometheus":
+        raise CatError("file and scrape (-e maand_file, -e maand_scrape) belong to the prometheus view, not %s"
+                       % request.view)
     _check_options(request)
     catalog = read_catalog(bucket_dir)
     _check_names("job", request.jobs, [j["name"] for j in catalog.get("jobs", [])])
@@ -493,8 +498,109 @@ def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Req
     return table
 
 
+# --- prometheus (maand cat prometheus [get <job> <path> | scrape]: cat/cat_prometheus.go) -------------
+
+class _Text(Table):
+    """A file or a YAML fragment printed as it is: one row per line, no title, header or rule."""
+
+    def lines(self) -> list[str]:
+        return [row[0] for row in self.rows]
+
+
+def _prometheus_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    from ..kv import prometheus as _prometheus  # late: only this view reads _prometheus/
+
+    if request.file and request.scrape:
+        raise CatError("give either file (-e maand_file=PATH, one job's file) or scrape (-e maand_scrape=true)")
+    try:
+        if request.scrape:
+            return _prometheus_scrape(bucket_dir, catalog, request, _prometheus)
+        if request.file:
+            return _prometheus_file(bucket_dir, catalog, request, _prometheus)
+        return _prometheus_summary(bucket_dir, catalog, request, _prometheus)
+    except (_prometheus.PrometheusError, _kv.KVError) as exc:
+        raise CatError(str(exc)) from None
+
+
+def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+    table = Table("Prometheus of %s" % bucket_dir, ("JOB", "SCRAPE", "ALERTS", "RUNBOOKS", "DASHBOARDS"))
+    for folder in prom.collect(bucket_dir, catalog):
+        if request.jobs and folder.job not in request.jobs:
+            continue
+        runbooks = [r for r in _files_under(folder.root, "runbooks") if r.endswith(".md")]
+        dashboards = [r for r in _files_under(folder.root, "dashboards")
+                      if os.path.basename(r) != ".dashboardignore"]
+        if not (folder.scrape_file or folder.alerts or runbooks or dashboards):
+            continue
+        table.rows.append((folder.job, "yes" if folder.scrape_file else "-", str(len(folder.alerts)),
+                           str(len(runbooks)), str(len(dashboards))))
+    if not table.rows:
+        raise CatError("no job%s ships a _prometheus/ folder with scrape.yaml, alerts/, runbooks/ or dashboards/"
+                       " (workspace/jobs/<job>/_prometheus/, docs/templates.md)"
+                       % (" of %s" % ", ".join(request.jobs) if request.jobs else ""))
+    servers = prom.server_jobs(bucket_dir, catalog)
+    table.notes.append("Prometheus server job: %s" % ", ".join(servers) if servers else
+                       "no job ships prometheus.yml(.tpl): build does not check _prometheus/ and deploy ships"
+                       " none of it, as maand")
+    table.notes.append("one file: -e maand_jobs=JOB -e maand_file=alerts/FILE.yaml; the scrape configs a deploy"
+                       " renders: -e maand_scrape=true")
+    if request.workers:
+        table.notes.append("_prometheus/ belongs to jobs, not workers: the workers filter does not apply")
+    return table
+
+
+def _files_under(root: str, sub: str) -> list[str]:
+    base = os.path.join(root, sub)
+    found = []
+    for current, dirs, files in os.walk(base):
+        dirs.sort()
+        found += [os.path.relpath(os.path.join(current, name), base).replace(os.sep, "/") for name in files]
+    return sorted(found)
+
+
+def prometheus_rel_path(path: str) -> str:
+    """maand's NormalizePrometheusRelPath: "", "scrape" -> scrape.yaml; "scrape.tpl" -> scrape.yaml.tpl."""
+    path = path.strip().lstrip("/")
+    if path in ("", "scrape", "scrape.yaml"):
+        return "scrape.yaml"
+    return "scrape.yaml.tpl" if path in ("scrape.yaml.tpl", "scrape.tpl") else path
+
+
+def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+    if len(request.jobs) != 1:
+        raise CatError("file %s: name its job, exactly one (-e maand_jobs=JOB)" % request.file)
+    job = next(j for j in catalog.get("jobs", []) if j["name"] == request.jobs[0])
+    rel = prometheus_rel_path(request.file)
+    folder = "%s/%s" % (job.get("path") or "workspace/jobs/%s" % job["name"], prom.FOLDER)
+    root = os.path.realpath(os.path.join(bucket_dir, folder))
+    target = os.path.realpath(os.path.join(root, rel))
+    if not target.startswith(root + os.sep):
+        raise CatError("invalid prometheus path %r: it leaves %s" % (request.file, folder))
+    if not os.path.isfile(target):
+        raise CatError("%s/%s not found (the files: %s)" % (folder, rel, ", ".join(_files_under(root, "")) or "none"))
+    with open(target, "rb") as handle:
+        text = handle.read(prom.MAX_FILE_BYTES).decode("utf-8", "replace")
+    table = _Text("%s/%s" % (folder, rel), ("LINE",))
+    table.rows = [(line,) for line in text.rstrip("\n").split("\n")]
+    return table
+
+
+def _prometheus_scrape(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+    if request.workers:
+        raise CatError("the scrape configs cover every active allocation: the workers filter does not apply")
+    text = prom.render_scrape_configs(bucket_dir, catalog, _kv_build.read_kv(bucket_dir), request.jobs)
+    if not text.strip():
+        raise CatError("no expanded scrape configs%s: no job with _prometheus/scrape.yaml has an active"
+                       " allocation, or the bucket has no Prometheus server job (build first)"
+                       % (" for %s" % ", ".join(request.jobs) if request.jobs else ""))
+    table = _Text("Scrape configs of %s" % bucket_dir, ("LINE",))
+    table.rows = [(line,) for line in text.lstrip("\n").rstrip("\n").split("\n")]
+    return table
+
+
 _BUILDERS = {
     "kv": _kv_table, "allocations": _allocations_table, "jobs": _jobs_table,
     "workers": _workers_table, "ports": _ports_table, "deployments": _deployments_table,
     "certs": _certs_table, "job_commands": _job_commands_table,
+    "prometheus": _prometheus_table,
 }
