@@ -35,7 +35,7 @@ def not_ported():
     entries = {}
     for line in _lines("go_tests_not_ported.txt"):
         head, sep, reason = line.partition(": ")
-        path, _, name = head.partition(" ")
+        path, _sep, name = head.partition(" ")
         assert sep and name and reason.startswith(KINDS), "go_tests_not_ported.txt: %r wants '<path> <Test|*>: " \
             "<%s> <reason>'" % (line, " | ".join(KINDS))
         assert (path, name) not in entries, "listed twice: %s %s" % (path, name)
@@ -45,7 +45,7 @@ def not_ported():
 
 def _test_sources():
     sources = {}
-    for folder, _, files in os.walk(TESTS):
+    for folder, _dirs, files in os.walk(TESTS):
         for name in files:
             if name.startswith("test_") and name.endswith(".py") and name != os.path.basename(__file__):
                 path = os.path.join(folder, name)
@@ -58,7 +58,7 @@ def cited(rows, sources):
     """(path, name) -> the test files citing it. A name that several maand files define counts only where its
     file is named too."""
     counts = {}
-    for _, name in rows:
+    for _path, name in rows:
         counts[name] = counts.get(name, 0) + 1
     words = {f: set(re.findall(r"\bTest\w+", text)) for f, text in sources.items()}
     found = {}
@@ -80,7 +80,7 @@ def test_every_maand_go_test_is_a_row_or_has_a_reason():
 def test_not_ported_lines_are_current():
     rows, entries = go_tests(), not_ported()
     found = cited(rows, _test_sources())
-    known, files = set(rows), {path for path, _ in rows}
+    known, files = set(rows), {path for path, _name in rows}
     problems = []
     for (path, name), reason in sorted(entries.items()):
         if name == "*":
