@@ -422,10 +422,7 @@ def markdown(result):
              "sessions from the hosts' sshd logs, round trips (request/response turns, handshakes included) from the "
              "relay; peak memory = peak PSS of the run's process tree. Load average after each size: %s." % (
                  result["label"], result["date"], result["cores"], result["forks"], args_runs(result),
-                 result["big_runs"], ", ".join("`%s` = %s @ %s%s" % (e["label"], e["collection"]["path"],
-                                                                   e["collection"]["commit"],
-                                                                   " (dirty)" if e["collection"]["dirty"] else "")
-                                             for e in engines),
+                 result["big_runs"], ", ".join(engine_name(e) for e in engines),
                  "; ".join("N=%d D=%s: %s" % (s["hosts"], s.get("delay_ms", 0), s.get("load_avg_after"))
                            for s in result["sizes"] if s.get("engine", engines[-1]["label"]) == engines[-1]["label"]))]
     if len(engines) > 1:
@@ -435,6 +432,11 @@ def markdown(result):
         lines += ["", "### `%s` (%s)" % (e["label"], e["collection"]["commit"])]
         lines += engine_tables(mine, [g for g in result["goals"] if g.get("engine", e["label"]) == e["label"]])
     return "\n".join(lines) + "\n"
+
+
+def engine_name(e):
+    info = e["collection"]
+    return "`%s` = %s @ %s%s" % (e["label"], info["path"], info["commit"], " (dirty)" if info["dirty"] else "")
 
 
 def side_by_side(result, engines):
