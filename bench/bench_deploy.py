@@ -287,7 +287,7 @@ TEMPLATES = {
 
 
 def measure(n, runs, args, engines):
-    """One fleet of n hosts, every delay of args.delays on it: [result of one (n, delay, engine)].
+    """One fleet of n hosts, every delay of args.delays on it: yields [result of one (n, delay, engine)] per delay.
     engines: [(label, collections folder)], measured on the same fleet, interleaved (the last one also runs
     the build and the baselines)."""
     work = Path(tempfile.mkdtemp(prefix="maand-bench-deploy-%d-" % n))
@@ -300,14 +300,12 @@ def measure(n, runs, args, engines):
         build, catalog = b.build()
         playbook = work / "baseline_g.yml"
         playbook.write_text(BASELINE_G)
-        out = []
         for delay in args.delays:
             b.wire.group_vars(b.bucket, delay)
             log("N=%d D=%s ms" % (n, delay))
-            for engine, entry in measure_delay(b, runs, args, playbook):
-                out.append(dict(entry, engine=engine, hosts=n, delay_ms=delay, build_s=build.seconds,
-                                allocations=len(catalog.get("allocations", []))))
-        return out
+            yield [dict(entry, engine=engine, hosts=n, delay_ms=delay, build_s=build.seconds,
+                        allocations=len(catalog.get("allocations", [])))
+                   for engine, entry in measure_delay(b, runs, args, playbook)]
     finally:
         b.down()
         shutil.rmtree(work, ignore_errors=True)
@@ -608,12 +606,13 @@ def main(argv=None):
         for n in sizes:
             t0 = time.time()
             log("N=%d: measuring %s" % (n, collection))
-            for entry in measure(n, runs[n], args, [(e["label"], d) for e, d in zip(engines, coll_dirs)]):
-                entry.update(runs=runs[n], load_avg_after=[round(x, 2) for x in os.getloadavg()],
-                             elapsed_s=round(time.time() - t0))
-                result["sizes"].append(entry)
+            for entries in measure(n, runs[n], args, [(e["label"], d) for e, d in zip(engines, coll_dirs)]):
+                for entry in entries:
+                    entry.update(runs=runs[n], load_avg_after=[round(x, 2) for x in os.getloadavg()],
+                                 elapsed_s=round(time.time() - t0))
+                    result["sizes"].append(entry)
+                md = save(result, out, label)  # after every size and delay, so a long run leaves what it finished
             log("N=%d: done in %.0fs" % (n, time.time() - t0))
-            md = save(result, out, label)  # after every size, so a long run leaves its finished sizes
     finally:
         for coll_dir in coll_dirs:
             shutil.rmtree(coll_dir, ignore_errors=True)

@@ -100,9 +100,8 @@ def main(argv=None):
             for h in b.hosts:
                 shutil.rmtree(Path(h["opt_dir"]) / "bench-g", ignore_errors=True)
             results["G"].append(timed(b, hosts, base_g))
-            print("load %s; (a) %s; (G) %s" % (os.getloadavg(), {k: v for k, v in results["a"][-1].items() if k != "tasks"},
-                                                {k: v for k, v in results["G"][-1].items() if k != "tasks"}),
-                  file=sys.stderr, flush=True)
+            brief = [{k: v for k, v in results[p][-1].items() if k != "tasks"} for p in ("a", "G")]
+            print("load %s; (a) %s; (G) %s" % (os.getloadavg(), brief[0], brief[1]), file=sys.stderr, flush=True)
     finally:
         b.down()
         shutil.rmtree(work, ignore_errors=True)
