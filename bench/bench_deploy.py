@@ -1,6 +1,6 @@
 """Deploy benchmark on the local SSH fleet (root, Linux; see tests/fleet/README.md). Not a test: never run by .ci/run.
 
-    python3 bench/bench_deploy.py [--collection PATH] [--sizes 8,32,64] [--delay-ms 0,25] [--runs 3]
+    python3 bench/bench_deploy.py [--collection PATH] [--baseline PATH] [--sizes 8,32,64] [--delay-ms 0,25] [--runs 3]
                                   [--big-runs 1] [--forks 20] [--templates] [--label NAME] [--out bench/results]
 
 For every fleet size N it starts N sshd hosts (tests/fleet/fleet.py), writes a bucket with 5 jobs
@@ -24,7 +24,9 @@ VERBOSE) count logins and sessions (bench/wire.py). Each run starts without an o
 ControlPath folder). The controller's peak memory is the peak PSS of the run's process tree
 (bench/memory.py). Ratios (issue 25's goals): (b)/(F) <= 1, (a)/(G) <= 1, time between batches of (c) at
 the largest N over the smallest <= 1.2, sessions per host of (a) <= (G)'s + 1.
-Writes <out>/deploy-<label>.json and .md. Every fleet is torn down by its pid files
+With --baseline, a second checkout (e.g. `git worktree add /work/wt/base main`) is measured in the same
+run on the same fleets, its (a), (b), (c) interleaved with those of --collection, beside one set of (F), (G);
+the markdown then starts with a side-by-side table. Writes <out>/deploy-<label>.json and .md. Every fleet is torn down by its pid files
 (tests/fleet/fleet.py down), also on failure.
 """
 
@@ -284,10 +286,13 @@ TEMPLATES = {
 }
 
 
-def measure(n, runs, args, collections):
-    """One fleet of n hosts, every delay of args.delays on it: [result of one (n, delay)]."""
+def measure(n, runs, args, engines):
+    """One fleet of n hosts, every delay of args.delays on it: yields [result of one (n, delay, engine)] per delay.
+    engines: [(label, collections folder)], measured on the same fleet, interleaved (the last one also runs
+    the build and the baselines)."""
     work = Path(tempfile.mkdtemp(prefix="maand-bench-deploy-%d-" % n))
-    b = Bench(n, work, collections, args.forks)
+    b = Bench(n, work, engines[-1][1], args.forks)
+    b.engines = engines
     b.templates = args.templates
     try:
         b.up()
@@ -295,46 +300,75 @@ def measure(n, runs, args, collections):
         build, catalog = b.build()
         playbook = work / "baseline_g.yml"
         playbook.write_text(BASELINE_G)
-        out = []
         for delay in args.delays:
             b.wire.group_vars(b.bucket, delay)
             log("N=%d D=%s ms" % (n, delay))
-            out.append(dict(measure_delay(b, runs, args, playbook), hosts=n, delay_ms=delay, build_s=build.seconds,
-                            allocations=len(catalog.get("allocations", []))))
-        return out
+            yield [dict(entry, engine=engine, hosts=n, delay_ms=delay, build_s=build.seconds,
+                        allocations=len(catalog.get("allocations", [])))
+                   for engine, entry in measure_delay(b, runs, args, playbook)]
     finally:
         b.down()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def measure_delay(b, runs, args, playbook):
+    """[(engine label, result)]: every engine's (a), (b), (c) interleaved with the others' on this fleet and
+    delay, beside the same (F) and (G) runs."""
     n = b.n
-    first, nochange, ping, base_g, change = Series(), Series(), Series(), Series(), Series()
+    engines = b.engines
+    last = engines[-1][1]
+    first = {e: Series() for e, _c in engines}
+    nochange = {e: Series() for e, _c in engines}
+    change = {e: Series() for e, _c in engines}
+    ping, base_g = Series(), Series()
     for dummy in range(args.big_runs):
-        b.wipe_workers()
-        first.runs.append(b.deploy(expect_changed=True))
-        log("  (a) first deploy %s" % brief(first.runs[-1]))
-    for dummy in range(runs):  # interleaved, so load drifts hit all three alike
-        nochange.runs.append(b.deploy(expect_changed=False))
+        for engine, coll in engines:
+            b.collections = coll
+            b.wipe_workers()
+            first[engine].runs.append(b.deploy(expect_changed=True))
+            log("  [%s] (a) first deploy %s" % (engine, brief(first[engine].runs[-1])))
+    for dummy in range(runs):  # interleaved, so load drifts hit all of them alike
+        for engine, coll in engines:
+            b.collections = coll
+            nochange[engine].runs.append(b.deploy(expect_changed=False))
+            log("  [%s] (b) %s" % (engine, brief(nochange[engine].runs[-1])))
+        b.collections = last
         ping.runs.append(b.ping())
         base_g.runs.append(b.baseline_g(playbook))
-        log("  (b) %s\n  (F) %s\n  (G) %s" % (brief(nochange.runs[-1]), brief(ping.runs[-1]), brief(base_g.runs[-1])))
+        log("  (F) %s\n  (G) %s" % (brief(ping.runs[-1]), brief(base_g.runs[-1])))
+    stopped = set()
     for dummy in range(args.big_runs):
-        b.changes += 1
-        write(b.bucket / "workspace" / "jobs" / "api" / "conf" / "api.conf", "threads=%d\n" % b.changes)
-        b.build()
-        since = time.time()
-        run = b.deploy(expect_changed=True, limit=args.change_limit or None)
-        stamps = b.api_restart_stamps(since)
-        run.batches = len(stamps)
-        run.batch_interval_s = round((stamps[-1] - stamps[0]) / (len(stamps) - 1), 3) if len(stamps) > 1 else 0.0
-        change.runs.append(run)
-        if run.complete and run.batches != n:
-            raise SystemExit("(c) restarted api on %d of %d workers" % (run.batches, n))
-        log("  (c) rolling change %s%s, %d batches, %.2fs between batches" % (
-            brief(run), "" if run.complete else " (stopped at the limit)", run.batches, run.batch_interval_s))
-        if not run.complete:
-            break  # the deploy lock of the stopped run stays on the workers
+        for engine, coll in engines:
+            if engine in stopped:
+                continue
+            run = change_run(b, coll, args)
+            change[engine].runs.append(run)
+            log("  [%s] (c) rolling change %s%s, %d batches, %.2fs between batches" % (
+                engine, brief(run), "" if run.complete else " (stopped at the limit)", run.batches,
+                run.batch_interval_s))
+            if not run.complete:
+                stopped.add(engine)  # no more repetitions of it (the next deploy takes over its stale lock)
+    return [(e, phase_result(first[e], nochange[e], change[e], ping, base_g, n)) for e, _c in engines]
+
+
+def change_run(b, coll, args):
+    """(c): a new content of api, built, then rolled out by the engine in coll."""
+    n = b.n
+    b.collections = coll
+    b.changes += 1
+    write(b.bucket / "workspace" / "jobs" / "api" / "conf" / "api.conf", "threads=%d\n" % b.changes)
+    b.build()
+    since = time.time()
+    run = b.deploy(expect_changed=True, limit=args.change_limit or None)
+    stamps = b.api_restart_stamps(since)
+    run.batches = len(stamps)
+    run.batch_interval_s = round((stamps[-1] - stamps[0]) / (len(stamps) - 1), 3) if len(stamps) > 1 else 0.0
+    if run.complete and run.batches != n:
+        raise SystemExit("(c) restarted api on %d of %d workers" % (run.batches, n))
+    return run
+
+
+def phase_result(first, nochange, change, ping, base_g, n):
     out = {"a_first": first.as_json(), "b_nochange": nochange.as_json(), "c_change": change.as_json(),
            "F_ping": ping.as_json(), "G_sync_command": base_g.as_json()}
     complete = [r for r in change.runs if r.complete]
@@ -374,17 +408,69 @@ PHASES = (("a_first", "(a) first"), ("b_nochange", "(b) no-change"), ("c_change"
           ("G_sync_command", "(G) sync+cmd"))
 
 
+def engines_of(result):
+    return result.get("engines") or [{"label": result["label"], "collection": result["collection"]}]
+
+
 def markdown(result):
-    lines = ["Deploy benchmark `%s` (%s @ %s), %s, %s cores, forks %d, medians of %s runs for (b)/(F)/(G), %d for (a)/(c). "
+    engines = engines_of(result)
+    lines = ["Deploy benchmark `%s`, %s, %s cores, forks %d, medians of %s runs for (b)/(F)/(G), %d for (a)/(c); "
+             "engines measured on the same fleets, interleaved: %s. "
              "Every ssh through bench/relay.py delaying each direction by D ms; wire counts per host: logins and "
              "sessions from the hosts' sshd logs, round trips (request/response turns, handshakes included) from the "
-             "relay; peak memory = peak PSS of the run's process tree." % (
-                 result["label"], result["collection"]["path"], result["collection"]["commit"], result["date"],
-                 result["cores"], result["forks"], args_runs(result), result["big_runs"])]
+             "relay; peak memory = peak PSS of the run's process tree. Load average after each size: %s." % (
+                 result["label"], result["date"], result["cores"], result["forks"], args_runs(result),
+                 result["big_runs"], ", ".join(engine_name(e) for e in engines),
+                 "; ".join("N=%d D=%s: %s" % (s["hosts"], s.get("delay_ms", 0), s.get("load_avg_after"))
+                           for s in result["sizes"] if s.get("engine", engines[-1]["label"]) == engines[-1]["label"]))]
+    if len(engines) > 1:
+        lines += side_by_side(result, engines)
+    for e in engines:
+        mine = [s for s in result["sizes"] if s.get("engine", e["label"]) == e["label"]]
+        lines += ["", "### `%s` (%s)" % (e["label"], e["collection"]["commit"])]
+        lines += engine_tables(mine, [g for g in result["goals"] if g.get("engine", e["label"]) == e["label"]])
+    return "\n".join(lines) + "\n"
+
+
+def engine_name(e):
+    info = e["collection"]
+    return "`%s` = %s @ %s%s" % (e["label"], info["path"], info["commit"], " (dirty)" if info["dirty"] else "")
+
+
+def side_by_side(result, engines):
+    """One row per N and D: the engines' (a), (b), (c) beside the same run's (F) and (G), with counts."""
+    labels = [e["label"] for e in engines]
+    by = {(s["hosts"], s.get("delay_ms", 0), s.get("engine")): s for s in result["sizes"]}
+    head = ("| D | N | " + " | ".join("(a) %s | (a)/(G) %s | (b)/(F) %s | (c) between batches %s" % (l, l, l, l)
+                                      for l in labels)
+            + " | (F) | (G) | sessions/host (a) %s | (b) | (c) | (F) | (G) |" % " vs ".join(labels))
+    out = ["", "Side by side (seconds: medians; sessions per host from the sshd logs):", "", head,
+           "|---:|---:|" + "---:|" * (4 * len(labels) + 7)]
+    for delay, n in sorted({(s.get("delay_ms", 0), s["hosts"]) for s in result["sizes"]}):
+        rows = [by.get((n, delay, l)) for l in labels]
+        if not all(rows):
+            continue
+        cells = []
+        for s in rows:
+            cells += [fmt(s["a_first"]["median_s"]), "%.2f" % s["ratio_a_G"], "%.2f" % s["ratio_b_F"],
+                      fmt(s["c_batch_interval_s"], digits=2)]
+        last = rows[-1]
+
+        def sess(key):
+            return " vs ".join("%g" % s[key]["per_host"]["sessions"] for s in rows)
+        cells += [fmt(last["F_ping"]["median_s"]), fmt(last["G_sync_command"]["median_s"]), sess("a_first"),
+                  sess("b_nochange"), sess("c_change"), "%g" % last["F_ping"]["per_host"]["sessions"],
+                  "%g" % last["G_sync_command"]["per_host"]["sessions"]]
+        out.append("| %s | %d | %s |" % (delay, n, " | ".join(cells)))
+    return out
+
+
+def engine_tables(sizes_of_engine, goals_of_engine):
+    lines = []
     by_delay = {}
-    for s in result["sizes"]:
+    for s in sizes_of_engine:
         by_delay.setdefault(s.get("delay_ms", 0), []).append(s)
-    for g in result["goals"]:
+    for g in goals_of_engine:
         sizes = by_delay[g["delay_ms"]]
         lines += ["", "D = %s ms each way (+%s ms per round trip):" % (g["delay_ms"], 2 * g["delay_ms"]), "",
                   "| N | allocs | (a) first | (b) no-change | (c) change total | (c) between batches | (F) ping "
@@ -411,7 +497,7 @@ def markdown(result):
                   "((c)-(b))/N)." % (g["delay_ms"], yes(g["b_F_met"]), yes(g["a_G_met"]), yes(g["sessions_met"]),
                                      g["batch_hi"], g["batch_lo"], fmt(g["batch_ratio_interval"], "", 2) + " " + yes(g["batch_met"]),
                                      fmt(g["batch_ratio_total"], "", 2), fmt(g["batch_ratio_marginal"], "", 2))]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def latency_cost(sizes, zero, delay_ms):
@@ -429,7 +515,9 @@ def latency_cost(sizes, zero, delay_ms):
 
 
 def args_runs(result):
-    return "/".join(str(s.get("runs", result["runs"])) for s in result["sizes"] if s.get("delay_ms", 0) == result["sizes"][0].get("delay_ms", 0))
+    first = result["sizes"][0]
+    return "/".join(str(s.get("runs", result["runs"])) for s in result["sizes"]
+                    if s.get("delay_ms", 0) == first.get("delay_ms", 0) and s.get("engine") == first.get("engine"))
 
 
 def yes(flag):
@@ -441,13 +529,14 @@ def ratio(hi, lo):
 
 
 def goals(sizes):
-    """Issue 25's goals, one record per delay."""
+    """Issue 25's goals, one record per engine and delay."""
     out = []
-    for delay in sorted({s.get("delay_ms", 0) for s in sizes}):
-        mine = sorted((s for s in sizes if s.get("delay_ms", 0) == delay), key=lambda s: s["hosts"])
+    for engine, delay in sorted({(s.get("engine") or "", s.get("delay_ms", 0)) for s in sizes}):
+        mine = sorted((s for s in sizes if s.get("delay_ms", 0) == delay and (s.get("engine") or "") == engine),
+                      key=lambda s: s["hosts"])
         lo, hi = mine[0], mine[-1]
         interval = ratio(hi["c_batch_interval_s"], lo["c_batch_interval_s"])
-        out.append({"delay_ms": delay, "b_F_met": all(s["ratio_b_F"] <= 1 for s in mine),
+        out.append({"engine": engine, "delay_ms": delay, "b_F_met": all(s["ratio_b_F"] <= 1 for s in mine),
                     "a_G_met": all(s["ratio_a_G"] <= 1 for s in mine),
                     "sessions_met": all(s["a_first"]["per_host"]["sessions"] <= s["G_sync_command"]["per_host"]["sessions"] + 1
                                         for s in mine),
@@ -461,6 +550,9 @@ def goals(sizes):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--collection", default=str(REPO), help="checkout of maand.core to measure (default: this repo)")
+    ap.add_argument("--baseline", default=None,
+                    help="another checkout (e.g. a worktree of main) measured in the same run, on the same fleets, "
+                         "interleaved with --collection")
     ap.add_argument("--sizes", default="8,32,64", help="comma-separated fleet sizes")
     ap.add_argument("--delay-ms", default="0", help="comma-separated relay delays (ms, each direction), all on each fleet")
     ap.add_argument("--runs", default="3", help="repetitions of (b), (F), (G): one number, or one per size (3,3,1)")
@@ -488,10 +580,24 @@ def main(argv=None):
         ap.error("--runs %s: give one number or one per size (%d)" % (args.runs, len(sizes)))
     runs = dict(zip(sizes, counts * len(sizes) if len(counts) == 1 else counts))
     label = args.label or collection.name
-    coll_dir = Path(tempfile.mkdtemp(prefix="maand-bench-collections-"))
-    (coll_dir / "ansible_collections" / "maand").mkdir(parents=True)
-    (coll_dir / "ansible_collections" / "maand" / "core").symlink_to(collection)
-    result = {"label": label, "collection": collection_info(collection), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    checkouts = [collection]
+    if args.baseline:
+        baseline = Path(args.baseline).resolve()
+        if not (baseline / "galaxy.yml").is_file():
+            ap.error("--baseline %s: no galaxy.yml there; pass a checkout of maand.core" % baseline)
+        checkouts.insert(0, baseline)
+    engines, coll_dirs = [], []
+    for checkout in checkouts:
+        coll_dir = Path(tempfile.mkdtemp(prefix="maand-bench-collections-"))
+        (coll_dir / "ansible_collections" / "maand").mkdir(parents=True)
+        (coll_dir / "ansible_collections" / "maand" / "core").symlink_to(checkout)
+        coll_dirs.append(coll_dir)
+        info = collection_info(checkout)
+        engines.append({"label": "baseline" if len(engines) < len(checkouts) - 1 else "this", "collection": info})
+    if len(engines) == 1:
+        engines[0]["label"] = label
+    result = {"label": label, "collection": engines[-1]["collection"], "engines": engines,
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "cores": os.cpu_count(), "machine": platform.platform(), "forks": args.forks, "runs": args.runs,
               "big_runs": args.big_runs, "jobs": 5, "templates": args.templates, "delays_ms": args.delays, "sizes": []}
     out = Path(args.out)
@@ -500,14 +606,16 @@ def main(argv=None):
         for n in sizes:
             t0 = time.time()
             log("N=%d: measuring %s" % (n, collection))
-            for entry in measure(n, runs[n], args, coll_dir):
-                entry.update(runs=runs[n], load_avg_after=[round(x, 2) for x in os.getloadavg()],
-                             elapsed_s=round(time.time() - t0))
-                result["sizes"].append(entry)
+            for entries in measure(n, runs[n], args, [(e["label"], d) for e, d in zip(engines, coll_dirs)]):
+                for entry in entries:
+                    entry.update(runs=runs[n], load_avg_after=[round(x, 2) for x in os.getloadavg()],
+                                 elapsed_s=round(time.time() - t0))
+                    result["sizes"].append(entry)
+                md = save(result, out, label)  # after every size and delay, so a long run leaves what it finished
             log("N=%d: done in %.0fs" % (n, time.time() - t0))
-            md = save(result, out, label)  # after every size, so a long run leaves its finished sizes
     finally:
-        shutil.rmtree(coll_dir, ignore_errors=True)
+        for coll_dir in coll_dirs:
+            shutil.rmtree(coll_dir, ignore_errors=True)
     print(md)
     return 0
 

@@ -74,7 +74,7 @@ class Wire:
         marks = {h["address"]: _size(Path(h["host_dir"]) / "sshd.log") for h in self.hosts}
         return {"ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp_dir)}, (cp_dir, marks, _size(self.relay_log))
 
-    def finish(self, started, wait=15.0):
+    def finish(self, started, wait=60.0):  # a loaded machine can take long to end a relay
         """After a run: close its masters, wait for its relays to report, and count."""
         cp_dir, marks, relay_mark = started
         closing = [subprocess.Popen(["ssh", "-o", "ControlPath=%s" % sock, "-O", "exit", "bench"],

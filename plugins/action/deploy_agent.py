@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One deploy step on one worker: one rsync for all its jobs, one agent round trip, one result file
+"""One deploy step on one worker: one rsync for all its jobs that also runs the agent's step (one SSH
+session; a plain agent call when nothing is synced, or when that rsync failed), one result file
 (docs: plugins/modules/deploy_agent.py)."""
 
 from __future__ import annotations
@@ -29,28 +30,56 @@ class ActionModule(MaandAction):
             raise AnsibleError("maand.core.deploy_agent: rsync cannot use ansible_password; use an SSH key")
         return [to_text(a) for a in conn._build_command(conn.get_option("ssh_executable") or "ssh", "ssh")]
 
-    def _rsync(self, args, request, outcomes):
-        """Sync the request's jobs; failed syncs become failed op outcomes and leave the request."""
+    def _rsync(self, args, request, outcomes, python):
+        """Sync the request's jobs. The last rsync also applies the step (its agent call folded into it, one
+        SSH session) when that rsync succeeds: (changed, folded answer or None, reason). Failed syncs become
+        failed op outcomes and leave the request; shipped files leave it too."""
         syncs = [op for op in request["ops"] if op.get("sync")]
         if not syncs:
-            return False
+            return False, None, None
         control_dir = _deploy_rsync.control_dir(args["run_dir"])
         ssh = _deploy_rsync.ssh_command(self._ssh_argv(), args["verify_host"], control_dir)
-        changed = False
-        failed = set()
         root = _deploy_remote.worker_root(request["bucket_id"])
-        for ids, argv in _deploy_rsync.commands(args["bucket"], syncs, root, self._connection.get_option("host") or self._connection.host, ssh,
-                                                sudo=bool(self._play_context.become)):
+        sudo = bool(self._play_context.become)
+        cmds = _deploy_rsync.commands(args["bucket"], syncs, root, self._connection.get_option("host") or self._connection.host, ssh,
+                                      sudo=sudo)
+        shipped = {op["id"] for op in syncs if op["kind"] == "files"}
+        changed, failed = False, set()
+        for pos, (ids, argv) in enumerate(cmds):
+            rest = [op for op in request["ops"] if op["id"] not in failed and op["id"] not in shipped]
+            if pos == len(cmds) - 1 and (rest or request["promote"]):
+                folded = self._folded(args, dict(request, ops=rest), argv, python, sudo)
+                if folded is not None:  # the step ran (or was attempted) on the worker: never again
+                    did, answer, reason = folded
+                    outcomes.extend({"id": i, "ok": True, "changed": did, "steps": ["sync"]}
+                                    for i in sorted(shipped - failed))
+                    request["ops"] = rest
+                    return changed or did, answer, reason
             ok, did, msg = _deploy_rsync.run(argv, timeout=args["timeout"])
             changed = changed or did
             if not ok:
                 failed.update(ids)
                 outcomes.extend({"id": i, "ok": False, "msg": msg} for i in ids)
         # files shipped for a later step need nothing more on the worker: done when their rsync is
-        shipped = [op["id"] for op in syncs if op["kind"] == "files" and op["id"] not in failed]
-        outcomes.extend({"id": i, "ok": True, "changed": changed, "steps": ["sync"]} for i in shipped)
+        done = sorted(shipped - failed)
+        outcomes.extend({"id": i, "ok": True, "changed": changed, "steps": ["sync"]} for i in done)
         request["ops"] = [op for op in request["ops"] if op["id"] not in failed and op["id"] not in shipped]
-        return changed
+        return changed, None, None
+
+    def _folded(self, args, request, argv, python, sudo):
+        """The last rsync of the step with the agent as its remote command: the files, then the step, in one
+        SSH session. (changed, answer, reason) once the agent saw the files arrive, else None (nothing ran
+        after the files: the caller syncs and calls the agent apart, as without the fold)."""
+        path = _deploy_remote.sync_step_path(python, _deploy_rsync.destination(argv), sudo)
+        data = _service.agent_payload(request, [], args["timeout"], args["tail"])
+        argv = _deploy_rsync.with_rsync_path(argv, path)
+        rc, stdout, stderr = _deploy_rsync.run_with_request(argv, _deploy_remote.request_header(data))
+        synced, line = _deploy_remote.parse_folded(stderr)
+        if not synced:
+            return None
+        answer, reason = _deploy_remote.parse_output(line, stderr, 0 if line else rc,
+                                                     "agent on %s, step %s" % (args["host"], args["step"]))
+        return bool(stdout.strip()), answer, reason
 
     def act(self, result, args, task_vars):
         key = _deploy_run.step_key(args["step"])
@@ -62,14 +91,18 @@ class ActionModule(MaandAction):
         outcomes = []
         answer, reason, changed = None, None, False
         try:
-            changed = self._rsync(args, request, outcomes)
-            if request["ops"] or request["promote"]:
-                data = _service.agent_payload(request, outcomes, args["timeout"], args["tail"])
-                res = self.call_agent(self.worker_python(task_vars, host), data)
-                answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
-                                                             "agent on %s, step %s" % (host, key))
-            else:
-                answer = {"ok": True, "ops": [], "promotions": []}
+            python = self.worker_python(task_vars, host)
+            # the job specs' environments are expanded once, before anything reaches the worker
+            request["ops"] = _service.expanded_ops(request["ops"], outcomes)
+            changed, answer, reason = self._rsync(args, request, outcomes, python)
+            if answer is None and reason is None:
+                if request["ops"] or request["promote"]:
+                    data = _service.agent_payload(request, outcomes, args["timeout"], args["tail"])
+                    res = self.call_agent(python, data)
+                    answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                                                 "agent on %s, step %s" % (host, key))
+                else:
+                    answer = {"ok": True, "ops": [], "promotions": []}
         except Exception as exc:  # unreachable, vanished, broken ssh: the host's ops fail, the play goes on
             answer, reason = None, "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-500:])
         if answer is not None:

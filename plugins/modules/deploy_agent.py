@@ -12,8 +12,11 @@ description:
   - "Internal task of the C(maand.core.deploy) role."
   - "Reads the worker's request for the step from the run folder, runs one C(rsync) for all of the worker's jobs
     that changed (over Ansible's own SSH connection: same ControlPath; C(data/), C(logs/), C(bin/) excluded,
-    C(--delete), C(--checksum)), then one round trip to the worker agent (C(/opt/worker/.maand/agent-<sha12>.py)):
-    pending promotions, then the operations. Writes the answer to C(<run_dir>/results/<step>/<host>.json)."
+    C(--delete), C(--checksum)) and the worker agent (C(/opt/worker/.maand/agent-<sha12>.py)): pending
+    promotions, then the operations. The agent is that rsync's remote command (it runs rsync's receiver, then the
+    step), so the files and the step cost one SSH session; the step request travels on its stdin before rsync's
+    stream. With nothing to sync, or when that rsync fails, the agent is called apart (one more session).
+    Writes the answer to C(<run_dir>/results/<step>/<host>.json)."
   - "Never fails for a job's failure, nor when the worker is unreachable: the host stays in the play and the next
     C(maand.core.deploy_step) counts the failure."
 author:

@@ -269,7 +269,7 @@ class Op:
     """plan["steps"][i]["ops"][host][j]: one operation of the worker agent (_worker_agent) in a step.
 
     kind "run" ships a job tree (src) and runs its target; "stop", "remove", "purge" and "meta" (worker.json
-    and jobs.json) reconcile in step 0 (meta ops ride in the first wave step when nothing else reconciles);
+    and jobs.json) reconcile in step 0 (meta ops ride in each host's first wave step when nothing else reconciles);
     "files" ships the tree of a later step's fresh start early (of: that run op's id), see _presync.
     """
 
@@ -979,7 +979,7 @@ class _Planner:
         for name, job_ops in self.rollout.items():
             if job_ops["start"] or job_ops["upgrade"] or job_ops["sync"]:
                 waves.setdefault(self.jobs[name].get("deployment_seq", 0) or 0, []).append(name)
-        # Metadata alone needs no step of its own: it rides first in each host's request of the first wave
+        # Metadata alone needs no step of its own: it rides first in each host's request of its first wave
         # step (one agent round trip per host less; a failed meta op is a run error either way).
         fold_meta = bool(waves) and not any(self.reconcile.values())
         self._schedule_reconcile(with_meta=not fold_meta)
@@ -988,10 +988,20 @@ class _Planner:
             subs = {name: self._job_batches(name, row_index) for name in sorted(waves[wave])}
             self._schedule_wave(wave, subs)
         if fold_meta and self.meta_ops:
-            first = self.steps[0].ops
-            for host in sorted(self.meta_ops):
-                first[host] = [self.meta_ops[host]] + first.get(host, [])
+            self._fold_meta()
         self._presync()
+
+    def _fold_meta(self):
+        """With nothing to reconcile, a worker's metadata rides first in its request of the first wave step in
+        which it acts (its own batch: no session of pure metadata on a worker whose batch comes later), or of
+        the first wave step when it acts in none."""
+        first = {}
+        for step in self.steps:
+            for host in step.ops:
+                first.setdefault(host, step)
+        for host in sorted(self.meta_ops):
+            ops = first.get(host, self.steps[0]).ops
+            ops[host] = [self.meta_ops[host]] + ops.get(host, [])
 
     def _schedule_reconcile(self, with_meta=True):
         """Step 0: per host, metadata first, then stops, removes and the purge."""

@@ -11,6 +11,11 @@ read that starts every deploy, in the same round trip:
 with the agent's source on stdin. Later calls run `python3 P` with a JSON request on stdin, after the
 same check of its content (the whole sha256, not only the name or that a file exists: the agent runs
 as root); exit status 86 means the file is gone or not the agent (reinstall and retry).
+
+A step whose worker receives files folds its agent call into its (last) rsync: the rsync's remote
+command is the agent (`sync_step_path`), which reads the step request that precedes rsync's stream on
+stdin (`request_header`), runs rsync's receiver, then the step, and writes its answer to stderr
+(`parse_folded`): one SSH session for the files and the step.
 """
 
 from __future__ import annotations
@@ -109,6 +114,33 @@ def step_command(python):
     """Run one step request (stdin: the JSON request); rc 86 when the agent file is missing or not the agent."""
     path = shlex.quote(agent_path())
     return "%s || exit %d; exec %s %s" % (agent_ok(), MISSING_AGENT_RC, shlex.quote(python), path)
+
+
+def sync_step_path(python, dest, sudo=False):
+    """The --rsync-path of a step's last rsync that also applies the step, in the same SSH session: make the
+    destination, check the agent (exit 86 when it is missing: nothing was synced) and let the agent run
+    rsync's receiver, then the step (`agent.py sync rsync --server ...`; rsync appends its arguments)."""
+    inner = 'mkdir -p %s && { %s || exit %d; } && exec %s %s sync rsync "$@"' % (
+        shlex.quote(dest), agent_ok(), MISSING_AGENT_RC, shlex.quote(python), shlex.quote(agent_path()))
+    return "%ssh -c %s maand-agent" % ("sudo " if sudo else "", shlex.quote(inner))
+
+
+def request_header(data):
+    """What precedes rsync's stream on the agent's stdin in a folded step (agent.read_request)."""
+    body = data.encode("utf-8") if isinstance(data, str) else data
+    return _worker_agent.REQUEST_HEADER + str(len(body)).encode() + b"\n" + body
+
+
+def parse_folded(stderr):
+    """(synced, answer line or None) from the stderr of a folded step's rsync: synced = the agent saw the
+    receiver succeed and started the step (so it must not be run again)."""
+    synced, answer = False, None
+    for line in (stderr or "").splitlines():
+        if line == _worker_agent.SYNCED_MARK:
+            synced = True
+        elif line.startswith(_worker_agent.ANSWER_MARK):
+            answer = line[len(_worker_agent.ANSWER_MARK):]
+    return synced, answer
 
 
 def step_request(bucket_id, ops=(), promote=(), timeout=None, tail=20, slots=1):

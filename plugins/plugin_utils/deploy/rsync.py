@@ -17,11 +17,14 @@ import hashlib
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
+import threading
 
 WORKER_OWNED = ("data", "logs", "bin")
 # what --archive would carry from the controller but must not reach a tree root runs make in
 SAFE_MODES = ("--no-owner", "--no-group", "--chmod=go-w,ug-s,-t")
+PREFIX_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stdin_prefix.py")
 OWN_MUX = ("-o", "ControlMaster=auto", "-o", "ControlPersist=60s")
 
 
@@ -73,6 +76,68 @@ def commands(bucket, ops, dest_root, host, ssh, sudo=False):
     return out
 
 
+def destination(argv):
+    """The remote folder of an rsync argv from commands() (its last argument, host:path)."""
+    last = argv[-1]
+    if last.startswith("["):
+        return last[last.index("]:") + 2:]
+    return last.split(":", 1)[1]
+
+
+def with_stdin_prefix(argv, fd):
+    """The rsync argv whose remote shell (-e) first sends what the controller writes to its pipe ``fd``
+    (the step request), then rsync's own stream (stdin_prefix.py, run with the controller's python)."""
+    out = list(argv)
+    i = out.index("-e")
+    out[i + 1] = "%s -I -S %s %d %s" % (shlex.quote(sys.executable), shlex.quote(PREFIX_SCRIPT), fd, out[i + 1])
+    return out
+
+
+def with_rsync_path(argv, rsync_path):
+    """The argv with its --rsync-path replaced."""
+    return ["--rsync-path=%s" % rsync_path if a.startswith("--rsync-path=") else a for a in argv]
+
+
+def run_with_request(argv, prefix, timeout=None):
+    """Run an rsync whose remote command reads ``prefix`` (bytes) on stdin before rsync's stream (argv as
+    from with_rsync_path; the -e is wrapped here). (rc, stdout, stderr); rc None when it could not run."""
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = subprocess.Popen(with_stdin_prefix(argv, read_fd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, pass_fds=(read_fd,))
+    except OSError as exc:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None, "", "rsync could not run: %s (is rsync installed on the controller?)" % exc
+    os.close(read_fd)
+    writer = threading.Thread(target=_write_all, args=(write_fd, prefix), daemon=True)
+    writer.start()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        stderr += b"\nrsync timed out after %s s" % str(timeout).encode()
+    writer.join()
+    return proc.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+
+
+def _write_all(fd, data):
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:  # the remote shell ended before it read it (BrokenPipe): rsync reports why
+        pass
+    finally:
+        os.close(fd)
+
+
+def failure(rc, stdout, stderr):
+    tail = (stderr or stdout or "").strip().splitlines()[-5:]
+    return "rsync failed (rc=%s): %s" % (rc, " | ".join(tail))
+
+
 def run(argv, timeout=None):
     """(ok, changed, message) of one rsync."""
     try:
@@ -80,6 +145,5 @@ def run(argv, timeout=None):
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, False, "rsync could not run: %s (is rsync installed on the controller?)" % exc
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
-        return False, False, "rsync failed (rc=%d): %s" % (proc.returncode, " | ".join(tail))
+        return False, False, failure(proc.returncode, proc.stdout, proc.stderr)
     return True, bool(proc.stdout.strip()), ""

@@ -550,6 +550,12 @@ def agent_ops(ops, outcomes):
     return out, slots
 
 
+def expanded_ops(ops, outcomes):
+    """The ops with their environments expanded (agent_ops), before anything reaches the worker: an op whose
+    expansion failed leaves the request (its failed outcome in ``outcomes``), so its files are not shipped."""
+    return agent_ops(ops, outcomes)[0]
+
+
 def agent_payload(request, outcomes, timeout, tail):
     """The agent's stdin for a worker's request of a step (its ops' environments expanded here)."""
     ops, slots = agent_ops(request["ops"], outcomes)

@@ -9,6 +9,9 @@ imported by the controller's unit tests. The deploy copies it once per run to
 
     python3 agent.py read <root>      -> the worker's promoted state (JSON on stdout)
     python3 agent.py < request.json   -> apply one step for this host (JSON on stdout)
+    python3 agent.py sync rsync --server ...  (stdin: "MAAND-REQUEST <n>\n" + n bytes of request, then rsync's
+                                      stream) -> receive the files, then apply the step, in one SSH session
+                                      (the answer on stderr, see sync_step)
 
 maand.core.status sends a step request with only "status" ops (one per job: the promoted record's
 version and time, then `make status`, exit code 0 = running); nothing on the worker changes.
@@ -897,10 +900,73 @@ def run_step(request):
     return {"ok": True, "promotions": promotions, "ops": ops}
 
 
+# --- one session for the files and the step (the rsync's remote command) ------------------------------
+
+REQUEST_HEADER = b"MAAND-REQUEST "
+SYNCED_MARK = "MAAND-SYNCED"
+ANSWER_MARK = "MAAND-ANSWER "
+MAX_REQUEST = 64 * 1024 * 1024
+
+
+def read_request(fd=0):
+    """The request that precedes rsync's stream on stdin: "MAAND-REQUEST <n>\n" then n bytes of JSON,
+    read unbuffered so that not one byte of rsync's stream is taken. Raises ValueError."""
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte or len(line) > 40:
+            raise ValueError("no request header before the rsync stream")
+        line += byte
+    if not line.startswith(REQUEST_HEADER):
+        raise ValueError("no request header before the rsync stream")
+    size = int(line[len(REQUEST_HEADER):].strip())
+    if not 0 < size <= MAX_REQUEST:
+        raise ValueError("request size %d out of range" % size)
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, left)
+        if not chunk:
+            raise ValueError("request cut short")
+        chunks.append(chunk)
+        left -= len(chunk)
+    request = json.loads(b"".join(chunks).decode("utf-8"))
+    if not isinstance(request, dict) or not isinstance(request.get("root"), str):
+        raise ValueError("the request must be an object with a root")
+    return request
+
+
+def sync_step(argv, err):
+    """The remote command of a deploy step's rsync (argv: "rsync", "--server", ...): read the step request,
+    run rsync's receiver on the rest of stdin/stdout, then, when it succeeded, mark it (SYNCED_MARK) and apply
+    the step, its answer on one ANSWER_MARK line. Both go to stderr: rsync's client reads no stdout after its
+    stream ends, but it waits for this process and passes its stderr through. Without the mark the step did
+    not run (the controller falls back to a plain rsync and agent call). Returns the exit status."""
+    if argv[:2] != ["rsync", "--server"]:
+        err.write("agent sync: expected rsync --server ..., got %r\n" % argv[:2])
+        return 2
+    try:
+        request = read_request()
+    except ValueError as exc:
+        err.write("agent sync: bad request: %s\n" % exc)
+        return 2
+    err.flush()
+    rc = subprocess.call(argv)  # the receiver inherits stdin/stdout: the rest of rsync's stream
+    if rc != 0:
+        return rc
+    err.write(SYNCED_MARK + "\n")
+    err.flush()
+    answer = run_step(request)
+    err.write(ANSWER_MARK + json.dumps(answer) + "\n")
+    err.flush()
+    return 0
+
+
 def main(argv=None, stdin=None, stdout=None):
     argv = sys.argv[1:] if argv is None else argv
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    if argv[:1] == ["sync"]:
+        return sync_step(argv[1:], sys.stderr)
     if argv[:1] == ["read"] and len(argv) == 2:
         answer = read_state(argv[1])
     elif argv[:1] == ["files"] and len(argv) == 3:
@@ -922,7 +988,8 @@ def main(argv=None, stdin=None, stdout=None):
         else:
             answer = run_step(request)
     else:
-        answer = {"ok": False, "msg": "usage: agent.py [read <root>] (step request as JSON on stdin)"}
+        answer = {"ok": False, "msg": "usage: agent.py [read <root> | sync rsync --server ...] (step request as JSON "
+                                      "on stdin)"}
     stdout.write(json.dumps(answer))
     stdout.write("\n")
     return 0

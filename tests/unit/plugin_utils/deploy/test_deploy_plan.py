@@ -245,7 +245,9 @@ def test_content_change_restarts_in_batches_of_max_concurrent_upgrades_with_path
     rollout = [s for s in plan["steps"] if s["wave"] is not None]
     assert [sorted(h for h, ops in s["ops"].items() if any(o["kind"] == "run" for o in ops)) for s in rollout] == [
         ["h1", "h2"], ["h3"]]
-    assert sorted(rollout[0]["ops"]) == ["h1", "h2", "h3"]  # the update_seq of every worker moves first
+    # the new update_seq of each worker rides first in its own batch (no session of pure metadata)
+    assert [{h: [o["kind"] for o in ops] for h, ops in s["ops"].items()} for s in rollout] == [
+        {"h1": ["meta", "run"], "h2": ["meta", "run"]}, {"h3": ["meta", "run"]}]
     assert [s["last_in_wave"] for s in rollout] == [False, True]
 
 
@@ -259,7 +261,7 @@ def test_version_bump_with_reload_policy_and_globs():
     assert set(actions(plan).values()) == {"reload"}
     row = plan["rows"][0]
     assert "version 1.0.0 -> 1.1.0" in row["reason"]
-    op = plan["steps"][-1]["ops"]["h2"][0]
+    op = next(o for o in plan["steps"][-1]["ops"]["h2"] if o["kind"] == "run")
     assert op["env"] == {"CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.1.0", "JOB": "web", "ALLOCATION_ID": "web-h2",
                          "ALLOCATION_IP": "h2", "ALLOCATION_INDEX": "1"} and op["sync"] is False
     # a .conf changed -> restart, naming the match
@@ -388,11 +390,12 @@ def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
                                   {"type": "http", "port": 8080, "path": "/health", "scheme": "http", "expect_status": 200}]
     assert gates[0]["hosts"] == ["h1", "h2"] and gates[0]["attempts"] == 3
     assert plan["steps"][1]["ops"]["h1"][0]["promote_now"] is False  # promoted after the gate
-    # api's files (fresh starts of later steps) travel with the first step's rsync on both hosts
-    assert {h: [(o["id"], o["kind"]) for o in ops] for h, ops in plan["steps"][0]["ops"].items()} == {
-        "h1": [("meta@h1", "meta"), ("db@h1", "run"), ("api@h1/files", "files")],
-        "h2": [("meta@h2", "meta"), ("api@h2/files", "files")]}
-    assert [o["sync"] for s in plan["steps"][1:] for ops in s["ops"].values() for o in ops] == [False, False]
+    # api's files (a fresh start of a later step) travel with h1's first rsync; h2 acts first in api's second
+    # batch, where its metadata and its files go (one session on h2, none in the steps before)
+    assert [{h: [(o["id"], o["kind"], o["sync"]) for o in ops] for h, ops in s["ops"].items()} for s in plan["steps"]] == [
+        {"h1": [("meta@h1", "meta", False), ("db@h1", "run", True), ("api@h1/files", "files", True)]},
+        {"h1": [("api@h1", "run", False)]},
+        {"h2": [("meta@h2", "meta", False), ("api@h2", "run", True)]}]
 
 
 @pytest.mark.parametrize("hc,msg", [
@@ -631,13 +634,14 @@ def test_fresh_starts_of_later_waves_ship_their_files_in_the_first_step_of_their
     cat = _two_waves()
     plan = P.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
     assert [s["label"] for s in plan["steps"]] == ["wave 0: db start batch 1/1", "wave 1: api start batch 1/1"]
-    assert _files_ops(plan) == {(0, "h1"): ["api@h1"], (0, "h2"): ["api@h2"]}
+    assert _files_ops(plan) == {(0, "h1"): ["api@h1"]}  # h2 acts first in wave 1: its files go there
     files = plan["steps"][0]["ops"]["h1"][-1]
     assert files == {"id": "api@h1/files", "kind": "files", "job": "api", "host": "h1", "action": "sync",
                      "target": None, "sync": True, "env": {}, "record": None, "promote_now": False,
                      "src": "workspace/jobs/api", "of": "api@h1"}
     later = [o for ops in plan["steps"][1]["ops"].values() for o in ops]
-    assert [(o["id"], o["sync"], o["target"]) for o in later] == [("api@h1", False, "start"), ("api@h2", False, "start")]
+    assert [(o["id"], o["sync"], o["target"]) for o in later] == [
+        ("api@h1", False, "start"), ("meta@h2", False, None), ("api@h2", True, "start")]
 
 
 def test_files_travel_early_only_for_a_fresh_start():
@@ -654,7 +658,7 @@ def test_files_travel_early_only_for_a_fresh_start():
     # a tree of the job is on the worker without a record
     st = states(["h1", "h2"])
     st["h1"]["trees"] = ["api"]
-    assert _files_ops(P.compute_plan(cat, cont, st, ["h1", "h2"])) == {(0, "h2"): ["api@h2"]}
+    assert _files_ops(P.compute_plan(cat, cont, st, ["h1", "h2"])) == {}  # h1 acts in wave 0 but is not fresh
     # a job with deploy hooks keeps its files in its own step
     cmds = {"c": {"executed_on": ["post_deploy"], "demands": {"job": "", "command": ""}}}
     hooked = catalog([job("db", deployment_seq=0), job("api", deployment_seq=1, commands=cmds)],

@@ -86,3 +86,47 @@ def test_interpreter_falls_back_to_the_configured_interpreter_path():
     assert R.interpreter({"ansible_python_interpreter": "/opt/py/bin/python3"}, configured="/usr/bin/python3") == "/opt/py/bin/python3"
     assert R.interpreter({}, configured="auto_silent") == "python3"  # discovery is not run
     assert R.interpreter({}) == "python3"
+
+
+def _fake_ssh(tmp_path):
+    """An rsync -e that runs the remote command here (drops the host), like ssh would on the worker."""
+    path = tmp_path / "fake-ssh"
+    path.write_text('#!/bin/sh\nshift\nexec sh -c "$*"\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def _folded(tmp_path, ops, python="python3"):
+    """One folded step against tmp_path (the worker's /opt/worker): (rc, stdout, stderr, argv)."""
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as S
+    bucket = tmp_path / "bucket"
+    (bucket / "workspace" / "jobs" / "api").mkdir(parents=True)
+    (bucket / "workspace" / "jobs" / "api" / "Makefile").write_text("start:\n\ttrue\n")
+    root = tmp_path / "bid"
+    syncs = [{"id": "api@h", "job": "api", "src": "workspace/jobs/api", "sync": True}]
+    (ids, argv), = S.commands(str(bucket), syncs, str(root), "h", _fake_ssh(tmp_path))
+    path = R.sync_step_path(python, S.destination(argv)).replace(R.AGENT_DIR, str(tmp_path / ".maand"))
+    argv = S.with_rsync_path(argv, path)
+    req = R.step_request("bid", ops).replace("/opt/worker/bid", str(root))
+    rc, out, err = S.run_with_request(argv, R.request_header(req))
+    return rc, out, err, argv
+
+
+META = [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"secret": "s3cr3t"}, "jobs_json": {}}]
+
+
+def test_a_folded_step_syncs_then_applies_in_one_remote_command(tmp_path):
+    assert sh(R.install_command(), R.agent_source(), tmp_path).returncode == 0
+    rc, out, err, argv = _folded(tmp_path, META)
+    synced, line = R.parse_folded(err)
+    data, problem = R.parse_output(line, err, rc, "step")
+    assert rc == 0 and synced and problem is None and [(o["id"], o["ok"]) for o in data["ops"]] == [("meta@h", True)]
+    assert (tmp_path / "bid" / "jobs" / "api" / "Makefile").is_file() and "api/Makefile" in out
+    assert json.loads((tmp_path / "bid" / "worker.json").read_text()) == {"secret": "s3cr3t"}
+    assert "s3cr3t" not in " ".join(argv)  # the request travels on stdin, never in a command line
+
+
+def test_a_folded_step_without_the_agent_syncs_nothing_and_runs_nothing(tmp_path):
+    rc, out, err, argv = _folded(tmp_path, META)
+    assert rc != 0 and R.parse_folded(err) == (False, None)  # the caller falls back to rsync + agent call
+    assert not (tmp_path / "bid" / "worker.json").exists() and not (tmp_path / "bid" / "jobs" / "api").exists()

@@ -5,8 +5,10 @@ half2 in the second wave.
 
 How a green run spends sessions on a worker (roles/deploy/tasks/main.yml, plugins/action/deploy_agent.py):
 one state read (maand.core.deploy_state, every host of the play), then in every step where the worker has
-a request (run_state.requests_for_step) one rsync when an op syncs files and one agent call when ops other
-than files shipped early, or promotions, remain. All of them ride on one SSH login (ControlPersist)."""
+a request (run_state.requests_for_step) one session: "sync+agent" when an op syncs files and ops other than
+files shipped early, or promotions, remain (the agent is the rsync's remote command: the files, then the
+step), "rsync" when only files travel, "agent" when nothing is synced. All of them ride on one SSH login
+(ControlPersist)."""
 
 from __future__ import annotations
 
@@ -35,30 +37,31 @@ def ok_answer(request):
 
 
 def sessions(plan, hosts):
-    """{host: [session]} of a green run: "read", then "rsync <step>" / "agent <step>" (step "final": the
-    last promote pass)."""
+    """{host: [session]} of a green run: "read", then "sync+agent <step>" / "rsync <step>" / "agent <step>"
+    (step "final": the last promote pass)."""
     state = RS.new_state("r1", plan)
     out = {h: ["read"] for h in hosts}
     for step in plan["steps"] + [None]:
         requests = RS.requests_for_step(state, step)
         key = "final" if step is None else step["index"]
         for host, request in requests.items():
-            if any(op.get("sync") for op in request.ops):
-                out[host].append("rsync %s" % key)
-            if request.promote or any(op["kind"] != "files" for op in request.ops):
-                out[host].append("agent %s" % key)
+            syncs = any(op.get("sync") for op in request.ops)
+            agent = bool(request.promote) or any(op["kind"] != "files" for op in request.ops)
+            out[host].append("%s %s" % ("sync+agent" if syncs and agent else "rsync" if syncs else "agent", key))
         passed = {g["job"]: None for g in RS.gates_to_run(state, step)}
         state = RS.fold_step(state, step, {h: ok_answer(r) for h, r in requests.items()}, passed)
     assert not RS.final_report(state, plan).failed
     return out
 
 
-def test_a_first_deploy_of_two_waves_costs_four_sessions_per_worker():
+def test_a_first_deploy_of_two_waves_costs_three_sessions_per_worker():
     cat, cont = bench_bucket()
     plan = P.compute_plan(cat, cont, states(HOSTS), HOSTS)
     assert [s["wave"] for s in plan["steps"]] == [0, 1]
-    # the files of the second wave travel in the first wave's rsync; each wave needs its own agent call
-    assert sessions(plan, HOSTS) == {h: ["read", "rsync 0", "agent 0", "agent 1"] for h in HOSTS}
+    # the files of the second wave travel in the first wave's rsync, which also runs the first wave's step;
+    # the second wave needs its own agent call (its starts wait for the first wave on every worker):
+    # (G)'s 2 sessions + 1
+    assert sessions(plan, HOSTS) == {h: ["read", "sync+agent 0", "agent 1"] for h in HOSTS}
 
 
 def test_a_no_change_redeploy_only_reads():
@@ -68,17 +71,12 @@ def test_a_no_change_redeploy_only_reads():
     assert sessions(plan, HOSTS) == {h: ["read"] for h in HOSTS}
 
 
-def test_a_rolling_change_of_one_job_costs_a_metadata_call_on_every_worker_outside_the_first_batch():
+def test_a_rolling_change_of_one_job_costs_one_session_per_worker_in_its_own_batch():
     cat, cont = bench_bucket()
     settled = _settle(cat, cont, HOSTS)
     changed = dict(cont, **content("api", files={"Makefile": "m1", "conf/a.conf": "c2"}))
     plan = P.compute_plan(cat, changed, settled, HOSTS)
     assert len(plan["steps"]) == len(HOSTS)  # max_concurrent_upgrades 1: one batch per worker
-    # The new update_seq (worker.json) rides in step 0 on every worker: an agent call of its own where
-    # the worker's batch comes later (3 sessions on h1, 4 on the others; bench (c): 3.75 per host at N=4).
-    assert sessions(plan, HOSTS) == {
-        "h1": ["read", "rsync 0", "agent 0"],
-        "h2": ["read", "agent 0", "rsync 1", "agent 1"],
-        "h3": ["read", "agent 0", "rsync 2", "agent 2"],
-        "h4": ["read", "agent 0", "rsync 3", "agent 3"],
-    }
+    # the new update_seq (worker.json) rides in each worker's own batch, with its files and its restart
+    assert sessions(plan, HOSTS) == {h: ["read", "sync+agent %d" % i] for i, h in enumerate(HOSTS)}
+    assert [sorted(s["ops"]) for s in plan["steps"]] == [[h] for h in HOSTS]

@@ -237,3 +237,43 @@ def test_hand_over_gives_the_jobs_user_its_runtime_folders_and_private_files_onl
     for name in ("data", "logs"):
         assert os.lstat(job / name).st_uid == 65534 and stat.S_ISDIR(os.lstat(job / name).st_mode)
     assert os.lstat(job).st_uid == 0
+
+
+def _pipe_with(data):
+    import os
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    os.close(write_fd)
+    return read_fd
+
+
+def test_the_request_before_the_rsync_stream_is_read_to_its_last_byte_and_no_further():
+    import os
+    body = json.dumps({"root": "/opt/worker/bid", "ops": []}).encode()
+    fd = _pipe_with(b"MAAND-REQUEST %d\n" % len(body) + body + b"RSYNC-STREAM")
+    try:
+        assert A.read_request(fd) == {"root": "/opt/worker/bid", "ops": []}
+        assert os.read(fd, 100) == b"RSYNC-STREAM"  # left for rsync's receiver
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("data,msg", [
+    (b"\x00\x00\x00\x1frsync protocol", "no request header"),
+    (b"MAAND-REQUEST 50\n{}", "cut short"),
+    (b"MAAND-REQUEST 2\n{}", "object with a root"),
+    (b"MAAND-REQUEST 0\n", "out of range"),
+])
+def test_a_missing_or_bad_request_before_the_rsync_stream_is_refused(data, msg):
+    import os
+    fd = _pipe_with(data)
+    try:
+        with pytest.raises(ValueError, match=msg):
+            A.read_request(fd)
+    finally:
+        os.close(fd)
+
+
+def test_sync_mode_runs_only_rsyncs_receiver():
+    err = io.StringIO()
+    assert A.sync_step(["sh", "-c", "touch /tmp/x"], err) == 2 and "expected rsync --server" in err.getvalue()
