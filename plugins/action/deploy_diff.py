@@ -24,10 +24,12 @@ class ActionModule(MaandAction):
         wanted = (spec.get("wanted") or {}).get(host) or {}
         notes = ["%s\n" % n for n in (spec.get("notes") or {}).get(host) or []]
         previous = (spec.get("previous") or {}).get(host) or {}  # rollbacks: job -> {rel: recorded digest}
-        before, older, err = {}, {}, None
+        live = (spec.get("live") or {}).get(host) or {}  # rollbacks after a failed attempt: the same
+        before, older, tried, err = {}, {}, {}, None
         if wanted:
             try:
-                request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted}}
+                request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted},
+                           "live": {job: wanted[job] for job in live if job in wanted}}
                 python = self.worker_python(task_vars, host)
                 cmd = _deploy_remote.files_command(python, args["bucket_id"], request)
                 res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
@@ -35,6 +37,7 @@ class ActionModule(MaandAction):
                                                         "reading the promoted files")
                 before = (data or {}).get("files") or {}
                 older = (data or {}).get("previous") or {}
+                tried = (data or {}).get("live") or {}
             # a diff must never fail the deploy
             except Exception as exc:  # pylint: disable=broad-exception-caught
                 err = "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-300:])
@@ -47,6 +50,10 @@ class ActionModule(MaandAction):
         for job in sorted(wanted):
             for rel in wanted[job]:
                 old = _deploy_pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
+                if job in live:  # the failed attempt on the worker -> its promoted copy
+                    failed = _deploy_pin.checked_before((tried.get(job) or {}).get(rel), live[job].get(rel))
+                    diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, failed, old, after_label="promoted")})
+                    continue
                 if job in previous:
                     new = _deploy_pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
                     diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new, after_label="previous")})

@@ -180,6 +180,11 @@ def test_03_broken_upgrade_fails_batch_1_then_maand_rollback_restores_it(env):
     assert env.flags(first) == "--bogus-flag" and not env.healthy(first)
     for h in others:  # never got the new version; the cluster keeps its quorum
         assert env.flags(h) == "--snapshot-count 5000" and len(env.restarts(h)) == 1 and env.healthy(h)
+    rc, preview = env.deploy("--check", "--diff", "-e", "maand_rollback=etcd")
+    # --diff of this rollback: the failed attempt's file on the worker -> the promoted copy that goes back
+    assert "--- etcd/flags.conf (%s)\n+++ etcd/flags.conf (promoted)\n" % first in preview, preview
+    assert "\n---bogus-flag\n" in preview and "\n+--snapshot-count 5000\n" in preview, preview
+    assert env.flags(first) == "--bogus-flag"   # --check changed nothing
     rc, out = env.deploy("-e", "maand_rollback=etcd")
     print(out)
     assert re.search(r"etcd +%s +rollback +rollback: restore 1.1.0 \(1.2.0 failed its gate\)" % re.escape(first), out), out

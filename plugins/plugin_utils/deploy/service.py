@@ -252,15 +252,21 @@ def check_pin(given, plan, digest, check_mode):
 def content_diff(plan, staging, states):
     """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
     does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
-    each (deduplicated); for a rollback, the worker's previous copy is the other side."""
+    each (deduplicated); for a rollback, the worker's previous copy is the other side, and for a rollback after a
+    failed attempt, the attempt's tree in the job folder ("live") is the worker's side and the promoted copy the
+    other."""
     wanted, notes = _deploy_pin.diff_requests(plan, staging.is_secret)
     rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
-    after, blobs, promoted, previous = {}, _deploy_pin.Blobs(), {}, {}
+    after, blobs, promoted, previous, live = {}, _deploy_pin.Blobs(), {}, {}, {}
     for host, jobs in wanted.items():
         st = states.get(host) or {}
         for job, rels in jobs.items():
             record = (st.get("deployed") or {}).get(job) or {}
             promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
+            attempt = (st.get("attempts") or {}).get(job)
+            if (job, host) in rollback and _failed_attempt(attempt, record):
+                live.setdefault(host, {})[job] = {rel: (attempt.get("files") or {}).get(rel) for rel in rels}
+                continue
             if (job, host) in rollback:
                 old = (st.get("previous") or {}).get(job) or {}
                 previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
@@ -270,7 +276,13 @@ def content_diff(plan, staging, states):
                 after.setdefault(host, {}).setdefault(job, {})[rel] = key
     return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
             "blobs": blobs.texts,
-            "promoted": promoted, "previous": previous}
+            "promoted": promoted, "previous": previous, "live": live}
+
+
+def _failed_attempt(attempt, record):
+    """Whether the worker's latest attempt at a job is not its promoted version (deploy/plan's rule)."""
+    return (isinstance(attempt, dict) and bool(record)
+            and (attempt.get("hash"), attempt.get("version")) != (record.get("hash"), record.get("version")))
 
 
 class _Refused(Exception):

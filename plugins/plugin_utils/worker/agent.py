@@ -327,12 +327,15 @@ def text_or_binary(data):
         return {"binary": True}
 
 
-def read_files(root, wanted, previous=None):
+def read_files(root, wanted, previous=None, live=None):
     """{"files": {job: {rel: read_file_text}}} from the recorded copy of the promoted tree
-    (history/<job>/current), else the job folder; "previous": the same from history/<job>/previous."""
+    (history/<job>/current), else the job folder; "previous": the same from history/<job>/previous;
+    "live": from the job folder itself (a failed attempt's tree, which a rollback replaces)."""
     answer = {"ok": True, "files": _read_copies(root, wanted, "current")}
     if previous:
         answer["previous"] = _read_copies(root, previous, "previous")
+    if live:
+        answer["live"] = _read_copies(root, live, "live")
     return answer
 
 
@@ -340,7 +343,7 @@ def _read_copies(root, wanted, which):
     out = {}
     for job, rels in sorted((wanted or {}).items()):
         copy = os.path.join(root, HISTORY, job, which, "files")
-        base = copy if os.path.isdir(copy) or which == "previous" else os.path.join(root, "jobs", job)
+        base = copy if which != "live" and (os.path.isdir(copy) or which == "previous") else os.path.join(root, "jobs", job)
         out[job] = {}
         for rel in rels:
             if rel.startswith("/") or ".." in rel.split("/"):
@@ -977,7 +980,7 @@ def main(argv=None, stdin=None, stdout=None):
         except ValueError as exc:
             answer = {"ok": False, "msg": "bad files request: %s" % exc}
         else:
-            answer = read_files(argv[1], wanted.get("current"), wanted.get("previous"))
+            answer = read_files(argv[1], wanted.get("current"), wanted.get("previous"), wanted.get("live"))
     elif not argv:
         try:
             request = json.loads(stdin.read())

@@ -141,6 +141,12 @@ def test_main_files_command(root, capsys):
     answer = json.loads(capsys.readouterr().out)
     assert answer["files"]["api"]["conf/a.conf"]["text"] == "v2"
     assert answer["previous"]["api"]["conf/a.conf"]["text"] == "v1"  # what a rollback puts back
+    (root / "jobs/api/conf/a.conf").write_text("v3 (a failed attempt)")   # the job folder, not the promoted copy
+    A.main(["files", str(root), json.dumps({"current": {"api": ["conf/a.conf"]}, "live": {"api": ["conf/a.conf"]}})])
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["files"]["api"]["conf/a.conf"]["text"] == "v2"                       # promoted: what goes back
+    assert answer["live"]["api"]["conf/a.conf"]["text"] == "v3 (a failed attempt)"     # what it replaces
+    assert "previous" not in answer
     A.main(["files", str(root), "[]"])
     assert "bad files request" in json.loads(capsys.readouterr().out)["msg"]
     A.main(["files", str(root), "{not json"])
