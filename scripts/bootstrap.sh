@@ -7,7 +7,8 @@
 # PostgreSQL (the state store tests start a server of their own: tests/fleet/pg.py),
 # etcd (the quorum service of the rollout fleet test, tests/integration/test_rollout_fleet.py),
 # and the Python tooling from requirements-dev.txt (ansible-core 2.19, ansible, ansible-lint, molecule,
-# pytest, hypothesis, jsonschema, fastjsonschema, ansible-runner, ansible-builder, psycopg).
+# pytest, hypothesis, jsonschema, fastjsonschema, ansible-runner, ansible-builder, psycopg, and protobuf + cramjam for
+# the certificate expiry metrics' remote write to Prometheus).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python3}"

@@ -29,7 +29,7 @@ python3 -c "import conftest" >/dev/null  # creates .collections/ansible_collecti
 export ANSIBLE_COLLECTIONS_PATH="$repo/.collections"
 
 step "install collection" bash scripts/install-collection.sh
-# facts.yml targets a group that its first play creates at run time: syntax-check (run by
+# facts.yml and run_command.yml target a group an earlier play creates at run time: syntax-check (run by
 # ansible-lint) cannot see it, so pattern mismatches are warnings for linting only.
 step "ansible-lint (production)" env ANSIBLE_HOST_PATTERN_MISMATCH=warning ansible-lint --profile production -q
 step "ansible-test sanity" bash scripts/sanity.sh

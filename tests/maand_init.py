@@ -33,3 +33,34 @@ def job(root, name, manifest, makefile="", modules=()):
         ws(root, "jobs/%s/Makefile" % name, makefile)
     for script in modules:
         ws(root, "jobs/%s/_modules/%s" % (name, script), "")
+
+
+def harness_labels(root):
+    """What maand's test harness does before every build (tests/harness.go syncWorkerLabelsFromJobs, run by
+    writeMinimalJob and executeBuildErr): every worker of workers.json gets the name of each job whose
+    manifest has no selectors as a label, so a job without selectors lands on every worker. Unreadable
+    files are left alone, as there."""
+    root = str(root)
+    jobs_dir = os.path.join(root, "workspace", "jobs")
+    names = []
+    for name in sorted(os.listdir(jobs_dir)) if os.path.isdir(jobs_dir) else ():
+        try:
+            with open(os.path.join(jobs_dir, name, "manifest.json"), encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and not manifest.get("selectors"):
+            names.append(name)
+    path = os.path.join(root, "workspace", "workers.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            workers = json.load(handle)
+    except (OSError, ValueError):
+        return
+    if not names or not isinstance(workers, list) or not all(isinstance(w, dict) for w in workers):
+        return
+    for worker in workers:
+        raw = worker.get("labels")
+        labels = [label for label in raw if isinstance(label, str)] if isinstance(raw, list) else []
+        worker["labels"] = labels + [name for name in names if name not in labels]
+    write(path, json.dumps(workers))

@@ -25,7 +25,8 @@ class ActionModule(ControllerAction):
         bucket_dir = args["bucket"]
         request = _cat.Request(view=args["view"], jobs=_cat.split_names(args["jobs"]),
                                workers=_cat.split_names(args["workers"]), reveal=args["reveal"],
-                               deleted=args["deleted"])
+                               deleted=args["deleted"], active=args["active"], namespace=args["namespace"].strip(),
+                               key=args["key"].strip(), file=args["file"], scrape=args["scrape"])
         try:
             table = _cat.cat(bucket_dir, request)
         except _cat.CatError as exc:

@@ -29,7 +29,10 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         result["changed"] = False
         try:
-            if args["step"] == "plan":
+            if args["step"] == "targets":
+                named, forget = _gc.targets(args["bucket"], args["departed"], args["forget"])
+                result.update(departed=list(named), forget=list(forget))
+            elif args["step"] == "plan":
                 self._plan(args, result)
             else:
                 self._commit(args, result)
@@ -38,11 +41,12 @@ class ActionModule(ControllerAction):
         return result
 
     def _plan(self, args, result):
-        plan = _gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"])
+        plan = _gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"],
+                               args["departed"], args["forget"])
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
         display.display("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
-        result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), lines=lines)
+        result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), trees=plan.trees(), lines=lines)
 
     def _commit(self, args, result):
         planned = _gc.Plan.from_dict(args["plan"] or {})

@@ -78,8 +78,8 @@ class ActionModule(ControllerAction):
         result.update(lines=lines, summary=summary, skipped_jobs=sorted(outcome.skipped), rounds=outcome.rounds,
                       checks=[{"job": x.job, "worker": x.worker, "check": x.what, "ok": x.ok, "ms": x.ms,
                                "reason": x.reason} for x in outcome.lines],
-                      failed=bool(outcome.failed), msg=summary)
+                      failed=bool(outcome.failed), healthy=not outcome.failed, msg=summary)
         if not outcome.lines and not outcome.skipped:
-            result.update(failed=True, msg="maand.core.health_check: nothing to check on %s (no active allocation of %s)"
+            result.update(failed=True, healthy=False, msg="maand.core.health_check: nothing to check on %s (no active allocation of %s)"
                           % (", ".join(hosts) or "no worker", ", ".join(jobs) or "any job"))
         return result

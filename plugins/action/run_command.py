@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""maand run_command on the controller: choose the workers, report their output
-(docs: plugins/modules/run_command.py)."""
+"""maand run_command on the controller: choose the workers, the command and the batches, report each
+batch's output and judge the health check after it (docs: plugins/modules/run_command.py)."""
 
 from __future__ import annotations
 
@@ -26,34 +26,65 @@ def _labels(hostvars, host):
         return []
 
 
+def _size(args):
+    """The batch size the select step returned (0 = one batch of all)."""
+    return _run_command.check_batch(args["batch"]) if args["batch"] not in (None, "", 0, "0") else 0
+
+
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, result, args, task_vars):
-        hostvars = (task_vars or {}).get("hostvars") or {}
         result["changed"] = False
         try:
-            cmd = _run_command.check_command(args["cmd"])
-            if args["step"] == "select":
-                _run_command.check_split(context.CLIARGS.get("extra_vars") or ())
-                workers = {h: _labels(hostvars, h) for h in args["catalog_workers"]}
-                chosen = _run_command.select(workers, args["hosts"], _run_command.split_names(args["workers"]),
-                                             _run_command.split_names(args["labels"]))
-                result.update(hosts=chosen, msg="running `%s` on %s" % (cmd, ", ".join(chosen)))
-                return result
+            return getattr(self, "_" + args["step"])(result, args, task_vars or {})
         except _run_command.RunCommandError as exc:
             result.update(failed=True, msg="maand.core.run_command: %s" % exc)
             return result
+
+    def _select(self, result, args, task_vars):
+        """The command (maand_cmd, else workspace/command.sh), the workers and their batches."""
+        hostvars = task_vars.get("hostvars") or {}
+        _run_command.check_split(context.CLIARGS.get("extra_vars") or ())
+        size = _run_command.check_batch(args["batch"])
+        delay = _run_command.check_delay(args["health_check_delay"])
+        command = _run_command.load_command(args["cmd"], args["bucket"])
+        workers = {h: _labels(hostvars, h) for h in args["catalog_workers"]}
+        chosen = _run_command.select(workers, args["hosts"], _run_command.split_names(args["workers"]),
+                                     _run_command.split_names(args["labels"]))
+        cut = _run_command.batches(chosen, size)
+        result.update(hosts=chosen, script=command.script, label=command.label, batch=size, batches=cut,
+                      health_check_delay=delay, health_hosts=list(args["hosts"]),
+                      msg="running %s on %s%s" % (command.label, ", ".join(chosen), "" if len(cut) < 2 else
+                                                  " in %d batches of %d" % (len(cut), size)))
+        return result
+
+    def _report(self, result, args, task_vars):
+        """Each worker of this batch: its output and exit status; fails when it failed anywhere."""
         if self._task.check_mode:
-            result["msg"] = "check mode: `%s` was not run" % cmd
+            result["msg"] = "check mode: %s was not run" % (args["label"] or "the command")
             return result
-        outcomes = [_run_command.outcome(h, args["answers"].get(h)) for h in args["hosts"]]
-        lines, problems = _run_command.report(outcomes, cmd)
+        batch = _run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
+        outcomes = [_run_command.outcome(h, args["answers"].get(h)) for h in batch.hosts]
+        lines, problems = _run_command.report(outcomes, args["label"] or "the command", batch)
         display.display("\n".join(lines))
         result.update(changed=any(o.status != "not run" for o in outcomes), lines=lines, problems=problems,
-                      outcomes=[o.__dict__ for o in outcomes])
+                      outcomes=[o.__dict__ for o in outcomes], batch_number=batch.number, batch_total=batch.total)
+        failed = sum(1 for o in outcomes if o.status != "ok")
         if problems:
-            result.update(failed=True, msg="run_command failed on %d worker(s):\n  %s" % (len(problems), "\n  ".join(problems)))
+            result.update(failed=True, msg="run_command failed on %d worker(s)%s:\n  %s" % (
+                failed, "" if batch.total == 1 else " of %s" % batch.name(), "\n  ".join(problems)))
         else:
             result["msg"] = lines[-1]
+        return result
+
+    def _health(self, result, args, task_vars):
+        """The verdict of the health check that ran after this batch (maand.core.health_check's result)."""
+        batch = _run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
+        problem = _run_command.health_problem(batch, args["health"])
+        if problem:
+            result.update(failed=True, msg="run_command: %s" % problem)
+        else:
+            result["msg"] = "run_command: %s: health check passed" % batch.name()
+            display.display(result["msg"])
         return result

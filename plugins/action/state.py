@@ -30,7 +30,7 @@ class ActionModule(ControllerAction):
                      if target != _state_move.FILES else
                      "now remove state_url from maand.conf (and unset MAAND_STATE_URL): the bucket folder is the store")
         result.update(changed=moved.written, source=moved.source, target=shown, documents=moved.documents,
-                      runs=moved.runs, msg="%s %s from %s to %s (%s)%s" % (
+                      runs=moved.runs, records=moved.records, msg="%s %s from %s to %s (%s)%s" % (
                           verb, ", ".join(moved.documents), moved.source, shown, "; ".join(moved.lines),
                           "; " + next_step if moved.written else ""))
         return result

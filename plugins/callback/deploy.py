@@ -89,7 +89,8 @@ from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _deploy_progress, view as _deploy_view
 
 DEPLOY = "maand.core.deploy_"
-QUIET_ACTIONS = ("validate_argument_spec", "assert", "include_tasks", "import_tasks")
+QUIET_ACTIONS = ("validate_argument_spec", "assert", "include_tasks", "import_tasks",
+                 "maand.core.cert_metrics")  # prints its own line (and a failure as a warning, after a deploy)
 CHECK_ACTIONS = ("assert", "fail")  # failed: their message only (playbooks/tasks/inventory_check.yml)
 POLL_SECONDS = 0.25
 

@@ -28,7 +28,10 @@ description:
   - A file that is not a C(maand.core.workspace) source (wrong C(plugin:) value, unknown option) fails
     to parse as any inventory plugin does.
   - "Groups: C(maand_workers) (every worker in workers.json), C(maand_removed_workers) (workers that left
-    workers.json but still hold allocations in the catalog), C(job_<job>) (workers with an active allocation
+    workers.json but still hold allocations in the catalog), C(maand_departed_workers) (workers that left
+    workers.json and that C(maand.core.gc) has not cleaned yet: the catalog's C(departed) list; never in
+    C(maand_workers); the group carries the connection variables, C(maand_bucket_id), C(maand_bucket_dir)
+    and C(maand_departed=true), so a host added to it with C(ansible.builtin.add_host) is reachable too), C(job_<job>) (workers with an active allocation
     of the job), C(label_<label>) and C(zone_<zone>). A name that is not a valid group name as it stands
     (characters other than a-z, 0-9 and _) has those characters replaced by C(_) and C(_<8 hex digits of
     its SHA-1>) appended, so C(api-staging) becomes C(job_api_staging_<hash>) and never collides with C(api_staging)."
@@ -99,6 +102,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 
 MAX_CHANGES_SHOWN = 10
+GROUPS = ("maand_workers", "maand_removed_workers", "maand_departed_workers")
 
 
 def _fingerprint_stat(bucket_dir):
@@ -285,7 +289,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if bucket_dir in self.folders_passed:
             return
         self.folders_passed.add(bucket_dir)
-        for group in ("maand_workers", "maand_removed_workers"):  # the folder's maand.yml may have been read first
+        for group in GROUPS:  # the folder's maand.yml may have been read first
             if group in self.inventory.groups:
                 for host in list(self.inventory.groups[group].get_hosts()):
                     self.inventory.remove_host(host)
@@ -319,8 +323,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         groups = self.get_option("groups")
         keyed_groups = self.get_option("keyed_groups")
 
-        inventory.add_group("maand_workers")
-        inventory.add_group("maand_removed_workers")
+        for name in GROUPS:
+            inventory.add_group(name)
         # Only small values on "all": ansible-inventory --list copies group vars into every host, so a
         # job table here would be copied 10,000 times. Job records go to the hosts that run them.
         for name, value in (("maand_workspace_ok", True), ("maand_inventory_errors", []),
@@ -378,3 +382,24 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 self._set_composite_vars(compose, hostvars, host, strict=strict)
                 self._add_host_to_composed_groups(groups, hostvars, host, strict=strict)
                 self._add_host_to_keyed_groups(keyed_groups, hostvars, host, strict=strict)
+        self._populate_departed(catalog, data)
+
+    def _populate_departed(self, catalog, data):
+        """maand_departed_workers: the catalog's departed list (workers that left workers.json, kept until
+        maand.core.gc cleaned them). The group holds the connection (maand.conf's, as for every worker), so
+        the hosts gc adds to it (-e maand_departed=h1,h2) are reachable the same way."""
+        inventory = self.inventory
+        group = "maand_departed_workers"
+        for name, value in dict(data["connection"], maand_bucket_id=catalog["bucket_id"],
+                                maand_bucket_dir=data["bucket_dir"], maand_departed=True).items():
+            inventory.set_variable(group, name, value)
+        for record in catalog.get("departed") or ():
+            host = record["host"]
+            known = host in inventory.hosts  # a removed worker that still holds allocation rows
+            inventory.add_host(host, group=group)
+            if not known:
+                inventory.set_variable(host, "ansible_host", host)
+                inventory.set_variable(host, "maand_worker", {"host": host, "hostname": record.get("hostname"),
+                                                              "removed": True})
+                inventory.set_variable(host, "maand_allocations", [])
+                inventory.set_variable(host, "maand_catalog_jobs", {})

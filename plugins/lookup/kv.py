@@ -19,6 +19,8 @@ description:
     worker (its own namespaces, the bucket's, its worker's and those of O(upstream_jobs)).
   - Secrets (C(secrets/job/<job>)) are read only with O(reveal=true); they are decrypted with the
     bucket's C(secrets/kv.key). Mark a task that shows them C(no_log).
+  - The private keys of issued certificates (C(certs/<name>.key) of C(maand/job/<job>/worker/<ip>))
+    are read the same way - only with O(reveal=true); a whole-namespace read masks them as C(***).
 options:
   _terms:
     description:
@@ -48,7 +50,9 @@ options:
     elements: string
     default: []
   reveal:
-    description: Decrypt and return C(secrets/job/<job>) values (otherwise a secrets namespace is refused).
+    description:
+      - Decrypt and return C(secrets/job/<job>) values (otherwise a secrets namespace is refused), and return
+        the private keys of issued certificates (otherwise refused, or masked in a whole-namespace read).
     type: bool
     default: false
 """
@@ -102,6 +106,10 @@ class LookupModule(LookupBase):
         if _kv.is_secret_ns(namespace) and not reveal:
             raise AnsibleLookupError("maand.core.kv: %s is a secrets namespace; pass reveal=true to"
                                      " decrypt it (and mark the task no_log)" % namespace)
+        if not reveal and any(_kv.is_private_key(namespace, key) for key in keys):
+            raise AnsibleLookupError("maand.core.kv: %s of %s is a private key; pass reveal=true to read it (and mark"
+                                     " the task no_log)" % (", ".join(k for k in keys if _kv.is_private_key(namespace, k)),
+                                                            namespace))
         try:
             store = _kv_build.read_kv(self.get_option("bucket"), reveal_secrets=reveal and _kv.is_secret_ns(namespace))
             self._check_rules(namespace)
@@ -113,7 +121,9 @@ class LookupModule(LookupBase):
             if values is None and default is _UNSET:
                 raise AnsibleLookupError("maand.core.kv: no namespace %s in the bucket's KV"
                                          % namespace)
-            return [dict(values) if values is not None else default]
+            if values is None:
+                return [default]
+            return [{k: "***" if _kv.is_private_key(namespace, k) and not reveal else v for k, v in values.items()}]
         return [self._value(values or {}, namespace, key, default) for key in keys]
 
     def _check_rules(self, namespace):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: cat
-short_description: Show a maand bucket's KV, allocations, jobs, workers, ports or deployments as tables
+short_description: Show a maand bucket's KV, allocations, jobs, workers, ports, job commands, deployments, certs or Prometheus files
 version_added: 1.1.0
 description:
   - Runs on the controller (an action plugin; no connection is opened). Read-only.
@@ -14,15 +14,29 @@ description:
     store build keeps in C(data/kv.json).
   - C(kv) lists every live key with its version and the time it was last written; secrets
     (C(secrets/job/<job>)) show as C(***) unless O(reveal=true), which decrypts them with C(secrets/kv.key).
-  - C(deployments) lists the catalog's allocations with the version build placed, and, when the controller
-    keeps a deploy run in C(data/.deploy-run/<run>) (a run that failed or is still running), what that run
-    planned for each allocation and how far it got. What each worker runs is kept on the worker.
+  - "C(kv) with O(namespace) and O(key) shows that one key in full (maand's C(maand cat kv get)); a missing or
+    deleted key fails, naming the keys of the namespace."
+  - "C(deployments) lists each allocation's rollout state (maand's C(maand cat deployments)), from the deploy
+    records the deploy keeps in the state store (see M(maand.core.logs)): C(removed) and C(disabled) from the
+    catalog (C(disabled_restart) when build placed another version than the one promoted); C(deploying) while a
+    run that has not finished plans a change to it; C(new) when no record knows it; C(restart) when build placed
+    another version than the one promoted; else what its last run left: C(promoted), C(health_failed) (its gate
+    failed), C(failed), C(reverted), C(rolled_back), C(stopped), C(held) (a canary), C(pending) (planned, not run)
+    or C(unreachable). Beside it the tree hash promoted on the worker, a failed attempt's hash, the promoted and
+    catalog versions, the run that last touched it and what that run did."
+  - C(job_commands) lists every job command with its events and what it demands (maand's C(maand cat job_commands)).
+  - C(prometheus) lists the jobs that ship a C(_prometheus/) folder (as C(maand cat prometheus)), whether each
+    has a scrape file and how many alert files, runbooks and dashboard files the deploy ships to a Prometheus
+    server job; with O(file) it prints one file of one job's C(_prometheus/) (C(maand cat prometheus get));
+    with O(scrape) the expanded scrape configs a deploy renders for C({{ scrapeConfigs }})
+    (C(maand cat prometheus scrape)).
   - An unknown view, job or worker fails with the known names and a "did you mean".
 author:
   - maand.core developers (@maand-sh)
 options:
   view:
-    description: What to show, one of C(kv), C(allocations), C(jobs), C(workers), C(ports), C(deployments) or C(certs).
+    description: What to show, one of C(kv), C(allocations), C(jobs), C(workers), C(ports), C(deployments), C(certs),
+      C(job_commands) or C(prometheus).
     type: str
     required: true
   jobs:
@@ -43,11 +57,37 @@ options:
     description: In the C(kv) view, also list deleted keys (kept as history).
     type: bool
     default: false
+  active:
+    description: Only active allocations, in the C(deployments) and C(allocations) views (maand's C(--active));
+      refused for the other views.
+    type: bool
+    default: false
+  namespace:
+    description: With O(key), in the C(kv) view, the namespace of the one key to show.
+    type: str
+    default: ""
+  key:
+    description: With O(namespace), in the C(kv) view, the one key to show in full.
+    type: str
+    default: ""
+  file:
+    description:
+      - In the C(prometheus) view, print this file of the job's C(_prometheus/) folder (the job named in O(jobs), exactly
+        one), for example C(alerts/slo.yaml); C(scrape) means C(scrape.yaml), C(scrape.tpl) C(scrape.yaml.tpl).
+    type: str
+    default: ""
+  scrape:
+    description:
+      - In the C(prometheus) view, print the scrape configs with C(maand:port/...) and C(maand:job) expanded, as a
+        deploy renders C({{ scrapeConfigs }}) (only the jobs in O(jobs) when given).
+    type: bool
+    default: false
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,
                                  maand.core.controller]
 notes:
-  - The playbook C(maand.core.cat) runs this module with C(-e maand_cat=VIEW), C(-e maand_jobs=a,b),
-    C(-e maand_workers=10.0.0.1) and C(-e maand_reveal=true).
+  - "The playbook C(maand.core.cat) runs this module with C(-e maand_cat=VIEW), C(-e maand_jobs=a,b),
+    C(-e maand_workers=10.0.0.1), C(-e maand_reveal=true), C(-e maand_deleted=true), C(-e maand_active=true),
+    C(-e maand_namespace=NS), C(-e maand_key=KEY), C(-e maand_file=alerts/slo.yaml) and C(-e maand_scrape=true)."
 """
 
 EXAMPLES = r"""
@@ -61,6 +101,26 @@ EXAMPLES = r"""
   maand.core.cat:
     bucket: /srv/bucket
     view: ports
+
+- name: The rollout state of the active allocations
+  maand.core.cat:
+    bucket: /srv/bucket
+    view: deployments
+    active: true
+
+- name: One KV key in full
+  maand.core.cat:
+    bucket: /srv/bucket
+    view: kv
+    namespace: maand/bucket
+    key: bucket_id
+
+- name: One alert file of the api job's _prometheus/
+  maand.core.cat:
+    bucket: /srv/bucket
+    view: prometheus
+    jobs: [api]
+    file: alerts/slo.yaml
 
 - name: Allocations on one worker
   maand.core.cat:

@@ -16,7 +16,13 @@ description:
     catalog rows of removed allocations, jobs and workers that a deploy cleaned, the KV namespaces of
     jobs, allocations and workers that are gone, and, as maand's gc, KV keys deleted more than O(retain_days) days ago
     (history within 7 versions of a key is kept).
-  - Nothing that belongs to an active or disabled allocation is ever planned.
+  - It also plans, for each departed worker of the play (the catalog's C(departed) list, namely workers that left
+    C(workers.json), kept by the build until gc has cleaned them, and the hosts of O(departed)), the deletion
+    of its whole C(/opt/worker/<bucket_id>) folder, C(data/) and C(logs/) included, and the drop of its
+    C(departed) row. A departed worker that still holds allocation rows waits for a deploy; one that cannot
+    be read, or that holds deploy records of jobs no deploy stopped, is a problem (the run fails).
+  - Nothing that belongs to an active or disabled allocation, or to a worker of C(workers.json), is ever planned.
+  - With O(step=targets) it only checks O(departed) and O(forget) against the catalog and returns them.
   - With O(step=commit) it re-reads the catalog and the KV under the bucket lock and deletes only what
     the shown plan listed and still holds; a removed allocation whose folder could not be deleted keeps
     its row. It fails, listing them, when a worker could not be read or a deletion failed.
@@ -24,10 +30,22 @@ author:
   - maand.core developers (@maand-sh)
 options:
   step:
-    description: V(plan) or V(commit).
+    description: V(targets), V(plan) or V(commit).
     type: str
     required: true
-    choices: [plan, commit]
+    choices: [targets, plan, commit]
+  departed:
+    description:
+      - More departed workers to clean (C(-e maand_departed=h1,h2)), beside the catalog's C(departed) list, as
+        a comma-separated string or a list of host addresses. A worker of C(workers.json) is refused.
+      - Each must be a host of the play (the playbook adds them to C(maand_departed_workers)).
+    type: raw
+  forget:
+    description:
+      - Departed workers whose C(departed) row is dropped without contacting them and without deleting anything
+        on them (C(-e maand_departed_forget=h1)), for machines gone for good. Each must be in the catalog's
+        C(departed) list and hold no allocation row.
+    type: raw
   hosts:
     description: The workers of the play (their listings and deletion results are read from hostvars).
     type: list
@@ -86,6 +104,22 @@ delete:
   returned: success
   type: dict
   sample: {"10.0.0.1": ["old_api"]}
+trees:
+  description: The plan step's departed workers whose whole C(/opt/worker/<bucket_id>) goes.
+  returned: success
+  type: list
+  elements: str
+  sample: ["10.0.0.9"]
+departed:
+  description: The targets step's checked O(departed) hosts.
+  returned: success
+  type: list
+  elements: str
+forget:
+  description: The targets step's checked O(forget) hosts.
+  returned: success
+  type: list
+  elements: str
 lines:
   description: The printed lines.
   returned: success

@@ -17,7 +17,11 @@ description:
     release without notice. Do not call it from your own playbooks or roles."
   - Runs on a worker and deletes C(/opt/worker/<bucket_id>/jobs/<job>) for each job in O(jobs), with
     everything in it (C(data/), C(logs/), C(bin/)), as maand's C(gc) does.
-  - Only paths directly under C(/opt/worker/<bucket_id>/jobs/) are ever deleted. A job name with a
+  - With O(bucket_tree=true) (a worker that left C(workers.json)) it then deletes the whole
+    C(/opt/worker/<bucket_id>) folder, C(data/) and C(logs/) of every job included; refused while the
+    worker holds a deploy record (C(deploy/<job>.json) or C(deploy/<job>.pending), jobs no deploy
+    stopped) or when the folder is a symbolic link.
+  - Otherwise only paths directly under C(/opt/worker/<bucket_id>/jobs/) are ever deleted. A job name with a
     slash, C(.) or C(..) is refused. Symbolic links are never followed, neither C(jobs/) nor
     anything inside a job folder (a link is removed as a link).
   - A job the worker still holds a deploy record of (C(deploy/<job>.json) or C(deploy/<job>.pending))
@@ -37,6 +41,12 @@ options:
     type: list
     elements: str
     default: []
+  bucket_tree:
+    description:
+      - Delete the whole C(/opt/worker/<bucket_id>) folder (a departed worker), after O(jobs).
+      - Its result is the entry whose C(job) is the empty string.
+    type: bool
+    default: false
   root:
     description: The folder holding the bucket trees (tests only).
     type: path
@@ -59,6 +69,11 @@ EXAMPLES = r"""
   maand.core.gc_worker:
     bucket_id: 0b0f7a30-3f2b-4e3c-9a51-7f0a4c1d2e3f
     jobs: [old_api]
+
+- name: Delete the whole bucket folder of a worker that left workers.json
+  maand.core.gc_worker:
+    bucket_id: 0b0f7a30-3f2b-4e3c-9a51-7f0a4c1d2e3f
+    bucket_tree: true
 """
 
 RETURN = r"""
@@ -123,11 +138,48 @@ def delete_one(root, job, check):
     return out
 
 
+def deploy_records(root):
+    """The deploy records (deploy/<job>.json, deploy/<job>.pending) a bucket folder holds, sorted."""
+    try:
+        names = os.listdir(os.path.join(root, "deploy"))
+    except OSError:
+        return []
+    return sorted(n for n in names if n.endswith((".json", ".pending")))
+
+
+def delete_tree(root, check):
+    """The whole bucket folder of a departed worker (its result has job "")."""
+    out = {"job": "", "path": root, "ok": True, "deleted": False}
+    if os.path.islink(root):
+        out.update(ok=False, msg="%s is a symbolic link: gc never follows links; nothing was deleted" % root)
+        return out
+    if not os.path.lexists(root):
+        out["msg"] = "already gone"
+        return out
+    held = deploy_records(root)
+    if held:
+        out.update(ok=False, msg="%s: the worker still holds deploy records (%s): jobs no deploy stopped; left alone: "
+                   "stop them and delete %s/deploy, then run maand.core.gc again"
+                   % (root, ", ".join("deploy/" + n for n in held), root))
+        return out
+    if check:
+        out.update(deleted=True, msg="would delete")
+        return out
+    try:
+        shutil.rmtree(root)  # never follows links inside (fd-based on Linux)
+    except OSError as exc:
+        out.update(ok=False, msg="%s: could not delete it: %s" % (root, exc))
+        return out
+    out.update(deleted=True, msg="deleted")
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             bucket_id=dict(type="str", required=True),
             jobs=dict(type="list", elements="str", default=[]),
+            bucket_tree=dict(type="bool", default=False),
             root=dict(type="path", default="/opt/worker"),
         ),
         supports_check_mode=True,
@@ -137,12 +189,14 @@ def main():
         module.fail_json(msg="bucket_id %r is not a bucket id (a UUID); run maand.core.build first" % (bucket_id,))
     root = os.path.join(os.path.abspath(module.params["root"]), bucket_id)
     jobs_dir = os.path.join(root, "jobs")
-    refused = check_tree(root)
+    refused = check_tree(root) if module.params["jobs"] else None
     if refused:
         results = [{"job": job, "path": os.path.join(jobs_dir, job), "ok": False, "deleted": False, "msg": refused}
                    for job in module.params["jobs"]]
-        module.exit_json(changed=False, results=results)
-    results = [delete_one(root, job, module.check_mode) for job in module.params["jobs"]]
+    else:
+        results = [delete_one(root, job, module.check_mode) for job in module.params["jobs"]]
+    if module.params["bucket_tree"]:
+        results.append(delete_tree(root, module.check_mode))
     module.exit_json(changed=any(r["deleted"] for r in results), results=results)
 
 

@@ -91,4 +91,9 @@ rounds:
   description: How many rounds of checks ran (more than 1 only with O(wait)).
   returned: always
   type: int
+healthy:
+  description: Whether everything checked was healthy (also when a task's C(failed_when) hides the failure;
+    C(maand.core.run_command) reads it after each batch).
+  returned: when the checks ran
+  type: bool
 """

@@ -6,27 +6,37 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: run_command
-short_description: Choose the workers of maand's run_command and report each worker's output
+short_description: Choose the workers, command and batches of maand's run_command; report each batch
 version_added: 1.0.0
 description:
   - Runs on the controller (an action plugin; no connection is opened) for the C(maand.core.run_command) playbook.
-  - With O(step=select) it checks the command and returns the chosen workers, the play's hosts narrowed to
-    O(workers) and to the workers holding any of O(labels). An unknown worker or label is refused with the
-    known names and a "did you mean".
-  - With O(step=report) it prints, for every chosen worker, a header with its exit status, then its stdout
-    and stderr, and fails naming each worker where the command failed or could not run (an unreachable
-    worker comes with the fix).
+  - With O(step=select) it checks the extra vars and returns the command (O(cmd), else the bucket's
+    C(workspace/command.sh), maand's default; refused when there is neither), the chosen workers (the play's
+    hosts narrowed to O(workers) and to the workers holding any of O(labels); an unknown worker or label is
+    refused with the known names and a "did you mean") and their batches of O(batch) workers.
+  - With O(step=report) it prints, for every worker of the batch O(hosts), a header with its exit status, then
+    its stdout and stderr, and fails naming each worker where the command failed or could not run (an
+    unreachable worker comes with the fix) and the workers of the later batches, which are not run.
+  - With O(step=health) it judges the C(maand.core.health_check) result O(health) of the check that ran after
+    the batch O(hosts), and fails naming what was unhealthy and the workers of the later batches.
 author:
   - maand.core developers (@maand-sh)
 options:
   step:
-    description: V(select) or V(report).
+    description: V(select), V(report) or V(health).
     type: str
     required: true
-    choices: [select, report]
+    choices: [select, report, health]
   cmd:
-    description: The shell command (C(maand_cmd)).
+    description: The shell command (C(maand_cmd)); empty runs the bucket's C(workspace/command.sh) (select step).
     type: raw
+  label:
+    description: How the report names the command (the select step's RV(label)).
+    type: str
+    default: ""
+  bucket:
+    description: The bucket folder, where C(workspace/command.sh) is read (select step).
+    type: path
   workers:
     description: Only these workers (their workers.json C(host)), a list or a comma-separated string.
     type: raw
@@ -39,20 +49,38 @@ options:
     elements: str
     default: []
   hosts:
-    description: The play's hosts (select step) or the chosen workers (report step).
+    description: The play's hosts (select step) or the workers of the current batch (report and health steps).
     type: list
     elements: str
     default: []
+  chosen:
+    description: Every chosen worker, in order (report and health steps; the select step's RV(hosts)).
+    type: list
+    elements: str
+    default: []
+  batch:
+    description:
+      - How many workers run the command at a time (C(maand_batch), maand's C(-c)), a whole number, at least 1.
+      - Not given, every chosen worker is in one batch.
+    type: raw
+  health_check_delay:
+    description: Whole seconds between a batch and its health check (C(maand_health_check_delay); maand waits 10).
+    type: raw
+    default: 10
   answers:
     description:
-      - Report step. The registered result of the command on each chosen worker, by inventory host name.
-      - A chosen host missing here did not run the command.
+      - Report step. The registered result of the command on each worker of the batch, by inventory host name.
+      - A host of the batch missing here did not run the command.
+    type: dict
+    default: {}
+  health:
+    description: Health step. The registered result of C(maand.core.health_check) after the batch.
     type: dict
     default: {}
 attributes:
   check_mode:
     support: full
-    details: Nothing runs in check mode; the select step still checks the names.
+    details: Nothing runs in check mode; the select step still checks the names, the batch size and the command.
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.controller,
                                  maand.core.private]
 """
@@ -61,8 +89,10 @@ EXAMPLES = r"""
 - name: Choose the workers
   maand.core.run_command:
     step: select
+    bucket: "{{ maand_bucket_dir }}"
     cmd: uptime
     labels: web
+    batch: 1
     catalog_workers: "{{ groups['maand_workers'] }}"
     hosts: "{{ ansible_play_hosts_all }}"
   register: chosen
@@ -70,17 +100,31 @@ EXAMPLES = r"""
 
 RETURN = r"""
 hosts:
-  description: The chosen workers (select step).
+  description: The chosen workers, in order (select step).
   returned: success
   type: list
   elements: str
+script:
+  description: The script each worker runs (select step).
+  returned: success
+  type: str
+label:
+  description: How the report names the command, C(`uptime`) or C(workspace/command.sh) (select step).
+  returned: success
+  type: str
+batches:
+  description: The chosen workers cut into batches (select step).
+  returned: success
+  type: list
+  elements: list
 lines:
   description: The printed report (report step).
   returned: success
   type: list
   elements: str
 problems:
-  description: One line per worker where the command failed or could not run (report step).
+  description: One line per worker where the command failed or could not run, and one naming the workers of the
+    later batches when there are any (report step).
   returned: success
   type: list
   elements: str

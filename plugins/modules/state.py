@@ -66,4 +66,8 @@ runs:
   description: How many run records were copied (a PostgreSQL target).
   returned: success
   type: int
+records:
+  description: How many deploy records were copied (the history M(maand.core.logs) reads).
+  returned: success
+  type: int
 """

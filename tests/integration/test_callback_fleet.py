@@ -169,6 +169,20 @@ def test_status_command_tails_make_status_and_the_newest_log(tmp_path):
     missing = subprocess.run(["sh", "-c", P.status_command(str(root), "nope")], capture_output=True, text=True,
                              check=True).stdout
     assert "(no job folder" in missing
+    # a symlink the job's user planted is named, never followed (the command may run as root)
+    secret = tmp_path / "root-only"
+    secret.write_text("do not leak\n")
+    (job / "logs" / "zz.log").symlink_to(secret)
+    os.utime(job / "logs" / "zz.log", follow_symlinks=False)
+    linked = subprocess.run(["sh", "-c", P.status_command(str(root), "api")], capture_output=True, text=True,
+                            check=True).stdout
+    assert "--- logs/zz.log: a symlink, not read" in linked and "do not leak" not in linked, linked
+    (job / "logs" / "zz.log").unlink()
+    (job / "logs").rename(job / "old-logs")
+    (job / "logs").symlink_to(tmp_path)
+    linked = subprocess.run(["sh", "-c", P.status_command(str(root), "api")], capture_output=True, text=True,
+                            check=True).stdout
+    assert "--- logs: a symlink, not read" in linked and "do not leak" not in linked, linked
 
 
 def test_05_check_diff_ends_with_the_plan_not_a_play_recap(env):

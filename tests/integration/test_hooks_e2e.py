@@ -57,6 +57,7 @@ DB_POST = """\
 import os, maand
 from hooklog import log
 
+maand.put_job_variable("deployed", os.environ["NEW_VERSION"]).raise_for_status()  # read by api's pre_deploy
 log(os.environ["CURRENT_VERSION"] + "->" + os.environ["NEW_VERSION"])
 """
 DB_CONFIG_TPL = """\
@@ -77,7 +78,8 @@ def main():
     print(f"migrate api on {worker['worker_ip']} alloc={job['allocation_id']}")
     name = maand.kv.get("maand/job/api", "name")
     print(f"job name from KV: {name}")
-    log(name)
+    # written by db's post_deploy: api (wave 1) runs its pre_deploy after wave 0 rolled out, as maand
+    log("%s db=%s" % (name, maand.kv.get("vars/job/db", "deployed")))
 
 
 if __name__ == "__main__":
@@ -178,15 +180,27 @@ def test_01_build_runs_post_build_and_the_first_deploy_runs_hooks_in_maands_orde
     h0, h1 = env.hosts
     env.play("build")
     assert sorted(env.hook_events()) == sorted("post_build db command_schema %s api:command_migrate" % h for h in (h0, h1))
+    # --check runs no hook and says so; db's template reads keys its pre_deploy writes: rendered as "" in the plan
+    rc, out = env.play("deploy", "--check")
+    assert env.hook_events() == []
+    assert "pre_deploy hooks NOT run (check mode): this plan was rendered from the KV as it is now" in out, out
+    assert "wave 0: db; wave 1: api" in out
+    assert 'job db reads KV keys that do not exist yet (rendered as "" in this plan): secrets/job/db db_password, ' \
+           "vars/job/db db_host" in out
     rc, out = env.play("deploy")
     # the plan's wave picture, from deployment_seq and api's demand on db (issue 14)
     assert "waves: wave 0 db, web; wave 1 api\n  wave 0 db --(command_schema >= 1.0.0)--> wave 1 api\n" in out, out
+    assert "pre_deploy hooks run at the start of each job's wave, after the earlier waves (wave 0: db; wave 1: api)" in out
     events = env.hook_events()
-    # pre_deploy before anything else, in deployment_seq order (db before api, which demands it)
-    first = events[:4]
-    assert sorted(first[:2]) == ["pre_deploy db command_bootstrap %s" % h for h in (h0, h1)]
-    assert sorted(first[2:]) == ["pre_deploy api command_migrate %s api" % h for h in (h0, h1)]
-    rest = events[4:]
+    # wave 0's pre_deploy before anything else
+    assert sorted(events[:2]) == ["pre_deploy db command_bootstrap %s" % h for h in (h0, h1)]
+    # wave 1's pre_deploy (api) after everything of wave 0 (db's post_deploy, whose KV write it reads, and
+    # web's batches), before api rolls out (job_control)
+    api_pre = [i for i, e in enumerate(events) if e.startswith("pre_deploy api")]
+    assert sorted(events[i] for i in api_pre) == ["pre_deploy api command_migrate %s api db=1.0.0" % h for h in (h0, h1)]
+    assert max(i for i, e in enumerate(events) if " db " in e or " web " in e) < min(api_pre)
+    assert max(api_pre) < min(i for i, e in enumerate(events) if e.startswith("job_control api"))
+    rest = [e for e in events[2:] if not e.startswith("pre_deploy ")]
     # db: health_check then post_deploy (versions 0.0.0 -> 1.0.0); api: job_control once per allocation
     db = [e for e in rest if " db " in e]
     assert sorted(db[:2]) == ["health_check db command_health %s" % h for h in (h0, h1)]
@@ -197,10 +211,10 @@ def test_01_build_runs_post_build_and_the_first_deploy_runs_hooks_in_maands_orde
     web = [e for e in rest if " web " in e]
     assert web == ["after_allocation_started web command_joined %s new 0/2 %s" % (h0, h0),
                    "after_allocation_started web command_joined %s new 1/2 %s" % (h1, h1)]
-    assert rest.index(db[-1]) < min(rest.index(e) for e in api)  # wave of db before the wave of api
 
 
 def test_02_kv_writes_of_pre_deploy_reach_the_templates_and_secrets_stay_encrypted(env):
+    # the plan rendered db before its hooks wrote these keys; its wave rendered it again and shipped that
     for host in env.hosts:
         text = (env.job(host, "db") / "config.toml").read_text()
         assert text == 'db_host = "db.internal"\ndb_password = "pw-from-vault"\nschema = "v1"\n'
@@ -223,7 +237,7 @@ def test_04_a_second_deploy_with_nothing_changed_runs_only_pre_deploy(env):
 
 def test_05_cli_commands(env):
     env.play("job_command", "-e", "maand_command=command_migrate", "-e", "maand_job=api")
-    assert sorted(env.hook_events()) == sorted("cli api command_migrate %s api" % h for h in env.hosts)
+    assert sorted(env.hook_events()) == sorted("cli api command_migrate %s api db=1.0.0" % h for h in env.hosts)
     env.play("job_command", "-e", "maand_command=command_schema")  # every job that registers it
     assert len(env.hook_events()) == 2
     rc, out = env.play("job_command", "-e", "maand_command=command_rollout", "-e", "maand_job=api", check=False)

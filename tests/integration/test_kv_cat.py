@@ -50,7 +50,7 @@ def test_build_then_cat_every_view(tmp_path):
     assert verbose.stdout.count("hunter2-secret") == revealed.stdout.count("hunter2-secret") == 1, verbose.stdout
 
     for view, words in (("allocations", "10.0.0.2"), ("jobs", "1 active / 1"), ("workers", "4096 MB"),
-                        ("ports", "api_http_port"), ("deployments", "keeps no deploy run")):
+                        ("ports", "api_http_port"), ("deployments", "no deploy record is kept yet")):
         proc = playbook("-i", inventory, "maand.core.cat", "-e", "maand_cat=%s" % view,
                         "-e", "maand_workers=10.0.0.2")
         assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -3,7 +3,10 @@ server job on a 2-host fleet, as maand's guides/prometheus.md sets it up: its `p
 `{{ scrapeConfigs }}` and `{{ ruleFiles }}`, the deploy lays `rules/<job>/` (runbook URLs),
 `rules/maand/certs.yaml`, `consoles/runbooks` and `consoles/dashboards` over its tree, and Prometheus' own
 HTTP API shows the rules loaded (with runbook_url) and the opted-in job's targets scraped. A changed alert
-reloads the server. The `api` job also renders every template function docs/templates.md names.
+reloads the server. The `api` job also renders every template function docs/templates.md names. After each
+deploy (and from the maand.core.cert_metrics playbook) the collection pushes maand's certificate expiry
+gauges by remote write (the server runs with --web.enable-remote-write-receiver, as maand's guide says), and
+Prometheus' query API gives them back with the certificates' NotAfter.
 
 The steps share one bucket and one 2-host fleet and run in file order.
 """
@@ -14,6 +17,7 @@ import json
 import re
 import shutil
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -46,8 +50,8 @@ start:
 \tmkdir -p data logs
 \techo start >> logs/events.log
 \tif ! $(running); then setsid nohup %s --config.file=prometheus.yml --storage.tsdb.path=data/tsdb \\
---web.listen-address=0.0.0.0:$(PROMETHEUS_PORT_HTTP) --web.enable-lifecycle --web.console.templates=consoles \\
---web.console.libraries=consoles </dev/null >>logs/prometheus.log 2>&1 & echo $$! > $(PID); fi
+--web.listen-address=0.0.0.0:$(PROMETHEUS_PORT_HTTP) --web.enable-lifecycle --web.enable-remote-write-receiver \\
+--web.console.templates=consoles --web.console.libraries=consoles </dev/null >>logs/prometheus.log 2>&1 & echo $$! > $(PID); fi
 stop:
 \techo stop >> logs/events.log
 \tif $(running); then kill $$(cat $(PID)); fi
@@ -189,8 +193,9 @@ def env(fleet_factory, tmp_path_factory):
     write(prom / "Makefile", PROM_MAKEFILE)
     write(prom / "prometheus.yml.tpl", PROM_TPL)
     api = bucket / "workspace" / "jobs" / "api"
-    write(api / "manifest.json", json.dumps({
-        "version": "1.0.0", "selectors": ["worker"], "resources": {"ports": {"api_metrics_port": {}}}}, indent=2))
+    write(api / "manifest.json", json.dumps({  # one key pair for both workers: one RSA key to make, not two
+        "version": "1.0.0", "selectors": ["worker"], "resources": {"ports": {"api_metrics_port": {}}},
+        "certs": {"tls": {"one": True, "subject": {"common_name": "api.internal"}}}}, indent=2))
     write(api / "Makefile", API_MAKEFILE)
     write(api / "server.py", SERVER_PY)
     write(api / "metrics", "# TYPE maand_test_requests counter\nmaand_test_requests 7\n")
@@ -216,6 +221,7 @@ def test_01_build_and_deploy_ship_the_server_job_as_maand(env):
     with _kv_store.KVStore.edit(str(env.bucket)) as store:
         store.put("secrets/job/api", "token", "t0ken-value")
     rc, out = env.play("deploy")
+    env.first_deploy = out
     server, port = env.server(), env.ports("prometheus")["prometheus_port_http"]
     job = env.job(server, "prometheus")
     config = (job / "prometheus.yml").read_text()
@@ -268,6 +274,71 @@ def test_03_prometheus_scrapes_the_jobs_that_opt_in(env):
     assert {r["metric"]["instance"] for r in result} <= want and {r["value"][1] for r in result} == {"7"}
 
 
+def not_after(pem):
+    from cryptography import x509
+    return int(x509.load_pem_x509_certificate(pem.encode()).not_valid_after_utc.timestamp())
+
+
+def last_pushed(env, name):
+    """{(scope, worker): result} of the gauge's last sample within the hour (a pushed sample is stale for
+    instant queries 5 minutes after its push: last_over_time keeps the test free of that race)."""
+    query = urllib.parse.urlencode({"query": "last_over_time(%s[1h])" % name})
+    return {(r["metric"]["scope"], r["metric"].get("worker", "-")): r
+            for r in env.api_json("/api/v1/query?" + query)["result"]}
+
+
+def pushes(env):
+    query = urllib.parse.urlencode({"query": 'count_over_time(maand_cert_expired{scope="ca"}[1h])'})
+    result = env.api_json("/api/v1/query?" + query)["result"]
+    return int(result[0]["value"][1]) if result else 0
+
+
+def test_03b_the_deploy_pushed_the_cert_expiry_gauges_and_prometheus_gives_them_back(env):
+    from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+
+    url = "http://%s:%d/api/v1/write" % (env.server(), env.ports("prometheus")["prometheus_port_http"])
+    assert "cert metrics: pushed 9 series (3 certificates) to %s" % url in env.first_deploy, env.first_deploy
+    kv = _kv_build.read_kv(str(env.bucket))
+    leaf = not_after(kv["maand/job/api/worker/%s" % env.hosts[0]]["certs/tls.crt"])
+    ca = not_after((env.bucket / "secrets" / "ca.crt").read_text())
+    want = {("ca", "-"), ("job", env.hosts[0]), ("job", env.hosts[1])}
+
+    def all_pushed():
+        found = last_pushed(env, "maand_cert_not_after_seconds")
+        return found if set(found) == want else None
+    got = env.wait_for("the pushed gauges", all_pushed)
+    assert got[("ca", "-")]["metric"] == {"__name__": "maand_cert_not_after_seconds", "scope": "ca", "cert": "ca",
+                                          "common_name": env.bucket_id, "status": "ok"}
+    assert got[("ca", "-")]["value"][1] == str(ca)
+    for host in env.hosts:
+        assert got[("job", host)]["metric"] == {"__name__": "maand_cert_not_after_seconds", "scope": "job",
+                                                "job": "api", "worker": host, "cert": "tls",
+                                                "common_name": "api.internal", "status": "ok"}
+        assert got[("job", host)]["value"][1] == str(leaf)
+    for name in ("maand_cert_expiring", "maand_cert_expired"):
+        flags = last_pushed(env, name)
+        assert set(flags) == want and {r["value"][1] for r in flags.values()} == {"0"}, flags
+    assert pushes(env) == 1
+    rc, out = env.play("cert_metrics")  # the verb (cron) pushes once more
+    assert "cert metrics: pushed 9 series (3 certificates) to %s" % url in out, out
+    assert env.wait_for("a second sample", lambda: pushes(env) == 2)
+    rc, out = env.play("cert_metrics", "--check")
+    assert "cert metrics: would push 9 series (3 certificates) to %s" % url in out, out
+
+
+def test_03c_cat_prometheus_shows_the_jobs_files_and_the_scrape_configs_as_maand(env):
+    rc, out = env.play("cat", "-e", "maand_cat=prometheus")
+    assert re.search(r"^api\s+yes\s+1\s+1\s+1$", out, re.M), out
+    assert "Prometheus server job: prometheus" in out
+    rc, out = env.play("cat", "-e", "maand_cat=prometheus", "-e", "maand_jobs=api", "-e", "maand_file=scrape")
+    assert SCRAPE.rstrip("\n") in out, out
+    rc, out = env.play("cat", "-e", "maand_cat=prometheus", "-e", "maand_scrape=true")
+    metrics_port = env.ports("api")["api_metrics_port"]
+    assert all("- %s:%d" % (host, metrics_port) in out for host in env.hosts), out
+    rc, out = env.play("cat", "-e", "maand_cat=jobs", "-e", "maand_scrape=true", check=False)
+    assert rc != 0 and "belong to the prometheus view, not jobs" in out, out
+
+
 def test_04_the_runbook_console_is_served_with_its_template_literals_intact(env):
     page = env.api("/consoles/runbooks/api/ApiDown.html")
     assert "<h1>Api Down</h1>" in page
@@ -287,6 +358,7 @@ def test_05_a_changed_alert_reloads_the_server_only(env):
     assert re.search(r"prometheus\s+%s\s+reload\s+prometheus changed: rules/api/slo\.yaml" % re.escape(env.server()),
                      plan), plan
     assert re.search(r"api\s+\(2 workers\)\s+skip\s+unchanged", plan), plan
+    assert "cert metrics: would push 9 series (3 certificates)" in plan, plan  # --check sends nothing
     env.play("deploy")
     events = (env.job(env.server(), "prometheus") / "logs" / "events.log").read_text().split()
     assert events == ["start", "reload"], events
@@ -295,5 +367,8 @@ def test_05_a_changed_alert_reloads_the_server_only(env):
 
 
 def test_06_a_second_deploy_changes_nothing(env):
+    before = pushes(env)
     rc, out = env.play("deploy")
     assert "no changes required" in out, out
+    assert "cert metrics: pushed 9 series" in out, out  # as maand: after every deploy, a no-op one too
+    assert env.wait_for("the push of a no-op deploy", lambda: pushes(env) == before + 1)

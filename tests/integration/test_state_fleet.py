@@ -127,6 +127,13 @@ def test_01_a_hook_variable_written_by_a_deploy_from_one_controller_is_rendered_
         assert (b.job(host, "paint") / "paint.txt").read_text() == "painted_by=controller-a\n", out
     rc, out = a.deploy()
     assert "no changes required" in out, out
+    # the deploy records of both controllers are in the store: B lists A's runs and its own (maand.core.logs)
+    rc, out = b.play("logs", "-e", "maand_format=json")
+    runs, dummy = json.JSONDecoder().raw_decode(out[out.index("\n{\n") + 1:])
+    summaries = [r["summary"] for r in runs["runs"]]
+    assert [r["outcome"] for r in runs["runs"]] == ["ok"] * 3, runs
+    assert summaries[0] == "6 started" and summaries[1].endswith(", 4 unchanged") and summaries[2] == "6 unchanged"
+    assert not (a.bucket / "data" / "deploys").exists() and not (b.bucket / "data" / "deploys").exists()
 
 
 def test_02_a_build_from_a_stale_checkout_is_refused(pair):

@@ -80,6 +80,23 @@ def test_a_write_is_refused_when_another_writer_moved_the_catalog_since_the_read
     assert [w["host"] for w in _catalog.read_catalog(bucket)["workers"]] == ["10.0.0.3"]
 
 
+def test_gc_drops_a_cleaned_departed_row_from_the_store(bucket, url):
+    """The catalog's departed list (issue 23 item 4) round-trips through the store, and gc's commit (a
+    read-modify-write under the store's bucket lock) drops the row of the worker it cleaned."""
+    from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
+    doc = dict(catalog_doc(), departed=[{"host": "10.0.0.9", "hostname": None}, {"host": "10.0.0.8", "hostname": "n8"}])
+    _catalog.write_catalog(bucket, doc)
+    assert _catalog.read_catalog(bucket)["departed"] == doc["departed"]
+    states = {h: {"state": {"reachable": True, "exists": True, "trees": []}} for h in ("10.0.0.1", "10.0.0.9")}
+    planned = _gc.plan_bucket(bucket, states, sorted(states), time.time(), 0)
+    assert planned.trees() == ["10.0.0.9"]
+    done = _gc.commit(bucket, planned, states, {"10.0.0.9": {"results": [{"job": "", "ok": True}]}}, sorted(states))
+    assert not done.problems and done.changed
+    assert fresh(url).read("catalog") is not None
+    assert _catalog.read_catalog(bucket)["departed"] == [{"host": "10.0.0.8", "hostname": "n8"}]
+    assert not os.path.exists(os.path.join(bucket, "data", "catalog.json"))
+
+
 def test_the_kv_document_keeps_history_and_secrets_stay_sealed_with_the_local_key(bucket, url, pg_server):
     with _kv_store.KVStore.edit(bucket) as kv:
         kv.put("vars/job/api", "color", "blue")
@@ -201,6 +218,32 @@ def test_run_records_are_kept_in_the_store(bucket, url):
     assert record.outcome == {("api", "10.0.0.1"): "done"}
 
 
+def test_deploy_records_are_kept_in_the_store_bounded_with_the_run_records(pg_server, monkeypatch):
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    url = pg_server.database()  # its own: the trimming below would drop other tests' run records
+    store = fresh(url)
+    for i in range(5):
+        run_id = "2026010%dT000000-1" % i
+        store.write_run(run_id, "{}", "{}")
+        store.write_record(run_id, json.dumps({"i": i}), 3)
+    assert [json.loads(text)["i"] for dummy, text in fresh(url).records()] == [2, 3, 4]
+    assert [r for r, dummy in fresh(url).records(limit=1)] == ["20260104T000000-1"]
+    assert [r[0] for r in fresh(url).runs()] == ["20260102T000000-1", "20260103T000000-1", "20260104T000000-1"]
+
+
+def test_a_store_of_schema_1_gets_the_deploy_records_table(pg_server, monkeypatch):
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    url = pg_server.database()
+    fresh(url).read("catalog")
+    sql(pg_server, url, "DROP TABLE maand_deploy_records; UPDATE maand_schema SET version = 1")
+    store = fresh(url)
+    store.write_record("20260101T000000-1", "{}", 3)
+    assert store.records() == [("20260101T000000-1", "{}")]
+    assert sql(pg_server, url, "SELECT version FROM maand_schema") == str(state_pg.SCHEMA_VERSION)
+
+
 def test_a_newer_schema_is_refused_and_a_wrong_password_is_never_printed(bucket, url, pg_server, monkeypatch):
     sql(pg_server, url, "UPDATE maand_schema SET version = %d" % (state_pg.SCHEMA_VERSION + 1))
     try:
@@ -237,6 +280,7 @@ def _file_bucket(path):
     with _kv_store.KVStore.edit(bucket) as kv:
         kv.put("vars/job/api", "color", "blue")
         kv.put("secrets/job/api", "token", "moved-secret")
+    storage.FileStore(bucket).write_record("20260101T000000-1", json.dumps({"moved": "record"}))
     return bucket
 
 
@@ -264,12 +308,14 @@ def test_moving_state_into_the_store_and_back_to_files(tmp_path, pg_server, monk
         monkeypatch.setenv(key, value)
     assert [w["host"] for w in _catalog.read_catalog(str(other))["workers"]] == ["10.0.0.7", "10.0.0.8"]
     assert _kv_store.KVStore.load(str(other)).get("secrets/job/api", "token", reveal_secrets=True) == "moved-secret"
+    assert storage.store(str(other)).records() == [("20260101T000000-1", json.dumps({"moved": "record"}))]
 
     rc, out = _state_playbook(str(other), "files", dict(pg_server.env, **{storage.URL_ENV: url}))
     assert rc == 0, out
     after = {name: (other / "data" / name).read_text() for name in ("catalog.json", "kv.json", "bucket_id")}
     assert after == before
     assert oct((other / "data" / "kv.json").stat().st_mode & 0o777) == "0o600"
+    assert json.loads((other / "data" / "deploys" / "20260101T000000-1.json").read_text()) == {"moved": "record"}
 
 
 def test_a_move_with_an_invalid_document_writes_nothing(tmp_path, pg_server, monkeypatch):

@@ -248,6 +248,10 @@ def _schema_errors(document, schema, rel, kind, report, prefix=""):
 
 
 def load_maand_conf(bucket, report):
+    if not os.path.lexists(os.path.join(bucket.path, MAAND_CONF)):  # maand: ErrNotInitialized (bucket/errors.go)
+        report.error("ErrNotInitialized", MAAND_CONF, "", "maand is not initialized: file not found",
+                     "run ansible-playbook maand.core.init -e maand_bucket=<the bucket folder>, or create %s" % MAAND_CONF)
+        return
     conf = _read_toml(bucket, MAAND_CONF, report, "ErrInvalidMaandConf", required=True)
     if conf is None:
         return
@@ -454,10 +458,9 @@ def _worker_arch(value, rel, field, report):
 
 
 def _walk_job(bucket, name, rel_dir, report, manifest_rel):
-    """Check the job tree: reserved dirs, Makefile, symlinks; report the files maand.core ships but does
-    not act on (templates, vars.toml, _modules/, _prometheus/)."""
+    """Check the job tree: reserved dirs, Makefile, symlinks; list its templates (.tpl, .j2)."""
     root = os.path.join(bucket.path, rel_dir)
-    templates, top, tpl_files = [], {}, []
+    top, tpl_files = {}, []
     stack = [root]
     while stack:
         current = stack.pop()
@@ -478,10 +481,8 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
-            elif entry.name.endswith((".tpl", ".j2")):
-                templates.append(rel)
-                if not _in_skipped(rel):
-                    tpl_files.append(rel)
+            elif entry.name.endswith((".tpl", ".j2")) and not _in_skipped(rel):
+                tpl_files.append(rel)
     makefile = next((m for m in MAKEFILES if m in top and top[m].is_file()), None)  # follows a link, as os.stat
     if makefile is None:
         report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
@@ -490,7 +491,6 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
         if reserved in top:
             report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
                          "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
-    _report_unhonoured_files(name, rel_dir, top, makefile, templates, report)
     # .tpl and .j2 files in the order of _kv_build.job_templates (an os.walk, sorted): one walk per job
     tpl_files.sort(key=lambda rel: (tuple(rel.split("/")[:-1]), rel.rsplit("/", 1)[-1]))
     return makefile, frozenset(top), {suffix: tuple(r for r in tpl_files if r.endswith(suffix))
@@ -533,23 +533,6 @@ def _check_symlink(bucket, rel_dir, root, rel, report):
         return
     report.error("ErrInvalidJob", rel_dir, rel, problem,
                  "use a relative link to a file inside the job folder, or copy the file in")
-
-
-def _report_unhonoured_files(name, rel_dir, top, makefile, templates, report):
-    """What maand acts on and maand.core does not. Templates (.tpl, .j2, Makefile.tpl) are rendered at
-    deploy, vars.toml is merged into the KV by build, _modules/ holds the job commands (run on the
-    controller, never shipped) and _prometheus/ reaches the server job's rules/ and consoles/ at deploy;
-    only maand's certificate expiry push to a Prometheus server job remains."""
-    del makefile, templates
-    server = ("is a Prometheus server job: its rules/ and consoles/ are shipped as maand ships them, but"
-              " maand.core does not push the certificate expiry gauges (remote write) that rules/maand/certs.yaml"
-              " alerts on")
-    for entry in ("prometheus.yml", "prometheus.yml.tpl"):
-        if entry in top:
-            report.unhonoured("ErrInvalidJob", rel_dir, entry, "job %s %s" % (name, server),
-                              "watch certificates with ansible-playbook maand.core.cat -e maand_cat=certs, or build"
-                              " without maand_strict to accept it")
-            return
 
 
 def _bounds(job, manifest, key, parse, rel, report):
@@ -727,7 +710,7 @@ def load_job(bucket, name, report):
         if not SELECTOR_NAME.match(selector):
             report.error("ErrInvalidManifest", rel, "selectors", "job %s: selector %r has spaces or odd characters" % (
                 name, selector), "use plain label names")
-    job.selectors = tuple(sorted(set(selectors or [name.lower()])))
+    job.selectors = tuple(dict.fromkeys(selectors or [name.lower()]))  # manifest order, as maand (PlacementSelectors)
     low, high = _bounds(job, manifest, "memory", parse_memory_mb, rel, report)
     job.min_memory_mb, job.max_memory_mb, job.memory_mb, job.memory_source = _reservation(
         bucket, job, "memory", "mb", parse_memory_mb, low, high, report)

@@ -13,6 +13,7 @@ import difflib
 # maand's error kinds (bucket/errors.go, build/errors.go), plus the ones this collection adds.
 KINDS = frozenset(
     {
+        "ErrNotInitialized",
         "ErrInvalidMaandConf",
         "ErrInvalidBucketConf",
         "ErrInvalidBucketJobsConf",

@@ -20,6 +20,9 @@ without it.
   when the playbook's process is gone or when released, and PostgreSQL frees a session's advisory
   locks when it ends, so a controller that dies leaves no stale lock.
 * Run records (``maand_runs``): each deploy run's plan and state, for ``maand.core.cat``.
+* Deploy records (``maand_deploy_records``, schema version 2): one JSON document per finished
+  deploy run (deploy/record.py), for ``maand.core.logs``, ``info`` and ``cat``; writing one drops
+  all but the newest records and run records (the history is bounded).
 
 Only the standard library and psycopg (3), imported late: without psycopg a PostgreSQL URL is an
 error naming the pip command. No Ansible imports, and no imports of the rest of the core (the
@@ -40,7 +43,7 @@ import sys
 import time
 import urllib.parse
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APP = "maand.core"
 URL_ENV = "MAAND_STATE_URL"
 INSTALL = "python3 -m pip install 'psycopg>=3.1,<4'"
@@ -68,6 +71,13 @@ MIGRATIONS = {
                run_id text PRIMARY KEY,
                plan text NOT NULL,
                state text NOT NULL,
+               written_at timestamptz NOT NULL DEFAULT now(),
+               written_by text NOT NULL DEFAULT '')""",
+    ],
+    2: [
+        """CREATE TABLE IF NOT EXISTS maand_deploy_records (
+               run_id text PRIMARY KEY,
+               record text NOT NULL,
                written_at timestamptz NOT NULL DEFAULT now(),
                written_by text NOT NULL DEFAULT '')""",
     ],
@@ -262,18 +272,22 @@ class PgStore:
             "SELECT name, body, generation, written_at, written_by, source FROM maand_documents").fetchall())
         return {r[0]: Doc(r[1], r[2], _stamp(r[3]), r[4], r[5]) for r in rows}
 
-    def replace_all(self, docs, runs=()):
-        """Replace every document and run record in one transaction (moving state into the store)."""
+    def replace_all(self, docs, runs=(), records=()):
+        """Replace every document, run record and deploy record in one transaction (moving state into the store)."""
         def tx(conn):
             with conn.transaction():
                 conn.execute("DELETE FROM maand_documents")
                 conn.execute("DELETE FROM maand_runs")
+                conn.execute("DELETE FROM maand_deploy_records")
                 for name, text in sorted(docs.items()):
                     conn.execute("INSERT INTO maand_documents (name, body, generation, written_by) VALUES "
                                  "(%s, %s, 1, %s)", (name, text, whoami()))
                 for run_id, plan, state in runs:
                     conn.execute("INSERT INTO maand_runs (run_id, plan, state, written_by) VALUES (%s, %s, %s, %s)",
                                  (run_id, plan, state, whoami()))
+                for run_id, text in records:
+                    conn.execute("INSERT INTO maand_deploy_records (run_id, record, written_by) VALUES (%s, %s, %s)",
+                                 (run_id, text, whoami()))
         self._run("replacing the bucket's state", tx)
 
     # --- run records ----------------------------------------------------------------------------
@@ -289,6 +303,28 @@ class PgStore:
         rows = self._run("reading the run records", lambda c: c.execute(
             "SELECT run_id, plan, state FROM maand_runs ORDER BY run_id DESC" + (" LIMIT %d" % limit if limit else "")
         ).fetchall())
+        return [tuple(r) for r in reversed(rows)]
+
+    # --- deploy records ---------------------------------------------------------------------------
+
+    def write_record(self, run_id, text, keep):
+        """Store one deploy record; keep the newest `keep` deploy records and run records, drop the rest."""
+        def tx(conn):
+            with conn.transaction():
+                conn.execute(
+                    "INSERT INTO maand_deploy_records (run_id, record, written_at, written_by) VALUES (%s, %s, now(), %s) "
+                    "ON CONFLICT (run_id) DO UPDATE SET record = EXCLUDED.record, written_at = now(), "
+                    "written_by = EXCLUDED.written_by", (run_id, text, whoami()))
+                for table in ("maand_deploy_records", "maand_runs"):
+                    conn.execute("DELETE FROM %s WHERE run_id NOT IN (SELECT run_id FROM %s ORDER BY run_id DESC "
+                                 "LIMIT %%s)" % (table, table), (max(1, int(keep)),))
+        self._run("writing the deploy record %s" % run_id, tx)
+
+    def records(self, limit=None):
+        """[(run_id, record text)] of the kept deploy records, oldest first (the last `limit` ones)."""
+        rows = self._run("reading the deploy records", lambda c: c.execute(
+            "SELECT run_id, record FROM maand_deploy_records ORDER BY run_id DESC"
+            + (" LIMIT %d" % int(limit) if limit else "")).fetchall())
         return [tuple(r) for r in reversed(rows)]
 
     # --- the bucket lock (short read-modify-write sections) -------------------------------------

@@ -13,6 +13,12 @@ records) lives in one **state store**, ``store(bucket_dir)``:
   ``MAAND_STATE_URL`` in the environment (the variable wins): several controllers (a team, AWX
   jobs) then share one bucket's state, its deploy lock and run records.
 
+Both also keep the **deploy records** (one JSON document per finished deploy run, written by
+deploy/record.py, read by ``maand.core.logs``, ``info`` and ``cat -e maand_cat=deployments``):
+``write_record(run_id, text, keep)`` stores one and drops all but the newest ``keep``
+(``RECORDS_KEPT``), ``records(limit=None)`` returns ``[(run_id, text)]`` oldest first. Files:
+``data/deploys/<run_id>.json``; PostgreSQL: the ``maand_deploy_records`` table.
+
 Both have the same document interface: ``read(name) -> Doc | None`` (its text and generation),
 ``write(name, text, expect=None)`` (expect: the generation read; a PostgreSQL write refuses when
 another writer moved it), ``exists(name)``. Secrets stay sealed with ``secrets/kv.key`` in the KV
@@ -46,6 +52,8 @@ MAAND_CONF = "maand.conf"
 URL_ENV = _state_pg.URL_ENV
 # document name -> (file under data/, mode of a new file)
 DOCUMENTS = {"catalog": ("catalog.json", 0o600), "bucket_id": ("bucket_id", 0o600), "kv": ("kv.json", 0o600)}
+RECORDS_DIR = "deploys"  # data/deploys/<run_id>.json: the deploy records of a FileStore
+RECORDS_KEPT = 50  # deploy records a store keeps (the newest; older ones are dropped when one is written)
 
 Doc = _state_pg.Doc
 StateStoreError = _state_pg.StateStoreError
@@ -161,6 +169,48 @@ class FileStore:
             if doc is not None:
                 out[name] = doc
         return out
+
+    # --- deploy records (data/deploys/<run_id>.json) ------------------------------------------------
+
+    def records_dir(self):
+        return os.path.join(self.bucket_dir, DATA_DIR, RECORDS_DIR)
+
+    def write_record(self, run_id, text, keep=RECORDS_KEPT):
+        """Store one deploy record and drop all but the newest `keep` (by run id: runs ids start with their UTC
+        start time)."""
+        check_run_id(run_id)
+        ensure_data_dir(self.bucket_dir)
+        folder = private_dir(self.records_dir())
+        atomic_write(os.path.join(folder, run_id + ".json"), text)
+        for old in self._record_ids()[:-max(1, int(keep))]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, old + ".json"))
+
+    def _record_ids(self):
+        try:
+            names = os.listdir(self.records_dir())
+        except FileNotFoundError:
+            return []
+        return sorted(n[:-len(".json")] for n in names if n.endswith(".json") and not n.startswith("."))
+
+    def records(self, limit=None):
+        """[(run_id, text)] of the kept deploy records, oldest first (the last `limit` ones); a record removed
+        while this reads is left out."""
+        ids = self._record_ids()
+        out = []
+        for run_id in ids[-limit:] if limit else ids:
+            with contextlib.suppress(FileNotFoundError):
+                with open(os.path.join(self.records_dir(), run_id + ".json"), encoding="utf-8") as handle:
+                    out.append((run_id, handle.read()))
+        return out
+
+
+def check_run_id(run_id):
+    """StateStoreError unless run_id can name a record (letters, digits, '.', '_', '-'; not starting with '.')."""
+    if not isinstance(run_id, str) or not run_id or run_id.startswith(".") or len(run_id) > 128 or any(
+            not (c.isascii() and (c.isalnum() or c in "._-")) for c in run_id):
+        raise StateStoreError("%r cannot name a deploy record (letters, digits, '.', '_' and '-' only)" % (run_id,))
+    return run_id
 
 
 def data_dir(bucket_dir):

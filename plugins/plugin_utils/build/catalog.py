@@ -198,6 +198,50 @@ def check_checkout(bucket_dir):
             % (store.where("catalog"), doc.source[:12], doc.generation, doc.written_at, doc.written_by, head[:12]))
 
 
+# --- departed workers: they left workers.json; gc deletes their bucket folder, then forgets them ------
+
+DEPARTED = "departed"  # catalog key, present only when the list is not empty
+
+
+def departed_hosts(catalog):
+    """The hosts of the catalog's departed list, in its order."""
+    return [d["host"] for d in (catalog or {}).get(DEPARTED) or ()]
+
+
+def keep_departed(catalog, previous):
+    """Set catalog["departed"]: every worker of the previous catalog (or of its departed list) that is not
+    in workers.json any more, until maand.core.gc has deleted /opt/worker/<bucket_id> on it (it then drops
+    the row). A deploy cleans a departed worker but keeps jobs/*/data and jobs/*/logs, and drops its
+    `workers` row once it holds no allocation; this list is how gc still reaches it. A worker that is back
+    in workers.json leaves the list (its folder is live again). Records: {host, hostname}; the connection
+    is maand.conf's, as for every worker. The key is absent when the list is empty."""
+    live = {w["host"] for w in catalog.get("workers", ()) if not w.get("removed")}
+    found = {}
+    for record in (previous or {}).get(DEPARTED) or ():
+        found[record["host"]] = {"host": record["host"], "hostname": record.get("hostname")}
+    for worker in (previous or {}).get("workers") or ():
+        if worker["host"] not in found:
+            found[worker["host"]] = {"host": worker["host"], "hostname": worker.get("hostname")}
+    departed = [found[host] for host in sorted(found) if host not in live]
+    if departed:
+        catalog[DEPARTED] = departed
+    else:
+        catalog.pop(DEPARTED, None)
+    return catalog
+
+
+def drop_departed(catalog, hosts):
+    """A new catalog without the departed rows of `hosts` (gc cleaned them)."""
+    hosts = set(hosts)
+    new = dict(catalog)
+    left = [d for d in catalog.get(DEPARTED) or () if d["host"] not in hosts]
+    if left:
+        new[DEPARTED] = left
+    else:
+        new.pop(DEPARTED, None)
+    return new
+
+
 def diff_catalogs(old, new):
     """Human-readable lines describing what a build changes in the catalog."""
     lines = []
@@ -234,4 +278,10 @@ def diff_catalogs(old, new):
                 lines.append("~ worker %s: %s %s -> %s" % (worker["host"], key, before.get(key), worker.get(key)))
     for host in sorted(set(old_workers) - {w["host"] for w in new["workers"]}):
         lines.append("- worker %s (dropped from catalog)" % host)
+    old_departed, new_departed = set(departed_hosts(old)), set(departed_hosts(new))
+    for host in sorted(new_departed - old_departed):
+        lines.append("+ departed worker %s (left workers.json; maand.core.gc deletes its bucket folder, data/ and "
+                     "logs/ included)" % host)
+    for host in sorted(old_departed - new_departed):
+        lines.append("- departed worker %s (back in workers.json)" % host)
     return lines

@@ -72,6 +72,15 @@ ALLOCATION = {
     },
 }
 
+DEPARTED = {  # a worker that left workers.json, until maand.core.gc has cleaned it (_catalog.keep_departed)
+    "type": "object",
+    "required": ["host"],
+    "properties": {
+        "host": {"type": "string", "minLength": 1},
+        "hostname": {"type": ["string", "null"]},
+    },
+}
+
 INPUTS = {
     "type": "object",
     "required": ["digest", "files"],
@@ -97,6 +106,7 @@ CATALOG = {
         "workers": {"type": "array", "items": WORKER},
         "jobs": {"type": "array", "items": JOB},
         "allocations": {"type": "array", "items": ALLOCATION},
+        "departed": {"type": "array", "items": DEPARTED},
         "inputs": INPUTS,
         "update_seq_floor": {"type": "integer", "minimum": 1},  # maand.db's update_seq, after a takeover
     },

@@ -302,6 +302,7 @@ class CertStatus:
     not_after: str  # UTC, "2026-01-02 03:04:05"
     days_left: str
     status: str  # ok, expiring, expired, invalid
+    not_after_seconds: int = 0  # NotAfter as Unix seconds (maand_cert_not_after_seconds); 0 when invalid
 
 
 def cert_status(cert_pem: Optional[str], buffer_days: int, now: Optional[datetime.datetime] = None) -> CertStatus:
@@ -316,7 +317,8 @@ def cert_status(cert_pem: Optional[str], buffer_days: int, now: Optional[datetim
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     days = int((not_after - now).total_seconds() / 86400)
     status = expiry_status(not_after, buffer_days, now)
-    return CertStatus(str(names[0].value) if names else "", not_after.strftime("%Y-%m-%d %H:%M:%S"), str(days), status)
+    return CertStatus(str(names[0].value) if names else "", not_after.strftime("%Y-%m-%d %H:%M:%S"), str(days), status,
+                      int(not_after.timestamp()))
 
 
 def expiry_status(not_after: datetime.datetime, buffer_days: int, now: datetime.datetime) -> str:

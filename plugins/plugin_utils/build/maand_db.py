@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pathlib
 import re
 import sqlite3
 from typing import Optional
@@ -82,7 +83,8 @@ def read(bucket_dir: str) -> Optional[MaandDB]:
         raise MaandDBError("%s is not a regular file; replace it with maand's database (or remove it to start"
                            " a new bucket_id)" % DB_REL)
     try:
-        conn = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+        # as a URI (percent-encoded), so a `?`, `#` or `%` in the bucket path cannot change the file or the mode
+        conn = sqlite3.connect(pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise MaandDBError("%s cannot be opened: %s; check its permissions" % (DB_REL, exc)) from None
     try:

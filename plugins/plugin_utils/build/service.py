@@ -105,6 +105,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id, specs)
         _keep_worker_ids(result.catalog, result.previous, result.maand)
         _keep_update_seq(result.catalog, result.previous, result.maand)
+        _catalog.keep_departed(result.catalog, result.previous)
         if inputs is not None:
             result.catalog["inputs"] = inputs
         if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):

@@ -383,6 +383,12 @@ def current_versions(states):
     return out
 
 
+def worker_id(worker, host):
+    """The worker_id a deploy writes into the worker's worker.json: the catalog's (maand's, kept by a
+    takeover), else maand's stable UUID of the host."""
+    return str((worker or {}).get("worker_id") or _kv_mod.stable_uuid(host))
+
+
 def seen_update_seq(states, catalog=None):
     """The highest update_seq the workers report, and at least the catalog's update_seq_floor (maand.db's
     update_seq, kept by a takeover build); 0 when neither has one."""
@@ -918,7 +924,7 @@ class _Planner:
         # update_seq) with maand.core's "worker" beside it
         worker_json = {"bucket_id": self.bucket_id, "worker": host, "labels": sorted(worker.get("labels") or []),
                        "update_seq": seq, "worker_ip": host,
-                       "worker_id": str(worker.get("worker_id") or _kv_mod.stable_uuid(host))}
+                       "worker_id": worker_id(worker, host)}
         if self.by_worker is None:  # allocations by worker, once: metadata of every host stays linear
             self.by_worker = {}
             for a in self.catalog.get("allocations", []):

@@ -173,14 +173,16 @@ def listen_hint(job, check_ports, ports, problems, first_deploy):
 
 def status_command(worker_root, job, lines=10):
     """The shell command run on a worker after a failed gate: the tail of `make status` and of the
-    newest file in the job's logs/."""
+    newest file in the job's logs/. The command may run as root in a folder the job's user writes: a
+    symlink (logs/ itself or the newest entry) is named, never followed, so it cannot leak other files."""
     folder = shlex.quote("%s/jobs/%s" % (worker_root, job))
     n = int(lines)
     return ("cd %s 2>/dev/null || { echo '(no job folder %s)'; exit 0; }; "
             "out=$(timeout 10 make -s status 2>&1); rc=$?; echo \"--- make status (exit $rc):\"; "
             "printf '%%s\\n' \"$out\" | tail -n %d; "
-            "f=$(ls -t logs 2>/dev/null | head -n 1); "
-            "if [ -n \"$f\" ]; then echo \"--- logs/$f:\"; tail -n %d \"logs/$f\"; fi"
+            "if [ -L logs ]; then echo '--- logs: a symlink, not read'; else f=$(ls -t logs 2>/dev/null | head -n 1); "
+            "if [ -n \"$f\" ] && [ -L \"logs/$f\" ]; then echo \"--- logs/$f: a symlink, not read\"; "
+            "elif [ -n \"$f\" ] && [ -f \"logs/$f\" ]; then echo \"--- logs/$f:\"; tail -n %d \"logs/$f\"; fi; fi"
             % (folder, folder, n, n))
 
 

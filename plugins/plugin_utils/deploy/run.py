@@ -245,8 +245,22 @@ def _messages(state):
     return out
 
 
-def advance(run_dir, key, gate_runner, after_results=None):
-    """Fold the step in flight, then write the requests of step key. Returns (hosts, new failures)."""
+def before_step(run_dir, plan, state, step, before):
+    """The controller's work before the requests of step (None: the final pass and finish): before(plan, state,
+    step) -> (failure messages, plan changed) runs the pre_deploy hooks of the waves due (deploy/pre_deploy),
+    failing jobs in state and patching the plan's content. Saves both; returns the messages."""
+    if before is None:
+        return []
+    messages, changed = before(plan, state, step)
+    if changed:
+        _write_json(os.path.join(run_dir, "plan.json"), plan)
+    save_state(run_dir, state)
+    return list(messages)
+
+
+def advance(run_dir, key, gate_runner, after_results=None, before=None):
+    """Fold the step in flight, run what is due before step key (before_step), then write its requests.
+    Returns (hosts, new failures)."""
     plan = load_plan(run_dir)
     state = load_state(run_dir)
     state, failures = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
@@ -254,6 +268,7 @@ def advance(run_dir, key, gate_runner, after_results=None):
     step = find_step(plan, key)
     if key in state.steps_completed:
         raise RunError("step %s of this run already ran" % key)
+    failures = failures + before_step(run_dir, plan, state, step, before)
     requests = RS.requests_for_step(state, step)
     for host, request in requests.items():
         _write_json(request_path(run_dir, key, host), dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
@@ -266,11 +281,13 @@ def read_request(run_dir, key, host):
     return _read_json(request_path(run_dir, key, host))
 
 
-def finish(run_dir, gate_runner, after_results=None):
-    """Fold what is still in flight; returns (plan, state, report)."""
+def finish(run_dir, gate_runner, after_results=None, before=None):
+    """Fold what is still in flight, run what is still due (before_step: the pre_deploy hooks of waves with
+    nothing to roll out); returns (plan, state, report)."""
     plan = load_plan(run_dir)
     state = load_state(run_dir)
     state, dummy = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
+    before_step(run_dir, plan, state, None, before)
     inject_fault("finish")
     publish(run_dir, plan, state)
     return plan, state, RS.final_report(state, plan)

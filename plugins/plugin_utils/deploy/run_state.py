@@ -58,6 +58,7 @@ class RunState:
     awaiting: dict = field(default_factory=dict)        # job -> [promotion]: start batches waiting for the gate after
     #                                                     the job's last start batch (maand's start semantics)
     failed_at: dict = field(default_factory=dict)       # job -> index of the step where it first failed (auto_revert)
+    pre_deploy_waves: list = field(default_factory=list)  # waves whose pre_deploy hooks ran (deploy/pre_deploy)
 
     def to_dict(self):
         data = asdict(self)
@@ -141,6 +142,14 @@ def _reverted(state, step, job, ops):
     _fail(state, step, job, "job %s: auto_revert put the last promoted version back on %s (restarted%s); the "
           "job's later batches were not deployed" % (job, ", ".join(op["host"] for op in ops),
                                                      "" if ops[0].get("promote_now") else ", gate passed"))
+
+
+def fail_before_wave(state, job, wave, msg):
+    """A job that fails before its wave's first step (its pre_deploy hooks): none of its ops run, nor any
+    job of a later wave (the earlier waves keep what they rolled out; the wave's other jobs go on)."""
+    state.failed_by_job.setdefault(job, []).append(msg)
+    later = {j for j, w in state.job_waves.items() if (w or 0) > wave}
+    state.blocked = sorted(set(state.blocked) | {job} | later)
 
 
 def record_failure(state, step, job, msg):

@@ -4,14 +4,16 @@
 """The deploy's front door (no Ansible imports): what the deploy actions orchestrate.
 
 * ``lock`` / ``unlock``: the bucket's deploy lock (and a takeover's bucket_id adoption).
-* ``prepare``: read the catalog (refusing a missing or stale one), filter the jobs, run ``pre_deploy``
-  hooks, stack job-spec layers and render the allocations in memory, expand the job specs' environments,
+* ``prepare``: read the catalog (refusing a missing or stale one), filter the jobs, stack job-spec layers
+  and render the allocations in memory (jobs with ``pre_deploy`` hooks from the KV before them), expand the job specs' environments,
   adopt maand's versions, plan, check the pinned plan hash, attach job specs, stage the trees that sync and
   create the run folder (data/.deploy-run/<id>) with its segments.
-* ``step``: fold the previous step of the run (results, health gates, hooks), write this step's agent
+* ``step``: fold the previous step of the run (results, health gates, hooks), run the ``pre_deploy`` hooks
+  due at this step's wave (deploy/pre_deploy: the jobs rendered again after them), write this step's agent
   requests; ``agent_payload`` / ``agent_done``: one worker's part of a step (the adapter does the I/O).
 * ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys (under
-  the bucket lock), remove the staged trees, release the deploy lock, report.
+  the bucket lock), remove the staged trees, keep the run's deploy record (deploy/record.py), release the
+  deploy lock, report.
 
 The Ansible side (adapter/controller.py) passes in what the deploy needs of the controller as a
 ``Controller``: the workers' connection settings, the operator's screen, the hook budgets; and the
@@ -20,11 +22,13 @@ workers' deploy states as data. Results are records whose ``as_result()`` is the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
 import tempfile
+import time
 from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import storage as _storage
@@ -32,7 +36,8 @@ from ..build import catalog as _catalog, fingerprint as _fingerprint, maand_db a
 from ..hooks import commands as _hooks, points as _hook_deploy, run as _hook_run
 from ..kv import store as _kv_store
 from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
-from . import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, progress as _deploy_progress
+from . import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, pre_deploy as _pre_deploy
+from . import progress as _deploy_progress, record as _deploy_record
 from . import remote as _deploy_remote, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
@@ -296,26 +301,11 @@ def _read_catalog(bucket):
     return catalog
 
 
-def _pre_deploy(req, catalog, in_scope, jobs_filter, ctl):
-    """maand runs pre_deploy before staging, so its KV writes reach this deploy's templates; a
-    job whose hook fails is left out (and the deploy fails). Not in check mode (hooks have effects)."""
-    jobs = [j for j in in_scope if _hooks.has_event(catalog, j, "pre_deploy")]
-    if not jobs:
-        return {}, in_scope, jobs_filter
-    if req.check_mode:
-        ctl.warn("check mode: pre_deploy hooks of %s not run; templates show the KV as it is" % ", ".join(jobs))
-        return {}, in_scope, jobs_filter
-    with _hook_deploy.session(req.bucket, catalog, ctl.connections(req.hosts), ctl.hook_timeout, ctl.output_tail,
-                              _deploy_plan.current_versions(req.states),
-                              lambda msg: ctl.show("hook: " + msg)) as ctx:
-        failed = _hook_deploy.pre_deploy(ctx, jobs)
-    for job, messages in sorted(failed.items()):
-        for msg in messages:
-            ctl.show("FAILED: %s" % msg, color="red", stderr=True)
-    if failed:
-        in_scope = [j for j in in_scope if j not in failed]
-        jobs_filter = sorted(in_scope)
-    return failed, in_scope, jobs_filter
+def _hooked(catalog, in_scope):
+    """The jobs in scope with pre_deploy hooks, in the order maand runs them (deployment_seq, name): they run at
+    their wave (deploy/pre_deploy), so the plan renders them first with the KV as it is."""
+    scope = set(in_scope)
+    return [j for j in _hooks.jobs_with(catalog, "pre_deploy") if j in scope]
 
 
 def _refuse_on(errors):
@@ -323,16 +313,35 @@ def _refuse_on(errors):
         raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(errors))
 
 
-def _stage(req, catalog, in_scope):
-    """Every job tree read once, every active allocation's templates rendered and hashed in memory."""
-    try:  # job specs' layers stacked under the job trees (data/.jobspec-layers/<job>; a temp folder in check mode)
-        with _jobspec_layers.stacked(req.bucket, catalog, in_scope, req.check_mode) as stacked:
-            return _deploy_stage.compute(req.bucket, stacked, in_scope, req.hosts,
-                                         _deploy_plan.current_versions(req.states),
-                                         _deploy_plan.seen_update_seq(req.states, catalog),
-                                         [provider(req.bucket, catalog) for provider in OVERLAY_PROVIDERS])
+def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False, pending=()):
+    """Every job tree read once, every active allocation's templates rendered and hashed in memory (job specs'
+    layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
+    whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec_layers.LayerError, OSError."""
+    with _jobspec_layers.stacked(bucket, catalog, jobs, check_mode) as stacked:
+        return _deploy_stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
+                                     [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
+
+
+def _stage(req, catalog, in_scope, hooked):
+    try:
+        return render(req.bucket, catalog, in_scope, req.hosts, _deploy_plan.current_versions(req.states),
+                      _deploy_plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
     except (_jobspec_layers.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
+
+
+def _with_pre_deploy(req, catalog, plan, hooked, staging):
+    """What the run needs to run the pre_deploy hooks at their waves (plan["pre_deploy"]) and the plan's lines
+    saying when they run and that the plan was rendered before them (in check mode: that they did not run)."""
+    if not hooked:
+        return
+    jobs = {j["name"]: j for j in catalog.get("jobs", [])}
+    globs = {j: jobs[j].get("restart_globs") or [] for j in hooked if jobs[j].get("restart_policy") == "reload"}
+    plan[_pre_deploy.KEY] = _pre_deploy.entry(
+        hooked, plan.get("job_waves") or {}, staging.content, _deploy_plan.current_versions(req.states),
+        _deploy_plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs)
+    plan[_pre_deploy.KEY]["rollout_orders"] = _hook_deploy.rollout_orders(req.bucket, hooked)
+    plan["lines"].extend(_pre_deploy.lines(plan, req.check_mode, staging.missing))
 
 
 def _plan(req, catalog, jobs_filter, in_scope, staging, ctl):
@@ -380,18 +389,15 @@ def _prepare(req, ctl):
     # pre_deploy hooks run on any worker
     _refuse_on(_jobspec_deploy.check_env(catalog, in_scope, os.environ.get)
                + _jobspec_deploy.check_ids(catalog, req.states, in_scope))
-    hook_failures, in_scope, jobs_filter = _pre_deploy(req, catalog, in_scope, jobs_filter, ctl)
-    staging = _stage(req, catalog, in_scope)
+    hooked = _hooked(catalog, in_scope)
+    staging = _stage(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content))
     plan = _plan(req, catalog, jobs_filter, in_scope, staging, ctl)
-    digest = _deploy_pin.decorate(plan, catalog)  # before hook failures and estimates join the plan
+    digest = _deploy_pin.decorate(plan, catalog)  # before the pre_deploy record and estimates join the plan
     refused = check_pin(req.plan_hash, plan, digest, req.check_mode)
     if refused:
         raise _Refused(refused, plan)
-    for job, messages in sorted(hook_failures.items()):  # the deploy goes on without them and ends failed
-        plan["failures"].extend({"job": job, "worker": None, "msg": "%s (job %s not deployed)" % (m, job)}
-                                for m in messages)
-        plan["lines"].append("FAILED: job %s: pre_deploy failed, the job is not deployed this run" % job)
+    _with_pre_deploy(req, catalog, plan, hooked, staging)
     workers = {w["host"]: w for w in catalog.get("workers", [])}
     plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
                                                 _jobspec_deploy.load_history(req.bucket), req.slots))
@@ -452,12 +458,51 @@ def gate_runner(run_dir, ctl):
     return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of)
 
 
+@contextlib.contextmanager
 def callbacks(run_dir, ctl):
-    """(gate runner, after_results) of the run: its gates with the bucket's job commands (hooks/points)."""
+    """(gate runner, after_results, before) of the run: its gates with the bucket's job commands (hooks/points)
+    and the pre_deploy hooks due before a step (wave_hooks), all in one hook session."""
     probes = gate_runner(run_dir, ctl)
     say = sayer(run_dir, ctl)
-    return _deploy_progress.callbacks_for_run(run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail,
-                                              lambda msg: say("hook: " + msg))
+    with _deploy_progress.callbacks_for_run(run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail,
+                                            lambda msg: say("hook: " + msg)) as (gate, after, context):
+        yield gate, after, wave_hooks(_deploy_run.bucket_of(run_dir), context, ctl.warn)
+
+
+def wave_hooks(bucket, context, warn=_quiet):
+    """before(plan, state, step) for _deploy_run.advance/finish: the pre_deploy hooks of the waves due before
+    the step, each job rendered again after its hooks and its changed files staged (deploy/pre_deploy)."""
+    def before(plan, state, step):
+        if not _pre_deploy.due(plan, state, step):
+            return [], False
+        info = plan[_pre_deploy.KEY]
+        catalog = _catalog.read_catalog(bucket) or {}
+        stagings = {}
+
+        def run_hooks(job):
+            problems = _hook_deploy.pre_deploy(context(), [job]).get(job, [])
+            order = _hook_deploy.rollout_orders(bucket, [job]).get(job)
+            if not problems and order != (info.get("rollout_orders") or {}).get(job):
+                warn("job %s: the rollout_order its pre_deploy hooks wrote (%s) applies from the next deploy; this "
+                     "run's batches were planned before the hooks ran" % (job, order or "the catalog order"))
+            return problems
+
+        def rerender(job):
+            hosts = list(info["rendered"][job])
+            versions = {(job, h): v for h, v in (info.get("versions") or {}).get(job, {}).items()}
+            try:
+                staging = render(bucket, catalog, [job], hosts, versions, info.get("update_seq") or 0)
+            except (_jobspec_layers.LayerError, OSError) as exc:
+                return {}, [str(exc)]
+            stagings[job] = staging
+            errors = list(staging.errors) + _with_environments(catalog, staging.content)
+            return (staging.content.get(job) or {}).get("allocations") or {}, errors
+
+        messages, ops = _pre_deploy.run_due(plan, state, step, run_hooks, rerender)
+        for op in ops:
+            op["src"] = stagings[op["job"]].stage(bucket, op["job"], op["host"])
+        return messages, bool(ops)
+    return before
 
 
 @dataclasses.dataclass
@@ -482,8 +527,8 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     ctl = ctl or Controller()
     try:
         key = _deploy_run.step_key(step_value)
-        with callbacks(run_dir, ctl) as (gate, after):
-            hosts, failures = _deploy_run.advance(run_dir, key, gate, after)
+        with callbacks(run_dir, ctl) as (gate, after, before):
+            hosts, failures = _deploy_run.advance(run_dir, key, gate, after, before)
     except (_deploy_run.RunError, ValueError, OSError) as exc:
         return Stepped(error="deploy step %s: %s" % (step_value, exc))
     if not ctl.watched:  # the callback prints new_failures from the result
@@ -600,8 +645,8 @@ def run_outcome(run_dir, plan, ctl):
     if not run_dir:
         return plan, [f["msg"] for f in plan.get("failures") or []], [], _deploy_view.verdict(plan, [], {})
     try:
-        with callbacks(run_dir, ctl) as (gate, after):
-            plan, state, report = _deploy_run.finish(run_dir, gate, after)
+        with callbacks(run_dir, ctl) as (gate, after, before):
+            plan, state, report = _deploy_run.finish(run_dir, gate, after, before)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
@@ -660,8 +705,9 @@ def _summary(plan):
     return ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts)) or "nothing to do"
 
 
-def _clean_up(req, plan, done, problems, ctl):
-    """Prune the catalog and remove the staged trees (a real run whose outcome is known), release the lock."""
+def _clean_up(req, plan, done, problems, ctl, before_release=None):
+    """Prune the catalog and remove the staged trees (a real run whose outcome is known), call before_release
+    (the deploy record), release the lock."""
     changed, pruned = False, []
     if not req.check_mode and done is not None:
         changed, pruned = prune(req.bucket, plan, done, problems, ctl.show)
@@ -671,12 +717,25 @@ def _clean_up(req, plan, done, problems, ctl):
         except OSError as exc:
             problems.append("could not remove %s (it may hold rendered secrets): %s"
                             % (_deploy_stage.stage_root(req.bucket), exc))
+    if before_release is not None:
+        before_release()
     if req.release and not req.check_mode:
         try:
             _deploy_lock.release(req.bucket, req.run_pid)
         except OSError as exc:
             problems.append("could not release the deploy lock: %s" % exc)
     return changed, pruned
+
+
+def _keep_record(bucket, run_dir, plan, rows, problems, run_pid, ctl):
+    """The run's deploy record into the state store (maand.core.logs, info, cat deployments), still under the
+    deploy lock. A record that cannot be written is a warning: the deploy's own outcome stands."""
+    try:
+        _deploy_record.record_finish(bucket, run_dir, plan, rows, problems, run_pid, time.time())
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        # never in the way of the lock's release: a store that fails here is named, the deploy's outcome stands
+        ctl.warn("the deploy record of run %s was not kept (maand.core.logs will not list it): %s: %s"
+                 % (os.path.basename(os.path.normpath(run_dir)), type(exc).__name__, exc))
 
 
 def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
@@ -692,7 +751,8 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
         plan, done, rows = req.plan, None, None
         problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
                     "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
-    changed, pruned = _clean_up(req, plan, done, problems, ctl)
+    keep = (lambda: _keep_record(req.bucket, run_dir, plan, rows, problems, req.run_pid, ctl)) if run_dir else None
+    changed, pruned = _clean_up(req, plan, done, problems, ctl, before_release=keep)
     progress = None
     if ctl.watched:  # the records this task wrote: the callback may not have read them before the folder goes
         progress = _deploy_progress.read_since(run_dir, progress_mark)

@@ -216,6 +216,7 @@ class Context:
     upstream_jobs: tuple[str, ...] = ()
     digest_key: Callable[[], bytes] | None = None  # for secret-bearing outputs (secrets/kv.key)
     funcs: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # scrapeConfigs, ruleFiles of the deploy
+    missing: list | None = None  # not None: a missing KV key reads as "" and is noted here (_kv.KVReader.missing)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,7 +300,7 @@ class _Tracker:
 
     def _watch_ns(self, func: Callable) -> Callable:
         def watched(ns: str, *rest: Any) -> Any:
-            if isinstance(ns, str) and _kv.is_secret_ns(ns):
+            if isinstance(ns, str) and (_kv.is_secret_ns(ns) or (rest and _kv.is_private_key(ns, rest[0]))):
                 self.secret = True
                 return self.saw(func(ns, *rest))
             return func(ns, *rest)
@@ -312,7 +313,8 @@ class _Tracker:
 
 
 def _reader(context: Context) -> _kv.KVReader:
-    return _kv.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs))
+    return _kv.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
+                        missing=context.missing)
 
 
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
@@ -636,6 +638,7 @@ class Staging:
     sources: dict = dataclasses.field(default_factory=dict)  # job -> JobSource
     allocations: dict = dataclasses.field(default_factory=dict)  # (job, host) -> AllocationContent
     errors: list = dataclasses.field(default_factory=list)
+    missing: dict = dataclasses.field(default_factory=dict)  # job -> [(namespace, key)] read as "" (compute's pending)
 
     def stage(self, bucket_dir: str, job: str, host: str) -> str:
         """Write one allocation's tree under data/.deploy-stage; returns its path."""
@@ -695,14 +698,16 @@ def job_content(source: JobSource) -> dict:
 
 def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str],
             current_versions: Mapping[tuple, str] | None = None, update_seq: int = 0,
-            overlays: Iterable[OverlayFn] = (), kv: tuple | None = None) -> Staging:
+            overlays: Iterable[OverlayFn] = (), kv: tuple | None = None, pending: Iterable[str] = ()) -> Staging:
     """Read every job in jobs, render its active allocations on hosts; errors are collected, never raised.
 
     current_versions: (job, host) -> the version the worker runs (".CurrentVersion"; "0.0.0" if none).
     overlays: providers, each (job, host) -> extra generated files of that allocation (certificates, ...);
     a Prometheus server job's rules/ and consoles/ are always added (prometheus_overlays), and every
     template may call scrapeConfigs and ruleFiles (kv/prometheus.template_funcs).
-    kv: (kv, digest key loader) as load_kv returns them (read from bucket_dir when None)."""
+    kv: (kv, digest key loader) as load_kv returns them (read from bucket_dir when None).
+    pending: jobs whose pre_deploy hooks run later, at their wave (deploy/pre_deploy): a KV key they read that
+    does not exist yet renders as "" and is listed in Staging.missing instead of failing the render."""
     out = Staging()
     hosts = set(hosts)
     records = {j["name"]: j for j in catalog.get("jobs", [])}
@@ -728,8 +733,20 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
         kv = ({}, digest_loader(bucket_dir))
     overlays = tuple(overlays or ()) + (prometheus_overlays(bucket_dir, catalog),)
     funcs = _prometheus.template_funcs(bucket_dir, catalog, kv[0])
-    _render_all(out, catalog, todo, kv, current_versions or {}, update_seq, overlays, funcs)
+    _render_all(out, catalog, todo, kv, current_versions or {}, update_seq, overlays, funcs, frozenset(pending))
     return out
+
+
+def _pending_key(digest_key: Callable[[], bytes]) -> Callable[[], bytes]:
+    """The digest key of a job rendered before its pre_deploy hooks: without secrets/kv.key (no secret exists yet,
+    its hooks may write the first) a throwaway key, as nothing secret can be in its output; the wave renders it
+    again with the real key."""
+    def key() -> bytes:
+        try:
+            return digest_key()
+        except (OSError, _secrets.SecretError):
+            return derive_digest_key(b"maand.core: rendered before pre_deploy, no secrets/kv.key yet")
+    return key
 
 
 def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayFn:
@@ -750,7 +767,7 @@ def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayF
 
 def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
                 current_versions: Mapping[tuple, str], update_seq: int, overlays: tuple,
-                funcs: Mapping[str, Callable]) -> None:
+                funcs: Mapping[str, Callable], pending: frozenset = frozenset()) -> None:
     failed: dict[tuple, tuple[RenderError, list]] = {}
     upstream = {name: tuple(_kv.upstream_jobs(catalog, name)) for name in out.sources}
     workers = {w["host"]: w for w in catalog.get("workers", [])}
@@ -774,7 +791,8 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
             BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _kv.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
             BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
-        context = Context(kv[0], data, upstream[job], kv[1], funcs)
+        context = Context(kv[0], data, upstream[job], _pending_key(kv[1]) if job in pending else kv[1], funcs,
+                          out.missing.setdefault(job, []) if job in pending else None)
         try:
             content = render(source, context, extra)
         except RenderError as exc:

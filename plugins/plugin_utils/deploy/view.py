@@ -201,6 +201,11 @@ def result_counts(rows):
     return counts
 
 
+def count_words(counts):
+    """'2 restarted, 1 unreachable, 3 unchanged' of {result: count}, in the order the final line counts them."""
+    return _count_words(counts, RESULT_ORDER)
+
+
 def done_line(rows, problems=0):
     """'deploy done: 2 restarted, 1 unreachable, 3 unchanged' (plus the number of other problems)."""
     text = "deploy done: %s" % (_count_words(result_counts(rows), RESULT_ORDER) or "nothing to do")

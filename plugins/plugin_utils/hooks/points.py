@@ -7,8 +7,10 @@ build/, jobcommand/execute.go). No Ansible imports.
 
 * build: ``post_build`` after the catalog is written, jobs in deployment_seq order; a failure
   fails the build (the catalog stays written, as maand's build commit does).
-* deploy, before anything is rendered: ``pre_deploy`` of every job in scope, in deployment_seq
-  order, one allocation at a time; a failing job is left out of this deploy and the deploy fails.
+* deploy, at the start of each job's wave (deploy/pre_deploy: after the earlier waves' gates and
+  post_deploy, before the wave's first step): ``pre_deploy`` of each job of the wave in scope, one
+  allocation at a time, the job rendered again after it; a failing job is left out of this deploy
+  with the later waves, and the deploy fails.
 * deploy, per rolling batch (the batch's health gate, _deploy_plan adds one for every job with
   hooks): ``job_control`` instead of the Makefile lifecycle (the job's whole rollout is one
   batch, its ops only sync files; NEW_/UPDATED_ALLOCATIONS), else ``after_allocation_started``
@@ -197,19 +199,23 @@ def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
 def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: Mapping[str, Any],
                      hosts: Mapping[str, Mapping[str, Any]], probes: Callable[[Mapping[str, Any]], list[str]],
                      timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
-                     log: Callable[[str], None] = lambda msg: None) -> Iterator[tuple[Callable, Callable | None]]:
-    """(gate runner, after_results) for _deploy_run.advance/finish: the plain probes when the
-    bucket has no deploy hooks, else probes wrapped in the hooks (the runtime API started lazily)."""
-    if not catalog or not any_job_has(catalog, GATE_EVENTS + ("after_allocation_stopped",)):
-        yield probes, None
-        return
+                     log: Callable[[str], None] = lambda msg: None
+                     ) -> Iterator[tuple[Callable, Callable | None, Callable[[], _hook_run.Context]]]:
+    """(gate runner, after_results, context) for _deploy_run.advance/finish: the plain probes when the
+    bucket has no gate hooks, else probes wrapped in the hooks; context() is the run's one hook session
+    (the runtime API started lazily, on first use, and shared: it holds 127.0.0.1:8080), which the
+    deploy's pre_deploy hooks use too."""
     holder: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         def context() -> _hook_run.Context:
             if "ctx" not in holder:
-                holder["ctx"] = stack.enter_context(session(bucket_dir, catalog, hosts, timeout, tail,
+                holder["ctx"] = stack.enter_context(session(bucket_dir, catalog or {}, hosts, timeout, tail,
                                                             plan_versions(plan), log))
             return holder["ctx"]
+
+        if not catalog or not any_job_has(catalog, GATE_EVENTS + ("after_allocation_stopped",)):
+            yield probes, None, context
+            return
 
         def gate(g: Mapping[str, Any]) -> list[str]:
             if not gate_hooks(catalog, g["job"]):
@@ -222,7 +228,7 @@ def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: M
             stops = [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
                      and _hooks.has_event(catalog, o["job"], "after_allocation_stopped")]
             return after_stops(context(), stops) if stops else []
-        yield gate, after
+        yield gate, after, context
 
 
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:

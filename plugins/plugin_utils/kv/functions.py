@@ -71,6 +71,14 @@ def is_secret_ns(namespace: str) -> bool:
     return namespace.startswith("secrets/")
 
 
+def is_private_key(namespace: str, key: Any) -> bool:
+    """A TLS leaf's private key (``certs/<name>.key`` of maand/job/<job>/worker/<ip>): kept where maand keeps
+    it, in clear in the KV, but read as a secret (an output that reads it is secret-bearing; the lookup
+    needs reveal)."""
+    return (isinstance(key, str) and key.startswith("certs/") and key.endswith(".key")
+            and namespace.startswith("maand/job/") and "/worker/" in namespace)
+
+
 def allowed_namespaces(job: str, worker_ip: str, upstream_jobs: Iterable[str] = ()) -> list[str]:
     """The namespaces job's templates and commands on worker_ip may read (maand's read rules)."""
     allowed = [BUCKET_NS, BUCKET_VARS_NS, WORKERS_NS, worker_ns(worker_ip),
@@ -118,6 +126,9 @@ class KVReader:
     worker_ip: str
     upstream_jobs: tuple[str, ...] = ()
     deleted: frozenset = frozenset()
+    # None: a missing key is an error. A list: a missing key reads as "" and is noted here as (namespace,
+    # key) (the deploy plan of a job whose pre_deploy hooks may write the key at its wave: deploy/pre_deploy)
+    missing: list | None = None
 
     @functools.cached_property
     def allowed(self) -> frozenset:
@@ -138,6 +149,9 @@ class KVReader:
 
     def get(self, namespace: str, key: str) -> str:
         value = self.lookup(namespace, key)
+        if value is None and self.missing is not None:
+            self.missing.append((namespace, key))
+            return ""
         if value is None:
             raise KVError("key %s not found in namespace %s" % (key, namespace))
         return value

@@ -940,11 +940,15 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def render_scrape_configs(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, Mapping[str, str]]) -> str:
+def render_scrape_configs(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, Mapping[str, str]],
+                          only: Iterable[str] = ()) -> str:
     """{{ scrapeConfigs }}: the scrape configs build stored in maand/prometheus (scrape_jobs), expanded
-    with the catalog's ports and active allocations; without them, the workspace's scrape files."""
+    with the catalog's ports and active allocations; without them, the workspace's scrape files.
+    only: just these jobs (maand cat prometheus scrape --jobs); empty: all."""
+    only = set(only)
     stored = kv.get(KV_NAMESPACE) or {}
-    names = [n.strip() for n in str(stored.get("scrape_jobs") or "").split(",") if n.strip()]
+    names = [n.strip() for n in str(stored.get("scrape_jobs") or "").split(",")
+             if n.strip() and (not only or n.strip() in only)]
     jobs: list[ScrapeJob] = []
     for name in names:
         raw = stored.get("scrape/%s" % name)
@@ -959,7 +963,7 @@ def render_scrape_configs(bucket_dir: str, catalog: Mapping[str, Any], kv: Mappi
         return text
     jobs = [scrape_job(catalog, f.job, job_scrape_configs(f, _job_record(catalog, f.job), kv,
                                                           _kv.upstream_jobs(catalog, f.job)))
-            for f in collect(bucket_dir, catalog) if f.scrape_file]
+            for f in collect(bucket_dir, catalog) if f.scrape_file and (not only or f.job in only)]
     return _expand_all(jobs)
 
 

@@ -8,7 +8,11 @@
   is 12 random bytes (Go's ``gcm.NonceSize()``) and the 16-byte GCM tag is appended by Seal;
   no associated data.
 
-So a bucket maand wrote decrypts here and the other way round. The crypto is the ``cryptography``
+So a secret maand wrote decrypts here and the other way round. What maand.core itself writes into its
+KV store is ``"enc:v2:"`` + the same layout, sealed with the value's place (namespace and key) as AES-GCM
+associated data: a ciphertext moved to another key or job no longer decrypts (security review L9).
+``enc:v1:`` values (taken over from maand, or written before) still decrypt, and are sealed as v2 when
+they are next written. The crypto is the ``cryptography``
 package's AESGCM; nothing here is hand-written crypto. No Ansible imports.
 """
 
@@ -36,6 +40,7 @@ KEY_FILE = "kv.key"
 KEY_SIZE = 32
 NONCE_SIZE = 12
 PREFIX = "enc:v1:"
+PREFIX_V2 = "enc:v2:"  # maand.core's own writes: the value's place is associated data
 KEY_REL = os.path.join(SECRETS_DIR, KEY_FILE)
 # A key file outside the bucket (an AWX credential's file injector, a CI secret): it replaces
 # secrets/kv.key for every bucket this controller process works on.
@@ -108,41 +113,53 @@ def _create_key(path: str) -> bytes:
 
 
 def is_encrypted(value: str) -> bool:
-    """Whether a stored value has maand's encrypted prefix."""
-    return isinstance(value, str) and value.startswith(PREFIX)
+    """Whether a stored value has an encrypted prefix (maand's v1, or maand.core's v2)."""
+    return isinstance(value, str) and value.startswith((PREFIX, PREFIX_V2))
 
 
-def encrypt(key: bytes, plaintext: str) -> str:
-    """plaintext -> "enc:v1:<base64(nonce || ciphertext || tag)>" (maand's EncryptPlaintext)."""
-    return encrypt_with_nonce(key, plaintext, os.urandom(NONCE_SIZE))
+def place(namespace: str, key: str) -> str:
+    """The associated data of a v2 value: where it is stored."""
+    return "%s\x00%s" % (namespace, key)
 
 
-def encrypt_with_nonce(key: bytes, plaintext: str, nonce: bytes) -> str:
+def encrypt(key: bytes, plaintext: str, context: str | None = None) -> str:
+    """plaintext -> "enc:v1:<base64(nonce || ciphertext || tag)>" (maand's EncryptPlaintext), or with a
+    context (place()), "enc:v2:..." sealed with it as associated data."""
+    return encrypt_with_nonce(key, plaintext, os.urandom(NONCE_SIZE), context)
+
+
+def encrypt_with_nonce(key: bytes, plaintext: str, nonce: bytes, context: str | None = None) -> str:
     """encrypt with a given nonce: for test vectors only; a nonce must never be reused."""
     if len(nonce) != NONCE_SIZE:
         raise SecretError("the nonce must be %d bytes" % NONCE_SIZE)
-    sealed = AESGCM(_check_key(key)).encrypt(nonce, plaintext.encode("utf-8"), None)
-    return PREFIX + base64.b64encode(nonce + sealed).decode("ascii")
+    aad = None if context is None else context.encode("utf-8")
+    sealed = AESGCM(_check_key(key)).encrypt(nonce, plaintext.encode("utf-8"), aad)
+    return (PREFIX if aad is None else PREFIX_V2) + base64.b64encode(nonce + sealed).decode("ascii")
 
 
-def decrypt(key: bytes, token: str) -> str:
-    """A stored "enc:v1:" value -> plaintext (maand's DecryptStoredValue); SecretError if it
-    is not encrypted, not base64, too short, or fails authentication (tampered or another key)."""
+def decrypt(key: bytes, token: str, context: str | None = None) -> str:
+    """A stored "enc:v1:" value -> plaintext (maand's DecryptStoredValue), or an "enc:v2:" value sealed
+    with context; SecretError if it is not encrypted, not base64, too short, or fails authentication
+    (tampered, another key, or a v2 value moved from another place)."""
     if not is_encrypted(token):
         raise SecretError("the value is not encrypted (no %s prefix)" % PREFIX)
+    prefix = PREFIX if token.startswith(PREFIX) else PREFIX_V2
+    if prefix == PREFIX_V2 and context is None:
+        raise SecretError("an %s value decrypts only at its place (namespace and key)" % PREFIX_V2)
     try:
-        raw = base64.b64decode(token[len(PREFIX):].encode("ascii"), validate=True)
+        raw = base64.b64decode(token[len(prefix):].encode("ascii"), validate=True)
     except (binascii.Error, ValueError, UnicodeEncodeError):
         raise SecretError("the value is not valid base64 after %s; it was damaged: put the"
-                          " secret again" % PREFIX) from None
+                          " secret again" % prefix) from None
     if len(raw) < NONCE_SIZE + 16:
         raise SecretError("the value is too short to be an AES-GCM secret; it was damaged:"
                           " put the secret again")
+    aad = context.encode("utf-8") if prefix == PREFIX_V2 else None
     try:
-        plain = AESGCM(_check_key(key)).decrypt(raw[:NONCE_SIZE], raw[NONCE_SIZE:], None)
+        plain = AESGCM(_check_key(key)).decrypt(raw[:NONCE_SIZE], raw[NONCE_SIZE:], aad)
     except InvalidTag:
-        raise SecretError("the value does not decrypt with %s (it was tampered with, or the"
-                          " key file was replaced); restore the key file the secret was written"
+        raise SecretError("the value does not decrypt with %s (it was tampered with, moved from another key, or"
+                          " the key file was replaced); restore the key file the secret was written"
                           " with, or put the secret again" % KEY_REL) from None
     try:
         return plain.decode("utf-8")

@@ -45,6 +45,7 @@ KV_REL = os.path.join("data", "kv.json")
 FORMAT = 2
 MAX_HISTORY = 7  # maand kv/store.go MaxVersionsToKeep
 MASK = "***"
+MAX_KV_BYTES = 256 * 1024 * 1024  # a guard against a corrupt or hostile file, far above any real bucket
 
 USER_PREFIXES = ("vars/job/", "secrets/job/")
 ROLLOUT_ORDER_KEY = "rollout_order"
@@ -165,8 +166,10 @@ class KVStore:
                 store = cls(bucket_dir, clock=clock)
                 store.generation = 0
                 return store
+            if len(stored.text) > MAX_KV_BYTES:
+                raise ValueError("%d bytes, more than the %d a KV store may hold" % (len(stored.text), MAX_KV_BYTES))
             doc = json.loads(stored.text)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise KVStoreError("%s is unreadable: %s; restore it from a backup, or move it aside"
                                " and rebuild (build recomputes its own keys; keys hooks wrote in"
                                " vars/job and secrets/job are lost)" % (where, exc)) from None
@@ -359,7 +362,7 @@ class KVStore:
         if is_secret_ns(ns):
             if entry is not None and not entry.deleted and self._same_secret(ns, key, entry.value, value):
                 return False
-            stored = _secrets.encrypt(self._secret_key(create=True), value)
+            stored = _secrets.encrypt(self._secret_key(create=True), value, _secrets.place(ns, key))
         else:
             stored = value.strip()  # maand's Store.Put trims
             if entry is not None and not entry.deleted and entry.value == stored:
@@ -396,6 +399,8 @@ class KVStore:
         return self._key
 
     def _same_secret(self, ns: str, key: str, stored: str, value: str) -> bool:
+        if stored.startswith(_secrets.PREFIX):  # a v1 value is sealed again, bound to its place
+            return False
         try:
             return self._reveal(ns, key, stored) == value
         except KVStoreError:  # a damaged value is replaced by the new one
@@ -403,7 +408,7 @@ class KVStore:
 
     def _reveal(self, ns: str, key: str, stored: str) -> str:
         try:
-            return _secrets.decrypt(self._secret_key(), stored)
+            return _secrets.decrypt(self._secret_key(), stored, _secrets.place(ns, key))
         except _secrets.SecretError as exc:
             raise KVStoreError("%s: %s key %s: %s" % (KV_REL, ns, key, exc)) from None
 

@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """``maand.core.cat``: a bucket's state as readable tables (maand's ``maand cat ...``; pure, no Ansible).
 
-Views: kv, allocations, jobs, workers, ports (from data/catalog.json and data/kv.json) and
-deployments (the catalog's allocations beside what the controller records of the last deploy run).
-Filters: jobs and workers, checked against the catalog (an unknown name gets "did you mean").
-Secrets read ``***`` unless revealed; a revealed secret needs ``secrets/kv.key``.
+Views: kv, allocations, jobs, workers, ports, job_commands, certs (from the catalog and the KV store) and
+deployments (each allocation's rollout state, hashes and versions from the deploy records, deploy/record.py,
+and a run that has not finished yet). Filters: jobs and workers, checked against the catalog (an unknown
+name gets "did you mean"); ``active``: only active allocations (maand's ``--active``); ``namespace`` and
+``key``: one KV key in full (maand's ``maand cat kv get``). Secrets read ``***`` unless revealed; a
+revealed secret needs ``secrets/kv.key``.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..build import catalog as _catalog
-from ..deploy import run as _deploy_run
+from ..deploy import record as _deploy_record, run as _deploy_run
 from ..build import kv_build as _kv_build
 from ..kv import functions as _kv, store as _kv_store
 from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
 
-VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs")
+VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs", "job_commands", "prometheus")
+ACTIVE_VIEWS = ("deployments", "allocations")  # the views maand_active narrows
+HASH_CHARS = 12
 MASK = _kv_store.MASK
 MAX_VALUE = 80
 
@@ -68,6 +72,11 @@ class Request:
     workers: tuple[str, ...] = ()
     reveal: bool = False
     deleted: bool = False
+    active: bool = False
+    namespace: str = ""
+    key: str = ""
+    file: str = ""  # prometheus: print this file of the job's _prometheus/ (maand cat prometheus get)
+    scrape: bool = False  # prometheus: the expanded scrape configs (maand cat prometheus scrape)
 
 
 def split_names(value: Any) -> tuple[str, ...]:
@@ -83,13 +92,33 @@ def cat(bucket_dir: str, request: Request) -> Table:
     if request.view not in VIEWS:
         raise CatError("unknown view %r%s; the views are %s" % (request.view, did_you_mean(request.view, VIEWS),
                                                                 ", ".join(VIEWS)))
-    catalog = _read_catalog(bucket_dir)
+    if (request.file or request.scrape) and request.view != "prometheus":
+        raise CatError("file and scrape (-e maand_file, -e maand_scrape) belong to the prometheus view, not %s"
+                       % request.view)
+    _check_options(request)
+    catalog = read_catalog(bucket_dir)
     _check_names("job", request.jobs, [j["name"] for j in catalog.get("jobs", [])])
     _check_names("worker", request.workers, [w["host"] for w in catalog.get("workers", [])])
+    if request.key:
+        return _kv_get(bucket_dir, request)
     return _BUILDERS[request.view](bucket_dir, catalog, request)
 
 
-def _read_catalog(bucket_dir: str) -> dict:
+def _check_options(request: Request) -> None:
+    """Options are refused where they would be ignored (never silently accepted)."""
+    if request.active and request.view not in ACTIVE_VIEWS:
+        raise CatError("maand_active narrows the %s views only (maand's --active); the %s view has no such filter"
+                       % (" and ".join(ACTIVE_VIEWS), request.view))
+    if (request.namespace or request.key) and request.view != "kv":
+        raise CatError("maand_namespace and maand_key read one KV key: use them with maand_cat=kv")
+    if bool(request.namespace) != bool(request.key):
+        raise CatError("reading one KV key needs both maand_namespace and maand_key (maand cat kv get NAMESPACE KEY), "
+                       "e.g. -e maand_namespace=maand/bucket -e maand_key=bucket_id")
+    if request.key and (request.jobs or request.workers or request.deleted):
+        raise CatError("maand_key reads one key: maand_jobs, maand_workers and maand_deleted do not apply to it")
+
+
+def read_catalog(bucket_dir: str) -> dict:
     try:
         catalog = _catalog.read_catalog(bucket_dir)
     except _catalog.CatalogError as exc:
@@ -187,13 +216,42 @@ def _kv_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> 
     return table
 
 
+def _kv_get(bucket_dir: str, request: Request) -> Table:
+    """One key in full (maand cat kv get): namespace, key, value, version, modified; a missing or deleted key
+    is an error naming the keys of the namespace."""
+    ns, key = request.namespace, request.key
+    if not _kv_store.KVStore.exists(bucket_dir):
+        raise CatError("%s has no data/kv.json: build the bucket first (ansible-playbook maand.core.build)" % bucket_dir)
+    try:
+        store = _kv_store.KVStore.load(bucket_dir)
+        keys = store.namespaces.get(ns)
+        if keys is None:
+            raise CatError("no KV namespace %s%s" % (ns, did_you_mean(ns, sorted(store.namespaces))))
+        entry = keys.get(key)
+        live = sorted(k for k, e in keys.items() if not e.deleted)
+        if entry is None or entry.deleted:
+            raise CatError("key %s not found in %s%s%s" % (
+                key, ns, " (it was deleted)" if entry is not None else "", did_you_mean(key, live)
+                or "; its keys are: %s" % (", ".join(live) or "(none)")))
+        value = store.get(ns, key, reveal_secrets=request.reveal)
+    except _kv_store.KVStoreError as exc:
+        raise CatError(str(exc)) from None
+    secret = _kv.is_secret_ns(ns) and not request.reveal
+    table = Table("KV key %s %s of %s" % (ns, key, bucket_dir), ("FIELD", "VALUE"),
+                  [("namespace", ns), ("key", key), ("value", MASK if secret else value),
+                   ("version", str(entry.version)), ("modified", _when(entry.modified))])
+    if secret:
+        table.notes.append("the value is a secret, shown as %s (-e maand_reveal=true decrypts it)" % MASK)
+    return table
+
+
 # --- catalog views ------------------------------------------------------------------------------
 
 def _allocations_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     table = Table("Allocations of %s" % bucket_dir,
                   ("JOB", "WORKER", "ALLOC_ID", "STATE", "ZONE", "MEMORY", "CPU", "SEQ"))
     for a in sorted(catalog.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
-        if _keep(request, a["job"], a["worker"]):
+        if _keep(request, a["job"], a["worker"]) and not (request.active and a.get("state") != "active"):
             table.rows.append((a["job"], a["worker"], str(a.get("alloc_id") or "-"), str(a.get("state")),
                                a.get("zone") or "-", _num(a.get("memory_mb"), "MB"), _num(a.get("cpu_mhz"), "MHz"),
                                str(a.get("deployment_seq", 0))))
@@ -244,6 +302,24 @@ def _ports_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) 
             table.rows.append((job["name"], name, _num(port)))
     if request.workers:
         table.notes.append("ports belong to jobs, not workers: the workers filter does not apply")
+    return table
+
+
+def _job_commands_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    """maand cat job_commands (cat/cat_job_commands.go): job, command, events, what it demands."""
+    table = Table("Job commands of %s" % bucket_dir, ("JOB", "COMMAND", "EXECUTED_ON", "DEMAND_JOB",
+                                                      "DEMAND_COMMAND", "DEMAND_CONFIG"))
+    for job in sorted(catalog.get("jobs", []), key=lambda j: j["name"]):
+        if (request.jobs and job["name"] not in request.jobs) or job.get("removed"):
+            continue
+        for name, spec in sorted((job.get("commands") or {}).items()):
+            demands = spec.get("demands") or {}
+            config = demands.get("config")
+            table.rows.append((job["name"], name, ",".join(spec.get("executed_on") or []) or "-",
+                               demands.get("job") or "-", demands.get("command") or "-",
+                               json.dumps(config, sort_keys=True) if config else "-"))
+    if request.workers:
+        table.notes.append("job commands belong to jobs, not workers: the workers filter does not apply")
     return table
 
 
@@ -353,33 +429,178 @@ def _read_json(path: str) -> Any:
         return None
 
 
-def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
-    table = Table("Deployments of %s" % bucket_dir, ("JOB", "WORKER", "ALLOC_ID", "STATE", "VERSION",
-                                                     "LAST RUN", "ACTION", "OUTCOME", "REASON"))
-    versions = {j["name"]: str(j.get("version") or "-") for j in catalog.get("jobs", [])}
+def _short(digest: Any) -> str:
+    return str(digest)[:HASH_CHARS] if digest else "-"
+
+
+def rollout_state(alloc: Mapping[str, Any], job_version: str, entry: Any, deploying: bool) -> str:
+    """An allocation's rollout state, maand's words where they exist (cat/cat_deployments.go rolloutStatus):
+    removed / disabled from the catalog (disabled_restart when build placed another version than the one
+    promoted); deploying while an unfinished run plans a change to it; new when no
+    deploy record knows it; restart when build placed another version than the one promoted; else the state
+    its last run left (promoted, health_failed, failed, reverted, rolled_back, stopped, held, pending,
+    unreachable)."""
+    state = alloc.get("state")
+    if state == "disabled" and entry is not None and entry.version and entry.version != job_version:
+        return "disabled_restart"  # maand: a disabled allocation whose version changed since its promotion
+    if state in ("removed", "disabled"):
+        return str(state)
+    if deploying:
+        return "deploying"
+    if entry is None:
+        return "new"
+    if entry.state == "promoted" and entry.version and entry.version != job_version:
+        return "restart"
+    return entry.state
+
+
+def _unfinished(bucket_dir: str, latest: Any) -> RunRecord | None:
+    """The newest run that has no deploy record yet (running, or killed before its finish), or None."""
     run = last_run(bucket_dir)
+    if run is None or (latest is not None and run.run_id <= latest.run_id):
+        return None
+    return run
+
+
+def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    table = Table("Deployments of %s" % bucket_dir, ("JOB", "WORKER", "ALLOC_ID", "ROLLOUT", "HASH", "FAILED_HASH",
+                                                     "CURRENT_VERSION", "NEW_VERSION", "LAST_RUN", "RESULT"))
+    versions = {j["name"]: str(j.get("version") or "0.0.0") for j in catalog.get("jobs", [])}
+    try:
+        latest = _deploy_record.latest(bucket_dir)
+    except _storage.StateStoreError as exc:
+        raise CatError(str(exc)) from None
+    rollout = latest.rollout if latest else {}
+    unfinished = _unfinished(bucket_dir, latest)
     for a in sorted(catalog.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
-        if not _keep(request, a["job"], a["worker"]):
+        if not _keep(request, a["job"], a["worker"]) or (request.active and a.get("state") != "active"):
             continue
-        row = (run.rows.get((a["job"], a["worker"])) if run else None) or {}
-        table.rows.append((a["job"], a["worker"], str(a.get("alloc_id") or "-"), str(a.get("state")),
-                           versions.get(a["job"], "-"), run.run_id if run and row else "-",
-                           str(row.get("action") or "-"),
-                           run.outcome.get((a["job"], a["worker"]), "-") if run else "-",
-                           str(row.get("reason") or "-")))
-    table.notes.append("VERSION is the version build placed; what each worker runs (its hash and version) is"
-                       " kept on the worker: ansible-playbook maand.core.deploy --check compares them.")
-    if run is None:
-        table.notes.append("the controller keeps no deploy run: the last one succeeded (its record is removed)"
-                           " or none has run (data/.deploy-run is empty)")
+        key = "%s@%s" % (a["job"], a["worker"])
+        entry = rollout.get(key)
+        planned = (unfinished.rows.get((a["job"], a["worker"])) if unfinished else None) or {}
+        deploying = planned.get("action") not in (None, "skip", "hold")
+        table.rows.append((a["job"], a["worker"], str(a.get("alloc_id") or "-"),
+                           rollout_state(a, versions.get(a["job"], "0.0.0"), entry, deploying),
+                           _short(entry.hash if entry else None), _short(entry.failed_hash if entry else None),
+                           (entry.version if entry else None) or "-", versions.get(a["job"], "-"),
+                           entry.run_id if entry else "-", (entry.result if entry else "") or "-"))
+    if latest is None:
+        table.notes.append("no deploy record is kept yet: the deploy writes one when it finishes (maand.core.logs"
+                           " lists them)")
     else:
-        table.notes.append("LAST RUN: data/.deploy-run/%s, kept because it failed or is still running"
-                           % run.run_id)
+        table.notes.append("from the deploy records (last: %s, %s, %s); HASH is the tree hash promoted on the worker,"
+                           " FAILED_HASH the one whose rollout failed; a workspace change not yet deployed shows in"
+                           " maand.core.deploy --check" % (latest.run_id, latest.outcome, latest.finished))
+    if unfinished is not None:
+        run_id = unfinished.run_id
+        table.notes.append("run %s has not finished (running, or stopped before its finish; its plan: "
+                           "data/.deploy-run/%s): its allocations read deploying" % (run_id, run_id))
+    return table
+
+
+# --- prometheus (maand cat prometheus [get <job> <path> | scrape]: cat/cat_prometheus.go) -------------
+
+class _Text(Table):
+    """A file or a YAML fragment printed as it is: one row per line, no title, header or rule."""
+
+    def lines(self) -> list[str]:
+        return [row[0] for row in self.rows]
+
+
+def _prometheus_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+    from ..kv import prometheus as _prometheus  # late: only this view reads _prometheus/
+
+    if request.file and request.scrape:
+        raise CatError("give either file (-e maand_file=PATH, one job's file) or scrape (-e maand_scrape=true)")
+    try:
+        if request.scrape:
+            return _prometheus_scrape(bucket_dir, catalog, request, _prometheus)
+        if request.file:
+            return _prometheus_file(bucket_dir, catalog, request, _prometheus)
+        return _prometheus_summary(bucket_dir, catalog, request, _prometheus)
+    except (_prometheus.PrometheusError, _kv.KVError) as exc:
+        raise CatError(str(exc)) from None
+
+
+def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+    table = Table("Prometheus of %s" % bucket_dir, ("JOB", "SCRAPE", "ALERTS", "RUNBOOKS", "DASHBOARDS"))
+    for folder in prom.collect(bucket_dir, catalog):
+        if request.jobs and folder.job not in request.jobs:
+            continue
+        runbooks = [r for r in _files_under(folder.root, "runbooks") if r.endswith(".md")]
+        dashboards = [r for r in _files_under(folder.root, "dashboards")
+                      if os.path.basename(r) != ".dashboardignore"]
+        if not (folder.scrape_file or folder.alerts or runbooks or dashboards):
+            continue
+        table.rows.append((folder.job, "yes" if folder.scrape_file else "-", str(len(folder.alerts)),
+                           str(len(runbooks)), str(len(dashboards))))
+    if not table.rows:
+        raise CatError("no job%s ships a _prometheus/ folder with scrape.yaml, alerts/, runbooks/ or dashboards/"
+                       " (workspace/jobs/<job>/_prometheus/, docs/templates.md)"
+                       % (" of %s" % ", ".join(request.jobs) if request.jobs else ""))
+    servers = prom.server_jobs(bucket_dir, catalog)
+    table.notes.append("Prometheus server job: %s" % ", ".join(servers) if servers else
+                       "no job ships prometheus.yml(.tpl): build does not check _prometheus/ and deploy ships"
+                       " none of it, as maand")
+    table.notes.append("one file: -e maand_jobs=JOB -e maand_file=alerts/FILE.yaml; the scrape configs a deploy"
+                       " renders: -e maand_scrape=true")
+    if request.workers:
+        table.notes.append("_prometheus/ belongs to jobs, not workers: the workers filter does not apply")
+    return table
+
+
+def _files_under(root: str, sub: str) -> list[str]:
+    base = os.path.join(root, sub)
+    found = []
+    for current, dirs, files in os.walk(base):
+        dirs.sort()
+        found += [os.path.relpath(os.path.join(current, name), base).replace(os.sep, "/") for name in files]
+    return sorted(found)
+
+
+def prometheus_rel_path(path: str) -> str:
+    """maand's NormalizePrometheusRelPath: "", "scrape" -> scrape.yaml; "scrape.tpl" -> scrape.yaml.tpl."""
+    path = path.strip().lstrip("/")
+    if path in ("", "scrape", "scrape.yaml"):
+        return "scrape.yaml"
+    return "scrape.yaml.tpl" if path in ("scrape.yaml.tpl", "scrape.tpl") else path
+
+
+def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+    if len(request.jobs) != 1:
+        raise CatError("file %s: name its job, exactly one (-e maand_jobs=JOB)" % request.file)
+    job = next(j for j in catalog.get("jobs", []) if j["name"] == request.jobs[0])
+    rel = prometheus_rel_path(request.file)
+    folder = "%s/%s" % (job.get("path") or "workspace/jobs/%s" % job["name"], prom.FOLDER)
+    root = os.path.realpath(os.path.join(bucket_dir, folder))
+    target = os.path.realpath(os.path.join(root, rel))
+    if not target.startswith(root + os.sep):
+        raise CatError("invalid prometheus path %r: it leaves %s" % (request.file, folder))
+    if not os.path.isfile(target):
+        raise CatError("%s/%s not found (the files: %s)" % (folder, rel, ", ".join(_files_under(root, "")) or "none"))
+    with open(target, "rb") as handle:
+        text = handle.read(prom.MAX_FILE_BYTES).decode("utf-8", "replace")
+    table = _Text("%s/%s" % (folder, rel), ("LINE",))
+    table.rows = [(line,) for line in text.rstrip("\n").split("\n")]
+    return table
+
+
+def _prometheus_scrape(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+    if request.workers:
+        raise CatError("the scrape configs cover every active allocation: the workers filter does not apply")
+    text = prom.render_scrape_configs(bucket_dir, catalog, _kv_build.read_kv(bucket_dir), request.jobs)
+    if not text.strip():
+        raise CatError("no expanded scrape configs%s: no job with _prometheus/scrape.yaml has an active"
+                       " allocation, or the bucket has no Prometheus server job (build first)"
+                       % (" for %s" % ", ".join(request.jobs) if request.jobs else ""))
+    table = _Text("Scrape configs of %s" % bucket_dir, ("LINE",))
+    table.rows = [(line,) for line in text.lstrip("\n").rstrip("\n").split("\n")]
     return table
 
 
 _BUILDERS = {
     "kv": _kv_table, "allocations": _allocations_table, "jobs": _jobs_table,
     "workers": _workers_table, "ports": _ports_table, "deployments": _deployments_table,
-    "certs": _certs_table,
+    "certs": _certs_table, "job_commands": _job_commands_table,
+    "prometheus": _prometheus_table,
 }

@@ -29,8 +29,16 @@ Inputs: the catalog (dict), the KV namespaces ({namespace: {key: _kv_store.Entry
   keeps at most MAX_HISTORY (7) previous versions otherwise (the store never holds more, so this
   is mostly the tombstones). History within MAX_HISTORY is kept, whatever its age.
 
-Nothing that belongs to an active or disabled allocation is ever in a plan (a hypothesis property
-test checks it).
+Departed workers (they left workers.json; the build keeps them in the catalog's `departed` list until
+gc has cleaned them, and `-e maand_departed=h1,h2` names more): a deploy stops their allocations and
+deletes their files but keeps `jobs/*/data` and `jobs/*/logs`; gc deletes the whole
+`/opt/worker/<bucket_id>` on them (maand's deploy does it for a worker that left) and then drops the
+row. It leaves alone a departed worker that still holds allocation rows (run the deploy first), and
+fails on one it cannot read or that still holds deploy records (jobs no deploy stopped); a row of a
+machine gone for good is dropped without contact with `-e maand_departed_forget=h1`.
+
+Nothing that belongs to an active or disabled allocation, or to a worker of workers.json, is ever in a
+plan (a hypothesis property test checks it).
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ DAY = 86400.0
 _JOB_NS = re.compile(r"^(?:maand/job|vars/job|secrets/job|vars/bucket/job)/([^/]+)\Z")
 _ALLOC_NS = re.compile(r"^maand/job/([^/]+)/worker/([^/]+)\Z")
 _WORKER_NS = re.compile(r"^maand/worker/([^/]+)(?:/tags)?\Z")
+_HOST = re.compile(r"^[^\s,/\\'\"`$;!*?\[\]{}()<>|&]+\Z")  # an address Ansible can take as a host name
+TREE = ""  # PathDeletion.job of the whole bucket folder of a departed worker
 
 
 class GCError(Exception):
@@ -67,6 +77,7 @@ class Listing:
     trees: tuple = ()
     deployed: tuple = ()
     pending: tuple = ()
+    exists: bool = True  # /opt/worker/<bucket_id> is there
 
     @classmethod
     def from_state(cls, host: str, state: Mapping[str, Any] | None) -> "Listing":
@@ -75,20 +86,21 @@ class Listing:
         if not state.get("reachable"):
             return cls(host, False, str(state.get("error") or "the worker was not read"))
         return cls(host, True, "", tuple(sorted(state.get("trees") or ())),
-                   tuple(sorted(state.get("deployed") or ())), tuple(sorted(state.get("pending") or ())))
+                   tuple(sorted(state.get("deployed") or ())), tuple(sorted(state.get("pending") or ())),
+                   bool(state.get("exists", True)))
 
 
 @dataclasses.dataclass(frozen=True)
 class PathDeletion:
     host: str
-    job: str
+    job: str  # TREE (""): the whole bucket folder of a departed worker
     path: str
     reason: str
 
 
 @dataclasses.dataclass(frozen=True)
 class RowDeletion:
-    table: str  # allocations, jobs, workers
+    table: str  # allocations, jobs, workers, departed
     key: str    # job@worker, job name, worker host
     reason: str
 
@@ -119,16 +131,24 @@ class Plan:
     history: list = dataclasses.field(default_factory=list)
     skipped: list = dataclasses.field(default_factory=list)   # notes: left alone, and why
     problems: list = dataclasses.field(default_factory=list)  # failures: the run must not exit 0
+    departed: tuple = ()  # hosts named with maand_departed (the commit re-plans with them)
+    forget: tuple = ()    # departed rows dropped without contact (maand_departed_forget)
 
     @property
     def empty(self) -> bool:
         return not (self.paths or self.rows or self.namespaces or self.history)
 
     def paths_by_host(self) -> dict:
+        """{host: [job]} of the job folders to delete (gc_worker's `jobs`)."""
         out: dict = {}
         for item in self.paths:
-            out.setdefault(item.host, []).append(item.job)
+            if item.job != TREE:
+                out.setdefault(item.host, []).append(item.job)
         return out
+
+    def trees(self) -> list:
+        """The departed workers whose whole bucket folder goes (gc_worker's `bucket_tree`), sorted."""
+        return sorted({item.host for item in self.paths if item.job == TREE})
 
     def as_dict(self) -> dict:
         return {"bucket_id": self.bucket_id, "retain_days": self.retain_days, "cutoff": self.cutoff,
@@ -136,7 +156,8 @@ class Plan:
                 "rows": [dataclasses.asdict(r) for r in self.rows],
                 "namespaces": [dict(dataclasses.asdict(n), keys=list(n.keys)) for n in self.namespaces],
                 "history": [dataclasses.asdict(h) for h in self.history],
-                "skipped": list(self.skipped), "problems": list(self.problems)}
+                "skipped": list(self.skipped), "problems": list(self.problems),
+                "departed": list(self.departed), "forget": list(self.forget)}
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "Plan":
@@ -146,7 +167,8 @@ class Plan:
                        [RowDeletion(**r) for r in doc.get("rows") or ()],
                        [NamespacePurge(n["namespace"], tuple(n["keys"]), n["reason"]) for n in doc.get("namespaces") or ()],
                        [HistoryPrune(**h) for h in doc.get("history") or ()],
-                       list(doc.get("skipped") or ()), list(doc.get("problems") or ()))
+                       list(doc.get("skipped") or ()), list(doc.get("problems") or ()),
+                       tuple(str(h) for h in doc.get("departed") or ()), tuple(str(h) for h in doc.get("forget") or ()))
         except (KeyError, TypeError, ValueError) as exc:
             raise GCError("the gc plan passed from the plan step is not a gc plan (%s); run maand.core.gc again"
                           % exc) from None
@@ -201,6 +223,51 @@ def retain_days(value: Any) -> float:
     return days
 
 
+# --- departed workers: the hosts gc is told about ---------------------------------------------------
+
+def host_list(value: Any, name: str) -> tuple:
+    """maand_departed / maand_departed_forget: "h1,h2" or a list of host addresses, in order, once each."""
+    if value is None or value == "" or value == []:
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise GCError("%s %r is not a list of hosts (fix: -e %s=10.0.0.5,10.0.0.6)" % (name, value, name))
+    out = []
+    for item in items:
+        host = item.strip() if isinstance(item, str) else item
+        if host == "":
+            continue
+        if not isinstance(host, str) or not _HOST.match(host):
+            raise GCError("%s: %r is not a host address (fix: -e %s=10.0.0.5,10.0.0.6)" % (name, host, name))
+        if host not in out:
+            out.append(host)
+    return tuple(out)
+
+
+def check_departed(catalog: Mapping[str, Any], named: Iterable[str], forget: Iterable[str]) -> None:
+    """Refuse (GCError, naming the host and the fix) a named departed host that is a worker of
+    workers.json, and a forgotten one that is not in the catalog's departed list or still holds
+    allocation rows."""
+    cat = _read_catalog(catalog)
+    named, forget = tuple(named), tuple(forget)
+    for host in named:
+        if host in cat.live_workers:
+            raise GCError("maand_departed: %s is a worker of workspace/workers.json: gc deletes the bucket folder only "
+                          "of workers that left it (fix: drop it from maand_departed, or remove it from "
+                          "workers.json, build and deploy first)" % host)
+        if host in forget:
+            raise GCError("%s is in both maand_departed (clean it) and maand_departed_forget (drop its row without "
+                          "contact): name it in one of them" % host)
+    for host in forget:
+        if host not in cat.departed:
+            raise GCError("maand_departed_forget: %s is not in the catalog's departed list (%s): there is no row to "
+                          "drop (fix: name only departed workers; ansible-inventory -i <bucket>/maand.yml --graph "
+                          "maand_departed_workers lists them)" % (host, ", ".join(sorted(cat.departed)) or "empty"))
+        if host in cat.holding:
+            raise GCError("maand_departed_forget: %s still holds allocation rows in the catalog: run maand.core.deploy "
+                          "first (it stops them, or drops the rows of an unreachable departed worker)" % host)
+
+
 # --- planning ---------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -211,6 +278,8 @@ class _Catalog:
     live_workers: set
     removed_jobs: list
     removed_workers: list
+    departed: set = dataclasses.field(default_factory=set)  # the catalog's departed list
+    holding: set = dataclasses.field(default_factory=set)   # workers with any allocation row
 
 
 def _read_catalog(catalog: Mapping[str, Any]) -> _Catalog:
@@ -227,7 +296,9 @@ def _read_catalog(catalog: Mapping[str, Any]) -> _Catalog:
                     {j["name"] for j in jobs if not j.get("removed")},
                     {w["host"] for w in workers if not w.get("removed")},
                     sorted(j["name"] for j in jobs if j.get("removed")),
-                    sorted(w["host"] for w in workers if w.get("removed")))
+                    sorted(w["host"] for w in workers if w.get("removed")),
+                    set(_catalog.departed_hosts(catalog)),
+                    {worker for dummy, worker in keep} | {worker for dummy, worker in removed})
 
 
 def job_root(bucket_id: str, job: str) -> str:
@@ -235,14 +306,30 @@ def job_root(bucket_id: str, job: str) -> str:
 
 
 def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]],
-         listings: Iterable[Listing], now: float, days: float = 0.0) -> Plan:
-    """The gc plan of a bucket (see the module docstring for the rules)."""
+         listings: Iterable[Listing], now: float, days: float = 0.0,
+         departed: Iterable[str] = (), forget: Iterable[str] = ()) -> Plan:
+    """The gc plan of a bucket (see the module docstring for the rules). departed: hosts named with
+    maand_departed; forget: departed rows to drop without contact (maand_departed_forget)."""
     cat = _read_catalog(catalog)
+    departed, forget = tuple(departed), tuple(forget)
+    check_departed(catalog, departed, forget)
     bucket_id = str(catalog.get("bucket_id") or "")
-    out = Plan(bucket_id, days, now - max(0.0, days) * DAY)
+    out = Plan(bucket_id, days, now - max(0.0, days) * DAY, departed=departed, forget=forget)
     dropped = set()
+    gone = (cat.departed | set(departed)) - cat.live_workers - cat.holding
     for listing in sorted(listings, key=lambda item: item.host):
+        if listing.host in forget:
+            continue
+        if listing.host in gone:
+            _plan_departed(out, cat, listing)
+            continue
         dropped |= _plan_worker(out, cat, listing)
+        if listing.host in (cat.departed | set(departed)) and listing.host in cat.holding:
+            out.skipped.append("departed worker %s: its bucket folder %s goes once a deploy has stopped its "
+                               "allocations; run maand.core.deploy first" % (listing.host, _layout.bucket_root(bucket_id)))
+    for host in forget:
+        out.rows.append(RowDeletion("departed", host, "forgotten with maand_departed_forget: nothing on it was "
+                                    "deleted; whatever it holds of the bucket stays there"))
     left = set(cat.keep) | (set(cat.removed) - dropped)
     _plan_rows(out, cat, left)
     _plan_namespaces(out, cat, namespaces, left)
@@ -279,6 +366,35 @@ def _plan_worker(out: Plan, cat: _Catalog, listing: Listing) -> set:
         dropped.add((job, host))
         out.rows.append(RowDeletion("allocations", "%s@%s" % (job, host), "removed allocation, cleaned on the worker"))
     return dropped
+
+
+def _plan_departed(out: Plan, cat: _Catalog, listing: Listing) -> None:
+    """A worker that left workers.json and holds no allocation row: its whole bucket folder, then its row."""
+    host, root = listing.host, _layout.bucket_root(out.bucket_id)
+    if not listing.reachable:
+        out.problems.append(
+            "departed worker %s could not be read (%s): its bucket folder %s (data/ and logs/ included) is left on it "
+            "and it stays in the catalog's departed list; fix: bring it up and check SSH (ansible -i <bucket>/maand.yml "
+            "%s -m ping), then run maand.core.gc again; if the machine is gone for good, drop its row with "
+            "-e maand_departed_forget=%s" % (host, listing.error, root, host, host))
+        return
+    busy = sorted(set(listing.deployed) | set(listing.pending))
+    if busy:
+        out.problems.append(
+            "departed worker %s still holds deploy records of %s (%s/deploy/<job>.json or .pending): jobs no deploy "
+            "stopped (was it unreachable when it left?); nothing of it is deleted; fix: stop them there (make stop in "
+            "%s/jobs/<job>) and delete %s/deploy, then run maand.core.gc again"
+            % (host, ", ".join(busy), root, root, root))
+        return
+    if listing.exists:
+        out.paths.append(PathDeletion(host, TREE, root, "departed worker: the whole bucket folder, data/ and logs/ "
+                                                        "included"))
+    if host in cat.departed:
+        out.rows.append(RowDeletion("departed", host, "departed worker, cleaned" if listing.exists else
+                                    "departed worker, holds nothing of the bucket"))
+    elif not listing.exists:
+        out.skipped.append("departed worker %s (maand_departed): holds nothing of the bucket (%s is not there)"
+                           % (host, root))
 
 
 def _plan_rows(out: Plan, cat: _Catalog, left: set) -> None:
@@ -360,10 +476,13 @@ def confirm(planned: Plan, fresh: Plan, failed_paths: Iterable[tuple] = ()) -> P
     out.history = [h for h in planned.history if (h.namespace, h.key) in history]
     out.skipped = list(planned.skipped)
     out.problems = list(planned.problems)
+    out.departed, out.forget = planned.departed, planned.forget
     return out
 
 
 def _row_failed(row: RowDeletion, failed: set) -> bool:
+    if row.table == "departed":
+        return (row.key, TREE) in failed
     if row.table != "allocations":
         return False
     job, dummy, host = row.key.partition("@")
@@ -380,7 +499,7 @@ def apply_catalog(catalog: Mapping[str, Any], confirmed: Plan) -> dict:
                           if not (a.get("state") == "removed" and "%s@%s" % (a["job"], a["worker"]) in allocs)]
     new["jobs"] = [j for j in catalog.get("jobs") or () if not (j.get("removed") and j["name"] in jobs)]
     new["workers"] = [w for w in catalog.get("workers") or () if not (w.get("removed") and w["host"] in workers)]
-    return new
+    return _catalog.drop_departed(new, {r.key for r in confirmed.rows if r.table == "departed"})
 
 
 # --- the controller side: worker answers in, plan and commit out ---------------------------------------
@@ -404,7 +523,10 @@ def listings(answers: Mapping[str, Any], hosts: Iterable[str]) -> list:
 def deletions(answers: Mapping[str, Any], planned: Plan) -> tuple:
     """(failed (host, job) pairs, problems) of the worker step, from each host's maand.core.gc_worker result."""
     failed, problems = set(), []
-    for host, jobs in sorted(planned.paths_by_host().items()):
+    wanted = planned.paths_by_host()
+    for host in planned.trees():
+        wanted.setdefault(host, []).append(TREE)
+    for host, jobs in sorted(wanted.items()):
         reg = answers.get(host)
         if not isinstance(reg, Mapping) or not reg or reg.get("skipped"):
             reg = {"failed": True, "msg": "the deletion did not run"}
@@ -428,10 +550,27 @@ def _inputs(bucket: str):
     return catalog, _kv_store.KVStore.load(bucket)
 
 
-def plan_bucket(bucket: str, answers: Mapping[str, Any], hosts: Iterable[str], now: float, days: Any) -> Plan:
+def targets(bucket: str, departed: Any, forget: Any) -> tuple:
+    """(named departed hosts, forgotten hosts) from the extra vars, checked against the catalog: the
+    playbook adds the named ones to maand_departed_workers before the play that reaches the workers."""
+    named, forgotten = host_list(departed, "maand_departed"), host_list(forget, "maand_departed_forget")
+    catalog, dummy = _inputs(bucket)
+    check_departed(catalog, named, forgotten)
+    return named, forgotten
+
+
+def plan_bucket(bucket: str, answers: Mapping[str, Any], hosts: Iterable[str], now: float, days: Any,
+                departed: Any = None, forget: Any = None) -> Plan:
     """The gc plan of a bucket from its catalog, its KV store and the workers' listings."""
+    days = retain_days(days)
+    named, forgotten = host_list(departed, "maand_departed"), host_list(forget, "maand_departed_forget")
+    hosts = list(hosts)
+    missing = [h for h in named if h not in hosts]
+    if missing:
+        raise GCError("maand_departed: %s not in this run (a --limit that leaves them out?): nothing was collected "
+                      "(fix: run without --limit, or add them to it)" % ", ".join(missing))
     catalog, store = _inputs(bucket)
-    return plan(catalog, store.namespaces, listings(answers, hosts), now, retain_days(days))
+    return plan(catalog, store.namespaces, listings(answers, hosts), now, days, named, forgotten)
 
 
 @dataclasses.dataclass
@@ -455,7 +594,7 @@ def commit(bucket: str, planned: Plan, states: Mapping[str, Any], deleted: Mappi
             raise GCError("data/catalog.json now holds bucket_id %s, not %s: the catalog and KV were left as "
                           "they are; run maand.core.gc again" % (catalog.get("bucket_id"), planned.bucket_id))
         fresh = plan(catalog, store.namespaces, listings(states, hosts),
-                     planned.cutoff + planned.retain_days * DAY, planned.retain_days)
+                     planned.cutoff + planned.retain_days * DAY, planned.retain_days, planned.departed, planned.forget)
         done = confirm(planned, fresh, failed)
         done.paths = [p for p in done.paths if (p.host, p.job) not in failed]
         new = apply_catalog(catalog, done)

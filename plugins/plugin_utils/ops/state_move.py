@@ -7,8 +7,9 @@ PostgreSQL store, or a store's documents back to files, all or nothing.
 The source is the bucket's store as it is configured now (``_storage.store``: state_url /
 MAAND_STATE_URL, else data/); the target is ``to``: a postgresql:// URL or ``files``. Every
 document (catalog, bucket_id, KV) is checked (the catalog against its schema, the KV document as
-the KV store parses it) before anything is written; a PostgreSQL target gets them and the run
-records in one transaction; files are written to temp files first and renamed together. A target
+the KV store parses it) before anything is written; a PostgreSQL target gets them, the run records
+and the deploy records in one transaction; files are written to temp files first and renamed
+together, then the deploy records (data/deploys/). A target
 that already holds a catalog is refused unless ``force`` (the bucket could hold another bucket's
 state). Never while a deploy holds the bucket's deploy lock. The secrets stay sealed with
 secrets/kv.key, which is never copied. No Ansible imports.
@@ -40,6 +41,7 @@ class Moved:
     target: str
     documents: list
     runs: int = 0
+    records: int = 0
     written: bool = False
     lines: list = dataclasses.field(default_factory=list)
 
@@ -100,19 +102,24 @@ def move(bucket_dir, to, force=False, check_mode=False):
             raise MoveError("%s holds no catalog: build the bucket first (there is nothing to move)" % source.label)
         _check(bucket_dir, docs)
         runs = source.runs(RUNS_KEPT) if source.kind != "file" else _file_runs(bucket_dir)
+        records = source.records()
         existing = target.documents()
         if "catalog" in existing and not force:
             raise MoveError("%s already holds a catalog (bucket_id %s): refusing to replace it; pass "
                             "-e maand_force=true to replace that state with this bucket's"
                             % (target.label, _bucket_id(existing["catalog"].text)))
-        result = Moved(source.label, target.label, sorted(docs), len(runs) if target.kind != "file" else 0)
+        result = Moved(source.label, target.label, sorted(docs), len(runs) if target.kind != "file" else 0,
+                       len(records))
         result.lines = ["%s: %d bytes" % (name, len(docs[name].encode("utf-8"))) for name in sorted(docs)]
+        result.lines.append("deploy records: %d" % len(records))
         if check_mode:
             return result
         if target.kind == "file":
             _write_files(bucket_dir, docs)
+            for run_id, text in records:
+                target.write_record(run_id, text, max(_storage.RECORDS_KEPT, len(records)))
         else:
-            target.replace_all(docs, runs)
+            target.replace_all(docs, runs, records)
         after = {name: doc.text for name, doc in target.documents().items() if name in docs}
         if after != docs:
             raise MoveError("%s does not read back what was written; check the store" % target.label)

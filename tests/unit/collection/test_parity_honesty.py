@@ -47,8 +47,6 @@ CASES = [
      "workspace/disabled.json", "workers", 'did you mean "10.0.0.1"?'),
     ("disabled_key_typo", lambda r: ws(r, "disabled.json", {"job": {}}),
      "workspace/disabled.json", "job", 'did you mean "jobs"?'),
-    ("prometheus_cert_push", lambda r: (job(r, "prometheus", {}), ws(r, "jobs/prometheus/prometheus.yml", "")),
-     "workspace/jobs/prometheus", "prometheus.yml", "does not push the certificate expiry gauges"),
 ]
 
 

@@ -2,6 +2,9 @@
 data-driven table: each case rebuilds the fixture the Go test writes on top of a `maand init` bucket and
 checks the outcome the Go test asserts (OK, or the error kind it asserts with assert.ErrorIs).
 
+Rows of tests/*_test.go build through maand's test harness (tests/maand_init.py harness_labels); rows of the
+build/ package tests write as workspace files the SQLite rows those tests seed.
+
 Each row cites its Go test. maand stops at its first error; maand.core reports every error, so a row
 checks that maand's error kind is among ours and, where the Go test checks wording, that maand's words
 appear inside ours.
@@ -14,7 +17,7 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.units import parse_version
 from tests.bucket_factory import write
-from tests.maand_init import init_bucket, job, ws
+from tests.maand_init import harness_labels, init_bucket, job, ws
 
 
 def no_workers_json(root):
@@ -37,6 +40,62 @@ def job_a(manifest, makefile="", modules=()):
 
 
 ONE_WORKER = workers('[{"host":"10.0.0.1"}]')
+
+
+def base_job(name, command, version):
+    """tests/build_demand_validation_test.go writeBaseJob, byte for byte."""
+    field = '"version":"%s",' % version if version else ""
+    return lambda root: job(root, name, '{"selectors":["worker"],%s"commands":{"%s":{"executed_on":["cli"]}}}' % (
+        field, command), modules=[command + ".py"])
+
+
+def demand_job(name, demand, command, version, extra=""):
+    """tests/build_demand_validation_test.go writeDemandJob, byte for byte."""
+    field = '"version":"%s",' % version if version else ""
+    return lambda root: job(root, name, '{"selectors":["worker"],%s"commands":{"command_dep":{"executed_on":["cli"],'
+                            '"demands":{"job":"%s","command":"%s"%s}}}}' % (field, demand, command, extra),
+                            modules=["command_dep.py"])
+
+
+def jobs(*specs):
+    """Jobs of maand's build/ package tests: (name, manifest text, command scripts under _modules/), empty Makefile."""
+    return lambda root: [job(root, name, manifest, modules=scripts) for name, manifest, *rest in specs
+                         for scripts in [rest[0] if rest else ()]]
+
+
+def app_on_one_worker(worker, manifest):
+    """build/validate_test.go's rows (worker, job app, allocation app@10.0.0.1) as a workspace: the worker
+    carries the label app, so the job (no selectors) is placed there."""
+    return steps(workers('[%s]' % worker), job_a_named("app", manifest))
+
+
+def job_a_named(name, manifest):
+    return lambda root: job(root, name, manifest)
+
+
+# build/validate_demands_test.go's jobs (writeDemandValidationJob), with the _modules/<command>.py a whole build needs
+DV_DB_SCHEMA = ("db", '{\n\t\t"selectors":["db"],\n\t\t"version":"2.1.0",\n\t\t"commands":{"command_schema":{"executed_on":'
+                '["cli"]}}\n\t}', ["command_schema.py"])
+
+
+def dv_api(demand, config=""):
+    return ("api", '{\n\t\t"selectors":["web"],\n\t\t"version":"1.0.0",\n\t\t"commands":{"command_migrate":{"executed_on":'
+                   '["cli"],"demands":{"job":"%s","command":"command_schema"%s}}}\n\t}' % (demand, config), ["command_migrate.py"])
+
+
+# build/execute_test.go writeMinimalBuildWorkspace
+EXEC_WORKERS = workers('[{"host":"10.0.0.1","labels":["web"],"memory":"1024","cpu":"2000","position":0}]')
+EXEC_API = ('{\n\t\t"version": "1.0.0",\n\t\t"selectors": ["web"],\n\t\t"resources": {\n\t\t\t"memory": {"min": "128", '
+            '"max": "256"},\n\t\t\t"cpu": {"min": "100", "max": "200"}\n\t\t}\n\t}')
+EXEC_MINIMAL = steps(EXEC_WORKERS, job_a_named("api", EXEC_API))
+
+
+def seq_job(name, command, demand=None, version="1.0.0"):
+    """A job of build/build_deployment_sequence_test.go's job_commands rows: command, optional demand (job, command)."""
+    demands = ',"demands":{"job":"%s","command":"%s"}' % demand if demand else ""
+    return (name, '{"version":"%s","selectors":["worker"],"commands":{"%s":{"executed_on":["cli"]%s}}}' % (
+        version, command, demands), [command + ".py"])
+
 
 # (id, maand test, setup, expected error kind or None for OK, words maand's test asserts in the message)
 CASES = [
@@ -173,6 +232,124 @@ CASES = [
                        "executed_on": ["cli"], "demands": {"job": "a", "command": "command_s",
                                                            "config": {"min_version": "1.0.0"}}}}},
                        modules=["command_m.py"])), "ErrInvalidJobVersion", None),
+    ("DemandUnknownJob_as_maand", "tests/build_demand_validation_test.go TestValidateDemandUnknownJob",
+     demand_job("b", "missing", "command_x", "1.0.0"), "ErrInvalidJobCommandDemand", None),
+    ("DemandUnknownCommand", "tests/build_demand_validation_test.go TestValidateDemandUnknownCommand",
+     steps(base_job("a", "command_y", "1.0.0"), demand_job("b", "a", "command_x", "1.0.0")),
+     "ErrInvalidJobCommandDemand", None),
+    ("DemandVersionTooLow", "tests/build_demand_validation_test.go TestValidateDemandVersionTooLow",
+     steps(base_job("a", "command_x", "1.0.0"), demand_job("b", "a", "command_x", "2.0.0", ',"config":{"min_version":"2.0.0"}')),
+     "ErrJobCommandDemandVersionMismatch", None),
+    ("DemandVersionOk", "tests/build_demand_validation_test.go TestValidateDemandVersionOk",
+     steps(base_job("a", "command_x", "2.1.0"),
+           demand_job("b", "a", "command_x", "1.0.0", ',"config":{"min_version":"2.0.0","max_version":"3.0.0"}')), None, None),
+    ("DemandRequiresUpstreamVersion_as_maand", "tests/build_demand_validation_test.go TestValidateDemandRequiresUpstreamVersion",
+     steps(base_job("a", "command_x", ""), demand_job("b", "a", "command_x", "1.0.0", ',"config":{"min_version":"1.0.0"}')),
+     "ErrInvalidJobVersion", None),
+    ("JobMemoryAboveWorkerCapacity", "tests/build_validate_test.go TestBuildRejectsJobMemoryAboveWorkerCapacity",
+     steps(workers('[{"host":"10.0.0.1","memory":"128mb"}]'), lambda root: job(root, "heavy", '{\n\t\t"selectors": ["worker"],'
+           '\n\t\t"resources": {\n\t\t\t"memory": {"min": "256mb", "max": "512mb"}\n\t\t}\n\t}')),
+     "ErrInsufficientResource", None),
+    ("DuplicateWorkerHost", "tests/build_validate_test.go TestBuildRejectsDuplicateWorkerHost",
+     workers('[{"host":"10.0.0.1"},{"host":"10.0.0.1"}]'), "ErrInvalidWorkerJSON", None),
+    # build/validate_test.go (its SQLite rows as a workspace: worker 10.0.0.1, job app placed there)
+    ("requiresWorkerMemory", "build/validate_test.go TestValidateWorkerResources_requiresWorkerMemoryWhenJobNeedsMemory",
+     app_on_one_worker('{"host":"10.0.0.1","labels":["app"]}', '{"resources":{"memory":{"max":"512"}}}'),
+     "ErrInsufficientResource", "must specify memory"),
+    ("requiresWorkerCPU", "build/validate_test.go TestValidateWorkerResources_requiresWorkerCPUWhenJobNeedsCPU",
+     app_on_one_worker('{"host":"10.0.0.1","labels":["app"]}', '{"resources":{"cpu":{"max":"2000"}}}'),
+     "ErrInsufficientResource", "must specify cpu"),
+    ("insufficientMemory", "build/validate_test.go TestValidateWorkerResources_insufficientMemory",
+     app_on_one_worker('{"host":"10.0.0.1","labels":["app"],"memory":"256","cpu":"1000"}', '{"resources":{"memory":{"max":"512"}}}'),
+     "ErrInsufficientResource", "available memory"),
+    ("insufficientCPU", "build/validate_test.go TestValidateWorkerResources_insufficientCPU",
+     app_on_one_worker('{"host":"10.0.0.1","labels":["app"],"memory":"1024","cpu":"500"}', '{"resources":{"cpu":{"max":"2000"}}}'),
+     "ErrInsufficientResource", "available cpu"),
+    ("skipsWhenJobHasNoRequirements", "build/validate_test.go TestValidateWorkerResources_skipsWhenJobHasNoRequirements",
+     app_on_one_worker('{"host":"10.0.0.1","labels":["app"]}', "{}"), None, None),
+    ("MinAllocations_rejectsWhenBelowMinimum", "build/validate_test.go TestValidateMinAllocationsCount_rejectsWhenBelowMinimum",
+     app_on_one_worker('{"host":"10.0.0.1","labels":["app"]}', '{"min_allocations_count":2}'),
+     "ErrInsufficientAllocations", "job app has 1 allocation(s)"),
+    ("MinAllocations_passesWhenMinimumMet", "build/validate_test.go TestValidateMinAllocationsCount_passesWhenMinimumMet",
+     steps(app_on_one_worker('{"host":"10.0.0.1","labels":["app"]},{"host":"10.0.0.2","labels":["app"]}',
+                             '{"min_allocations_count":2}'),
+           lambda root: ws(root, "disabled.json", '{"jobs":{"app":{"allocations":["10.0.0.2"]}}}')), None, None),
+    # build/validate_demands_test.go
+    ("Demands_noDemands", "build/validate_demands_test.go TestValidateJobCommandDemands_noDemands",
+     jobs(("api", '{"selectors":["web"],"version":"1.0.0"}')), None, None),
+    ("Demands_validDemand", "build/validate_demands_test.go TestValidateJobCommandDemands_validDemand",
+     jobs(DV_DB_SCHEMA, dv_api("db", ',"config":{"min_version":"2.0.0","max_version":"3.0.0"}')), None, None),
+    ("Demands_unknownJob", "build/validate_demands_test.go TestValidateJobCommandDemands_unknownJob",
+     jobs(dv_api("missing")), "ErrInvalidJobCommandDemand", None),
+    ("Demands_unknownCommand", "build/validate_demands_test.go TestValidateJobCommandDemands_unknownCommand",
+     jobs(("db", '{"selectors":["db"],"version":"1.0.0"}'), dv_api("db")), "ErrInvalidJobCommandDemand", None),
+    ("Demands_requiresUpstreamVersion", "build/validate_demands_test.go TestValidateJobCommandDemands_requiresUpstreamVersion",
+     jobs(("db", '{\n\t\t"selectors":["db"],\n\t\t"commands":{"command_schema":{"executed_on":["cli"]}}\n\t}', ["command_schema.py"]),
+          dv_api("db", ',"config":{"min_version":"1.0.0"}')), "ErrInvalidJobVersion", None),
+    ("Demands_versionMismatch", "build/validate_demands_test.go TestValidateJobCommandDemands_versionMismatch",
+     jobs(("db", '{\n\t\t"selectors":["db"],\n\t\t"version":"1.0.0",\n\t\t"commands":{"command_schema":{"executed_on":["cli"]}}\n\t}',
+           ["command_schema.py"]), dv_api("db", ',"config":{"min_version":"2.0.0"}')), "ErrJobCommandDemandVersionMismatch", None),
+    # build/execute_test.go
+    ("Execute_rejectsInvalidDemand", "build/execute_test.go TestExecute_rejectsInvalidDemand",
+     steps(EXEC_MINIMAL, jobs(("consumer", '{\n\t\t"version": "1.0.0",\n\t\t"selectors": ["web"],\n\t\t"commands": {\n\t\t\t'
+                                           '"command_dep": {\n\t\t\t\t"executed_on": ["cli"],\n\t\t\t\t"demands": {"job": "api", '
+                                           '"command": "missing_command"}\n\t\t\t}\n\t\t}\n\t}', ["command_dep.py"]))),
+     "ErrInvalidJobCommandDemand", None),
+    # build/build_jobs_test.go
+    ("BuildJobs_rejectsInvalidCommandName", "build/build_jobs_test.go TestBuildJobs_rejectsInvalidCommandName",
+     jobs(("api", '{\n\t\t"selectors": ["web"],\n\t\t"commands": {"bad": {"executed_on": ["cli"]}}\n\t}', ["bad.py"])),
+     "ErrInvalidJobCommandConfiguration", None),
+    ("BuildJobs_rejectsReservedDataDirectory", "build/build_jobs_test.go TestBuildJobs_rejectsReservedDataDirectory",
+     steps(jobs(("api", '{"selectors":["web"]}')), lambda root: os.makedirs(os.path.join(str(root), "workspace/jobs/api/data"))),
+     "ErrInvalidJob", "data directory is reserved"),
+    # build/build_deployment_sequence_test.go (its job_commands rows as manifests)
+    ("DetectCircular_cycle", "build/build_deployment_sequence_test.go TestDetectCircularJobCommandDependencies_cycle",
+     jobs(seq_job("a", "command_a", ("b", "command_b")), seq_job("b", "command_b", ("c", "command_c")),
+          seq_job("c", "command_c", ("a", "command_a"))), "ErrCircularJobCommandDependency", None),
+    ("DetectCircular_acyclic", "build/build_deployment_sequence_test.go TestDetectCircularJobCommandDependencies_acyclic",
+     jobs(seq_job("consumer", "command_consumer", ("db", "command_db")), seq_job("db", "command_db")), None, None),
+    ("DeploymentSequence_rejectsCycle", "build/build_deployment_sequence_test.go TestBuildDeploymentSequence_rejectsCycle",
+     jobs(seq_job("a", "command_a", ("b", "command_b")), seq_job("b", "command_b", ("a", "command_a"))),
+     "ErrCircularJobCommandDependency", None),
+    # workspace/*_test.go: manifest readers, through a build
+    ("ValidatePortKey_empty", "workspace/ports_test.go TestValidatePortKey (\"\")",
+     jobs(("api", '{"resources":{"ports":{"": {}}}}')), "ErrPortKeyFormat", None),
+    ("ValidatePortKey_BadPort", "workspace/ports_test.go TestValidatePortKey (Bad-Port)",
+     jobs(("api", '{"resources":{"ports":{"Bad-Port": {}}}}')), "ErrPortKeyFormat", None),
+    ("NormalizeRestartPolicy_bounce", "workspace/restart_policy_test.go TestNormalizeRestartPolicy (bounce)",
+     jobs(("api", '{"restart_policy":"bounce"}')), "ErrInvalidManifest", None),
+    ("ValidateRestartPolicy_invalid", "workspace/restart_policy_test.go TestValidateRestartPolicy (invalid)",
+     jobs(("api", '{"restart_policy":"invalid"}')), "ErrInvalidManifest", None),
+    ("ValidateRestartPolicy_never", "workspace/restart_policy_test.go TestValidateRestartPolicy (never)",
+     jobs(("api", '{"restart_policy":"never"}')), None, None),
+    ("ValidateRestartGlobsRequiresReloadPolicy", "workspace/restart_policy_test.go TestValidateRestartGlobsRequiresReloadPolicy",
+     jobs(("api", '{"restart_policy":"always","restart_globs":["Makefile"]}')), "ErrInvalidManifest",
+     "restart_globs requires restart_policy reload"),
+    ("ValidateRestartGlobsPatterns_bad", "workspace/restart_policy_test.go TestValidateRestartGlobsPatterns ([)",
+     lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["["]}', makefile="reload:\n"),
+     "ErrInvalidManifest", None),
+    ("ValidateRestartGlobsPatterns_ok", "workspace/restart_policy_test.go TestValidateRestartGlobsPatterns",
+     # here restart_policy reload also needs a reload target in the Makefile (README, Differences from maand)
+     lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["Makefile","bin/**"]}', makefile="reload:\n"),
+     None, None),
+    ("VersionConstraint_ok", "workspace/version_test.go TestVersionConstraint (upstream 2.0.0, 1.0.0 <= v <= 2.5.0)",
+     jobs(("db", '{"version":"2.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db","command":'
+                  '"command_schema","config":{"min_version":"1.0.0","max_version":"2.5.0"}}}}}', ["command_x.py"])), None, None),
+    ("VersionConstraint_number", "workspace/version_test.go TestVersionConstraint (min_version 3, a number)",
+     jobs(("db", '{"version":"2.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db","command":'
+                  '"command_schema","config":{"min_version":3}}}}}', ["command_x.py"])), "ErrJobCommandDemandVersionMismatch", None),
+    ("ValidateDemandReference_jobOnly", "workspace/version_test.go TestValidateDemandReference (job without command)",
+     jobs(("db", '{"version":"1.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db"}}}}', ["command_x.py"])),
+     "ErrInvalidJobCommandDemand", None),
+    ("ValidateDemandReference_both", "workspace/version_test.go TestValidateDemandReference (job and command)",
+     jobs(("db", '{"version":"1.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{"version":"1.0.0","commands":{"command_x":{"executed_on":["cli"],"demands":{"job":"db",'
+                  '"command":"command_schema"}}}}', ["command_x.py"])), None, None),
+    ("ManifestListedCommands", "workspace/manifest_test.go TestManifestListedCommands (a command named run)",
+     jobs(("api", '{"commands":{"run":{}}}')), "ErrInvalidJobCommandConfiguration", "command name must start with command_"),
 ]
 
 
@@ -180,6 +357,8 @@ CASES = [
 def test_maand_build_outcome(tmp_path, name, source, setup, kind, words):
     root = init_bucket(tmp_path)
     setup(root)
+    if source.startswith("tests/"):  # maand's tests/ package builds through its harness
+        harness_labels(root)
     result = _build.compute(root)
     text = "\n".join(str(p) for p in result.report.errors)
     if kind is None:
@@ -362,6 +541,91 @@ VALUE_CASES = [
      lambda r: [a["worker"] for a in r.catalog["allocations"]], ["10.0.0.1"]),
     ("deduplicatesManifestSelectors", "workspace/manifest_test.go TestPlacementSelectors_deduplicatesManifestSelectors",
      job_a('{"selectors":["x","x","y"]}'), lambda r: _job(r)["selectors"], ["x", "y"]),
+    # build/validate_demands_test.go, build/execute_test.go, build/build_jobs_test.go, build/build_deployment_sequence_test.go
+    ("LoadJobCatalog_resolvesVersions", "build/validate_demands_test.go TestLoadJobCatalog_resolvesVersions",
+     jobs(("api", '{"selectors":["web"],"version":"1.2.3"}')), lambda r: _job(r, "api")["version"], "1.2.3"),
+    ("JobCatalog_isDemandTarget", "build/validate_demands_test.go TestJobCatalog_isDemandTarget",
+     jobs(("db", '{"selectors":["db"],"version":"1.0.0","commands":{"command_schema":{"executed_on":["cli"]}}}', ["command_schema.py"]),
+          ("api", '{\n\t\t"selectors":["web"],\n\t\t"version":"1.0.0",\n\t\t"commands":{"command_migrate":{"executed_on":["cli"],'
+                  '"demands":{"job":"db","command":"command_schema"}}}\n\t}', ["command_migrate.py"])),
+     lambda r: (_job(r, "db")["deployment_seq"], _job(r, "api")["deployment_seq"]), (0, 1)),
+    ("Execute_syncsMinimalWorkspace", "build/execute_test.go TestExecute_syncsMinimalWorkspace", EXEC_MINIMAL,
+     lambda r: ([w["host"] for w in r.catalog["workers"]], [(a["job"], a["worker"]) for a in r.catalog["allocations"]]),
+     (["10.0.0.1"], [("api", "10.0.0.1")])),
+    ("Execute_runsPostBuildHook", "build/execute_test.go TestExecute_runsPostBuildHook",
+     steps(EXEC_WORKERS, jobs(("api", '{\n\t\t"version": "1.0.0",\n\t\t"selectors": ["web"],\n\t\t"resources": {\n\t\t\t"memory": '
+                                      '{"min": "128", "max": "256"},\n\t\t\t"cpu": {"min": "100", "max": "200"}\n\t\t},\n\t\t'
+                                      '"commands": {\n\t\t\t"command_post_build": {"executed_on": ["post_build"]}\n\t\t}\n\t}',
+                               ["command_post_build.py"]))),
+     lambda r: [n for n, c in _job(r, "api")["commands"].items() if "post_build" in c["executed_on"]], ["command_post_build"]),
+    ("BuildJobsFromWorkspaceManifest", "build/build_jobs_test.go TestBuildJobsFromWorkspaceManifest",
+     jobs(("api", '{\n\t\t"version": "1.0.0",\n\t\t"selectors": ["web"],\n\t\t"resources": {\n\t\t\t"memory": {"min": "128", '
+                  '"max": "256"},\n\t\t\t"cpu": {"min": "100", "max": "200"},\n\t\t\t"ports": {"http_port": {}}\n\t\t}\n\t}')),
+     lambda r: [(j["name"], j["version"]) for j in r.catalog["jobs"]], [("api", "1.0.0")]),
+    ("BuildJobs_storesPlacementSelectors", "build/build_jobs_test.go TestBuildJobs_storesPlacementSelectors",
+     jobs(("api", '{"selectors":["web"]}')), lambda r: _job(r, "api")["selectors"], ["web"]),
+    ("BuildWorkersFromWorkspace", "build/build_jobs_test.go TestBuildWorkersFromWorkspace",
+     workers('[{"host":"10.0.0.1","labels":["web"],"memory":"1024","cpu":"2000","position":0}]'),
+     lambda r: [(w["host"], "web" in w["labels"]) for w in r.catalog["workers"]], [("10.0.0.1", True)]),
+    ("SortedJobNames", "build/build_jobs_test.go TestSortedJobNames (sortedJobNames: jobs in name order)",
+     jobs(("c", "{}"), ("a", "{}"), ("b", "{}")), lambda r: [j["name"] for j in r.catalog["jobs"]], ["a", "b", "c"]),
+    ("BuildJobs_syncsFixedPort", "build/build_jobs_test.go TestBuildJobs_syncsFixedPort",
+     jobs(("api", '{\n\t\t"selectors": ["web"],\n\t\t"resources": {\n\t\t\t"ports": {"metrics_port": 31000}\n\t\t}\n\t}')),
+     lambda r: _job(r, "api")["ports"], {"metrics_port": 31000}),
+    ("BuildJobsSyncsHealthCheckAndCommands", "build/build_jobs_test.go TestBuildJobsSyncsHealthCheckAndCommands",
+     steps(jobs(("api", '{\n\t\t"version": "1.0.0",\n\t\t"selectors": ["web"],\n\t\t"health_check": {\n\t\t\t"checks": [{"type": '
+                        '"http", "port": "http_port", "path": "/health"}]\n\t\t},\n\t\t"resources": {\n\t\t\t"memory": {"min": '
+                        '"128", "max": "256"},\n\t\t\t"ports": {"http_port": {}}\n\t\t},\n\t\t"commands": {\n\t\t\t"command_status":'
+                        ' {\n\t\t\t\t"executed_on": ["cli"],\n\t\t\t\t"demands": {"job": "", "command": ""}\n\t\t\t}\n\t\t}\n\t}',
+                 ["command_status.py"])), lambda root: ws(root, "bucket.jobs.conf", '[api]\nmemory = "192 mb"\n')),
+     lambda r: ("http" in str(_job(r, "api")["health_check"]), len(_job(r, "api")["commands"]), _job(r, "api")["memory_mb"],
+                _job(r, "api")["memory_source"], _job(r, "api")["cpu_source"]), (True, 1, 192.0, "bucket.jobs.conf", "manifest")),
+    ("BuildJobsSyncsCertsFromManifest", "build/build_jobs_test.go TestBuildJobsSyncsCertsFromManifest",
+     jobs(("api", '{\n\t\t"selectors": ["web"],\n\t\t"certs": {\n\t\t\t"tls": {\n\t\t\t\t"pkcs8": true,\n\t\t\t\t"one": false,\n\t\t\t\t'
+                  '"subject": {"common_name": "api.local"}\n\t\t\t}\n\t\t}\n\t}')),
+     lambda r: [c["name"] for c in _job(r, "api")["certs"]], ["tls"]),
+    ("LoadJobCertSpecs", "build/build_certs_test.go TestLoadJobCertSpecs (seedBuildCertsDB's job_certs row)",
+     jobs(("api", '{"version":"1.0.0","certs":{"tls":{"pkcs8":true,"one":false,"subject":{"common_name":"api"}}}}')),
+     lambda r: [(c["name"], c["pkcs8"]) for c in _job(r, "api")["certs"]], [("tls", True)]),
+    ("SyncJobPortsAssignsFromManifest", "build/build_ports_sync_test.go TestSyncJobPortsAssignsFromManifest",
+     steps(lambda root: ws(root, "bucket.conf", 'port_min = "30000"\nport_max = "30010"\n'),
+           jobs(("api", '{"resources":{"ports":{"http_port":{}}}}'))), lambda r: _job(r, "api")["ports"], {"http_port": 30000}),
+    ("LoadJobCommandDependencies", "build/build_deployment_sequence_test.go TestLoadJobCommandDependencies",
+     jobs(seq_job("db", "command_schema"), seq_job("api", "command_migrate", ("db", "command_schema"))),
+     lambda r: (_job(r, "db")["deployment_seq"], _job(r, "api")["deployment_seq"]), (0, 1)),
+    ("DeploymentSequence_ordersDependentJobs", "build/build_deployment_sequence_test.go TestBuildDeploymentSequence_ordersDependentJobs",
+     steps(ONE_WORKER, jobs(seq_job("db", "command_schema"), seq_job("api", "command_migrate", ("db", "command_schema")))),
+     lambda r: [(a["job"], a["deployment_seq"]) for a in sorted(r.catalog["allocations"], key=lambda a: a["deployment_seq"])],
+     [("db", 0), ("api", 1)]),
+    ("BuildAllocations_createsNewAllocation", "build/build_allocations_test.go TestBuildAllocations_createsNewAllocation",
+     steps(workers('[{"host":"10.0.0.3","labels":["web"],"memory":"1024","cpu":"2000"}]'),
+           jobs(("web", '{"version":"2.0.0","selectors":["web"]}'))),
+     lambda r: ([(a["job"], a["worker"], a["state"]) for a in r.catalog["allocations"]], _job(r, "web")["version"]),
+     ([("web", "10.0.0.3", "active")], "2.0.0")),
+    ("ManifestPortsUnmarshalEmptyObject", "workspace/ports_test.go TestManifestPortsUnmarshalEmptyObject",
+     jobs(("api", '{\n\t\t"resources": {"ports": {"database_port": {}, "http_port": {}}}\n\t}')),
+     lambda r: sorted(_job(r, "api")["ports"].items()), [("database_port", 30000), ("http_port", 30001)]),
+    ("ManifestPortsUnmarshalInteger", "workspace/ports_test.go TestManifestPortsUnmarshalInteger",
+     jobs(("api", '{\n\t\t"resources": {"ports": {"database_port": 5432, "http_port": {}}}\n\t}')),
+     lambda r: _job(r, "api")["ports"], {"database_port": 5432, "http_port": 30000}),
+    ("ValidatePortKey_ok", "workspace/ports_test.go TestValidatePortKey (database_port)",
+     jobs(("api", '{"resources":{"ports":{"database_port": {}}}}')), lambda r: list(_job(r, "api")["ports"]), ["database_port"]),
+    ("PlacementSelectors_jobNameOnlyWhenEmpty", "workspace/manifest_test.go TestPlacementSelectors_jobNameOnlyWhenEmpty",
+     jobs(("prometheus", "{}")), lambda r: _job(r, "prometheus")["selectors"], ["prometheus"]),
+    ("PlacementSelectors_usesManifestSelectorsWhenSet", "workspace/manifest_test.go TestPlacementSelectors_usesManifestSelectorsWhenSet",
+     jobs(("api", '{"selectors":["worker","prod"]}')), lambda r: _job(r, "api")["selectors"], ["worker", "prod"]),
+    ("NormalizeRestartPolicy_reload", "workspace/restart_policy_test.go TestNormalizeRestartPolicy (reload)",
+     lambda root: job(root, "api", '{"restart_policy":"reload"}', makefile="reload:\n"), lambda r: _job(r, "api")["restart_policy"],
+     "reload"),
+    ("EncodeParseRestartGlobs", "workspace/restart_policy_test.go TestEncodeParseRestartGlobs",
+     lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["Makefile","bin/**"]}', makefile="reload:\n"),
+     lambda r: _job(r, "api")["restart_globs"], ["Makefile", "bin/**"]),
+    ("BuildStoresHealthCheckJSON", "tests/healthcheck_manifest_test.go TestBuildStoresHealthCheckJSON",
+     steps(workers('[{"host":"10.0.0.1","labels":["app"]}]'),
+           job_a_named("app", '{\n\t\t"selectors": ["app"],\n\t\t"resources": {"ports": {"api_port": 30010}},\n\t\t"health_check": '
+                              '{\n\t\t\t"checks": [\n\t\t\t\t{"type": "tcp", "port": "api_port"},\n\t\t\t\t{"type": "ssh", '
+                              '"command": "true"}\n\t\t\t]\n\t\t}\n\t}')),
+     lambda r: [(c["type"], c.get("command")) for c in _job(r, "app")["health_check"]["checks"]], [("tcp", None), ("ssh", "true")]),
 ]
 
 
@@ -369,6 +633,21 @@ VALUE_CASES = [
 def test_maand_build_values(tmp_path, name, source, setup, get, expected):
     root = init_bucket(tmp_path)
     setup(root)
+    if source.startswith("tests/"):  # maand's tests/ package builds through its harness
+        harness_labels(root)
     result = _build.compute(root)
     assert result.report.ok, [str(p) for p in result.report.errors]
     assert get(result) == expected, source
+
+
+@pytest.mark.parametrize("source, folders", [("tests/build_bucket_test.go TestBuildUnInitialized", ["workspace"]),
+                                             ("build/execute_test.go TestExecute_notInitialized", [])])
+def test_build_uninitialized(tmp_path, source, folders):
+    """A folder `maand init` never ran in (with workspace/, or empty) is refused with ErrNotInitialized (maand: no
+    data/maand.db; here: no maand.conf), and no catalog is written."""
+    for folder in folders:
+        os.makedirs(os.path.join(str(tmp_path), folder))
+    result = _build.build(str(tmp_path))
+    assert [(p.kind, p.file) for p in result.report.errors] == [("ErrNotInitialized", "maand.conf")]
+    assert "maand.core.init" in result.report.errors[0].fix
+    assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))

@@ -10,10 +10,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 ANSIBLE_CORE_BRINGS = {"ansible", "ansible_collections", "jinja2", "yaml"}
-PACKAGE_OF = {"markdown_it": "markdown_it_py"}  # import name -> distribution name (normalised) where they differ
+PACKAGE_OF = {"markdown_it": "markdown_it_py", "google": "protobuf"}  # import name -> distribution name (normalised) where they differ
 # Optional: imported late, only by the feature that needs it, which names the pip command when it is missing;
 # requirements.txt names each in a comment (an EE that uses the feature adds it).
-OPTIONAL = {"psycopg"}  # the PostgreSQL state store (bucket/state_pg.py)
+OPTIONAL = {"psycopg",  # the PostgreSQL state store (bucket/state_pg.py)
+            "google", "cramjam"}  # protobuf and snappy: the certificate expiry metrics' remote write (ops/cert_metrics.py)
 
 
 def imported_top_level(root):
@@ -40,6 +41,6 @@ def test_requirements_txt_lists_every_third_party_import():
 def test_optional_imports_are_named_in_requirements_txt_and_installed_for_the_tests():
     text = (REPO / "requirements.txt").read_text()
     dev = (REPO / "requirements-dev.txt").read_text()
-    for name in OPTIONAL:
+    for name in (PACKAGE_OF.get(name, name) for name in OPTIONAL):
         assert "# optional: %s" % name in text.lower(), name
         assert re.search(r"^%s\b" % name, dev, re.M), name  # CI tests the feature

@@ -55,6 +55,24 @@ def test_secrets_need_reveal(lookup, built):
     assert lookup.run(["vars/job/api", "service_name"], {}, bucket=built) == ["api-gateway"]
 
 
+def test_private_keys_of_issued_certificates_need_reveal(lookup, built):
+    """Security review L2: a leaf key reads as a secret does; a whole-namespace read masks it."""
+    store = _kv_store.KVStore.load(built)
+    ns = "maand/job/api/worker/10.0.0.1"
+    store.namespaces[ns]["certs/tls.key"] = _kv_store.Entry("-----BEGIN PRIVATE KEY-----")
+    store.namespaces[ns]["certs/tls.crt"] = _kv_store.Entry("-----BEGIN CERTIFICATE-----")
+    store.dirty = True
+    store.save()
+    with pytest.raises(AnsibleLookupError, match="certs/tls.key of %s is a private key; pass reveal=true" % ns):
+        lookup.run([ns, "certs/tls.key"], {}, bucket=built)
+    assert lookup.run([ns, "certs/tls.crt"], {}, bucket=built) == ["-----BEGIN CERTIFICATE-----"]
+    assert lookup.run([ns, "certs/tls.key"], {}, bucket=built, reveal=True) == ["-----BEGIN PRIVATE KEY-----"]
+    [whole] = lookup.run([ns], {}, bucket=built)
+    assert whole["certs/tls.key"] == "***" and whole["certs/tls.crt"] == "-----BEGIN CERTIFICATE-----"
+    [whole] = lookup.run([ns], {}, bucket=built, reveal=True)
+    assert whole["certs/tls.key"] == "-----BEGIN PRIVATE KEY-----"
+
+
 def test_read_rules_apply_with_job(lookup, built):
     with pytest.raises(AnsibleLookupError, match="vars/job/other namespace is not available for job api"):
         lookup.run(["vars/job/other", "x"], {}, bucket=built, job="api", worker_ip="10.0.0.1")

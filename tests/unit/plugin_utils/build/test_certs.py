@@ -143,8 +143,10 @@ def test_maand_expiry_status_table(offset, status):
     assert _certs.expiry_status(now + offset, 30, now) == status
 
 
-# maand build/build_certs_test.go: TestWorkerCertNeedsRegeneration_missingKey, TestCertPEMExpiringSoon(_invalid
-# Certificate), TestCertNeedsRegeneration_expiredWorkerCert (a cert made with ttl -60 days, buffer 30)
+# maand build/build_certs_test.go: TestWorkerCertNeedsRegeneration_missingKey, TestCertPEMExpiringSoon,
+# TestCertPEMExpiringSoon_invalidCertificate, TestCertNeedsRegeneration_expiredWorkerCert (a cert made with ttl -60
+# days, buffer 30; here issued 120 days ago for 60), TestWorkerCertNeedsRegeneration_expiringCert (that cert with the
+# stored key "KEY"), TestCertNeedsRegeneration_jobRegenerate (the job's cert entry changed: another subject)
 def test_maand_regeneration_cases(ca_bucket):
     _x, ca = ca_bucket
     good = _certs.issue_leaf(ca, "api", ["10.0.0.1"], 365, True, key_size=SMALL, now=NOW)
@@ -157,3 +159,26 @@ def test_maand_regeneration_cases(ca_bucket):
     why = _certs.leaf_problem(ca, expired.cert_pem, expired.key_pem, "api", ["10.0.0.1"], True, 30, NOW)
     assert why.startswith("renewal")
     assert _certs.leaf_problem(ca, good.cert_pem, good.key_pem, "api", ["10.0.0.2"], True, 30, NOW) == "config changed"
+    assert _certs.leaf_problem(ca, expired.cert_pem, "KEY", "api", ["10.0.0.1"], True, 30, NOW) is not None
+    assert _certs.leaf_problem(ca, good.cert_pem, good.key_pem, "api2", ["10.0.0.1"], True, 30, NOW) == "config changed"
+
+
+def test_is_cert_expiring_soon_as_maand(ca_bucket):
+    """build/build_certs_test.go TestIsCertExpiringSoon: a 365-day cert is not expiring inside a 30-day buffer; one
+    that expired 60 days ago is."""
+    _x, ca = ca_bucket
+    fresh = _certs.issue_leaf(ca, "test", ["10.0.0.1"], 365, True, key_size=SMALL, now=NOW)
+    expired = _certs.issue_leaf(ca, "test", ["10.0.0.1"], 60, True, key_size=SMALL, now=NOW - 120 * DAY)
+    assert not _certs.pem_needs_renewal(fresh.cert_pem, 30, NOW)
+    assert _certs.pem_needs_renewal(expired.cert_pem, 30, NOW)
+
+
+@pytest.mark.parametrize("source, pkcs8, block", [("TestGenerateCert_pkcs8", True, "PRIVATE KEY"),
+                                                  ("TestGenerateCert_pkcs1", False, "RSA PRIVATE KEY")])
+def test_generate_cert_key_format_as_maand(ca_bucket, source, pkcs8, block):
+    """build/build_certs_test.go: GenerateCert(dir, "tls", CN test, [10.0.0.1], 30 days, pkcs8) writes a key whose
+    PEM block is PRIVATE KEY (PKCS#8) or RSA PRIVATE KEY (PKCS#1). maand also writes it 0600 at build; here the
+    key file is written by the deploy's staging, 0600 (test_certs_build.py test_overlays_stage_key_0600)."""
+    _x, ca = ca_bucket
+    leaf = _certs.issue_leaf(ca, "test", ["10.0.0.1"], 30, pkcs8, key_size=SMALL, now=NOW)
+    assert leaf.key_pem.splitlines()[0] == "-----BEGIN %s-----" % block, source

@@ -70,6 +70,16 @@ def test_reader_keeps_latest_values_and_deployed(tmp_path):
     assert dep.alloc_id == _placement.alloc_id("api", HOSTS[0]) and dep.version == "1.0.0"
 
 
+@pytest.mark.parametrize("folder", ["a?mode=rwc", "b#c", "d%3Fe", "f g"])
+def test_a_bucket_path_with_uri_characters_opens_that_file_read_only(tmp_path, folder):
+    root = bucket(tmp_path / folder)
+    make_db(root)
+    before = sorted(os.listdir(tmp_path))
+    db = _maand_db.read(root)
+    assert db.bucket_id == BUCKET_ID
+    assert sorted(os.listdir(tmp_path)) == before   # no other file created beside the bucket
+
+
 def test_first_build_takes_over(tmp_path):
     root = bucket(tmp_path)
     key = _secrets.load_key(root, create=True)  # maand's secrets/kv.key

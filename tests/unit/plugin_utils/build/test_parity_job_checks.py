@@ -73,11 +73,13 @@ def test_health_check_at_build(tmp_path, name, source, manifest, field, words):
     assert words in text
 
 
-def test_manifest_and_command_health_check_build(tmp_path):
-    """tests/healthcheck_manifest_test.go TestBuildAllowsManifestAndCommandHealthCheck."""
+@pytest.mark.parametrize("source, port", [("tests/healthcheck_manifest_test.go TestBuildAllowsManifestAndCommandHealthCheck", 30010),
+                                          ("workspace/health_check_test.go TestValidateHealthCheck_allowsManifestAndCommand", {})])
+def test_manifest_and_command_health_check_build(tmp_path, source, port):
+    """A manifest probe and a health_check job command together build (fixed or pool api_port)."""
     root = init_bucket(tmp_path)
     ws(root, "workers.json", APP_WORKER)
-    job(root, "app", {"selectors": ["app"], "resources": {"ports": {"api_port": 30010}},
+    job(root, "app", {"selectors": ["app"], "resources": {"ports": {"api_port": port}},
                       "health_check": {"checks": [{"type": "tcp", "port": "api_port"}]},
                       "commands": {"command_health": {"executed_on": ["health_check"]}}}, modules=["command_health.py"])
     assert build(root)[0].report.ok
@@ -177,6 +179,12 @@ PROM_CASES = [
      lambda r: (job(r, "prometheus", {"selectors": ["worker"]}), ws(r, "jobs/prometheus/prometheus.yml", "global: {}\n"),
                 ws(r, "jobs/prometheus/prometheus.yml.tpl", "global: {}\n")),
      "cannot define both prometheus.yml and prometheus.yml.tpl"),
+    ("ValidatePrometheusServerFiles_mutualExclusion", "workspace/prometheus_test.go TestValidatePrometheusServerFiles_mutualExclusion",
+     False, lambda r: (job(r, "prom", "{}"), ws(r, "jobs/prom/prometheus.yml", "global: {}\n"),
+                       ws(r, "jobs/prom/prometheus.yml.tpl", "global: {}\n")),
+     "cannot define both prometheus.yml and prometheus.yml.tpl"),
+    ("ValidatePrometheusServerFiles_singleFileOK", "workspace/prometheus_test.go TestValidatePrometheusServerFiles_singleFileOK",
+     False, lambda r: (job(r, "prom2", "{}"), ws(r, "jobs/prom2/prometheus.yml.tpl", "global: {}\n")), None),
     ("runbookValidation", "TestBuildPrometheusCatalog_runbookValidation", True,
      lambda r: app_job(r, files={"alerts/slo.yaml": ALERT_OK + "        annotations:\n          runbook: Missing\n"}),
      "references missing runbook 'Missing'"),
@@ -186,10 +194,10 @@ PROM_CASES = [
     ("duplicateAlertNameFails", "TestBuildPrometheusCatalog_duplicateAlertNameFails", True,
      lambda r: [app_job(r, n, files={"alerts/slo.yaml": ALERT_OK.replace("ApiDown", "SameAlert")}) for n in ("a", "b")],
      "duplicate alert name 'SameAlert' (jobs a and b)"),
-    ("recordingRuleAllowed", "TestBuildPrometheusCatalog_recordingRuleAllowed", True,
+    ("recordingRuleAllowed", "TestBuildPrometheusCatalog_recordingRuleAllowed, promconfig/alerts_test.go TestValidateAlertFile_recordingRule", True,
      lambda r: app_job(r, files={"alerts/rec.yaml": "groups:\n  - name: api\n    rules:\n      - record: api:up:sum\n"
                                                     "        expr: sum(up{job=\"api\"})\n"}), None),
-    ("missingExprFails", "TestBuildPrometheusCatalog_missingExprFails", True,
+    ("missingExprFails", "TestBuildPrometheusCatalog_missingExprFails, promconfig/alerts_test.go TestValidateAlertFile_missingExprFails", True,
      lambda r: app_job(r, files={"alerts/slo.yaml": "groups:\n  - name: api\n    rules:\n      - alert: ApiDown\n"}),
      "'ApiDown' missing expr"),
     ("alertAndRecordFails", "promconfig/alerts_test.go TestValidateAlertFile_alertAndRecordFails", True,
@@ -237,4 +245,4 @@ def test_prometheus_folder_at_build(tmp_path, name, source, with_server, setup, 
         return
     assert {p.kind for p in result.report.errors} == {"ErrInvalidJob"}, text
     assert words in text, text
-    assert all("_prometheus" in p.file or "prometheus" in p.file for p in result.report.errors)
+    assert all("prometheus" in "%s/%s" % (p.file, p.field) for p in result.report.errors)  # the file or the job's file named

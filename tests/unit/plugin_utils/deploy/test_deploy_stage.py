@@ -157,6 +157,16 @@ def test_missing_key_names_job_file_line_column_key_and_workers(tmp_path):
     assert staging.content["api"]["allocations"]["10.0.0.1"]["error"].startswith("job api, file conf/app.ini.tpl")
 
 
+def test_a_job_whose_pre_deploy_runs_later_reads_a_missing_key_as_empty_and_lists_it(tmp_path):
+    # deploy/pre_deploy: the plan renders such a job before its hooks ran; its wave renders it again, strictly
+    tpl = "name = [{{ get \"vars/job/api\" \"cluster\" }}]\npw = [{{ getSecret \"db_password\" }}]\n"
+    root, catalog, kv = e2e(tmp_path, {"conf/app.ini.tpl": tpl})
+    staging = compute(root, catalog, kv, digest_key=lambda: b"k" * 32, pending=["api"])
+    assert staging.errors == [] and rendered(staging, "10.0.0.1", "conf/app.ini") == "name = []\npw = []\n"
+    assert set(staging.missing["api"]) == {("vars/job/api", "cluster"), ("secrets/job/api", "db_password")}
+    assert compute(root, catalog, kv, digest_key=lambda: b"k" * 32, pending=["other"]).errors  # only the jobs named
+
+
 def test_get_optional_is_not_an_error(tmp_path):
     root, catalog, kv = e2e(tmp_path, {"o.tpl": "[{{ getOptional \"vars/job/api\" \"cluster\" }}]"})
     staging = compute(root, catalog, kv)
@@ -194,6 +204,18 @@ def test_secret_bearing_output_gets_an_hmac_digest(tmp_path):
     kv["secrets/job/api"]["db_password"] = "hunter3"
     assert compute(root, catalog, kv, digest_key=lambda: key).content["api"]["allocations"]["10.0.0.1"]["files"]["pw"] \
         != entry["files"]["pw"]  # a changed secret still restarts
+
+
+def test_an_output_that_reads_a_private_key_is_secret_bearing(tmp_path):
+    """Security review L2: a template that copies an issued certificate's key gets an HMAC digest."""
+    tpl = '{{ get "maand/job/api/worker/10.0.0.1" "certs/tls.key" }}'
+    root, catalog, kv = e2e(tmp_path, {"key.pem.tpl": tpl, "crt.pem.tpl": tpl.replace(".key", ".crt")})
+    kv["maand/job/api/worker/10.0.0.1"] = dict(kv.get("maand/job/api/worker/10.0.0.1") or {},
+                                               **{"certs/tls.key": "PRIVATE", "certs/tls.crt": "PUBLIC"})
+    key = S.derive_digest_key(b"k" * 32)
+    entry = compute(root, catalog, kv, digest_key=lambda: key).content["api"]["allocations"]["10.0.0.1"]
+    assert entry["files"]["key.pem"] == S.output_digest(b"PRIVATE", False, True, lambda: key)
+    assert entry["files"]["crt.pem"] == hashlib.sha256(b"-PUBLIC").hexdigest()   # a certificate is public
 
 
 def test_secrets_decrypt_lazily_from_the_store(tmp_path):

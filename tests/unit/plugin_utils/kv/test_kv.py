@@ -361,7 +361,7 @@ def test_stable_uuid_is_maands_md5_v3():
 def test_job_and_allocation_namespaces(tmp_path):
     catalog, kv = build_kv(e2e_bucket(tmp_path))
     job = kv["maand/job/api"]
-    assert job["name"] == "api" and job["version"] == "1.2.0" and job["selectors"] == "api,worker"
+    assert job["name"] == "api" and job["version"] == "1.2.0" and job["selectors"] == "worker,api"  # manifest order, as maand
     assert job["workers_length"] == "2" and job["worker_0"] == "10.0.0.1"
     assert job["rollout_order"] == job["deploy_order"] == "10.0.0.1,10.0.0.2"  # maand's name, and its name before 2026-06-29
     assert (job["memory"], job["min_memory_mb"], job["max_memory_mb"]) == ("512", "256", "1024")

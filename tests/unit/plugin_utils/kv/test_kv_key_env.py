@@ -27,7 +27,7 @@ def test_maand_kv_key_seals_and_opens_the_secrets_without_a_key_file(tmp_path, m
     assert "t0ken" not in stored
     assert _kv_store.KVStore.load(str(tmp_path)).get("secrets/job/api", "token", reveal_secrets=True) == "t0ken"
     value = __import__("json").loads(stored)["namespaces"]["secrets/job/api"]["token"]["value"]
-    assert _secrets.decrypt(key, value) == "t0ken"
+    assert _secrets.decrypt(key, value, _secrets.place("secrets/job/api", "token")) == "t0ken"
 
 
 @pytest.mark.parametrize("value,why", [("not base64!", "invalid base64"), (base64.b64encode(b"x" * 16).decode(), "16 bytes")])

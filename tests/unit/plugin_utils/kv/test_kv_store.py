@@ -168,7 +168,7 @@ def test_secrets_never_plaintext_on_disk_and_masked_unless_revealed(tmp_path):
     s.put("secrets/job/api", "db_password", "second-Secret")
     s.save()
     text = (tmp_path / "data" / "kv.json").read_text()
-    assert "p@ssw0rd-XYZ" not in text and "second-Secret" not in text and "enc:v1:" in text
+    assert "p@ssw0rd-XYZ" not in text and "second-Secret" not in text and "enc:v2:" in text and "enc:v1:" not in text
     assert oct((tmp_path / "data" / "kv.json").stat().st_mode & 0o777) == "0o600"
     s = store(tmp_path)
     assert "secrets/job/api" not in s.snapshot()
@@ -199,6 +199,36 @@ def test_a_secret_written_by_maand_reads_here(tmp_path):
     assert _kv_build.read_kv(str(tmp_path), reveal_secrets=True) == {"secrets/job/api": {"pw": "p@ssw0rd"}}
 
 
+def test_a_secret_moved_to_another_key_or_job_does_not_decrypt(tmp_path):
+    """Security review L9: the value's place (namespace and key) is AES-GCM associated data."""
+    s = store(tmp_path)
+    s.put("secrets/job/api", "pw", "hunter2")
+    s.put("secrets/job/db", "pw", "other")
+    s.save()
+    path = tmp_path / "data" / "kv.json"
+    doc = json.loads(path.read_text())
+    spaces = doc["namespaces"]
+    sealed = spaces["secrets/job/api"]["pw"]["value"]
+    spaces["secrets/job/db"]["pw"]["value"] = sealed                          # another job
+    spaces["secrets/job/api"]["token"] = dict(spaces["secrets/job/api"]["pw"])   # another key
+    path.write_text(json.dumps(doc))
+    moved = store(tmp_path)
+    assert moved.get("secrets/job/api", "pw", reveal_secrets=True) == "hunter2"   # in place: decrypts
+    for ns, key in (("secrets/job/db", "pw"), ("secrets/job/api", "token")):
+        with pytest.raises(_kv_store.KVStoreError, match=r"%s key %s: .*moved from another key" % (ns, key)):
+            moved.get(ns, key, reveal_secrets=True)
+
+
+def test_a_maand_v1_secret_is_sealed_to_its_place_when_written_again(tmp_path):
+    s = store(tmp_path)
+    key = s._secret_key(create=True)
+    s.namespaces["secrets/job/api"] = {"pw": _kv_store.Entry(_secrets.encrypt(key, "same"))}
+    assert s.get("secrets/job/api", "pw", reveal_secrets=True) == "same"   # a v1 value still reads
+    assert s.put("secrets/job/api", "pw", "same")                          # and is sealed again
+    assert s.namespaces["secrets/job/api"]["pw"].value.startswith("enc:v2:")
+    assert not s.put("secrets/job/api", "pw", "same")                      # then it is the same secret
+
+
 def test_tampered_ciphertext_and_missing_key_fail_naming_file_and_fix(tmp_path):
     s = store(tmp_path)
     s.put("secrets/job/api", "pw", "hunter2")
@@ -227,7 +257,8 @@ def test_corrupt_store_names_file_and_fix(tmp_path):
     path = tmp_path / "data" / "kv.json"
     for text, match in (("{", "unreadable.*move it aside and rebuild"),
                         ('{"format": 2, "namespaces": {"a": {"k": {}}}}', "not a maand.core KV file"),
-                        ('{"format": 3, "namespaces": {}}', "not a maand.core KV file")):
+                        ('{"format": 3, "namespaces": {}}', "not a maand.core KV file"),
+                        ("[" * 100000 + "]" * 100000, "unreadable.*move it aside")):   # deep nesting: no traceback
         path.write_text(text)
         with pytest.raises(_kv_store.KVStoreError, match=match):
             store(tmp_path)

@@ -63,12 +63,14 @@ API_SCRAPE = "\n- job_name: api\n  static_configs:\n    - targets:\n        - ma
 
 
 def test_scrape_configs_require_active_allocations():
+    """TestScrapeConfigsRequireActiveAllocations."""
     assert prom.requires_active_allocations(prom.parse_scrape(API_SCRAPE))
     literal = prom.parse_scrape("- job_name: external\n  static_configs:\n    - targets:\n        - blackbox.internal:9115\n")
     assert not prom.requires_active_allocations(literal)
 
 
 def test_expand_without_active_allocations_is_no_active_targets():
+    """TestExpandScrapeConfigs_noActiveAllocations."""
     job_ = prom.ScrapeJob("api", tuple(prom.parse_scrape(API_SCRAPE)), {"api_metrics_port": 30421}, ())
     with pytest.raises(prom.NoActiveTargets):
         prom.expand_scrape_configs(job_)
@@ -89,6 +91,7 @@ def test_resolve_metrics_port_key(job_name, ports, expected):
 
 
 def test_expand_scrape_configs_targets_in_order():
+    """TestExpandScrapeConfigs."""
     configs = prom.parse_scrape("- job_name: api\n  metrics_path: /metrics\n  static_configs:\n    - targets:\n"
                                 "        - maand:port/api_metrics_port\n      labels:\n        maand_job: api\n")
     [out] = prom.expand_scrape_configs(prom.ScrapeJob("api", tuple(configs), {"api_metrics_port": 30421},
@@ -98,6 +101,7 @@ def test_expand_scrape_configs_targets_in_order():
 
 
 def test_maand_job_placeholder_and_resolve_job_name():
+    """TestExpandScrapeConfigs_maandJobPlaceholder, TestResolveScrapeJobName."""
     configs = prom.parse_scrape("- job_name: maand:job\n  static_configs:\n    - targets:\n        - 127.0.0.1:9090\n"
                                 "      labels:\n        maand_job: maand:job\n")
     [out] = prom.expand_scrape_configs(prom.ScrapeJob("clickhouse_keeper", tuple(configs), {}, ("10.0.0.1",)))
@@ -107,6 +111,7 @@ def test_maand_job_placeholder_and_resolve_job_name():
 
 
 def test_scrape_configs_yaml_starts_with_a_newline():
+    """TestScrapeConfigsYAML."""
     text = prom.scrape_configs_yaml(prom.parse_scrape("- job_name: api\n  static_configs:\n    - targets:\n"
                                                       "        - 10.0.0.1:9090\n"))
     assert text.startswith("\n") and "job_name: api" in text
@@ -354,6 +359,28 @@ def test_inject_runbook_urls_is_maands_byte_for_byte(case):
         assert case["error"].rsplit("alerts ", 1)[-1] in str(err.value)
         return
     assert prom.inject_runbook_urls(case["job"], case["text"], case["base"]) == without_empty_for(case["out"])
+
+
+def test_inject_runbook_urls_as_maand():
+    """promconfig/alerts_test.go TestInjectRunbookURLs, its data and assertions."""
+    data = ("\ngroups:\n  - name: api\n    rules:\n      - alert: ApiDown\n        expr: up == 0\n        annotations:\n"
+            "          runbook: ApiDown\n      - alert: ApiSlow\n        expr: latency > 1\n        annotations:\n"
+            "          runbook: ApiSlow\n          runbook_url: http://custom.example/runbook\n"
+            "      - record: api:up:sum\n        expr: sum(up{job=\"api\"})\n")
+    text = prom.inject_runbook_urls("api", data, "http://10.0.0.1:9090")
+    assert "runbook_url: http://10.0.0.1:9090/consoles/runbooks/api/ApiDown.html" in text
+    assert "runbook:" not in text and "Runbook:" not in text and "runbook: ApiSlow" not in text
+    assert "runbook_url: http://custom.example/runbook" in text
+
+
+def test_validate_scrape_configs_as_maand():
+    """TestValidateScrapeConfigs_rejectsSD (kubernetes_sd_configs) and TestValidateScrapePortReferences."""
+    with pytest.raises(prom.PrometheusError, match="kubernetes_sd_configs"):
+        prom.validate_configs("api", "scrape.yaml", [{"job_name": "api", "kubernetes_sd_configs": [{}]}], set())
+    configs = prom.parse_scrape(API_SCRAPE)
+    prom.validate_configs("api", "scrape.yaml", configs, {"api_metrics_port"})
+    with pytest.raises(prom.PrometheusError, match="api_metrics_port"):
+        prom.validate_configs("api", "scrape.yaml", configs, set())
 
 
 def test_a_rule_without_for_is_written_without_it():

@@ -49,6 +49,19 @@ def test_round_trip_uses_a_fresh_nonce_each_time():
     assert "super-secret-token" not in a
 
 
+def test_v2_values_are_bound_to_their_place():
+    key = os.urandom(32)
+    token = _secrets.encrypt(key, "pw", _secrets.place("secrets/job/api", "db"))
+    assert token.startswith("enc:v2:") and _secrets.is_encrypted(token)
+    assert _secrets.decrypt(key, token, _secrets.place("secrets/job/api", "db")) == "pw"
+    for other in (_secrets.place("secrets/job/web", "db"), _secrets.place("secrets/job/api", "db2")):
+        with pytest.raises(_secrets.SecretError, match="moved from another key"):
+            _secrets.decrypt(key, token, other)
+    with pytest.raises(_secrets.SecretError, match="decrypts only at its place"):
+        _secrets.decrypt(key, token)
+    assert _secrets.decrypt(GO_KEY, GO_VECTORS[1][1], _secrets.place("any", "where")) == GO_VECTORS[1][0]  # v1: as maand
+
+
 def test_tampered_or_foreign_values_fail_with_a_fix():
     token = GO_VECTORS[0][1]
     raw = bytearray(base64.b64decode(token[len("enc:v1:"):]))

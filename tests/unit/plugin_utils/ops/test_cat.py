@@ -1,5 +1,6 @@
 """maand.core.cat tables (_cat): views as maand's `maand cat` (maand-sh/maand cat/*.go columns),
-filters with did-you-mean, secrets masked unless revealed, deployments honest about what exists."""
+filters with did-you-mean, secrets masked unless revealed, kv get, job_commands, deployments' rollout states
+from the deploy records (maand cat deployments --active)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as _deploy_record
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from tests.maand_init import init_bucket, job, ws
 from tests.unit.plugin_utils.build.test_kv_build import bucket
 
 
@@ -80,22 +83,111 @@ def test_catalog_views(built):
     assert rows(built, "ports") == [{"job": "api", "name": "api_http_port", "port": "30000"}]
 
 
-def test_deployments_without_and_with_a_kept_run(built):
+def record(run_id, allocations, rollout, outcome="ok"):
+    return _deploy_record.DeployRecord(run_id=run_id, bucket_id="b", outcome=outcome, started="s", finished="f",
+                                       seconds=1.0, user="u", controller="c", pid=1, allocations=allocations,
+                                       rollout=rollout)
+
+
+def test_deployments_rollout_states_from_the_records(built):
     table = _cat.cat(built, _cat.Request("deployments"))
-    assert [r["last run"] for r in table.as_dicts()] == ["-", "-"]
-    assert "keeps no deploy run" in table.notes[-1]
-    run = os.path.join(built, "data", ".deploy-run", "20261123T110000-1")
+    assert [(r["worker"], r["rollout"], r["hash"], r["last_run"]) for r in table.as_dicts()] == [
+        ("10.0.0.1", "new", "-", "-"), ("10.0.0.2", "new", "-", "-")]
+    assert "no deploy record is kept yet" in table.notes[-1]
+    R = _deploy_record
+    first = R.carry_rollout({}, [R.Allocation("api", h, "start", "started", hash="a" * 64, from_version="-",
+                                              to_version="1.2.0") for h in ("10.0.0.1", "10.0.0.2")], "20261123T110000-1", "t")
+    R.write(built, record("20261123T110000-1", [], first))
+    second = R.carry_rollout(first, [R.Allocation("api", "10.0.0.2", "restart", "gate failed", hash="b" * 64,
+                                                  from_version="1.2.0", to_version="1.2.0")], "20261123T120000-1", "t")
+    R.write(built, record("20261123T120000-1", [], second, outcome="failed"))
+    got = [(r["worker"], r["rollout"], r["hash"], r["failed_hash"], r["current_version"], r["new_version"],
+            r["last_run"], r["result"]) for r in rows(built, "deployments")]
+    assert got == [("10.0.0.1", "promoted", "a" * 12, "-", "1.2.0", "1.2.0", "20261123T110000-1", "started"),
+                   ("10.0.0.2", "health_failed", "a" * 12, "b" * 12, "1.2.0", "1.2.0", "20261123T120000-1",
+                    "gate failed")]
+    # build placed another version than the one promoted: restart (maand's version comparison)
+    catalog = _catalog.read_catalog(built)
+    catalog["jobs"][0]["version"] = "1.3.0"
+    _catalog.write_catalog(built, catalog)
+    assert [r["rollout"] for r in rows(built, "deployments")] == ["restart", "health_failed"]
+    catalog["allocations"][0]["state"] = "disabled"
+    _catalog.write_catalog(built, catalog)
+    assert [r["rollout"] for r in rows(built, "deployments")] == ["disabled_restart", "health_failed"]
+    catalog["allocations"][0]["state"] = "active"
+    _catalog.write_catalog(built, catalog)
+    # a run that has not finished (no record yet) plans a change: deploying
+    run = os.path.join(built, "data", ".deploy-run", "20261123T130000-1")
     os.makedirs(run)
     with open(os.path.join(run, "plan.json"), "w") as handle:
-        json.dump({"rows": [{"job": "api", "worker": "10.0.0.1", "action": "start", "reason": "new"},
-                            {"job": "api", "worker": "10.0.0.2", "action": "start", "reason": "new"}]}, handle)
-    with open(os.path.join(run, "state.json"), "w") as handle:
-        json.dump({"done": [{"job": "api", "host": "10.0.0.1"}], "failed_by_job": {"api": ["x"]}}, handle)
+        json.dump({"rows": [{"job": "api", "worker": "10.0.0.1", "action": "restart"},
+                            {"job": "api", "worker": "10.0.0.2", "action": "skip"}]}, handle)
     table = _cat.cat(built, _cat.Request("deployments"))
-    got = [(r["worker"], r["last run"], r["action"], r["outcome"]) for r in table.as_dicts()]
-    assert got == [("10.0.0.1", "20261123T110000-1", "start", "done"),
-                   ("10.0.0.2", "20261123T110000-1", "start", "failed")]
-    assert "kept because it failed or is still running" in table.notes[-1]
+    assert [r["rollout"] for r in table.as_dicts()] == ["deploying", "health_failed"]
+    assert "run 20261123T130000-1 has not finished" in table.notes[-1]
+
+
+def test_active_keeps_only_active_allocations_and_is_refused_elsewhere(built):
+    catalog = _catalog.read_catalog(built)
+    catalog["allocations"][1]["state"] = "disabled"
+    _catalog.write_catalog(built, catalog)
+    got = [(r["worker"], r["rollout"]) for r in rows(built, "deployments")]
+    assert got == [("10.0.0.1", "new"), ("10.0.0.2", "disabled")]
+    assert [r["worker"] for r in rows(built, "deployments", active=True)] == ["10.0.0.1"]
+    assert [r["worker"] for r in rows(built, "allocations", active=True)] == ["10.0.0.1"]
+    with pytest.raises(_cat.CatError, match="maand_active narrows the deployments and allocations views only"):
+        _cat.cat(built, _cat.Request("kv", active=True))
+
+
+def test_kv_get_one_key_in_full(built):
+    store = _kv_store.KVStore.load(built)
+    store.put("vars/job/api", "long", "line one\nline two " + "x" * 200)
+    store.save()
+    table = _cat.cat(built, _cat.Request("kv", namespace="vars/job/api", key="long"))
+    fields = dict(table.rows)
+    assert fields["value"] == "line one\nline two " + "x" * 200 and fields["version"] == "1"
+    assert (fields["namespace"], fields["key"]) == ("vars/job/api", "long")
+    secret = dict(_cat.cat(built, _cat.Request("kv", namespace="secrets/job/api", key="db_password")).rows)
+    assert secret["value"] == "***"
+    revealed = dict(_cat.cat(built, _cat.Request("kv", namespace="secrets/job/api", key="db_password",
+                                                 reveal=True)).rows)
+    assert revealed["value"] == "hunter2-secret"
+    store = _kv_store.KVStore.load(built)
+    store.delete("vars/job/api", "long")
+    store.save()
+    with pytest.raises(_cat.CatError, match="key long not found in vars/job/api \\(it was deleted\\); its keys are: "
+                                            "service_name"):
+        _cat.cat(built, _cat.Request("kv", namespace="vars/job/api", key="long"))
+    with pytest.raises(_cat.CatError, match='key service_nam not found in vars/job/api \\(did you mean "service_name"'):
+        _cat.cat(built, _cat.Request("kv", namespace="vars/job/api", key="service_nam"))
+    with pytest.raises(_cat.CatError, match='no KV namespace vars/job/apii \\(did you mean "vars/job/api"'):
+        _cat.cat(built, _cat.Request("kv", namespace="vars/job/apii", key="x"))
+
+
+@pytest.mark.parametrize("request_, words", [
+    (_cat.Request("kv", key="x"), "needs both maand_namespace and maand_key"),
+    (_cat.Request("jobs", namespace="a", key="x"), "use them with maand_cat=kv"),
+    (_cat.Request("kv", namespace="a", key="x", jobs=("api",)), "maand_key reads one key"),
+])
+def test_kv_get_options_are_refused_where_they_would_be_ignored(built, request_, words):
+    with pytest.raises(_cat.CatError, match=words):
+        _cat.cat(built, request_)
+
+
+def test_job_commands_view(tmp_path):
+    root = init_bucket(tmp_path)
+    ws(root, "workers.json", [{"host": "10.0.0.1", "labels": ["worker"]}])
+    job(root, "db", {"version": "1.0.0", "commands": {"command_ready": {"executed_on": ["cli"]}}},
+        modules=["command_ready.py"])
+    job(root, "api", {"version": "1.0.0", "commands": {"command_migrate": {
+        "executed_on": ["pre_deploy", "cli"], "demands": {"job": "db", "command": "command_ready",
+                                                          "config": {"min_version": "1.0.0"}}}}},
+        modules=["command_migrate.py"])
+    assert _build.build(root).report.ok
+    assert [tuple(r.values()) for r in rows(root, "job_commands")] == [
+        ("api", "command_migrate", "pre_deploy,cli", "db", "command_ready", '{"min_version": "1.0.0"}'),
+        ("db", "command_ready", "cli", "-", "-", "-")]
+    assert [r["job"] for r in rows(root, "job_commands", jobs=("db",))] == ["db"]
 
 
 @pytest.mark.parametrize("request_, words", [

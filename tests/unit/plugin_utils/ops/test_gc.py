@@ -1,6 +1,6 @@
 """maand.core.gc planned (_gc): what removed allocations, jobs and workers left, never anything of an
 active or disabled allocation; the KV side on a real KVStore; the worker-side deletion (gc_worker) on a
-real folder tree with symbolic links; run_command's worker choice and report (_run_command)."""
+real folder tree with symbolic links."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.modules import gc_worker
-from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc, run_command as _run_command
+from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 
 BID = "0b0f7a30-3f2b-4e3c-9a51-7f0a4c1d2e3f"
@@ -294,51 +294,6 @@ def test_gc_worker_refuses_bad_names_deployed_jobs_and_linked_trees(tmp_path):
     assert gc_worker.check_tree(str(root)) is None
 
 
-# --- run_command ------------------------------------------------------------------------------------------
-
-WORKERS = {"10.0.0.1": ["worker", "web"], "10.0.0.2": ["worker", "db"], "10.0.0.3": ["worker", "web"]}
-PLAY = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
-
-
-def test_run_command_choice():
-    assert _run_command.select(WORKERS, PLAY, [], []) == PLAY
-    assert _run_command.select(WORKERS, PLAY, [], ["WEB"]) == ["10.0.0.1", "10.0.0.3"]
-    assert _run_command.select(WORKERS, PLAY, ["10.0.0.3", "10.0.0.2"], ["web"]) == ["10.0.0.3"]
-    assert _run_command.select(WORKERS, ["10.0.0.2"], [], []) == ["10.0.0.2"]  # --limit
-    assert _run_command.split_names(" a, b,,a ") == ["a", "b"]
-
-
-def test_run_command_refuses_unknown_names_and_empty_choices():
-    with pytest.raises(_run_command.RunCommandError, match=r'unknown worker 10.0.0.4 \(did you mean "10.0.0.3"\?\)'):
-        _run_command.select(WORKERS, PLAY, ["10.0.0.4"], [])
-    with pytest.raises(_run_command.RunCommandError, match=r'label wbe \(did you mean "web"\?\)'):
-        _run_command.select(WORKERS, PLAY, [], ["wbe"])
-    with pytest.raises(_run_command.RunCommandError, match="no worker is chosen"):
-        _run_command.select(WORKERS, ["10.0.0.1"], ["10.0.0.2"], [])
-    with pytest.raises(_run_command.RunCommandError, match="maand_cmd"):
-        _run_command.check_command("  ")
-
-
-def test_run_command_refuses_a_command_ansible_split_at_the_spaces():
-    with pytest.raises(_run_command.RunCommandError, match=r"would be only 'df'; nothing was run. Fix: quote"):
-        _run_command.check_split(["maand_cmd=df -h /opt"])
-    _run_command.check_split(["maand_cmd='df -h /opt'", "maand_cmd=uptime maand_workers=h1", '{"maand_cmd": "a b"}',
-                              "maand_cmd=uptime"])
-
-
-def test_run_command_report():
-    outcomes = [_run_command.outcome("a", {"rc": 0, "stdout": "up 1 day", "stderr": ""}),
-                _run_command.outcome("b", {"rc": 2, "stdout": "", "stderr": "no such file"}),
-                _run_command.outcome("c", {"unreachable": True, "msg": "ssh: connect to host c: timed out"}),
-                _run_command.outcome("d", None)]
-    lines, problems = _run_command.report(outcomes, "ls x")
-    assert lines[:5] == ["=== a (exit 0) ===", "up 1 day", "=== b (exit 2) ===", "--- stderr ---", "no such file"]
-    assert lines[-1] == "run_command: ok on 1 of 4 worker(s)"
-    assert problems[0] == "worker b: `ls x` exited 2"
-    assert problems[1].startswith("worker c is unreachable: ssh: connect to host c: timed out; fix:")
-    assert problems[2].startswith("worker d: the command did not run")
-
-
 # --- worker answers passed as arguments ({host: registered result}), not read from hostvars by name ----
 
 
@@ -364,8 +319,3 @@ def test_deletions_from_answers_fail_what_did_not_run_and_name_the_worker():
     assert failed == {("h2", "old"), ("h3", "x")}
     assert any("worker h2: permission denied" in p for p in problems)
     assert any(p.startswith("worker h3: nothing was deleted (the deletion did not run)") for p in problems)
-
-
-def test_run_command_outcome_of_a_host_without_a_result_is_not_run():
-    assert _run_command.outcome("h", {}).status == "not run"
-    assert _run_command.outcome("h", {"rc": 0, "stdout": "up"}).status == "ok"

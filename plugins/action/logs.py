@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Past deploy runs from their records, as maand's `maand logs show` (docs: plugins/modules/logs.py). Read-only."""
+
+from __future__ import annotations
+
+from ansible.utils.display import Display
+
+from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
+from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat, logs as _logs
+
+display = Display()
+
+ARGUMENT_SPEC = specs.spec_for("logs")
+
+
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, result, args, task_vars):
+        request = _logs.Request(run=args["run"].strip(), jobs=_cat.split_names(args["jobs"]),
+                                workers=_cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
+        try:
+            shown = _logs.logs(args["bucket"], request)
+        except _logs.LogsError as exc:
+            result.update(failed=True, changed=False, msg="maand.core.logs: %s" % exc)
+            return result
+        for line in shown.lines:
+            display.display(line)
+        result.update(changed=False, bucket=args["bucket"], msg=shown.msg,
+                      **({"run": shown.data} if request.run else {"runs": shown.data["runs"]}))
+        return result
