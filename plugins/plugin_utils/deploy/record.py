@@ -155,7 +155,8 @@ def who() -> str:
         return "uid %d" % os.getuid()
 
 
-def _read_json(path: str) -> Any:
+def read_json(path: str) -> Any:
+    """A run folder's JSON file, or None when it is missing or unreadable."""
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
@@ -180,7 +181,7 @@ def op_seconds(run_dir: str) -> dict:
         for step in os.listdir(root):
             with contextlib.suppress(OSError):
                 for name in os.listdir(os.path.join(root, step)):
-                    data = _read_json(os.path.join(root, step, name))
+                    data = read_json(os.path.join(root, step, name))
                     answer = data.get("answer") if isinstance(data, dict) else None
                     for op in (answer.get("ops") if isinstance(answer, dict) else None) or []:
                         seconds = op.get("seconds") if isinstance(op, dict) else None

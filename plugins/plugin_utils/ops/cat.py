@@ -388,8 +388,8 @@ def last_run(bucket_dir: str) -> RunRecord | None:
     if not names:
         return None
     run_dir = os.path.join(root, names[-1])
-    plan = _read_json(os.path.join(run_dir, "plan.json")) or {}
-    state = _read_json(os.path.join(run_dir, "state.json")) or {}
+    plan = _deploy_record.read_json(os.path.join(run_dir, "plan.json")) or {}
+    state = _deploy_record.read_json(os.path.join(run_dir, "state.json")) or {}
     return _run_record(names[-1], plan, state)
 
 
@@ -419,14 +419,6 @@ def _run_record(run_id: str, plan: dict, state: dict) -> RunRecord:
         else:
             outcome[key] = "not reached"
     return RunRecord(run_id, rows, outcome)
-
-
-def _read_json(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
 
 
 def _short(digest: Any) -> str:
