@@ -476,8 +476,9 @@ def callbacks(run_dir, ctl):
     and the pre_deploy hooks due before a step (wave_hooks), all in one hook session."""
     probes = gate_runner(run_dir, ctl)
     say = sayer(run_dir, ctl)
-    with _deploy_progress.callbacks_for_run(run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail,
-                                            lambda msg: say("hook: " + msg)) as (gate, after, context):
+    with contextlib.ExitStack() as stack:  # exits the hook session however the caller leaves
+        gate, after, context = stack.enter_context(_deploy_progress.callbacks_for_run(
+            run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail, lambda msg: say("hook: " + msg)))
         yield gate, after, wave_hooks(_deploy_run.bucket_of(run_dir), context, ctl.warn)
 
 

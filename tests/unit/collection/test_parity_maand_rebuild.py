@@ -642,7 +642,7 @@ def test_sync_cert_key_values_preserves_allocation_metadata(tmp_path):
     job(root, "zookeeper", '{"selectors":["worker"],"certs":{"quorum":{"subject":{"common_name":"zookeeper"}}}}')
     ns = "maand/job/zookeeper/worker/10.48.200.1"
     entries = []
-    for _ in range(2):
+    for _build_number in range(2):
         assert _build.build(root).report.ok
         space = _kv_store.KVStore.load(root).namespaces[ns]
         entries.append({k: (space[k].value, space[k].version) for k in (
