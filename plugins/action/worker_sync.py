@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import worker_sync as _worker_sync
 
 ARGUMENT_SPEC = specs.spec_for("worker_sync")
@@ -20,16 +19,11 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         result["changed"] = False
         try:
-            catalog = _catalog.read_built(args["bucket"])
-        except _catalog.CatalogError as exc:
+            verdict = _worker_sync.check(args["bucket"], args["job"], args["hosts"], args["workers"], args["answers"],
+                                         args["verb"])
+        except _worker_sync.CatalogError as exc:
             result.update(failed=True, msg="%s: %s; nothing was run" % (args["verb"], exc))
             return result
-        targets = _worker_sync.targets(catalog, args["job"], args["hosts"], args["workers"])
-        found = _worker_sync.stale(catalog, str(catalog.get("bucket_id") or ""),
-                                   _worker_sync.states(args["answers"]), targets, args["job"])
-        result.update(hosts=targets, stale=[{"worker": s.host, "reason": s.reason} for s in found])
-        if found:
-            result.update(failed=True, msg=_worker_sync.refusal(found, args["verb"]))
-        else:
-            result["msg"] = "in sync with the catalog: %s" % (", ".join(targets) or "no worker")
+        result.update(hosts=verdict.hosts, stale=[{"worker": s.host, "reason": s.reason} for s in verdict.stale],
+                      msg=verdict.msg, failed=bool(verdict.stale))
         return result

@@ -21,8 +21,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping
 
+from ..build import catalog as _catalog
 from ..deploy import plan as _deploy_plan
 from ..worker import layout as _layout
+
+CatalogError = _catalog.CatalogError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,3 +120,23 @@ def targets(catalog: Mapping[str, Any], job: str, hosts: Iterable[str], workers:
               if a.get("job") == job and a.get("state", "active") == "active"}
     wanted = set(workers or ())
     return [h for h in hosts if h in active and (not wanted or h in wanted)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """check(): the workers the verb runs on, those refused, and the message (the error when any is refused)."""
+
+    hosts: list
+    stale: list
+    msg: str
+
+
+def check(bucket: str, job: str, hosts: Iterable[str], workers: Iterable[str], answers: Mapping[str, Any],
+          verb: str) -> Verdict:
+    """The front door: read the built catalog, judge the workers the verb would run on against the answers of
+    every worker's deploy state read. Raises _catalog.CatalogError (unbuilt or stale catalog)."""
+    catalog = _catalog.read_built(bucket)
+    chosen = targets(catalog, job, hosts, workers)
+    found = stale(catalog, str(catalog.get("bucket_id") or ""), states(answers), chosen, job)
+    msg = refusal(found, verb) if found else "in sync with the catalog: %s" % (", ".join(chosen) or "no worker")
+    return Verdict(chosen, found, msg)
