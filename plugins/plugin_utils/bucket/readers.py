@@ -238,7 +238,7 @@ class _GoScanner:
             self.pos += 1
             self.value()
             self.skip_space()
-            c = self._at_end_of_value()
+            c = self.peek()
             self.pos += 1
             if c == 0x7D:
                 return
@@ -254,16 +254,13 @@ class _GoScanner:
         while True:
             self.value()
             self.skip_space()
-            c = self._at_end_of_value()
+            c = self.peek()
             self.pos += 1
             if c == 0x5D:
                 return
             if c != 0x2C:
                 self.pos -= 1
                 self.fail(c, "after array element")
-
-    def _at_end_of_value(self):
-        return self.peek()
 
     def string(self):
         while True:

@@ -222,11 +222,7 @@ def keep_departed(catalog, previous):
     for worker in (previous or {}).get("workers") or ():
         if worker["host"] not in found:
             found[worker["host"]] = {"host": worker["host"], "hostname": worker.get("hostname")}
-    departed = [found[host] for host in sorted(found) if host not in live]
-    if departed:
-        catalog[DEPARTED] = departed
-    else:
-        catalog.pop(DEPARTED, None)
+    _set_departed(catalog, [found[host] for host in sorted(found) if host not in live])
     return catalog
 
 
@@ -234,12 +230,16 @@ def drop_departed(catalog, hosts):
     """A new catalog without the departed rows of `hosts` (gc cleaned them)."""
     hosts = set(hosts)
     new = dict(catalog)
-    left = [d for d in catalog.get(DEPARTED) or () if d["host"] not in hosts]
-    if left:
-        new[DEPARTED] = left
-    else:
-        new.pop(DEPARTED, None)
+    _set_departed(new, [d for d in catalog.get(DEPARTED) or () if d["host"] not in hosts])
     return new
+
+
+def _set_departed(catalog, rows):
+    """The departed list in place; no key when it is empty (catalogs without departed workers stay as they were)."""
+    if rows:
+        catalog[DEPARTED] = rows
+    else:
+        catalog.pop(DEPARTED, None)
 
 
 def diff_catalogs(old, new):
