@@ -33,6 +33,7 @@ the markdown then starts with a side-by-side table. Writes <out>/deploy-<label>.
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import os
 import platform
@@ -126,6 +127,7 @@ class Bench:
         self.templates = False
         self.wire = None
         self.changes = 0  # content changes of api so far (each (c) needs a new one)
+        self.persist = None  # ControlPersist of every run (None: the repository's ansible.cfg, 60s)
 
     def env(self):
         e = dict(os.environ)
@@ -136,6 +138,8 @@ class Bench:
         e["ANSIBLE_NOCOLOR"] = "1"
         e["ANSIBLE_STDOUT_CALLBACK"] = "default"
         e["ANSIBLE_PYTHON_INTERPRETER"] = "/usr/bin/python3"
+        if self.persist:
+            e["ANSIBLE_SSH_ARGS"] = ssh_args(self.persist)
         return e
 
     def run(self, cmd, expect_changed=None, what="", limit=None):
@@ -286,6 +290,13 @@ TEMPLATES = {
 }
 
 
+def ssh_args(persist):
+    """The repository's ansible.cfg ssh_args with ControlPersist=persist (what maand.core.init's ansible.cfg sets)."""
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(REPO / "ansible.cfg")
+    return re.sub(r"ControlPersist=\S+", "ControlPersist=%s" % persist, cfg["ssh_connection"]["ssh_args"])
+
+
 def measure(n, runs, args, engines):
     """One fleet of n hosts, every delay of args.delays on it: yields [result of one (n, delay, engine)] per delay.
     engines: [(label, collections folder)], measured on the same fleet, interleaved (the last one also runs
@@ -294,6 +305,7 @@ def measure(n, runs, args, engines):
     b = Bench(n, work, engines[-1][1], args.forks)
     b.engines = engines
     b.templates = args.templates
+    b.persist = args.control_persist
     try:
         b.up()
         b.write_bucket()
@@ -414,12 +426,14 @@ def engines_of(result):
 
 def markdown(result):
     engines = engines_of(result)
-    lines = ["Deploy benchmark `%s`, %s, %s cores, forks %d, medians of %s runs for (b)/(F)/(G), %d for (a)/(c); "
+    lines = ["Deploy benchmark `%s`, %s, %s cores, forks %d, ControlPersist %s, medians of %s runs for (b)/(F)/(G), "
+             "%d for (a)/(c); "
              "engines measured on the same fleets, interleaved: %s. "
              "Every ssh through bench/relay.py delaying each direction by D ms; wire counts per host: logins and "
              "sessions from the hosts' sshd logs, round trips (request/response turns, handshakes included) from the "
              "relay; peak memory = peak PSS of the run's process tree. Load average after each size: %s." % (
-                 result["label"], result["date"], result["cores"], result["forks"], args_runs(result),
+                 result["label"], result["date"], result["cores"], result["forks"],
+                 result.get("control_persist", "60s"), args_runs(result),
                  result["big_runs"], ", ".join(engine_name(e) for e in engines),
                  "; ".join("N=%d D=%s: %s" % (s["hosts"], s.get("delay_ms", 0), s.get("load_avg_after"))
                            for s in result["sizes"] if s.get("engine", engines[-1]["label"]) == engines[-1]["label"]))]
@@ -560,6 +574,9 @@ def main(argv=None):
     ap.add_argument("--forks", type=int, default=20)
     ap.add_argument("--change-limit", type=float, default=0,
                     help="stop (c) after this many seconds and report the batches done and their spacing (0: no limit)")
+    ap.add_argument("--control-persist", default="15m",
+                    help="ControlPersist of every run, engines and baselines alike (default 15m, what the ansible.cfg "
+                         "of maand.core.init sets; '' keeps the repository's ansible.cfg, 60s, Ansible's default)")
     ap.add_argument("--templates", action="store_true",
                     help="every job also holds a .tpl and a .j2 rendered per allocation (KV, peers, index)")
     ap.add_argument("--label", default=None, help="name of the result files (default: the collection's folder name)")
@@ -599,7 +616,7 @@ def main(argv=None):
     result = {"label": label, "collection": engines[-1]["collection"], "engines": engines,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "cores": os.cpu_count(), "machine": platform.platform(), "forks": args.forks, "runs": args.runs,
-              "big_runs": args.big_runs, "jobs": 5, "templates": args.templates, "delays_ms": args.delays, "sizes": []}
+              "big_runs": args.big_runs, "control_persist": args.control_persist or "60s", "jobs": 5, "templates": args.templates, "delays_ms": args.delays, "sizes": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:

@@ -280,3 +280,16 @@ def test_build_warns_about_a_typo_in_its_extra_vars(home, bucket):
     assert rc == 0, out
     assert 'maand_strcit is not read by maand.core.build and is ignored (did you mean "maand_strict"?)' \
         in " ".join(out.split()), out
+
+
+def test_the_deploy_role_refuses_a_play_without_the_workspace_inventory(home):
+    """The role in a user's own play over a plain inventory: its first task (the lock) refuses to run,
+    naming the fix, before any connection to the play's hosts."""
+    inventory = home / "hosts.ini"
+    inventory.write_text("w1 ansible_host=192.0.2.1\n")
+    play = home / "play.yml"
+    play.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - role: maand.core.deploy\n")
+    rc, out = run(home, "ansible-playbook", "-i", str(inventory), str(play))
+    assert rc != 0, out
+    assert "This play needs a maand.core.workspace inventory" in out, out
+    assert "Take the bucket deploy lock" in out and "Read the promoted deploy state" not in out, out

@@ -74,7 +74,8 @@ def env(fleet_factory, tmp_path_factory):
 
 def test_01_init_writes_the_bucket_ansible_cfg(env):
     cfg = (env.bucket / "ansible.cfg").read_text()
-    for line in ("inventory = maand.yml", "display_skipped_hosts = False", "localhost_warning = False"):
+    for line in ("inventory = maand.yml", "display_skipped_hosts = False", "localhost_warning = False",
+                 "ssh_args = -C -o ControlMaster=auto -o ControlPersist=15m"):
         assert line in cfg, cfg
 
 

@@ -95,7 +95,8 @@ def _kind(acting, play_size, wide_factor=WIDE_FACTOR):
 
 
 def segments(plan, play_size, wide_factor=WIDE_FACTOR):
-    """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass.
+    """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass when
+    the last step has health gates (without gates no promotion waits for it: finish folds the last step).
 
     A wide step runs its agent task on every host of the play in parallel (forks), skipped where
     idle: Ansible prints a `skipping:` line for each idle host. A narrow step is one run_once task
@@ -111,9 +112,8 @@ def segments(plan, play_size, wide_factor=WIDE_FACTOR):
         acting = len(hosts | prev_hosts)  # hosts of the previous step may get their promotions here
         out.append({"kind": _kind(acting, play_size, wide_factor), "step": step["index"]})
         prev_hosts = {g_host for g in step.get("gates") or [] for g_host in g.get("hosts") or []}
-    if out:  # the final promote pass: the hosts of the last step's gates
-        out.append({"kind": _kind(len(prev_hosts), play_size, wide_factor) if prev_hosts else "narrow",
-                    "step": FINAL})
+    if prev_hosts:  # the final promote pass: the hosts of the last step's gates (none: finish folds it)
+        out.append({"kind": _kind(len(prev_hosts), play_size, wide_factor), "step": FINAL})
     return out
 
 

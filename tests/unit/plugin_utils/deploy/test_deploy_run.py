@@ -44,11 +44,37 @@ def test_a_full_run_through_files_is_green_and_removes_earlier_runs(bucket):
     assert not os.path.exists(old)
     plan, state, report = drive(run_dir, PLAN)
     assert not report.failed, report.problems
-    assert state.steps_completed == [0, 1, 2, 3, DR.FINAL] and state.in_flight is None
+    # the last step has no gate: no final promote pass (finish folded step 3)
+    assert state.steps_completed == [0, 1, 2, 3] and state.in_flight is None
     # api@h2 passed its gate in step 2: its promotion rides with step 3 although h2 has no op there
     req = json.loads(open(os.path.join(run_dir, "requests", "3", "h2.json")).read())
     assert req["ops"] == [] and [p["id"] for p in req["promote"]] == ["api@h2"]
     assert not os.path.exists(os.path.join(run_dir, "requests", "final"))
+
+
+def test_a_gated_last_step_gets_the_final_promote_pass(bucket):
+    gated = dict(PLAN, steps=PLAN["steps"][:3], job_waves={"api": 0, "db": 0})
+    gated["rows"] = [r for r in PLAN["rows"] if r["job"] != "web"]
+    assert [seg["step"] for seg in DR.segments(gated, 4)] == [0, 1, 2, DR.FINAL]
+    run_dir = DR.new_run(str(bucket), gated)
+    plan, state, report = drive(run_dir, gated)
+    assert not report.failed, report.problems
+    assert state.steps_completed == [0, 1, 2, DR.FINAL] and not state.pending
+    # api@h2 passed the gate of the last step: promoted in the final pass, on h2 alone
+    req = json.loads(open(os.path.join(run_dir, "requests", "final", "h2.json")).read())
+    assert req["ops"] == [] and [p["id"] for p in req["promote"]] == ["api@h2"]
+    assert os.listdir(os.path.join(run_dir, "requests", "final")) == ["h2.json"]
+
+
+def test_a_run_that_skips_the_final_pass_of_a_gated_step_fails(bucket):
+    """Finish folds the last step; a promotion still pending (its pass never ran) fails the run."""
+    gated = dict(PLAN, steps=PLAN["steps"][:3], job_waves={"api": 0, "db": 0})
+    run_dir = DR.new_run(str(bucket), gated)
+    for key in (0, 1, 2):
+        hosts, dummy = DR.advance(run_dir, key, no_gates)
+        answer_all(run_dir, key, hosts)
+    dummy, dummy, report = DR.finish(run_dir, no_gates)
+    assert report.failed and any("not promoted: api@h2" in p for p in report.problems), report.problems
 
 
 def test_missing_result_file_fails_that_hosts_ops(bucket):
@@ -128,13 +154,11 @@ def test_broken_or_missing_state_names_the_file(bucket):
 def test_segments_wide_for_many_acting_hosts_narrow_otherwise():
     ops = {"h%d" % i: [] for i in range(4)}
     plan = {"steps": [{"index": 0, "ops": ops, "gates": []}, {"index": 1, "ops": {"h0": []}, "gates": []}]}
-    # a step where at most 2 hosts act loops over them (no skipped hosts); the final pass without gates too
-    assert DR.segments(plan, 8) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
-                                    {"kind": "narrow", "step": "final"}]
-    assert DR.segments(plan, 4) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
-                                    {"kind": "narrow", "step": "final"}]
-    assert DR.segments(plan, 32) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1},
-                                     {"kind": "narrow", "step": "final"}]  # 4*8 >= 32; 1 acting
+    # a step where at most 2 hosts act loops over them (no skipped hosts); no final pass after a last step
+    # without gates (nothing waits for a promotion: finish folds that step)
+    assert DR.segments(plan, 8) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1}]
+    assert DR.segments(plan, 4) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1}]
+    assert DR.segments(plan, 32) == [{"kind": "wide", "step": 0}, {"kind": "narrow", "step": 1}]  # 4*8 >= 32
     assert DR.segments(plan, 64)[0]["kind"] == "narrow"      # 4 acting of 64: loop over them
     assert DR.segments(plan, 33)[0]["kind"] == "narrow"
     assert DR.segments({"steps": []}, 8) == []
