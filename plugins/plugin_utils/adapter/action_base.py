@@ -36,6 +36,9 @@ class MaandAction(ActionBase):
         except _storage.StateStoreError as exc:  # the state store (PostgreSQL) refused or is unreachable
             result.update(failed=True, msg=str(exc))
             return result
+        except _storage.UnsafeFolder as exc:  # a reused temp folder someone else made or may write: path and fix
+            result.update(failed=True, msg=str(exc))
+            return result
 
     def act(self, result, args, task_vars):
         raise NotImplementedError

@@ -31,6 +31,8 @@ cannot interleave and a crash never leaves a truncated file. ``link_or_copy`` fi
 under ``data/`` with hard links. ``data/`` is the controller user's alone (0700, tightened when found
 wider: run outputs, output tails and the lock live there) and new files in it are 0600.
 ``key_mode_problem`` names a key file (kv.key, ca.key, the SSH key) that group or others may read.
+``own_private_dir`` makes a folder reused by a name others can guess (in the shared temp folder: ssh
+ControlPath sockets, --check plan summaries) or refuses one it did not make (``UnsafeFolder``).
 No Ansible imports.
 """
 
@@ -41,6 +43,7 @@ import errno
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 
 from . import readers as _readers, state_pg as _state_pg
@@ -64,6 +67,10 @@ LAYER_FIX = 'give a folder inside the bucket that is not secrets/ or data/, e.g.
 
 class LockBusy(Exception):
     """Another maand.core run holds the bucket lock."""
+
+
+class UnsafeFolder(Exception):
+    """A folder reused by a name others can guess is not this user's own 0700 folder (own_private_dir)."""
 
 
 # --- choosing the store -----------------------------------------------------------------------------
@@ -234,6 +241,43 @@ def private_dir(path):
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
+
+
+def own_private_dir(path):
+    """path, a folder only this user may enter, for what a run reuses by a name others can guess (in the
+    shared temp folder). Made 0700 when missing. An existing one is refused (UnsafeFolder, naming it and
+    the fix) unless it is a real folder, not a link, owned by this user (geteuid) that no one else may
+    write: anyone may create a name in /tmp first, and a folder made by someone else (or open to them)
+    lets them watch or steer what goes in it (an ssh ControlPath socket, a plan summary). A folder of
+    this user that others could only read or enter (the 0755 plans folder of earlier releases) is
+    narrowed to 0700."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    problem = folder_problem(info)
+    if problem:
+        raise UnsafeFolder("%s %s: maand.core reuses this folder by name and must be the only one able to use it; "
+                           "remove it if nothing of yours is in it (rm -rf %s; it is made again, 0700), or set "
+                           "TMPDIR to a folder only you can write" % (path, problem, path))
+    if stat.S_IMODE(info.st_mode) != 0o700:  # ours, no one else could write it: only read bits (or the umask's cut)
+        os.chmod(path, 0o700)
+    return path
+
+
+def folder_problem(info):
+    """"" when the lstat result info is a folder (not a link) of this user (geteuid) that no one else may
+    write (no group or other write bit, no setgid or sticky bit), else what it is instead."""
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder"
+    if info.st_uid != os.geteuid():
+        return "belongs to uid %d, not to this user (uid %d)" % (info.st_uid, os.geteuid())
+    if info.st_mode & 0o7022:
+        return "has mode %04o: others may write in it (only 0700 is safe)" % stat.S_IMODE(info.st_mode)
+    return ""
 
 
 def key_mode_problem(path, rel, with_fix=True):

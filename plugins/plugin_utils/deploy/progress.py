@@ -310,14 +310,15 @@ def status_checker(run_dir, plan, conns, python_of, probe=None):
 def with_mux(conns, control_dir):
     """The connection settings with the run's own ssh multiplexing (ControlMaster, a ControlPath in
     control_dir, as the deploy's rsync), unless their options name a ControlPath: a gate asks `make
-    status` every second or so, and a new ssh handshake each time costs more than the wait."""
+    status` every second or so, and a new ssh handshake each time costs more than the wait. control_dir is
+    made then, or refused when it is not this user's own (rsync.mux_options: UnsafeFolder)."""
     from . import rsync as _deploy_rsync
 
     out = {}
     for host, conn in conns.items():
         options = list(conn.get("options") or [])
         if not any("ControlPath" in o for o in options):
-            options += list(_deploy_rsync.OWN_MUX) + ["-o", "ControlPath=%s/%%C" % control_dir]
+            options += _deploy_rsync.mux_options(control_dir)
         out[host] = dict(conn, options=options)
     return out
 

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import threading
 
+from ..bucket import storage as _storage
+
 WORKER_OWNED = ("data", "logs", "bin")
 # what --archive would carry from the controller but must not reach a tree root runs make in
 SAFE_MODES = ("--no-owner", "--no-group", "--chmod=go-w,ug-s,-t")
@@ -29,19 +31,27 @@ OWN_MUX = ("-o", "ControlMaster=auto", "-o", "ControlPersist=60s")
 
 
 def control_dir(run_dir):
-    """A short folder for rsync's own ControlPath sockets (unix socket paths are limited to ~100 bytes)."""
-    path = os.path.join(tempfile.gettempdir(), "maand-cm-%s" % hashlib.sha256(run_dir.encode()).hexdigest()[:10])
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    return path
+    """The run's folder for its own ControlPath sockets, the same for every task of the run: short (unix
+    socket paths are limited to ~100 bytes), so in the temp folder. Not made here: mux_options makes it,
+    or checks it is this user's own, when an ssh command needs it."""
+    return os.path.join(tempfile.gettempdir(), "maand-cm-%s" % hashlib.sha256(run_dir.encode()).hexdigest()[:10])
+
+
+def mux_options(folder):
+    """ssh options for multiplexing with a ControlPath in folder, made 0700 or refused when it is not
+    this user's own 0700 folder (bucket/storage.own_private_dir: UnsafeFolder): whoever controls that
+    folder controls where ssh finds the master connection."""
+    _storage.own_private_dir(folder)
+    return list(OWN_MUX) + ["-o", "ControlPath=%s/%%C" % folder]
 
 
 def ssh_command(ssh_argv, verify_host=True, control_dir=None):
-    """The rsync -e string: Ansible's ssh argv (+ multiplexing when it has none)."""
+    """The rsync -e string: Ansible's ssh argv (+ multiplexing in control_dir when it has none)."""
     argv = list(ssh_argv)
     if not verify_host:
         argv[1:1] = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
     if control_dir and not any("ControlPath" in a for a in argv):
-        argv += list(OWN_MUX) + ["-o", "ControlPath=%s/%%C" % control_dir]
+        argv += mux_options(control_dir)
     return " ".join(shlex.quote(a) for a in argv)
 
 

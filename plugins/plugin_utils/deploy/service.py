@@ -202,14 +202,19 @@ def _with_env(entry, bucket_id, name, env):
 
 def pins_dir(bucket_id):
     """Where --check keeps the summaries of the plans it printed (no secrets: actions, hashes, versions), so
-    a refused -e maand_plan can name what changed; outside the bucket, which check mode never writes."""
+    a refused -e maand_plan can name what changed; outside the bucket, which check mode never writes. It and
+    its parent, names others can guess in the shared temp folder, must be this user's own folders that no
+    one else may write (bucket/storage.own_private_dir)."""
     return os.path.join(tempfile.gettempdir(), "maand-plans-%d" % os.getuid(), str(bucket_id))
 
 
 def keep_summary(bucket_id, digest, summary):
+    """Keep a --check plan's summary; a pins folder that is not this user's own fails the check run
+    (UnsafeFolder, naming it and the fix), a file system that refuses the write only loses a message."""
+    folder = pins_dir(bucket_id)
     try:
-        folder = pins_dir(bucket_id)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _storage.own_private_dir(os.path.dirname(folder))
+        _storage.own_private_dir(folder)
         with open(os.path.join(folder, digest + ".json"), "w", encoding="utf-8") as handle:
             json.dump(summary, handle, sort_keys=True)
     except OSError:
@@ -217,21 +222,31 @@ def keep_summary(bucket_id, digest, summary):
 
 
 def pinned_summary(bucket_id, given):
+    """The kept summary of the pinned plan, or None: none kept, or a pins folder that is not this user's own
+    (what is in it is not read)."""
+    folder = pins_dir(bucket_id)
     try:
-        names = [n for n in os.listdir(pins_dir(bucket_id)) if n.startswith(given) and n.endswith(".json")]
+        for path in (os.path.dirname(folder), folder):
+            if _storage.folder_problem(os.lstat(path)):
+                return None
+        names = [n for n in os.listdir(folder) if n.startswith(given) and n.endswith(".json")]
         if len(names) != 1:
             return None
-        with open(os.path.join(pins_dir(bucket_id), names[0]), encoding="utf-8") as handle:
+        with open(os.path.join(folder, names[0]), encoding="utf-8") as handle:
             return json.load(handle)
     except (OSError, ValueError):
         return None
 
 
 def check_pin(given, plan, digest, check_mode):
-    """None, or why the deploy is refused: -e maand_plan names another plan than the one computed now."""
+    """None, or why the deploy is refused: -e maand_plan names another plan than the one computed now, or
+    (check mode) the plan's summary cannot be kept because the pins folder is not this user's own."""
     summary = _deploy_pin.plan_summary(plan)
     if check_mode:
-        keep_summary(plan["bucket_id"], digest, summary)
+        try:
+            keep_summary(plan["bucket_id"], digest, summary)
+        except _storage.UnsafeFolder as exc:
+            return "the plan's summary (for a later -e maand_plan) cannot be kept: %s" % exc
     if not given:
         return None
     error = _deploy_pin.pin_error(given)

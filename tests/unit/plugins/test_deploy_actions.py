@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.action import deploy_finish, deploy_step
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
 from tests.unit.plugin_utils.deploy.test_run_state import PLAN
 
@@ -44,6 +45,16 @@ def test_an_unexpected_exception_in_a_step_propagates(run_dir):
     with mock.patch.object(DR, "advance", side_effect=RuntimeError("injected")):
         with pytest.raises(RuntimeError, match="injected"):
             act.run(task_vars={})
+
+
+def test_a_step_whose_gates_meet_an_unsafe_control_folder_fails_with_its_path_and_fix(run_dir, tmp_path):
+    # the run's ssh multiplexing folder (a name in the shared temp folder) is a link: a failed task, no traceback
+    os.symlink(tmp_path, tmp_path / "planted")
+    act = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0})
+    with mock.patch.object(DR, "advance", side_effect=lambda *a, **k: storage.own_private_dir(str(tmp_path / "planted"))):
+        res = act.run(task_vars={})
+    assert res["failed"] and res["msg"].startswith("%s is a symbolic link: " % (tmp_path / "planted")), res
+    assert "rm -rf %s" % (tmp_path / "planted") in res["msg"]
 
 
 def test_finish_refuses_an_incomplete_run(run_dir, tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import stat
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as S
 
@@ -33,14 +35,18 @@ def test_a_job_in_another_folder_gets_its_own_rsync_and_sudo_prefix():
     assert "--exclude=/data" in argv and "--rsync-path=sudo mkdir -p /opt/worker/bid/jobs/api/ && sudo rsync" in argv
 
 
-def test_ssh_command_reuses_ansibles_control_path_or_adds_its_own():
-    words = shlex.split(S.ssh_command(SSH, verify_host=True, control_dir="/tmp/cm"))
-    assert words == SSH  # Ansible's ControlPath kept, nothing added
-    words = shlex.split(S.ssh_command(["ssh", "-o", "Port=2222"], verify_host=False, control_dir="/tmp/cm"))
+def test_ssh_command_reuses_ansibles_control_path_or_adds_its_own(tmp_path):
+    cm = str(tmp_path / "cm")
+    words = shlex.split(S.ssh_command(SSH, verify_host=True, control_dir=cm))
+    assert words == SSH and not os.path.exists(cm)  # Ansible's ControlPath kept, nothing added or made
+    words = shlex.split(S.ssh_command(["ssh", "-o", "Port=2222"], verify_host=False, control_dir=cm))
     assert words[:5] == ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
-    assert words[-6:] == ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath=/tmp/cm/%C"]
+    assert words[-6:] == ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath=%s/%%C" % cm]
+    assert stat.S_IMODE(os.lstat(cm).st_mode) == 0o700  # made when used (bucket/storage.own_private_dir)
 
 
-def test_control_dir_is_short_and_stable(tmp_path):
+def test_control_dir_is_short_and_stable(tmp_path, monkeypatch):
+    monkeypatch.setattr(S.tempfile, "tempdir", str(tmp_path))
     a = S.control_dir("/very/long/" + "x" * 200)
-    assert len(a) < 40 and a == S.control_dir("/very/long/" + "x" * 200) != S.control_dir("/other")
+    assert a == os.path.join(str(tmp_path), os.path.basename(a)) and len(os.path.basename(a)) == 19 and a == S.control_dir("/very/long/" + "x" * 200) != S.control_dir("/other")
+    assert not os.path.exists(a)  # made (or checked) only when an ssh command uses it

@@ -112,6 +112,30 @@ def test_a_pinned_plan_hash_that_differs_refuses_and_names_the_change(bucket):
     assert _deploy_lock.read_lock(bucket) is None  # a refused deploy does not keep the bucket locked
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_check_mode_refuses_a_pins_folder_someone_else_made_and_a_deploy_never_reads_it(bucket, tmp_path, monkeypatch):
+    monkeypatch.setattr(S.tempfile, "tempdir", str(tmp_path / "shared"))
+    os.mkdir(tmp_path / "shared")
+    planted = tmp_path / "shared" / ("maand-plans-%d" % os.getuid())
+    planted.mkdir(0o700)
+    os.chown(planted, 54321, 54321)
+    out = S.prepare(request(bucket, check_mode=True))
+    assert out.failed and out.plan is not None and os.listdir(planted) == [], out.msg
+    assert "cannot be kept: %s belongs to uid 54321" % planted in out.msg and "rm -rf %s" % planted in out.msg, out.msg
+    # a summary someone else left there is not read: the refusal says only that the hash differs
+    os.rmdir(planted)
+    checked = S.prepare(request(bucket, check_mode=True))
+    kept = os.path.join(S.pins_dir(checked.plan["bucket_id"]), checked.plan_hash + ".json")
+    assert not checked.failed and os.path.isfile(kept)
+    given = checked.plan_hash[:12] + "0000"
+    os.rename(kept, os.path.join(os.path.dirname(kept), given + ".json"))
+    assert S.pinned_summary(checked.plan["bucket_id"], given) is not None
+    os.chmod(planted, 0o770)
+    assert S.pinned_summary(checked.plan["bucket_id"], given) is None
+    out = S.prepare(request(bucket, plan_hash=given, force=True))
+    assert out.failed and "summary is not on this controller" in out.msg, out.msg
+
+
 def test_prepare_step_finish_deploys_and_cleans_up(bucket):
     assert S.lock(bucket, os.getpid())["taken"]
     screen = Screen()
