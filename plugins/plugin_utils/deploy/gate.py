@@ -37,7 +37,8 @@ OUTPUT_TAIL = 300
 
 def ssh_argv(conn, connect_timeout=SSH_CONNECT_TIMEOUT):
     """ssh argv (without the remote command) for one host's connection settings
-    {address, port, user, key, options}; the run's options come first (ssh keeps an option's first value)."""
+    {address, port, user, key, options}; the run's options come first (ssh keeps an option's first value),
+    so their host-key policy wins over accept-new, trust on first use (docs/deploy.md, Security notes)."""
     argv = ["ssh"] + list(conn.get("options") or [])
     argv += ["-o", "BatchMode=yes", "-o", "ConnectTimeout=%d" % connect_timeout, "-o", "StrictHostKeyChecking=accept-new"]
     if conn.get("key"):

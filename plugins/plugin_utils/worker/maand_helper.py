@@ -346,7 +346,9 @@ def load_ssh():
 
 
 def _ssh_argv(worker_ip, connect_timeout):
-    """ssh options for worker_ip: the run's Ansible connection settings, else maand.conf's."""
+    """ssh options for worker_ip: the run's Ansible connection settings, else maand.conf's. The run's options
+    come first, so their host-key policy wins over accept-new (trust on first use, as maand's maand.py;
+    docs/hooks.md, Host keys of run_ssh)."""
     host = _hosts().get(worker_ip)
     if host is None:
         user, key_path, use_sudo = load_ssh()

@@ -48,5 +48,6 @@ def test_ssh_command_reuses_ansibles_control_path_or_adds_its_own(tmp_path):
 def test_control_dir_is_short_and_stable(tmp_path, monkeypatch):
     monkeypatch.setattr(S.tempfile, "tempdir", str(tmp_path))
     a = S.control_dir("/very/long/" + "x" * 200)
-    assert a == os.path.join(str(tmp_path), os.path.basename(a)) and len(os.path.basename(a)) == 19 and a == S.control_dir("/very/long/" + "x" * 200) != S.control_dir("/other")
+    assert a == os.path.join(str(tmp_path), os.path.basename(a)) and len(os.path.basename(a)) == 19
+    assert a == S.control_dir("/very/long/" + "x" * 200) != S.control_dir("/other")
     assert not os.path.exists(a)  # made (or checked) only when an ssh command uses it
