@@ -195,10 +195,12 @@ def ssh_argv(host_info, command, connect_timeout=5):
 
 def failure_notes(gate, elapsed, attempts, problems, tails, hint):
     """The lines a failed gate adds to its problems: elapsed time (and, when `make status` ended it
-    early, that it did not wait out its budget), each worker's status tail, the hint."""
+    early, that it did not wait out its budget), each worker's status tail, the hint. gate: {job, attempts,
+    interval_seconds} (attempts None: a budget in seconds, maand_wait_seconds of the health_check verb)."""
     if any(_gate.NOT_RUNNING in p for p in problems):
-        notes = ["stopped waiting after %.1f s (%d of %s attempt(s), %s s apart): `make status` says the job is not "
-                 "running" % (elapsed, attempts, gate.get("attempts"), gate.get("interval_seconds"))]
+        of = " of %s" % gate["attempts"] if gate.get("attempts") is not None else ""
+        notes = ["stopped waiting after %.1f s (%d%s attempt(s), %s s apart): `make status` says the job is not "
+                 "running" % (elapsed, attempts, of, gate.get("interval_seconds"))]
     else:
         notes = ["gave up after %.1f s (%d attempt(s), %s s apart)" % (elapsed, attempts, gate.get("interval_seconds"))]
     for host in sorted(tails):
@@ -289,22 +291,10 @@ def status_request(run_dir, plan, job, host):
 
 
 def status_checker(run_dir, plan, conns, python_of, probe=None):
-    """status(job, host) -> (running, detail) for deploy/gate.StatusWatch: the job's `make status` on the
-    worker through its agent, over the run's ssh connection. conns() -> {host: connection settings};
-    python_of(host) -> the worker's python."""
-    from . import remote as _deploy_remote
-
-    probe = probe or _gate.status_probe
-    requests = {}
-
-    def status(job, host):
-        if (job, host) not in requests:
-            requests[(job, host)] = status_request(run_dir, plan, job, host)
-        conn = conns().get(host)
-        if requests[(job, host)] is None or not conn:
-            return None, "no status to ask"
-        return probe(conn, _deploy_remote.step_command(python_of(host)), requests[(job, host)])
-    return status
+    """status(job, host) -> (running, detail) for deploy/gate.StatusWatch (deploy/gate.status_checker): the
+    job's `make status` on the worker through its agent, as the run's own op ran `make start`, over the run's
+    ssh connection. conns() -> {host: connection settings}; python_of(host) -> the worker's python."""
+    return _gate.status_checker(lambda job, host: status_request(run_dir, plan, job, host), conns, python_of, probe)
 
 
 def with_mux(conns, control_dir):
