@@ -20,6 +20,7 @@ screen: the run state decides the outcome).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -312,21 +313,42 @@ def with_mux(conns, control_dir):
     return out
 
 
-def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lambda host: "python3"):
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """What a step's callbacks read of the run: its plan and the bucket's catalog (None when there is none
+    or it is unreadable: the gates and hooks then do without it). Read once per step task (run_files): the
+    gates (runner_for_run) and the hooks (callbacks_for_run) share them and neither changes them."""
+
+    bucket: str
+    plan: dict
+    catalog: dict | None
+
+
+def run_files(run_dir):
+    """RunFiles of the run folder <bucket>/data/.deploy-run/<id> (RunError when its plan is gone)."""
+    from ..build import catalog as _catalog
+    from . import run as _deploy_run
+
+    plan = _deploy_run.load_plan(run_dir)
+    bucket = _deploy_run.bucket_of(run_dir)
+    try:
+        catalog = _catalog.read_catalog(bucket)
+    except _catalog.CatalogError:
+        catalog = None
+    return RunFiles(bucket, plan, catalog)
+
+
+def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lambda host: "python3", files=None):
     """gate_runner for the run folder <bucket>/data/.deploy-run/<id>: probes from the controller to each
     host's address (addresses: {host: address}; https trusting the bucket CA), the job's `make status`
     while a gate waits (fail fast), progress in the run folder, status tails over ssh; every ssh call with
     the workers' connection settings (connections(hosts=None) -> {host: settings}, built on the Ansible
-    side: adapter/controller.py), computed once; python_of(host): the worker's python."""
-    from ..build import catalog as _catalog
-    from . import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run
+    side: adapter/controller.py), computed once; python_of(host): the worker's python; files: the run's
+    RunFiles when the step read them already (run_files)."""
+    from . import remote as _deploy_remote, rsync as _deploy_rsync
 
-    plan = _deploy_run.load_plan(run_dir)
-    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
-    try:
-        catalog = _catalog.read_catalog(bucket) or {}
-    except _catalog.CatalogError:
-        catalog = {}
+    files = files or run_files(run_dir)
+    plan, bucket, catalog = files.plan, files.bucket, files.catalog or {}
     job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
     cache = {}
 
@@ -367,19 +389,13 @@ def read_since(run_dir, offset):
 
 def callbacks_for_run(run_dir: str, connections: Callable[..., Mapping[str, Any]],
                       probes: Callable[[Mapping[str, Any]], list[str]],
-                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None):
+                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None,
+                      files: RunFiles | None = None):
     """hooks/points.deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
-    catalog, every worker's connection settings for run_ssh: connections() -> {host: settings})."""
-    from ..build import catalog as _catalog
-    from . import run as _deploy_run
+    catalog: files, or read here; every worker's connection settings for run_ssh: connections() -> {host: settings})."""
     from ..hooks import points as _hook_deploy  # late: deploy steps only
 
-    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
-    plan = _deploy_run.load_plan(run_dir)
-    try:
-        catalog = _catalog.read_catalog(bucket)
-    except _catalog.CatalogError:
-        catalog = None
-    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, connections(), probes,
+    files = files or run_files(run_dir)
+    return _hook_deploy.deploy_callbacks(files.bucket, files.catalog, files.plan, connections(), probes,
                                          int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT),
                                          int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)
