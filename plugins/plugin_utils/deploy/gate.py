@@ -12,7 +12,8 @@ budgets).
   connection settings (adapter/support.hosts_from_hostvars: address, port, user, key, the ssh args and
   host-key policy Ansible uses, become), exit 0 = healthy;
 * status: the job's `make status` through the worker agent (as maand.core.status), asked while a gate
-  waits; a job that is not running on two checks in a row fails its gate at once (StatusWatch).
+  waits (and while the health_check verb waits: status_checker, StatusWatch are shared); a job that is not
+  running on two checks in a row fails its gate at once (StatusWatch).
 
 ssh_argv is the one ssh command line of the controller's own ssh calls to workers (probes, status,
 the status tail of a failed gate): the run's options first (ssh keeps an option's first value).
