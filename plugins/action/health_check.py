@@ -64,7 +64,8 @@ class ActionModule(ControllerAction):
             return _deploy_gate.probe(address, check, timeout, by_address, trust=trust)
 
         # fail fast: the jobs' `make status` while it waits, as the deploy's gates ask it
-        status, diagnose = _health_check.fail_fast(bucket, catalog, conns, _controller.python_of(task_vars))
+        status, diagnose = (_health_check.fail_fast(bucket, catalog, conns, _controller.python_of(task_vars))
+                            if args["wait"] else (None, None))
         with contextlib.ExitStack() as stack:
             outcome = _health_check.run(
                 plans, workers if args["workers_check"] else {}, probe,
