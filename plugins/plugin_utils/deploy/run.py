@@ -60,13 +60,16 @@ def _write_json(path, data):
     _storage.atomic_write(path, json.dumps(data, sort_keys=True))
 
 
-def _read_json(path):
+def _read_json(path, strict=True):
+    """The JSON of path; None when it is missing (or, not strict, unreadable); RunError when strict and unreadable."""
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
+        if not strict:
+            return None
         raise RunError("%s: cannot read (%s); delete the folder %s and deploy again"
                        % (path, exc, os.path.dirname(path))) from exc
 
@@ -213,6 +216,29 @@ def read_results(run_dir, key, hosts):
         if answers[host] is None:
             reasons[host] = data.get("reason") or "no answer from the agent"
     return answers, reasons
+
+
+def iter_results(run_dir):
+    """(step, host, answer dict or None) for every result file of the run, in no promised order (step as its
+    folder is named: "3", "final"). The tolerant reader, for what only reports on a run (the deploy record's
+    timings): a folder or file that cannot be read is skipped. The deploy itself folds with read_results."""
+    root = os.path.join(run_dir, "results")
+    try:
+        steps = sorted(os.listdir(root))
+    except OSError:
+        return
+    for step in steps:
+        try:
+            names = sorted(os.listdir(os.path.join(root, step)))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            data = _read_json(result_path(run_dir, step, name[:-len(".json")]), strict=False)
+            if isinstance(data, dict):
+                answer = data.get("answer")
+                yield step, name[:-len(".json")], answer if isinstance(answer, dict) else None
 
 
 def fold_in_flight(run_dir, plan, state, gate_runner, after_results=None):

@@ -80,6 +80,24 @@ def test_a_deploy_limited_to_one_job_carries_the_others_rollout_forward(bucket, 
     assert second.options["jobs"] == ["web"]
 
 
+def test_a_corrupt_result_file_is_left_out_of_the_record_and_refused_by_the_deploy(tmp_path):
+    run_dir = str(tmp_path / "20260101T000001-1")
+
+    def answer(*ops):
+        return {"ok": True, "ops": [{"id": op, "ok": True, "seconds": s} for op, s in ops]}
+    DR.write_result(run_dir, 1, "h1", answer(("api@h1/start", 1.25), ("api@h1/files", 0.5)))
+    DR.write_result(run_dir, DR.FINAL, "h1", answer(("api@h1/revert", 0.25)))
+    DR.write_result(run_dir, 1, "h2", answer(("api@h2/start", 2.0)))
+    with open(DR.result_path(run_dir, 1, "h2"), "w", encoding="utf-8") as handle:
+        handle.write('{"answer": {"ops": [')  # cut off mid-write
+    rows = [{"job": "api", "worker": h, "action": "start"} for h in ("h1", "h2")]
+    record = R.build("20260101T000001-1", {"rows": rows}, None, [], run_dir, None, 1, 0.0)
+    assert {a.key: a.seconds for a in record.allocations} == {"api@h1": 2.0, "api@h2": None}
+    assert {(step, host) for step, host, dummy in DR.iter_results(run_dir)} == {("1", "h1"), ("final", "h1")}
+    with pytest.raises(DR.RunError, match="h2.json: cannot read"):
+        DR.read_results(run_dir, 1, ["h1", "h2"])
+
+
 def test_a_failed_run_is_recorded_failed_with_its_problems(bucket, run_ids):
     assert S.lock(bucket, os.getpid())["taken"]
     prepared = S.prepare(request(bucket))
