@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import time
 
@@ -137,13 +138,24 @@ def segment_groups(segs):
     return groups
 
 
+def new_run_id(now=None, pid=None, token=None):
+    """A run's id: its UTC start to the millisecond, the controller's pid and 6 random hex digits, as
+    20261127T103138.123-4711-a1b2c3. Ids sort by start time (a shared state store names each record by
+    its run id); the random part keeps apart two controllers that start in the same millisecond. Runs
+    before this form were <second>-<pid> (20261127T103138-4711): those still read, and sort before the
+    runs of their second."""
+    millis = int((time.time() if now is None else now) * 1000)
+    return "%s.%03d-%d-%s" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime(millis // 1000)), millis % 1000,
+                              os.getpid() if pid is None else pid, token or secrets.token_hex(3))
+
+
 def new_run(bucket, plan, run_id=None):
     """Create the run folder (dropping folders of earlier runs: the caller holds the deploy lock)."""
     root = runs_root(bucket)
     if os.path.isdir(root):
         for name in os.listdir(root):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-    run_id = run_id or "%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime()), os.getpid())
+    run_id = run_id or new_run_id()
     run_dir = os.path.join(root, run_id)
     _storage.ensure_data_dir(bucket)
     _storage.private_dir(root)

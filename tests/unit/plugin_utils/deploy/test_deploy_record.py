@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
+import time
 
 import pytest
 
@@ -190,6 +193,32 @@ def test_unreadable_records_are_named_and_left_out(tmp_path):
     records, bad = R.read_all(str(tmp_path))
     assert records == [] and len(bad) == 2 and "20260101T000000-1 cannot be read" in bad[0]
     assert R.latest(str(tmp_path)) is None
+
+
+def test_run_ids_are_unique_in_one_millisecond_and_sort_by_start_beside_the_old_form(tmp_path):
+    now = 1795000000.25
+    assert len({DR.new_run_id(now, pid=7) for dummy in range(64)}) == 64  # one controller, one millisecond
+    assert re.fullmatch(r"20261118T110640\.250-7-[0-9a-f]{6}", DR.new_run_id(now, pid=7))
+
+    def old_form(at, pid):
+        return "%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime(at)), pid)
+    by_start = [old_form(now - 1, 99999), old_form(now, 12), DR.new_run_id(now, pid=99999),
+                DR.new_run_id(now + 0.001, pid=1), DR.new_run_id(now + 1, pid=1)]
+    shuffled = random.Random(3).sample(by_start, len(by_start))
+    assert sorted(shuffled) == by_start
+    store = _storage.FileStore(str(tmp_path))
+    for run_id in shuffled:
+        store.write_record(run_id, json.dumps(_record(run_id).to_dict()), keep=4)
+    records, bad = R.read_all(str(tmp_path))
+    assert [r.run_id for r in records] == by_start[1:] and bad == []
+    assert R.find(records, "last").run_id == by_start[-1]
+    assert R.find(records, by_start[1]).run_id == by_start[1]  # an old id still names its record
+    assert R.find(records, by_start[2][:19]).run_id == by_start[2]  # and so does a new id's start
+
+
+def _record(run_id):
+    return R.DeployRecord(run_id=run_id, bucket_id="b", outcome="ok", started="", finished="", seconds=0,
+                          user="u", controller="c", pid=1)
 
 
 def test_find_by_id_prefix_or_last():
