@@ -616,7 +616,8 @@ def main(argv=None):
     result = {"label": label, "collection": engines[-1]["collection"], "engines": engines,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "cores": os.cpu_count(), "machine": platform.platform(), "forks": args.forks, "runs": args.runs,
-              "big_runs": args.big_runs, "control_persist": args.control_persist or "60s", "jobs": 5, "templates": args.templates, "delays_ms": args.delays, "sizes": []}
+              "big_runs": args.big_runs, "control_persist": args.control_persist or "60s", "jobs": 5,
+              "templates": args.templates, "delays_ms": args.delays, "sizes": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import time
 
-from ansible.utils.display import Display
-
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller, specs
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
-
-display = Display()
 
 ARGUMENT_SPEC = specs.spec_for("gc")
 
@@ -45,7 +41,7 @@ class ActionModule(ControllerAction):
                                args["departed"], args["forget"])
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
-        display.display("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
+        _controller.show("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
         result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), trees=plan.trees(), lines=lines)
 
     def _commit(self, args, result):
@@ -56,14 +52,16 @@ class ActionModule(ControllerAction):
             return
         outcome = _gc.commit(args["bucket"], planned, args["states"], args["deleted"], args["hosts"])
         lines = outcome.done.lines(done=True)
-        display.display("gc done, bucket %s:\n  %s" % (outcome.done.bucket_id, "\n  ".join(lines)))
+        _controller.show("gc done, bucket %s:\n  %s" % (outcome.done.bucket_id, "\n  ".join(lines)))
         result.update(changed=outcome.changed, plan=outcome.done.as_dict(), lines=lines, problems=outcome.problems)
         _finish(result, outcome.problems, "gc: %d item(s) deleted" % _gc.count(outcome.done))
 
 
 def _finish(result, problems, summary):
+    """The summary as the task's msg; on success also on the screen (Ansible prints a msg only on failure)."""
     if problems:
         result.update(failed=True, msg="%s, but gc met %d problem(s):\n  %s" % (
             summary, len(problems), "\n  ".join(problems)))
     else:
         result["msg"] = summary
+        _controller.show(summary)

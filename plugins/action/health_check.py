@@ -63,19 +63,24 @@ class ActionModule(ControllerAction):
         def probe(host, address, check, timeout):
             return _deploy_gate.probe(address, check, timeout, by_address, trust=trust)
 
+        # fail fast: the jobs' `make status` while it waits, as the deploy's gates ask it
+        status, diagnose = (_health_check.fail_fast(bucket, catalog, conns, _controller.python_of(task_vars))
+                            if args["wait"] else (None, None))
         with contextlib.ExitStack() as stack:
             outcome = _health_check.run(
                 plans, workers if args["workers_check"] else {}, probe,
                 command_runner(stack, bucket, catalog, conns, args["timeout"], args["tail"]),
                 wait=args["wait"], wait_seconds=args["wait_seconds"], skipped=skipped,
-                log=lambda msg: display.display("health_check: " + msg))
+                log=lambda msg: display.display("health_check: " + msg), status=status, diagnose=diagnose)
         lines = [line.text() for line in outcome.lines]
         for name in sorted(outcome.skipped):
             lines.append("health check skipped: %s (%s)" % (name, outcome.skipped[name]))
         summary = outcome.summary()
-        for line in lines:
-            display.display(line, color="red" if line.startswith("FAILED") else None)
+        for line in lines + outcome.notes:
+            display.display(line, color="red" if line.startswith("FAILED") or line in outcome.notes else None)
         result.update(lines=lines, summary=summary, skipped_jobs=sorted(outcome.skipped), rounds=outcome.rounds,
+                      not_running=[{"job": job, "worker": worker, "why": why}
+                                   for (job, worker), why in sorted(outcome.stopped.items())], notes=outcome.notes,
                       checks=[{"job": x.job, "worker": x.worker, "check": x.what, "ok": x.ok, "ms": x.ms,
                                "reason": x.reason} for x in outcome.lines],
                       failed=bool(outcome.failed), healthy=not outcome.failed, msg=summary)

@@ -24,6 +24,12 @@ description:
   - With O(wait), what is not healthy yet is tried again until healthy, each job within its own
     C(wait.attempts) and C(wait.interval_seconds) (default 30 times, 1 second apart), or within
     O(wait_seconds) in all when that is above 0; the same wait loop as the deploy's health gates.
+  - With O(wait), it fails fast as the deploy's health gates do; maand waits out its budget. While a job's
+    checks fail on a worker, its C(make status) is asked there through the worker agent (as
+    C(maand.core.status) asks it, at most once a second); when it says twice in a row that the job is not
+    running, that job is no longer waited for on that worker (the other jobs and workers are). The failure
+    names the job, the worker and C(make status)'s last line, and shows the tail of C(make status) and of
+    the job's newest log. A job_control job, or one without a C(status) target, keeps its whole budget.
   - An unknown job name fails with the bucket's jobs and a "did you mean"; nothing is checked.
   - O(timeout) and O(tail) apply to the C(health_check) job commands.
 author:
@@ -91,6 +97,20 @@ rounds:
   description: How many rounds of checks ran (more than 1 only with O(wait)).
   returned: always
   type: int
+not_running:
+  description: The allocations O(wait) stopped waiting for because C(make status) said twice in a row that the
+    job is not running (fail fast), with why.
+  returned: when the checks ran
+  type: list
+  elements: dict
+  sample: [{"job": "api", "worker": "10.0.0.1", "why": "job api is not running: `make status` said so 2 times in a
+    row, 1.0 s apart (api not running)"}]
+notes:
+  description: What the failure says of those jobs, as a failed health gate says it (the workers, the attempts it
+    stopped at, the tail of C(make status) and of the job's newest log).
+  returned: when the checks ran
+  type: list
+  elements: str
 healthy:
   description: Whether everything checked was healthy (also when a task's C(failed_when) hides the failure;
     C(maand.core.run_command) reads it after each batch).

@@ -19,13 +19,10 @@ description:
 author:
   - maand.core developers (@maand-sh)
 options:
-  format:
-    description: C(table) for people, C(json) for scripts (the same data as RV(info)).
-    type: str
-    default: table
+  format:  # description, type and default: maand.core.output
     choices: [table, json]
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,
-                                 maand.core.controller]
+                                 maand.core.controller, maand.core.output]
 notes:
   - The playbook C(maand.core.info) runs this module; C(-e maand_format=json) prints JSON.
 seealso:

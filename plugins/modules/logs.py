@@ -38,13 +38,10 @@ options:
     description: The list shows the newest this many runs; C(0) shows every kept run.
     type: int
     default: 20
-  format:
-    description: C(table) for people, C(json) for scripts (the list, or the stored record of the run).
-    type: str
-    default: table
+  format:  # description, type and default: maand.core.output
     choices: [table, json]
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,
-                                 maand.core.controller]
+                                 maand.core.controller, maand.core.output]
 notes:
   - "The playbook C(maand.core.logs) runs this module with C(-e maand_run=RUN), C(-e maand_jobs=a,b),
     C(-e maand_workers=10.0.0.1), C(-e maand_limit=N) and C(-e maand_format=json)."

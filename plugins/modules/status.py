@@ -23,12 +23,8 @@ options:
       host's result has C(unreachable: true))."
     type: dict
     required: true
-  format:
-    description: C(table) for people, C(json) for scripts.
-    type: str
-    default: table
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket,
-                                 maand.core.controller, maand.core.scope.jobs]
+                                 maand.core.controller, maand.core.output, maand.core.scope.jobs]
 """
 
 EXAMPLES = r"""

@@ -11,6 +11,7 @@ and run in file order.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -32,6 +33,12 @@ def env(fleet_factory, tmp_path_factory):
 
 def departed(env):
     return [d["host"] for d in env.catalog().get("departed", [])]
+
+
+def items(out, title):
+    """The item lines ("delete ..." / "deleted ...") of the gc block that starts with title (its lines are indented)."""
+    block = itertools.takewhile(lambda line: line.startswith("  "), out.split(title, 1)[1].splitlines()[1:])
+    return [line for line in block if re.match(r"\s+(?:catalog: |kv: )?deleted? ", line)]
 
 
 def test_01_a_worker_leaves_and_the_deploy_keeps_its_data_and_logs(env):
@@ -69,6 +76,8 @@ def test_02_gc_check_lists_the_bucket_folder_and_deletes_nothing(env):
     assert "catalog: delete departed row %s (departed worker, cleaned)" % h1 in out, out
     assert (env.job(h1, "api") / "data" / "keep.me").exists() and departed(env) == [h1]
     assert len(re.findall(r"delete /opt/worker/", out)) == 1 and "worker %s:" % h0 not in out, out
+    planned = len(items(out, "gc plan (check mode: nothing is deleted), bucket %s:" % bid))
+    assert planned >= 2 and "check mode: nothing was deleted (%d item(s) would be)" % planned in out, out
 
 
 def test_03_an_unreachable_departed_worker_fails_the_run_and_keeps_its_row(env):
@@ -89,12 +98,14 @@ def test_04_gc_deletes_the_bucket_folder_and_drops_the_row(env):
     h0, h1 = env.hosts
     rc, out = env.play("gc")
     assert "gc done" in out and "deleted /opt/worker/%s (departed worker" % env.bucket_id in out, out
+    done = len(items(out, "gc done, bucket %s:" % env.bucket_id))
+    assert done >= 2 and "gc: %d item(s) deleted" % done in out, out  # the summary of a run that succeeded
     assert not env.root(h1).exists(), out
     assert "departed" not in env.catalog()
     for job in ("api", "web"):
         assert (env.job(h0, job) / "data" / "keep.me").read_text() == "%s@%s" % (job, h0)
     rc, out = env.play("gc", "--check", "--diff")
-    assert "nothing to collect" in out, out
+    assert "nothing to collect" in out and "check mode: nothing was deleted (0 item(s) would be)" in out, out
     rc, out = env.play("deploy")
     assert "no changes required" in out, out
 

@@ -1,7 +1,8 @@
 """The operations verbs end to end on a real 2-host SSH fleet (issue 13): an `ssh` health probe gates a
 deploy and runs on the worker; maand.core.health_check with a healthy and an unhealthy job (named, exit
 non-zero), maand_jobs, --limit and maand_wait; maand.core.job with a custom Makefile target (migrate),
-an unknown target, and maand_health_check=true.
+an unknown target, and maand_health_check=true; maand_wait failing fast on a job whose process was killed by
+hand (its `make status` says it is not running), as the deploy's gates do.
 
 `flaky`'s ssh probe counts its runs in /opt/flaky-count on the worker and passes from the third run on:
 "healthy after a while" without any timing. The steps share one bucket and run in file order.
@@ -10,6 +11,9 @@ an unknown target, and maand_health_check=true.
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,24 @@ pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 PORT = 31011
 FLAKY = 'c=$(cat /opt/flaky-count 2>/dev/null || echo 0); echo $((c+1)) > /opt/flaky-count; [ "$c" -ge 2 ]'
 MIGRATE = "migrate:\n\tmkdir -p data\n\techo migrated-$(ALLOCATION_IP) > data/migrated\n"
+# a server whose `make status` asks its process (exit 0 only while it runs, as the job scaffold's)
+STEADY_PORT = 31012
+STEADY_BUDGET = 60
+STEADY_MAKEFILE = """\
+.PHONY: start stop restart reload status
+PID := data/steady.pid
+RUNNING = [ -f $(PID) ] && kill -0 "$$(cat $(PID))" 2>/dev/null
+start:
+\t@mkdir -p data logs
+\t@echo "steady: serving on %d" >> logs/steady.log
+\t@setsid nohup /usr/bin/python3 server.py %d </dev/null >>logs/steady.log 2>&1 & echo $$! > $(PID)
+stop:
+\t@if $(RUNNING); then kill "$$(cat $(PID))"; fi; rm -f $(PID)
+restart: stop start
+reload: restart
+status:
+\t@if $(RUNNING); then echo "steady running"; else echo "steady not running"; exit 1; fi
+""" % (STEADY_PORT, STEADY_PORT)
 
 
 class OpsEnv(Env):
@@ -54,6 +76,10 @@ def env(fleet_factory, tmp_path_factory):
             health_check={"checks": [{"type": "ssh", "command": FLAKY}], "timeout_seconds": 5,
                           "wait": {"attempts": 10, "interval_seconds": 0.2}})
     add_job(bucket, "plain", makefile=MAKEFILE)
+    add_job(bucket, "steady", files={"server.py": SERVER_PY}, makefile=STEADY_MAKEFILE,
+            resources={"ports": {"steady_port": STEADY_PORT}},
+            health_check={"checks": [{"type": "tcp", "port": "steady_port"}], "timeout_seconds": 1,
+                          "wait": {"attempts": STEADY_BUDGET, "interval_seconds": 1}})
     return OpsEnv(fleet, bucket)
 
 
@@ -140,3 +166,27 @@ def test_07_a_probe_deploy_cannot_run_fails_only_its_job(env):
     assert rc != 0
     assert "job flaky not deployed: its health_check cannot run" in out and "'grpc' is not supported" in out
     assert "health gate passed: api" in out  # api was redeployed (forced) all the same
+
+
+def test_08_maand_wait_fails_fast_on_a_job_whose_process_was_killed_by_hand(env):
+    h0, h1 = env.hosts
+    pid = int((env.job(h0, "steady") / "data" / "steady.pid").read_text())
+    os.kill(pid, signal.SIGKILL)  # the job's own server, started by this module's deploy
+    rc, out = env.play("health_check", "-e", "maand_jobs=steady", "-e", "maand_wait=true", check=False)
+    assert rc != 0, out
+    # the job, the worker, that its process is not running, and the status line `make status` printed
+    assert ("%s: job steady is not running: `make status` said so 2 times in a row" % h0) in out, out
+    assert "(steady not running)" in out, out
+    assert "not running (`make status`, stopped waiting): steady on %s" % h0 in out, out
+    # it stopped waiting long before its 60-attempt budget (rounds go on while a status check is out)
+    m = re.search(r"job steady: stopped waiting after [\d.]+ s \((\d+) of %d attempt\(s\), 1\.0 s apart\): "
+                  r"`make status` says the job is not running" % STEADY_BUDGET, out)
+    assert m and int(m.group(1)) < STEADY_BUDGET / 2, out
+    # the status tail a failed gate shows: make status and the job's newest log
+    assert "%s: last lines of job steady:" % h0 in out and "--- make status (exit 2):" in out, out
+    assert "steady: serving on %d" % STEADY_PORT in out, out
+    # the other worker's allocation runs: healthy, not stopped
+    assert [line.split()[2] for line in lines(out, "ok ") if line.split()[1] == "steady"] == [h1], out
+    assert "%s: job steady is not running" % h1 not in out
+    env.play("job", "-e", "maand_job=steady", "-e", "maand_target=start", "-e", "maand_job_workers=%s" % h0,
+             "-e", "maand_health_check=true")

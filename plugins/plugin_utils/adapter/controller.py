@@ -49,6 +49,16 @@ def connections(task_vars, hosts=None):
     return _support.hosts_from_hostvars(hostvars, list(hostvars) if hosts is None else hosts, ssh_args(task_vars))
 
 
+def python_of(task_vars):
+    """python_of(host) -> the worker's python (its ansible_python_interpreter, else Ansible's interpreter_python
+    setting, else python3), for the controller's own ssh calls to the worker agent (gates' and health_check's
+    `make status`)."""
+    hostvars = (task_vars or {}).get("hostvars") or {}
+    return lambda host: _deploy_remote.interpreter(
+        {"ansible_python_interpreter": (hostvars.get(host) or {}).get("ansible_python_interpreter")},
+        None, C.config.get_config_value("INTERPRETER_PYTHON"))
+
+
 def controller(templar, task_vars):
     """The service.Controller of a task: connection settings and addresses read from hostvars when the
     deploy needs them, the screen, the maand_hook_timeout / maand_deploy_output_tail budgets."""
@@ -57,9 +67,7 @@ def controller(templar, task_vars):
         connections=lambda hosts=None: connections(task_vars, hosts),
         addresses=lambda: _deploy_gate.host_addresses(task_vars.get("hostvars") or {}),
         show=show, warn=warn, watched=watched(),
-        python_of=lambda host: _deploy_remote.interpreter(
-            {"ansible_python_interpreter": ((task_vars.get("hostvars") or {}).get(host) or {}).get("ansible_python_interpreter")},
-            None, C.config.get_config_value("INTERPRETER_PYTHON")),
+        python_of=python_of(task_vars),
         hook_timeout=_support.int_var(templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
         output_tail=_support.int_var(templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL))
 

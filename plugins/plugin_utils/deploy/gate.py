@@ -12,7 +12,8 @@ budgets).
   connection settings (adapter/support.hosts_from_hostvars: address, port, user, key, the ssh args and
   host-key policy Ansible uses, become), exit 0 = healthy;
 * status: the job's `make status` through the worker agent (as maand.core.status), asked while a gate
-  waits; a job that is not running on two checks in a row fails its gate at once (StatusWatch).
+  waits (and while the health_check verb waits: status_checker, StatusWatch are shared); a job that is not
+  running on two checks in a row fails its gate at once (StatusWatch).
 
 ssh_argv is the one ssh command line of the controller's own ssh calls to workers (probes, status,
 the status tail of a failed gate): the run's options first (ssh keeps an option's first value).
@@ -199,6 +200,33 @@ def status_probe(conn, command, request, timeout=STATUS_TIMEOUT, run=subprocess.
     return out.get("running"), _tail(tail[-1] if tail else out.get("note") or out.get("msg") or "")
 
 
+def status_checker(request_of, conns, python_of, probe=None):
+    """status(job, host) -> (running, detail) for StatusWatch: the job's `make status` on the worker through
+    its agent (status_probe), over the worker's connection settings. request_of(job, host) -> the agent's
+    request, or None when there is no status to ask (asked once per job and host); conns() -> {host:
+    connection settings}; python_of(host) -> the worker's python. The deploy's gates
+    (deploy/progress.status_checker: the run's own op) and the health_check verb (ops/health_check: the
+    catalog's, as maand.core.status) ask through it."""
+    from . import remote as _remote  # late: only gates with fail fast need it
+
+    probe = probe or status_probe
+    requests = {}
+
+    def status(job, host):
+        if (job, host) not in requests:
+            requests[(job, host)] = request_of(job, host)
+        conn = conns().get(host)
+        if requests[(job, host)] is None or not conn:
+            return None, "no status to ask"
+        return probe(conn, _remote.step_command(python_of(host)), requests[(job, host)])
+    return status
+
+
+def not_running(dead):
+    """The problem lines of the hosts StatusWatch found dead ({host: why}): `host: job api is not running: ...`."""
+    return ["%s: %s" % (host, dead[host]) for host in sorted(dead)]
+
+
 def in_background(fn):
     """Run fn in a daemon thread (a status check never holds up the gate's probes, nor the end of the task)."""
     threading.Thread(target=fn, daemon=True).start()
@@ -314,7 +342,7 @@ def run_gate(gate, addresses, sleep=time.sleep, probe_fn=probe, watch=None, cloc
     if waited.passed:
         return []
     problems = ["%s: %s" % (host, last.get((host, i), "failed")) for host, i in sorted(pending)]
-    return problems + ["%s: %s" % (host, dead[host]) for host in sorted(dead)]
+    return problems + not_running(dead)
 
 
 def describe(check):

@@ -20,6 +20,7 @@ screen: the run state decides the outcome).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -195,10 +196,12 @@ def ssh_argv(host_info, command, connect_timeout=5):
 
 def failure_notes(gate, elapsed, attempts, problems, tails, hint):
     """The lines a failed gate adds to its problems: elapsed time (and, when `make status` ended it
-    early, that it did not wait out its budget), each worker's status tail, the hint."""
+    early, that it did not wait out its budget), each worker's status tail, the hint. gate: {job, attempts,
+    interval_seconds} (attempts None: a budget in seconds, maand_wait_seconds of the health_check verb)."""
     if any(_gate.NOT_RUNNING in p for p in problems):
-        notes = ["stopped waiting after %.1f s (%d of %s attempt(s), %s s apart): `make status` says the job is not "
-                 "running" % (elapsed, attempts, gate.get("attempts"), gate.get("interval_seconds"))]
+        of = " of %s" % gate["attempts"] if gate.get("attempts") is not None else ""
+        notes = ["stopped waiting after %.1f s (%d%s attempt(s), %s s apart): `make status` says the job is not "
+                 "running" % (elapsed, attempts, of, gate.get("interval_seconds"))]
     else:
         notes = ["gave up after %.1f s (%d attempt(s), %s s apart)" % (elapsed, attempts, gate.get("interval_seconds"))]
     for host in sorted(tails):
@@ -289,22 +292,10 @@ def status_request(run_dir, plan, job, host):
 
 
 def status_checker(run_dir, plan, conns, python_of, probe=None):
-    """status(job, host) -> (running, detail) for deploy/gate.StatusWatch: the job's `make status` on the
-    worker through its agent, over the run's ssh connection. conns() -> {host: connection settings};
-    python_of(host) -> the worker's python."""
-    from . import remote as _deploy_remote
-
-    probe = probe or _gate.status_probe
-    requests = {}
-
-    def status(job, host):
-        if (job, host) not in requests:
-            requests[(job, host)] = status_request(run_dir, plan, job, host)
-        conn = conns().get(host)
-        if requests[(job, host)] is None or not conn:
-            return None, "no status to ask"
-        return probe(conn, _deploy_remote.step_command(python_of(host)), requests[(job, host)])
-    return status
+    """status(job, host) -> (running, detail) for deploy/gate.StatusWatch (deploy/gate.status_checker): the
+    job's `make status` on the worker through its agent, as the run's own op ran `make start`, over the run's
+    ssh connection. conns() -> {host: connection settings}; python_of(host) -> the worker's python."""
+    return _gate.status_checker(lambda job, host: status_request(run_dir, plan, job, host), conns, python_of, probe)
 
 
 def with_mux(conns, control_dir):
@@ -323,21 +314,42 @@ def with_mux(conns, control_dir):
     return out
 
 
-def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lambda host: "python3"):
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """What a step's callbacks read of the run: its plan and the bucket's catalog (None when there is none
+    or it is unreadable: the gates and hooks then do without it). Read once per step task (run_files): the
+    gates (runner_for_run) and the hooks (callbacks_for_run) share them and neither changes them."""
+
+    bucket: str
+    plan: dict
+    catalog: dict | None
+
+
+def run_files(run_dir):
+    """RunFiles of the run folder <bucket>/data/.deploy-run/<id> (RunError when its plan is gone)."""
+    from ..build import catalog as _catalog
+    from . import run as _deploy_run
+
+    plan = _deploy_run.load_plan(run_dir)
+    bucket = _deploy_run.bucket_of(run_dir)
+    try:
+        catalog = _catalog.read_catalog(bucket)
+    except _catalog.CatalogError:
+        catalog = None
+    return RunFiles(bucket, plan, catalog)
+
+
+def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lambda host: "python3", files=None):
     """gate_runner for the run folder <bucket>/data/.deploy-run/<id>: probes from the controller to each
     host's address (addresses: {host: address}; https trusting the bucket CA), the job's `make status`
     while a gate waits (fail fast), progress in the run folder, status tails over ssh; every ssh call with
     the workers' connection settings (connections(hosts=None) -> {host: settings}, built on the Ansible
-    side: adapter/controller.py), computed once; python_of(host): the worker's python."""
-    from ..build import catalog as _catalog
-    from . import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run
+    side: adapter/controller.py), computed once; python_of(host): the worker's python; files: the run's
+    RunFiles when the step read them already (run_files)."""
+    from . import remote as _deploy_remote, rsync as _deploy_rsync
 
-    plan = _deploy_run.load_plan(run_dir)
-    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
-    try:
-        catalog = _catalog.read_catalog(bucket) or {}
-    except _catalog.CatalogError:
-        catalog = {}
+    files = files or run_files(run_dir)
+    plan, bucket, catalog = files.plan, files.bucket, files.catalog or {}
     job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
     cache = {}
 
@@ -378,19 +390,13 @@ def read_since(run_dir, offset):
 
 def callbacks_for_run(run_dir: str, connections: Callable[..., Mapping[str, Any]],
                       probes: Callable[[Mapping[str, Any]], list[str]],
-                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None):
+                      timeout: Any = None, tail: Any = None, log: Callable[[str], None] = lambda msg: None,
+                      files: RunFiles | None = None):
     """hooks/points.deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
-    catalog, every worker's connection settings for run_ssh: connections() -> {host: settings})."""
-    from ..build import catalog as _catalog
-    from . import run as _deploy_run
+    catalog: files, or read here; every worker's connection settings for run_ssh: connections() -> {host: settings})."""
     from ..hooks import points as _hook_deploy  # late: deploy steps only
 
-    bucket = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
-    plan = _deploy_run.load_plan(run_dir)
-    try:
-        catalog = _catalog.read_catalog(bucket)
-    except _catalog.CatalogError:
-        catalog = None
-    return _hook_deploy.deploy_callbacks(bucket, catalog, plan, connections(), probes,
+    files = files or run_files(run_dir)
+    return _hook_deploy.deploy_callbacks(files.bucket, files.catalog, files.plan, connections(), probes,
                                          int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT),
                                          int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)

@@ -20,7 +20,6 @@ maand keeps ``logs/`` (every line of every command) and, in ``maand.db``, each a
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import json
@@ -29,7 +28,7 @@ import socket
 from typing import Any, Iterable, Mapping
 
 from ..bucket import storage as _storage
-from . import view as _deploy_view
+from . import run as _deploy_run, view as _deploy_view
 
 FORMAT = 1
 KEEP = _storage.RECORDS_KEPT
@@ -176,18 +175,12 @@ def op_seconds(run_dir: str) -> dict:
     """{"job@host": seconds} the workers' agents measured for the make targets of each allocation (its revert
     and files ops included), from the run folder's results; what cannot be read is left out (timings only)."""
     out: dict = {}
-    root = os.path.join(run_dir, "results")
-    with contextlib.suppress(OSError):
-        for step in os.listdir(root):
-            with contextlib.suppress(OSError):
-                for name in os.listdir(os.path.join(root, step)):
-                    data = read_json(os.path.join(root, step, name))
-                    answer = data.get("answer") if isinstance(data, dict) else None
-                    for op in (answer.get("ops") if isinstance(answer, dict) else None) or []:
-                        seconds = op.get("seconds") if isinstance(op, dict) else None
-                        if isinstance(seconds, (int, float)) and isinstance(op.get("id"), str):
-                            key = op["id"].split("/", 1)[0]
-                            out[key] = round(out.get(key, 0.0) + float(seconds), 3)
+    for dummy_step, dummy_host, answer in _deploy_run.iter_results(run_dir):
+        for op in (answer or {}).get("ops") or []:
+            seconds = op.get("seconds") if isinstance(op, dict) else None
+            if isinstance(seconds, (int, float)) and isinstance(op.get("id"), str):
+                key = op["id"].split("/", 1)[0]
+                out[key] = round(out.get(key, 0.0) + float(seconds), 3)
     return out
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import time
 
@@ -60,13 +61,16 @@ def _write_json(path, data):
     _storage.atomic_write(path, json.dumps(data, sort_keys=True))
 
 
-def _read_json(path):
+def _read_json(path, strict=True):
+    """The JSON of path; None when it is missing (or, not strict, unreadable); RunError when strict and unreadable."""
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
+        if not strict:
+            return None
         raise RunError("%s: cannot read (%s); delete the folder %s and deploy again"
                        % (path, exc, os.path.dirname(path))) from exc
 
@@ -134,13 +138,24 @@ def segment_groups(segs):
     return groups
 
 
+def new_run_id(now=None, pid=None, token=None):
+    """A run's id: its UTC start to the millisecond, the controller's pid and 6 random hex digits, as
+    20261127T103138.123-4711-a1b2c3. Ids sort by start time (a shared state store names each record by
+    its run id); the random part keeps apart two controllers that start in the same millisecond. Runs
+    before this form were <second>-<pid> (20261127T103138-4711): those still read, and sort before the
+    runs of their second."""
+    millis = int((time.time() if now is None else now) * 1000)
+    return "%s.%03d-%d-%s" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime(millis // 1000)), millis % 1000,
+                              os.getpid() if pid is None else pid, token or secrets.token_hex(3))
+
+
 def new_run(bucket, plan, run_id=None):
     """Create the run folder (dropping folders of earlier runs: the caller holds the deploy lock)."""
     root = runs_root(bucket)
     if os.path.isdir(root):
         for name in os.listdir(root):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-    run_id = run_id or "%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime()), os.getpid())
+    run_id = run_id or new_run_id()
     run_dir = os.path.join(root, run_id)
     _storage.ensure_data_dir(bucket)
     _storage.private_dir(root)
@@ -213,6 +228,29 @@ def read_results(run_dir, key, hosts):
         if answers[host] is None:
             reasons[host] = data.get("reason") or "no answer from the agent"
     return answers, reasons
+
+
+def iter_results(run_dir):
+    """(step, host, answer dict or None) for every result file of the run, in no promised order (step as its
+    folder is named: "3", "final"). The tolerant reader, for what only reports on a run (the deploy record's
+    timings): a folder or file that cannot be read is skipped. The deploy itself folds with read_results."""
+    root = os.path.join(run_dir, "results")
+    try:
+        steps = sorted(os.listdir(root))
+    except OSError:
+        return
+    for step in steps:
+        try:
+            names = sorted(os.listdir(os.path.join(root, step)))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            data = _read_json(result_path(run_dir, step, name[:-len(".json")]), strict=False)
+            if isinstance(data, dict):
+                answer = data.get("answer")
+                yield step, name[:-len(".json")], answer if isinstance(answer, dict) else None
 
 
 def fold_in_flight(run_dir, plan, state, gate_runner, after_results=None):

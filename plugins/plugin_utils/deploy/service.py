@@ -475,25 +475,29 @@ def sayer(run_dir, ctl):
     return say
 
 
-def gate_runner(run_dir, ctl):
-    """The health gates of the run: probes with progress records, status tails when one fails."""
+def gate_runner(run_dir, ctl, files=None):
+    """The health gates of the run: probes with progress records, status tails when one fails; files: the
+    run's plan and catalog when the step read them already (deploy/progress.run_files)."""
     say = sayer(run_dir, ctl)
 
     def passed(gate):
         if not ctl.watched:  # the callback shows the pass from the progress record
             say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
-    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of)
+    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of, files)
 
 
 @contextlib.contextmanager
 def callbacks(run_dir, ctl):
     """(gate runner, after_results, before) of the run: its gates with the bucket's job commands (hooks/points)
-    and the pre_deploy hooks due before a step (wave_hooks), all in one hook session."""
-    probes = gate_runner(run_dir, ctl)
+    and the pre_deploy hooks due before a step (wave_hooks), all in one hook session. The run's plan and the
+    catalog are read once for both (a step is one task, in its own process: nothing outlives it to cache)."""
+    files = _deploy_progress.run_files(run_dir)
+    probes = gate_runner(run_dir, ctl, files)
     say = sayer(run_dir, ctl)
     with contextlib.ExitStack() as stack:  # exits the hook session however the caller leaves
         gate, after, context = stack.enter_context(_deploy_progress.callbacks_for_run(
-            run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail, lambda msg: say("hook: " + msg)))
+            run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail, lambda msg: say("hook: " + msg),
+            files))
         yield gate, after, wave_hooks(_deploy_run.bucket_of(run_dir), context, ctl.warn)
 
 

@@ -17,7 +17,9 @@ One round tries everything that has not passed yet and returns what is still pen
 is retried while its budget allows (another try, or time before its deadline); the loop sleeps the
 shortest interval among those, and ends when nothing is pending (passed), when no pending item may be
 retried (out of budget), or at once when an item says it is fatal (a job whose `make status` reports
-it not running: fail fast, there is nothing left to wait for).
+it not running: fail fast, there is nothing left to wait for). A fatal item ends the wait of its scope:
+every item when it has none (a gate: one job, one batch), else only the items of its scope (the verb: one
+job on one worker), the others waiting on.
 """
 
 from __future__ import annotations
@@ -66,12 +68,13 @@ class Budget:
 @dataclasses.dataclass
 class Pending:
     """One thing a round left unhealthy: its key (stable across rounds), budget and reason; fatal
-    ends the wait at once."""
+    ends the wait of its scope at once (scope None: the whole wait)."""
 
     key: Hashable
     budget: Budget
     reason: str = ""
     fatal: bool = False
+    scope: Hashable = None
 
 
 @dataclasses.dataclass
@@ -95,7 +98,8 @@ OnRound = Callable[[int, float, Sequence[Pending], bool], None]
 
 
 class Waiter:
-    """Runs rounds until nothing is pending, the budgets are spent, or a pending item is fatal.
+    """Runs rounds until nothing is pending, the budgets are spent, or a pending item is fatal (then the
+    items of its scope are not retried; a fatal item without a scope ends the wait).
 
     sleep and clock are passed in, so tests step a fake clock (no timing in tests)."""
 
@@ -118,9 +122,11 @@ class Waiter:
             if not pending:
                 return Waited(True, rounds, elapsed, [], [])
             fatal = [p for p in pending if p.fatal]
+            ended = {p.scope for p in fatal}
             for item in pending:
                 tries[item.key] = tries.get(item.key, 0) + 1
-            left = [] if fatal else [p for p in pending if p.budget.allows(tries[p.key], elapsed)]
+            left = [] if None in ended else [p for p in pending if p.scope not in ended
+                                             and p.budget.allows(tries[p.key], elapsed)]
             if on_round is not None:
                 on_round(rounds, elapsed, pending, bool(left))
             if not left:

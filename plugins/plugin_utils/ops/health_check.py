@@ -13,18 +13,26 @@ no Ansible imports.
 With ``wait``, what is not healthy yet is tried again, round after round, until healthy or out of
 budget: each job's own ``wait.attempts`` x ``wait.interval_seconds`` (default 30 x 1 s, maand's
 ``--wait``), or ``wait_seconds`` in all when given. The rounds wait in the deploy's own wait loop
-(deploy/waiter.Waiter, as its health gates; only the budgets differ). The probes, the clock, the sleep
-and the job commands are passed in, so tests run them for real on loopback sockets and local processes.
+(deploy/waiter.Waiter, as its health gates; only the budgets differ). While it waits, a job's `make status`
+is asked on the workers whose checks still fail, as the deploy's gates ask it (deploy/gate.StatusWatch,
+status_checker; the request as maand.core.status sends it): a job it says is not running on two checks in a
+row stops being waited for on that worker (fail fast), the other jobs and workers waiting on; the failure
+names the job, the worker and the status tail (deploy/progress.failure_notes, collect_tails). maand waits
+its whole budget there. The probes, the clock, the sleep, the status checks and the job commands are passed
+in, so tests run them for real on loopback sockets and local processes.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import os
 import socket
 import time
 from typing import Any, Callable, Iterable, Mapping
 
+from . import status as _status
+from ..deploy import gate as _gate, progress as _progress, remote as _remote, rsync as _rsync
 from ..deploy.gate import describe
 from ..deploy.waiter import Budget, Pending, Waiter
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
@@ -78,6 +86,8 @@ class Outcome:
     lines: list[Line]
     skipped: dict[str, str]  # job -> why it was not checked (no probes or commands, no allocation here)
     rounds: int
+    stopped: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (job, worker) -> why not running
+    notes: list[str] = dataclasses.field(default_factory=list)  # the failure's words on the jobs not running
 
     @property
     def failed(self) -> list[Line]:
@@ -95,6 +105,12 @@ class Outcome:
             head += "; unhealthy jobs: %s" % ", ".join(bad_jobs)
         if bad_workers:
             head += "; unreachable workers (SSH port): %s" % ", ".join(bad_workers)
+        if self.stopped:
+            on: dict[str, list[str]] = {}
+            for job, worker in sorted(self.stopped):
+                on.setdefault(job, []).append(worker)
+            head += "; not running (`make status`, stopped waiting): %s" % "; ".join(
+                "%s on %s" % (job, ", ".join(workers)) for job, workers in sorted(on.items()))
         return head
 
 
@@ -185,20 +201,31 @@ def _timed(fn: Callable[[], str | None], clock: Callable[[], float]) -> tuple[st
 
 
 class _Item:
-    """One line, how to (re)check it, and its wait budget (deploy/waiter.Budget)."""
+    """One line, how to (re)check it, and its wait budget (deploy/waiter.Budget); stopped: its job is not
+    running on its worker (`make status`), so it is not checked again."""
 
     def __init__(self, line: Line, check: Callable[[], str | None] | None, budget: Budget):
         self.line, self.check, self.budget = line, check, budget
+        self.stopped = False
+
+    def pending(self) -> Pending:
+        return Pending(self, self.budget, self.line.reason, self.stopped, (self.line.job, self.line.worker))
 
 
 def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Callable[[str, str, dict, float], str | None],
         commands: Callable[[str, list[str]], dict[str, str | None]] | None = None, *, wait: bool = False,
         wait_seconds: float = 0, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
         port_check: Callable[[str, int], str | None] = tcp_port, skipped: Mapping[str, str] | None = None,
-        log: Callable[[str], None] = lambda msg: None) -> Outcome:
+        log: Callable[[str], None] = lambda msg: None,
+        status: Callable[[str, str], tuple[bool | None, str]] | None = None,
+        diagnose: Callable[[str, list[str]], dict[str, list[str]]] | None = None,
+        submit: Callable[[Callable[[], None]], None] = _gate.in_background) -> Outcome:
     """Check the workers' SSH ports and the jobs. workers: {host: (address, ssh port)}; probe(host,
     address, check, timeout) -> None | reason; commands(job, hosts) -> {host: None | reason}.
-    The rounds wait in deploy/waiter.Waiter, on each job's own budget (the ports: the default one)."""
+    The rounds wait in deploy/waiter.Waiter, on each job's own budget (the ports: the default one).
+    With wait, status(job, host) -> (running, detail) (fail_fast) is asked as a gate asks it
+    (deploy/gate.StatusWatch; submit runs a check, in the background by default); diagnose(job, hosts) ->
+    {host: lines} gives the status tails of the workers where a job was found not running."""
     def budget(attempts: int, interval: float, timeout: float) -> Budget:
         b = Budget(attempts, interval, timeout)
         if not wait:
@@ -224,18 +251,97 @@ def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Cal
             if plan.commands:
                 cmds[host] = _Item(Line(plan.job, host, "command %s" % ",".join(plan.commands)), None, job_budget)
         job_items.append((plan, probes, cmds))
+    every = [i for _p, probes, cmds in job_items for i in probes + list(cmds.values())]
+    start = clock()
+    watch = FailFast(plans, status, clock, submit) if wait and status is not None else None
 
-    def attempt(dummy_round: int) -> list[Pending]:
-        return [Pending(item, item.budget, item.line.reason) for item in _round(port_items, job_items, commands, clock)]
+    def attempt(n: int) -> list[Pending]:
+        pending = _round(port_items, job_items, commands, clock)
+        if watch is not None:
+            watch.note(n, clock() - start, pending, every)
+        return [item.pending() for item in [i for i in pending if not i.stopped] + [i for i in every if i.stopped]]
 
     def on_round(dummy_round: int, elapsed: float, pending: list[Pending], retrying: bool) -> None:
-        if retrying:
+        waiting = [p for p in pending if not p.fatal]
+        if retrying and waiting:
             log("%d check(s) not healthy yet (%s); trying again" % (
-                len(pending), ", ".join(sorted({"%s@%s" % (p.key.line.job, p.key.line.worker) for p in pending}))))
+                len(waiting), ", ".join(sorted({"%s@%s" % (p.key.line.job, p.key.line.worker) for p in waiting}))))
 
     waited = Waiter(sleep, clock).wait(attempt, on_round)
-    lines = [i.line for i in port_items] + [i.line for _p, probes, cmds in job_items for i in probes + list(cmds.values())]
-    return Outcome(lines, dict(skipped or {}), waited.rounds)
+    lines = [i.line for i in port_items + every]
+    if watch is None:
+        return Outcome(lines, dict(skipped or {}), waited.rounds)
+    return Outcome(lines, dict(skipped or {}), waited.rounds, dict(watch.stopped), watch.notes(wait_seconds, diagnose))
+
+
+class FailFast:
+    """The jobs' `make status` while the verb waits: one deploy/gate.StatusWatch per job, asked for the
+    workers where the job's checks still fail; a worker where it says "not running" twice in a row stops
+    that job's checks there (its items turn fatal in the wait's scope (job, worker): the rest waits on)."""
+
+    def __init__(self, plans: list[JobPlan], status: Callable[[str, str], tuple[bool | None, str]],
+                 clock: Callable[[], float], submit: Callable[[Callable[[], None]], None]):
+        self.plans = {p.job: p for p in plans if not p.error}
+        self.watches = {job: _gate.StatusWatch(status, job, clock, submit=submit) for job in self.plans}
+        self.stopped: dict[tuple[str, str], str] = {}
+        self.when: dict[str, tuple[int, float]] = {}  # job -> (round, elapsed) when a worker was first found dead
+
+    def note(self, n: int, elapsed: float, pending: list[_Item], items: list[_Item]) -> None:
+        """After round n: ask the status of the failing (job, worker)s; stop the items of those found dead."""
+        failing: dict[str, set[str]] = {}
+        for item in pending:
+            key = (item.line.job, item.line.worker)
+            if item.line.job in self.watches and key not in self.stopped:
+                failing.setdefault(item.line.job, set()).add(item.line.worker)
+        for job, hosts in sorted(failing.items()):
+            for host, why in sorted(self.watches[job].dead(sorted(hosts)).items()):
+                self.stopped[(job, host)] = why
+                self.when.setdefault(job, (n, elapsed))
+        for item in items:
+            why = self.stopped.get((item.line.job, item.line.worker))
+            if why and not item.line.ok and not item.stopped:
+                item.stopped = True
+                item.line.reason = "%s; %s" % (item.line.reason, why) if item.line.reason else why
+
+    def notes(self, wait_seconds: float, diagnose: Callable[[str, list[str]], dict[str, list[str]]] | None) -> list[str]:
+        """What the failure says of each job found not running, in the gate's words (deploy/gate.not_running,
+        deploy/progress.failure_notes): each worker, the attempts it stopped at, each worker's status tail."""
+        out = []
+        for job, (n, elapsed) in sorted(self.when.items()):
+            plan = self.plans[job]
+            dead = {host: why for (j, host), why in self.stopped.items() if j == job}
+            problems = _gate.not_running(dead)
+            tails = diagnose(job, sorted(dead)) if diagnose is not None else {}
+            budget = {"job": job, "attempts": None if wait_seconds > 0 else plan.attempts, "interval_seconds": plan.interval}
+            notes = _progress.failure_notes(budget, elapsed, n, problems, tails, "")
+            out += problems + ["job %s: %s" % (job, notes[0])] + notes[1:]
+        return out
+
+
+def status_request(catalog: Mapping[str, Any], job: str, host: str) -> str | None:
+    """The worker agent's request for the `make status` of job on host, as maand.core.status sends it
+    (ops/status.status_ops with the job spec's environment); None when there is no status to ask (no
+    allocation there, a job_control job, an environment that cannot be expanded)."""
+    allocs = [a for a in catalog.get("allocations") or [] if a.get("job") == job and a.get("worker") == host]
+    records = {j.get("name"): j for j in catalog.get("jobs") or []}
+    ops = _status.status_ops(catalog, host, allocs[:1], [job], _status.spec_op(records))
+    if not ops or not ops[0].get("target"):
+        return None
+    return _remote.step_request(catalog.get("bucket_id"), ops[:1], timeout=_gate.STATUS_TIMEOUT, tail=10)
+
+
+def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, Mapping[str, Any]],
+              python_of: Callable[[str], str]) -> tuple[Callable, Callable]:
+    """(status, diagnose) for run(): the job's `make status` through the worker agent (deploy/gate.status_checker)
+    and, for a worker where it is not running, the status tail a failed gate shows (deploy/progress.collect_tails),
+    over the workers' connection settings (conns: {host: settings}) multiplexed as the deploy's gates'."""
+    muxed = _progress.with_mux(dict(conns), _rsync.control_dir(os.path.join(bucket_dir, "health_check")))
+    status = _gate.status_checker(lambda job, host: status_request(catalog, job, host), lambda: muxed, python_of)
+    root = _remote.worker_root(catalog.get("bucket_id"))
+
+    def diagnose(job: str, hosts: list[str]) -> dict[str, list[str]]:
+        return _progress.collect_tails(muxed, root, job, hosts)
+    return status, diagnose
 
 
 def _retry(item: _Item, fn: Callable[[], str | None], clock: Callable[[], float]) -> bool:
@@ -248,7 +354,7 @@ def _round(port_items: list[_Item], job_items, commands, clock) -> list[_Item]:
     """One pass over what is not healthy yet; returns what is still not healthy (and may be retried).
     The port dials and probes run side by side (PARALLEL at a time), then the job commands, job by job."""
     due = [i for i in port_items if not i.line.ok] + [
-        i for _p, probes, _c in job_items for i in probes if i.check is not None and not i.line.ok]
+        i for _p, probes, _c in job_items for i in probes if i.check is not None and not i.line.ok and not i.stopped]
     healthy_now = []
     if due:
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(PARALLEL, len(due))) as pool:
@@ -257,9 +363,9 @@ def _round(port_items: list[_Item], job_items, commands, clock) -> list[_Item]:
     for plan, probes, cmds in job_items:
         healthy = {host for host in plan.workers
                    if all(i.line.ok for i in probes if i.line.worker == host)}
-        todo = [host for host, item in cmds.items() if not item.line.ok and host in healthy]
+        todo = [host for host, item in cmds.items() if not item.line.ok and not item.stopped and host in healthy]
         for host, item in cmds.items():
-            if host not in healthy and not item.line.ok:
+            if host not in healthy and not item.line.ok and not item.stopped:
                 item.line.reason = "not run: the probes have not passed"
                 pending.append(item)
         if todo and commands is not None:

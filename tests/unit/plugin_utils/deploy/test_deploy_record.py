@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
+import time
 
 import pytest
 
@@ -78,6 +81,24 @@ def test_a_deploy_limited_to_one_job_carries_the_others_rollout_forward(bucket, 
         "web@10.0.0.2": run_ids[1]}
     assert second.rollout["api@10.0.0.1"] == first.rollout["api@10.0.0.1"]
     assert second.options["jobs"] == ["web"]
+
+
+def test_a_corrupt_result_file_is_left_out_of_the_record_and_refused_by_the_deploy(tmp_path):
+    run_dir = str(tmp_path / "20260101T000001-1")
+
+    def answer(*ops):
+        return {"ok": True, "ops": [{"id": op, "ok": True, "seconds": s} for op, s in ops]}
+    DR.write_result(run_dir, 1, "h1", answer(("api@h1/start", 1.25), ("api@h1/files", 0.5)))
+    DR.write_result(run_dir, DR.FINAL, "h1", answer(("api@h1/revert", 0.25)))
+    DR.write_result(run_dir, 1, "h2", answer(("api@h2/start", 2.0)))
+    with open(DR.result_path(run_dir, 1, "h2"), "w", encoding="utf-8") as handle:
+        handle.write('{"answer": {"ops": [')  # cut off mid-write
+    rows = [{"job": "api", "worker": h, "action": "start"} for h in ("h1", "h2")]
+    record = R.build("20260101T000001-1", {"rows": rows}, None, [], run_dir, None, 1, 0.0)
+    assert {a.key: a.seconds for a in record.allocations} == {"api@h1": 2.0, "api@h2": None}
+    assert {(step, host) for step, host, dummy in DR.iter_results(run_dir)} == {("1", "h1"), ("final", "h1")}
+    with pytest.raises(DR.RunError, match="h2.json: cannot read"):
+        DR.read_results(run_dir, 1, ["h1", "h2"])
 
 
 def test_a_failed_run_is_recorded_failed_with_its_problems(bucket, run_ids):
@@ -172,6 +193,32 @@ def test_unreadable_records_are_named_and_left_out(tmp_path):
     records, bad = R.read_all(str(tmp_path))
     assert records == [] and len(bad) == 2 and "20260101T000000-1 cannot be read" in bad[0]
     assert R.latest(str(tmp_path)) is None
+
+
+def test_run_ids_are_unique_in_one_millisecond_and_sort_by_start_beside_the_old_form(tmp_path):
+    now = 1795000000.25
+    assert len({DR.new_run_id(now, pid=7) for dummy in range(64)}) == 64  # one controller, one millisecond
+    assert re.fullmatch(r"20261118T110640\.250-7-[0-9a-f]{6}", DR.new_run_id(now, pid=7))
+
+    def old_form(at, pid):
+        return "%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime(at)), pid)
+    by_start = [old_form(now - 1, 99999), old_form(now, 12), DR.new_run_id(now, pid=99999),
+                DR.new_run_id(now + 0.001, pid=1), DR.new_run_id(now + 1, pid=1)]
+    shuffled = random.Random(3).sample(by_start, len(by_start))
+    assert sorted(shuffled) == by_start
+    store = _storage.FileStore(str(tmp_path))
+    for run_id in shuffled:
+        store.write_record(run_id, json.dumps(_record(run_id).to_dict()), keep=4)
+    records, bad = R.read_all(str(tmp_path))
+    assert [r.run_id for r in records] == by_start[1:] and bad == []
+    assert R.find(records, "last").run_id == by_start[-1]
+    assert R.find(records, by_start[1]).run_id == by_start[1]  # an old id still names its record
+    assert R.find(records, by_start[2][:19]).run_id == by_start[2]  # and so does a new id's start
+
+
+def _record(run_id):
+    return R.DeployRecord(run_id=run_id, bucket_id="b", outcome="ok", started="", finished="", seconds=0,
+                          user="u", controller="c", pid=1)
 
 
 def test_find_by_id_prefix_or_last():

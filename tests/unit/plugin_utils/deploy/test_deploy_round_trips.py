@@ -12,7 +12,7 @@ step), "rsync" when only files travel, "agent" when nothing is synced. All of th
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P, run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P, run as DR, run_state as RS
 from tests.unit.plugin_utils.deploy.test_deploy_plan import _settle, catalog, content, job, states
 
 HOSTS = ["h1", "h2", "h3", "h4"]
@@ -41,9 +41,10 @@ def sessions(plan, hosts):
     (step "final": the last promote pass)."""
     state = RS.new_state("r1", plan)
     out = {h: ["read"] for h in hosts}
-    for step in plan["steps"] + [None]:
+    for seg in DR.segments(plan, len(hosts)):  # the passes the role runs (the final one only after gates)
+        key = seg["step"]
+        step = DR.find_step(plan, key)
         requests = RS.requests_for_step(state, step)
-        key = "final" if step is None else step["index"]
         for host, request in requests.items():
             syncs = any(op.get("sync") for op in request.ops)
             agent = bool(request.promote) or any(op["kind"] != "files" for op in request.ops)

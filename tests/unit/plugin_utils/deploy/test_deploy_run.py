@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -42,6 +43,7 @@ def test_a_full_run_through_files_is_green_and_removes_earlier_runs(bucket):
     old = DR.new_run(str(bucket), PLAN, run_id="old")
     run_dir = DR.new_run(str(bucket), PLAN)
     assert not os.path.exists(old)
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{3}-%d-[0-9a-f]{6}" % os.getpid(), os.path.basename(run_dir)), run_dir
     plan, state, report = drive(run_dir, PLAN)
     assert not report.failed, report.problems
     # the last step has no gate: no final promote pass (finish folded step 3)

@@ -199,3 +199,34 @@ def test_lock_is_refused_while_another_live_run_holds_it(bucket):
     assert S.unlock(bucket, os.getpid())["released"] is False
     assert S.unlock(bucket, os.getppid())["released"] is True
     assert S.unlock(bucket, os.getppid(), check_mode=True)["msg"] == "check mode: lock untouched"
+
+
+def test_a_step_s_gates_and_hooks_read_the_plan_and_the_catalog_once(bucket, monkeypatch):
+    """callbacks (one per deploy_step task) reads plan.json and catalog.json once for the gate runner and the
+    hook callbacks both (they were read twice each): counting readers over the real ones."""
+    assert S.lock(bucket, os.getpid())["taken"]
+    prepared = S.prepare(request(bucket), Screen().ctl)
+    assert not prepared.failed, prepared.msg
+    reads = {"plan": 0, "catalog": 0}
+    load_plan, read_catalog = DR.load_plan, _catalog.read_catalog
+
+    def counting_plan(run_dir):
+        reads["plan"] += 1
+        return load_plan(run_dir)
+
+    def counting_catalog(bucket_dir):
+        reads["catalog"] += 1
+        return read_catalog(bucket_dir)
+    monkeypatch.setattr(DR, "load_plan", counting_plan)
+    monkeypatch.setattr(_catalog, "read_catalog", counting_catalog)
+    with S.callbacks(prepared.run_dir, Screen().ctl) as (gate, after, before):
+        assert callable(gate)
+    assert reads == {"plan": 1, "catalog": 1}
+    for seg in prepared.segments:  # the whole run, for real: each step reads the catalog once
+        before_step = reads["catalog"]
+        stepped = S.step(prepared.run_dir, seg["step"])
+        assert not stepped.error, stepped.error
+        assert reads["catalog"] - before_step == 1
+        answer_all(prepared.run_dir, stepped.key, stepped.hosts)
+    finished = S.finish(S.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()))
+    assert not finished.as_result().get("failed"), finished.problems

@@ -77,6 +77,22 @@ def test_a_fatal_item_ends_the_wait_at_once():
     assert clock.sleeps == [1.0]
 
 
+def test_a_fatal_item_with_a_scope_ends_only_its_scope():
+    """The verb: a job found not running on one worker stops waiting there; the others wait out their budgets."""
+    clock = Clock()
+    tried = []
+
+    def attempt(n):
+        tried.append(n)
+        return [Pending("a@h1", Budget(30, 1.0), "down", fatal=n >= 2, scope=("a", "h1")),
+                Pending("a@h2", Budget(4, 1.0), "down", scope=("a", "h2"))]
+    waited = Waiter(clock.sleep, clock).wait(attempt)
+    assert not waited.passed and waited.rounds == 4 and [p.key for p in waited.fatal] == ["a@h1"]
+    assert clock.sleeps == [1.0, 1.0, 1.0]  # a@h2's 4 attempts, not a@h1's 30 nor an end at round 2
+    waited = Waiter(clock.sleep, clock).wait(lambda n: [Pending("x", Budget(30, 1.0), "down", fatal=n == 2, scope="x")])
+    assert waited.rounds == 2  # nothing else to wait for
+
+
 # --- fail fast in a gate ------------------------------------------------------------------------------
 
 def call(fn):
@@ -182,6 +198,13 @@ def test_gate_runner_says_it_stopped_early_with_the_elapsed_time_and_the_tail(tm
     assert "stopped waiting after 1.0 s (3 of 30 attempt(s), 0.5 s apart): `make status` says the job is not running" in problems
     assert "h1: last lines of job api:\n    --- logs/api.log:\n    api: cannot open config" in problems
     assert P.read_all(str(tmp_path))[-1]["attempts"] == 3
+
+
+def test_failure_notes_without_an_attempt_count_in_the_budget():
+    """The health_check verb with maand_wait_seconds: a budget in seconds, so no "of N"."""
+    problems = ["h1: job api " + G.NOT_RUNNING + ": `make status` said so 2 times in a row, 1.0 s apart"]
+    notes = P.failure_notes({"job": "api", "attempts": None, "interval_seconds": 1.0}, 2.5, 3, problems, {}, "")
+    assert notes == ["stopped waiting after 2.5 s (3 attempt(s), 1.0 s apart): `make status` says the job is not running"]
 
 
 # --- the status predicate: the worker agent's status op, for real ----------------------------------

@@ -1,14 +1,16 @@
 """maand.core.health_check's core (_health_check): which jobs and allocations, the worker SSH port dial,
-probes on real loopback sockets, commands after probes, retries with maand_wait (a stepped clock, no timing)."""
+probes on real loopback sockets, commands after probes, retries with maand_wait (a stepped clock, no timing),
+and fail fast on `make status` while it waits (as the deploy's gates)."""
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate
-from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as H
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate, remote as _deploy_remote
+from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as H, status as _status
 from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, job
 
 
@@ -152,3 +154,119 @@ def test_many_probes_all_get_their_own_line_in_order(listener):
     plans = [H.JobPlan("api", hosts, [{"type": "tcp", "port": listener}, {"type": "tcp", "port": bad}], [])]
     out = H.run(plans, {}, lambda h, a, c, t: _deploy_gate.probe("127.0.0.1", c, t))
     assert [(x.worker, x.ok) for x in out.lines] == [(h, ok) for h in hosts for ok in (True, False)]
+
+
+# --- fail fast: `make status` while the verb waits (deploy/gate.StatusWatch, as the deploy's gates) -----------
+
+def call(fn):
+    """submit: the status check right away (the verb's default runs it in a background thread)."""
+    fn()
+
+
+def counting_probe(counts, healthy=()):
+    def probe(host, address, check, timeout):
+        counts[host] = counts.get(host, 0) + 1
+        return None if host in healthy else "tcp %s:1: [Errno 111] Connection refused" % address
+    return probe
+
+
+def test_wait_stops_on_a_worker_where_make_status_says_the_job_is_not_running():
+    clock = Clock()
+    counts, asked, tails = {}, [], []
+
+    def status(job, host):
+        asked.append((job, host))
+        return (False, "api not running") if host == "h1" else (True, "api running")
+
+    def diagnose(job, hosts):
+        tails.append((job, hosts))
+        return {h: ["--- make status (exit 2):", "api not running", "--- logs/api.log:", "api: cannot open api.conf"]
+                for h in hosts}
+    plans = [H.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], ["command_health"], attempts=30, interval=1.0)]
+    out = H.run(plans, {}, counting_probe(counts), lambda job, hosts: {}, wait=True, clock=clock, sleep=clock.sleep,
+                status=status, diagnose=diagnose, submit=call)
+    # h1: not running at rounds 1 and 2 -> not probed again; h2 runs (its probe fails): its whole budget
+    assert counts == {"h1": 2, "h2": 30} and out.rounds == 30
+    assert set(out.stopped) == {("api", "h1")}
+    why = "job api is not running: `make status` said so 2 times in a row, 1.0 s apart (api not running)"
+    assert out.stopped[("api", "h1")] == why
+    assert asked.count(("api", "h1")) == 2 and tails == [("api", ["h1"])]
+    assert out.notes == ["h1: " + why,
+                         "job api: stopped waiting after 1.0 s (2 of 30 attempt(s), 1.0 s apart): `make status` says "
+                         "the job is not running",
+                         "h1: last lines of job api:\n    --- make status (exit 2):\n    api not running\n"
+                         "    --- logs/api.log:\n    api: cannot open api.conf"]
+    lines = {(x.worker, x.what): x for x in out.lines}
+    assert lines[("h1", "tcp :1")].reason == "tcp h1:1: [Errno 111] Connection refused; " + why
+    assert lines[("h1", "command command_health")].reason == "not run: the probes have not passed; " + why
+    assert lines[("h2", "tcp :1")].reason == "tcp h2:1: [Errno 111] Connection refused"  # not declared dead
+    assert out.summary().endswith("unhealthy jobs: api; not running (`make status`, stopped waiting): api on h1")
+
+
+def test_a_dead_job_ends_its_own_wait_the_others_keep_their_budgets():
+    clock = Clock()
+    counts = {}
+
+    def status(job, host):
+        return (False, "") if job == "api" else (None, "no status target")  # web: cannot tell, keeps its budget
+    plans = [H.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0),
+             H.JobPlan("web", ["w1"], [{"type": "tcp", "port": 2}], [], attempts=5, interval=1.0)]
+    out = H.run(plans, {}, counting_probe(counts), wait=True, clock=clock, sleep=clock.sleep, status=status, submit=call)
+    assert counts == {"h1": 2, "h2": 2, "w1": 5} and out.rounds == 5   # not api's 30
+    assert set(out.stopped) == {("api", "h1"), ("api", "h2")}
+    assert [n for n in out.notes if n.startswith("job ")] == [
+        "job api: stopped waiting after 1.0 s (2 of 30 attempt(s), 1.0 s apart): `make status` says the job is not running"]
+    assert out.summary().endswith("not running (`make status`, stopped waiting): api on h1, h2")
+
+
+def test_with_wait_seconds_the_note_counts_attempts_without_a_budget_count():
+    clock = Clock()
+    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0)]
+    out = H.run(plans, {}, counting_probe({}), wait=True, wait_seconds=120, clock=clock, sleep=clock.sleep,
+                status=lambda job, host: (False, ""), submit=call)
+    assert out.rounds == 2
+    assert "job api: stopped waiting after 1.0 s (2 attempt(s), 1.0 s apart): `make status` says the job is not running" \
+        in out.notes
+
+
+def test_status_is_not_asked_without_wait_or_when_healthy():
+    asked = []
+
+    def status(job, host):
+        asked.append(host)
+        return False, ""
+    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=3, interval=1.0)]
+    out = H.run(plans, {}, counting_probe({}), status=status, submit=call)              # no wait: one round
+    assert out.rounds == 1 and not out.stopped and asked == []
+    clock = Clock()
+    out = H.run(plans, {}, counting_probe({}, healthy=("h1",)), wait=True, clock=clock, sleep=clock.sleep,
+                status=status, submit=call)
+    assert not out.failed and asked == []
+
+
+def test_status_request_is_maand_core_status_s_request():
+    cat = catalog([job("api", ports={"api_port": 31000}, spec={"environment": [{"vars": {"MODE": "prod"}}]}),
+                   job("ctl", commands={"command_ctl": {"executed_on": ["job_control"]}})],
+                  [("api", "h1", "active"), ("ctl", "h1", "active")])
+    req = json.loads(H.status_request(cat, "api", "h1"))
+    assert req["root"] == _deploy_remote.worker_root(cat["bucket_id"]) and req["timeout"] == _deploy_gate.STATUS_TIMEOUT
+    [op] = req["ops"]
+    assert (op["kind"], op["job"], op["host"], op["target"]) == ("status", "api", "h1", "status")
+    assert op["env"]["MODE"] == "prod" and op["env"]["API_PORT"] == "31000" and op["env"]["ALLOCATION_IP"] == "h1"
+    assert op == _status.status_ops(cat, "h1", [a for a in cat["allocations"] if a["job"] == "api"], ["api"],
+                                    _status.spec_op({j["name"]: j for j in cat["jobs"]}))[0]
+    assert H.status_request(cat, "ctl", "h1") is None   # job_control: its status is not its Makefile's
+    assert H.status_request(cat, "api", "h9") is None   # no allocation there
+
+
+def test_fail_fast_asks_through_the_gate_s_status_checker(tmp_path):
+    """status from fail_fast is deploy/gate.status_checker over the muxed connection with the agent's command."""
+    cat = catalog([job("api")], [("api", "h1", "active")])
+    calls = []
+    status = _deploy_gate.status_checker(lambda j, h: H.status_request(cat, j, h), lambda: {"h1": {"address": "10.0.0.1"}},
+                                         lambda host: "/usr/bin/python3",
+                                         probe=lambda conn, cmd, req: calls.append((conn, cmd, req)) or (False, "down"))
+    assert status("api", "h1") == (False, "down") and status("api", "h2") == (None, "no status to ask")
+    assert calls[0][1] == _deploy_remote.step_command("/usr/bin/python3") and json.loads(calls[0][2])["ops"][0]["job"] == "api"
+    st, diag = H.fail_fast(str(tmp_path), cat, {"h1": {"address": "10.0.0.1", "options": []}}, lambda host: "python3")
+    assert callable(st) and callable(diag)
