@@ -29,6 +29,7 @@ import ssl
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 
 from .waiter import Budget, Pending, Waiter
 
@@ -359,15 +360,35 @@ def by_address(conns):
     return {str(c.get("address") or h): dict(c, address=str(c.get("address") or h)) for h, c in (conns or {}).items()}
 
 
+class HostAddresses(Mapping):
+    """{host: ansible_host or host} over Ansible's hostvars (or any mapping of host -> vars), read per host
+    when asked: reading a host's vars costs Ansible a variable pass, so a gate asks only for its own hosts
+    and a step without gates for none (a whole-fleet read in every step grew with the fleet)."""
+
+    def __init__(self, hostvars):
+        self._hostvars = hostvars
+        self._seen = {}
+
+    def __getitem__(self, host):
+        if host not in self._seen:
+            if host not in self._hostvars:
+                raise KeyError(host)
+            try:
+                self._seen[host] = self._hostvars[host].get("ansible_host") or host
+            except Exception:  # pragma: no cover - a host whose vars cannot be templated
+                self._seen[host] = host
+        return self._seen[host]
+
+    def __iter__(self):
+        return iter(self._hostvars)
+
+    def __len__(self):
+        return len(self._hostvars)
+
+
 def host_addresses(hostvars):
-    """{host: ansible_host or host} from Ansible's hostvars (or any mapping of host -> vars)."""
-    out = {}
-    for host in hostvars:
-        try:
-            out[host] = hostvars[host].get("ansible_host") or host
-        except Exception:  # pragma: no cover - a host whose vars cannot be templated
-            out[host] = host
-    return out
+    """{host: ansible_host or host} from Ansible's hostvars, read lazily (HostAddresses)."""
+    return HostAddresses(hostvars)
 
 
 def prober(conns=None, probe_impl=None, trust=None):

@@ -25,7 +25,8 @@ import json
 import os
 import shlex
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from . import gate as _gate
 
@@ -314,6 +315,37 @@ def with_mux(conns, control_dir):
     return out
 
 
+class LazyConnections(Mapping):
+    """{host: connection settings with the run's multiplexing (with_mux)}, built per host when first asked:
+    building a host's settings reads its vars (an Ansible variable pass), so a gate's status checks and
+    tails pay for their own hosts only, never for the whole fleet in every step. Iterating (ssh probes,
+    which dial by address) builds them all once. connections(hosts=None) -> {host: settings};
+    control_dir() -> the run's ControlPath folder, made when a host first needs it."""
+
+    def __init__(self, connections, control_dir):
+        self._connections, self._control_dir = connections, control_dir
+        self._seen, self._all = {}, False
+
+    def _add(self, conns):
+        fresh = {h: c for h, c in conns.items() if h not in self._seen}
+        if fresh:
+            self._seen.update(with_mux(fresh, self._control_dir()))
+
+    def __getitem__(self, host):
+        if host not in self._seen and not self._all:
+            self._add(self._connections([host]))
+        return self._seen[host]
+
+    def __iter__(self):
+        if not self._all:
+            self._add(self._connections())
+            self._all = True
+        return iter(list(self._seen))
+
+    def __len__(self):
+        return len(list(iter(self)))
+
+
 @dataclasses.dataclass(frozen=True)
 class RunFiles:
     """What a step's callbacks read of the run: its plan and the bucket's catalog (None when there is none
@@ -351,13 +383,10 @@ def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lamb
     files = files or run_files(run_dir)
     plan, bucket, catalog = files.plan, files.bucket, files.catalog or {}
     job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
-    cache = {}
+    lazy = LazyConnections(connections, lambda: _deploy_rsync.control_dir(run_dir))
 
     def conns():
-        if "conns" not in cache:
-            cache["conns"] = with_mux(connections(),
-                                      _deploy_rsync.control_dir(run_dir))
-        return cache["conns"]
+        return lazy
 
     def diagnose(job, hosts):
         return collect_tails(conns(), _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
@@ -397,6 +426,6 @@ def callbacks_for_run(run_dir: str, connections: Callable[..., Mapping[str, Any]
     from ..hooks import points as _hook_deploy  # late: deploy steps only
 
     files = files or run_files(run_dir)
-    return _hook_deploy.deploy_callbacks(files.bucket, files.catalog, files.plan, connections(), probes,
+    return _hook_deploy.deploy_callbacks(files.bucket, files.catalog, files.plan, connections, probes,
                                          int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT),
                                          int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)

@@ -197,19 +197,20 @@ def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
 
 @contextlib.contextmanager
 def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: Mapping[str, Any],
-                     hosts: Mapping[str, Mapping[str, Any]], probes: Callable[[Mapping[str, Any]], list[str]],
+                     hosts: Callable[[], Mapping[str, Mapping[str, Any]]], probes: Callable[[Mapping[str, Any]], list[str]],
                      timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
                      log: Callable[[str], None] = lambda msg: None
                      ) -> Iterator[tuple[Callable, Callable | None, Callable[[], _hook_run.Context]]]:
     """(gate runner, after_results, context) for _deploy_run.advance/finish: the plain probes when the
     bucket has no gate hooks, else probes wrapped in the hooks; context() is the run's one hook session
     (the runtime API started lazily, on first use, and shared: it holds 127.0.0.1:8080), which the
-    deploy's pre_deploy hooks use too."""
+    deploy's pre_deploy hooks use too. hosts() -> every worker's connection settings, asked only when the
+    session starts (building them reads every host's vars: a step without hooks must not pay that)."""
     holder: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         def context() -> _hook_run.Context:
             if "ctx" not in holder:
-                holder["ctx"] = stack.enter_context(session(bucket_dir, catalog or {}, hosts, timeout, tail,
+                holder["ctx"] = stack.enter_context(session(bucket_dir, catalog or {}, hosts(), timeout, tail,
                                                             plan_versions(plan), log))
             return holder["ctx"]
 
