@@ -110,7 +110,11 @@ class Series:
         return self.runs[0].results if self.runs else 0
 
     def as_json(self):
-        per_host = {k: statistics.median(r.per_host[k] for r in self.runs) for k in self.runs[0].per_host}
+        per_host = {k: statistics.median(r.per_host.get(k, 0) for r in self.runs)
+                    for k in ("logins", "sessions", "connections", "round_trips")}
+        unreported = sum(r.per_host.get("unreported_relays", 0) for r in self.runs)
+        if unreported:
+            per_host["unreported_relays"] = unreported
         return {"median_s": round(self.median, 3), "results": self.results, "per_host": per_host,
                 "peak_mb": max(r.peak_mb for r in self.runs), "runs": [asdict(r) for r in self.runs]}
 
