@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -31,7 +32,12 @@ class Screen:
 
 
 @pytest.fixture
-def bucket(tmp_path):
+def bucket(tmp_path, monkeypatch):
+    """A built bucket with two jobs on two workers; the temp folder the deploy reads (tempfile.gettempdir: the
+    --check plan summaries in maand-plans-<uid>, the run's ssh ControlPath folder) is the test's own, never the
+    machine's shared one."""
+    os.mkdir(tmp_path / "tmp", 0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     root = init_bucket(tmp_path)
     ws(root, "workers.json", WORKERS)
     job(root, "api", {"version": "1.0.0", "selectors": ["worker"]}, makefile=MAKEFILE)
@@ -88,6 +94,7 @@ def test_check_mode_plans_and_shows_without_writing_the_bucket(bucket):
     assert screen.lines == out.plan["lines"] + [out.summary]
     assert not os.path.exists(DR.runs_root(bucket)) and not os.path.exists(_deploy_stage.stage_root(bucket))
     kept = os.path.join(S.pins_dir(out.plan["bucket_id"]), out.plan_hash + ".json")
+    assert kept.startswith(os.path.join(bucket, "tmp") + os.sep)  # the test's own temp folder (the fixture)
     assert json.load(open(kept, encoding="utf-8")) == json.loads(json.dumps(S._deploy_pin.plan_summary(out.plan)))
     result = out.as_result()
     assert result["segment_groups"] == [] and result["content_diff"] == {"hosts": []} and "diff" not in result
