@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, kv_build as _kv_build, service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, run as DR, service as S
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _deploy_stage
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _deploy_rsync, stage as _deploy_stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 from tests.unit.plugin_utils.deploy.test_deploy_run import answer_all
@@ -150,12 +150,15 @@ def test_prepare_step_finish_deploys_and_cleans_up(bucket):
     assert not prepared.failed, prepared.msg
     assert os.path.isfile(os.path.join(prepared.run_dir, "plan.json")) and prepared.segments
     assert os.path.isdir(_deploy_stage.stage_root(bucket))  # the trees that sync are staged
+    control_dir = _deploy_rsync.control_dir(prepared.run_dir)
+    _deploy_rsync.mux_options(control_dir)  # the run's own ssh ControlPath folder, as its ssh calls make it
     finished = deploy(bucket, prepared, screen.ctl)
     result = finished.as_result()
     assert not result.get("failed") and finished.problems == [], finished.problems
     assert result["msg"] == "deploy done: start 4" and result["verdict_line"] == "deploy done: 4 started"
     assert screen.lines[-1] == "deploy done: 4 started"
     assert not os.path.exists(prepared.run_dir) and not os.path.exists(_deploy_stage.stage_root(bucket))
+    assert not os.path.exists(control_dir)
     assert _deploy_lock.read_lock(bucket) is None
 
 
@@ -186,11 +189,13 @@ def test_finish_of_a_run_whose_workers_never_answered_fails_keeps_the_folder_and
     prepared = S.prepare(request(bucket))
     first = S.step(prepared.run_dir, prepared.segments[0]["step"])
     assert not first.error and first.hosts
+    _deploy_rsync.mux_options(_deploy_rsync.control_dir(prepared.run_dir))
     finished = S.finish(S.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()))
     result = finished.as_result()
     assert result["failed"] and result["msg"].startswith("deploy finished with 6 problem(s) (start 4):"), result
     assert "api@10.0.0.1: start failed: no result from the worker" in result["msg"]
     assert os.path.isdir(prepared.run_dir) and _deploy_lock.read_lock(bucket) is None
+    assert not os.path.exists(_deploy_rsync.control_dir(prepared.run_dir))  # its ssh folder goes all the same
 
 
 def test_a_step_of_a_missing_run_folder_is_an_error_of_the_step(tmp_path):
