@@ -391,31 +391,15 @@ def host_addresses(hostvars):
     return HostAddresses(hostvars)
 
 
-def prober(conns=None, probe_impl=None, trust=None):
-    """probe_fn(address, check, timeout) for run_gate. conns: {host: connection settings}
-    (adapter/support.hosts_from_hostvars) for ssh probes, or a callable returning them, called once,
-    when the first ssh probe runs; trust: what https probes trust (Trust.for_bucket)."""
+def prober(conns=None, trust=None, ssh_run=subprocess.run):
+    """probe_fn(address, check, timeout) for run_gate (deploy/progress.runner_for_run). conns: {host: connection
+    settings} (adapter/support.hosts_from_hostvars) for ssh probes, or a callable returning them, called once,
+    when the first ssh probe runs; trust: what https probes trust (Trust.for_bucket); ssh_run: how ssh probes
+    run their argv (subprocess.run)."""
     cache = {}
-    if probe_impl is None:
-        def probe_impl(address, check, timeout, by_addr):
-            return probe(address, check, timeout, by_addr, trust=trust)
 
     def probe_fn(address, check, timeout):
         if check["type"] == "ssh" and "conns" not in cache:
             cache["conns"] = by_address(conns() if callable(conns) else conns)
-        return probe_impl(address, check, timeout, cache.get("conns"))
+        return probe(address, check, timeout, cache.get("conns"), ssh_run=ssh_run, trust=trust)
     return probe_fn
-
-
-def runner(addresses, on_pass=None, run=run_gate, conns=None, probe_impl=None):
-    """A gate runner for _deploy_run: gate -> problems; on_pass(gate) is called for a passed gate.
-    conns: {host: connection settings} (adapter/support.hosts_from_hostvars) for ssh probes; a callable
-    returning them is called once, when the first gate with an ssh probe runs."""
-    probe_fn = prober(conns, probe_impl)
-
-    def go(gate):
-        problems = run(gate, addresses, probe_fn=probe_fn)
-        if not problems and on_pass is not None:
-            on_pass(gate)
-        return problems
-    return go

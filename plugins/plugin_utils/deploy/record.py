@@ -154,15 +154,6 @@ def who() -> str:
         return "uid %d" % os.getuid()
 
 
-def read_json(path: str) -> Any:
-    """A run folder's JSON file, or None when it is missing or unreadable."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
-
-
 def started_at(run_dir: str, default: float) -> float:
     """When the run began: its plan.json was written when the run folder was made."""
     try:

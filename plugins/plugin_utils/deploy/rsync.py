@@ -13,13 +13,16 @@ file the controller staged 0600 (rendered from a secret, or a private key) stays
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
 import shlex
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 from ..bucket import storage as _storage
 
@@ -28,6 +31,7 @@ WORKER_OWNED = ("data", "logs", "bin")
 SAFE_MODES = ("--no-owner", "--no-group", "--chmod=go-w,ug-s,-t")
 PREFIX_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stdin_prefix.py")
 OWN_MUX = ("-o", "ControlMaster=auto", "-o", "ControlPersist=60s")
+STOP_PARALLEL = 8  # masters asked to stop at a time (close_control_dir)
 
 
 def control_dir(run_dir):
@@ -43,6 +47,45 @@ def mux_options(folder):
     folder controls where ssh finds the master connection."""
     _storage.own_private_dir(folder)
     return list(OWN_MUX) + ["-o", "ControlPath=%s/%%C" % folder]
+
+
+def close_control_dir(folder, run=subprocess.run, sleep=time.sleep, polls=40):
+    """Once the run is over (deploy/service.finish): ask every ssh master in the run's ControlPath folder to
+    stop (``ssh -O stop``: it removes its socket at once, lets a session still open end, then exits) and
+    remove the folder. Only this run's tasks use its masters (the name comes from the run folder's), so it
+    is called after the run's last ssh call: an ssh with these options whose folder is gone fails (it
+    cannot bind its socket) unless mux_options makes the folder again. A folder that is not this user's own
+    is not touched; one still holding an entry after polls * 0.05 s (a master that would not stop, or was
+    made meanwhile) is left. Returns whether the folder is gone."""
+    try:
+        if _storage.folder_problem(os.lstat(folder)):
+            return False
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+    def stop(name):
+        path = os.path.join(folder, name)
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                run(["ssh", "-o", "ControlPath=%s" % path, "-O", "stop", "maand-cm"], stdin=subprocess.DEVNULL,
+                    capture_output=True, check=False, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            pass  # the folder is left when its master keeps its socket
+    with concurrent.futures.ThreadPoolExecutor(STOP_PARALLEL) as pool:  # one master per host
+        list(pool.map(stop, names))
+    for poll in range(polls):
+        try:
+            os.rmdir(folder)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if poll + 1 < polls:
+                sleep(0.05)
+    return False
 
 
 def ssh_command(ssh_argv, verify_host=True, control_dir=None):

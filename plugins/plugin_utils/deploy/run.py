@@ -183,8 +183,11 @@ def publish(run_dir, plan, state):
 
 def load_plan(run_dir):
     plan = _read_json(os.path.join(run_dir, "plan.json"))
-    if not isinstance(plan, dict):
+    if plan is None:
         raise RunError("%s/plan.json is missing: the run folder was removed while the deploy ran; deploy again" % run_dir)
+    if not isinstance(plan, dict):
+        raise RunError("%s/plan.json is not a plan (a JSON object); delete the folder %s and deploy again"
+                       % (run_dir, run_dir))
     return plan
 
 
@@ -196,6 +199,14 @@ def load_state(run_dir):
         return RS.RunState.from_dict(data)
     except RS.StateError as exc:
         raise RunError("%s/state.json: %s; deploy again" % (run_dir, exc)) from exc
+
+
+def read_run(run_dir):
+    """(plan, state) of the run folder as they are on disk: each a dict, or None when its file is missing,
+    unreadable or not a JSON object. The tolerant reader, for what only reports on a run (maand.core.cat
+    deployments); the deploy itself loads with load_plan and load_state, which refuse such a file."""
+    docs = [_read_json(os.path.join(run_dir, name), strict=False) for name in ("plan.json", "state.json")]
+    return tuple(doc if isinstance(doc, dict) else None for doc in docs)
 
 
 def save_state(run_dir, state):

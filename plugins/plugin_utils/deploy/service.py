@@ -38,7 +38,8 @@ from ..kv import store as _kv_store
 from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
 from . import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, pre_deploy as _pre_deploy
 from . import progress as _deploy_progress, record as _deploy_record
-from . import remote as _deploy_remote, run as _deploy_run, stage as _deploy_stage, view as _deploy_view
+from . import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run, stage as _deploy_stage
+from . import view as _deploy_view
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
@@ -772,7 +773,8 @@ def _keep_record(bucket, run_dir, plan, rows, problems, run_pid, ctl):
 
 def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     """The end of a deploy: the run's outcome, the catalog cleanup, the stage removed, the lock released
-    (even after a crash of the fold: nothing is pruned then). A failed run keeps its folder for inspection."""
+    (even after a crash of the fold: nothing is pruned then), the run's own ssh masters stopped and their
+    folder removed (deploy/rsync.close_control_dir). A failed run keeps its folder for inspection."""
     ctl = ctl or Controller()
     run_dir = "" if req.check_mode else req.run_dir
     progress_mark = _deploy_progress.mark(run_dir)
@@ -788,6 +790,8 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     progress = None
     if ctl.watched:  # the records this task wrote: the callback may not have read them before the folder goes
         progress = _deploy_progress.read_since(run_dir, progress_mark)
+    if run_dir:  # after the run's last ssh call (the gates and status tails above): its own masters stop
+        _deploy_rsync.close_control_dir(_deploy_rsync.control_dir(run_dir))
     if run_dir and not problems:
         shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
     out = Finished(req.check_mode, problems, _summary(plan), changed, pruned, rows, progress)

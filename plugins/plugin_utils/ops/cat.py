@@ -387,10 +387,8 @@ def last_run(bucket_dir: str) -> RunRecord | None:
         return None
     if not names:
         return None
-    run_dir = os.path.join(root, names[-1])
-    plan = _deploy_record.read_json(os.path.join(run_dir, "plan.json")) or {}
-    state = _deploy_record.read_json(os.path.join(run_dir, "state.json")) or {}
-    return _run_record(names[-1], plan, state)
+    plan, state = _deploy_run.read_run(os.path.join(root, names[-1]))
+    return _run_record(names[-1], plan or {}, state or {})
 
 
 def _loads(text: str) -> dict:

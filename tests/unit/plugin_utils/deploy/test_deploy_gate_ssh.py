@@ -56,14 +56,17 @@ def test_gate_runs_ssh_probes_with_the_connection_of_each_host():
         calls.append(1)
         return {"w1": dict(CONN, address="10.0.0.1")}
 
-    def probe_locally(address, check, timeout, conns):
-        return G.probe(address, check, timeout, conns, ssh_run=local_ssh)
-    run = G.runner({"w1": "10.0.0.1"}, conns=conns_once, probe_impl=probe_locally)
+    def local_ssh_of_w1(argv, **kw):
+        assert argv[argv.index("-p") + 1] == "2222" and argv[-2] == "agent@10.0.0.1"  # w1's own settings
+        return local_ssh(argv, **kw)
+
+    probe_fn = G.prober(conns_once, ssh_run=local_ssh_of_w1)  # as deploy/progress.runner_for_run builds it
     gate = {"job": "api", "hosts": ["w1"], "checks": [{"type": "ssh", "command": "exit 1"}], "attempts": 2,
             "interval_seconds": 0, "timeout_seconds": 1}
-    problems = run(gate)
+    problems = G.run_gate(gate, {"w1": "10.0.0.1"}, sleep=lambda s: None, probe_fn=probe_fn)
     assert problems == ["w1: ssh 10.0.0.1: 'exit 1' exited 1"]
-    assert run(dict(gate, checks=[{"type": "ssh", "command": "true"}])) == []
+    assert G.run_gate(dict(gate, checks=[{"type": "ssh", "command": "true"}]), {"w1": "10.0.0.1"},
+                      sleep=lambda s: None, probe_fn=probe_fn) == []
     assert calls == [1]  # connection settings computed once, when the first ssh probe runs
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import stat
+import subprocess
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as S
 
@@ -51,3 +53,57 @@ def test_control_dir_is_short_and_stable(tmp_path, monkeypatch):
     assert a == os.path.join(str(tmp_path), os.path.basename(a)) and len(os.path.basename(a)) == 19
     assert a == S.control_dir("/very/long/" + "x" * 200) != S.control_dir("/other")
     assert not os.path.exists(a)  # made (or checked) only when an ssh command uses it
+
+
+def control_socket(path):
+    """A unix socket file where an ssh master keeps its ControlPath socket."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    return sock
+
+
+def test_close_control_dir_stops_each_master_and_removes_the_folder(tmp_path):
+    cm = tmp_path / "cm"
+    S.mux_options(str(cm))  # as an ssh command of the run makes it
+    sockets = [control_socket(cm / name) for name in ("a1", "b2")]
+    asked = []
+
+    def master_stops(argv, **kw):  # ssh -O stop: the master removes its socket, then exits
+        asked.append(argv)
+        assert kw["timeout"] and kw["stdin"] == subprocess.DEVNULL
+        os.unlink(argv[2][len("ControlPath="):])
+        return subprocess.CompletedProcess(argv, 0, "", "Stop listening request sent.")
+
+    try:
+        assert S.close_control_dir(str(cm), run=master_stops) is True
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert not cm.exists()
+    assert sorted(asked) == [["ssh", "-o", "ControlPath=%s" % (cm / n), "-O", "stop", "maand-cm"] for n in ("a1", "b2")]
+    assert S.close_control_dir(str(cm), run=master_stops) is True and len(asked) == 2  # gone already: nothing asked
+
+
+def test_close_control_dir_leaves_a_master_that_keeps_its_socket_and_a_folder_not_its_own(tmp_path):
+    cm = tmp_path / "cm"
+    S.mux_options(str(cm))
+    sock = control_socket(cm / "a1")
+    naps = []
+
+    def master_stays(argv, **kw):
+        return subprocess.CompletedProcess(argv, 255, "", "Control socket connect: Connection refused")
+
+    try:
+        assert S.close_control_dir(str(cm), run=master_stays, sleep=naps.append, polls=5) is False
+    finally:
+        sock.close()
+    assert os.path.exists(cm / "a1") and naps == [0.05] * 4  # waited a while for it, then left it
+    os.unlink(cm / "a1")
+    os.chmod(cm, 0o777)  # someone else may write in it: what is in it is not ours to stop or remove
+
+    def never(argv, **kw):
+        raise AssertionError("asked %s" % argv)
+
+    assert S.close_control_dir(str(cm), run=never, sleep=never) is False and cm.is_dir()
+    os.chmod(cm, 0o700)
+    assert S.close_control_dir(str(cm), run=never, sleep=never) is True and not cm.exists()  # empty: removed

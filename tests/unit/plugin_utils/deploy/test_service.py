@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, kv_build as _kv_build, service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, run as DR, service as S
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _deploy_stage
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _deploy_rsync, stage as _deploy_stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 from tests.unit.plugin_utils.deploy.test_deploy_run import answer_all
@@ -31,7 +32,12 @@ class Screen:
 
 
 @pytest.fixture
-def bucket(tmp_path):
+def bucket(tmp_path, monkeypatch):
+    """A built bucket with two jobs on two workers; the temp folder the deploy reads (tempfile.gettempdir: the
+    --check plan summaries in maand-plans-<uid>, the run's ssh ControlPath folder) is the test's own, never the
+    machine's shared one."""
+    os.mkdir(tmp_path / "tmp", 0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     root = init_bucket(tmp_path)
     ws(root, "workers.json", WORKERS)
     job(root, "api", {"version": "1.0.0", "selectors": ["worker"]}, makefile=MAKEFILE)
@@ -88,6 +94,7 @@ def test_check_mode_plans_and_shows_without_writing_the_bucket(bucket):
     assert screen.lines == out.plan["lines"] + [out.summary]
     assert not os.path.exists(DR.runs_root(bucket)) and not os.path.exists(_deploy_stage.stage_root(bucket))
     kept = os.path.join(S.pins_dir(out.plan["bucket_id"]), out.plan_hash + ".json")
+    assert kept.startswith(os.path.join(bucket, "tmp") + os.sep)  # the test's own temp folder (the fixture)
     assert json.load(open(kept, encoding="utf-8")) == json.loads(json.dumps(S._deploy_pin.plan_summary(out.plan)))
     result = out.as_result()
     assert result["segment_groups"] == [] and result["content_diff"] == {"hosts": []} and "diff" not in result
@@ -143,12 +150,15 @@ def test_prepare_step_finish_deploys_and_cleans_up(bucket):
     assert not prepared.failed, prepared.msg
     assert os.path.isfile(os.path.join(prepared.run_dir, "plan.json")) and prepared.segments
     assert os.path.isdir(_deploy_stage.stage_root(bucket))  # the trees that sync are staged
+    control_dir = _deploy_rsync.control_dir(prepared.run_dir)
+    _deploy_rsync.mux_options(control_dir)  # the run's own ssh ControlPath folder, as its ssh calls make it
     finished = deploy(bucket, prepared, screen.ctl)
     result = finished.as_result()
     assert not result.get("failed") and finished.problems == [], finished.problems
     assert result["msg"] == "deploy done: start 4" and result["verdict_line"] == "deploy done: 4 started"
     assert screen.lines[-1] == "deploy done: 4 started"
     assert not os.path.exists(prepared.run_dir) and not os.path.exists(_deploy_stage.stage_root(bucket))
+    assert not os.path.exists(control_dir)
     assert _deploy_lock.read_lock(bucket) is None
 
 
@@ -179,11 +189,13 @@ def test_finish_of_a_run_whose_workers_never_answered_fails_keeps_the_folder_and
     prepared = S.prepare(request(bucket))
     first = S.step(prepared.run_dir, prepared.segments[0]["step"])
     assert not first.error and first.hosts
+    _deploy_rsync.mux_options(_deploy_rsync.control_dir(prepared.run_dir))
     finished = S.finish(S.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()))
     result = finished.as_result()
     assert result["failed"] and result["msg"].startswith("deploy finished with 6 problem(s) (start 4):"), result
     assert "api@10.0.0.1: start failed: no result from the worker" in result["msg"]
     assert os.path.isdir(prepared.run_dir) and _deploy_lock.read_lock(bucket) is None
+    assert not os.path.exists(_deploy_rsync.control_dir(prepared.run_dir))  # its ssh folder goes all the same
 
 
 def test_a_step_of_a_missing_run_folder_is_an_error_of_the_step(tmp_path):

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as _deploy_record
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as _deploy_record, run as _deploy_run
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
@@ -125,6 +125,29 @@ def test_deployments_rollout_states_from_the_records(built):
     table = _cat.cat(built, _cat.Request("deployments"))
     assert [r["rollout"] for r in table.as_dicts()] == ["deploying", "health_failed"]
     assert "run 20261123T130000-1 has not finished" in table.notes[-1]
+
+
+def test_a_run_folder_cat_cannot_read_is_tolerated_by_cat_and_still_refused_by_the_deploy(built):
+    run = os.path.join(_deploy_run.runs_root(built), "20261123T130000-1")
+    os.makedirs(run)
+    plan = {"rows": [{"job": "api", "worker": "10.0.0.1", "action": "restart"}]}
+    with open(os.path.join(run, "plan.json"), "w") as handle:
+        json.dump(plan, handle)
+    with open(os.path.join(run, "state.json"), "w") as handle:
+        handle.write('{"run_id": "20261123T1300')  # cut off mid-write
+    assert _deploy_run.read_run(run) == (plan, None)
+    table = _cat.cat(built, _cat.Request("deployments"))
+    assert [r["rollout"] for r in table.as_dicts()] == ["deploying", "new"]
+    assert "run 20261123T130000-1 has not finished" in table.notes[-1]
+    with pytest.raises(_deploy_run.RunError, match="state.json: cannot read"):
+        _deploy_run.load_state(run)
+    # a plan.json that is JSON but not a plan: no rows to show, the deploy refuses it
+    with open(os.path.join(run, "plan.json"), "w") as handle:
+        json.dump([plan], handle)
+    assert _deploy_run.read_run(run) == (None, None)
+    assert [r["rollout"] for r in rows(built, "deployments")] == ["new", "new"]
+    with pytest.raises(_deploy_run.RunError, match="plan.json is not a plan"):
+        _deploy_run.load_plan(run)
 
 
 def test_active_keeps_only_active_allocations_and_is_refused_elsewhere(built):
