@@ -75,6 +75,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--forks", type=int, default=20)
     ap.add_argument("--collection", default=str(REPO))
+    ap.add_argument("--control-persist", default="15m", help="as bench_deploy.py ('' keeps the repository's 60s)")
     ap.add_argument("--out", default=None, help="write the runs as JSON here")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="maand-profile-deploy-"))
@@ -82,6 +83,7 @@ def main(argv=None):
     (coll / "ansible_collections" / "maand").mkdir(parents=True)
     (coll / "ansible_collections" / "maand" / "core").symlink_to(Path(args.collection).resolve())
     b = Bench(args.hosts, work, coll, args.forks)
+    b.persist = args.control_persist
     results = {"a": [], "G": []}
     try:
         b.up()
