@@ -293,3 +293,16 @@ def test_the_deploy_role_refuses_a_play_without_the_workspace_inventory(home):
     assert rc != 0, out
     assert "This play needs a maand.core.workspace inventory" in out, out
     assert "Take the bucket deploy lock" in out and "Read the promoted deploy state" not in out, out
+
+
+@pytest.mark.parametrize("limit", [[], ["--limit", "10.0.0.10"]])
+def test_a_bad_deploy_option_is_refused_once_before_any_worker(home, bucket, limit):
+    """The role checks its options against meta/argument_specs.yml once (run_once), also when a --limit
+    skips the localhost play, and before any connection to a worker (10.0.0.10 does not exist)."""
+    rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.deploy",
+                  "-e", "maand_lock_wait=soon", *limit)
+    assert rc != 0, out
+    assert "Check the deploy options against the role's argument spec" in out, out
+    assert "argument 'maand_lock_wait' is of type str" in out, out
+    assert "Validating arguments against arg spec" not in out, out  # Ansible's per-host check is off
+    assert "Take the bucket deploy lock" not in out, out
