@@ -17,27 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import add_job, fleet_bucket
+from tests.integration.deploy.bucket import add_job, fleet_bucket, pid_makefile
 from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
 # the process lives ~0.3 s, then dies naming why; `make status` exits 0 only while it runs (the scaffold's rule)
 CRASH_PY = "import sys, time\ntime.sleep(0.3)\nprint('crash: cannot open crash.conf', file=sys.stderr)\nsys.exit(3)\n"
-CRASH_MAKEFILE = """\
-.PHONY: start stop restart reload status
-PID := data/crash.pid
-RUNNING = [ -f $(PID) ] && kill -0 "$$(cat $(PID))" 2>/dev/null
-start:
-\t@mkdir -p data logs
-\t@setsid nohup python3 crash.py </dev/null >>logs/crash.log 2>&1 & echo $$! > $(PID)
-stop:
-\t@if $(RUNNING); then kill "$$(cat $(PID))"; fi; rm -f $(PID)
-restart: stop start
-reload: restart
-status:
-\t@if $(RUNNING); then echo "crash running"; else echo "crash not running"; exit 1; fi
-"""
+CRASH_MAKEFILE = pid_makefile("crash", "python3 crash.py")
 # nothing listens and there is no status target: the gate cannot know better than to wait
 SILENT_MAKEFILE = ".PHONY: start stop restart reload\nstart:\n\t@true\nstop:\n\t@true\nrestart:\n\t@true\nreload:\n\t@true\n"
 BUDGET = 60

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import MAKEFILE, SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
+from tests.integration.deploy.bucket import MAKEFILE, SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket, pid_makefile
 from tests.integration.deploy.env import Env
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
@@ -29,21 +29,8 @@ MIGRATE = "migrate:\n\tmkdir -p data\n\techo migrated-$(ALLOCATION_IP) > data/mi
 # a server whose `make status` asks its process (exit 0 only while it runs, as the job scaffold's)
 STEADY_PORT = 31012
 STEADY_BUDGET = 60
-STEADY_MAKEFILE = """\
-.PHONY: start stop restart reload status
-PID := data/steady.pid
-RUNNING = [ -f $(PID) ] && kill -0 "$$(cat $(PID))" 2>/dev/null
-start:
-\t@mkdir -p data logs
-\t@echo "steady: serving on %d" >> logs/steady.log
-\t@setsid nohup /usr/bin/python3 server.py %d </dev/null >>logs/steady.log 2>&1 & echo $$! > $(PID)
-stop:
-\t@if $(RUNNING); then kill "$$(cat $(PID))"; fi; rm -f $(PID)
-restart: stop start
-reload: restart
-status:
-\t@if $(RUNNING); then echo "steady running"; else echo "steady not running"; exit 1; fi
-""" % (STEADY_PORT, STEADY_PORT)
+STEADY_MAKEFILE = pid_makefile("steady", "/usr/bin/python3 server.py %d" % STEADY_PORT,
+                               before_start='\t@echo "steady: serving on %d" >> logs/steady.log\n' % STEADY_PORT)
 
 
 class OpsEnv(Env):

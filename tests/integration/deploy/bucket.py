@@ -97,6 +97,26 @@ status:
 """
 
 
+def pid_makefile(job: str, command: str, before_start: str = "") -> str:
+    """The Makefile of a job whose process is tracked by data/<job>.pid (command: its start line, run with
+    setsid nohup, output to logs/<job>.log; before_start: recipe lines run first): `make status` exits 0
+    only while that process runs, as the job scaffold's, so a deploy gate or health_check can fail fast."""
+    return """\
+.PHONY: start stop restart reload status
+PID := data/{job}.pid
+RUNNING = [ -f $(PID) ] && kill -0 "$$(cat $(PID))" 2>/dev/null
+start:
+\t@mkdir -p data logs
+{before}\t@setsid nohup {command} </dev/null >>logs/{job}.log 2>&1 & echo $$! > $(PID)
+stop:
+\t@if $(RUNNING); then kill "$$(cat $(PID))"; fi; rm -f $(PID)
+restart: stop start
+reload: restart
+status:
+\t@if $(RUNNING); then echo "{job} running"; else echo "{job} not running"; exit 1; fi
+""".format(job=job, command=command, before=before_start)
+
+
 def manifest(version="1.0.0", **extra):
     data = {"version": version, "selectors": ["worker"]}
     data.update(extra)
