@@ -25,7 +25,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 import conftest  # noqa: E402,F401 pylint: disable=unused-import # makes the collection importable
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build  # noqa: E402
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import run as _hook_run  # noqa: E402
 from ansible_collections.maand.core.plugins.plugin_utils.hooks.runtime_api import RuntimeAPI  # noqa: E402
 from tests.bucket_factory import make_bucket, write  # noqa: E402

@@ -87,7 +87,7 @@ def main():
     parser.add_argument("--skip-inventory", action="store_true")
     args = parser.parse_args()
     ensure_link()
-    from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 
     with tempfile.TemporaryDirectory(prefix="maand-bench-") as tmp:
         bucket = os.path.join(tmp, "bucket")
@@ -106,7 +106,7 @@ def main():
             [sys.executable, "-c",
              "import sys; sys.path.insert(0, %r)\n"
              "hwm = lambda: [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
-             "from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build\n"
+             "from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build\n"
              "before = hwm()\n"
              "_build.compute(%r)\n"
              "print(before, hwm())" % (COLLECTIONS, bucket)],

@@ -11,7 +11,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _action_support
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
 

@@ -9,7 +9,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cert_metrics as _cert_metrics
 
 display = Display()

@@ -11,7 +11,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import WORKERS_FILE
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import did_you_mean

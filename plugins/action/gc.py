@@ -12,7 +12,7 @@ import time
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller, specs
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 

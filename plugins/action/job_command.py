@@ -10,7 +10,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, commands as _hooks
 
 display = Display()

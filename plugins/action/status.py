@@ -11,7 +11,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 
 display = Display()

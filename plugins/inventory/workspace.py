@@ -95,7 +95,7 @@ import sys
 from ansible import context
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, fingerprint as _fingerprint
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, fingerprint as _fingerprint
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report

@@ -89,7 +89,7 @@ _raw:
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build  # noqa: E402
 
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv  # noqa: E402
 

@@ -67,7 +67,7 @@ requirements:
   - jsonschema (controller)
 notes:
   - The catalog format is documented in docs/contract.md; its JSON Schema is in
-    plugins/plugin_utils/build/catalog_schema.py and every reader checks it.
+    plugins/plugin_utils/catalog/catalog_schema.py and every reader checks it.
 """
 
 EXAMPLES = r"""

@@ -150,7 +150,7 @@ def test_06_disable_stops_and_reenable_starts(env):
 
 
 def test_07_remove_job_and_worker_keeps_data_and_logs(env):
-    from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
     from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
     h3 = env.hosts[3]
     store = _kv_store.KVStore.load(str(env.bucket))  # what a hook of job2 would have written

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from ansible_collections.maand.core.plugins.plugin_utils.hooks.runtime_api import RuntimeAPI

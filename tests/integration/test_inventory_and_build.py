@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from tests.bucket_factory import make_bucket, set_job, set_workers
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

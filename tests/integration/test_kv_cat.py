@@ -8,7 +8,7 @@ import os
 import subprocess
 
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
-from tests.unit.plugin_utils.build.test_kv_build import bucket
+from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

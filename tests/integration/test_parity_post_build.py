@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
 from tests.maand_init import init_bucket, job, ws
 

@@ -294,7 +294,7 @@ def pushes(env):
 
 
 def test_03b_the_deploy_pushed_the_cert_expiry_gauges_and_prometheus_gives_them_back(env):
-    from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 
     url = "http://%s:%d/api/v1/write" % (env.server(), env.ports("prometheus")["prometheus_port_http"])
     assert "cert metrics: pushed 9 series (3 certificates) to %s" % url in env.first_deploy, env.first_deploy

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg, storage
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 

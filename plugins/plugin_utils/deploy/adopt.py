@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..bucket import storage as _storage
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The certificates a deploy ships with each allocation (maand deploy/certs.go updateCerts).
 
-Build issues the leaves into data/kv.json (build/certs_build); the deploy lays them over the job's
+Build issues the leaves into data/kv.json (catalog/certs_build); the deploy lays them over the job's
 tree as overlays: certs/<name>.crt, certs/<name>.key (private) and certs/ca.crt. No Ansible imports.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from . import stage as _deploy_stage
-from ..build import certs_build as _certs_build
+from ..catalog import certs_build as _certs_build
 from ..kv import functions as _kv, store as _kv_store
 
 

@@ -359,7 +359,7 @@ class RunFiles:
 
 def run_files(run_dir):
     """RunFiles of the run folder <bucket>/data/.deploy-run/<id> (RunError when its plan is gone)."""
-    from ..build import catalog as _catalog
+    from ..catalog import catalog as _catalog
     from . import run as _deploy_run
 
     plan = _deploy_run.load_plan(run_dir)

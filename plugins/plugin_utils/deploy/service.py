@@ -32,7 +32,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import storage as _storage
-from ..build import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
+from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
 from ..hooks import commands as _hooks, points as _hook_deploy, run as _hook_run
 from ..kv import store as _kv_store
 from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers

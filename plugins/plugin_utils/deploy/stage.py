@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 
 from ..worker import layout as _layout
 from ..bucket import content as _deploy_files, storage as _storage
-from ..build import kv_build as _kv_build
+from ..catalog import kv_build as _kv_build
 from ..kv import gotemplate as _gotemplate, functions as _kv, prometheus as _prometheus, secrets as _secrets
 from . import prometheus as _deploy_prometheus
 

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from . import run as _hook_run, commands as _hooks
 from ..bucket import storage as _storage
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 from .runtime_api import RuntimeAPI
 
 JOB_COMMAND_FAILED = "ErrJobCommandFailed"  # maand bucket/errors.go: a job command that failed

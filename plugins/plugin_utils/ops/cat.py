@@ -19,9 +19,9 @@ import json
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 from ..deploy import record as _deploy_record, run as _deploy_run
-from ..build import kv_build as _kv_build
+from ..catalog import kv_build as _kv_build
 from ..kv import functions as _kv, store as _kv_store
 from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
@@ -326,7 +326,7 @@ def _job_commands_table(bucket_dir: str, catalog: Mapping[str, Any], request: Re
 # --- certs (maand cat certs: cat/certs.go, certs/catalog.go) -------------------------------------
 
 def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
-    from ..build import certs as _certs
+    from ..catalog import certs as _certs
     from ..bucket import model as _model  # late: cryptography only for this view
 
     report = _model.Report()  # maand.conf problems are the build's to report; only the buffer is read here

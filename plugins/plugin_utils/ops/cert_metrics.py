@@ -43,7 +43,7 @@ import urllib.parse
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..bucket import model as _model
-from ..build import certs as _certs, certs_build as _certs_build, kv_build as _kv_build
+from ..catalog import certs as _certs, certs_build as _certs_build, kv_build as _kv_build
 from ..kv import functions as _kv, prometheus as _prometheus, store as _kv_store
 
 METRIC_NOT_AFTER = "maand_cert_not_after_seconds"

@@ -50,7 +50,7 @@ from typing import Any, Iterable, Mapping
 
 from ..worker import layout as _layout
 from ..bucket import storage as _storage
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 from ..kv import store as _kv_store
 
 KEEP_STATES = ("active", "disabled")

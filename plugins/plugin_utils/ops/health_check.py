@@ -37,7 +37,7 @@ from ..deploy.gate import describe
 from ..deploy.waiter import Budget, Pending, Waiter
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 
 WORKER = "(worker)"
 PORT_TIMEOUT = 5.0

@@ -23,7 +23,7 @@ import json
 import os
 
 from ..bucket import state_pg as _state_pg, storage as _storage
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 from ..deploy import lock as _deploy_lock, run as _deploy_run
 from ..kv import store as _kv_store
 

@@ -17,7 +17,7 @@ import os
 from typing import Any, Callable, Iterable, Mapping
 
 from . import cat as _cat
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 from ..deploy import jobspec_deploy as _jobspec_deploy, plan as _deploy_plan
 from ..hooks import commands as _hooks
 from ..bucket.problems import did_you_mean

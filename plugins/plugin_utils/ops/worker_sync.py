@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping
 
-from ..build import catalog as _catalog
+from ..catalog import catalog as _catalog
 from ..deploy import plan as _deploy_plan
 from ..worker import layout as _layout
 

@@ -1,7 +1,7 @@
 """The core's data flows one way (issue 9 item 5, issue 20 item 6).
 
 plugins/plugin_utils is a set of stage packages. An import may only point down the stage order
-(worker, bucket, placement and kv, build, hooks, deploy, ops); only plugins/ import the Ansible-side
+(worker, bucket, placement and kv, catalog, hooks, deploy, ops); only plugins/ import the Ansible-side
 adapter; no cycle between modules, counting late (function-level) imports; no action imports
 another action; and inside placement, the rules never reach the explanation code."""
 
@@ -18,7 +18,7 @@ CORE = REPO / "plugins" / "plugin_utils"
 PACKAGE = "ansible_collections.maand.core.plugins.plugin_utils"
 PLUGINS = "ansible_collections.maand.core.plugins"
 # Rank of each stage: an import may only go to a lower rank (or within its own package).
-ORDER = {"worker": 0, "bucket": 1, "placement": 2, "kv": 2, "build": 3, "hooks": 4, "deploy": 5, "ops": 6,
+ORDER = {"errors": -1, "worker": 0, "bucket": 1, "placement": 2, "kv": 2, "catalog": 3, "hooks": 4, "deploy": 5, "ops": 6,
          "adapter": 7}
 
 
@@ -131,7 +131,7 @@ def test_plugin_utils_holds_stage_packages():
 
 def test_the_core_import_graph_has_no_cycle():
     graph = import_graph()
-    assert {"bucket.model", "placement.select", "placement.place", "placement.explain", "build.service"} <= set(graph)
+    assert {"bucket.model", "placement.select", "placement.place", "placement.explain", "catalog.service"} <= set(graph)
     assert find_cycle(graph) is None, "import cycle: %s" % " -> ".join(find_cycle(graph))
 
 
@@ -190,7 +190,7 @@ def test_data_flows_one_way(source, never):
 
 def test_one_worker_index():
     """Selection and placement use placement.fleet.WorkerIndex; nobody builds the libraries' own indexes."""
-    for name in ("placement/select", "placement/place", "placement/explain", "build/service"):
+    for name in ("placement/select", "placement/place", "placement/explain", "catalog/service"):
         text = (CORE / ("%s.py" % name)).read_text(encoding="utf-8")
         for other in ("FleetIndex(", "HardwareIndex(", "class Fleet"):
             assert other not in text, "%s builds its own worker index (%s)" % (name, other)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import job_checks, model
-from ansible_collections.maand.core.plugins.plugin_utils.build import maand_db
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import maand_db
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import runtime_api
 
 REPO = Path(__file__).resolve().parents[3]

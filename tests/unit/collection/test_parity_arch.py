@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import (
     HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_shortfalls, merge_hardware, normalize_arch,
     parse_hardware,

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import did_you_mean
 from tests.bucket_factory import write
 from tests.maand_init import init_bucket, job, ws

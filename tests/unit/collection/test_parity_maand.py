@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.units import parse_version
 from tests.bucket_factory import write
 from tests.maand_init import harness_labels, init_bucket, job, ws

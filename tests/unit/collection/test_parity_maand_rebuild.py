@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import certs as _certs, service as _build, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs, service as _build, kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from tests.bucket_factory import write

@@ -6,7 +6,7 @@ import os
 from ansible.inventory.data import InventoryData
 
 from ansible_collections.maand.core.plugins.inventory import workspace
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
 
 W1 = {"host": "10.0.0.1", "labels": ["worker"], "memory": "4096 mb", "cpu": "4000 mhz"}

@@ -10,9 +10,9 @@ from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.maand.core.plugins.lookup import kv as kv_lookup
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
-from tests.unit.plugin_utils.build.test_kv_build import bucket
+from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import SpecError, read_oci_layout

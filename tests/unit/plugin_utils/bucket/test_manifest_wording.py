@@ -9,7 +9,7 @@ import os
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from tests.maand_init import init_bucket, job, ws
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "maand", "go_json_errors.json")

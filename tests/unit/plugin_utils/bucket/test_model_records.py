@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Command, Job, Worker
 from tests.bucket_factory import make_bucket
 

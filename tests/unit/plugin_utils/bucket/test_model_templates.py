@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import model as _model
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
 

@@ -54,7 +54,7 @@ def test_a_file_that_grew_after_its_size_was_taken_is_read_on_to_the_limit(tmp_p
 def test_build_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypatch):
     import gc
 
-    from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
     seen = []
     monkeypatch.setattr(_build, "_compute", lambda *a: seen.append(gc.isenabled()) or "result")
     assert gc.isenabled()

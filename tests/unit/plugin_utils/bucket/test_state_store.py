@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg, storage
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 
 URL = "postgresql://maand@db.example.com:5433/maand_prod"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as _deploy_files
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as S

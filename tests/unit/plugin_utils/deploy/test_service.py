@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, kv_build as _kv_build, service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, kv_build as _kv_build, service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, run as DR, service as S
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _deploy_rsync, stage as _deploy_stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store

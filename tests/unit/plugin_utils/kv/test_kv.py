@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as gt
-from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
 
 IP = "10.0.0.1"
@@ -276,7 +276,7 @@ def test_parse_template_checks_syntax_and_unknown_functions_at_build():
 
 # --- compute_kv: the KV build writes (docs/reference/kv/namespaces.md, build/variables.go) -----
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build  # noqa: E402
 from tests.bucket_factory import make_bucket, set_workers, write  # noqa: E402
 
 E2E_WORKERS = [

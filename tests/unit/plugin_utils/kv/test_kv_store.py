@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store, secrets as _secrets
 

@@ -19,9 +19,9 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, certs as _certs
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
-from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 

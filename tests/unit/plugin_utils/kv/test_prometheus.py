@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _kv, prometheus as prom
 from tests.maand_init import init_bucket, job, ws
 

@@ -97,7 +97,7 @@ def test_load_key_missing_create_and_corrupt(tmp_path):
 
 
 def test_missing_cryptography_is_named_with_the_fix(monkeypatch):
-    from plugins.plugin_utils.build import certs as _certs
+    from plugins.plugin_utils.catalog import certs as _certs
     monkeypatch.setattr(_secrets, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
     monkeypatch.setattr(_certs, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
     with pytest.raises(_secrets.SecretError, match="pip install cryptography"):

@@ -9,12 +9,12 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as _deploy_record, run as _deploy_run
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
-from tests.unit.plugin_utils.build.test_kv_build import bucket
+from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
 
 @pytest.fixture()

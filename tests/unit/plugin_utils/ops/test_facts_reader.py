@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as _facts
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import MAAND_CONF, WORKERS_FILE
 from tests.bucket_factory import make_bucket

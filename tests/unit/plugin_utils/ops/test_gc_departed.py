@@ -14,8 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.inventory import workspace
 from ansible_collections.maand.core.plugins.modules import gc_worker
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog, service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.build import catalog_schema as _catalog_schema
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog_schema as _catalog_schema
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import schemas as _schemas
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc

@@ -10,9 +10,9 @@ import os
 import pytest
 
 from ansible_collections.maand.core.plugins.inventory import workspace as inv
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.ops import scaffold as _job_scaffold
-from ansible_collections.maand.core.plugins.plugin_utils.build import kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from tests.maand_init import init_bucket, ws
 
 WORKERS = '[{"host":"10.0.0.1","labels":["worker"],"memory":"4 gb","cpu":"2 ghz"}]'

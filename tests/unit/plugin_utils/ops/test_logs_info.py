@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as R, view as _deploy_view
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat, info as _info, logs as _logs
-from tests.unit.plugin_utils.build.test_kv_build import bucket
+from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
 RUNS = ("20261123T110000-11", "20261123T120000-12", "20261123T130000-13")
 

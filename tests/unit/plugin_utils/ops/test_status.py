@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from tests.bucket_factory import make_bucket
 

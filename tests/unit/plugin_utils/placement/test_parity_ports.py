@@ -6,7 +6,7 @@ order with maand's expected outcome: ("pool", job, name, port | "exhausted"), ("
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build.validate import _PortAllocator
+from ansible_collections.maand.core.plugins.plugin_utils.catalog.validate import _PortAllocator
 
 CASES = [
     ("StableAndReuse", "TestPortAllocatorStableAndReuse", {"a": {"web_port": 30001}}, (30000, 30002),

@@ -7,7 +7,7 @@ import tempfile
 
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import make_bucket, set_workers

@@ -11,7 +11,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs
 
 SMALL = 1024  # maand's own test mode key size; keeps the unit loop fast
 NOW = datetime.datetime(2026, 6, 25, 12, 0, 0, tzinfo=datetime.timezone.utc)

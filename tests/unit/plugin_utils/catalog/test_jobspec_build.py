@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, fingerprint as _fingerprint
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, fingerprint as _fingerprint
 from tests.bucket_factory import make_bucket, write
 
 W1 = {"host": "10.0.0.1", "labels": ["worker"], "memory": "4096 mb", "cpu": "4000 mhz"}

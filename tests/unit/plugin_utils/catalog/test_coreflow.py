@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from ansible_collections.maand.core.plugins.plugin_utils.placement.constraints import FleetIndex
 from ansible_collections.maand.core.plugins.plugin_utils.placement.fleet import WorkerIndex

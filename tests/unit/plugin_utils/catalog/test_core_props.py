@@ -10,7 +10,7 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import make_bucket
 

@@ -9,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import resolve_health
 from tests.bucket_factory import make_bucket

@@ -5,7 +5,7 @@ build/build_jobs_test.go) and maand's docs (guides/prometheus.md, reference/mani
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import makefile_targets
 from tests.maand_init import init_bucket, job, ws
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id
 from tests.bucket_factory import make_bucket, set_job, set_workers, write

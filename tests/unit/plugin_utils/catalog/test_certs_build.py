@@ -14,7 +14,7 @@ import pytest
 from cryptography import x509
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import certs as _deploy_certs
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, certs as _certs
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _deploy_stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import (
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import (
     service as _build, catalog as _catalog, catalog_schema as _catalog_schema, fingerprint as _fingerprint,
 )
 from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, catalog as _catalog, certs as _certs, maand_db as _maand_db
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, certs as _certs, maand_db as _maand_db
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store, secrets as _secrets
 from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _placement
 from tests.maand_init import init_bucket, job, ws

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.build import service as _build, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
 from tests.maand_init import init_bucket, job, ws
 
@@ -76,7 +76,7 @@ def test_rebuild_drops_stale_build_keys_and_keeps_hook_keys(tmp_path):
 def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(tmp_path):
     import shutil
     from ansible_collections.maand.core.plugins.plugin_utils.deploy import service as _deploy_service
-    from ansible_collections.maand.core.plugins.plugin_utils.build import catalog as _catalog
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
     from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan
     root = bucket(tmp_path)
     job(root, "web", {"version": "1.0.0", "selectors": ["worker"]})
