@@ -25,8 +25,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 import conftest  # noqa: E402,F401 pylint: disable=unused-import # makes the collection importable
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build  # noqa: E402
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import run as _hook_run  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import run as _run  # noqa: E402
 from ansible_collections.maand.core.plugins.plugin_utils.hooks.runtime_api import RuntimeAPI  # noqa: E402
 from tests.bucket_factory import make_bucket, write  # noqa: E402
 
@@ -41,7 +41,7 @@ def bucket(root, n):
     path = make_bucket(root, workers, {"api": {"version": "1.0.0", "selectors": ["worker"],
                                                "commands": {"command_x": {"executed_on": ["cli"]}}}})
     write(os.path.join(path, "workspace", "jobs", "api", "_modules", "command_x.py"), SCRIPT)
-    result = _build.build(path)
+    result = _service.build(path)
     assert result.report.ok, result.report
     with open(os.path.join(path, "data", "catalog.json"), encoding="utf-8") as handle:
         return path, json.load(handle)
@@ -49,9 +49,9 @@ def bucket(root, n):
 
 def run_hooks(path, catalog, concurrency):
     with RuntimeAPI(path, catalog) as api:
-        ctx = _hook_run.Context(path, catalog, api, tempfile.mkdtemp(dir=os.path.join(path, "data")))
+        ctx = _run.Context(path, catalog, api, tempfile.mkdtemp(dir=os.path.join(path, "data")))
         start = time.perf_counter()
-        outcome = _hook_run.run_event(ctx, "api", "cli", concurrency=concurrency)
+        outcome = _run.run_event(ctx, "api", "cli", concurrency=concurrency)
         took = time.perf_counter() - start
     assert outcome.ok, outcome.failures()
     return took

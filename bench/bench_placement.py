@@ -87,18 +87,18 @@ def main():
     parser.add_argument("--skip-inventory", action="store_true")
     args = parser.parse_args()
     ensure_link()
-    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 
     with tempfile.TemporaryDirectory(prefix="maand-bench-") as tmp:
         bucket = os.path.join(tmp, "bucket")
         generate(bucket, args.workers, args.jobs, args.labels, constraints=args.constraints)
-        result = _build.compute(bucket)
+        result = _service.compute(bucket)
         if not result.report.ok:
             raise SystemExit("synthetic bucket is invalid:\n" + result.report.error_text()[:3000])
         allocations = len(result.catalog["allocations"])
-        wall, cpu, walls = timed(lambda: _build.compute(bucket), args.runs)
+        wall, cpu, walls = timed(lambda: _service.compute(bucket), args.runs)
         tracemalloc.start()
-        _build.compute(bucket)
+        _service.compute(bucket)
         dummy, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         rss = subprocess.run(
@@ -120,7 +120,7 @@ def main():
             peak / 1e6, int(rss[1]) / 1024, int(rss[0]) / 1024))
         if args.skip_inventory:
             return
-        if not _build.build(bucket).written:  # the inventory reads data/catalog.json
+        if not _service.build(bucket).written:  # the inventory reads data/catalog.json
             raise SystemExit("the build of the synthetic bucket wrote no catalog")
         env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                    ANSIBLE_INVENTORY_ENABLED="maand.core.workspace,yaml")

@@ -110,7 +110,7 @@ def order_lines(out):
 
 def core_timing(n_jobs=1000, depth=5, repeats=5):
     """collapse_spec + job_environment for n_jobs jobs, each at the bottom of a depth-deep chain."""
-    from ansible_collections.maand.core.plugins.plugin_utils.bucket import jobspec as JS
+    from ansible_collections.maand.core.plugins.plugin_utils.bucket import jobspec as _jobspec
 
     containers = {}
     for chain in range(10):
@@ -126,9 +126,9 @@ def core_timing(n_jobs=1000, depth=5, repeats=5):
     times = []
     for _n in range(repeats):
         t0 = time.perf_counter()
-        collapsed = JS.collapse_specs(jobs, containers)
+        collapsed = _jobspec.collapse_specs(jobs, containers)
         for spec in collapsed.values():
-            JS.environment_eval({}, spec.environment, {"DB_URL": "pg"}.get)
+            _jobspec.environment_eval({}, spec.environment, {"DB_URL": "pg"}.get)
         times.append(time.perf_counter() - t0)
     return {"jobs": n_jobs, "depth": depth, "median_s": round(statistics.median(times), 4),
             "runs_s": [round(t, 4) for t in times]}

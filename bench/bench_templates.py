@@ -34,8 +34,8 @@ import jinja2  # noqa: E402
 
 import tempfile  # noqa: E402
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan, stage as _deploy_stage  # noqa: E402
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan, stage as _stage  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions  # noqa: E402
 
 CONFIG = open(os.path.join(REPO, "tests", "data", "templates", "namespaces_e2e.json.tpl"), encoding="utf-8").read()
 POSTGRES = """{{ define "pgMemUnit" -}}
@@ -82,7 +82,7 @@ def synthetic(n):
     for i, ip in enumerate(ips):
         kv["maand/job/api/worker/%s" % ip] = {"peer_workers": ",".join(ips[max(0, i - 2):i]),
                                               "api_allocation_index": str(i)}
-    data = [_kv.AllocationData(Job="api", WorkerIP=ip, NewVersion="1.2.0", BucketID="b")
+    data = [_functions.AllocationData(Job="api", WorkerIP=ip, NewVersion="1.2.0", BucketID="b")
             for ip in ips]
     return kv, data
 
@@ -92,7 +92,7 @@ def run_go(kv, data):
     for d in data:
         for name, text in (("config.json.tpl", CONFIG), ("postgresql.conf.tpl", POSTGRES),
                            ("Makefile.tpl", MAKEFILE)):
-            out = _kv.render_allocation(text, name, d, kv)
+            out = _functions.render_allocation(text, name, d, kv)
             digests.append(hashlib.sha256(out.encode()).hexdigest())
     return digests
 
@@ -126,13 +126,13 @@ def stage_fixture(root, n):
 
 
 def run_stage(root, catalog, kv, hosts):
-    return _deploy_stage.compute(root, catalog, ["api"], hosts, kv=(kv, None))
+    return _stage.compute(root, catalog, ["api"], hosts, kv=(kv, None))
 
 
 def no_change_states(staging, hosts):
     allocs = staging.content["api"]["allocations"]
     return {h: {"reachable": True, "trees": ["api"], "worker": {"update_seq": 1},
-                "deployed": {"api": _deploy_plan.state_record("api", "a", allocs[h], "1.2.0", True, 1)}}
+                "deployed": {"api": _plan.state_record("api", "a", allocs[h], "1.2.0", True, 1)}}
             for h in hosts}
 
 
@@ -147,7 +147,7 @@ def stage_case(n, runs):
         render = median_time(lambda: run_stage(root, catalog, kv, hosts), runs)
 
         def redeploy():
-            plan = _deploy_plan.compute_plan(catalog, run_stage(root, catalog, kv, hosts).content, states, hosts)
+            plan = _plan.compute_plan(catalog, run_stage(root, catalog, kv, hosts).content, states, hosts)
             assert {r["action"] for r in plan["rows"]} == {"skip"}, plan["rows"][:2]
             return plan
         plan_s = median_time(redeploy, runs)

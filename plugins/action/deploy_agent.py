@@ -12,7 +12,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run, service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote, rsync as _deploy_rsync, run as _run, service as _service
 
 ARGUMENT_SPEC = specs.spec_for("deploy_agent")
 
@@ -39,7 +39,7 @@ class ActionModule(MaandAction):
             return False, None, None
         control_dir = _deploy_rsync.control_dir(args["run_dir"])
         ssh = _deploy_rsync.ssh_command(self._ssh_argv(), args["verify_host"], control_dir)
-        root = _deploy_remote.worker_root(request["bucket_id"])
+        root = _remote.worker_root(request["bucket_id"])
         sudo = bool(self._play_context.become)
         cmds = _deploy_rsync.commands(args["bucket"], syncs, root, self._connection.get_option("host") or self._connection.host, ssh,
                                       sudo=sudo)
@@ -70,21 +70,21 @@ class ActionModule(MaandAction):
         """The last rsync of the step with the agent as its remote command: the files, then the step, in one
         SSH session. (changed, answer, reason) once the agent saw the files arrive, else None (nothing ran
         after the files: the caller syncs and calls the agent apart, as without the fold)."""
-        path = _deploy_remote.sync_step_path(python, _deploy_rsync.destination(argv), sudo)
+        path = _remote.sync_step_path(python, _deploy_rsync.destination(argv), sudo)
         data = _service.agent_payload(request, [], args["timeout"], args["tail"])
         argv = _deploy_rsync.with_rsync_path(argv, path)
-        rc, stdout, stderr = _deploy_rsync.run_with_request(argv, _deploy_remote.request_header(data))
-        synced, line = _deploy_remote.parse_folded(stderr)
+        rc, stdout, stderr = _deploy_rsync.run_with_request(argv, _remote.request_header(data))
+        synced, line = _remote.parse_folded(stderr)
         if not synced:
             return None
-        answer, reason = _deploy_remote.parse_output(line, stderr, 0 if line else rc,
+        answer, reason = _remote.parse_output(line, stderr, 0 if line else rc,
                                                      "agent on %s, step %s" % (args["host"], args["step"]))
         return bool(stdout.strip()), answer, reason
 
     def act(self, result, args, task_vars):
-        key = _deploy_run.step_key(args["step"])
+        key = _run.step_key(args["step"])
         host = args["host"]
-        request = _deploy_run.read_request(args["run_dir"], key, host)
+        request = _run.read_request(args["run_dir"], key, host)
         if request is None:
             result.update(skipped=True, changed=False, msg="nothing to do on %s in step %s" % (host, key))
             return result
@@ -99,7 +99,7 @@ class ActionModule(MaandAction):
                 if request["ops"] or request["promote"]:
                     data = _service.agent_payload(request, outcomes, args["timeout"], args["tail"])
                     res = self.call_agent(python, data)
-                    answer, reason = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                    answer, reason = _remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                                  "agent on %s, step %s" % (host, key))
                 else:
                     answer = {"ok": True, "ops": [], "promotions": []}

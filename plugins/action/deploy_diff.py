@@ -9,7 +9,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import pin as _deploy_pin, remote as _deploy_remote
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import pin as _pin, remote as _remote
 
 ARGUMENT_SPEC = specs.spec_for("deploy_diff")
 
@@ -31,9 +31,9 @@ class ActionModule(MaandAction):
                 request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted},
                            "live": {job: wanted[job] for job in live if job in wanted}}
                 python = self.worker_python(task_vars, host)
-                cmd = _deploy_remote.files_command(python, args["bucket_id"], request)
-                res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
-                data, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                cmd = _remote.files_command(python, args["bucket_id"], request)
+                res = self._low_level_execute_command(cmd, sudoable=True, in_data=_remote.agent_source())
+                data, err = _remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                         "reading the promoted files")
                 before = (data or {}).get("files") or {}
                 older = (data or {}).get("previous") or {}
@@ -49,17 +49,17 @@ class ActionModule(MaandAction):
         diffs = []
         for job in sorted(wanted):
             for rel in wanted[job]:
-                old = _deploy_pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
+                old = _pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
                 if job in live:  # the failed attempt on the worker -> its promoted copy
-                    failed = _deploy_pin.checked_before((tried.get(job) or {}).get(rel), live[job].get(rel))
-                    diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, failed, old, after_label="promoted")})
+                    failed = _pin.checked_before((tried.get(job) or {}).get(rel), live[job].get(rel))
+                    diffs.append({"prepared": _pin.render_diff(job, host, rel, failed, old, after_label="promoted")})
                     continue
                 if job in previous:
-                    new = _deploy_pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
-                    diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new, after_label="previous")})
+                    new = _pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
+                    diffs.append({"prepared": _pin.render_diff(job, host, rel, old, new, after_label="previous")})
                     continue
                 new = blobs.get((after.get(job) or {}).get(rel)) or {"missing": True}
-                diffs.append({"prepared": _deploy_pin.render_diff(job, host, rel, old, new)})
+                diffs.append({"prepared": _pin.render_diff(job, host, rel, old, new)})
         diffs.extend({"prepared": n} for n in notes)
         result.update(changed=bool(diffs), files=sum(len(v) for v in wanted.values()))
         if diffs:

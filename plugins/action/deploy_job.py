@@ -10,7 +10,7 @@ import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote, jobspec_deploy as _jobspec_deploy, service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote, jobspec_deploy as _jobspec_deploy, service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import target_problem
 
 ARGUMENT_SPEC = specs.spec_for("deploy_job")
@@ -50,9 +50,9 @@ class ActionModule(MaandAction):
             except _jobspec_deploy.EnvError as exc:
                 result.update(failed=True, msg="%s; nothing was run" % exc)
                 return result
-        data = _deploy_remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])
+        data = _remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])
         res = self.call_agent(self.worker_python(task_vars), data)  # first contact installs the agent
-        answer, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+        answer, err = _remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                   "make %s for %s" % (target, op["id"]))
         if not err:
             answer = (answer.get("ops") or [{"ok": False, "msg": answer.get("msg") or "no answer for the operation"}])[0]

@@ -10,7 +10,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 
 ARGUMENT_SPEC = specs.spec_for("deploy_state")
 
@@ -45,9 +45,9 @@ class ActionModule(MaandAction):
         """(state, None) or (None, error) from one round trip to the worker."""
         python = self.worker_python(task_vars)
         if self._task.check_mode:  # nothing is written on the worker, not even the agent file
-            cmd = _deploy_remote.read_command_no_install(python, bucket_id)
+            cmd = _remote.read_command_no_install(python, bucket_id)
         else:
-            cmd = _deploy_remote.read_command(python, bucket_id)
-        res = self._low_level_execute_command(cmd, sudoable=True, in_data=_deploy_remote.agent_source())
-        return _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
-                                           "reading %s" % _deploy_remote.worker_root(bucket_id))
+            cmd = _remote.read_command(python, bucket_id)
+        res = self._low_level_execute_command(cmd, sudoable=True, in_data=_remote.agent_source())
+        return _remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                           "reading %s" % _remote.worker_root(bucket_id))

@@ -11,7 +11,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import WORKERS_FILE
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import did_you_mean
@@ -43,7 +43,7 @@ class ActionModule(ControllerAction):
             return result
         # compute() never writes; placement runs even when validation fails (e.g. a worker over
         # capacity), so an invalid bucket can still be explained
-        outcome = _build.compute(bucket_dir)
+        outcome = _service.compute(bucket_dir)
         report = outcome.report
         result.update(changed=False, bucket=bucket_dir, build_ok=report.ok,
                       build_errors=[p.as_dict() for p in report.errors],

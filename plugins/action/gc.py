@@ -14,7 +14,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base imp
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller, specs
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 
 ARGUMENT_SPEC = specs.spec_for("gc")
 
@@ -32,7 +32,7 @@ class ActionModule(ControllerAction):
                 self._plan(args, result)
             else:
                 self._commit(args, result)
-        except (_gc.GCError, _catalog.CatalogError, _kv_store.KVStoreError, OSError) as exc:
+        except (_gc.GCError, _catalog.CatalogError, _store.KVStoreError, OSError) as exc:
             result.update(failed=True, msg="maand.core.gc: %s" % exc)
         return result
 

@@ -12,9 +12,9 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, run as _run, commands as _commands
 
 display = Display()
 
@@ -28,10 +28,10 @@ def command_runner(stack, bucket, catalog, conns, timeout, tail):
 
     def run(job, hosts):
         if "ctx" not in holder:
-            holder["ctx"] = stack.enter_context(_hook_deploy.session(
+            holder["ctx"] = stack.enter_context(_points.session(
                 bucket, catalog, conns, timeout, tail, log=lambda msg: display.vvv("hook: " + msg)))
-        targets = [t for t in _hooks.targets(catalog, job) if t.worker in hosts]
-        outcome = _hook_run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
+        targets = [t for t in _commands.targets(catalog, job) if t.worker in hosts]
+        outcome = _run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
         out = {}
         for host in hosts:
             failed = [r for r in outcome.results if r.worker == host and not r.ok]
@@ -57,11 +57,11 @@ class ActionModule(ControllerAction):
         conns = _controller.connections(task_vars, hosts)
         workers = {h: (conns[h]["address"], int(conns[h].get("port") or 22)) for h in hosts if h in conns}
         plans, skipped = _health_check.plan_jobs(catalog, jobs, hosts)
-        by_address = _deploy_gate.by_address(conns)
-        trust = _deploy_gate.Trust.for_bucket(bucket)  # https probes verify against the bucket CA
+        by_address = _gate.by_address(conns)
+        trust = _gate.Trust.for_bucket(bucket)  # https probes verify against the bucket CA
 
         def probe(host, address, check, timeout):
-            return _deploy_gate.probe(address, check, timeout, by_address, trust=trust)
+            return _gate.probe(address, check, timeout, by_address, trust=trust)
 
         # fail fast: the jobs' `make status` while it waits, as the deploy's gates ask it
         status, diagnose = (_health_check.fail_fast(bucket, catalog, conns, _controller.python_of(task_vars))

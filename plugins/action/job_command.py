@@ -11,7 +11,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, commands as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, commands as _commands
 
 display = Display()
 
@@ -31,10 +31,10 @@ class ActionModule(ControllerAction):
             result.update(msg="check mode: job_control of %s not run" % args["job"])
             return result
         try:
-            with _hook_deploy.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
+            with _points.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
                                             args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
-                handled, failures = _hook_deploy.job_control_target(ctx, args["job"], args["target"], args["workers"])
-        except (_hooks.HookError, _catalog.CatalogError, OSError) as exc:
+                handled, failures = _points.job_control_target(ctx, args["job"], args["target"], args["workers"])
+        except (_commands.HookError, _catalog.CatalogError, OSError) as exc:
             result.update(failed=True, msg=str(exc))
             return result
         result.update(handled=handled, changed=handled and args["target"] != "status", jobs=[args["job"]] if handled else [])
@@ -58,10 +58,10 @@ class ActionModule(ControllerAction):
             result.update(skipped=True, msg="check mode: job command %s not run" % command)
             return result
         try:
-            with _hook_deploy.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
+            with _points.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
                                             args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
-                jobs, failures = _hook_deploy.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
-        except (_hooks.HookError, _hook_deploy.HookFailed, _catalog.CatalogError, OSError) as exc:
+                jobs, failures = _points.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
+        except (_commands.HookError, _points.HookFailed, _catalog.CatalogError, OSError) as exc:
             result.update(failed=True, msg=str(exc))
             return result
         result.update(changed=True, jobs=jobs)

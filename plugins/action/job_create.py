@@ -9,7 +9,7 @@ import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.ops import scaffold as _job_scaffold
+from ansible_collections.maand.core.plugins.plugin_utils.ops import scaffold as _scaffold
 
 ARGUMENT_SPEC = specs.spec_for("job_create")
 
@@ -22,11 +22,11 @@ class ActionModule(ControllerAction):
         job = args["job"].strip()
         try:
             if self._task.check_mode:
-                folder = _job_scaffold.check(bucket, job)
-                paths = [os.path.join(folder, rel) for rel in _job_scaffold.files(job)]
+                folder = _scaffold.check(bucket, job)
+                paths = [os.path.join(folder, rel) for rel in _scaffold.files(job)]
             else:
-                paths = _job_scaffold.create(bucket, job)
-        except _job_scaffold.ScaffoldError as exc:
+                paths = _scaffold.create(bucket, job)
+        except _scaffold.ScaffoldError as exc:
             result.update(failed=True, changed=False, msg="maand.core.job_create: %s" % exc)
             return result
         except OSError as exc:
@@ -34,7 +34,7 @@ class ActionModule(ControllerAction):
                           % (job, bucket, exc))
             return result
         result.update(changed=True, job=job, path=os.path.dirname(paths[0]), files=paths,
-                      port=_job_scaffold.port_name(job),
+                      port=_scaffold.port_name(job),
                       msg="created job %s in %s (%s)" % (job, os.path.dirname(paths[0]),
                                                          ", ".join(os.path.basename(p) for p in paths)))
         return result

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _deploy_remote
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
 
 ARGUMENT_SPEC = specs.spec_for("status_worker")
@@ -30,10 +30,10 @@ class ActionModule(MaandAction):
             result.update(answered=True, jobs={}, msg="no allocation on %s" % host)
             return result
         env_errors = {op["job"]: op.pop("env_error") for op in ops if "env_error" in op}
-        data = _deploy_remote.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
+        data = _remote.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
                                            slots=args["slots"])
         res = self.call_agent(self.worker_python(task_vars), data)
-        answer, err = _deploy_remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+        answer, err = _remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                                   "status of %s" % host)
         if err:
             result.update(failed=True, msg=err)

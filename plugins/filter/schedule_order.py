@@ -51,7 +51,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import PRIORITY_MAX, PRIORITY_MIN, QueuedJob, schedule_order as _order
+from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import PRIORITY_MAX, PRIORITY_MIN, QueuedJob, schedule_order as _schedule_order
 
 
 def schedule_order(jobs):
@@ -59,7 +59,7 @@ def schedule_order(jobs):
     if not isinstance(jobs, list):
         raise AnsibleFilterError(f"maand.core.schedule_order: the input must be a list of jobs, not {type(jobs).__name__}")
     queued = [_queued(i, job) for i, job in enumerate(jobs)]
-    return [jobs[int(q.name)] for q in _order(queued)]
+    return [jobs[int(q.name)] for q in _schedule_order(queued)]
 
 
 def _queued(index, job):

@@ -95,7 +95,7 @@ import sys
 from ansible import context
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, fingerprint as _fingerprint
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, fingerprint as _fingerprint
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
@@ -181,7 +181,7 @@ def load_from_catalog(bucket_dir):
 
 def load_preview(bucket_dir, warn):
     """The inventory data of an in-memory build (nothing written): for --graph before any build."""
-    result = _build.compute(bucket_dir)
+    result = _service.compute(bucket_dir)
     if not result.report.ok:
         return _failure(bucket_dir, [str(p) for p in result.report.errors],
                         bucket_id=(result.previous or {}).get("bucket_id"))

@@ -39,14 +39,14 @@ _HERE = Path(__file__).resolve().parent
 
 def _load_fleet_module():
     try:  # normal case: imported as tests.fleet.pytest_fleet
-        from . import fleet as mod  # type: ignore[no-redef]
-        return mod
+        from . import fleet as _fleet  # type: ignore[no-redef]
+        return _fleet
     except ImportError:  # loaded by path
         spec = importlib.util.spec_from_file_location("maand_test_fleet", _HERE / "fleet.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules.setdefault("maand_test_fleet", mod)
-        spec.loader.exec_module(mod)
-        return mod
+        _fleet = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault("maand_test_fleet", _fleet)
+        spec.loader.exec_module(_fleet)
+        return _fleet
 
 
 fleet_mod = _load_fleet_module()

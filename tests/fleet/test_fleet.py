@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from . import fleet as fleet_mod
+from . import fleet as _fleet
 from .pytest_fleet import FLEET_CLI, Fleet
 
 PROBE = "grep ' /opt ' /proc/self/mountinfo; hostname; python3 -V"
 
 
 def _netns() -> set[str]:
-    return fleet_mod.netns_list()
+    return _fleet.netns_list()
 
 
 def _link(name: str) -> bool:
@@ -30,7 +30,7 @@ def _link(name: str) -> bool:
 def _sshd_pids(state: dict) -> list[int]:
     pids = []
     for h in state["hosts"]:
-        pids += fleet_mod.host_sshd_pids(h)
+        pids += _fleet.host_sshd_pids(h)
     return pids
 
 
@@ -42,7 +42,7 @@ def _assert_all_gone(state: dict, pids: list[int]) -> None:
     assert not _link(state["bridge"]), f"bridge {state['bridge']} still exists"
     assert state["subnet"].rsplit(".", 1)[0] + "." not in subprocess.run(
         ["ip", "-o", "-4", "addr"], capture_output=True, text=True, check=False).stdout
-    alive = [p for p in pids if fleet_mod._alive(p)]
+    alive = [p for p in pids if _fleet._alive(p)]
     assert not alive, f"sshd pids still alive: {alive}"
 
 
@@ -51,7 +51,7 @@ def _assert_all_gone(state: dict, pids: list[int]) -> None:
 
 def test_maand_conf_update_preserves_other_lines():
     old = ('# my bucket\nssh_user = "admin"\nfoo = 1\nuse_sudo = true\n\n[job.api]\nssh_port = 99\n')
-    new = fleet_mod.update_maand_conf(old)
+    new = _fleet.update_maand_conf(old)
     lines = new.splitlines()
     assert lines[0] == "# my bucket"
     assert 'ssh_user = "root"' in lines and "foo = 1" in lines and "use_sudo = false" in lines
@@ -60,16 +60,16 @@ def test_maand_conf_update_preserves_other_lines():
     assert lines.index('ssh_key = "fleet.key"') < table and lines.index("ssh_port = 22") < table
     # keys inside tables are left alone
     assert lines[table + 1] == "ssh_port = 99"
-    assert fleet_mod.update_maand_conf(new) == new  # idempotent
-    assert fleet_mod.update_maand_conf("") == ('ssh_user = "root"\nssh_key = "fleet.key"\n'
+    assert _fleet.update_maand_conf(new) == new  # idempotent
+    assert _fleet.update_maand_conf("") == ('ssh_user = "root"\nssh_key = "fleet.key"\n'
                                                'ssh_port = 22\nuse_sudo = false\n')
 
 
 def test_workers_json_shape():
     state = {"hosts": [{"index": i, "address": f"10.231.9.{10 + i}"} for i in range(3)]}
-    assert json.loads(fleet_mod.workers_json(state)) == [
+    assert json.loads(_fleet.workers_json(state)) == [
         {"host": f"10.231.9.{10 + i}", "labels": ["worker"]} for i in range(3)]
-    text = fleet_mod.workers_json(state, labels=["a", "b"], memory="8 gb", cpu="4000 mhz", zones=2)
+    text = _fleet.workers_json(state, labels=["a", "b"], memory="8 gb", cpu="4000 mhz", zones=2)
     assert text.startswith('[\n  {\n    "host": "10.231.9.10"')
     data = json.loads(text)
     assert data[1] == {"host": "10.231.9.11", "labels": ["a", "b"], "memory": "8 gb", "cpu": "4000 mhz",
@@ -78,10 +78,10 @@ def test_workers_json_shape():
 
 
 def test_default_name_fits_interface_names(tmp_path):
-    name = fleet_mod.default_name(tmp_path / "A Very Long State Directory Name")
-    assert fleet_mod.NAME_RE.match(name), name
+    name = _fleet.default_name(tmp_path / "A Very Long State Directory Name")
+    assert _fleet.NAME_RE.match(name), name
     assert len(f"mfb-{name}") <= 15
-    assert fleet_mod.default_name(tmp_path / "x") != fleet_mod.default_name(tmp_path / "y" / "x")
+    assert _fleet.default_name(tmp_path / "x") != _fleet.default_name(tmp_path / "y" / "x")
 
 
 # --------------------------------------------------------------------------- real hosts
@@ -122,11 +122,11 @@ def test_hosts_reach_each_other(fleet3: Fleet):
 
 def test_stop_host_fails_fast_and_start_host_restores(fleet3: Fleet):
     victim, other = fleet3.hosts[1], fleet3.hosts[2]
-    before = fleet_mod.host_sshd_pids(victim)
+    before = _fleet.host_sshd_pids(victim)
     assert before
     fleet3.stop_host(victim["address"])
     try:
-        assert not [p for p in before if fleet_mod._alive(p)]
+        assert not [p for p in before if _fleet._alive(p)]
         assert victim["netns"] in _netns()  # the host "exists", only sshd is gone
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection((victim["address"], 22), timeout=2)
@@ -139,7 +139,7 @@ def test_stop_host_fails_fast_and_start_host_restores(fleet3: Fleet):
     finally:
         fleet3.start_host(victim["host"])  # by host name this time
     assert fleet3.ssh(victim, "hostname").stdout.strip() == victim["host"]
-    assert fleet_mod.host_sshd_pids(victim) and fleet_mod.host_sshd_pids(victim) != before
+    assert _fleet.host_sshd_pids(victim) and _fleet.host_sshd_pids(victim) != before
 
 
 def test_bucket_key_and_workers_json_work_with_ansible(fleet3: Fleet, tmp_path):
@@ -178,8 +178,8 @@ def test_second_fleet_gets_its_own_subnet_and_name_clash_is_refused(fleet3: Flee
     assert other.subnet != fleet3.subnet and other.bridge != fleet3.bridge
     assert other.ssh(0, "hostname").stdout.strip() == other.hosts[0]["host"]
     # the same --name as a running fleet: refused, nothing recorded, the running fleet untouched
-    with pytest.raises(fleet_mod.FleetError, match="in use"):
-        fleet_mod.up(tmp_path / "clash", 1, name=fleet3.name)
+    with pytest.raises(_fleet.FleetError, match="in use"):
+        _fleet.up(tmp_path / "clash", 1, name=fleet3.name)
     assert not (tmp_path / "clash" / "fleet.json").exists()
     fleet3.ssh(0, "true")
     assert _link(fleet3.bridge)
@@ -229,7 +229,7 @@ def test_verbose_log_level_logs_every_login_and_every_multiplexed_session(fleet_
         assert "LogLevel VERBOSE" in Path(h["sshd_config"]).read_text()
         mux = ["-o", "ControlMaster=auto", "-o", "ControlPersist=30", "-o", "ControlPath=%s" % (tmp_path / "cm")]
         for command in ("true", "hostname"):  # two sessions over one login
-            argv = fleet_mod.ssh_command(state, h, command)
+            argv = _fleet.ssh_command(state, h, command)
             subprocess.run(argv[:1] + mux + argv[1:], check=True, capture_output=True, timeout=30)
         subprocess.run(["ssh", "-o", "ControlPath=%s" % (tmp_path / "cm"), "-O", "exit", "x"], capture_output=True,
                        timeout=30, check=False)
@@ -264,11 +264,11 @@ def test_failed_up_tears_down_and_reports(fleet_factory, tmp_path, monkeypatch):
     fleet_factory  # noqa: B018 - only for the root/netns skip-or-fail gate
 
     def broken(h):
-        raise fleet_mod.FleetError("simulated sshd launch failure")
+        raise _fleet.FleetError("simulated sshd launch failure")
 
-    monkeypatch.setattr(fleet_mod, "_start_sshd", broken)
-    with pytest.raises(fleet_mod.FleetError, match="simulated"):
-        fleet_mod.up(tmp_path / "broken", 2)
+    monkeypatch.setattr(_fleet, "_start_sshd", broken)
+    with pytest.raises(_fleet.FleetError, match="simulated"):
+        _fleet.up(tmp_path / "broken", 2)
     state = json.loads((tmp_path / "broken" / "fleet.json").read_text())
     assert state["status"] == "down"
     _assert_all_gone(state, [])

@@ -151,9 +151,9 @@ def test_06_disable_stops_and_reenable_starts(env):
 
 def test_07_remove_job_and_worker_keeps_data_and_logs(env):
     from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
-    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
     h3 = env.hosts[3]
-    store = _kv_store.KVStore.load(str(env.bucket))  # what a hook of job2 would have written
+    store = _store.KVStore.load(str(env.bucket))  # what a hook of job2 would have written
     store.put("vars/job/job2", "cluster_initialized", "true")
     store.put("secrets/job/job2", "root_token", "t0k3n-job2")
     store.put("vars/job/api", "kept", "yes")
@@ -218,8 +218,8 @@ def test_09_deploy_lock_refuses_while_held_and_stale_lock_is_taken_over(env):
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         sys.path.insert(0, str(REPO / ".collections"))
-        from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock
-        assert _deploy_lock.acquire(str(env.bucket), holder.pid)[0]
+        from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
+        assert _lock.acquire(str(env.bucket), holder.pid)[0]
         web = env.bucket / "workspace" / "jobs" / "web"
         (web / "static" / "index.html").write_text("<h1>v4</h1>\n")
         env.build()

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as gt
+from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate
 
 GO = shutil.which("go")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -144,9 +144,9 @@ def _go_render(binary: str, cases: list[dict]) -> list[dict]:
 
 def _py_render(case: dict) -> dict:
     try:
-        return {"out": gt.parse(case["text"], case["name"], FUNCS).execute(case["data"]),
+        return {"out": _gotemplate.parse(case["text"], case["name"], FUNCS).execute(case["data"]),
                 "err": ""}
-    except gt.TemplateError as exc:
+    except _gotemplate.TemplateError as exc:
         return {"out": None, "err": str(exc)}
 
 

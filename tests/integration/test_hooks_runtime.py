@@ -13,9 +13,9 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy, run as _hook_run, commands as _hooks
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, run as _run, commands as _commands
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from ansible_collections.maand.core.plugins.plugin_utils.hooks.runtime_api import RuntimeAPI
 from tests.bucket_factory import make_bucket, write
 
@@ -30,14 +30,14 @@ def bucket_with(tmp_path, scripts, api_manifest=None, db_manifest=None):
     root = make_bucket(tmp_path / "b", WORKERS, {"api": api_manifest, "db": db_manifest})
     for name, (_x, body) in scripts.items():
         write(os.path.join(root, "workspace", "jobs", "api", "_modules", name + ".py"), textwrap.dedent(body))
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, result.report
     with open(os.path.join(root, "data", "catalog.json"), encoding="utf-8") as handle:
         return root, json.load(handle)
 
 
 def context(root, catalog, api, **kw):
-    return _hook_run.Context(root, catalog, api, os.path.join(root, "data", ".hooks"), **kw)
+    return _run.Context(root, catalog, api, os.path.join(root, "data", ".hooks"), **kw)
 
 
 def test_maands_helper_idioms_write_the_kv(tmp_path):
@@ -56,12 +56,12 @@ def test_maands_helper_idioms_write_the_kv(tmp_path):
     """
     root, catalog = bucket_with(tmp_path, {"command_bootstrap": (["pre_deploy"], script)})
     with RuntimeAPI(root, catalog) as api:
-        outcome = _hook_run.run_event(context(root, catalog, api), "api", "pre_deploy")
+        outcome = _run.run_event(context(root, catalog, api), "api", "pre_deploy")
     assert outcome.ok, outcome.failures()
     assert len(outcome.results) == 3
     assert any("env api pre_deploy command_bootstrap 2.0.0 10.0.0." in line and line.endswith("True")
                for line in outcome.results[0].output)
-    store = _kv_store.KVStore.load(root)
+    store = _store.KVStore.load(root)
     assert store.get("vars/job/api", "db_host") == "db.internal"
     assert store.get("secrets/job/api", "db_password", reveal_secrets=True).startswith("s3cret-")
     raw = open(os.path.join(root, "data", "kv.json"), encoding="utf-8").read()
@@ -84,16 +84,16 @@ def test_refused_writes_fail_the_hook_even_when_the_script_ignores_them(tmp_path
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli", "post_deploy"], script)})
     with RuntimeAPI(root, catalog) as api:
         ctx = context(root, catalog, api)
-        targets = _hooks.targets(catalog, "api")[:1]
-        post = _hook_run.run_event(ctx, "api", "post_deploy", targets)
-        cli = _hook_run.run_event(ctx, "api", "cli", targets)
+        targets = _commands.targets(catalog, "api")[:1]
+        post = _run.run_event(ctx, "api", "post_deploy", targets)
+        cli = _run.run_event(ctx, "api", "cli", targets)
     assert not post.ok
     msg = post.failures()[0]
     assert msg.startswith("job api command command_x (event post_deploy) on 10.0.0.")
     assert "refused 3 write(s)" in msg and "Invalid or unauthorized namespace" in msg and "Invalid key" in msg
     assert "status 400 Invalid or unauthorized namespace" in msg  # the output tail
     assert not cli.ok and "refused 2 write(s)" in cli.failures()[0] and "rollout 200" in cli.failures()[0]
-    assert _kv_store.KVStore.load(root).get("maand/job/api", "rollout_order") == "10.0.0.2"
+    assert _store.KVStore.load(root).get("maand/job/api", "rollout_order") == "10.0.0.2"
 
 
 def test_maands_older_deploy_order_names_still_order_the_rollout(tmp_path):
@@ -107,10 +107,10 @@ def test_maands_older_deploy_order_names_still_order_the_rollout(tmp_path):
     """
     root, catalog = bucket_with(tmp_path, {"command_order": (["cli"], script)})
     with RuntimeAPI(root, catalog) as api:
-        outcome = _hook_run.run_event(context(root, catalog, api), "api", "cli", _hooks.targets(catalog, "api")[:1])
+        outcome = _run.run_event(context(root, catalog, api), "api", "cli", _commands.targets(catalog, "api")[:1])
     assert outcome.ok, outcome.failures()
     assert "got 10.0.0.3,10.0.0.1,10.0.0.2" in outcome.results[0].output
-    assert _kv_store.KVStore.load(root).get("maand/job/api", "rollout_order") == "10.0.0.2,10.0.0.3,10.0.0.1"
+    assert _store.KVStore.load(root).get("maand/job/api", "rollout_order") == "10.0.0.2,10.0.0.3,10.0.0.1"
 
 
 def test_health_check_commands_run_one_at_a_time_and_stop_hooks_get_maands_env(tmp_path):
@@ -134,8 +134,8 @@ def test_health_check_commands_run_one_at_a_time_and_stop_hooks_get_maands_env(t
     gate = {"job": "api", "hosts": [w["host"] for w in WORKERS], "hooks": {"phase": "new", "last": False}}
     with RuntimeAPI(root, catalog) as api:
         ctx = context(root, catalog, api)
-        assert _hook_deploy.run_gate_hooks(ctx, gate, lambda g: []) == []
-        assert _hook_deploy.after_stops(ctx, [{"job": "api", "host": "10.0.0.2", "target": "stop"}]) == []
+        assert _points.run_gate_hooks(ctx, gate, lambda g: []) == []
+        assert _points.after_stops(ctx, [{"job": "api", "host": "10.0.0.2", "target": "stop"}]) == []
     events = open(log, encoding="utf-8").read().splitlines()
     assert [e.split()[0] for e in events] == ["start", "end"] * 3, events  # never two at once
     assert [e.split()[1] for e in events[::2]] == [e.split()[1] for e in events[1::2]]
@@ -148,9 +148,9 @@ def test_health_check_is_read_only(tmp_path):
     """
     root, catalog = bucket_with(tmp_path, {"command_health": (["health_check"], script)})
     with RuntimeAPI(root, catalog) as api:
-        out = _hook_run.run_event(context(root, catalog, api), "api", "health_check", _hooks.targets(catalog, "api")[:1])
+        out = _run.run_event(context(root, catalog, api), "api", "health_check", _commands.targets(catalog, "api")[:1])
     assert not out.ok and "KV writes are not allowed during health_check" in out.failures()[0]
-    assert _kv_store.KVStore.load(root).get("vars/job/api", "k") is None
+    assert _store.KVStore.load(root).get("vars/job/api", "k") is None
 
 
 def test_timeout_kills_the_hook_and_its_children(tmp_path):
@@ -165,8 +165,8 @@ def test_timeout_kills_the_hook_and_its_children(tmp_path):
     pidfile = str(tmp_path / "child.pid")
     with RuntimeAPI(root, catalog) as api:
         started = time.monotonic()
-        out = _hook_run.run_event(context(root, catalog, api, timeout=2), "api", "post_deploy",
-                                  _hooks.targets(catalog, "api")[:1], extra={"PIDFILE": pidfile})
+        out = _run.run_event(context(root, catalog, api, timeout=2), "api", "post_deploy",
+                                  _commands.targets(catalog, "api")[:1], extra={"PIDFILE": pidfile})
     assert time.monotonic() - started < 30
     msg = out.failures()[0]
     assert "job api command command_hang (event post_deploy)" in msg and "timed out after 2s" in msg
@@ -188,12 +188,12 @@ def test_crash_reports_the_tail_and_stops_later_commands(tmp_path):
     """
     root, catalog = bucket_with(tmp_path, {"command_a": (["pre_deploy"], crash), "command_b": (["pre_deploy"], later)})
     with RuntimeAPI(root, catalog) as api:
-        out = _hook_run.run_event(context(root, catalog, api, tail=5), "api", "pre_deploy")
+        out = _run.run_event(context(root, catalog, api, tail=5), "api", "pre_deploy")
     assert not out.ok
     msg = out.failures()[0]
     assert "exit status 1" in msg and "migration failed: table locked" in msg and "line 46" in msg and "line 40" not in msg
     assert {r.command for r in out.results} == {"command_a"}
-    assert _kv_store.KVStore.load(root).get("vars/job/api", "ran") is None
+    assert _store.KVStore.load(root).get("vars/job/api", "ran") is None
 
 
 def test_semaphore_serialises_allocations(tmp_path):
@@ -211,7 +211,7 @@ def test_semaphore_serialises_allocations(tmp_path):
     root, catalog = bucket_with(tmp_path, {"command_m": (["pre_deploy"], script)})
     log = str(tmp_path / "log")
     with RuntimeAPI(root, catalog) as api:
-        out = _hook_run.run_event(context(root, catalog, api), "api", "pre_deploy", extra={"LOG": log}, concurrency=3)
+        out = _run.run_event(context(root, catalog, api), "api", "pre_deploy", extra={"LOG": log}, concurrency=3)
     assert out.ok, out.failures()
     lines = open(log).read().split()
     pairs = list(zip(lines[0::4], lines[1::4], lines[2::4], lines[3::4]))
@@ -231,7 +231,7 @@ def test_a_caller_that_is_no_hook_gets_the_same_403_whatever_its_headers(tmp_pat
     """The test process is not a hook: maand's headers of an open hook (guessable) are not enough, a known
     and an unknown allocation id get the same answer (no oracle); the hook's token is."""
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
-    alloc = _hooks.targets(catalog, "api")[0]
+    alloc = _commands.targets(catalog, "api")[0]
     import subprocess
     hook = subprocess.Popen(["sleep", "120"], start_new_session=True)  # the hook: the test is not in its tree
     with RuntimeAPI(root, catalog) as api:
@@ -246,7 +246,7 @@ def test_a_caller_that_is_no_hook_gets_the_same_403_whatever_its_headers(tmp_pat
         assert _call(api.port, dict(base, **{"X-MAAND-TOKEN": "forged"})) == refusal
         put = b'{"namespace": "vars/job/api", "key": "planted", "value": "x"}'
         assert _call(api.port, base, put, "PUT") == refusal
-        assert _kv_store.KVStore.load(root).get("vars/job/api", "planted") is None
+        assert _store.KVStore.load(root).get("vars/job/api", "planted") is None
         # with the hook's token: maand's answers
         own = dict(base, **{"X-MAAND-TOKEN": token})
         assert _call(api.port, {k: v for k, v in own.items() if k != "X-ALLOCATION-ID"}) == (
@@ -269,7 +269,7 @@ def test_a_caller_that_is_no_hook_gets_the_same_403_whatever_its_headers(tmp_pat
 
 def test_requests_are_bounded_and_the_host_is_loopback(tmp_path):
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
-    alloc = _hooks.targets(catalog, "api")[0]
+    alloc = _commands.targets(catalog, "api")[0]
     with RuntimeAPI(root, catalog) as api:
         token, _x = api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")
         own = {"Content-Type": "application/json", "X-ALLOCATION-ID": alloc.alloc_id, "EVENT": "cli",
@@ -352,10 +352,10 @@ def test_a_second_process_with_the_hooks_headers_is_refused_while_the_hook_and_i
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], script)})
     write(os.path.join(root, "workspace", "jobs", "api", "_modules", "maand_child.py"), textwrap.dedent(child))
     ready, go = str(tmp_path / "ready"), str(tmp_path / "go")
-    target = _hooks.targets(catalog, "api")[0]
+    target = _commands.targets(catalog, "api")[0]
     with RuntimeAPI(root, catalog) as api:
         outcome = {}
-        runner = threading.Thread(target=lambda: outcome.update(out=_hook_run.run_event(
+        runner = threading.Thread(target=lambda: outcome.update(out=_run.run_event(
             context(root, catalog, api, timeout=60), "api", "cli", [target], extra={"READY": ready, "GO": go})))
         runner.start()
         deadline = time.monotonic() + 60
@@ -375,7 +375,7 @@ def test_a_second_process_with_the_hooks_headers_is_refused_while_the_hook_and_i
     assert out.ok, out.failures()
     lines = out.results[0].output
     assert "own hunter2" in lines and "planted grandchild" in lines, lines
-    store = _kv_store.KVStore.load(root)
+    store = _store.KVStore.load(root)
     assert store.get("vars/job/api", "planted") is None
     assert store.get("secrets/job/api", "db_password", reveal_secrets=True) == "hunter2"
 
@@ -385,7 +385,7 @@ def _in_own_network(test_name):
     test's alone, whatever other runs on the machine hold. True when the caller is that rerun."""
     if os.environ.get("MAAND_TEST_OWN_NETNS") == test_name:
         return True
-    if os.geteuid() != 0 or not _hooks.shutil.which("unshare") or not _hooks.shutil.which("ip"):
+    if os.geteuid() != 0 or not _commands.shutil.which("unshare") or not _commands.shutil.which("ip"):
         pytest.skip("needs root and unshare for a network namespace of its own")
     import subprocess
     import sys
@@ -421,11 +421,11 @@ def test_a_maand_hook_calling_localhost_8080_itself_runs_unchanged(tmp_path):
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], RAW_8080)})
     with RuntimeAPI(root, catalog) as api:
         assert api.port == 8080 and not api.notice and not api.refusal
-        target = _hooks.targets(catalog, "api")[0]
-        out = _hook_run.run_event(context(root, catalog, api), "api", "cli", [target])
+        target = _commands.targets(catalog, "api")[0]
+        out = _run.run_event(context(root, catalog, api), "api", "cli", [target])
     assert out.ok, out.failures()
     assert out.results[0].output[-1] == catalog["bucket_id"]
-    assert _kv_store.KVStore.load(root).get("vars/job/api", "seen") == target.worker
+    assert _store.KVStore.load(root).get("vars/job/api", "seen") == target.worker
 
 
 def test_8080_held_by_another_user_fails_the_hooks_naming_it_and_by_this_user_moves_and_says_so(tmp_path):
@@ -438,14 +438,14 @@ def test_8080_held_by_another_user_fails_the_hooks_naming_it_and_by_this_user_mo
     import sys
     squat = "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 8080)); s.listen(); print('up', flush=True); time.sleep(600)"
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], RAW_8080)})
-    target = _hooks.targets(catalog, "api")[0]
+    target = _commands.targets(catalog, "api")[0]
     for uid, expect_refusal in ((65534, True), (os.geteuid(), False)):
         proc = subprocess.Popen(["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable, "-c", squat], stdout=subprocess.PIPE, text=True,
                                 preexec_fn=(lambda: os.setuid(65534)) if uid != os.geteuid() else None)
         try:
             assert proc.stdout.readline().strip() == "up"
             with RuntimeAPI(root, catalog) as api:
-                out = _hook_run.run_event(context(root, catalog, api, timeout=10), "api", "cli", [target])
+                out = _run.run_event(context(root, catalog, api, timeout=10), "api", "cli", [target])
                 if expect_refusal:
                     assert api.port == 0 and "pid %d (" % proc.pid in api.refusal and "uid 65534" in api.refusal
                     assert not out.ok and "pid %d" % proc.pid in out.failures()[0]
@@ -458,7 +458,7 @@ def test_8080_held_by_another_user_fails_the_hooks_naming_it_and_by_this_user_mo
         finally:
             proc.kill()
             proc.wait()
-    assert _kv_store.KVStore.load(root).get("vars/job/api", "seen") is None
+    assert _store.KVStore.load(root).get("vars/job/api", "seen") is None
 
 
 def test_demands_lists_the_commands_that_demand_this_one(tmp_path):
@@ -474,7 +474,7 @@ def test_demands_lists_the_commands_that_demand_this_one(tmp_path):
     write(os.path.join(root, "workspace", "jobs", "api", "_modules", "command_migrate.py"), "")
     write(os.path.join(root, "workspace", "jobs", "db", "_modules", "command_schema.py"), textwrap.dedent(script))
     with RuntimeAPI(root, catalog) as api:
-        out = _hook_run.run_event(context(root, catalog, api), "db", "cli", _hooks.targets(catalog, "db")[:1])
+        out = _run.run_event(context(root, catalog, api), "db", "cli", _commands.targets(catalog, "db")[:1])
     assert out.ok, out.failures()
     assert json.loads(out.results[0].output[-1]) == [
         {"job": "api", "command": "command_migrate", "demand_config": {"min_version": "1.0.0"}}]
@@ -485,8 +485,8 @@ def test_missing_runtime_and_missing_script_are_named(tmp_path):
     os.remove(os.path.join(root, "workspace", "jobs", "api", "_modules", "command_x.py"))
     write(os.path.join(root, "workspace", "jobs", "api", "_modules", "command_x.ts"), "console.log(1)\n")
     with RuntimeAPI(root, catalog) as api:
-        out = _hook_run.run_event(context(root, catalog, api), "api", "cli", _hooks.targets(catalog, "api")[:1])
-    if not _hooks.shutil.which("bun"):
+        out = _run.run_event(context(root, catalog, api), "api", "cli", _commands.targets(catalog, "api")[:1])
+    if not _commands.shutil.which("bun"):
         assert "command_x.ts needs bun on the controller" in out.failures()[0]
     assert threading.active_count() >= 1
 
@@ -494,7 +494,7 @@ def test_missing_runtime_and_missing_script_are_named(tmp_path):
 def test_many_hooks_calling_at_once_are_all_served(tmp_path):
     """64 allocations' hooks call the API in the same instant (the listen backlog was 5: resets)."""
     root, catalog = bucket_with(tmp_path, {"command_x": (["cli"], "")})
-    alloc = _hooks.targets(catalog, "api")[0]
+    alloc = _commands.targets(catalog, "api")[0]
     with RuntimeAPI(root, catalog) as api:
         tokens = [api.open_session("api", alloc.worker, alloc.alloc_id, "cli", "command_x")[0] for _n in range(64)]
         barrier = threading.Barrier(64)
@@ -527,7 +527,7 @@ def test_the_allocations_certificates_are_staged_next_to_the_script(tmp_path):
                     "commands": {"command_c": {"executed_on": ["cli"]}}}
     root, catalog = bucket_with(tmp_path, {"command_c": (["cli"], script)}, api_manifest)
     with RuntimeAPI(root, catalog) as api:
-        out = _hook_run.run_event(context(root, catalog, api), "api", "cli", _hooks.targets(catalog, "api")[:1])
+        out = _run.run_event(context(root, catalog, api), "api", "cli", _commands.targets(catalog, "api")[:1])
     assert out.ok, out.failures()
     lines = out.results[0].output
     assert lines[0] == "tls.crt -----BEGIN CERTIFICATE----- 0o644"

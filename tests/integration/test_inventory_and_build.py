@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from tests.bucket_factory import make_bucket, set_job, set_workers
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,7 +46,7 @@ def all_vars(bucket):
 
 
 def build(bucket):
-    result = _build.build(str(bucket))
+    result = _service.build(str(bucket))
     assert result.report.ok, result.report.error_text()
 
 

@@ -159,8 +159,8 @@ def run(fleet_factory, tmp_path_factory):
 
 def test_01_plan_shows_the_worker_order(run):
     run.play("build")
-    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
-    store = _kv_store.KVStore.load(str(run.bucket))  # what a hook of envjob would have written
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
+    store = _store.KVStore.load(str(run.bucket))  # what a hook of envjob would have written
     store.put("secrets/job/envjob", "db_password", DB_PASSWORD)
     store.save()
     rc, out = run.play("deploy", "--check", "--diff", "-vvvv", "-e", "maand_worker_slots=2")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,7 +31,7 @@ def test_build_then_cat_every_view(tmp_path):
     assert built.returncode == 0, built.stdout + built.stderr
     assert "KV: " in built.stdout and os.path.isfile(os.path.join(root, "data", "kv.json"))
 
-    store = _kv_store.KVStore.load(root)
+    store = _store.KVStore.load(root)
     store.put("secrets/job/api", "db_password", "hunter2-secret")
     store.save()
     inventory = os.path.join(root, "maand.yml")

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.integration.deploy import env as deploy_env
 from tests.integration.deploy.bucket import make_bucket, manifest
 
@@ -129,7 +129,7 @@ def test_04_an_unreachable_worker_is_named_with_a_fix(env):
 
 def test_05_disable_remove_and_move_then_gc_check_lists_exactly_the_leftovers(env):
     h0, h1, h2 = env.hosts
-    with _kv_store.KVStore.edit(str(env.bucket)) as store:
+    with _store.KVStore.edit(str(env.bucket)) as store:
         store.put("vars/job/job2", "note", "from a hook")
     (env.bucket / "workspace" / "disabled.json").write_text(json.dumps({"jobs": {"api": {"allocations": [h0]}}}))
     shutil.rmtree(env.bucket / "workspace" / "jobs" / "job2")
@@ -164,7 +164,7 @@ def test_05_disable_remove_and_move_then_gc_check_lists_exactly_the_leftovers(en
     for h in env.hosts:  # nothing was deleted
         assert (env.job(h, "job2") / "data" / "keep.me").exists()
     assert (env.job(h2, "web") / "data" / "keep.me").exists()
-    store = _kv_store.KVStore.load(str(env.bucket))
+    store = _store.KVStore.load(str(env.bucket))
     # the deploy that cleaned job2's last allocation already deleted its user keys (as maand's deploy
     # purges a job's namespaces); gc deletes what is left of the namespace (tombstones, history)
     assert store.get("vars/job/job2", "note") is None and "vars/job/job2" in store.namespaces
@@ -181,7 +181,7 @@ def test_06_gc_deletes_them_and_keeps_active_and_disabled_data(env):
     assert not env.job(h2, "web").exists()
     for h in (h0, h1):
         assert (env.job(h, "web") / "data" / "keep.me").read_text() == "web@%s" % h
-    store = _kv_store.KVStore.load(str(env.bucket))
+    store = _store.KVStore.load(str(env.bucket))
     assert "vars/job/job2" not in store.namespaces and "maand/job/job2" not in store.namespaces
     assert "maand/job/web/worker/%s" % h2 not in store.namespaces
     assert "maand/job/api/worker/%s" % h0 in store.namespaces  # the disabled allocation's namespace stays
@@ -198,7 +198,7 @@ def test_07_gc_is_refused_while_a_deploy_holds_the_lock(env):
     env.fleet.ssh(h0, "mkdir -p /opt/worker/%s/jobs/stray/data" % env.bucket_id)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        lock = {"pid": holder.pid, "start": _deploy_lock.process_start(holder.pid), "host": socket.gethostname(),
+        lock = {"pid": holder.pid, "start": _lock.process_start(holder.pid), "host": socket.gethostname(),
                 "started": "2026-11-26T04:00:00+0000"}
         (env.bucket / "data" / "deploy.lock").write_text(json.dumps(lock))
         rc, out = env.play("gc", check=False)
@@ -253,5 +253,5 @@ def test_09_gc_leaves_removed_allocations_a_deploy_has_not_stopped_yet(env):
     rc, out = env.play("gc")
     for h in (h0, h1):
         assert not env.job(h, "web").exists(), out
-    store = _kv_store.KVStore.load(str(env.bucket))
+    store = _store.KVStore.load(str(env.bucket))
     assert not [ns for ns in store.namespaces if "/web" in ns], sorted(store.namespaces)

@@ -215,10 +215,10 @@ def env(fleet_factory, tmp_path_factory):
 
 
 def test_01_build_and_deploy_ship_the_server_job_as_maand(env):
-    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 
     env.play("build")
-    with _kv_store.KVStore.edit(str(env.bucket)) as store:
+    with _store.KVStore.edit(str(env.bucket)) as store:
         store.put("secrets/job/api", "token", "t0ken-value")
     rc, out = env.play("deploy")
     env.first_deploy = out

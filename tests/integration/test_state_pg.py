@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg, storage
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 
 pytestmark = [pytest.mark.slow]
 
@@ -98,12 +98,12 @@ def test_gc_drops_a_cleaned_departed_row_from_the_store(bucket, url):
 
 
 def test_the_kv_document_keeps_history_and_secrets_stay_sealed_with_the_local_key(bucket, url, pg_server):
-    with _kv_store.KVStore.edit(bucket) as kv:
+    with _store.KVStore.edit(bucket) as kv:
         kv.put("vars/job/api", "color", "blue")
         kv.put("secrets/job/api", "token", "s3cret-value")
-    with _kv_store.KVStore.edit(bucket) as kv:
+    with _store.KVStore.edit(bucket) as kv:
         kv.put("vars/job/api", "color", "green")
-    kv = _kv_store.KVStore.load(bucket)
+    kv = _store.KVStore.load(bucket)
     assert kv.get("vars/job/api", "color") == "green"
     assert [r.value for r in kv.history("vars/job/api", "color")] == ["blue", "green"]
     assert kv.get("secrets/job/api", "token", reveal_secrets=True) == "s3cret-value"
@@ -115,13 +115,13 @@ def test_the_kv_document_keeps_history_and_secrets_stay_sealed_with_the_local_ke
 
 
 def test_a_stale_kv_save_is_refused(bucket, url):
-    kv = _kv_store.KVStore.load(bucket)
-    with _kv_store.KVStore.edit(bucket) as other:
+    kv = _store.KVStore.load(bucket)
+    with _store.KVStore.edit(bucket) as other:
         other.put("vars/job/api", "size", "1")
     kv.put("vars/job/api", "size", "2")
     with pytest.raises(storage.StaleState):
         kv.save()
-    assert _kv_store.KVStore.load(bucket).get("vars/job/api", "size") == "1"
+    assert _store.KVStore.load(bucket).get("vars/job/api", "size") == "1"
 
 
 def test_the_bucket_lock_is_shared_by_every_session(bucket, url):
@@ -277,7 +277,7 @@ def _file_bucket(path):
     (path / "maand.conf").write_text('ssh_user = "agent"\n')
     bucket = str(path)
     _catalog.write_catalog(bucket, catalog_doc(("10.0.0.7", "10.0.0.8")))
-    with _kv_store.KVStore.edit(bucket) as kv:
+    with _store.KVStore.edit(bucket) as kv:
         kv.put("vars/job/api", "color", "blue")
         kv.put("secrets/job/api", "token", "moved-secret")
     storage.FileStore(bucket).write_record("20260101T000000-1", json.dumps({"moved": "record"}))
@@ -307,7 +307,7 @@ def test_moving_state_into_the_store_and_back_to_files(tmp_path, pg_server, monk
     for key, value in pg_server.env.items():
         monkeypatch.setenv(key, value)
     assert [w["host"] for w in _catalog.read_catalog(str(other))["workers"]] == ["10.0.0.7", "10.0.0.8"]
-    assert _kv_store.KVStore.load(str(other)).get("secrets/job/api", "token", reveal_secrets=True) == "moved-secret"
+    assert _store.KVStore.load(str(other)).get("secrets/job/api", "token", reveal_secrets=True) == "moved-secret"
     assert storage.store(str(other)).records() == [("20260101T000000-1", json.dumps({"moved": "record"}))]
 
     rc, out = _state_playbook(str(other), "files", dict(pg_server.env, **{storage.URL_ENV: url}))

@@ -72,7 +72,7 @@ class Env(deploy_env.Env):
 
 def _maand_db(env):
     """data/maand.db as maand leaves it after `maand build && maand deploy` (update_seq 3)."""
-    from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _placement
+    from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _place
 
     path = env.bucket / "data" / "maand.db"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +82,7 @@ def _maand_db(env):
     for pos, host in enumerate(env.hosts):
         conn.execute("INSERT INTO worker (worker_id, worker_ip, available_memory_mb, available_cpu_mhz, position)"
                      " VALUES (?, ?, '4096', '2000', ?)", (env.worker_ids[host], host, pos))
-        alloc = _placement.alloc_id("api", host)
+        alloc = _place.alloc_id("api", host)
         conn.execute("INSERT INTO allocations VALUES (?, ?, 'api', 0, 0, 0, '1.0.0')", (alloc, host))
         conn.execute("INSERT INTO hash (namespace, key, current_hash, previous_hash, current_version)"
                      " VALUES ('api_allocation', ?, 'd41d8cd98f00b204e9800998ecf8427e', '', '1.0.0')", (alloc,))

@@ -137,9 +137,9 @@ def test_04_a_missing_key_refuses_the_deploy_before_any_worker_is_touched(env):
 
 
 def test_05_a_secret_reaches_the_worker_and_nothing_else(env):
-    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 
-    with _kv_store.KVStore.edit(str(env.bucket)) as store:
+    with _store.KVStore.edit(str(env.bucket)) as store:
         store.put("secrets/job/api", "db_password", "Sup3r-s3cret-pw")
     write(env.ws("jobs/api/db.conf.tpl"), 'password = {{ getSecret "db_password" }}\n')
     env.play("build")

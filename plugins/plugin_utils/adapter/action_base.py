@@ -16,7 +16,7 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
 from ..bucket import storage as _storage
-from ..deploy import remote as _deploy_remote
+from ..deploy import remote as _remote
 
 
 class MaandAction(ActionBase):
@@ -47,16 +47,16 @@ class MaandAction(ActionBase):
     def worker_python(task_vars, host=None):
         """The python the worker agent runs with: the host's ansible_python_interpreter, else Ansible's
         interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
-        return _deploy_remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+        return _remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
 
     def call_agent(self, python, data):
         """One round trip to the worker agent (request ``data`` on its stdin); on first contact the agent
         is installed, then the request is sent again. Ansible's low-level result (rc, stdout, stderr)."""
-        res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
-        if res.get("rc") == _deploy_remote.MISSING_AGENT_RC:
-            self._low_level_execute_command(_deploy_remote.install_command(), sudoable=True,
-                                            in_data=_deploy_remote.agent_source())
-            res = self._low_level_execute_command(_deploy_remote.step_command(python), sudoable=True, in_data=data)
+        res = self._low_level_execute_command(_remote.step_command(python), sudoable=True, in_data=data)
+        if res.get("rc") == _remote.MISSING_AGENT_RC:
+            self._low_level_execute_command(_remote.install_command(), sudoable=True,
+                                            in_data=_remote.agent_source())
+            res = self._low_level_execute_command(_remote.step_command(python), sudoable=True, in_data=data)
         return res
 
 

@@ -13,8 +13,8 @@ import os
 from ansible import constants as C
 from ansible.utils.display import Display
 
-from ..deploy import gate as _deploy_gate, remote as _deploy_remote, service as _service
-from ..hooks import run as _hook_run
+from ..deploy import gate as _gate, remote as _remote, service as _service
+from ..hooks import run as _run
 from . import support as _support
 
 display = Display()
@@ -54,7 +54,7 @@ def python_of(task_vars):
     setting, else python3), for the controller's own ssh calls to the worker agent (gates' and health_check's
     `make status`)."""
     hostvars = (task_vars or {}).get("hostvars") or {}
-    return lambda host: _deploy_remote.interpreter(
+    return lambda host: _remote.interpreter(
         {"ansible_python_interpreter": (hostvars.get(host) or {}).get("ansible_python_interpreter")},
         None, C.config.get_config_value("INTERPRETER_PYTHON"))
 
@@ -65,11 +65,11 @@ def controller(templar, task_vars):
     task_vars = task_vars or {}
     return _service.Controller(
         connections=lambda hosts=None: connections(task_vars, hosts),
-        addresses=lambda: _deploy_gate.host_addresses(task_vars.get("hostvars") or {}),
+        addresses=lambda: _gate.host_addresses(task_vars.get("hostvars") or {}),
         show=show, warn=warn, watched=watched(),
         python_of=python_of(task_vars),
-        hook_timeout=_support.int_var(templar, task_vars, "maand_hook_timeout", _hook_run.DEFAULT_TIMEOUT),
-        output_tail=_support.int_var(templar, task_vars, "maand_deploy_output_tail", _hook_run.DEFAULT_TAIL))
+        hook_timeout=_support.int_var(templar, task_vars, "maand_hook_timeout", _run.DEFAULT_TIMEOUT),
+        output_tail=_support.int_var(templar, task_vars, "maand_deploy_output_tail", _run.DEFAULT_TAIL))
 
 
 def worker_state(hostvars, host, var):

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..worker import layout as _layout
 from . import certs as _certs
-from ..kv import functions as _kv
+from ..kv import functions as _functions
 
 CERTS_DIR = _layout.CERTS_DIR
 
@@ -107,7 +107,7 @@ def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
     bucket_id = str(catalog.get("bucket_id") or "")
     for job, entries in specs.items():
         for host in holders[job]:
-            out.kv.setdefault(_kv.allocation_ns(job, host), {}).update(_path_keys(bucket_id, job, entries))
+            out.kv.setdefault(_functions.allocation_ns(job, host), {}).update(_path_keys(bucket_id, job, entries))
     if counts["issued"]:
         out.lines.insert(0, "certs: %d leaf certificate%s issued, %d kept (CA %s)" % (
             counts["issued"], "" if counts["issued"] == 1 else "s", counts["kept"], _certs.CA_CERT_REL))
@@ -147,12 +147,12 @@ def _pair(leaf: _certs.Leaf) -> tuple[str, str]:
 
 
 def _stored(previous: Mapping[str, Mapping[str, str]], job: str, host: str, name: str) -> tuple:
-    ns = previous.get(_kv.allocation_ns(job, host)) or {}
+    ns = previous.get(_functions.allocation_ns(job, host)) or {}
     return ns.get("certs/%s.crt" % name), ns.get("certs/%s.key" % name)
 
 
 def _put(kv: dict[str, dict[str, str]], job: str, host: str, name: str, pair: tuple) -> None:
-    ns = kv.setdefault(_kv.allocation_ns(job, host), {})
+    ns = kv.setdefault(_functions.allocation_ns(job, host), {})
     ns["certs/%s.crt" % name], ns["certs/%s.key" % name] = pair
 
 

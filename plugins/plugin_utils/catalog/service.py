@@ -246,12 +246,12 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
 
 def _import_maand_kv(bucket_dir, result):
     """On takeover, data/kv.json starts as maand's key_value table (latest versions, values as stored)."""
-    from ..kv import store as _kv_store  # late: only a writing build
+    from ..kv import store as _store  # late: only a writing build
 
-    if result.catalog is None or result.maand is None or _kv_store.KVStore.exists(bucket_dir):
+    if result.catalog is None or result.maand is None or _store.KVStore.exists(bucket_dir):
         return
-    spaces = {ns: {k: _kv_store.Entry(v, ver) for k, (v, ver) in keys.items()} for ns, keys in result.maand.kv.items()}
-    _kv_store.KVStore(bucket_dir, spaces).save()
+    spaces = {ns: {k: _store.Entry(v, ver) for k, (v, ver) in keys.items()} for ns, keys in result.maand.kv.items()}
+    _store.KVStore(bucket_dir, spaces).save()
     result.changes.append("takeover: data/kv.json from %s (%d namespaces)" % (_maand_db.DB_REL, len(spaces)))
 
 
@@ -259,12 +259,12 @@ def _issue_certs(bucket_dir, result):
     """Keep or issue the jobs' leaf certificates (_certs_build) before anything is written."""
     if result.catalog is None:
         return _certs_build.Issued()
-    from ..kv import store as _kv_store  # late: only a writing build reads the store
+    from ..kv import store as _store  # late: only a writing build reads the store
 
     try:
-        previous = _kv_store.KVStore.load(bucket_dir).snapshot() if _kv_store.KVStore.exists(bucket_dir) else {}
+        previous = _store.KVStore.load(bucket_dir).snapshot() if _store.KVStore.exists(bucket_dir) else {}
         return _certs_build.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
-    except (_certs.CertError, _kv_store.KVStoreError) as exc:
+    except (_certs.CertError, _store.KVStoreError) as exc:
         result.report.error("ErrInvalidCA", _certs.CA_CERT_REL, "", str(exc), "see docs/certs.md")
         result.catalog = None
         return _certs_build.Issued()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from . import stage as _deploy_stage
+from . import stage as _stage
 from ..catalog import certs_build as _certs_build
-from ..kv import functions as _kv, store as _kv_store
+from ..kv import functions as _functions, store as _store
 
 
 def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[str, str], list]:
@@ -21,24 +21,24 @@ def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[s
     specs = _certs_build.job_specs(catalog)
     snapshot: dict = {}
     if specs:
-        snapshot = _kv_store.KVStore.load(bucket_dir).snapshot() if _kv_store.KVStore.exists(bucket_dir) else {}
+        snapshot = _store.KVStore.load(bucket_dir).snapshot() if _store.KVStore.exists(bucket_dir) else {}
 
     def provide(job: str, host: str) -> list:
         if job not in specs:
             return []
-        ns = snapshot.get(_kv.allocation_ns(job, host)) or {}
-        ca = (snapshot.get(_kv.WORKERS_NS) or {}).get("certs/ca.crt")
+        ns = snapshot.get(_functions.allocation_ns(job, host)) or {}
+        ca = (snapshot.get(_functions.WORKERS_NS) or {}).get("certs/ca.crt")
         files = []
         for spec in specs[job]:
             crt, key = ns.get("certs/%s.crt" % spec["name"]), ns.get("certs/%s.key" % spec["name"])
             if not crt or not key or not ca:
-                raise _deploy_stage.RenderError(
+                raise _stage.RenderError(
                     job, host, "%s/%s.crt" % (_certs_build.CERTS_DIR, spec["name"]),
                     "certificate %s is not in data/kv.json (maand/job/%s/worker/%s)" % (spec["name"], job, host),
                     "build the bucket again (ansible-playbook maand.core.build -e maand_bucket=%s)" % bucket_dir)
-            files.append(_deploy_stage.Overlay("%s/%s.crt" % (_certs_build.CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
-            files.append(_deploy_stage.Overlay("%s/%s.key" % (_certs_build.CERTS_DIR, spec["name"]), key.encode(),
+            files.append(_stage.Overlay("%s/%s.crt" % (_certs_build.CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
+            files.append(_stage.Overlay("%s/%s.key" % (_certs_build.CERTS_DIR, spec["name"]), key.encode(),
                                                origin="certs", private=True))
-        files.append(_deploy_stage.Overlay("%s/ca.crt" % _certs_build.CERTS_DIR, ca.encode(), origin="certs"))
+        files.append(_stage.Overlay("%s/ca.crt" % _certs_build.CERTS_DIR, ca.encode(), origin="certs"))
         return files
     return provide

@@ -34,11 +34,11 @@ import json
 import os
 
 from ..bucket import storage as _storage
-from ..bucket import content as _deploy_files
-from ..bucket import jobspec as JS
-from ..worker import agent as _worker_agent
+from ..bucket import content as _content
+from ..bucket import jobspec as _jobspec
+from ..worker import agent as _agent
 
-ENV_PREFIX = _worker_agent.ENV_PREFIX  # a job spec's environment in a record's files
+ENV_PREFIX = _agent.ENV_PREFIX  # a job spec's environment in a record's files
 HISTORY_FILE = "job_history.json"
 DIGEST_ROUNDS = 2000
 DEFAULT_SLOTS = 2
@@ -60,12 +60,12 @@ def expand(job: str, spec: dict, lookup) -> dict:
     if not elements and not spec.get("initial_environment"):
         return {}
     try:
-        parsed = [dataclasses.replace(JS.parse_environment([{"vars": e.get("vars"), "extend": e.get("extend", True)}])[0],
+        parsed = [dataclasses.replace(_jobspec.parse_environment([{"vars": e.get("vars"), "extend": e.get("extend", True)}])[0],
                                       origin=e.get("origin") or "workspace/jobs/%s/manifest.json: environment[%d]" % (job, i))
                   for i, e in enumerate(elements)]
-        integrated = JS.IntegratedSpec(JS.CollapsedSpec(environment=parsed), dict(spec.get("initial_environment") or {}))
-        return JS.job_environment_of(integrated, lookup)
-    except JS.SpecError as exc:
+        integrated = _jobspec.IntegratedSpec(_jobspec.CollapsedSpec(environment=parsed), dict(spec.get("initial_environment") or {}))
+        return _jobspec.job_environment_of(integrated, lookup)
+    except _jobspec.SpecError as exc:
         raise EnvError("job %s: %s" % (job, exc)) from None
 
 
@@ -94,7 +94,7 @@ def with_env(content: dict, bucket_id: str, job: str, env: dict) -> dict:
         return content
     files = dict(content.get("files") or {})
     files.update({ENV_PREFIX + key: env_digest(bucket_id, job, key, value) for key, value in env.items()})
-    return {"hash": _deploy_files.tree_hash(files), "files": files}
+    return {"hash": _content.tree_hash(files), "files": files}
 
 
 # --- run fields of an op ----------------------------------------------------------------------------
@@ -220,7 +220,7 @@ def record_history(bucket: str, runs: list) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         history = load_history(bucket)
         for job, target, seconds, failed, worker in runs:
-            history = JS.history_record(history, job, target, seconds, failed, worker)
+            history = _jobspec.history_record(history, job, target, seconds, failed, worker)
         _storage.atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
 
 
@@ -230,17 +230,17 @@ def order_host_ops(ops: list, specs: dict, history: dict, slots: int) -> tuple:
     quiet = [o for o in ops if not o.get("target")]
     busy = [o for o in ops if o.get("target")]
     by_id = {o["id"]: o for o in busy}
-    runs = JS.lpt_plan([_queued(op, specs, history) for op in busy], slots)
+    runs = _jobspec.lpt_plan([_queued(op, specs, history) for op in busy], slots)
     return quiet + [by_id[r.name] for r in runs], runs
 
 
 def _queued(op: dict, specs: dict, history: dict):
     spec = specs.get(op.get("job")) or {}
-    hint = JS.history_lookup(history, op["job"], op["target"], op.get("host"))
+    hint = _jobspec.history_lookup(history, op["job"], op["target"], op.get("host"))
     estimate = spec.get("estimated_duration")
     estimate = hint.estimated_duration if estimate is None else estimate
-    priority = max(JS.PRIORITY_MIN, min(JS.PRIORITY_MAX, int(spec.get("priority") or 0) + hint.priority_bump))
-    return JS.QueuedJob(op["id"], priority, estimate)
+    priority = max(_jobspec.PRIORITY_MIN, min(_jobspec.PRIORITY_MAX, int(spec.get("priority") or 0) + hint.priority_bump))
+    return _jobspec.QueuedJob(op["id"], priority, estimate)
 
 
 def attach(plan: dict, specs: dict, workers: dict, history: dict, override: int = 0) -> list:

@@ -22,16 +22,16 @@ import difflib
 import hashlib
 import json
 
-from ..worker import agent as _worker_agent
+from ..worker import agent as _agent
 
 DIGEST_FORMAT = 1
 SHORT = 16          # hex digits printed
 MIN_PIN = 12        # shortest prefix -e maand_plan accepts
 MAX_FILES = 10      # changed files shown per allocation
 MAX_LINES = 120     # diff lines shown per file
-MAX_BYTES = _worker_agent.MAX_FILE_BYTES  # the same limit on both sides of a diff
+MAX_BYTES = _agent.MAX_FILE_BYTES  # the same limit on both sides of a diff
 MAX_TOTAL = 4 * 1024 * 1024  # new content a --diff carries per run (distinct texts, all workers together)
-ENV_PREFIX = _worker_agent.ENV_PREFIX
+ENV_PREFIX = _agent.ENV_PREFIX
 
 
 # --- plan hash -------------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def text_of(data, limit=MAX_BYTES):
         return {"missing": True}
     if len(data) > limit:
         return {"too_large": len(data)}
-    return _worker_agent.text_or_binary(data)
+    return _agent.text_or_binary(data)
 
 
 def checked_before(before, promoted_digest):

@@ -31,9 +31,9 @@ import dataclasses
 import itertools
 
 from ..worker import layout as _layout
-from ..bucket import content as files_mod
-from ..kv import functions as _kv_mod
-from ..worker import agent as _worker_agent
+from ..bucket import content as _content
+from ..kv import functions as _functions
+from ..worker import agent as _agent
 from ..bucket.job_checks import resolve_health
 from ..bucket.problems import did_you_mean
 
@@ -42,7 +42,7 @@ POLICIES = ("always", "reload", "never")
 START_GATES = ("last_batch", "every_batch")  # the manifest's start_gate: maand's single gate after the starts, or one per batch
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
-ENV_PREFIX = _worker_agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
+ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
 
 
 class PlanError(Exception):
@@ -133,7 +133,7 @@ def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_on
             return "reload", []
         if not globs:
             return "reload", []
-        matched = files_mod.match_any(globs, changed)
+        matched = _content.match_any(globs, changed)
         if matched:
             return "restart", matched
         return "reload", []
@@ -386,7 +386,7 @@ def current_versions(states):
 def worker_id(worker, host):
     """The worker_id a deploy writes into the worker's worker.json: the catalog's (maand's, kept by a
     takeover), else maand's stable UUID of the host."""
-    return str((worker or {}).get("worker_id") or _kv_mod.stable_uuid(host))
+    return str((worker or {}).get("worker_id") or _functions.stable_uuid(host))
 
 
 def seen_update_seq(states, catalog=None):
@@ -563,8 +563,8 @@ class _Planner:
                                    % (name, policy, ", ".join(POLICIES)))
             for glob in job.get("restart_globs") or []:
                 try:
-                    files_mod.validate_glob(glob)
-                except files_mod.GlobError as exc:
+                    _content.validate_glob(glob)
+                except _content.GlobError as exc:
                     self.errors.append("jobs/%s/manifest.json restart_globs: %s" % (name, exc))
 
     def allocations_in_scope(self):
@@ -674,7 +674,7 @@ class _Planner:
         unpromoted_rollback = deployed is not None and name in (st.get("rollback_pending") or [])
         hash_changed = deployed is None or deployed.get("hash") != cur.get("hash") or unpromoted_rollback
         version_changed = deployed is not None and cur_version != new_version
-        changed = files_mod.changed_paths(prev_files, cur.get("files")) if deployed and hash_changed else []
+        changed = _content.changed_paths(prev_files, cur.get("files")) if deployed and hash_changed else []
         reasons = _change_reasons(deployed, hash_changed and not unpromoted_rollback, changed, version_changed,
                                   cur_version, new_version, cur.get("origins"))
         if unpromoted_rollback:
@@ -765,7 +765,7 @@ class _Planner:
             return
         record = dict(deployed, running=True, update_seq=None, reverted_from=failed_version)
         record.pop("rolled_back_from", None)
-        row.paths = files_mod.changed_paths(attempt.get("files") or {}, deployed.get("files") or {})
+        row.paths = _content.changed_paths(attempt.get("files") or {}, deployed.get("files") or {})
         row.hash, row.from_version, row.to_version = deployed.get("hash"), failed_version, version
         row.decide("rollback", "rollback: restore %s (%s); the catalog stays at %s, the next deploy rolls forward "
                    "again" % (version, why, job.get("version") or ZERO_VERSION))
@@ -794,7 +794,7 @@ class _Planner:
         record.pop("rollback", None)
         record.pop("reverted_from", None)
         target = "restart" if deployed.get("running") else "start"
-        row.paths = files_mod.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
+        row.paths = _content.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
         row.hash, row.to_version = previous.get("hash"), old_version
         row.decide("rollback", "rollback: %s %s -> %s (hash %s -> %s; %s); the catalog stays at %s, the next deploy "
                    "rolls forward again" % (name, cur_version, old_version, _short(deployed.get("hash")),

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from ..bucket import content as _files
-from . import run_state as RS
+from ..bucket import content as _content
+from . import run_state as _run_state
 
 KEY = "pre_deploy"
 
@@ -47,7 +47,7 @@ def entry(hooked: Iterable[str], job_waves: Mapping[str, int], content: Mapping[
             "update_seq": update_seq, "pinned": bool(pinned), "restart_globs": {j: list(globs[j]) for j in jobs if globs.get(j)}}
 
 
-def due(plan: Mapping[str, Any], state: RS.RunState, step: Mapping[str, Any] | None) -> list[int]:
+def due(plan: Mapping[str, Any], state: _run_state.RunState, step: Mapping[str, Any] | None) -> list[int]:
     """The waves whose pre_deploy hooks run before step, ascending: those up to the step's wave not run yet
     (step None: the final pass, every wave left; the reconcile step: none)."""
     info = plan.get(KEY) or {}
@@ -63,7 +63,7 @@ def wave_jobs(plan: Mapping[str, Any], wave: int) -> list[str]:
     return [j for j in info.get("jobs") or [] if (info.get("waves") or {}).get(j) == wave]
 
 
-def run_due(plan: dict, state: RS.RunState, step: Mapping[str, Any] | None,
+def run_due(plan: dict, state: _run_state.RunState, step: Mapping[str, Any] | None,
             run_hooks: Callable[[str], list[str]],
             render: Callable[[str], tuple[dict, list[str]]]) -> tuple[list[str], list[dict]]:
     """Run the waves due before step in maand's order: per wave, per job (hook order), run_hooks(job) ->
@@ -86,7 +86,7 @@ def run_due(plan: dict, state: RS.RunState, step: Mapping[str, Any] | None,
                     restage += ops
             if problems:
                 msg = failure(job, wave, problems)
-                RS.fail_before_wave(state, job, wave, msg)
+                _run_state.fail_before_wave(state, job, wave, msg)
                 messages.append(msg)
         state.pre_deploy_waves.append(wave)
     return messages, restage
@@ -141,7 +141,7 @@ def apply(plan: dict, job: str, entries: Mapping[str, Mapping[str, Any]]) -> tup
                 "(it was computed before the hooks ran): the KV writes are kept, deploy again to roll them out"
                 % (job, ", ".join(missing))], []
     globs = (info.get("restart_globs") or {}).get(job) or []
-    reloads = [h for h in diff if ops[h].get("action") == "reload" and _files.match_any(globs, paths[h])]
+    reloads = [h for h in diff if ops[h].get("action") == "reload" and _content.match_any(globs, paths[h])]
     if reloads:
         return ["job %s: its pre_deploy hooks changed files on %s that need a restart (restart_globs), and the plan "
                 "has a reload there: deploy again" % (job, ", ".join(reloads))], []

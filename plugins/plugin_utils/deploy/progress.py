@@ -271,12 +271,12 @@ def status_request(run_dir, plan, job, host):
     """The worker agent's request for the `make status` of job on host in the step whose gates run (its
     run op's environment and job spec run fields, as the deploy ran `make start`), or None when the
     allocation has no such op (a job_control job: its status is not its Makefile's)."""
-    from . import jobspec_deploy as _jobspec_deploy, remote as _deploy_remote, run as _deploy_run
+    from . import jobspec_deploy as _jobspec_deploy, remote as _remote, run as _run
 
     try:
-        key = _deploy_run.load_state(run_dir).in_flight
-        request = _deploy_run.read_request(run_dir, key, host) if key is not None else None
-    except (_deploy_run.RunError, OSError, ValueError):
+        key = _run.load_state(run_dir).in_flight
+        request = _run.read_request(run_dir, key, host) if key is not None else None
+    except (_run.RunError, OSError, ValueError):
         return None
     ops = [o for o in (request or {}).get("ops") or [] if o.get("kind") == "run" and o.get("job") == job and o.get("target")]
     if not ops:
@@ -289,7 +289,7 @@ def status_request(run_dir, plan, job, host):
     for key in ("cwd", "user", "group", "network", "mounts", "enable_writable_file_system"):
         if op.get(key) is not None:
             status[key] = op[key]
-    return _deploy_remote.step_request(plan.get("bucket_id"), [status], timeout=_gate.STATUS_TIMEOUT, tail=10)
+    return _remote.step_request(plan.get("bucket_id"), [status], timeout=_gate.STATUS_TIMEOUT, tail=10)
 
 
 def status_checker(run_dir, plan, conns, python_of, probe=None):
@@ -304,13 +304,13 @@ def with_mux(conns, control_dir):
     control_dir, as the deploy's rsync), unless their options name a ControlPath: a gate asks `make
     status` every second or so, and a new ssh handshake each time costs more than the wait. control_dir is
     made then, or refused when it is not this user's own (rsync.mux_options: UnsafeFolder)."""
-    from . import rsync as _deploy_rsync
+    from . import rsync as _rsync
 
     out = {}
     for host, conn in conns.items():
         options = list(conn.get("options") or [])
         if not any("ControlPath" in o for o in options):
-            options += _deploy_rsync.mux_options(control_dir)
+            options += _rsync.mux_options(control_dir)
         out[host] = dict(conn, options=options)
     return out
 
@@ -360,10 +360,10 @@ class RunFiles:
 def run_files(run_dir):
     """RunFiles of the run folder <bucket>/data/.deploy-run/<id> (RunError when its plan is gone)."""
     from ..catalog import catalog as _catalog
-    from . import run as _deploy_run
+    from . import run as _run
 
-    plan = _deploy_run.load_plan(run_dir)
-    bucket = _deploy_run.bucket_of(run_dir)
+    plan = _run.load_plan(run_dir)
+    bucket = _run.bucket_of(run_dir)
     try:
         catalog = _catalog.read_catalog(bucket)
     except _catalog.CatalogError:
@@ -378,18 +378,18 @@ def runner_for_run(run_dir, connections, addresses, on_pass=None, python_of=lamb
     the workers' connection settings (connections(hosts=None) -> {host: settings}, built on the Ansible
     side: adapter/controller.py), computed once; python_of(host): the worker's python; files: the run's
     RunFiles when the step read them already (run_files)."""
-    from . import remote as _deploy_remote, rsync as _deploy_rsync
+    from . import remote as _remote, rsync as _rsync
 
     files = files or run_files(run_dir)
     plan, bucket, catalog = files.plan, files.bucket, files.catalog or {}
     job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
-    lazy = LazyConnections(connections, lambda: _deploy_rsync.control_dir(run_dir))
+    lazy = LazyConnections(connections, lambda: _rsync.control_dir(run_dir))
 
     def conns():
         return lazy
 
     def diagnose(job, hosts):
-        return collect_tails(conns(), _deploy_remote.worker_root(plan.get("bucket_id")), job, hosts)
+        return collect_tails(conns(), _remote.worker_root(plan.get("bucket_id")), job, hosts)
 
     probe_fn = _gate.prober(conns, trust=_gate.Trust.for_bucket(bucket))
     status = status_checker(run_dir, plan, conns, python_of)
@@ -423,9 +423,9 @@ def callbacks_for_run(run_dir: str, connections: Callable[..., Mapping[str, Any]
                       files: RunFiles | None = None):
     """hooks/points.deploy_callbacks for the run folder <bucket>/data/.deploy-run/<id> (its plan, the bucket's
     catalog: files, or read here; every worker's connection settings for run_ssh: connections() -> {host: settings})."""
-    from ..hooks import points as _hook_deploy  # late: deploy steps only
+    from ..hooks import points as _points  # late: deploy steps only
 
     files = files or run_files(run_dir)
-    return _hook_deploy.deploy_callbacks(files.bucket, files.catalog, files.plan, connections, probes,
-                                         int(timeout or _hook_deploy._hook_run.DEFAULT_TIMEOUT),
-                                         int(tail or _hook_deploy._hook_run.DEFAULT_TAIL), log)
+    return _points.deploy_callbacks(files.bucket, files.catalog, files.plan, connections, probes,
+                                         int(timeout or _points._run.DEFAULT_TIMEOUT),
+                                         int(tail or _points._run.DEFAULT_TAIL), log)

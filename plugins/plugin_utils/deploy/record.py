@@ -28,7 +28,7 @@ import socket
 from typing import Any, Iterable, Mapping
 
 from ..bucket import storage as _storage
-from . import run as _deploy_run, view as _deploy_view
+from . import run as _run, view as _view
 
 FORMAT = 1
 KEEP = _storage.RECORDS_KEPT
@@ -166,7 +166,7 @@ def op_seconds(run_dir: str) -> dict:
     """{"job@host": seconds} the workers' agents measured for the make targets of each allocation (its revert
     and files ops included), from the run folder's results; what cannot be read is left out (timings only)."""
     out: dict = {}
-    for dummy_step, dummy_host, answer in _deploy_run.iter_results(run_dir):
+    for dummy_step, dummy_host, answer in _run.iter_results(run_dir):
         for op in (answer or {}).get("ops") or []:
             seconds = op.get("seconds") if isinstance(op, dict) else None
             if isinstance(seconds, (int, float)) and isinstance(op.get("id"), str):
@@ -233,7 +233,7 @@ def build(run_id: str, plan: Mapping[str, Any], verdict: list | None, problems: 
         counts[a.result] = counts.get(a.result, 0) + 1
     began = started_at(run_dir, now)
     finished = stamp(now)
-    summary = _deploy_view.count_words(counts)
+    summary = _view.count_words(counts)
     return DeployRecord(
         run_id=run_id, bucket_id=str(plan.get("bucket_id") or ""), outcome="failed" if problems else "ok",
         started=stamp(began), finished=finished, seconds=round(max(0.0, now - began), 3), user=who(),

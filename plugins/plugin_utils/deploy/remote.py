@@ -26,11 +26,11 @@ import os
 import shlex
 
 from ..worker import layout as _layout
-from ..worker import agent as _worker_agent
+from ..worker import agent as _agent
 
 WORKER_ROOT = _layout.WORKER_ROOT
 AGENT_DIR = _layout.AGENT_DIR
-KEEP = _worker_agent.KEEP
+KEEP = _agent.KEEP
 MISSING_AGENT_RC = 86
 
 _SOURCE = None
@@ -40,7 +40,7 @@ def agent_source():
     """The agent's source (bytes), read once from this collection."""
     global _SOURCE
     if _SOURCE is None:
-        path = os.path.splitext(_worker_agent.__file__)[0] + ".py"
+        path = os.path.splitext(_agent.__file__)[0] + ".py"
         with open(path, "rb") as handle:
             _SOURCE = handle.read()
     return _SOURCE
@@ -128,7 +128,7 @@ def sync_step_path(python, dest, sudo=False):
 def request_header(data):
     """What precedes rsync's stream on the agent's stdin in a folded step (agent.read_request)."""
     body = data.encode("utf-8") if isinstance(data, str) else data
-    return _worker_agent.REQUEST_HEADER + str(len(body)).encode() + b"\n" + body
+    return _agent.REQUEST_HEADER + str(len(body)).encode() + b"\n" + body
 
 
 def parse_folded(stderr):
@@ -136,10 +136,10 @@ def parse_folded(stderr):
     receiver succeed and started the step (so it must not be run again)."""
     synced, answer = False, None
     for line in (stderr or "").splitlines():
-        if line == _worker_agent.SYNCED_MARK:
+        if line == _agent.SYNCED_MARK:
             synced = True
-        elif line.startswith(_worker_agent.ANSWER_MARK):
-            answer = line[len(_worker_agent.ANSWER_MARK):]
+        elif line.startswith(_agent.ANSWER_MARK):
+            answer = line[len(_agent.ANSWER_MARK):]
     return synced, answer
 
 

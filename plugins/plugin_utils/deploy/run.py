@@ -25,10 +25,10 @@ import shutil
 import time
 
 from ..bucket import storage as _storage
-from . import run_state as RS
+from . import run_state as _run_state
 
 RUN_DIR = ".deploy-run"
-FINAL = RS.FINAL
+FINAL = _run_state.FINAL
 WIDE_FACTOR = 8
 NARROW_MAX = 2  # a step in which at most this many hosts act loops over them (no skipped hosts)
 # Test-only fault injection (tests/integration/test_deploy_faults.py): a comma list of points
@@ -161,7 +161,7 @@ def new_run(bucket, plan, run_id=None):
     _storage.private_dir(root)
     os.makedirs(run_dir, mode=0o700)
     _write_json(os.path.join(run_dir, "plan.json"), plan)
-    state = RS.new_state(run_id, plan)
+    state = _run_state.new_state(run_id, plan)
     save_state(run_dir, state)
     publish(run_dir, plan, state)
     return run_dir
@@ -196,8 +196,8 @@ def load_state(run_dir):
     if data is None:
         raise RunError("%s/state.json is missing: the run folder was removed while the deploy ran; deploy again" % run_dir)
     try:
-        return RS.RunState.from_dict(data)
-    except RS.StateError as exc:
+        return _run_state.RunState.from_dict(data)
+    except _run_state.StateError as exc:
         raise RunError("%s/state.json: %s; deploy again" % (run_dir, exc)) from exc
 
 
@@ -274,14 +274,14 @@ def fold_in_flight(run_dir, plan, state, gate_runner, after_results=None):
     key = state.in_flight
     step = find_step(plan, key)
     before = _messages(state)
-    hosts = sorted(RS.requests_for_step(state, step))
+    hosts = sorted(_run_state.requests_for_step(state, step))
     answers, reasons = read_results(run_dir, key, hosts)
-    state, ok_ops = RS.fold_results(state, step, answers, reasons)
+    state, ok_ops = _run_state.fold_results(state, step, answers, reasons)
     if after_results is not None:
         for job, msg in after_results(step, ok_ops):
-            RS.record_failure(state, step, job, msg)
-    outcomes = {g["job"]: gate_runner(g) for g in RS.gates_to_run(state, step)}
-    state = RS.fold_gates(state, step, ok_ops, outcomes)
+            _run_state.record_failure(state, step, job, msg)
+    outcomes = {g["job"]: gate_runner(g) for g in _run_state.gates_to_run(state, step)}
+    state = _run_state.fold_gates(state, step, ok_ops, outcomes)
     state.in_flight = None
     save_state(run_dir, state)
     return state, [m for m in _messages(state) if m not in before]
@@ -318,7 +318,7 @@ def advance(run_dir, key, gate_runner, after_results=None, before=None):
     if key in state.steps_completed:
         raise RunError("step %s of this run already ran" % key)
     failures = failures + before_step(run_dir, plan, state, step, before)
-    requests = RS.requests_for_step(state, step)
+    requests = _run_state.requests_for_step(state, step)
     for host, request in requests.items():
         _write_json(request_path(run_dir, key, host), dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
     state.in_flight = key
@@ -339,4 +339,4 @@ def finish(run_dir, gate_runner, after_results=None, before=None):
     before_step(run_dir, plan, state, None, before)
     inject_fault("finish")
     publish(run_dir, plan, state)
-    return plan, state, RS.final_report(state, plan)
+    return plan, state, _run_state.final_report(state, plan)

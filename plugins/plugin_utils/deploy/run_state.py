@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from dataclasses import asdict, dataclass, field
 
-from . import plan as _deploy_plan
+from . import plan as _plan
 
 FORMAT = 1
 FINAL = "final"  # the step key of the last promote pass
@@ -249,9 +249,9 @@ def _block(state, step):
     for job in sorted(state.failed_by_job):
         wave = state.job_waves.get(job, 0)
         if step is None or step_wave is None or wave < step_wave:
-            blocked = set(_deploy_plan.block_after_failures([job], state.job_waves, wave, True, blocked))
+            blocked = set(_plan.block_after_failures([job], state.job_waves, wave, True, blocked))
         else:
-            blocked = set(_deploy_plan.block_after_failures([job], state.job_waves, step_wave,
+            blocked = set(_plan.block_after_failures([job], state.job_waves, step_wave,
                                                             step.get("last_in_wave"), blocked))
     state.blocked = sorted(blocked)
 

@@ -33,18 +33,18 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import storage as _storage
 from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
-from ..hooks import commands as _hooks, points as _hook_deploy, run as _hook_run
-from ..kv import store as _kv_store
-from . import adopt as _deploy_adopt, certs as _deploy_certs, jobspec_deploy as _jobspec_deploy, layers as _jobspec_layers
-from . import lock as _deploy_lock, pin as _deploy_pin, plan as _deploy_plan, pre_deploy as _pre_deploy
-from . import progress as _deploy_progress, record as _deploy_record
-from . import remote as _deploy_remote, rsync as _deploy_rsync, run as _deploy_run, stage as _deploy_stage
-from . import view as _deploy_view
+from ..hooks import commands as _commands, points as _points, run as _run
+from ..kv import store as _store
+from . import adopt as _adopt, certs as _certs, jobspec_deploy as _jobspec_deploy, layers as _layers
+from . import lock as _lock, pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
+from . import progress as _progress, record as _record
+from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
+from . import view as _view
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
 # their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
-OVERLAY_PROVIDERS = (_deploy_certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
+OVERLAY_PROVIDERS = (_certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
 WIDE_FACTOR_ENV = "MAAND_DEPLOY_WIDE_FACTOR"  # a test-only knob, so that a 3-host fleet exercises narrow steps
 
 
@@ -68,8 +68,8 @@ class Controller:
     show: Callable[..., None] = _quiet
     warn: Callable[[str], None] = _quiet
     watched: bool = False
-    hook_timeout: int = _hook_run.DEFAULT_TIMEOUT
-    output_tail: int = _hook_run.DEFAULT_TAIL
+    hook_timeout: int = _run.DEFAULT_TIMEOUT
+    output_tail: int = _run.DEFAULT_TAIL
     python_of: Callable[[str], str] = lambda host: "python3"  # the worker's python (gates' `make status`)
 
 
@@ -131,25 +131,25 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
     """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
     seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id. The task's result:
     taken, msg, and bucket_id/changed when adopting."""
-    result = {"changed": False, "pid": pid, "lock": _deploy_lock.lock_path(bucket)}
+    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
     if not os.path.isdir(bucket):
         return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
     try:
-        taken, note = _deploy_lock.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
+        taken, note = _lock.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
         result.update(taken=taken, msg=note)
         if note.startswith("took over"):  # a deploy that was killed or crashed: say so
             result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
                                   "undone" % note]
         if adopt_bucket_id:
-            bucket_id, changed = _deploy_adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
+            bucket_id, changed = _adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
             result.update(bucket_id=bucket_id, changed=changed)
             if changed:
                 result["msg"] += "; data/catalog.json adopts bucket_id %s" % bucket_id
-    except _deploy_lock.DeployLocked as exc:
+    except _lock.DeployLocked as exc:
         result.update(failed=True, msg="deploy refused: %s" % exc)
-    except (_deploy_adopt.AdoptError, _catalog.CatalogError) as exc:
+    except (_adopt.AdoptError, _catalog.CatalogError) as exc:
         if not check_mode:
-            _deploy_lock.release(bucket, pid)
+            _lock.release(bucket, pid)
         result.update(failed=True, msg="deploy refused: %s" % exc)
     except OSError as exc:
         result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
@@ -158,14 +158,14 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
 
 def unlock(bucket, pid, check_mode=False):
     """Release the deploy lock of the run pid (check mode: untouched)."""
-    result = {"changed": False, "pid": pid, "lock": _deploy_lock.lock_path(bucket)}
+    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
     if not os.path.isdir(bucket):
         return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
     if check_mode:
         result["msg"] = "check mode: lock untouched"
         return result
     try:
-        released = _deploy_lock.release(bucket, pid)
+        released = _lock.release(bucket, pid)
     except OSError as exc:
         return dict(result, failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
     result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
@@ -242,7 +242,7 @@ def pinned_summary(bucket_id, given):
 def check_pin(given, plan, digest, check_mode):
     """None, or why the deploy is refused: -e maand_plan names another plan than the one computed now, or
     (check mode) the plan's summary cannot be kept because the pins folder is not this user's own."""
-    summary = _deploy_pin.plan_summary(plan)
+    summary = _pin.plan_summary(plan)
     if check_mode:
         try:
             keep_summary(plan["bucket_id"], digest, summary)
@@ -250,19 +250,19 @@ def check_pin(given, plan, digest, check_mode):
             return "the plan's summary (for a later -e maand_plan) cannot be kept: %s" % exc
     if not given:
         return None
-    error = _deploy_pin.pin_error(given)
+    error = _pin.pin_error(given)
     if error:
         return "deploy refused, nothing was changed: " + error
-    if _deploy_pin.pin_matches(given, digest):
+    if _pin.pin_matches(given, digest):
         plan["lines"].append("plan hash matches the pinned plan %s" % given)
         return None
     old = pinned_summary(plan["bucket_id"], str(given).strip().lower())
-    why = (_deploy_pin.describe_changes(old, summary) if old else
+    why = (_pin.describe_changes(old, summary) if old else
            ["(the pinned plan's summary is not on this controller, so what changed cannot be named; "
             "compare with a new --check --diff)"])
     return ("deploy refused, nothing was changed: the plan is %s, not the pinned plan %s (maand_plan). "
             "What changed:\n  %s\nReview the new plan with --check --diff and pin its hash."
-            % (digest[:_deploy_pin.SHORT], given, "\n  ".join(why)))
+            % (digest[:_pin.SHORT], given, "\n  ".join(why)))
 
 
 def content_diff(plan, staging, states):
@@ -271,9 +271,9 @@ def content_diff(plan, staging, states):
     each (deduplicated); for a rollback, the worker's previous copy is the other side, and for a rollback after a
     failed attempt, the attempt's tree in the job folder ("live") is the worker's side and the promoted copy the
     other."""
-    wanted, notes = _deploy_pin.diff_requests(plan, staging.is_secret)
+    wanted, notes = _pin.diff_requests(plan, staging.is_secret)
     rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
-    after, blobs, promoted, previous, live = {}, _deploy_pin.Blobs(), {}, {}, {}
+    after, blobs, promoted, previous, live = {}, _pin.Blobs(), {}, {}, {}
     for host, jobs in wanted.items():
         st = states.get(host) or {}
         for job, rels in jobs.items():
@@ -288,7 +288,7 @@ def content_diff(plan, staging, states):
                 previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
                 continue
             for rel in rels:
-                key = blobs.add(_deploy_pin.text_of(staging.shipped_bytes(job, host, rel)))
+                key = blobs.add(_pin.text_of(staging.shipped_bytes(job, host, rel)))
                 after.setdefault(host, {}).setdefault(job, {})[rel] = key
     return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
             "blobs": blobs.texts,
@@ -333,7 +333,7 @@ def _hooked(catalog, in_scope):
     """The jobs in scope with pre_deploy hooks, in the order maand runs them (deployment_seq, name): they run at
     their wave (deploy/pre_deploy), so the plan renders them first with the KV as it is."""
     scope = set(in_scope)
-    return [j for j in _hooks.jobs_with(catalog, "pre_deploy") if j in scope]
+    return [j for j in _commands.jobs_with(catalog, "pre_deploy") if j in scope]
 
 
 def _refuse_on(errors):
@@ -345,7 +345,7 @@ def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False,
     """Every job tree read once, every active allocation's templates rendered and hashed in memory (job specs'
     layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
     whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec_layers.LayerError, OSError."""
-    with _jobspec_layers.stacked(bucket, catalog, jobs, check_mode) as stacked:
+    with _layers.stacked(bucket, catalog, jobs, check_mode) as stacked:
         return _deploy_stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
                                      [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
 
@@ -354,7 +354,7 @@ def _stage(req, catalog, in_scope, hooked):
     try:
         return render(req.bucket, catalog, in_scope, req.hosts, _deploy_plan.current_versions(req.states),
                       _deploy_plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
-    except (_jobspec_layers.LayerError, OSError) as exc:
+    except (_layers.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
 
 
@@ -368,7 +368,7 @@ def _with_pre_deploy(req, catalog, plan, hooked, staging):
     plan[_pre_deploy.KEY] = _pre_deploy.entry(
         hooked, plan.get("job_waves") or {}, staging.content, _deploy_plan.current_versions(req.states),
         _deploy_plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs)
-    plan[_pre_deploy.KEY]["rollout_orders"] = _hook_deploy.rollout_orders(req.bucket, hooked)
+    plan[_pre_deploy.KEY]["rollout_orders"] = _points.rollout_orders(req.bucket, hooked)
     plan["lines"].extend(_pre_deploy.lines(plan, req.check_mode, staging.missing))
 
 
@@ -380,7 +380,7 @@ def _plan(req, catalog, jobs_filter, in_scope, staging, ctl):
         plan = _deploy_plan.compute_plan(catalog, staging.content, req.states, req.hosts,
                                          {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
                                           "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
-                                          "rollout_orders": _hook_deploy.rollout_orders(req.bucket, in_scope),
+                                          "rollout_orders": _points.rollout_orders(req.bucket, in_scope),
                                           "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
     except _deploy_plan.PlanError as exc:
         raise _Refused(str(exc)) from None
@@ -421,7 +421,7 @@ def _prepare(req, ctl):
     staging = _stage(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content))
     plan = _plan(req, catalog, jobs_filter, in_scope, staging, ctl)
-    digest = _deploy_pin.decorate(plan, catalog)  # before the pre_deploy record and estimates join the plan
+    digest = _pin.decorate(plan, catalog)  # before the pre_deploy record and estimates join the plan
     refused = check_pin(req.plan_hash, plan, digest, req.check_mode)
     if refused:
         raise _Refused(refused, plan)
@@ -431,7 +431,7 @@ def _prepare(req, ctl):
                                                 _jobspec_deploy.load_history(req.bucket), req.slots))
     work = plan["has_work"] or bool(plan["prune"])
     run_dir, segments = _new_run(req, plan, staging) if not req.check_mode else ("", [])
-    summary = _deploy_view.plan_summary(plan)
+    summary = _view.plan_summary(plan)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=digest,
                    content_diff=content_diff(plan, staging, req.states) if req.diff else {"hosts": []})
@@ -453,7 +453,7 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
     except _Refused as exc:
         if not req.check_mode:
             try:
-                _deploy_lock.release(req.bucket, req.run_pid)
+                _lock.release(req.bucket, req.run_pid)
             except OSError:
                 pass
         if exc.plan is not None:
@@ -466,7 +466,7 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
 
 def sayer(run_dir, ctl):
     """say(msg, color=None): a line for the operator, on the screen or (watched) in the progress file."""
-    writer = _deploy_progress.Writer(run_dir)
+    writer = _progress.Writer(run_dir)
 
     def say(msg, color=None):
         if ctl.watched:
@@ -484,7 +484,7 @@ def gate_runner(run_dir, ctl, files=None):
     def passed(gate):
         if not ctl.watched:  # the callback shows the pass from the progress record
             say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
-    return _deploy_progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of, files)
+    return _progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of, files)
 
 
 @contextlib.contextmanager
@@ -492,11 +492,11 @@ def callbacks(run_dir, ctl):
     """(gate runner, after_results, before) of the run: its gates with the bucket's job commands (hooks/points)
     and the pre_deploy hooks due before a step (wave_hooks), all in one hook session. The run's plan and the
     catalog are read once for both (a step is one task, in its own process: nothing outlives it to cache)."""
-    files = _deploy_progress.run_files(run_dir)
+    files = _progress.run_files(run_dir)
     probes = gate_runner(run_dir, ctl, files)
     say = sayer(run_dir, ctl)
     with contextlib.ExitStack() as stack:  # exits the hook session however the caller leaves
-        gate, after, context = stack.enter_context(_deploy_progress.callbacks_for_run(
+        gate, after, context = stack.enter_context(_progress.callbacks_for_run(
             run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail, lambda msg: say("hook: " + msg),
             files))
         yield gate, after, wave_hooks(_deploy_run.bucket_of(run_dir), context, ctl.warn)
@@ -513,8 +513,8 @@ def wave_hooks(bucket, context, warn=_quiet):
         stagings = {}
 
         def run_hooks(job):
-            problems = _hook_deploy.pre_deploy(context(), [job]).get(job, [])
-            order = _hook_deploy.rollout_orders(bucket, [job]).get(job)
+            problems = _points.pre_deploy(context(), [job]).get(job, [])
+            order = _points.rollout_orders(bucket, [job]).get(job)
             if not problems and order != (info.get("rollout_orders") or {}).get(job):
                 warn("job %s: the rollout_order its pre_deploy hooks wrote (%s) applies from the next deploy; this "
                      "run's batches were planned before the hooks ran" % (job, order or "the catalog order"))
@@ -525,7 +525,7 @@ def wave_hooks(bucket, context, warn=_quiet):
             versions = {(job, h): v for h, v in (info.get("versions") or {}).get(job, {}).items()}
             try:
                 staging = render(bucket, catalog, [job], hosts, versions, info.get("update_seq") or 0)
-            except (_jobspec_layers.LayerError, OSError) as exc:
+            except (_layers.LayerError, OSError) as exc:
                 return {}, [str(exc)]
             stagings[job] = staging
             errors = list(staging.errors) + _with_environments(catalog, staging.content)
@@ -592,7 +592,7 @@ def expanded_ops(ops, outcomes):
 def agent_payload(request, outcomes, timeout, tail):
     """The agent's stdin for a worker's request of a step (its ops' environments expanded here)."""
     ops, slots = agent_ops(request["ops"], outcomes)
-    return _deploy_remote.step_request(request["bucket_id"], ops, request["promote"], timeout=timeout, tail=tail,
+    return _remote.step_request(request["bucket_id"], ops, request["promote"], timeout=timeout, tail=tail,
                                        slots=slots)
 
 
@@ -663,8 +663,8 @@ class Finished:
         out.update(problems=self.problems, summary=self.summary)
         if self.rows is not None and not self.check_mode:
             out["verdict"] = [v.to_dict() for v in self.rows]
-            out["verdict_line"] = _deploy_view.done_line(self.rows, len(self.problems))
-            out["workers"] = _deploy_view.worker_results(self.rows)
+            out["verdict_line"] = _view.done_line(self.rows, len(self.problems))
+            out["workers"] = _view.worker_results(self.rows)
         if self.problems:
             out.update(failed=True, msg="deploy finished with %d problem(s) (%s):\n  %s" % (
                 len(self.problems), self.summary, "\n  ".join(self.problems)))
@@ -676,15 +676,15 @@ class Finished:
 def run_outcome(run_dir, plan, ctl):
     """(plan, problems, done, verdict) of the run; a run folder that cannot be read is itself a problem."""
     if not run_dir:
-        return plan, [f["msg"] for f in plan.get("failures") or []], [], _deploy_view.verdict(plan, [], {})
+        return plan, [f["msg"] for f in plan.get("failures") or []], [], _view.verdict(plan, [], {})
     try:
         with callbacks(run_dir, ctl) as (gate, after, before):
             plan, state, report = _deploy_run.finish(run_dir, gate, after, before)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
-        rows = _deploy_view.verdict(plan, state.done, state.failed_ops,
-                                    _deploy_progress.gate_times(_deploy_progress.read_all(run_dir)))
+        rows = _view.verdict(plan, state.done, state.failed_ops,
+                                    _progress.gate_times(_progress.read_all(run_dir)))
     except (KeyError, TypeError, ValueError) as exc:
         ctl.warn("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
         rows = None
@@ -715,7 +715,7 @@ def prune(bucket, plan, done, problems, show=_quiet):
                 show("catalog: dropped %d cleaned removed allocation(s): %s" % (len(gone), ", ".join(pruned)),
                      color="yellow")
                 drop_job_kv(bucket, catalog, new, show)
-    except (OSError, _catalog.CatalogError, _kv_store.KVStoreError) as exc:
+    except (OSError, _catalog.CatalogError, _store.KVStoreError) as exc:
         problems.append("could not update data/catalog.json or data/kv.json: %s" % exc)
     return changed, pruned
 
@@ -723,8 +723,8 @@ def prune(bucket, plan, done, problems, show=_quiet):
 def drop_job_kv(bucket, old, new, show=_quiet):
     """Jobs that left the catalog: tombstone their vars/job and secrets/job (held: bucket lock)."""
     gone = sorted({j["name"] for j in old.get("jobs", [])} - {j["name"] for j in new.get("jobs", [])})
-    if gone and _kv_store.KVStore.exists(bucket):
-        store = _kv_store.KVStore.load(bucket)
+    if gone and _store.KVStore.exists(bucket):
+        store = _store.KVStore.load(bucket)
         changes = store.drop_jobs(gone)
         store.save()
         if changes:
@@ -754,7 +754,7 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
         before_release()
     if req.release and not req.check_mode:
         try:
-            _deploy_lock.release(req.bucket, req.run_pid)
+            _lock.release(req.bucket, req.run_pid)
         except OSError as exc:
             problems.append("could not release the deploy lock: %s" % exc)
     return changed, pruned
@@ -764,7 +764,7 @@ def _keep_record(bucket, run_dir, plan, rows, problems, run_pid, ctl):
     """The run's deploy record into the state store (maand.core.logs, info, cat deployments), still under the
     deploy lock. A record that cannot be written is a warning: the deploy's own outcome stands."""
     try:
-        _deploy_record.record_finish(bucket, run_dir, plan, rows, problems, run_pid, time.time())
+        _record.record_finish(bucket, run_dir, plan, rows, problems, run_pid, time.time())
     except Exception as exc:  # pylint: disable=broad-exception-caught
         # never in the way of the lock's release: a store that fails here is named, the deploy's outcome stands
         ctl.warn("the deploy record of run %s was not kept (maand.core.logs will not list it): %s: %s"
@@ -777,7 +777,7 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     folder removed (deploy/rsync.close_control_dir). A failed run keeps its folder for inspection."""
     ctl = ctl or Controller()
     run_dir = "" if req.check_mode else req.run_dir
-    progress_mark = _deploy_progress.mark(run_dir)
+    progress_mark = _progress.mark(run_dir)
     try:
         plan, problems, done, rows = run_outcome(run_dir, req.plan, ctl)
     except Exception as exc:  # pylint: disable=broad-exception-caught
@@ -789,15 +789,15 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     changed, pruned = _clean_up(req, plan, done, problems, ctl, before_release=keep)
     progress = None
     if ctl.watched:  # the records this task wrote: the callback may not have read them before the folder goes
-        progress = _deploy_progress.read_since(run_dir, progress_mark)
+        progress = _progress.read_since(run_dir, progress_mark)
     if run_dir:  # after the run's last ssh call (the gates and status tails above): its own masters stop
-        _deploy_rsync.close_control_dir(_deploy_rsync.control_dir(run_dir))
+        _rsync.close_control_dir(_rsync.control_dir(run_dir))
     if run_dir and not problems:
         shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
     out = Finished(req.check_mode, problems, _summary(plan), changed, pruned, rows, progress)
     if rows is not None and not req.check_mode and not ctl.watched:  # the callback prints the verdict
-        verdict_line = _deploy_view.done_line(rows, len(problems))
-        for line in _deploy_view.verdict_table(rows) + [_deploy_view.workers_line(rows), verdict_line]:
+        verdict_line = _view.done_line(rows, len(problems))
+        for line in _view.verdict_table(rows) + [_view.workers_line(rows), verdict_line]:
             if line:
                 ctl.show(line)
     return out

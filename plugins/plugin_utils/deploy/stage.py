@@ -45,16 +45,16 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 from ..worker import layout as _layout
-from ..bucket import content as _deploy_files, storage as _storage
+from ..bucket import content as _content, storage as _storage
 from ..catalog import kv_build as _kv_build
-from ..kv import gotemplate as _gotemplate, functions as _kv, prometheus as _prometheus, secrets as _secrets
+from ..kv import gotemplate as _gotemplate, functions as _functions, prometheus as _prometheus, secrets as _secrets
 from . import prometheus as _deploy_prometheus
 
 GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
 EXCLUDED_DIRS = ("_modules", "_prometheus")
 EXCLUDED_FILES = ("vars.toml",)
-RUNTIME_DIRS = _deploy_files.RUNTIME_DIRS
+RUNTIME_DIRS = _content.RUNTIME_DIRS
 DIGEST_CONTEXT = b"maand.core stage digest v1"
 STAGE_DIR = ".deploy-stage"
 _READ_LIMIT = 256 * 1024  # --diff reads at most this much of a shipped file (larger ones are named only)
@@ -127,7 +127,7 @@ def template_kind(rel: str) -> str | None:
 
 def read_job(name: str, root: str) -> JobSource:
     """Read job folder root (raises _deploy_files.ContentError naming the path)."""
-    digests = _deploy_files.hash_tree(root)["files"]
+    digests = _content.hash_tree(root)["files"]
     files, templates = {}, []
     for rel, digest in digests.items():
         if excluded(rel):
@@ -140,11 +140,11 @@ def read_job(name: str, root: str) -> JobSource:
     outs: dict[str, str] = {}
     for tmpl in templates:
         if tmpl.out.split("/", 1)[0] in RUNTIME_DIRS:
-            raise _deploy_files.ContentError(
+            raise _content.ContentError(
                 "job %s: %s renders %s, but %s/ belongs to the worker (never shipped); rename the template"
                 % (name, tmpl.rel, tmpl.out, tmpl.out.split("/", 1)[0]))
         if tmpl.out in outs:
-            raise _deploy_files.ContentError(
+            raise _content.ContentError(
                 "job %s: %s and %s both render %s; keep one of them" % (name, outs[tmpl.out], tmpl.rel, tmpl.out))
         outs[tmpl.out] = tmpl.rel
     shadowed = tuple(sorted(rel for rel in outs if rel in files))
@@ -160,7 +160,7 @@ def _read_template(root: str, rel: str, kind: str) -> Template:
             text = handle.read()
         executable = bool(os.stat(path).st_mode & stat.S_IXUSR)
     except (OSError, UnicodeDecodeError) as exc:
-        raise _deploy_files.ContentError("cannot read template %s: %s (templates are UTF-8 text files)"
+        raise _content.ContentError("cannot read template %s: %s (templates are UTF-8 text files)"
                                          % (path, getattr(exc, "strerror", None) or exc)) from None
     suffix = GO_SUFFIX if kind == "go" else JINJA_SUFFIX
     return Template(rel, rel[:-len(suffix)], kind, text, executable)
@@ -212,7 +212,7 @@ class Context:
     """What one allocation's templates see: the KV (secrets may be lazy), the dot, the rules."""
 
     kv: Mapping[str, Mapping[str, str]]
-    data: _kv.AllocationData
+    data: _functions.AllocationData
     upstream_jobs: tuple[str, ...] = ()
     digest_key: Callable[[], bytes] | None = None  # for secret-bearing outputs (secrets/kv.key)
     funcs: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # scrapeConfigs, ruleFiles of the deploy
@@ -269,7 +269,7 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
         except (OSError, ValueError, _secrets.SecretError) as exc:  # the key file is missing or unreadable
             raise RenderError(source.name, host, out.source or out.rel, "cannot digest a secret-bearing output: %s"
                               % exc, "restore secrets/kv.key (it decrypts the secrets the output reads)") from None
-    return AllocationContent(source.name, host, files, _deploy_files.tree_hash(files),
+    return AllocationContent(source.name, host, files, _content.tree_hash(files),
                              tuple(sorted(outputs, key=lambda o: o.rel)))
 
 
@@ -286,8 +286,8 @@ class _Tracker:
             self.values.add(value)
         return value
 
-    def funcs(self, reader: _kv.KVReader) -> dict[str, Callable]:
-        funcs = _kv.template_funcs(reader)
+    def funcs(self, reader: _functions.KVReader) -> dict[str, Callable]:
+        funcs = _functions.template_funcs(reader)
         for name in ("get", "getOptional", "keys"):
             funcs[name] = self._watch_ns(funcs[name])
         plain_secret = funcs["getSecret"]
@@ -300,7 +300,7 @@ class _Tracker:
 
     def _watch_ns(self, func: Callable) -> Callable:
         def watched(ns: str, *rest: Any) -> Any:
-            if isinstance(ns, str) and (_kv.is_secret_ns(ns) or (rest and _kv.is_private_key(ns, rest[0]))):
+            if isinstance(ns, str) and (_functions.is_secret_ns(ns) or (rest and _functions.is_private_key(ns, rest[0]))):
                 self.secret = True
                 return self.saw(func(ns, *rest))
             return func(ns, *rest)
@@ -312,8 +312,8 @@ class _Tracker:
         return text
 
 
-def _reader(context: Context) -> _kv.KVReader:
-    return _kv.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
+def _reader(context: Context) -> _functions.KVReader:
+    return _functions.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
                         missing=context.missing)
 
 
@@ -335,7 +335,7 @@ def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
 
 def _render_go(source: JobSource, tmpl: Template, context: Context, funcs: dict) -> str:
     try:
-        return _kv.parse_template(tmpl.text, tmpl.rel, _prometheus.PARSE_FUNCS).execute(context.data, funcs=funcs)
+        return _functions.parse_template(tmpl.text, tmpl.rel, _prometheus.PARSE_FUNCS).execute(context.data, funcs=funcs)
     except _gotemplate.TemplateError as exc:
         raise RenderError(source.name, context.data.WorkerIP, tmpl.rel, _cause(exc.cause), fix_for(exc.cause, source.name),
                           exc.line or None, exc.column) from None
@@ -367,16 +367,16 @@ def fix_for(cause: str, job: str) -> str:
 class _NamespaceView(Mapping):
     """One namespace as Jinja sees it: a missing key is an error naming the key, as Go's get."""
 
-    def __init__(self, reader: _kv.KVReader, tracker: _Tracker, ns: str) -> None:
+    def __init__(self, reader: _functions.KVReader, tracker: _Tracker, ns: str) -> None:
         self._reader, self._tracker, self._ns = reader, tracker, ns
 
     def __getitem__(self, key: str) -> str:
         value = self._reader.get(self._ns, str(key))
-        return self._tracker.saw(value) if _kv.is_secret_ns(self._ns) else value
+        return self._tracker.saw(value) if _functions.is_secret_ns(self._ns) else value
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._reader.lookup(self._ns, str(key))
-        if value is not None and _kv.is_secret_ns(self._ns):
+        if value is not None and _functions.is_secret_ns(self._ns):
             self._tracker.saw(value)
         return default if value is None else value
 
@@ -393,7 +393,7 @@ class _NamespaceView(Mapping):
 class _KVView(Mapping):
     """kv[namespace] in a .j2: only the namespaces the job may read (maand's rules)."""
 
-    def __init__(self, reader: _kv.KVReader, tracker: _Tracker) -> None:
+    def __init__(self, reader: _functions.KVReader, tracker: _Tracker) -> None:
         self._reader, self._tracker = reader, tracker
 
     def __getitem__(self, ns: str) -> _NamespaceView:
@@ -475,7 +475,7 @@ def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: di
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(source.name, host, exc.filename or tmpl.rel, "does not parse: %s" % exc.message,
                           "fix the Jinja2 syntax", exc.lineno) from None
-    except (jinja2.TemplateError, _kv.KVError, _gotemplate.TemplateError, _prometheus.PrometheusError, ArithmeticError,
+    except (jinja2.TemplateError, _functions.KVError, _gotemplate.TemplateError, _prometheus.PrometheusError, ArithmeticError,
             TypeError, ValueError, LookupError, AttributeError) as exc:
         file, line = _jinja_frame(exc, tmpl.rel, {t.rel for t in source.templates})
         cause = getattr(exc, "message", None) or str(exc)
@@ -585,7 +585,7 @@ class _SecretNamespace(Mapping):
         try:
             return self._store.get(self._ns, key, reveal_secrets=True)
         except _kv_store.KVStoreError as exc:
-            raise _kv.KVError(str(exc)) from None
+            raise _functions.KVError(str(exc)) from None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self._keys else default
@@ -609,10 +609,10 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
     try:
         store = _kv_store.KVStore.load(bucket_dir)
     except _kv_store.KVStoreError as exc:
-        raise _kv.KVError(str(exc)) from None
+        raise _functions.KVError(str(exc)) from None
     kv: dict = dict(store.snapshot())
     for ns in store.namespaces:
-        if _kv.is_secret_ns(ns):
+        if _functions.is_secret_ns(ns):
             kv[ns] = _SecretNamespace(store, ns)
     return kv, digest_loader(bucket_dir)
 
@@ -693,7 +693,7 @@ class Staging:
 
 def job_content(source: JobSource) -> dict:
     """The plan content of a job shipped as it is (no template, no overlay)."""
-    return {"hash": _deploy_files.tree_hash(source.files), "files": dict(source.files), "origins": {}}
+    return {"hash": _content.tree_hash(source.files), "files": dict(source.files), "origins": {}}
 
 
 def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str],
@@ -715,7 +715,7 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
         path = os.path.join(bucket_dir, records[name].get("path") or os.path.join("workspace", "jobs", name))
         try:
             out.sources[name] = read_job(name, path)
-        except _deploy_files.ContentError as exc:
+        except _content.ContentError as exc:
             out.content[name] = {"error": str(exc)}
             continue
         out.content[name] = job_content(out.sources[name])
@@ -726,7 +726,7 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
     if kv is None and any(out.sources[a["job"]].templates for a in todo):
         try:
             kv = load_kv(bucket_dir)
-        except _kv.KVError as exc:
+        except _functions.KVError as exc:
             out.errors.append("cannot read the KV store to render templates: %s" % exc)
             return out
     elif kv is None:
@@ -769,7 +769,7 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
                 current_versions: Mapping[tuple, str], update_seq: int, overlays: tuple,
                 funcs: Mapping[str, Callable], pending: frozenset = frozenset()) -> None:
     failed: dict[tuple, tuple[RenderError, list]] = {}
-    upstream = {name: tuple(_kv.upstream_jobs(catalog, name)) for name in out.sources}
+    upstream = {name: tuple(_functions.upstream_jobs(catalog, name)) for name in out.sources}
     workers = {w["host"]: w for w in catalog.get("workers", [])}
     versions = {j["name"]: str(j.get("version") or "") for j in catalog.get("jobs", [])}
     bucket_id = str(catalog.get("bucket_id") or "")
@@ -785,10 +785,10 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
         if not source.templates and not extra:
             continue
         worker = workers.get(host) or {}
-        data = _kv.AllocationData(
+        data = _functions.AllocationData(
             AllocationID=str(alloc.get("alloc_id") or ""), Job=job,
             CurrentVersion=current_versions.get((job, host)) or "0.0.0", NewVersion=versions.get(job, ""),
-            BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _kv.stable_uuid(host)), WorkerIP=host,
+            BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _functions.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
             BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
         context = Context(kv[0], data, upstream[job], _pending_key(kv[1]) if job in pending else kv[1], funcs,

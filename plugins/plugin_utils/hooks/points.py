@@ -32,7 +32,7 @@ import shutil
 import tempfile
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import run as _hook_run, commands as _hooks
+from . import run as _run, commands as _commands
 from ..bucket import storage as _storage
 from ..catalog import catalog as _catalog
 from .runtime_api import RuntimeAPI
@@ -49,20 +49,20 @@ class HookFailed(Exception):
 
 @contextlib.contextmanager
 def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]] | None = None,
-            timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
+            timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
             current_versions: Mapping[tuple[str, str], str] | None = None,
-            log: Callable[[str], None] = lambda msg: None) -> Iterator[_hook_run.Context]:
+            log: Callable[[str], None] = lambda msg: None) -> Iterator[_run.Context]:
     """The runtime API and a private staging folder for the hooks of one task. hosts: {host: {address,
     port, user, key, options, sudo}} for the maand module's run_ssh (built on the Ansible side:
     adapter/support.hosts_from_hostvars)."""
     _storage.ensure_data_dir(bucket_dir)
     stage = tempfile.mkdtemp(prefix=".hooks-", dir=os.path.join(bucket_dir, "data"))
     try:
-        hosts_file = _hook_run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
+        hosts_file = _run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
         with RuntimeAPI(bucket_dir, catalog) as api:
             if api.notice:
                 log(api.notice)
-            yield _hook_run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
+            yield _run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
                                     current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -70,8 +70,8 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
 
 @contextlib.contextmanager
 def built_session(bucket_dir: str, connections: Callable[[], Mapping[str, Mapping[str, Any]]],
-                  timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
-                  log: Callable[[str], None] = lambda msg: None) -> Iterator[_hook_run.Context]:
+                  timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
+                  log: Callable[[str], None] = lambda msg: None) -> Iterator[_run.Context]:
     """session() over the bucket's built catalog (build.catalog.CatalogError when it is missing or stale)
     and the workers' connection settings (connections(), read once the catalog is good): the
     maand.core.job_command task's job commands."""
@@ -82,54 +82,54 @@ def built_session(bucket_dir: str, connections: Callable[[], Mapping[str, Mappin
 
 def any_job_has(catalog: Mapping[str, Any], events: Iterable[str], jobs: Iterable[str] | None = None) -> bool:
     wanted = None if jobs is None else set(jobs)
-    return any(_hooks.jobs_with(catalog, e) and (wanted is None or wanted & set(_hooks.jobs_with(catalog, e)))
+    return any(_commands.jobs_with(catalog, e) and (wanted is None or wanted & set(_commands.jobs_with(catalog, e)))
                for e in events)
 
 
 # --- build and cli --------------------------------------------------------------------------------
 
-def post_build(ctx: _hook_run.Context) -> list[str]:
+def post_build(ctx: _run.Context) -> list[str]:
     """post_build of every job registering it, deployment_seq order; failures (all jobs run), each headed
     by maand's error kind: "ErrJobCommandFailed: post_build: job <job> command <command> ..."."""
     failures = []
-    for job in _hooks.jobs_with(ctx.catalog, "post_build"):
+    for job in _commands.jobs_with(ctx.catalog, "post_build"):
         failures += ["%s: post_build: %s" % (JOB_COMMAND_FAILED, failure)
-                     for failure in _hook_run.run_event(ctx, job, "post_build").failures()]
+                     for failure in _run.run_event(ctx, job, "post_build").failures()]
     return failures
 
 
-def cli(ctx: _hook_run.Context, command: str, job: str | None, concurrency: int = 1) -> tuple[list[str], list[str]]:
+def cli(ctx: _run.Context, command: str, job: str | None, concurrency: int = 1) -> tuple[list[str], list[str]]:
     """maand job_command: (jobs run, failures). A job that does not register the command for cli
     is maand's NotFoundError."""
     if job:
-        _hooks.job_entry(ctx.catalog, job)
-        if command not in _hooks.commands_for(ctx.catalog, job, "cli"):
-            registered = list(_hooks.commands_for(ctx.catalog, job, "cli"))
+        _commands.job_entry(ctx.catalog, job)
+        if command not in _commands.commands_for(ctx.catalog, job, "cli"):
+            registered = list(_commands.commands_for(ctx.catalog, job, "cli"))
             raise HookFailed('job "%s" command "%s" is not registered for event "cli" (its cli commands: %s); add '
                              '"cli" to commands.%s.executed_on in the job\'s manifest.json and rebuild'
                              % (job, command, ", ".join(registered) or "none", command))
         jobs = [job]
     else:
-        jobs = _hooks.jobs_with(ctx.catalog, "cli", command)
+        jobs = _commands.jobs_with(ctx.catalog, "cli", command)
         if not jobs:
-            known = sorted({c for j in _hooks.jobs_with(ctx.catalog, "cli")
-                            for c in _hooks.commands_for(ctx.catalog, j, "cli")})
+            known = sorted({c for j in _commands.jobs_with(ctx.catalog, "cli")
+                            for c in _commands.commands_for(ctx.catalog, j, "cli")})
             raise HookFailed('command "%s" is not registered for event "cli" by any job (cli commands: %s)'
                              % (command, ", ".join(known) or "none"))
     failures = []
     for name in jobs:
-        failures += _hook_run.run_event(ctx, name, "cli", concurrency=concurrency, commands=[command]).failures()
+        failures += _run.run_event(ctx, name, "cli", concurrency=concurrency, commands=[command]).failures()
     return jobs, failures
 
 
 # --- deploy ---------------------------------------------------------------------------------------
 
-def pre_deploy(ctx: _hook_run.Context, jobs: Iterable[str]) -> dict[str, list[str]]:
+def pre_deploy(ctx: _run.Context, jobs: Iterable[str]) -> dict[str, list[str]]:
     """pre_deploy of the given jobs in deployment_seq order: {failed job: messages}."""
-    order = {j: i for i, j in enumerate(_hooks.jobs_with(ctx.catalog, "pre_deploy"))}
+    order = {j: i for i, j in enumerate(_commands.jobs_with(ctx.catalog, "pre_deploy"))}
     failed = {}
     for job in sorted((j for j in jobs if j in order), key=order.get):
-        problems = _hook_run.run_event(ctx, job, "pre_deploy").failures()
+        problems = _run.run_event(ctx, job, "pre_deploy").failures()
         if problems:
             failed[job] = problems
     return failed
@@ -142,23 +142,23 @@ HEALTH_CHECK_CONCURRENCY = 1
 
 def gate_hooks(catalog: Mapping[str, Any], job: str) -> list[str]:
     """The gate events job registers (the planner gives such a job a gate on every batch)."""
-    return [e for e in GATE_EVENTS if _hooks.has_event(catalog, job, e)]
+    return [e for e in GATE_EVENTS if _commands.has_event(catalog, job, e)]
 
 
-def run_gate_hooks(ctx: _hook_run.Context, gate: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
+def run_gate_hooks(ctx: _run.Context, gate: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
     """One batch's gate with its hooks, in maand's order; the problems ([] = passed)."""
     job, info = gate["job"], gate.get("hooks") or {}
     # the batch's allocations (the last start batch's gate probes every start, its hooks run for the batch)
     hosts = list(info.get("batch_hosts") or gate.get("hosts") or [])
     if info.get("job_control"):
-        env = _hooks.job_control_env(info.get("new") or [], info.get("updated") or [])
-        targets = _hooks.targets(ctx.catalog, job)
-        problems = _hook_run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
+        env = _commands.job_control_env(info.get("new") or [], info.get("updated") or [])
+        targets = _commands.targets(ctx.catalog, job)
+        problems = _run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
     else:
-        env = _hooks.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
+        env = _commands.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
                                info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
-        targets = _hooks.targets(ctx.catalog, job, workers=hosts)
-        problems = _hook_run.run_event(ctx, job, "after_allocation_started", targets, env,
+        targets = _commands.targets(ctx.catalog, job, workers=hosts)
+        problems = _run.run_event(ctx, job, "after_allocation_started", targets, env,
                                        concurrency=max(1, len(targets))).failures()
     if problems or info.get("health") is False:  # a start batch before the last: maand checks health after all
         return problems
@@ -166,26 +166,26 @@ def run_gate_hooks(ctx: _hook_run.Context, gate: Mapping[str, Any], probes: Call
         problems = probes(gate)
         if problems:
             return problems
-    problems = _hook_run.run_event(ctx, job, "health_check", concurrency=HEALTH_CHECK_CONCURRENCY).failures()
+    problems = _run.run_event(ctx, job, "health_check", concurrency=HEALTH_CHECK_CONCURRENCY).failures()
     if problems or not info.get("last"):
         return problems
-    return _hook_run.run_event(ctx, job, "post_deploy").failures()
+    return _run.run_event(ctx, job, "post_deploy").failures()
 
 
-def after_stops(ctx: _hook_run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+def after_stops(ctx: _run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """after_allocation_stopped for every stopped allocation of the reconcile step: [(job, message)]."""
     out = []
     for op in ok_ops:
         if op.get("target") != "stop" or not op.get("job"):
             continue
-        if not _hooks.has_event(ctx.catalog, op["job"], "after_allocation_stopped"):
+        if not _commands.has_event(ctx.catalog, op["job"], "after_allocation_stopped"):
             continue
-        env = _hooks.stop_env(op["job"], op["host"])
-        targets = _hooks.targets(ctx.catalog, op["job"], workers=[op["host"]])
+        env = _commands.stop_env(op["job"], op["host"])
+        targets = _commands.targets(ctx.catalog, op["job"], workers=[op["host"]])
         if not targets:  # a removed allocation: no longer in the catalog's live rows
-            targets = [_hooks.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
+            targets = [_commands.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
                                      0, True)]
-        for msg in _hook_run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
+        for msg in _run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
             out.append((op["job"], msg))
     return out
 
@@ -198,9 +198,9 @@ def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
 @contextlib.contextmanager
 def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: Mapping[str, Any],
                      hosts: Callable[[], Mapping[str, Mapping[str, Any]]], probes: Callable[[Mapping[str, Any]], list[str]],
-                     timeout: int = _hook_run.DEFAULT_TIMEOUT, tail: int = _hook_run.DEFAULT_TAIL,
+                     timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
                      log: Callable[[str], None] = lambda msg: None
-                     ) -> Iterator[tuple[Callable, Callable | None, Callable[[], _hook_run.Context]]]:
+                     ) -> Iterator[tuple[Callable, Callable | None, Callable[[], _run.Context]]]:
     """(gate runner, after_results, context) for _deploy_run.advance/finish: the plain probes when the
     bucket has no gate hooks, else probes wrapped in the hooks; context() is the run's one hook session
     (the runtime API started lazily, on first use, and shared: it holds 127.0.0.1:8080), which the
@@ -208,7 +208,7 @@ def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: M
     session starts (building them reads every host's vars: a step without hooks must not pay that)."""
     holder: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        def context() -> _hook_run.Context:
+        def context() -> _run.Context:
             if "ctx" not in holder:
                 holder["ctx"] = stack.enter_context(session(bucket_dir, catalog or {}, hosts(), timeout, tail,
                                                             plan_versions(plan), log))
@@ -227,7 +227,7 @@ def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: M
             if step is None or step.get("wave") is not None:
                 return []
             stops = [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
-                     and _hooks.has_event(catalog, o["job"], "after_allocation_stopped")]
+                     and _commands.has_event(catalog, o["job"], "after_allocation_stopped")]
             return after_stops(context(), stops) if stops else []
         yield gate, after, context
 
@@ -235,32 +235,32 @@ def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: M
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
     """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); the next build resets it to
     the catalog order (maand/job/<job> workers, as maand's build syncs it), which is no override."""
-    from ..kv import store as _kv_store  # late: only the deploy plan needs it
+    from ..kv import store as _store  # late: only the deploy plan needs it
 
     try:
-        store = _kv_store.KVStore.load(bucket_dir)
-    except _kv_store.KVStoreError:
+        store = _store.KVStore.load(bucket_dir)
+    except _store.KVStoreError:
         return {}
     out = {}
     for job in jobs:
-        value = store.get("maand/job/%s" % job, _kv_store.ROLLOUT_ORDER_KEY)
+        value = store.get("maand/job/%s" % job, _store.ROLLOUT_ORDER_KEY)
         if value and value != store.get("maand/job/%s" % job, "workers"):
             out[job] = value
     return out
 
 
-def job_control_target(ctx: _hook_run.Context, job: str, target: str,
+def job_control_target(ctx: _run.Context, job: str, target: str,
                        workers: Iterable[str] | None = None) -> tuple[bool, list[str]]:
     """maand job start|stop|restart|reload|status for a job with job_control commands (maand
     jobcontrol/commands.go): the commands run with TARGET=<target> on the job's active allocations
     (those of workers, when given), all at once. (handled, failures); not handled without commands."""
-    if not _hooks.has_event(ctx.catalog, job, "job_control"):
+    if not _commands.has_event(ctx.catalog, job, "job_control"):
         return False, []
-    chosen = _hooks.targets(ctx.catalog, job)
+    chosen = _commands.targets(ctx.catalog, job)
     if workers:
         wanted = set(workers)
         chosen = [t for t in chosen if t.worker in wanted]
     if not chosen:
         return True, []
-    outcome = _hook_run.run_event(ctx, job, "job_control", chosen, {"TARGET": target}, concurrency=len(chosen))
+    outcome = _run.run_event(ctx, job, "job_control", chosen, {"TARGET": target}, concurrency=len(chosen))
     return True, outcome.failures()

@@ -23,8 +23,8 @@ import subprocess
 import tempfile
 from typing import Any, Callable, Iterable, Mapping
 
-from . import commands as _hooks
-from ..kv import functions as _kv, store as _kv_store
+from . import commands as _commands
+from ..kv import functions as _functions, store as _store
 from .runtime_api import RuntimeAPI
 
 DEFAULT_TIMEOUT = 600
@@ -43,7 +43,7 @@ class HookResult:
     error: str = ""
 
     def message(self) -> str:
-        head = "%s on %s failed: %s" % (_hooks.where(self.job, self.command, self.event), self.worker, self.error)
+        head = "%s on %s failed: %s" % (_commands.where(self.job, self.command, self.event), self.worker, self.error)
         if self.output:
             head += "\n--- last lines of output ---\n" + "\n".join(self.output)
         return head
@@ -127,36 +127,36 @@ def write_hosts_file(path: str, hosts: Mapping[str, Mapping[str, Any]]) -> str:
     return path
 
 
-def _stage_certs(ctx: Context, modules: str, target: _hooks.Target) -> None:
+def _stage_certs(ctx: Context, modules: str, target: _commands.Target) -> None:
     """The allocation's certificates (build keeps them in its maand/job/<job>/worker/<ip> namespace)
     in the staged _modules/certs/, as maand stages them for its hooks."""
-    if not _kv_store.KVStore.exists(ctx.bucket_dir):
+    if not _store.KVStore.exists(ctx.bucket_dir):
         return
     try:
-        store = _kv_store.KVStore.load(ctx.bucket_dir)
-    except _kv_store.KVStoreError:
+        store = _store.KVStore.load(ctx.bucket_dir)
+    except _store.KVStoreError:
         return
-    ns = {k: e.value for k, e in (store.namespaces.get(_kv.allocation_ns(target.job, target.worker)) or {}).items()
+    ns = {k: e.value for k, e in (store.namespaces.get(_functions.allocation_ns(target.job, target.worker)) or {}).items()
           if not e.deleted}
     if any(k.startswith("certs/") for k in ns):
-        _hooks.write_certs(modules, ns, store.get(_kv.WORKERS_NS, "certs/ca.crt"))
+        _commands.write_certs(modules, ns, store.get(_functions.WORKERS_NS, "certs/ca.crt"))
 
 
-def run_one(ctx: Context, target: _hooks.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:
-    job = _hooks.job_entry(ctx.catalog, target.job)
+def run_one(ctx: Context, target: _commands.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:
+    job = _commands.job_entry(ctx.catalog, target.job)
     if ctx.api.refusal:
         return HookResult(target.job, command, event, target.worker, False, None, [], ctx.api.refusal)
     try:
-        modules = _hooks.stage(ctx.bucket_dir, job.get("path") or "workspace/jobs/%s" % target.job, target.job,
+        modules = _commands.stage(ctx.bucket_dir, job.get("path") or "workspace/jobs/%s" % target.job, target.job,
                                target.worker, os.path.join(ctx.stage_root, "%s-%s" % (event, command)))
         _stage_certs(ctx, modules, target)
-        script = _hooks.resolve_script(modules, target.job, command)
-        argv = _hooks.argv_for(script, os.path.join(ctx.bucket_dir, job.get("path") or "", "_modules"))
-    except (_hooks.HookError, OSError) as exc:
+        script = _commands.resolve_script(modules, target.job, command)
+        argv = _commands.argv_for(script, os.path.join(ctx.bucket_dir, job.get("path") or "", "_modules"))
+    except (_commands.HookError, OSError) as exc:
         return HookResult(target.job, command, event, target.worker, False, None, [], str(exc))
     token, inv = ctx.api.open_session(target.job, target.worker, target.alloc_id, event, command)
     try:
-        env = _hooks.command_env(target, command, event, _hooks.ApiEndpoint(ctx.api.port, token, ctx.hosts_file),
+        env = _commands.command_env(target, command, event, _commands.ApiEndpoint(ctx.api.port, token, ctx.hosts_file),
                                  ctx.current_versions.get((target.job, target.worker), ""),
                                  str(job.get("version") or ""), extra)
         rc, output, error = run_process(argv, modules, env, ctx.timeout, ctx.tail,
@@ -168,22 +168,22 @@ def run_one(ctx: Context, target: _hooks.Target, command: str, event: str, extra
     return HookResult(target.job, command, event, target.worker, not error, rc, output, error)
 
 
-def run_event(ctx: Context, job: str, event: str, targets: Iterable[_hooks.Target] | None = None,
+def run_event(ctx: Context, job: str, event: str, targets: Iterable[_commands.Target] | None = None,
               extra: Mapping[str, str] | None = None, concurrency: int = 1,
               commands: Iterable[str] | None = None) -> HookOutcome:
     """Run job's commands for event (each in name order, all allocations of one command before
     the next command, stop at the first command that fails, as maand does)."""
     outcome = HookOutcome()
     try:
-        names = list(commands) if commands is not None else _hooks.commands_for(ctx.catalog, job, event)
-        chosen = list(targets) if targets is not None else _hooks.targets(ctx.catalog, job)
-    except _hooks.HookError as exc:
+        names = list(commands) if commands is not None else _commands.commands_for(ctx.catalog, job, event)
+        chosen = list(targets) if targets is not None else _commands.targets(ctx.catalog, job)
+    except _commands.HookError as exc:
         outcome.errors.append(str(exc))
         return outcome
     for command in names:
         if not chosen:
             break
-        ctx.log("%s on %s" % (_hooks.where(job, command, event), ", ".join(t.worker for t in chosen)))
+        ctx.log("%s on %s" % (_commands.where(job, command, event), ", ".join(t.worker for t in chosen)))
         width = max(1, min(concurrency, len(chosen)))
         with concurrent.futures.ThreadPoolExecutor(max_workers=width) as pool:
             results = list(pool.map(lambda t: run_one(ctx, t, command, event, extra or {}), chosen))

@@ -49,7 +49,7 @@ import urllib.parse
 from typing import Any, Mapping
 
 from . import peers as _peers
-from ..kv import functions as _kv, store as _kv_store
+from ..kv import functions as _functions, store as _store
 
 HEADER_ALLOC = "X-ALLOCATION-ID"
 HEADER_EVENT = "EVENT"
@@ -342,7 +342,7 @@ class RuntimeAPI:
         return ns, key, value if isinstance(value, str) else ""
 
     def _readable(self, inv: Invocation) -> list[str]:
-        return _kv.allowed_namespaces(inv.job, inv.worker, _kv.upstream_jobs(self.catalog, inv.job))
+        return _functions.allowed_namespaces(inv.job, inv.worker, _functions.upstream_jobs(self.catalog, inv.job))
 
     def _check_write(self, inv: Invocation, key: str) -> None:
         if inv.event == "health_check":
@@ -357,8 +357,8 @@ class RuntimeAPI:
         if ns not in self._readable(inv):
             raise _err("namespace")
         try:
-            value = _kv_store.KVStore.load(self.bucket_dir).get(ns, key, reveal_secrets=True)
-        except _kv_store.KVStoreError as exc:
+            value = _store.KVStore.load(self.bucket_dir).get(ns, key, reveal_secrets=True)
+        except _store.KVStoreError as exc:
             raise ApiReply(500, "Internal server error: %s" % exc) from None
         if value is None:
             raise _err("not_found")
@@ -367,8 +367,8 @@ class RuntimeAPI:
     def kv_put(self, inv, token, body, headers, query):
         ns, key, value = self._ns_key(self._payload(body, headers), need_value=True)
         # deploy_order: the key's name in maand before June 2026 (its older put_deploy_order helpers)
-        rollout = ns == _kv.job_ns(inv.job) and key in (_kv_store.ROLLOUT_ORDER_KEY, "deploy_order")
-        if ns != _kv.job_vars_ns(inv.job) and not (rollout and inv.event in ROLLOUT_ORDER_EVENTS):
+        rollout = ns == _functions.job_ns(inv.job) and key in (_store.ROLLOUT_ORDER_KEY, "deploy_order")
+        if ns != _functions.job_vars_ns(inv.job) and not (rollout and inv.event in ROLLOUT_ORDER_EVENTS):
             raise _err("namespace")
         self._check_write(inv, key)
         self._edit(lambda store: store.put_rollout_order(inv.job, value) if rollout else store.put(ns, key, value))
@@ -376,11 +376,11 @@ class RuntimeAPI:
         return 200, ""
 
     def kv_delete(self, inv, token, body, headers, query):
-        return self._delete(inv, body, headers, _kv.job_vars_ns(inv.job))
+        return self._delete(inv, body, headers, _functions.job_vars_ns(inv.job))
 
     def secret_put(self, inv, token, body, headers, query):
         ns, key, value = self._ns_key(self._payload(body, headers), need_value=True)
-        if ns != _kv.job_secrets_ns(inv.job):
+        if ns != _functions.job_secrets_ns(inv.job):
             raise _err("namespace")
         self._check_write(inv, key)
         self._edit(lambda store: store.put(ns, key, value))
@@ -388,7 +388,7 @@ class RuntimeAPI:
         return 200, ""
 
     def secret_delete(self, inv, token, body, headers, query):
-        return self._delete(inv, body, headers, _kv.job_secrets_ns(inv.job))
+        return self._delete(inv, body, headers, _functions.job_secrets_ns(inv.job))
 
     def _delete(self, inv, body, headers, allowed_ns):
         ns, key, _x = self._ns_key(self._payload(body, headers))
@@ -403,18 +403,18 @@ class RuntimeAPI:
 
     def _edit(self, change) -> Any:
         try:
-            with _kv_store.KVStore.edit(self.bucket_dir, wait=True) as store:
+            with _store.KVStore.edit(self.bucket_dir, wait=True) as store:
                 return change(store)
-        except _kv_store.KVStoreError as exc:
+        except _store.KVStoreError as exc:
             raise ApiReply(500, "Internal server error: %s" % exc) from None
 
     def kv_keys(self, inv, token, body, headers, query):
         data = self._read_payload(body, headers, query, required=False)
-        own = [_kv.job_vars_ns(inv.job), _kv.job_secrets_ns(inv.job)]
+        own = [_functions.job_vars_ns(inv.job), _functions.job_secrets_ns(inv.job)]
         wanted = data.get("namespace") or ""
         if wanted and wanted not in own:
             raise _err("namespace")
-        store = _kv_store.KVStore.load(self.bucket_dir)
+        store = _store.KVStore.load(self.bucket_dir)
         result = {}
         for ns in ([wanted] if wanted else own):
             result[ns] = sorted(k for k, e in (store.namespaces.get(ns) or {}).items() if not e.deleted)

@@ -33,7 +33,7 @@ import os
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-from . import gotemplate as _gotemplate, functions as _kv
+from . import gotemplate as _gotemplate, functions as _functions
 
 FUNC_NAMES = ("scrapeConfigs", "ruleFiles")
 KV_NAMESPACE = "maand/prometheus"
@@ -788,22 +788,22 @@ SCRAPE_TEMPLATE_FUNCS = ("get", "keys", "getSecret", "split", "upper", "lower", 
 
 def scrape_template_namespaces(job: str, upstream_jobs: Iterable[str] = ()) -> list[str]:
     """maand's BuildScrapeTemplateNamespaces: bucket, the job's own and those of the jobs it demands."""
-    out = [_kv.BUCKET_NS, _kv.BUCKET_VARS_NS, _kv.job_ns(job), _kv.job_bucket_vars_ns(job), _kv.job_vars_ns(job),
-           _kv.job_secrets_ns(job)]
+    out = [_functions.BUCKET_NS, _functions.BUCKET_VARS_NS, _functions.job_ns(job), _functions.job_bucket_vars_ns(job), _functions.job_vars_ns(job),
+           _functions.job_secrets_ns(job)]
     for up in upstream_jobs:
-        out.extend(ns for ns in (_kv.job_ns(up), _kv.job_vars_ns(up), _kv.job_secrets_ns(up)) if ns not in out)
+        out.extend(ns for ns in (_functions.job_ns(up), _functions.job_vars_ns(up), _functions.job_secrets_ns(up)) if ns not in out)
     return out
 
 
 @dataclasses.dataclass(frozen=True)
-class _ScrapeReader(_kv.KVReader):
+class _ScrapeReader(_functions.KVReader):
     @property
     def allowed(self) -> frozenset:  # type: ignore[override]
         return frozenset(scrape_template_namespaces(self.job, self.upstream_jobs))
 
     def check(self, namespace: str) -> None:
         if namespace not in self.allowed:
-            raise _kv.KVError("%s namespace is not available for job %s scrape template" % (namespace, self.job))
+            raise _functions.KVError("%s namespace is not available for job %s scrape template" % (namespace, self.job))
 
 
 @dataclasses.dataclass
@@ -819,8 +819,8 @@ def render_scrape_template(text: str, job: str, version: str, kv: Mapping[str, M
                            upstream_jobs: Iterable[str] = ()) -> str:
     """Render scrape.yaml.tpl as maand's build does; raises _gotemplate.TemplateError."""
     reader = _ScrapeReader(kv, job, "", tuple(upstream_jobs))
-    funcs = {name: func for name, func in _kv.template_funcs(reader).items() if name in SCRAPE_TEMPLATE_FUNCS}
-    funcs["int"] = _kv._atoi  # scrape_template.go's int does not trim, unlike deploy's templateInt
+    funcs = {name: func for name, func in _functions.template_funcs(reader).items() if name in SCRAPE_TEMPLATE_FUNCS}
+    funcs["int"] = _functions._atoi  # scrape_template.go's int does not trim, unlike deploy's templateInt
     data = ScrapeTemplateData(job, version or "0.0.0", version or "0.0.0")
     return _gotemplate.parse(text, SCRAPE_TPL, funcs).execute(data, funcs=funcs)
 
@@ -908,7 +908,7 @@ def compute_kv(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, Map
     scrape_jobs_length} and maand/job/<job> job_name; raises PrometheusError (file named)."""
     if not server_jobs(bucket_dir, catalog):
         return {KV_NAMESPACE: {"scrape_configs": "[]", "scrape_jobs": "", "scrape_jobs_length": "0"}}
-    upstream = upstream or (lambda name: _kv.upstream_jobs(catalog, name))
+    upstream = upstream or (lambda name: _functions.upstream_jobs(catalog, name))
     prom: dict[str, str] = {}
     out: dict[str, dict[str, str]] = {KV_NAMESPACE: prom}
     names: list[str] = []
@@ -924,7 +924,7 @@ def compute_kv(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, Map
             if owner != folder.job:
                 raise PrometheusError("duplicate prometheus job_name '%s' (jobs %s and %s)" % (resolved, owner, folder.job),
                                       "%s/%s" % (folder.rel, folder.scrape_file))
-        out[_kv.job_ns(folder.job)] = {"job_name": resolve_job_name(folder.job, _text(configs[0].get("job_name")))}
+        out[_functions.job_ns(folder.job)] = {"job_name": resolve_job_name(folder.job, _text(configs[0].get("job_name")))}
         prom["scrape/%s" % folder.job] = go_json(configs)
         job = scrape_job(catalog, folder.job, configs)
         if requires_active_allocations(configs) and not job.active_workers:
@@ -962,7 +962,7 @@ def render_scrape_configs(bucket_dir: str, catalog: Mapping[str, Any], kv: Mappi
     if text.strip() or names:
         return text
     jobs = [scrape_job(catalog, f.job, job_scrape_configs(f, _job_record(catalog, f.job), kv,
-                                                          _kv.upstream_jobs(catalog, f.job)))
+                                                          _functions.upstream_jobs(catalog, f.job)))
             for f in collect(bucket_dir, catalog) if f.scrape_file and (not only or f.job in only)]
     return _expand_all(jobs)
 

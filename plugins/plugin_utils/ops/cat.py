@@ -20,16 +20,16 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..catalog import catalog as _catalog
-from ..deploy import record as _deploy_record, run as _deploy_run
+from ..deploy import record as _record, run as _run
 from ..catalog import kv_build as _kv_build
-from ..kv import functions as _kv, store as _kv_store
+from ..kv import functions as _functions, store as _store
 from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
 
 VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs", "job_commands", "prometheus")
 ACTIVE_VIEWS = ("deployments", "allocations")  # the views maand_active narrows
 HASH_CHARS = 12
-MASK = _kv_store.MASK
+MASK = _store.MASK
 MAX_VALUE = 80
 
 
@@ -184,7 +184,7 @@ def shown_value(namespace: str, key: str, value: str | None, reveal: bool) -> st
     """A value as the table shows it: secrets masked, certificates and long text cut to a line."""
     if value is None:
         return "(deleted)"
-    if _kv.is_secret_ns(namespace) and not reveal:
+    if _functions.is_secret_ns(namespace) and not reveal:
         return MASK
     first = value.split("\n", 1)[0]
     if key.startswith("certs/") or first != value:
@@ -194,14 +194,14 @@ def shown_value(namespace: str, key: str, value: str | None, reveal: bool) -> st
 
 def _kv_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     table = Table("KV of %s" % bucket_dir, ("NAMESPACE", "KEY", "VALUE", "VERSION", "MODIFIED"))
-    if not _kv_store.KVStore.exists(bucket_dir):
-        kv = _kv.compute_kv(catalog, _kv.load_job_vars(bucket_dir, catalog))
+    if not _store.KVStore.exists(bucket_dir):
+        kv = _functions.compute_kv(catalog, _functions.load_job_vars(bucket_dir, catalog))
         for ns in sorted(n for n in kv if _kv_keep(request, n)):
             table.rows += [(ns, k, shown_value(ns, k, v, request.reveal), "-", "-") for k, v in sorted(kv[ns].items())]
         table.notes.append("computed from data/catalog.json: build has not written data/kv.json yet (rebuild)")
         return table
     try:
-        store = _kv_store.KVStore.load(bucket_dir)
+        store = _store.KVStore.load(bucket_dir)
         for ns in sorted(n for n in store.namespaces if _kv_keep(request, n)):
             for key, entry in sorted(store.namespaces[ns].items()):
                 if entry.deleted and not request.deleted:
@@ -209,9 +209,9 @@ def _kv_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> 
                 value = store.get(ns, key, reveal_secrets=request.reveal) if not entry.deleted else None
                 table.rows.append((ns, key, shown_value(ns, key, value, request.reveal), str(entry.version),
                                    _when(entry.modified)))
-    except _kv_store.KVStoreError as exc:
+    except _store.KVStoreError as exc:
         raise CatError(str(exc)) from None
-    if not request.reveal and any(_kv.is_secret_ns(r[0]) for r in table.rows):
+    if not request.reveal and any(_functions.is_secret_ns(r[0]) for r in table.rows):
         table.notes.append("secrets are shown as %s (-e maand_reveal=true decrypts them)" % MASK)
     return table
 
@@ -220,10 +220,10 @@ def _kv_get(bucket_dir: str, request: Request) -> Table:
     """One key in full (maand cat kv get): namespace, key, value, version, modified; a missing or deleted key
     is an error naming the keys of the namespace."""
     ns, key = request.namespace, request.key
-    if not _kv_store.KVStore.exists(bucket_dir):
+    if not _store.KVStore.exists(bucket_dir):
         raise CatError("%s has no data/kv.json: build the bucket first (ansible-playbook maand.core.build)" % bucket_dir)
     try:
-        store = _kv_store.KVStore.load(bucket_dir)
+        store = _store.KVStore.load(bucket_dir)
         keys = store.namespaces.get(ns)
         if keys is None:
             raise CatError("no KV namespace %s%s" % (ns, did_you_mean(ns, sorted(store.namespaces))))
@@ -234,9 +234,9 @@ def _kv_get(bucket_dir: str, request: Request) -> Table:
                 key, ns, " (it was deleted)" if entry is not None else "", did_you_mean(key, live)
                 or "; its keys are: %s" % (", ".join(live) or "(none)")))
         value = store.get(ns, key, reveal_secrets=request.reveal)
-    except _kv_store.KVStoreError as exc:
+    except _store.KVStoreError as exc:
         raise CatError(str(exc)) from None
-    secret = _kv.is_secret_ns(ns) and not request.reveal
+    secret = _functions.is_secret_ns(ns) and not request.reveal
     table = Table("KV key %s %s of %s" % (ns, key, bucket_dir), ("FIELD", "VALUE"),
                   [("namespace", ns), ("key", key), ("value", MASK if secret else value),
                    ("version", str(entry.version)), ("modified", _when(entry.modified))])
@@ -341,7 +341,7 @@ def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) 
             table.rows.append(_cert_row("ca", "", "", "ca", _certs.cert_status(handle.read(), buffer)))
     try:
         snapshot = _kv_build.read_kv(bucket_dir)
-    except _kv.KVError as exc:
+    except _functions.KVError as exc:
         raise CatError(str(exc)) from None
     for ns, keys in sorted(snapshot.items()):
         job, worker = namespace_owner(ns)
@@ -380,14 +380,14 @@ def last_run(bucket_dir: str) -> RunRecord | None:
             return None
         run_id, plan, state = records[-1][0], _loads(records[-1][1]), _loads(records[-1][2])
         return _run_record(run_id, plan, state)
-    root = _deploy_run.runs_root(bucket_dir)
+    root = _run.runs_root(bucket_dir)
     try:
         names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)))
     except OSError:
         return None
     if not names:
         return None
-    plan, state = _deploy_run.read_run(os.path.join(root, names[-1]))
+    plan, state = _run.read_run(os.path.join(root, names[-1]))
     return _run_record(names[-1], plan or {}, state or {})
 
 
@@ -457,7 +457,7 @@ def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Req
                                                      "CURRENT_VERSION", "NEW_VERSION", "LAST_RUN", "RESULT"))
     versions = {j["name"]: str(j.get("version") or "0.0.0") for j in catalog.get("jobs", [])}
     try:
-        latest = _deploy_record.latest(bucket_dir)
+        latest = _record.latest(bucket_dir)
     except _storage.StateStoreError as exc:
         raise CatError(str(exc)) from None
     rollout = latest.rollout if latest else {}
@@ -508,7 +508,7 @@ def _prometheus_table(bucket_dir: str, catalog: Mapping[str, Any], request: Requ
         if request.file:
             return _prometheus_file(bucket_dir, catalog, request, _prometheus)
         return _prometheus_summary(bucket_dir, catalog, request, _prometheus)
-    except (_prometheus.PrometheusError, _kv.KVError) as exc:
+    except (_prometheus.PrometheusError, _functions.KVError) as exc:
         raise CatError(str(exc)) from None
 
 

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..bucket import model as _model
 from ..catalog import certs as _certs, certs_build as _certs_build, kv_build as _kv_build
-from ..kv import functions as _kv, prometheus as _prometheus, store as _kv_store
+from ..kv import functions as _functions, prometheus as _prometheus, store as _store
 
 METRIC_NOT_AFTER = "maand_cert_not_after_seconds"
 METRIC_EXPIRING = "maand_cert_expiring"
@@ -300,14 +300,14 @@ def credentials(store: Any) -> tuple[str, str]:
 
 
 def _store_credentials(bucket_dir: str) -> tuple[str, str]:
-    if not _kv_store.KVStore.exists(bucket_dir):
+    if not _store.KVStore.exists(bucket_dir):
         return "", ""
     try:
-        store = _kv_store.KVStore.load(bucket_dir)
+        store = _store.KVStore.load(bucket_dir)
         if not (store.namespaces.get(SECRETS_NS) or {}):
             return "", ""
         return credentials(store)
-    except _kv_store.KVStoreError as exc:
+    except _store.KVStoreError as exc:
         raise CertMetricsError(str(exc)) from None
 
 
@@ -383,7 +383,7 @@ def push(bucket_dir: str, catalog: Mapping[str, Any], check_mode: bool = False,
         return Outcome("skipped", "cert metrics: nothing pushed: %s" % why)
     try:
         kv = _kv_build.read_kv(bucket_dir) if kv is None else kv
-    except _kv.KVError as exc:
+    except _functions.KVError as exc:
         raise CertMetricsError(str(exc)) from None
     try:
         metrics = list_metrics(bucket_dir, kv, renewal_buffer(bucket_dir))

@@ -51,7 +51,7 @@ from typing import Any, Iterable, Mapping
 from ..worker import layout as _layout
 from ..bucket import storage as _storage
 from ..catalog import catalog as _catalog
-from ..kv import store as _kv_store
+from ..kv import store as _store
 
 KEEP_STATES = ("active", "disabled")
 DAY = 86400.0
@@ -188,10 +188,10 @@ class Plan:
                 ", ".join(item.keys) or "-", item.reason))
         if self.history:
             out.append("kv history of keys last written more than %s day(s) ago (deleted keys; versions "
-                       "beyond the %d kept):" % (_days(self.retain_days), _kv_store.MAX_HISTORY))
+                       "beyond the %d kept):" % (_days(self.retain_days), _store.MAX_HISTORY))
             for item in self.history:
                 what = "the deleted key and its %d revision(s)" % item.revisions if item.whole_key else \
-                    "%d revision(s) beyond the %d kept" % (item.revisions, _kv_store.MAX_HISTORY)
+                    "%d revision(s) beyond the %d kept" % (item.revisions, _store.MAX_HISTORY)
                 out.append("  %s %s %s: %s" % (verb, item.namespace, item.key, what))
         out.extend("left alone: %s" % note for note in self.skipped)
         if self.empty:
@@ -456,7 +456,7 @@ def _plan_history(out: Plan, namespaces: Mapping[str, Mapping[str, Any]], purged
         if namespace in purged:
             continue
         for key, entry in sorted(namespaces[namespace].items()):
-            stale, whole = _kv_store.stale_revisions(entry, out.cutoff)
+            stale, whole = _store.stale_revisions(entry, out.cutoff)
             if stale:
                 out.history.append(HistoryPrune(namespace, key, stale, whole))
 
@@ -547,7 +547,7 @@ def _inputs(bucket: str):
     if catalog is None:
         raise GCError("%s/%s is missing: there is nothing to collect; run maand.core.build first"
                       % (bucket, _catalog.CATALOG_REL))
-    return catalog, _kv_store.KVStore.load(bucket)
+    return catalog, _store.KVStore.load(bucket)
 
 
 def targets(bucket: str, departed: Any, forget: Any) -> tuple:

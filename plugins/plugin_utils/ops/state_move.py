@@ -24,8 +24,8 @@ import os
 
 from ..bucket import state_pg as _state_pg, storage as _storage
 from ..catalog import catalog as _catalog
-from ..deploy import lock as _deploy_lock, run as _deploy_run
-from ..kv import store as _kv_store
+from ..deploy import lock as _lock, run as _run
+from ..kv import store as _store
 
 FILES = "files"
 RUNS_KEPT = 20
@@ -67,13 +67,13 @@ def _check(bucket_dir, docs):
             raise MoveError("the source catalog is not valid: %s; fix or rebuild it before moving" % exc) from None
     if "kv" in docs:
         try:
-            _kv_store._parse(json.loads(docs["kv"]))  # pylint: disable=protected-access
+            _store._parse(json.loads(docs["kv"]))  # pylint: disable=protected-access
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MoveError("the source KV document is not valid: %s; restore it before moving" % exc) from None
 
 
 def _file_runs(bucket_dir):
-    root = _deploy_run.runs_root(bucket_dir)
+    root = _run.runs_root(bucket_dir)
     out = []
     with contextlib.suppress(OSError):
         for name in sorted(os.listdir(root))[-RUNS_KEPT:]:
@@ -92,10 +92,10 @@ def move(bucket_dir, to, force=False, check_mode=False):
     target = target_store(bucket_dir, to)
     if source.kind == target.kind and source.label == target.label:
         raise MoveError("the bucket's state is already in %s: nothing to move" % target.label)
-    holder = _deploy_lock.holder(bucket_dir)
+    holder = _lock.holder(bucket_dir)
     if holder is not None:
         raise MoveError("a deploy holds the bucket's deploy lock (%s): move the state when it has finished"
-                        % (_state_pg.describe(holder) if "run_pid" in holder else _deploy_lock.describe(holder)))
+                        % (_state_pg.describe(holder) if "run_pid" in holder else _lock.describe(holder)))
     with _storage.bucket_lock(bucket_dir, wait=True):
         docs = {name: doc.text for name, doc in source.documents().items() if name in _storage.DOCUMENTS}
         if "catalog" not in docs:

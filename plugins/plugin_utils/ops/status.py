@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import cat as _cat
 from ..catalog import catalog as _catalog
-from ..deploy import jobspec_deploy as _jobspec_deploy, plan as _deploy_plan
-from ..hooks import commands as _hooks
+from ..deploy import jobspec_deploy as _jobspec_deploy, plan as _plan
+from ..hooks import commands as _commands
 from ..bucket.problems import did_you_mean
 
 FORMATS = ("table", "json")
@@ -84,9 +84,9 @@ def status_ops(catalog: Mapping[str, Any], host: str, allocations: Iterable[Mapp
         if wanted and job not in wanted:
             continue
         version = (records.get(job) or {}).get("version") or alloc.get("version") or "0.0.0"
-        control = _hooks.has_event(catalog, job, "job_control")
+        control = _commands.has_event(catalog, job, "job_control")
         op = {"id": job, "kind": "status", "job": job, "host": host, "target": None if control else "status",
-              "env": _deploy_plan.catalog_allocation_env(catalog, job, host, version, version)}
+              "env": _plan.catalog_allocation_env(catalog, job, host, version, version)}
         ops.append(spec_op(op, job) if spec_op else op)
     return ops
 
@@ -174,7 +174,7 @@ def rows(catalog: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], j
             else:
                 row.deployed = outcome.get("version")
                 row.last_deploy = when(outcome.get("deployed_at"))
-                row.running, row.note = _running(outcome, _hooks.has_event(catalog, job, "job_control"))
+                row.running, row.note = _running(outcome, _commands.has_event(catalog, job, "job_control"))
                 if outcome.get("pending"):
                     row.note = ("start not promoted yet; " + row.note).rstrip("; ")
                 row.note = "; ".join(n for n in history_notes(outcome) + [row.note] if n)

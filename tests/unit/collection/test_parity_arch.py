@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import (
     HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_shortfalls, merge_hardware, normalize_arch,
     parse_hardware,
@@ -68,7 +68,7 @@ def test_build_places_by_arch_and_explains(tmp_path):
     job(root, "any", {"selectors": ["worker"]})
     write(os.path.join(root, "maand.conf"), 'hardware = "arch=amd64"\n')
     job(root, "bucketwide", {"selectors": ["worker"]})
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok, [str(p) for p in result.report.errors]
     placed = {(a["job"], a["worker"]) for a in result.catalog["allocations"]}
     assert placed == {("arm", "10.0.0.2"), ("any", "10.0.0.1"), ("bucketwide", "10.0.0.1")}
@@ -79,6 +79,6 @@ def test_unknown_worker_arch_warns_and_matches_nothing(tmp_path):
     root = init_bucket(tmp_path)
     ws(root, "workers.json", [{"host": "10.0.0.1", "arch": "MIPS"}])
     job(root, "a", {"selectors": ["worker"], "hardware": "arch=amd64"})
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert any(w.field == "[0].arch" and "'MIPS'" in w.message for w in result.report.warnings)
     assert result.catalog["allocations"] == []

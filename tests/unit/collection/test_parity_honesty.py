@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import did_you_mean
 from tests.bucket_factory import write
 from tests.maand_init import init_bucket, job, ws
@@ -54,14 +54,14 @@ CASES = [
 def test_not_honoured_is_a_warning_naming_it_and_an_error_in_strict(tmp_path, name, setup, file, field, words):
     root = init_bucket(tmp_path)
     setup(root)
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok, text(result)
     assert (file, field) in unhonoured(result), text(result)
     assert words in text(result)
-    strict = _build.build(root, strict=True)
+    strict = _service.build(root, strict=True)
     assert (file, field) in [(p.file, p.field) for p in strict.report.errors]
     assert not strict.written and _catalog.read_catalog(root) is None  # nothing written
-    assert _build.build(root).written  # without strict: built, with the warning
+    assert _service.build(root).written  # without strict: built, with the warning
 
 
 def test_a_plain_maand_bucket_has_nothing_unhonoured(tmp_path):
@@ -76,7 +76,7 @@ def test_a_plain_maand_bucket_has_nothing_unhonoured(tmp_path):
                          "timeout_seconds": 2, "wait": {"attempts": 3, "interval_seconds": 1}}},
         makefile="start:\n\ttrue\nreload:\n\ttrue\n")
     ws(root, "disabled.json", {"jobs": {"web": {"allocations": ["10.0.0.1"]}}, "workers": []})
-    result = _build.build(root, strict=True)
+    result = _service.build(root, strict=True)
     assert result.report.ok and not result.report.warnings, text(result)
 
 
@@ -100,7 +100,7 @@ NOW_HONOURED = [
 def test_templates_and_kv_inputs_are_honoured(tmp_path, name, setup):
     root = init_bucket(tmp_path)
     setup(root)
-    result = _build.build(root, strict=True)
+    result = _service.build(root, strict=True)
     assert result.report.ok and not unhonoured(result), text(result)
     assert result.written and os.path.isfile(os.path.join(root, "data", "kv.json"))
 

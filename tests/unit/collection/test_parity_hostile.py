@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import write
@@ -18,7 +18,7 @@ from tests.maand_init import init_bucket, job, ws
 
 
 def refused(root, file, field=None, words=None):
-    result = _build.build(root)
+    result = _service.build(root)
     assert not result.report.ok and not result.written
     assert not os.path.exists(_catalog.catalog_path(root))
     hits = [p for p in result.report.errors if p.file == file and (field is None or p.field.lstrip("$.") == field)]
@@ -117,7 +117,7 @@ def test_data_symlink_is_refused_and_nothing_written_through_it(tmp_path):
     os.symlink(str(outside), os.path.join(root, "data"))
     refused(root, "data", None, "data/ is a symlink")
     assert os.listdir(str(outside)) == []  # no lock file, no catalog
-    assert not _build.build(root, check_mode=True).report.ok
+    assert not _service.build(root, check_mode=True).report.ok
 
 
 @pytest.mark.parametrize("link, target, ok", [
@@ -136,7 +136,7 @@ def test_job_symlinks(tmp_path, link, target, ok):
     write(os.path.join(root, "outside.txt"), "x")
     os.makedirs(os.path.dirname(os.path.join(job_dir, link)), exist_ok=True)
     os.symlink(target.format(job=job_dir), os.path.join(job_dir, link))
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok == ok, "\n".join(map(str, result.report.errors))
     if not ok:
         assert [(p.kind, p.file, p.field) for p in result.report.errors] == [("ErrInvalidJob", "workspace/jobs/a", link)]
@@ -147,7 +147,7 @@ def test_linked_folder_that_escapes_is_refused(tmp_path):
     job(root, "a", {})
     job_dir = os.path.join(root, "workspace", "jobs", "a")
     os.symlink("../../..", os.path.join(job_dir, "up"))
-    assert [p.field for p in _build.compute(root).report.errors] == ["up"]
+    assert [p.field for p in _service.compute(root).report.errors] == ["up"]
 
 
 # --- property tests: hostile values anywhere ---------------------------------------------------------
@@ -185,7 +185,7 @@ def test_hostile_numbers_anywhere_are_refused_with_file_and_field(value, where, 
         else:
             ws(root, "disabled.json", '{"%s": %s}' % (key, value))
             file = "workspace/disabled.json"
-        result = _build.build(root)
+        result = _service.build(root)
         assert not result.report.ok and not result.written
         assert all(p.kind in KINDS and p.file and p.fix for p in result.report.errors)
         hits = [p for p in result.report.errors if p.file == file]
@@ -208,7 +208,7 @@ def test_any_nesting_depth_builds_or_names_the_file(depth, opener, where):
         else:
             ws(root, "workers.json", '[{"host": "10.0.0.1", "extra": %s}]' % value)
             file = "workspace/workers.json"
-        result = _build.build(root)
+        result = _service.build(root)
         assert all(p.kind in KINDS and p.file and p.fix for p in result.report.errors)
         if depth + 2 > _readers.MAX_DEPTH:
             assert any(p.file == file for p in result.report.errors)

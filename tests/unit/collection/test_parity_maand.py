@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.units import parse_version
 from tests.bucket_factory import write
 from tests.maand_init import harness_labels, init_bucket, job, ws
@@ -359,7 +359,7 @@ def test_maand_build_outcome(tmp_path, name, source, setup, kind, words):
     setup(root)
     if source.startswith("tests/"):  # maand's tests/ package builds through its harness
         harness_labels(root)
-    result = _build.compute(root)
+    result = _service.compute(root)
     text = "\n".join(str(p) for p in result.report.errors)
     if kind is None:
         assert result.report.ok, "%s (%s) builds in maand; here: %s" % (name, source, text)
@@ -374,19 +374,19 @@ def test_maand_build_outcome(tmp_path, name, source, setup, kind, words):
 def test_init_ssh_port_zero_means_22(tmp_path):
     """maand bucket/config.go SSHPort: ssh_port <= 0 -> 22."""
     root = init_bucket(tmp_path)
-    bucket = _build.compute(root).bucket
+    bucket = _service.compute(root).bucket
     assert bucket.conf["ssh_port"] == 22
     write(os.path.join(root, "maand.conf"), 'ssh_port = 2222\n')
-    assert _build.compute(root).bucket.conf["ssh_port"] == 2222
+    assert _service.compute(root).bucket.conf["ssh_port"] == 2222
     write(os.path.join(root, "maand.conf"), 'ssh_port = 70000\n')
-    assert "ErrInvalidMaandConf" in {p.kind for p in _build.compute(root).report.errors}
+    assert "ErrInvalidMaandConf" in {p.kind for p in _service.compute(root).report.errors}
 
 
 def test_missing_workers_json_builds_zero_workers_with_a_hint(tmp_path):
     root = init_bucket(tmp_path)
     no_workers_json(root)
     job(root, "a", "{}")
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok and result.catalog["workers"] == [] and result.catalog["allocations"] == []
     assert any("zero workers" in str(w) for w in result.report.warnings)
 
@@ -395,7 +395,7 @@ def test_folder_without_manifest_is_not_a_job_and_warns(tmp_path):
     root = init_bucket(tmp_path)
     os.makedirs(os.path.join(root, "workspace", "jobs", "notes"))
     job(root, "a", "{}")
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok and [j["name"] for j in result.catalog["jobs"]] == ["a"]
     assert any(w.file == "workspace/jobs/notes" and "not a job" in w.message for w in result.report.warnings)
 
@@ -405,7 +405,7 @@ def test_version_kept_as_written(tmp_path, written):
     """tests/build_job_test.go TestJobVersionUpdate: "1.1" is stored as "1.1"."""
     root = init_bucket(tmp_path)
     job(root, "a", {"version": written})
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok
     assert result.catalog["jobs"][0]["version"] == written
 
@@ -413,7 +413,7 @@ def test_version_kept_as_written(tmp_path, written):
 def test_version_must_be_a_string(tmp_path):
     root = init_bucket(tmp_path)
     job(root, "a", {"version": 2})
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert [(p.kind, p.field) for p in result.report.errors] == [("ErrInvalidManifest", "version")]
     assert "of type string" in str(result.report.errors[0])
 
@@ -426,7 +426,7 @@ def test_bucket_jobs_conf_values_must_be_strings(tmp_path, conf, key):
     root = init_bucket(tmp_path)
     job(root, "a", "{}")
     ws(root, "bucket.jobs.conf", conf)
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert [(p.kind, p.file, p.field) for p in result.report.errors] == [
         ("ErrInvalidBucketConf", "workspace/bucket.jobs.conf", key)]
     assert "quote the value" in result.report.errors[0].fix
@@ -436,7 +436,7 @@ def test_bucket_conf_values_must_be_strings(tmp_path):
     """bucket/port_range.go LoadPortRange and build/build_variables.go read bucket.conf as map[string]string."""
     root = init_bucket(tmp_path)
     ws(root, "bucket.conf", 'port_min = 30000\nport_max = "39999"\nstarted = 1979-05-27T07:32:00Z\n')
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert sorted(p.field for p in result.report.errors if p.kind == "ErrInvalidBucketConf") == ["port_min", "started"]
 
 
@@ -444,9 +444,9 @@ def test_explicit_worker_label_is_not_a_duplicate(tmp_path):
     """maand's docs list "worker" among labels (docs/start/04-workers.md); see README Differences from maand."""
     root = init_bucket(tmp_path)
     ws(root, "workers.json", '[{"host":"10.0.0.1","labels":["worker","web"]}]')
-    assert _build.compute(root).report.ok
+    assert _service.compute(root).report.ok
     ws(root, "workers.json", '[{"host":"10.0.0.1","labels":["web"," WEB"]}]')
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert [p.field for p in result.report.errors] == ["[0].labels"]
 
 
@@ -635,7 +635,7 @@ def test_maand_build_values(tmp_path, name, source, setup, get, expected):
     setup(root)
     if source.startswith("tests/"):  # maand's tests/ package builds through its harness
         harness_labels(root)
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok, [str(p) for p in result.report.errors]
     assert get(result) == expected, source
 
@@ -647,7 +647,7 @@ def test_build_uninitialized(tmp_path, source, folders):
     data/maand.db; here: no maand.conf), and no catalog is written."""
     for folder in folders:
         os.makedirs(os.path.join(str(tmp_path), folder))
-    result = _build.build(str(tmp_path))
+    result = _service.build(str(tmp_path))
     assert [(p.kind, p.file) for p in result.report.errors] == [("ErrNotInitialized", "maand.conf")]
     assert "maand.core.init" in result.report.errors[0].fix
     assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))

@@ -15,8 +15,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs, service as _build, kv_build as _kv_build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs, service as _service, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from tests.bucket_factory import write
 from tests.maand_init import INIT_MAAND_CONF, harness_labels, init_bucket, job, ws
@@ -571,7 +571,7 @@ def test_maand_rebuild(tmp_path, name, source, steps):
         if step in (BUILD, BUILD_PURGE) or isinstance(step, Fails):
             if source.startswith("tests/"):  # maand's tests/ package builds through its harness (tests/maand_init.py)
                 harness_labels(root)
-            result = _build.build(root, purge_job_kv=step == BUILD_PURGE)
+            result = _service.build(root, purge_job_kv=step == BUILD_PURGE)
             if isinstance(step, Fails):
                 found = {p.kind for p in result.report.errors}
                 assert step.kind in found, "%s: maand refuses with %s; here: %s" % (where, step.kind, found or "OK")
@@ -605,7 +605,7 @@ def test_health_probe_port_is_a_port_name(tmp_path, port, words):
     quoted or not, is refused, as maand refuses it (README, docs/deploy.md)."""
     root = init_bucket(tmp_path)
     job(root, "a", {"resources": {"ports": {"http_port": {}}}, "health_check": {"checks": [{"type": "tcp", "port": port}]}})
-    result = _build.compute(root)
+    result = _service.compute(root)
     found = [(p.kind, p.field) for p in result.report.errors]
     if words is None:
         assert result.report.ok, found
@@ -624,7 +624,7 @@ def test_cat_command(tmp_path):
                    '"resources":{"ports":{"web_port":{}}}}', modules=["command_health_check.py"])
     job(root, "b", '{"selectors": ["worker"], "commands":{"command_health_check":{"executed_on":["cli"]}}}',
         modules=["command_health_check.py"])
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, result.report.error_text()
     rows = {view: _cat.cat(root, _cat.Request(view=view)).rows for view in ("jobs", "ports", "kv", "allocations", "workers")}
     assert [r[0] for r in rows["jobs"]] == ["a", "b"] and rows["ports"] == [("a", "web_port", rows["ports"][0][2])]
@@ -643,8 +643,8 @@ def test_sync_cert_key_values_preserves_allocation_metadata(tmp_path):
     ns = "maand/job/zookeeper/worker/10.48.200.1"
     entries = []
     for _build_number in range(2):
-        assert _build.build(root).report.ok
-        space = _kv_store.KVStore.load(root).namespaces[ns]
+        assert _service.build(root).report.ok
+        space = _store.KVStore.load(root).namespaces[ns]
         entries.append({k: (space[k].value, space[k].version) for k in (
             "certs/quorum.crt", "certs/quorum.key", "zookeeper_allocation_index", "peer_workers")})
     assert entries[0] == entries[1]

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.maand.core.plugins.action import deploy_finish, deploy_step
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run
 from tests.unit.plugin_utils.deploy.test_run_state import PLAN
 
 
@@ -26,7 +26,7 @@ def action(cls, args, check_mode=False):
 @pytest.fixture
 def run_dir(tmp_path):
     (tmp_path / "data").mkdir()
-    return DR.new_run(str(tmp_path), PLAN)
+    return _run.new_run(str(tmp_path), PLAN)
 
 
 def test_step_action_plans_a_step(run_dir):
@@ -42,7 +42,7 @@ def test_step_action_turns_a_broken_run_into_failed(run_dir, tmp_path):
 def test_an_unexpected_exception_in_a_step_propagates(run_dir):
     # Ansible turns an exception of an action into a failed task: it must not be swallowed here
     act = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0})
-    with mock.patch.object(DR, "advance", side_effect=RuntimeError("injected")):
+    with mock.patch.object(_run, "advance", side_effect=RuntimeError("injected")):
         with pytest.raises(RuntimeError, match="injected"):
             act.run(task_vars={})
 
@@ -51,7 +51,7 @@ def test_a_step_whose_gates_meet_an_unsafe_control_folder_fails_with_its_path_an
     # the run's ssh multiplexing folder (a name in the shared temp folder) is a link: a failed task, no traceback
     os.symlink(tmp_path, tmp_path / "planted")
     act = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0})
-    with mock.patch.object(DR, "advance", side_effect=lambda *a, **k: storage.own_private_dir(str(tmp_path / "planted"))):
+    with mock.patch.object(_run, "advance", side_effect=lambda *a, **k: storage.own_private_dir(str(tmp_path / "planted"))):
         res = act.run(task_vars={})
     assert res["failed"] and res["msg"].startswith("%s is a symbolic link: " % (tmp_path / "planted")), res
     assert "rm -rf %s" % (tmp_path / "planted") in res["msg"]
@@ -117,11 +117,11 @@ def test_state_read_of_a_good_worker_is_reachable():
 
 
 def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tmp_path, monkeypatch):
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
     assert not action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0}).run(task_vars={}).get("failed")
-    monkeypatch.setenv(DR.FAULT_ENV, "finish")
+    monkeypatch.setenv(_run.FAULT_ENV, "finish")
     released = []
-    monkeypatch.setattr(_deploy_lock, "release", lambda bucket, pid: released.append(bucket))
+    monkeypatch.setattr(_lock, "release", lambda bucket, pid: released.append(bucket))
     res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": PLAN, "run_dir": run_dir}).run(
         task_vars={})
     assert res["failed"] and "the deploy finish step crashed" in res["msg"] and "InjectedFault" in res["msg"], res
@@ -137,11 +137,11 @@ def test_finish_returns_the_verdict_and_writes_the_table_to_the_screen(tmp_path,
     rows.append({"job": "web", "worker": "h3", "action": "skip", "from_version": "1.0.0", "to_version": "1.0.0"})
     plan = dict(PLAN, steps=steps, rows=rows)
     (tmp_path / "data").mkdir()
-    run_dir = DR.new_run(str(tmp_path), plan)
-    for seg in DR.segments(plan, 3):
+    run_dir = _run.new_run(str(tmp_path), plan)
+    for seg in _run.segments(plan, 3):
         res = action(deploy_step.ActionModule, {"run_dir": run_dir, "step": seg["step"]}).run(task_vars={})
         assert not res.get("failed"), res
-        answer_all(run_dir, DR.step_key(seg["step"]), res["hosts"])
+        answer_all(run_dir, _run.step_key(seg["step"]), res["hosts"])
     shown = []
     monkeypatch.setattr(_controller.display, "display", lambda msg, **kw: shown.append(msg))
     res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": plan, "run_dir": run_dir,

@@ -6,7 +6,7 @@ import os
 from ansible.inventory.data import InventoryData
 
 from ansible_collections.maand.core.plugins.inventory import workspace
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
 
 W1 = {"host": "10.0.0.1", "labels": ["worker"], "memory": "4096 mb", "cpu": "4000 mhz"}
@@ -16,7 +16,7 @@ W2 = {"host": "10.0.0.2", "labels": ["worker"], "memory": "4096 mb", "cpu": "400
 def built(tmp_path):
     make_bucket(tmp_path, [W1], {"api": {"selectors": ["worker"]}},
                 maand_conf='ssh_user = "deploy"\nssh_key = "id"\nssh_port = 2222\n')
-    assert _build.build(str(tmp_path)).written
+    assert _service.build(str(tmp_path)).written
     return str(tmp_path)
 
 
@@ -133,9 +133,9 @@ def test_success_sets_the_same_variables_on_all(tmp_path):
 
 def test_removed_workers_come_from_the_catalog(tmp_path):
     make_bucket(tmp_path, [W1, W2], {"api": {"selectors": ["worker"]}})
-    assert _build.build(str(tmp_path)).written
+    assert _service.build(str(tmp_path)).written
     set_workers(tmp_path, [W1])
-    assert _build.build(str(tmp_path)).written
+    assert _service.build(str(tmp_path)).written
     module = plugin()
     module.get_option = lambda name: None
     module._populate(workspace.load_from_catalog(str(tmp_path)))

@@ -9,18 +9,18 @@ import yaml
 from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 
-from ansible_collections.maand.core.plugins.lookup import kv as kv_lookup
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.lookup import kv as _kv
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
 
 @pytest.fixture(scope="module")
 def lookup():
     """The plugin with its documented options registered, as the plugin loader would."""
-    options = yaml.safe_load(kv_lookup.DOCUMENTATION)["options"]
+    options = yaml.safe_load(_kv.DOCUMENTATION)["options"]
     C.config.initialize_plugin_configuration_definitions("lookup", "maand.core.kv", options)
-    plugin = kv_lookup.LookupModule()
+    plugin = _kv.LookupModule()
     plugin._load_name = "maand.core.kv"
     return plugin
 
@@ -28,8 +28,8 @@ def lookup():
 @pytest.fixture()
 def built(tmp_path):
     root = bucket(tmp_path)
-    assert _build.build(root).written
-    store = _kv_store.KVStore.load(root)
+    assert _service.build(root).written
+    store = _store.KVStore.load(root)
     store.put("secrets/job/api", "db_password", "p@ss-123")
     store.save()
     return root
@@ -57,10 +57,10 @@ def test_secrets_need_reveal(lookup, built):
 
 def test_private_keys_of_issued_certificates_need_reveal(lookup, built):
     """Security review L2: a leaf key reads as a secret does; a whole-namespace read masks it."""
-    store = _kv_store.KVStore.load(built)
+    store = _store.KVStore.load(built)
     ns = "maand/job/api/worker/10.0.0.1"
-    store.namespaces[ns]["certs/tls.key"] = _kv_store.Entry("-----BEGIN PRIVATE KEY-----")
-    store.namespaces[ns]["certs/tls.crt"] = _kv_store.Entry("-----BEGIN CERTIFICATE-----")
+    store.namespaces[ns]["certs/tls.key"] = _store.Entry("-----BEGIN PRIVATE KEY-----")
+    store.namespaces[ns]["certs/tls.crt"] = _store.Entry("-----BEGIN CERTIFICATE-----")
     store.dirty = True
     store.save()
     with pytest.raises(AnsibleLookupError, match="certs/tls.key of %s is a private key; pass reveal=true" % ns):

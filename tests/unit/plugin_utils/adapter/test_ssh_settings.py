@@ -5,9 +5,9 @@ plugin does), then the host's common/extra args; the same argv for probes and di
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as S
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as P
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _support
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress
 
 
 class Config:
@@ -26,16 +26,16 @@ class Config:
 
 
 def test_ssh_args_carry_ansibles_host_key_policy():
-    assert S.ssh_args(Config("-o ControlMaster=auto"), {}) == "-o ControlMaster=auto"
-    assert S.ssh_args(Config("-o ControlMaster=auto", hkc=False), {}) == "-o ControlMaster=auto -o StrictHostKeyChecking=no"
-    assert S.ssh_args(Config("", hkc=True), {"ansible_host_key_checking": False}) == "-o StrictHostKeyChecking=no"
-    assert S.ssh_args(Config("-C", hkc=False, plugin_loaded=False), {}) == "-o StrictHostKeyChecking=no"  # general setting
+    assert _support.ssh_args(Config("-o ControlMaster=auto"), {}) == "-o ControlMaster=auto"
+    assert _support.ssh_args(Config("-o ControlMaster=auto", hkc=False), {}) == "-o ControlMaster=auto -o StrictHostKeyChecking=no"
+    assert _support.ssh_args(Config("", hkc=True), {"ansible_host_key_checking": False}) == "-o StrictHostKeyChecking=no"
+    assert _support.ssh_args(Config("-C", hkc=False, plugin_loaded=False), {}) == "-o StrictHostKeyChecking=no"  # general setting
 
 
 def test_a_hosts_own_host_key_checking_false_is_honoured():
     hostvars = {"h1": {"ansible_host": "10.0.0.1", "ansible_host_key_checking": "False", "ansible_ssh_common_args": "-o A=b"},
                 "h2": {"ansible_host": "10.0.0.2"}}
-    conns = S.hosts_from_hostvars(hostvars, ["h1", "h2"], "-C")
+    conns = _support.hosts_from_hostvars(hostvars, ["h1", "h2"], "-C")
     assert conns["h1"]["options"] == ["-C", "-o", "StrictHostKeyChecking=no", "-o", "A=b"]
     assert conns["h2"]["options"] == ["-C"]
 
@@ -43,7 +43,7 @@ def test_a_hosts_own_host_key_checking_false_is_honoured():
 def test_probes_and_diagnostics_use_one_ssh_command_line():
     conn = {"address": "10.0.0.1", "port": 2222, "user": "agent", "key": "/k", "sudo": True,
             "options": ["-o", "UserKnownHostsFile=/tmp/kh", "-o", "StrictHostKeyChecking=no"]}
-    tail = P.ssh_argv(conn, "tail logs/x", connect_timeout=7)
-    assert tail[:-1] == G.ssh_argv(conn, 7) and tail[-1] == G.ssh_remote("tail logs/x", sudo=True)
+    tail = _progress.ssh_argv(conn, "tail logs/x", connect_timeout=7)
+    assert tail[:-1] == _gate.ssh_argv(conn, 7) and tail[-1] == _gate.ssh_remote("tail logs/x", sudo=True)
     # the run's policy comes before the probes' own accept-new: ssh keeps the first value of an option
     assert tail.index("StrictHostKeyChecking=no") < tail.index("StrictHostKeyChecking=accept-new")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import SpecError, read_oci_layout
 from tests.maand_init import init_bucket, job
@@ -27,7 +27,7 @@ def test_hostile_vars_toml_is_a_named_error(tmp_path, text, words):
     root = Path(init_bucket(tmp_path))
     job(str(root), "a", "{}")
     (root / "workspace" / "jobs" / "a" / "vars.toml").write_text(text)
-    result = _build.build(str(root))
+    result = _service.build(str(root))
     assert not result.report.ok and not result.written
     assert not (root / "data" / "catalog.json").exists() or _catalog.read_catalog(str(root)) is None
     hits = [p for p in result.report.errors if p.file == "workspace/jobs/a/vars.toml"]
@@ -38,15 +38,15 @@ def test_hostile_vars_toml_is_a_named_error(tmp_path, text, words):
 def test_vars_toml_values_still_read_as_strings(tmp_path):
     path = tmp_path / "vars.toml"
     path.write_text('a = "x"\nb = 2\nc = 1.5\nd = true\n')
-    assert _kv.load_vars_toml(str(path)) == {"a": "x", "b": "2", "c": "1.5", "d": "true"}
+    assert _functions.load_vars_toml(str(path)) == {"a": "x", "b": "2", "c": "1.5", "d": "true"}
 
 
 def test_vars_toml_size_is_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(_readers, "MAX_FILE_BYTES", 64)
     path = tmp_path / "vars.toml"
     path.write_text('a = "%s"\n' % ("x" * 100))
-    with pytest.raises(_kv.KVError, match="larger than"):
-        _kv.load_vars_toml(str(path))
+    with pytest.raises(_functions.KVError, match="larger than"):
+        _functions.load_vars_toml(str(path))
 
 
 @pytest.mark.parametrize("text, words", [
@@ -76,7 +76,7 @@ def test_nesting_limit_boundary_in_the_bucket_files(tmp_path, where, opener, clo
         from tests.maand_init import ws
         ws(root, "workers.json", '[{"host": "10.0.0.1", "extra": %s}]' % value)
         file = "workspace/workers.json"
-    result = _build.build(root)
+    result = _service.build(root)
     if depth + 2 > _readers.MAX_DEPTH:
         hits = [p for p in result.report.errors if p.file == file]
         assert hits and "nested deeper than %d levels" % _readers.MAX_DEPTH in str(hits[0]), result.report.error_text()

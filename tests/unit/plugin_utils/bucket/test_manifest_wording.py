@@ -9,7 +9,7 @@ import os
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from tests.maand_init import init_bucket, job, ws
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "maand", "go_json_errors.json")
@@ -29,7 +29,7 @@ def test_go_json_error_words_every_case_as_go():
 
 
 def errors(root):
-    result = _build.compute(root)
+    result = _service.compute(root)
     return [(p.kind, p.file, p.field, p.message) for p in result.report.errors]
 
 
@@ -55,7 +55,7 @@ def test_a_negative_batch_count_is_refused(tmp_path, field):
     job(root, "a", json.dumps({"selectors": ["worker"], field: -1}))
     found = [e for e in errors(root) if e[2] == field]
     assert found and found[0][0] == "ErrInvalidManifest" and "must be >= 0, got -1" in found[0][3], errors(root)
-    assert _build.build(root).written is False
+    assert _service.build(root).written is False
 
 
 def test_a_manifest_that_is_a_folder_is_an_error_naming_it(tmp_path):

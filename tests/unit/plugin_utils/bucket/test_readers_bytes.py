@@ -54,23 +54,23 @@ def test_a_file_that_grew_after_its_size_was_taken_is_read_on_to_the_limit(tmp_p
 def test_build_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypatch):
     import gc
 
-    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
     seen = []
-    monkeypatch.setattr(_build, "_compute", lambda *a: seen.append(gc.isenabled()) or "result")
+    monkeypatch.setattr(_service, "_compute", lambda *a: seen.append(gc.isenabled()) or "result")
     assert gc.isenabled()
-    assert _build.compute(str(tmp_path)) == "result"
+    assert _service.compute(str(tmp_path)) == "result"
     assert seen == [False] and gc.isenabled()
 
     def boom(*a):
         raise RuntimeError("x")
-    monkeypatch.setattr(_build, "_compute", boom)
+    monkeypatch.setattr(_service, "_compute", boom)
     with pytest.raises(RuntimeError):
-        _build.compute(str(tmp_path))
+        _service.compute(str(tmp_path))
     assert gc.isenabled()
     gc.disable()
     try:  # a caller that runs without the collector keeps it off
-        monkeypatch.setattr(_build, "_compute", lambda *a: None)
-        _build.compute(str(tmp_path))
+        monkeypatch.setattr(_service, "_compute", lambda *a: None)
+        _service.compute(str(tmp_path))
         assert not gc.isenabled()
     finally:
         gc.enable()

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import (
-    service as _build, catalog as _catalog, catalog_schema as _catalog_schema, fingerprint as _fingerprint,
+    service as _service, catalog as _catalog, catalog_schema as _catalog_schema, fingerprint as _fingerprint,
 )
 from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
@@ -20,7 +20,7 @@ BID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 def built(tmp_path, jobs=None):
     make_bucket(tmp_path, [W1], jobs if jobs is not None else {"api": {"selectors": ["worker"]}})
-    result = _build.build(str(tmp_path))
+    result = _service.build(str(tmp_path))
     assert result.report.ok and result.written, [str(p) for p in result.report.errors]
     return result.catalog
 
@@ -81,10 +81,10 @@ def test_deep_nesting_is_an_error_not_a_traceback():
 def test_nan_is_never_written(tmp_path):
     with pytest.raises(ValueError):
         _catalog.dumps(dict(minimal(), port_min=float("nan")))
-    result = _build.BuildResult()
-    result.report = _build.Report()
+    result = _service.BuildResult()
+    result.report = _service.Report()
     result.catalog = dict(minimal(), bucket_vars={"x": float("inf")})
-    _build._finish(result)
+    _service._finish(result)
     assert result.catalog is None and "ErrInvalidCatalog" in messages(result)[0]
 
 
@@ -152,7 +152,7 @@ def test_a_catalog_without_inputs_is_stale(tmp_path):
 
 def test_rebuilding_without_edits_does_not_change_the_catalog(tmp_path):
     built(tmp_path)
-    again = _build.build(str(tmp_path))
+    again = _service.build(str(tmp_path))
     assert again.report.ok and not again.changed and not again.written
 
 
@@ -164,7 +164,7 @@ def test_an_invalid_catalog_is_an_error_and_keeps_its_file(tmp_path, content):
     built(tmp_path)
     path = _catalog.catalog_path(str(tmp_path))
     write(path, content)
-    result = _build.build(str(tmp_path))
+    result = _service.build(str(tmp_path))
     text = "\n".join(messages(result))
     assert not result.report.ok and "ErrInvalidCatalog" in text and "data/catalog.json" in text
     assert "restore" in text and "maand_new_bucket_id=true" in text
@@ -174,7 +174,7 @@ def test_an_invalid_catalog_is_an_error_and_keeps_its_file(tmp_path, content):
 def test_new_bucket_id_replaces_an_invalid_catalog_with_a_warning(tmp_path):
     old = built(tmp_path)["bucket_id"]
     write(_catalog.catalog_path(str(tmp_path)), '{"bucket_id": "x"}')
-    result = _build.build(str(tmp_path), new_bucket_id=True)
+    result = _service.build(str(tmp_path), new_bucket_id=True)
     assert result.report.ok and result.written
     assert result.catalog["bucket_id"] not in (old, "x")
     assert any("maand_new_bucket_id=true" in w for w in messages(result, "warnings"))
@@ -184,7 +184,7 @@ def test_new_bucket_id_replaces_an_invalid_catalog_with_a_warning(tmp_path):
 def test_a_deleted_catalog_keeps_the_recorded_bucket_id_with_a_warning(tmp_path):
     old = built(tmp_path)["bucket_id"]
     os.unlink(_catalog.catalog_path(str(tmp_path)))
-    result = _build.build(str(tmp_path))
+    result = _service.build(str(tmp_path))
     assert result.report.ok and result.catalog["bucket_id"] == old
     [warning] = [w for w in messages(result, "warnings") if "ErrMissingCatalog" in w]
     assert old in warning and "restore" in warning
@@ -193,7 +193,7 @@ def test_a_deleted_catalog_keeps_the_recorded_bucket_id_with_a_warning(tmp_path)
 def test_a_deleted_catalog_with_new_bucket_id_mints_one_and_names_the_old(tmp_path):
     old = built(tmp_path)["bucket_id"]
     os.unlink(_catalog.catalog_path(str(tmp_path)))
-    result = _build.build(str(tmp_path), new_bucket_id=True)
+    result = _service.build(str(tmp_path), new_bucket_id=True)
     assert result.report.ok and result.catalog["bucket_id"] != old
     assert any(old in w for w in messages(result, "warnings"))
 
@@ -208,7 +208,7 @@ def test_first_build_warns_about_nothing_and_records_the_id(tmp_path):
 def test_check_mode_after_a_lost_catalog_shows_the_kept_id(tmp_path):
     old = built(tmp_path)["bucket_id"]
     os.unlink(_catalog.catalog_path(str(tmp_path)))
-    result = _build.build(str(tmp_path), check_mode=True)
+    result = _service.build(str(tmp_path), check_mode=True)
     assert result.catalog["bucket_id"] == old and not os.path.exists(_catalog.catalog_path(str(tmp_path)))
 
 
@@ -221,8 +221,8 @@ def test_schema_uuid_pattern_accepts_uuid4_and_uuid3():
 def test_compute_alone_does_not_hash_the_workspace(tmp_path):
     """explain, the inventory's preview and the placement benchmark call compute(): no fingerprint cost."""
     make_bucket(tmp_path, [W1], {"api": {"selectors": ["worker"]}})
-    assert "inputs" not in _build.compute(str(tmp_path)).catalog
-    checked = _build.build(str(tmp_path), check_mode=True)
+    assert "inputs" not in _service.compute(str(tmp_path)).catalog
+    checked = _service.build(str(tmp_path), check_mode=True)
     assert checked.catalog["inputs"] == _fingerprint.compute(str(tmp_path))
 
 
@@ -231,7 +231,7 @@ def test_read_built_refuses_a_missing_or_stale_catalog_naming_the_fix(tmp_path):
     make_bucket(bucket, [{"host": "10.0.0.1", "labels": ["worker"]}], {"api": {"selectors": ["worker"]}})
     with pytest.raises(_catalog.CatalogError, match="catalog.json does not exist: run ansible-playbook maand.core.build"):
         _catalog.read_built(bucket)
-    assert _build.build(bucket).report.ok
+    assert _service.build(bucket).report.ok
     assert [a["job"] for a in _catalog.read_built(bucket)["allocations"]] == ["api"]
     (tmp_path / "workspace" / "jobs" / "api" / "Makefile").write_text("start:\n\ttrue\n")
     with pytest.raises(_catalog.CatalogError, match=r"ErrStaleCatalog: .*workspace changed since the last build \(.*api"):

@@ -14,9 +14,9 @@ import pytest
 from cryptography import x509
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import certs as _deploy_certs
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, certs as _certs
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _deploy_stage
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _stage
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
 
 # docs/reference/certs.md "Job manifest (certs)" example, as it is
@@ -43,13 +43,13 @@ def bucket(tmp_path, certs=None, disabled=None, conf=""):
 
 
 def build_ok(root):
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, result.report.error_text()
     return result
 
 
 def kv(root):
-    return _kv_store.KVStore.load(root).snapshot()
+    return _store.KVStore.load(root).snapshot()
 
 
 def cert_of(snap, host, name):
@@ -181,7 +181,7 @@ def test_half_present_ca_refuses_and_writes_nothing(tmp_path, drop):
     kv_before = kv(root)
     job(root, "api", {"selectors": ["worker"], "version": "2", "certs": DOC_CERTS})
     os.remove(os.path.join(root, "secrets", drop))
-    result = _build.build(root)
+    result = _service.build(root)
     assert not result.report.ok and not result.written
     text = result.report.error_text()
     assert "secrets/%s is missing" % drop in text and "half present" in text
@@ -193,7 +193,7 @@ def test_corrupt_ca_refuses_in_check_mode_too(tmp_path):
     build_ok(root)
     with open(os.path.join(root, "secrets", "ca.crt"), "w", encoding="utf-8") as handle:
         handle.write("not a cert")
-    result = _build.build(root, check_mode=True)
+    result = _service.build(root, check_mode=True)
     assert "secrets/ca.crt is corrupt" in result.report.error_text()
 
 
@@ -206,7 +206,7 @@ def test_corrupt_ca_refuses_in_check_mode_too(tmp_path):
 ])
 def test_bad_cert_entries(tmp_path, certs, field, words):
     root = bucket(tmp_path, certs=certs)
-    result = _build.compute(root)
+    result = _service.compute(root)
     errors = [e for e in result.report.errors if e.field == field]
     assert errors and words in str(errors[0]), result.report.error_text()
 
@@ -227,19 +227,19 @@ def test_overlays_stage_key_0600(tmp_path):
     files = {o.rel: o for o in provide("api", HOSTS[0])}
     assert sorted(files) == ["certs/ca.crt", "certs/client.crt", "certs/client.key", "certs/tls.crt", "certs/tls.key"]
     assert files["certs/tls.key"].private and not files["certs/tls.crt"].private
-    staging = _deploy_stage.compute(root, catalog, ["api"], [HOSTS[0]], overlays=[provide])
+    staging = _stage.compute(root, catalog, ["api"], [HOSTS[0]], overlays=[provide])
     assert not staging.errors, staging.errors
     content = staging.allocations[("api", HOSTS[0])]
     source = staging.sources["api"]
     dest = os.path.join(str(tmp_path), "stage")
-    _deploy_stage.write_stage(dest, source, content)
+    _stage.write_stage(dest, source, content)
 
     def mode(rel):
         return stat.S_IMODE(os.stat(os.path.join(dest, rel)).st_mode)
 
     assert mode("certs/tls.key") == 0o600 and mode("certs/client.key") == 0o600
     assert mode("certs/tls.crt") == 0o644 and mode("certs/ca.crt") == 0o644
-    other = _deploy_stage.compute(root, catalog, ["api"], [HOSTS[1]], overlays=[provide])
+    other = _stage.compute(root, catalog, ["api"], [HOSTS[1]], overlays=[provide])
     assert other.allocations[("api", HOSTS[1])].hash != content.hash  # its own leaf: its own tree hash
 
 
@@ -254,7 +254,7 @@ def test_overlay_missing_cert_is_a_plan_error(tmp_path):
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(doc, handle)
     provide = _deploy_certs.overlay_provider(root, catalog)
-    staging = _deploy_stage.compute(root, catalog, ["api"], [HOSTS[0]], overlays=[provide])
+    staging = _stage.compute(root, catalog, ["api"], [HOSTS[0]], overlays=[provide])
     assert staging.errors and "certificate tls is not in data/kv.json" in staging.errors[0]
     assert "maand.core.build" in staging.errors[0]
 

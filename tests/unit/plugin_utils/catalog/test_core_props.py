@@ -10,7 +10,7 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import make_bucket
 
@@ -68,11 +68,11 @@ def test_build_succeeds_or_reports_only_known_kinds(ws):
     root = tempfile.mkdtemp(prefix="maand-prop-")
     try:
         _write(root, *ws)
-        result = _build.build(root)
+        result = _service.build(root)
         assert all(p.kind in KINDS and p.file and p.message for p in result.report.errors)
         if result.report.ok:
             assert os.path.exists(_catalog.catalog_path(root))
-            again = _build.compute(root, inputs=result.catalog.get("inputs"))  # the fingerprint is taken by build()
+            again = _service.compute(root, inputs=result.catalog.get("inputs"))  # the fingerprint is taken by build()
             assert again.catalog == result.catalog, "placement must be deterministic"
             _check_label_rule(result.bucket, result.catalog)
         else:

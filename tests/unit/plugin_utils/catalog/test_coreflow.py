@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from ansible_collections.maand.core.plugins.plugin_utils.placement.constraints import FleetIndex
 from ansible_collections.maand.core.plugins.plugin_utils.placement.fleet import WorkerIndex
@@ -102,7 +102,7 @@ def test_placement_returns_shortfalls_as_data_and_words_nothing(tmp_path):
 
 
 def test_build_still_words_the_shortfalls(tmp_path):
-    result = _build.compute(bucket(tmp_path, JOBS))
+    result = _service.compute(bucket(tmp_path, JOBS))
     assert [p.field for p in result.report.errors] == ["$.placement.count"]
     assert len(result.report.warnings) == 2
 
@@ -114,7 +114,7 @@ def test_compiling_rules_does_not_rewrite_the_models_selectors(tmp_path):
     compile_rules(loaded, report)
     assert loaded.jobs["agent"].selectors == ("agent",), "the model keeps maand's default selector"
     assert loaded.jobs["agent"].rules.selectors == ("worker",), "placement uses co-location alone"
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok, result.report.error_text()
     assert [a["worker"] for a in result.catalog["allocations"] if a["job"] == "agent"] == ["10.0.0.0", "10.0.0.1"]
     assert next(j for j in result.catalog["jobs"] if j["name"] == "agent")["selectors"] == ["worker"]
@@ -135,12 +135,12 @@ def test_alloc_id_is_the_md5_version_3_uuid(job, host):
 
 def test_allocations_sort_by_job_then_worker_with_removed_workers_last(tmp_path):
     root = bucket(tmp_path, {"api": {"selectors": ["worker"]}, "web": {"selectors": ["web"]}})
-    first = _build.build(root)
+    first = _service.build(root)
     assert first.written
     workers = [{"host": "10.0.0.0", "labels": []}, {"host": "10.0.0.2", "labels": ["web"]}]
     make_bucket(tmp_path, workers, {"api": {"selectors": ["worker"]}, "web": {"selectors": ["web"]}},
                 maand_conf=CONF)
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert [(a["job"], a["worker"], a["state"]) for a in result.catalog["allocations"]] == [
         ("api", "10.0.0.0", "active"), ("api", "10.0.0.2", "active"), ("api", "10.0.0.1", "removed"),
         # a removed allocation on a worker still listed sorts by that worker's place

@@ -9,8 +9,8 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import resolve_health
 from tests.bucket_factory import make_bucket
 from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, content, job, states
@@ -22,7 +22,7 @@ HC = {"checks": [{"type": "tcp", "port": "http_port"}, {"type": "http", "port": 
 
 def built(tmp_path, jobs):
     make_bucket(tmp_path, [{"host": "10.0.0.1", "labels": ["web"], "memory": "4 gb"}], jobs, maand_conf=CONF)
-    result = _build.build(str(tmp_path))
+    result = _service.build(str(tmp_path))
     assert result.report.ok, result.report.error_text()
     return {j["name"]: j for j in json.loads((tmp_path / "data" / "catalog.json").read_text())["jobs"]}
 
@@ -47,14 +47,14 @@ def test_an_ssh_probe_is_resolved_into_the_gate(tmp_path):
         "checks": [{"type": "ssh", "command": "test -f /tmp/ok"}]}}})
     assert jobs["api"]["health_gate"]["checks"] == [{"type": "ssh", "command": "test -f /tmp/ok"}]
     cat = catalog([dict(job("api"), health_gate=jobs["api"]["health_gate"])], [("api", "h1", "active")])
-    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     assert not plan["errors"] and not plan["failures"]
 
 
 def test_an_unresolvable_probe_of_an_older_catalog_fails_only_its_job():
     cat = catalog([job("api", health_check={"checks": [{"type": "grpc", "port": 1}]}), job("db")],
                   [("api", "h1", "active"), ("db", "h1", "active")])
-    plan = P.compute_plan(cat, content("api", "db"), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(cat, content("api", "db"), states(["h1"]), ["h1"])
     assert not plan["errors"]
     assert [f["job"] for f in plan["failures"]] == ["api"] and "not supported by maand.core" in plan["failures"][0]["msg"]
     assert any(s["jobs"] == ["db"] for s in plan["steps"] if s.get("jobs"))
@@ -65,8 +65,8 @@ def test_deploy_uses_the_stored_gate_without_resolving_again():
             "interval_seconds": 0.5}
     cat = catalog([job("api", health_check={"checks": "broken, but build resolved it"}, health_gate=gate)],
                   [("api", "h1", "active")])
-    with mock.patch.object(P, "resolve_health", side_effect=AssertionError("deploy re-validated")):
-        plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    with mock.patch.object(_plan, "resolve_health", side_effect=AssertionError("deploy re-validated")):
+        plan = _plan.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     assert not plan["errors"]
     gates = [g for s in plan["steps"] for g in s["gates"]]
     assert gates and gates[0]["checks"] == gate["checks"] and gates[0]["hosts"] == ["h1"]
@@ -75,5 +75,5 @@ def test_deploy_uses_the_stored_gate_without_resolving_again():
 @pytest.mark.parametrize("stored", [None, "absent"])
 def test_no_gate_or_an_older_catalog(stored):
     rec = job("api") if stored == "absent" else job("api", health_gate=None)
-    plan = P.compute_plan(catalog([rec], [("api", "h1", "active")]), content("api"), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(catalog([rec], [("api", "h1", "active")]), content("api"), states(["h1"]), ["h1"])
     assert not plan["errors"] and not [g for s in plan["steps"] for g in s["gates"]]

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, fingerprint as _fingerprint
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, fingerprint as _fingerprint
 from tests.bucket_factory import make_bucket, write
 
 W1 = {"host": "10.0.0.1", "labels": ["worker"], "memory": "4096 mb", "cpu": "4000 mhz"}
@@ -31,7 +31,7 @@ def _job(result, name):
 
 
 def test_job_without_spec_fields_has_no_spec_key(tmp_path):
-    result = _build.compute(_bucket(tmp_path, {"web": {}}))
+    result = _service.compute(_bucket(tmp_path, {"web": {}}))
     assert result.report.ok, _errors(result)
     assert "spec" not in _job(result, "web")
 
@@ -41,7 +41,7 @@ def test_three_jobs_share_a_base_container(tmp_path):
                    "timeout": 30, "priority": 2} for name in ("web", "api")}
     jobs["worker"] = {"parent": {"container": "base", "use": ["environment"]}, "user": "nobody",
                       "estimated_duration": 4.5, "environment": {"DB": "$env{DB_URL}"}}
-    result = _build.compute(_bucket(tmp_path, jobs, {"base.json": BASE}))
+    result = _service.compute(_bucket(tmp_path, jobs, {"base.json": BASE}))
     assert result.report.ok, _errors(result)
     web = _job(result, "web")["spec"]
     assert web["environment"] == [
@@ -57,7 +57,7 @@ def test_three_jobs_share_a_base_container(tmp_path):
 
 def test_catalog_never_holds_controller_values(tmp_path, monkeypatch):
     monkeypatch.setenv("DB_URL", "postgres://secret-value")
-    result = _build.compute(_bucket(tmp_path, {"web": {"environment": {"DB": "$env{DB_URL}"}}}))
+    result = _service.compute(_bucket(tmp_path, {"web": {"environment": {"DB": "$env{DB_URL}"}}}))
     assert result.report.ok, _errors(result)
     assert "secret-value" not in json.dumps(result.catalog)
     assert _job(result, "web")["spec"]["environment"] == [{"vars": {"DB": "$env{DB_URL}"}, "extend": True,
@@ -65,7 +65,7 @@ def test_catalog_never_holds_controller_values(tmp_path, monkeypatch):
 
 
 def test_bad_fields_name_file_field_and_fix(tmp_path):
-    result = _build.compute(_bucket(tmp_path, {"web": {"timeout": -1, "working_directory": "../x",
+    result = _service.compute(_bucket(tmp_path, {"web": {"timeout": -1, "working_directory": "../x",
                                                        "environment": [{"vars": {"A": 1}}]}}))
     got = {(p.file, p.field) for p in result.report.errors}
     assert got == {("workspace/jobs/web/manifest.json", "timeout"),
@@ -78,7 +78,7 @@ def test_bad_fields_name_file_field_and_fix(tmp_path):
 def test_missing_parent_and_loop_name_the_chain(tmp_path):
     containers = {"a.json": {"parent": {"container": "b"}}, "b.json": {"parent": {"container": "a"}},
                   "c.json": {"parent": {"container": "gone"}}}
-    result = _build.compute(_bucket(tmp_path, {"x": {"parent": {"container": "a"}},
+    result = _service.compute(_bucket(tmp_path, {"x": {"parent": {"container": "a"}},
                                                "y": {"parent": {"container": "c"}}}, containers))
     messages = [m for _k, _f, _fi, m in _errors(result)]
     assert any('parent loop found: "a" -> "b" -> "a"' in m for m in messages), messages
@@ -86,7 +86,7 @@ def test_missing_parent_and_loop_name_the_chain(tmp_path):
 
 
 def test_bad_container_file(tmp_path):
-    result = _build.compute(_bucket(tmp_path, {"x": {"parent": {"container": "base"}}},
+    result = _service.compute(_bucket(tmp_path, {"x": {"parent": {"container": "base"}}},
                                     {"base.json": {"timeout": 3}, "notes.txt": "x", "bad.json": "{nope"}))
     errs = _errors(result)
     assert ("ErrInvalidContainer", "workspace/containers/base.json", "timeout") in [e[:3] for e in errs]
@@ -95,7 +95,7 @@ def test_bad_container_file(tmp_path):
 
 
 def test_unknown_prev_and_malformed_dollar_are_build_errors(tmp_path):
-    result = _build.compute(_bucket(tmp_path, {"x": {"environment": {"P": "$prev{NOPE}"}},
+    result = _service.compute(_bucket(tmp_path, {"x": {"environment": {"P": "$prev{NOPE}"}},
                                                "y": {"environment": {"Q": "$oops"}}}))
     errs = _errors(result)
     assert any(e[1].endswith("x/manifest.json") and "NOPE" in e[3] for e in errs), errs
@@ -103,7 +103,7 @@ def test_unknown_prev_and_malformed_dollar_are_build_errors(tmp_path):
 
 
 def test_fields_a_worker_cannot_honour_are_refused(tmp_path):
-    result = _build.compute(_bucket(tmp_path, {
+    result = _service.compute(_bucket(tmp_path, {
         "a": {"mounts": [{"type": "bind", "mount_point": "/srv"}]},  # no local_path
         "d": {"mounts": [{"type": "bind", "mount_point": "/srv", "local_path": "/data", "read_only": True}]},
         "b": {"mounts": [{"type": "tmp", "mount_point": "/tmp"}, {"type": "devices", "mount_point": "/dev"}]},
@@ -116,7 +116,7 @@ def test_fields_a_worker_cannot_honour_are_refused(tmp_path):
 
 
 def test_private_network_is_honoured(tmp_path):
-    result = _build.compute(_bucket(tmp_path, {"a": {"network": "disabled"}, "b": {"network": "loopback"}}))
+    result = _service.compute(_bucket(tmp_path, {"a": {"network": "disabled"}, "b": {"network": "loopback"}}))
     assert result.report.ok, _errors(result)
     assert [_job(result, n)["spec"]["network"] for n in "ab"] == ["disabled", "loopback"]
 
@@ -137,7 +137,7 @@ def _layout(root: Path, config: dict) -> None:
 def test_image_parent_feeds_environment_and_working_directory(tmp_path):
     root = _bucket(tmp_path, {"x": {"parent": {"image": "deb"}, "environment": {"PATH": "/x:$prev{PATH}"}}})
     _layout(Path(root) / "workspace" / "images" / "deb", {"Env": ["PATH=/usr/bin"], "WorkingDir": "srv"})
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok, _errors(result)
     spec = _job(result, "x")["spec"]
     assert (spec["initial_environment"], spec["working_directory"]) == ({"PATH": "/usr/bin"}, "srv")
@@ -145,7 +145,7 @@ def test_image_parent_feeds_environment_and_working_directory(tmp_path):
 
 
 def test_missing_image_is_an_error(tmp_path):
-    result = _build.compute(_bucket(tmp_path, {"x": {"parent": {"image": "deb"}}}))
+    result = _service.compute(_bucket(tmp_path, {"x": {"parent": {"image": "deb"}}}))
     assert [(e[1], e[2]) for e in _errors(result)] == [("workspace/jobs/x/manifest.json", "parent.image")]
 
 
@@ -162,7 +162,7 @@ def test_layers_must_be_folders_of_the_bucket(tmp_path):
                    {"base.json": {"layers": ["layers/common"]}})
     os.makedirs(os.path.join(root, "layers", "common"))
     os.symlink("/usr", os.path.join(root, "layers", "link"))
-    result = _build.compute(root)
+    result = _service.compute(root)
     errs = sorted((e[1].split("/")[2], e[2], e[3]) for e in _errors(result))
     assert [(j, f) for j, f, _m in errs] == [("b", "layers"), ("c", "layers"), ("d", "layers[0]")], errs
     assert "not a folder" in errs[0][2] and "leaves the bucket" in errs[1][2] and "leaves the bucket" in errs[2][2]
@@ -176,7 +176,7 @@ def test_layers_may_not_ship_the_bucket_its_secrets_data_or_a_link_out(tmp_path)
         os.makedirs(os.path.join(root, folder), exist_ok=True)
     os.symlink("/etc", os.path.join(root, "layers", "linky", "etc"))
     os.symlink("../linky", os.path.join(root, "layers", "fine", "inside"))  # stays in the bucket
-    result = _build.compute(root)
+    result = _service.compute(root)
     errs = sorted((p.file.split("/")[2], p.field, p.message, p.fix) for p in result.report.errors)
     assert [(j, f) for j, f, _m, _x in errs] == [("a", "layers"), ("b", "layers"), ("c", "layers"), ("d", "layers")], errs
     assert "layer . is the bucket folder itself" in errs[0][2]
@@ -190,6 +190,6 @@ def test_layers_from_containers_reach_the_catalog(tmp_path):
                    {"base.json": {"layers": ["layers/common"]}})
     for name in ("common", "own"):
         os.makedirs(os.path.join(root, "layers", name))
-    result = _build.compute(root)
+    result = _service.compute(root)
     assert result.report.ok, _errors(result)
     assert _job(result, "a")["spec"]["layers"] == ["layers/common", "layers/own"]

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, kv_build as _kv_build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
 
 WORKERS = ('[{"host":"10.0.0.1","labels":["worker","api"],"memory":"4 gb","cpu":"2 ghz"},'
@@ -37,37 +37,37 @@ def errors(result):
 
 def test_build_writes_the_kv_after_the_catalog_and_check_mode_writes_nothing(tmp_path):
     root = bucket(tmp_path)
-    checked = _build.build(root, check_mode=True)
+    checked = _service.build(root, check_mode=True)
     assert checked.report.ok and not os.path.exists(os.path.join(root, "data", "kv.json"))
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.written and any(line.startswith("KV: ") and "added" in line for line in result.changes)
     kv = _kv_build.read_kv(root)
     assert kv["vars/job/api"] == {"service_name": "api-gateway"}
     assert kv["vars/bucket"]["environment"] == "staging"
     assert kv["maand/job/api"]["workers"] == "10.0.0.1,10.0.0.2"
     assert kv["maand/job/api/worker/10.0.0.2"]["peer_workers"] == "10.0.0.1"
-    again = _build.build(root)
+    again = _service.build(root)
     assert not again.changed and not [line for line in again.changes if line.startswith("KV")]
 
 
 def test_rebuild_drops_stale_build_keys_and_keeps_hook_keys(tmp_path):
     root = bucket(tmp_path)
-    _build.build(root)
-    store = _kv_store.KVStore.load(root)
+    _service.build(root)
+    store = _store.KVStore.load(root)
     store.put("vars/job/api", "written_by_hook", "yes")
     store.put("secrets/job/api", "token", "s3cr3t-value")
     store.save()
     ws(root, "workers.json", WORKERS.replace(',{"host":"10.0.0.2","labels":["worker","api"],'
                                              '"memory":"4 gb","cpu":"2 ghz"}', ""))
     ws(root, "jobs/api/vars.toml", 'service_name = "renamed"\n')
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, errors(result)
     kv = _kv_build.read_kv(root, reveal_secrets=True)
     assert kv["vars/job/api"] == {"service_name": "renamed", "written_by_hook": "yes"}
     assert kv["secrets/job/api"] == {"token": "s3cr3t-value"}
     assert "maand/worker/10.0.0.2" not in kv and "maand/job/api/worker/10.0.0.2" not in kv
     assert kv["maand/job/api"]["workers"] == "10.0.0.1"
-    history = _kv_store.KVStore.load(root).history("maand/job/api", "workers")
+    history = _store.KVStore.load(root).history("maand/job/api", "workers")
     assert [r.value for r in history] == ["10.0.0.1,10.0.0.2", "10.0.0.1"]
     for name in ("kv.json", "catalog.json"):
         assert "s3cr3t-value" not in open(os.path.join(root, "data", name)).read()
@@ -77,33 +77,33 @@ def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(
     import shutil
     from ansible_collections.maand.core.plugins.plugin_utils.deploy import service as _deploy_service
     from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
     root = bucket(tmp_path)
     job(root, "web", {"version": "1.0.0", "selectors": ["worker"]})
-    _build.build(root)
-    store = _kv_store.KVStore.load(root)
+    _service.build(root)
+    store = _store.KVStore.load(root)
     store.put("secrets/job/api", "token", "s3cr3t-value")
     store.put("vars/job/web", "kept", "yes")
     store.save()
     shutil.rmtree(os.path.join(root, "workspace", "jobs", "api"))
-    assert _build.build(root).report.ok
+    assert _service.build(root).report.ok
     catalog = _catalog.read_catalog(root)
     assert any(j["name"] == "api" and j.get("removed") for j in catalog["jobs"])
     kv = _kv_build.read_kv(root, reveal_secrets=True)  # removed, not cleaned up on its workers yet: kept
     assert kv["vars/job/api"] == {"service_name": "api-gateway"} and kv["secrets/job/api"] == {"token": "s3cr3t-value"}
     assert "maand/job/api" not in kv  # build-owned: gone at once
     cleaned = [{"job": a["job"], "worker": a["worker"]} for a in catalog["allocations"] if a["job"] == "api"]
-    pruned = _deploy_plan.prune_catalog(catalog, cleaned)
+    pruned = _plan.prune_catalog(catalog, cleaned)
     assert "api" not in [j["name"] for j in pruned["jobs"]]
     _deploy_service.drop_job_kv(root, catalog, pruned)  # what the deploy does after it cleaned them up
     kv = _kv_build.read_kv(root, reveal_secrets=True)
     assert "vars/job/api" not in kv and "secrets/job/api" not in kv
     assert kv["vars/job/web"] == {"kept": "yes"}
     _catalog.write_catalog(root, pruned)
-    store = _kv_store.KVStore.load(root)
+    store = _store.KVStore.load(root)
     store.put("vars/job/api", "stale", "x")  # left behind (say, the deploy could not write data/kv.json)
     store.save()
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok and "vars/job/api" not in _kv_build.read_kv(root)  # the next build tombstones it
     assert any("deleted" in line for line in result.changes if line.startswith("KV"))
 
@@ -119,7 +119,7 @@ def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(
 ])
 def test_bad_templates_fail_the_build_with_job_file_line_column_and_fix(tmp_path, text, field, cause, fix):
     root = bucket(tmp_path, {"conf/config.json.tpl": "{{ .Job }}", "conf/bad.json.tpl": text})
-    result = _build.build(root)
+    result = _service.build(root)
     assert not result.written
     assert not {"catalog.json", "kv.json"} & set(os.listdir(os.path.join(root, "data")))
     [(kind, file, got_field, message, got_fix)] = errors(result)
@@ -135,7 +135,7 @@ def test_maand_functions_builtins_and_skipped_folders_parse(tmp_path):
           '{{ scrapeConfigs }}{{ ruleFiles | printf "%s" }}')  # maand's FuncMap has them for every job
     root = bucket(tmp_path, {"Makefile.tpl": "start:\n\techo {{ .Job }}\n", "a/b/c.tpl": ok,
                              "_prometheus/x.tpl": "{{ scrapeConfigs }}", "_modules/y.tpl": "{{ nope }}"})
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, errors(result)
     assert _kv_build.job_templates(os.path.join(root, "workspace", "jobs", "api")) == [
         "Makefile.tpl", "a/b/c.tpl"]
@@ -143,18 +143,18 @@ def test_maand_functions_builtins_and_skipped_folders_parse(tmp_path):
 
 def test_bad_vars_toml_fails_the_build(tmp_path):
     root = bucket(tmp_path, vars_toml='[table]\nx = 1\n')
-    result = _build.build(root)
+    result = _service.build(root)
     [(kind, file, dummy, message, fix)] = errors(result)
     assert kind == "ErrInvalidJobVars" and file == "workspace/jobs/api/vars.toml"
     assert "table is a table" in message and "key = value" in fix
     ws(root, "jobs/api/vars.toml", 'a = \n')
-    [(kind, file, dummy, message, fix)] = errors(_build.build(root))
+    [(kind, file, dummy, message, fix)] = errors(_service.build(root))
     assert kind == "ErrInvalidJobVars" and "job api:" in message
 
 
 def test_kv_json_is_valid_and_format_2(tmp_path):
     root = bucket(tmp_path)
-    _build.build(root)
+    _service.build(root)
     doc = json.load(open(os.path.join(root, "data", "kv.json")))
     assert doc["format"] == 2
     assert doc["namespaces"]["maand/bucket"]["bucket_id"]["version"] == 1
@@ -163,7 +163,7 @@ def test_kv_json_is_valid_and_format_2(tmp_path):
 def test_j2_syntax_is_checked_at_build(tmp_path):
     root = bucket(tmp_path, {"conf/ok.env.j2": "{{ kv['vars/job/api']['x'] }}{% if WorkerIP %}y{% endif %}",
                              "conf/bad.env.j2": "a\n{% if %}\n", "_modules/z.j2": "{% nope"})
-    result = _build.build(root)
+    result = _service.build(root)
     assert not result.written
     [(kind, file, field, message, fix)] = errors(result)
     assert (kind, file, field) == ("ErrInvalidJob", "workspace/jobs/api/conf/bad.env.j2", "line 2")

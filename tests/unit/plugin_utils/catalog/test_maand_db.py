@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, certs as _certs, maand_db as _maand_db
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store, secrets as _secrets
-from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _placement
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, certs as _certs, maand_db as _maand_db
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store, secrets as _secrets
+from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _place
 from tests.maand_init import init_bucket, job, ws
 
 SCHEMA = Path(__file__).resolve().parents[3] / "data" / "maand" / "schema_v1.sql"
@@ -34,7 +34,7 @@ def make_db(root, schema_version=1, secret=None, certs=None, update_seq=7):
     for pos, host in enumerate(HOSTS):
         conn.execute("INSERT INTO worker (worker_id, worker_ip, available_memory_mb, available_cpu_mhz, position)"
                      " VALUES (?, ?, '0', '0', ?)", (WORKER_IDS[host], host, pos))
-        alloc = _placement.alloc_id("api", host)
+        alloc = _place.alloc_id("api", host)
         conn.execute("INSERT INTO allocations VALUES (?, ?, 'api', 0, 0, 0, '1.0.0')", (alloc, host))
         conn.execute("INSERT INTO hash (namespace, key, current_hash, previous_hash, current_version) VALUES"
                      " ('api_allocation', ?, 'md5hash', '', '1.0.0')", (alloc,))
@@ -67,7 +67,7 @@ def test_reader_keeps_latest_values_and_deployed(tmp_path):
     assert db.bucket_id == BUCKET_ID and db.update_seq == 7 and db.worker_ids == WORKER_IDS
     assert db.kv_values()["vars/job/api"] == {"mode": "blue"}  # latest version, tombstone dropped
     dep = db.deployed[("api", HOSTS[0])]
-    assert dep.alloc_id == _placement.alloc_id("api", HOSTS[0]) and dep.version == "1.0.0"
+    assert dep.alloc_id == _place.alloc_id("api", HOSTS[0]) and dep.version == "1.0.0"
 
 
 @pytest.mark.parametrize("folder", ["a?mode=rwc", "b#c", "d%3Fe", "f g"])
@@ -84,17 +84,17 @@ def test_first_build_takes_over(tmp_path):
     root = bucket(tmp_path)
     key = _secrets.load_key(root, create=True)  # maand's secrets/kv.key
     make_db(root, secret=_secrets.encrypt(key, "s3cret"))
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, result.report.error_text()
     assert any("taking the bucket over from maand" in str(w) for w in result.report.warnings)
     catalog = _catalog.read_catalog(root)
     assert catalog["bucket_id"] == BUCKET_ID
     assert {w["host"]: w["worker_id"] for w in catalog["workers"]} == WORKER_IDS
-    store = _kv_store.KVStore.load(root)
+    store = _store.KVStore.load(root)
     assert store.get("secrets/job/api", "db_password", reveal_secrets=True) == "s3cret"
     assert store.get("vars/job/api", "mode") == "blue"
     assert store.get("maand/worker/%s" % HOSTS[0], "worker_id") == WORKER_IDS[HOSTS[0]]
-    again = _build.build(root)  # the catalog exists now: maand.db is no longer read (a warning says so)
+    again = _service.build(root)  # the catalog exists now: maand.db is no longer read (a warning says so)
     assert _catalog.read_catalog(root)["bucket_id"] == BUCKET_ID
     assert any(w.file == "data/maand.db" and "not read" in str(w) for w in again.report.warnings)
 
@@ -107,10 +107,10 @@ def test_maands_certs_are_kept(tmp_path, monkeypatch):
     leaves = {h: _certs.issue_leaf(ca, "api", [h], 60, False, key_size=1024) for h in HOSTS}
     make_db(root, certs={h: {"certs/tls.crt": leaf.cert_pem.strip(), "certs/tls.key": leaf.key_pem.strip()}
                          for h, leaf in leaves.items()})
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, result.report.error_text()
     assert not any("issued" in line for line in result.changes), result.changes
-    store = _kv_store.KVStore.load(root)
+    store = _store.KVStore.load(root)
     for host in HOSTS:
         assert store.get("maand/job/api/worker/%s" % host, "certs/tls.key") == leaves[host].key_pem.strip()
 
@@ -121,11 +121,11 @@ def test_unknown_schema_refused_nothing_written(tmp_path, version, words):
     root = bucket(tmp_path)
     path = make_db(root, schema_version=version)
     before = Path(path).read_bytes()
-    result = _build.build(root)
+    result = _service.build(root)
     assert not result.report.ok and not result.written
     text = result.report.error_text()
     assert "data/maand.db has maand schema version %d" % version in text and words in text
-    assert _catalog.read_catalog(root) is None and not _kv_store.KVStore.exists(root)
+    assert _catalog.read_catalog(root) is None and not _store.KVStore.exists(root)
     assert Path(path).read_bytes() == before
 
 
@@ -133,7 +133,7 @@ def test_not_sqlite_refused(tmp_path):
     root = bucket(tmp_path)
     os.makedirs(os.path.join(root, "data"))
     Path(root, "data", "maand.db").write_text("not a database")
-    result = _build.build(root)
+    result = _service.build(root)
     assert "data/maand.db is not a readable SQLite database" in result.report.error_text()
     assert _catalog.read_catalog(root) is None
 
@@ -175,22 +175,22 @@ def test_adopted_versions_for_the_deploy_plan(tmp_path):
 def test_takeover_carries_maands_update_seq_into_the_next_deploy(tmp_path):
     """maand.db's bucket.update_seq (7) is kept in the catalog by every build: the first maand.core deploy's
     update_seq is above it even where the workers report less (issue 13, item 3)."""
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
     from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog as plan_catalog, content, job as plan_job, states
 
     root = bucket(tmp_path)
     make_db(root, update_seq=7)
-    assert _build.build(root).report.ok
+    assert _service.build(root).report.ok
     catalog = _catalog.read_catalog(root)
     assert catalog["update_seq_floor"] == 7
     ws(root, "workers.json", [{"host": h, "labels": ["worker"], "hostname": "w"} for h in HOSTS])
-    assert _build.build(root).changed and _catalog.read_catalog(root)["update_seq_floor"] == 7  # carried
+    assert _service.build(root).changed and _catalog.read_catalog(root)["update_seq_floor"] == 7  # carried
     reported = {h: {"worker": {"update_seq": 3}} for h in HOSTS}
-    assert P.seen_update_seq(reported) == 3 and P.seen_update_seq(reported, catalog) == 7
-    assert P.seen_update_seq({h: {"worker": {"update_seq": 9}} for h in HOSTS}, catalog) == 9
+    assert _plan.seen_update_seq(reported) == 3 and _plan.seen_update_seq(reported, catalog) == 7
+    assert _plan.seen_update_seq({h: {"worker": {"update_seq": 9}} for h in HOSTS}, catalog) == 9
     cat = plan_catalog([plan_job("api")], [("api", h, "active") for h in ("h1", "h2")])
     cat["update_seq_floor"] = 7
-    plan = P.compute_plan(cat, content("api"), states(["h1", "h2"]), ["h1", "h2"])
+    plan = _plan.compute_plan(cat, content("api"), states(["h1", "h2"]), ["h1", "h2"])
     assert (plan["previous_update_seq"], plan["update_seq"]) == (7, 8)
     fresh = init_bucket(tmp_path / "fresh")
-    assert _build.build(fresh).report.ok and "update_seq_floor" not in _catalog.read_catalog(fresh)
+    assert _service.build(fresh).report.ok and "update_seq_floor" not in _catalog.read_catalog(fresh)

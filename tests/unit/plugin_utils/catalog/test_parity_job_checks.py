@@ -5,7 +5,7 @@ build/build_jobs_test.go) and maand's docs (guides/prometheus.md, reference/mani
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import makefile_targets
 from tests.maand_init import init_bucket, job, ws
 
@@ -13,7 +13,7 @@ APP_WORKER = '[{"host":"10.0.0.1","labels":["app"]}]'
 
 
 def build(root):
-    result = _build.compute(root)
+    result = _service.compute(root)
     return result, "\n".join(str(p) for p in result.report.errors)
 
 

@@ -9,23 +9,23 @@ import sys
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as L
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
 
 
 def test_acquire_release_and_refuse_while_owner_lives(tmp_path):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        taken, dummy = L.acquire(str(tmp_path), sleeper.pid)
-        assert taken and L.holder(str(tmp_path))["pid"] == sleeper.pid
+        taken, dummy = _lock.acquire(str(tmp_path), sleeper.pid)
+        assert taken and _lock.holder(str(tmp_path))["pid"] == sleeper.pid
         # the same run re-acquiring is a no-op
-        assert L.acquire(str(tmp_path), sleeper.pid)[0] is False
-        with pytest.raises(L.DeployLocked, match="another deploy holds data/deploy.lock .*pid %d" % sleeper.pid):
-            L.acquire(str(tmp_path), os.getpid())
-        with pytest.raises(L.DeployLocked):
-            L.acquire(str(tmp_path), os.getpid(), check_only=True)
-        assert L.release(str(tmp_path), os.getpid()) is False  # not the owner: untouched
-        assert L.release(str(tmp_path), sleeper.pid) is True
-        assert L.read_lock(str(tmp_path)) is None
+        assert _lock.acquire(str(tmp_path), sleeper.pid)[0] is False
+        with pytest.raises(_lock.DeployLocked, match="another deploy holds data/deploy.lock .*pid %d" % sleeper.pid):
+            _lock.acquire(str(tmp_path), os.getpid())
+        with pytest.raises(_lock.DeployLocked):
+            _lock.acquire(str(tmp_path), os.getpid(), check_only=True)
+        assert _lock.release(str(tmp_path), os.getpid()) is False  # not the owner: untouched
+        assert _lock.release(str(tmp_path), sleeper.pid) is True
+        assert _lock.read_lock(str(tmp_path)) is None
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -34,40 +34,40 @@ def test_acquire_release_and_refuse_while_owner_lives(tmp_path):
 def test_stale_lock_of_dead_process_is_taken_over(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    assert L.acquire(str(tmp_path), dead.pid)[0]
-    taken, note = L.acquire(str(tmp_path), os.getpid())
+    assert _lock.acquire(str(tmp_path), dead.pid)[0]
+    taken, note = _lock.acquire(str(tmp_path), os.getpid())
     assert taken and "stale" in note
-    assert L.holder(str(tmp_path))["pid"] == os.getpid()
+    assert _lock.holder(str(tmp_path))["pid"] == os.getpid()
 
 
 def test_recycled_pid_is_not_mistaken_for_the_owner(tmp_path):
     (tmp_path / "data").mkdir()
     import socket
     (tmp_path / "data" / "deploy.lock").write_text(json.dumps(
-        {"pid": os.getpid(), "start": (L.process_start(os.getpid()) or 0) + 12345, "host": socket.gethostname()}))
-    assert L.holder(str(tmp_path)) is None
+        {"pid": os.getpid(), "start": (_lock.process_start(os.getpid()) or 0) + 12345, "host": socket.gethostname()}))
+    assert _lock.holder(str(tmp_path)) is None
 
 
 def test_check_only_writes_nothing(tmp_path):
-    assert L.acquire(str(tmp_path), os.getpid(), check_only=True)[0] is False
+    assert _lock.acquire(str(tmp_path), os.getpid(), check_only=True)[0] is False
     assert not (tmp_path / "data" / "deploy.lock").exists()
 
 
 def test_maand_lock_wait_waits_for_a_live_owner_then_refuses_or_takes_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(L, "POLL", 0.01)
+    monkeypatch.setattr(_lock, "POLL", 0.01)
     owner = os.getppid()  # alive for the whole test
-    assert L.acquire(str(tmp_path), owner)[0]
-    with pytest.raises(L.DeployLocked, match=r"waited 0.2s, -e maand_lock_wait"):
-        L.acquire(str(tmp_path), os.getpid(), wait=0.2)
+    assert _lock.acquire(str(tmp_path), owner)[0]
+    with pytest.raises(_lock.DeployLocked, match=r"waited 0.2s, -e maand_lock_wait"):
+        _lock.acquire(str(tmp_path), os.getpid(), wait=0.2)
     calls = []
-    real = L._acquire_file  # pylint: disable=protected-access
+    real = _lock._acquire_file  # pylint: disable=protected-access
 
     def releasing(*args):  # the owner finishes while the second deploy waits
         calls.append(1)
         if len(calls) == 3:
-            L.release(str(tmp_path), owner)
+            _lock.release(str(tmp_path), owner)
         return real(*args)
 
-    monkeypatch.setattr(L, "_acquire_file", releasing)
-    taken, note = L.acquire(str(tmp_path), os.getpid(), wait=30)
-    assert taken and len(calls) == 3 and L.holder(str(tmp_path))["pid"] == os.getpid()
+    monkeypatch.setattr(_lock, "_acquire_file", releasing)
+    taken, note = _lock.acquire(str(tmp_path), os.getpid(), wait=30)
+    assert taken and len(calls) == 3 and _lock.holder(str(tmp_path))["pid"] == os.getpid()

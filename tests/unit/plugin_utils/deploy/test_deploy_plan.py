@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as F
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as _content
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 
 BID = "11111111-2222-4333-8444-555555555555"
 
@@ -20,7 +20,7 @@ BID = "11111111-2222-4333-8444-555555555555"
 @given(st.lists(st.integers(), unique=True, max_size=40), st.integers(min_value=-2, max_value=50))
 @settings(max_examples=300, deadline=None)
 def test_batches_cover_every_item_once_in_order_and_respect_size(items, size):
-    out = P.batches(items, size)
+    out = _plan.batches(items, size)
     flat = [x for b in out for x in b]
     assert flat == items  # every item exactly once, stable order
     assert all(b for b in out)  # no empty batch
@@ -32,9 +32,9 @@ def test_batches_cover_every_item_once_in_order_and_respect_size(items, size):
 
 
 def test_batches_examples():
-    assert P.batches(["a", "b", "c"], 0) == [["a", "b", "c"]]
-    assert P.batches(["a", "b", "c"], 2) == [["a", "b"], ["c"]]
-    assert P.batches([], 3) == []
+    assert _plan.batches(["a", "b", "c"], 0) == [["a", "b", "c"]]
+    assert _plan.batches(["a", "b", "c"], 2) == [["a", "b"], ["c"]]
+    assert _plan.batches([], 3) == []
 
 
 # --- hashing -----------------------------------------------------------------------------------
@@ -50,38 +50,38 @@ def _tree(tmp_path, files):
 def test_hash_tree_lists_files_and_skips_runtime_dirs(tmp_path):
     root = _tree(tmp_path, {"Makefile": "x", "conf/a.conf": "1", "data/db": "keep", "logs/l": "l", "bin/b": "b",
                             "conf/data/nested": "n"})
-    h = F.hash_tree(str(root))
+    h = _content.hash_tree(str(root))
     assert sorted(h["files"]) == ["Makefile", "conf/a.conf", "conf/data/nested"]
-    assert h["hash"] == F.tree_hash(h["files"])
+    assert h["hash"] == _content.tree_hash(h["files"])
 
 
 def test_hash_changes_with_content_mode_add_remove(tmp_path):
     root = _tree(tmp_path, {"Makefile": "x", "a": "1"})
-    base = F.hash_tree(str(root))["hash"]
+    base = _content.hash_tree(str(root))["hash"]
     (root / "a").write_text("2")
-    h2 = F.hash_tree(str(root))
+    h2 = _content.hash_tree(str(root))
     assert h2["hash"] != base
     os.chmod(root / "a", 0o755)
-    h3 = F.hash_tree(str(root))
+    h3 = _content.hash_tree(str(root))
     assert h3["hash"] != h2["hash"]
-    assert F.changed_paths(h2["files"], h3["files"]) == ["a"]
+    assert _content.changed_paths(h2["files"], h3["files"]) == ["a"]
     (root / "b").write_text("")
-    h4 = F.hash_tree(str(root))
-    assert F.changed_paths(h3["files"], h4["files"]) == ["b"]
+    h4 = _content.hash_tree(str(root))
+    assert _content.changed_paths(h3["files"], h4["files"]) == ["b"]
     (root / "a").unlink()
-    assert F.changed_paths(h4["files"], F.hash_tree(str(root))["files"]) == ["a"]
+    assert _content.changed_paths(h4["files"], _content.hash_tree(str(root))["files"]) == ["a"]
 
 
 def test_hash_tree_missing_folder_is_a_clear_error(tmp_path):
-    with pytest.raises(F.ContentError, match="does not exist"):
-        F.hash_tree(str(tmp_path / "nope"))
+    with pytest.raises(_content.ContentError, match="does not exist"):
+        _content.hash_tree(str(tmp_path / "nope"))
 
 
 @given(st.dictionaries(st.text("abc/", min_size=1, max_size=6), st.text("0123456789abcdef", min_size=4, max_size=4),
                        max_size=8))
 def test_tree_hash_is_order_independent(files):
     items = list(files.items())
-    assert F.tree_hash(dict(items)) == F.tree_hash(dict(reversed(items)))
+    assert _content.tree_hash(dict(items)) == _content.tree_hash(dict(reversed(items)))
 
 
 # --- restart_globs -----------------------------------------------------------------------------
@@ -107,30 +107,30 @@ def test_tree_hash_is_order_independent(files):
     ("Makefile", "sub/Makefile", True),
 ])
 def test_glob_match(pattern, rel, expected):
-    assert F.glob_match(pattern, rel) is expected
+    assert _content.glob_match(pattern, rel) is expected
 
 
 def test_match_any_keeps_order_and_uniqueness():
-    assert F.match_any(["*.conf", "a.conf"], ["b.txt", "a.conf", "c.conf", "a.conf"]) == ["a.conf", "c.conf"]
-    assert F.match_any([], ["a"]) == []
+    assert _content.match_any(["*.conf", "a.conf"], ["b.txt", "a.conf", "c.conf", "a.conf"]) == ["a.conf", "c.conf"]
+    assert _content.match_any([], ["a"]) == []
 
 
 @pytest.mark.parametrize("bad", ["", "   ", "[abc", "x\\"])
 def test_validate_glob_rejects_malformed(bad):
-    with pytest.raises(F.GlobError):
-        F.validate_glob(bad)
+    with pytest.raises(_content.GlobError):
+        _content.validate_glob(bad)
 
 
 # --- policy --------------------------------------------------------------------------------------
 
 def test_lifecycle_action_mirrors_maand():
-    assert P.lifecycle_action("always", [], ["a"], True, False, False) == ("restart", [])
-    assert P.lifecycle_action("never", [], ["a"], True, False, False) == ("sync", [])
-    assert P.lifecycle_action("reload", [], ["a"], True, False, False) == ("reload", [])
-    assert P.lifecycle_action("reload", ["*.conf"], ["x.conf", "y"], True, False, False) == ("restart", ["x.conf"])
-    assert P.lifecycle_action("reload", ["*.conf"], ["y"], True, False, False) == ("reload", [])
-    assert P.lifecycle_action("reload", ["*.conf"], [], False, True, False) == ("reload", [])  # version only
-    assert P.lifecycle_action("always", [], ["a"], True, False, True) == ("sync", [])  # sync_only
+    assert _plan.lifecycle_action("always", [], ["a"], True, False, False) == ("restart", [])
+    assert _plan.lifecycle_action("never", [], ["a"], True, False, False) == ("sync", [])
+    assert _plan.lifecycle_action("reload", [], ["a"], True, False, False) == ("reload", [])
+    assert _plan.lifecycle_action("reload", ["*.conf"], ["x.conf", "y"], True, False, False) == ("restart", ["x.conf"])
+    assert _plan.lifecycle_action("reload", ["*.conf"], ["y"], True, False, False) == ("reload", [])
+    assert _plan.lifecycle_action("reload", ["*.conf"], [], False, True, False) == ("reload", [])  # version only
+    assert _plan.lifecycle_action("always", [], ["a"], True, False, True) == ("sync", [])  # sync_only
 
 
 # --- plan --------------------------------------------------------------------------------------
@@ -155,12 +155,12 @@ def content(*names, files=None):
     out = {}
     for n in names:
         f = dict(files or {"Makefile": "m1", "conf/a.conf": "c1"})
-        out[n] = {"hash": F.tree_hash(f), "files": f}
+        out[n] = {"hash": _content.tree_hash(f), "files": f}
     return out
 
 
 def record(name, cont, version="1.0.0", running=True, host="h1"):
-    return P.state_record(name, "%s-%s" % (name, host), cont[name], version, running, 1)
+    return _plan.state_record(name, "%s-%s" % (name, host), cont[name], version, running, 1)
 
 
 def states(hosts, deployed=None, unreachable=()):
@@ -180,7 +180,7 @@ def actions(plan):
 
 def test_first_deploy_starts_everything_in_one_step_with_meta():
     cat = catalog([job("api"), job("web")], [("api", "h1", "active"), ("api", "h2", "active"), ("web", "h1", "active")])
-    plan = P.compute_plan(cat, content("api", "web"), states(["h1", "h2", "h3"]), ["h1", "h2", "h3"])
+    plan = _plan.compute_plan(cat, content("api", "web"), states(["h1", "h2", "h3"]), ["h1", "h2", "h3"])
     assert not plan["errors"]
     assert actions(plan) == {("api", "h1"): "start", ("api", "h2"): "start", ("web", "h1"): "start"}
     assert plan["update_seq"] == 1
@@ -212,7 +212,7 @@ def _deployed_everywhere(cat, cont, hosts):
 def _settle(cat, cont, hosts):
     """States as a successful deploy leaves them (meta written too)."""
     st = _deployed_everywhere(cat, cont, hosts)
-    plan = P.compute_plan(cat, cont, st, hosts)
+    plan = _plan.compute_plan(cat, cont, st, hosts)
     for h, ops in (plan["steps"][0]["ops"] if plan["steps"] else {}).items():
         for o in ops:
             if o["kind"] == "meta":
@@ -225,7 +225,7 @@ def test_unchanged_is_all_skip_and_no_steps():
     cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active")])
     cont = content("api")
     st = _settle(cat, cont, ["h1", "h2"])
-    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, cont, st, ["h1", "h2"])
     assert set(actions(plan).values()) == {"skip"}
     assert plan["steps"] == [] and not plan["has_work"]
     assert plan["update_seq"] == plan["previous_update_seq"]
@@ -237,7 +237,7 @@ def test_content_change_restarts_in_batches_of_max_concurrent_upgrades_with_path
     cont = content("api")
     st = _settle(cat, cont, ["h1", "h2", "h3"])
     new = content("api", files={"Makefile": "m1", "conf/a.conf": "c2", "new.txt": "n"})
-    plan = P.compute_plan(cat, new, st, ["h1", "h2", "h3"])
+    plan = _plan.compute_plan(cat, new, st, ["h1", "h2", "h3"])
     assert set(actions(plan).values()) == {"restart"}
     rows = {r["worker"]: r for r in plan["rows"]}
     assert rows["h1"]["paths"] == ["conf/a.conf", "new.txt"]
@@ -257,7 +257,7 @@ def test_version_bump_with_reload_policy_and_globs():
     cont = content("web")
     st = _settle(cat, cont, ["h1", "h2"])
     # version only -> reload
-    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, cont, st, ["h1", "h2"])
     assert set(actions(plan).values()) == {"reload"}
     row = plan["rows"][0]
     assert "version 1.0.0 -> 1.1.0" in row["reason"]
@@ -266,12 +266,12 @@ def test_version_bump_with_reload_policy_and_globs():
                          "ALLOCATION_IP": "h2", "ALLOCATION_INDEX": "1"} and op["sync"] is False
     # a .conf changed -> restart, naming the match
     new = content("web", files={"Makefile": "m1", "conf/a.conf": "c9"})
-    plan = P.compute_plan(cat, new, st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, new, st, ["h1", "h2"])
     assert set(actions(plan).values()) == {"restart"}
     assert "restart_globs matched: conf/a.conf" in plan["rows"][0]["reason"]
     # only the Makefile changed -> reload
     new = content("web", files={"Makefile": "m2", "conf/a.conf": "c1"})
-    plan = P.compute_plan(cat, new, st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, new, st, ["h1", "h2"])
     assert set(actions(plan).values()) == {"reload"}
 
 
@@ -280,7 +280,7 @@ def test_never_policy_syncs_files_only_and_promotes_immediately():
     cont = content("cfg")
     st = _settle(cat, cont, ["h1"])
     new = content("cfg", files={"x": "1"})
-    plan = P.compute_plan(cat, new, st, ["h1"])
+    plan = _plan.compute_plan(cat, new, st, ["h1"])
     assert actions(plan) == {("cfg", "h1"): "sync"}
     assert [o["kind"] for o in plan["steps"][-1]["ops"]["h1"]] == ["meta", "run"]
     op = plan["steps"][-1]["ops"]["h1"][1]
@@ -293,17 +293,17 @@ def test_disabled_running_is_stopped_and_not_synced_then_reenable_starts():
     st = _settle(cat, cont, ["h1", "h2"])
     cat2 = copy.deepcopy(cat)
     cat2["allocations"][1]["state"] = "disabled"
-    plan = P.compute_plan(cat2, content("api", files={"changed": "1"}), st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat2, content("api", files={"changed": "1"}), st, ["h1", "h2"])
     assert actions(plan)[("api", "h2")] == "stop"
     ops = [o for ops in plan["steps"][0]["ops"].values() for o in ops if o["kind"] != "meta"]
     assert [(o["kind"], o["target"], o["record"]["running"]) for o in ops] == [("stop", "stop", False)]
     assert not any(o["host"] == "h2" for s in plan["steps"][1:] for ops in s["ops"].values() for o in ops)
     # after the stop: disabled and not running -> skip
     st["h2"]["deployed"]["api"]["running"] = False
-    plan = P.compute_plan(cat2, cont, st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat2, cont, st, ["h1", "h2"])
     assert actions(plan)[("api", "h2")] == "skip"
     # re-enabled -> start, no sync when content is unchanged
-    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, cont, st, ["h1", "h2"])
     assert actions(plan)[("api", "h2")] == "start"
     op = [o for s in plan["steps"] for o in s["ops"].get("h2", []) if o["kind"] == "run"][0]
     assert op["target"] == "start" and op["sync"] is False
@@ -316,7 +316,7 @@ def test_removed_allocation_and_removed_worker():
     cont = content("api", "old")
     d = {"h1": {"api": record("api", cont), "old": record("old", cont)}, "h9": {"api": record("api", cont, host="h9")}}
     st = states(["h1", "h9"], d)
-    plan = P.compute_plan(cat, content("api"), st, ["h1", "h9"])
+    plan = _plan.compute_plan(cat, content("api"), st, ["h1", "h9"])
     acts = actions(plan)
     assert acts[("old", "h1")] == "remove" and acts[("api", "h9")] == "remove" and acts[(None, "h9")] == "purge"
     step0 = plan["steps"][0]["ops"]
@@ -328,7 +328,7 @@ def test_unreachable_removed_worker_is_assumed_dead_and_unreachable_active_fails
     cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active"), ("api", "h9", "removed")],
                   workers=("h1", "h2"), removed_workers=("h9",))
     st = states(["h1", "h2", "h9"], unreachable=("h2", "h9"))
-    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2", "h9"])
+    plan = _plan.compute_plan(cat, content("api"), st, ["h1", "h2", "h9"])
     acts = actions(plan)
     assert acts[("api", "h1")] == "start"
     assert acts[("api", "h2")] == "unreachable"
@@ -340,14 +340,14 @@ def test_unreachable_removed_worker_is_assumed_dead_and_unreachable_active_fails
 
 def test_removed_with_nothing_deployed_is_only_pruned():
     cat = catalog([job("api")], [("api", "h1", "removed")], workers=("h1",))
-    plan = P.compute_plan(cat, content(), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(cat, content(), states(["h1"]), ["h1"])
     assert actions(plan) == {("api", "h1"): "skip"}
     assert plan["prune"] == [{"job": "api", "worker": "h1"}]
 
 
 def test_limit_only_plans_targeted_hosts():
     cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active")])
-    plan = P.compute_plan(cat, content("api"), states(["h1", "h2"]), ["h2"])
+    plan = _plan.compute_plan(cat, content("api"), states(["h1", "h2"]), ["h2"])
     assert list(actions(plan)) == [("api", "h2")]
 
 
@@ -355,23 +355,23 @@ def test_jobs_filter_force_and_sync_only():
     cat = catalog([job("api"), job("web", restart_policy="reload")], [("api", "h1", "active"), ("web", "h1", "active")])
     cont = content("api", "web")
     st = _settle(cat, cont, ["h1"])
-    plan = P.compute_plan(cat, cont, st, ["h1"], {"jobs": "web", "force": True})
+    plan = _plan.compute_plan(cat, cont, st, ["h1"], {"jobs": "web", "force": True})
     assert actions(plan) == {("web", "h1"): "reload"}
     assert "forced" in plan["rows"][0]["reason"]
-    plan = P.compute_plan(cat, cont, st, ["h1"], {"jobs": ["nope"]})
+    plan = _plan.compute_plan(cat, cont, st, ["h1"], {"jobs": ["nope"]})
     assert plan["errors"] and "unknown job(s) nope" in plan["errors"][0] and not plan["steps"]
     # sync_only refuses when a start is needed
-    plan = P.compute_plan(cat, cont, states(["h1"]), ["h1"], {"sync_only": True})
+    plan = _plan.compute_plan(cat, cont, states(["h1"]), ["h1"], {"sync_only": True})
     assert any("maand_sync_only" in e and "needs a start" in e for e in plan["errors"])
     assert plan["steps"] == []
-    plan = P.compute_plan(cat, content("api", "web", files={"z": "1"}), st, ["h1"], {"sync_only": True})
+    plan = _plan.compute_plan(cat, content("api", "web", files={"z": "1"}), st, ["h1"], {"sync_only": True})
     assert set(actions(plan).values()) == {"sync"}
 
 
 def test_inventory_job_records_are_not_a_filter():
-    assert P.parse_jobs_filter({"api": {}}, ["api"])[1]  # a mapping is not a job list
-    assert P.parse_jobs_filter("a, b", ["a", "b"]) == (["a", "b"], [])
-    assert P.parse_jobs_filter(3, ["a"])[1]
+    assert _plan.parse_jobs_filter({"api": {}}, ["api"])[1]  # a mapping is not a job list
+    assert _plan.parse_jobs_filter("a, b", ["a", "b"]) == (["a", "b"], [])
+    assert _plan.parse_jobs_filter(3, ["a"])[1]
 
 
 def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
@@ -380,7 +380,7 @@ def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
     cat = catalog([job("db", deployment_seq=0), job("api", deployment_seq=1, health_check=hc, ports={"http_port": 30001},
                                                     max_concurrent_starts=1)],
                   [("db", "h1", "active"), ("api", "h1", "active"), ("api", "h2", "active")])
-    plan = P.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
+    plan = _plan.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
     waves = [s["wave"] for s in plan["steps"]]
     assert waves == [0, 1, 1]
     # maand's start semantics: no gate after api's first start batch, one after its last over both members
@@ -406,7 +406,7 @@ def test_waves_follow_deployment_seq_and_health_gates_resolve_ports():
 ])
 def test_bad_health_check_fails_only_its_job(hc, msg):
     cat = catalog([job("api", health_check=hc), job("db")], [("api", "h1", "active"), ("db", "h1", "active")])
-    plan = P.compute_plan(cat, content("api", "db"), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(cat, content("api", "db"), states(["h1"]), ["h1"])
     assert plan["errors"] == []
     assert [f["job"] for f in plan["failures"]] == ["api"]
     assert msg in plan["failures"][0]["msg"] and "jobs/api/manifest.json health_check" in plan["failures"][0]["msg"]
@@ -422,14 +422,14 @@ def test_a_job_with_a_bad_probe_still_stops_its_disabled_allocations():
     hc = {"checks": [{"type": "udp", "port": 1}]}
     cat = catalog([job("api", health_check=hc)], [("api", "h1", "disabled")])
     cont = content("api")
-    plan = P.compute_plan(cat, cont, states(["h1"], {"h1": {"api": record("api", cont)}}), ["h1"])
+    plan = _plan.compute_plan(cat, cont, states(["h1"], {"h1": {"api": record("api", cont)}}), ["h1"])
     assert [r["action"] for r in plan["rows"]] == ["stop"] and plan["failures"]
 
 
 def test_an_ssh_probe_is_a_gate():
     hc = {"checks": [{"type": "ssh", "command": "systemctl is-active api"}]}
     cat = catalog([job("api", health_check=hc)], [("api", "h1", "active")])
-    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     assert not plan["errors"] and not plan["failures"]
     gates = [g for s in plan["steps"] for g in s["gates"]]
     assert gates[0]["checks"] == [{"type": "ssh", "command": "systemctl is-active api"}]
@@ -437,9 +437,9 @@ def test_an_ssh_probe_is_a_gate():
 
 def test_block_after_failures():
     waves = {"db": 0, "cache": 0, "api": 1, "web": 2}
-    assert P.block_after_failures(["db"], waves, 0, False, []) == ["db"]
-    assert P.block_after_failures(["db"], waves, 0, True, []) == ["api", "db", "web"]
-    assert P.block_after_failures([], waves, 0, True, ["x"]) == ["x"]
+    assert _plan.block_after_failures(["db"], waves, 0, False, []) == ["db"]
+    assert _plan.block_after_failures(["db"], waves, 0, True, []) == ["api", "db", "web"]
+    assert _plan.block_after_failures([], waves, 0, True, ["x"]) == ["x"]
 
 
 def test_prune_catalog_drops_only_cleaned_removed_rows():
@@ -447,7 +447,7 @@ def test_prune_catalog_drops_only_cleaned_removed_rows():
                   [("api", "h1", "active"), ("old", "h1", "removed"), ("api", "h9", "removed"), ("api", "h2", "removed")],
                   workers=("h1", "h2"), removed_workers=("h9",))
     before = copy.deepcopy(cat)
-    new = P.prune_catalog(cat, [{"job": "old", "worker": "h1"}, {"job": "api", "worker": "h1"}], dead_workers=["h9"])
+    new = _plan.prune_catalog(cat, [{"job": "old", "worker": "h1"}, {"job": "api", "worker": "h1"}], dead_workers=["h9"])
     assert cat == before  # input untouched
     assert [(a["job"], a["worker"]) for a in new["allocations"]] == [("api", "h1"), ("api", "h2")]
     assert [w["host"] for w in new["workers"]] == ["h1", "h2"]
@@ -459,7 +459,7 @@ def test_prune_catalog_drops_only_cleaned_removed_rows():
        st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["h1", "h2", "h3"]))))
 def test_prune_never_drops_non_removed_rows(allocs, cleaned):
     cat = catalog([job("a"), job("b"), job("c")], allocs)
-    new = P.prune_catalog(cat, [{"job": j, "worker": w} for j, w in cleaned])
+    new = _plan.prune_catalog(cat, [{"job": j, "worker": w} for j, w in cleaned])
     kept = {(a["job"], a["worker"]) for a in new["allocations"]}
     for j, w, s in allocs:
         if s != "removed" or (j, w) not in set(cleaned):
@@ -478,7 +478,7 @@ def test_every_changed_allocation_is_scheduled_exactly_once(n_hosts, starts, upg
     for h in hosts[::2]:
         st_[h]["deployed"] = {}
     new = content("a", files={"changed": "1"})
-    plan = P.compute_plan(cat, new, st_, hosts)
+    plan = _plan.compute_plan(cat, new, st_, hosts)
     scheduled = [o["id"] for s in plan["steps"] for ops in s["ops"].values() for o in ops if o["kind"] == "run"]
     assert sorted(scheduled) == sorted("a@%s" % h for h in hosts)
     for s in plan["steps"]:
@@ -496,7 +496,7 @@ def test_start_not_promoted_after_a_failed_gate_is_a_named_retry():
     cat = catalog([job("api")], [("api", "h1", "active"), ("api", "h2", "active")])
     st = states(["h1", "h2"])
     st["h1"]["pending"] = ["api"]  # the agent's deploy/api.pending marker: a start ran, never promoted
-    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, content("api"), st, ["h1", "h2"])
     rows = {r["worker"]: r for r in plan["rows"]}
     assert rows["h1"]["action"] == "start" and rows["h1"]["reason"].startswith("retry: the previous start failed its gate")
     assert "retry" not in rows["h2"]["reason"]
@@ -507,7 +507,7 @@ def test_a_worker_holding_another_bucket_id_is_refused_naming_both_ids_and_the_f
     cat = catalog([job("api")], [("api", "h1", "active")])
     st = states(["h1", "h2"])
     st["h2"]["others"] = [{"bucket_id": "old-id", "path": "/opt/worker/old-id"}]
-    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, content("api"), st, ["h1", "h2"])
     assert plan["steps"] == [] and len(plan["errors"]) == 1
     err = plan["errors"][0]
     assert "h2" in err and "old-id" in err and BID in err
@@ -516,20 +516,20 @@ def test_a_worker_holding_another_bucket_id_is_refused_naming_both_ids_and_the_f
     assert plan["lines"][0] == "deploy plan for bucket %s: refused, nothing will be changed (1 error, listed after " \
                                "the plan)" % BID, plan["lines"][0]
     st["h2"]["others"] = [{"bucket_id": BID, "path": "/opt/worker/x"}]   # same id elsewhere is not foreign
-    assert not P.compute_plan(cat, content("api"), st, ["h1", "h2"])["errors"]
+    assert not _plan.compute_plan(cat, content("api"), st, ["h1", "h2"])["errors"]
 
 
 def test_unknown_jobs_in_maand_jobs_get_a_did_you_mean():
-    dummy, errors = P.parse_jobs_filter("api,wbe", ["api", "web", "store"])
+    dummy, errors = _plan.parse_jobs_filter("api,wbe", ["api", "web", "store"])
     assert errors and 'wbe (did you mean "web"?)' in errors[0]
-    dummy, errors = P.parse_jobs_filter(["zzzz"], ["api", "web"])
+    dummy, errors = _plan.parse_jobs_filter(["zzzz"], ["api", "web"])
     assert errors and "zzzz;" in errors[0] and "did you mean" not in errors[0]
 
 
 # --- templates and the allocation context (_deploy_stage content, make environment) -----------------
 
 def _rendered(files, origins):
-    return {"hash": F.tree_hash(files), "files": files, "origins": origins}
+    return {"hash": _content.tree_hash(files), "files": files, "origins": origins}
 
 
 def test_rendered_content_per_allocation_drives_restarts_and_names_template_output():
@@ -541,9 +541,9 @@ def test_rendered_content_per_allocation_drives_restarts_and_names_template_outp
                        "allocations": {"h1": _rendered(new, {"config.json": "template", "certs/api.crt": "certs"}),
                                        "h2": _rendered(old, {"config.json": "template"})}}}
     states = {h: {"reachable": True, "worker": None, "jobs": None, "trees": ["api"],
-                  "deployed": {"api": P.state_record("api", "api-%s" % h, _rendered(old, {}), "1.0.0", True, 1)}}
+                  "deployed": {"api": _plan.state_record("api", "api-%s" % h, _rendered(old, {}), "1.0.0", True, 1)}}
               for h in ("h1", "h2")}
-    plan = P.compute_plan(cat, content, states, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, content, states, ["h1", "h2"])
     rows = {r["worker"]: r for r in plan["rows"]}
     assert rows["h2"]["action"] == "skip"  # its own rendered output did not change: not touched
     assert rows["h1"]["action"] == "restart"
@@ -559,7 +559,7 @@ def test_render_errors_refuse_the_deploy_and_skip_the_allocation():
     cat = catalog([job("api")], [("api", "h1", "active")], workers=("h1",))
     content = {"api": {"hash": "x", "files": {}, "allocations": {"h1": {"error": "job api, file a.tpl: boom"}}}}
     states = {"h1": {"reachable": True, "deployed": {}, "trees": []}}
-    plan = P.compute_plan(cat, content, states, ["h1"], {"stage_errors": ["template: job api, file a.tpl: boom"]})
+    plan = _plan.compute_plan(cat, content, states, ["h1"], {"stage_errors": ["template: job api, file a.tpl: boom"]})
     assert plan["errors"] == ["template: job api, file a.tpl: boom"] and plan["steps"] == []
     assert plan["rows"][0]["action"] == "skip" and "cannot render" in plan["rows"][0]["reason"]
 
@@ -567,21 +567,21 @@ def test_render_errors_refuse_the_deploy_and_skip_the_allocation():
 def test_allocation_index_counts_non_removed_allocations_in_worker_order():
     cat = catalog([job("api")], [("api", "h3", "active"), ("api", "h1", "disabled"), ("api", "h2", "removed")])
     position = {w["host"]: (w["position"], i) for i, w in enumerate(cat["workers"])}
-    assert P.allocation_indexes(cat, position) == {("api", "h1"): 0, ("api", "h3"): 1}
-    assert P.port_env({"b_port": 2, "a_port": 1}) == {"A_PORT": "1", "B_PORT": "2"}
+    assert _plan.allocation_indexes(cat, position) == {("api", "h1"): 0, ("api", "h3"): 1}
+    assert _plan.port_env({"b_port": 2, "a_port": 1}) == {"A_PORT": "1", "B_PORT": "2"}
 
 
 def test_current_versions_and_seen_update_seq_from_worker_states():
-    rec = P.state_record("api", "x", None, "1.2.0", True, 3)
+    rec = _plan.state_record("api", "x", None, "1.2.0", True, 3)
     states = {"h1": {"deployed": {"api": rec}, "worker": {"update_seq": 4}},
               "h2": {"deployed": {"api": {"format": 99, "version": "9"}}, "worker": {"update_seq": "bad"}}}
-    assert P.current_versions(states) == {("api", "h1"): "1.2.0"}
-    assert P.seen_update_seq(states) == 4
+    assert _plan.current_versions(states) == {("api", "h1"): "1.2.0"}
+    assert _plan.seen_update_seq(states) == 4
 
 
 def test_catalog_allocation_env_is_the_deploys():
     cat = catalog([job("api", ports={"api_http_port": 30001})], [("api", "h2", "active"), ("api", "h3", "active")])
-    assert P.catalog_allocation_env(cat, "api", "h3", "1.0.0", "1.0.0") == {
+    assert _plan.catalog_allocation_env(cat, "api", "h3", "1.0.0", "1.0.0") == {
         "ALLOCATION_ID": "api-h3", "ALLOCATION_IP": "h3", "ALLOCATION_INDEX": "1", "JOB": "api",
         "CURRENT_VERSION": "1.0.0", "NEW_VERSION": "1.0.0", "API_HTTP_PORT": "30001"}
 
@@ -594,7 +594,7 @@ def test_adopted_allocations_sync_without_a_target_and_get_recorded():
     st["h1"]["trees"] = ["api"]  # maand's tree, no maand.core record
     st["h2"]["trees"] = ["api"]
     adopted = {("api", "h1"): "1.0.0", ("api", "h2"): "0.9.0"}  # h3: maand never deployed it
-    plan = P.compute_plan(cat, content("api"), st, ["h1", "h2", "h3"], {"adopted": adopted})
+    plan = _plan.compute_plan(cat, content("api"), st, ["h1", "h2", "h3"], {"adopted": adopted})
     assert not plan["errors"]
     assert actions(plan) == {("api", "h1"): "sync", ("api", "h2"): "restart", ("api", "h3"): "start"}
     rows = {r["worker"]: r for r in plan["rows"]}
@@ -606,14 +606,14 @@ def test_adopted_allocations_sync_without_a_target_and_get_recorded():
 
 def test_adoption_needs_the_tree_on_the_worker():
     cat = catalog([job("api")], [("api", "h1", "active")], workers=("h1",))
-    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"], {"adopted": {("api", "h1"): "1.0.0"}})
+    plan = _plan.compute_plan(cat, content("api"), states(["h1"]), ["h1"], {"adopted": {("api", "h1"): "1.0.0"}})
     assert actions(plan) == {("api", "h1"): "start"}
 
 
 def test_worker_and_jobs_json_are_maands_formats():
     cat = catalog([job("api")], [("api", "h1", "active")], workers=("h1",))
     cat["workers"][0]["worker_id"] = "wid-1"
-    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     meta = next(o for o in plan["steps"][0]["ops"]["h1"] if o["kind"] == "meta")
     assert {k: meta["worker_json"][k] for k in ("bucket_id", "worker_id", "worker_ip", "labels", "update_seq")} == {
         "bucket_id": BID, "worker_id": "wid-1", "worker_ip": "h1", "labels": ["worker"], "update_seq": 1}
@@ -632,7 +632,7 @@ def _files_ops(plan):
 
 def test_fresh_starts_of_later_waves_ship_their_files_in_the_first_step_of_their_host():
     cat = _two_waves()
-    plan = P.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
+    plan = _plan.compute_plan(cat, content("db", "api"), states(["h1", "h2"]), ["h1", "h2"])
     assert [s["label"] for s in plan["steps"]] == ["wave 0: db start batch 1/1", "wave 1: api start batch 1/1"]
     assert _files_ops(plan) == {(0, "h1"): ["api@h1"]}  # h2 acts first in wave 1: its files go there
     files = plan["steps"][0]["ops"]["h1"][-1]
@@ -649,21 +649,21 @@ def test_files_travel_early_only_for_a_fresh_start():
     cont = content("db", "api")
     # an upgrade: the running version keeps its tree until its own batch
     st = _settle(cat, cont, ["h1", "h2"])
-    plan = P.compute_plan(cat, content("db", "api", files={"Makefile": "m9"}), st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, content("db", "api", files={"Makefile": "m9"}), st, ["h1", "h2"])
     assert set(actions(plan).values()) == {"restart"} and _files_ops(plan) == {}
     # a start whose previous attempt failed its gate (its tree is on the worker and may be running)
     st = states(["h1", "h2"])
     st["h2"]["pending"], st["h2"]["trees"] = ["api"], ["api"]
-    assert _files_ops(P.compute_plan(cat, cont, st, ["h1", "h2"])) == {(0, "h1"): ["api@h1"]}
+    assert _files_ops(_plan.compute_plan(cat, cont, st, ["h1", "h2"])) == {(0, "h1"): ["api@h1"]}
     # a tree of the job is on the worker without a record
     st = states(["h1", "h2"])
     st["h1"]["trees"] = ["api"]
-    assert _files_ops(P.compute_plan(cat, cont, st, ["h1", "h2"])) == {}  # h1 acts in wave 0 but is not fresh
+    assert _files_ops(_plan.compute_plan(cat, cont, st, ["h1", "h2"])) == {}  # h1 acts in wave 0 but is not fresh
     # a job with deploy hooks keeps its files in its own step
     cmds = {"c": {"executed_on": ["post_deploy"], "demands": {"job": "", "command": ""}}}
     hooked = catalog([job("db", deployment_seq=0), job("api", deployment_seq=1, commands=cmds)],
                      [("db", "h1", "active"), ("api", "h1", "active")])
-    assert _files_ops(P.compute_plan(hooked, cont, states(["h1", "h2"]), ["h1", "h2"])) == {}
+    assert _files_ops(_plan.compute_plan(hooked, cont, states(["h1", "h2"]), ["h1", "h2"])) == {}
 
 
 def test_files_never_travel_into_the_reconcile_step_and_reconcile_keeps_its_meta():
@@ -671,7 +671,7 @@ def test_files_never_travel_into_the_reconcile_step_and_reconcile_keeps_its_meta
     cat["allocations"].append({"job": "db", "worker": "h2", "alloc_id": "db-h2", "state": "disabled", "deployment_seq": 0})
     cont = content("db", "api")
     st = states(["h1", "h2"], {"h2": {"db": record("db", cont, host="h2")}})
-    plan = P.compute_plan(cat, cont, st, ["h1", "h2"])
+    plan = _plan.compute_plan(cat, cont, st, ["h1", "h2"])
     assert [s["label"] for s in plan["steps"]] == ["reconcile", "wave 0: db start batch 1/1", "wave 1: api start batch 1/1"]
     assert [o["kind"] for o in plan["steps"][0]["ops"]["h2"]] == ["meta", "stop"]
     assert [o["kind"] for o in plan["steps"][0]["ops"]["h1"]] == ["meta"]

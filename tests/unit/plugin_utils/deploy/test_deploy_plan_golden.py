@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 from tests.unit.plugin_utils.deploy.test_deploy_plan import _settle, catalog, content, job, record, states
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "deploy_plan", "golden.json")
@@ -103,7 +103,7 @@ def _rollback_states(cat, hosts, v1, v2):
     st = _settle(cat, content("api", "web", files=v2), hosts)
     for h in hosts:
         st[h]["deployed"]["api"]["version"] = "1.2.0"
-        st[h]["previous"] = {"api": P.state_record("api", "api-%s" % h, content("api", files=v1)["api"],
+        st[h]["previous"] = {"api": _plan.state_record("api", "api-%s" % h, content("api", files=v1)["api"],
                                                    "1.1.0", True, 1)}
     return st
 
@@ -153,7 +153,7 @@ def rollback_failed():
     v1, v2 = {"Makefile": "m1", "conf/a.conf": "c1"}, {"Makefile": "m1", "conf/a.conf": "c2"}
     cat = catalog([job("api", version="1.1.0")], [("api", h, "active") for h in H3])
     st = _settle(cat, content("api", files=v2), H3)
-    old = P.state_record("api", "api-x", content("api", files=v1)["api"], "1.0.0", True, 1)
+    old = _plan.state_record("api", "api-x", content("api", files=v1)["api"], "1.0.0", True, 1)
     new = dict(st["h1"]["deployed"]["api"], version="1.1.0")
     st["h1"]["deployed"]["api"] = new  # h1 got 1.1.0 and passed its gate
     st["h1"]["previous"] = {"api": dict(old, alloc_id="api-h1")}
@@ -173,7 +173,7 @@ def adopt():
 
 
 def _rendered(files, origins):
-    return {"hash": P.files_mod.tree_hash(files), "files": files, "origins": origins}
+    return {"hash": _plan._content.tree_hash(files), "files": files, "origins": origins}
 
 
 def rendered():
@@ -187,9 +187,9 @@ def rendered():
                                     "h3": _rendered(new, {})}},
             "env": _rendered({"Makefile": "m", ".maand-env/KEY": "2"}, {})}
     st = {h: {"reachable": True, "worker": None, "jobs": None, "trees": ["api"],
-              "deployed": {"api": P.state_record("api", "api-%s" % h, _rendered(old, {}), "1.0.0", True, 1)}}
+              "deployed": {"api": _plan.state_record("api", "api-%s" % h, _rendered(old, {}), "1.0.0", True, 1)}}
           for h in H3}
-    st["h1"]["deployed"]["env"] = P.state_record("env", "env-h1", _rendered({"Makefile": "m", ".maand-env/KEY": "1"},
+    st["h1"]["deployed"]["env"] = _plan.state_record("env", "env-h1", _rendered({"Makefile": "m", ".maand-env/KEY": "1"},
                                                                             {}), "1.0.0", True, 1)
     return cat, cont, st, H3, None
 
@@ -201,7 +201,7 @@ SCENARIOS = {f.__name__: f for f in (first_deploy, upgrades, reconcile, options,
 def emitted(name):
     """The plan of a scenario as the run folder stores it (_deploy_run writes it with sort_keys)."""
     cat, cont, st, hosts, opts = SCENARIOS[name]()
-    return json.loads(json.dumps(P.compute_plan(cat, cont, st, hosts, opts), sort_keys=True))
+    return json.loads(json.dumps(_plan.compute_plan(cat, cont, st, hosts, opts), sort_keys=True))
 
 
 def _golden():

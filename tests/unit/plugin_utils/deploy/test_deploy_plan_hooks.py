@@ -5,7 +5,7 @@ orders the batches when it names exactly their allocations (maand deploy/orderin
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 from tests.unit.plugin_utils.deploy.test_deploy_plan import _settle, catalog, content, job, states
 
 HOSTS = ["h1", "h2", "h3"]
@@ -27,7 +27,7 @@ def job_ops(step):
 def test_job_control_is_one_batch_that_only_syncs():
     cat = catalog([job("api", commands=cmds("job_control"), max_concurrent_starts=1)],
                   [("api", h, "active") for h in HOSTS])
-    plan = P.compute_plan(cat, content("api"), states(HOSTS), HOSTS)
+    plan = _plan.compute_plan(cat, content("api"), states(HOSTS), HOSTS)
     steps = wave_steps(plan)
     assert [s["label"] for s in steps] == ["wave 0: api job_control"]  # max_concurrent_starts does not split it
     ops = job_ops(steps[0])
@@ -41,7 +41,7 @@ def test_job_control_is_one_batch_that_only_syncs():
 def test_job_control_update_lists_updated_allocations():
     cat = catalog([job("api", commands=cmds("job_control"))], [("api", h, "active") for h in HOSTS])
     st = _settle(cat, content("api"), HOSTS)
-    plan = P.compute_plan(cat, content("api", files={"Makefile": "m2"}), st, HOSTS)
+    plan = _plan.compute_plan(cat, content("api", files={"Makefile": "m2"}), st, HOSTS)
     gate = wave_steps(plan)[0]["gates"][0]
     assert gate["hooks"]["new"] == [] and gate["hooks"]["updated"] == HOSTS
     assert all(o["target"] is None for ops in wave_steps(plan)[0]["ops"].values() for o in ops)
@@ -50,7 +50,7 @@ def test_job_control_update_lists_updated_allocations():
 def test_without_hooks_the_plan_is_unchanged():
     cat = catalog([job("api", commands=cmds("cli", "pre_deploy"), max_concurrent_starts=1)],
                   [("api", h, "active") for h in HOSTS])
-    plan = P.compute_plan(cat, content("api"), states(HOSTS), HOSTS)
+    plan = _plan.compute_plan(cat, content("api"), states(HOSTS), HOSTS)
     assert [s["gates"] for s in wave_steps(plan)] == [[], [], []]
     runs = [o for s in wave_steps(plan) for o in job_ops(s) if o["kind"] == "run"]
     assert len(runs) == 3 and all(o["target"] == "start" and o["promote_now"] for o in runs)
@@ -59,7 +59,7 @@ def test_without_hooks_the_plan_is_unchanged():
 def test_after_allocation_started_gets_a_gate_per_batch_with_its_context():
     cat = catalog([job("web", commands=cmds("after_allocation_started"), max_concurrent_starts=2)],
                   [("web", h, "active") for h in HOSTS])
-    plan = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS)
+    plan = _plan.compute_plan(cat, content("web"), states(HOSTS), HOSTS)
     gates = [s["gates"][0] for s in wave_steps(plan)]
     # maand's start semantics: the batch's hooks after every start batch, the probes and health_check
     # after the last one only, over every started allocation (the first batch's gate defers its promotion)
@@ -76,27 +76,27 @@ def test_after_allocation_started_gets_a_gate_per_batch_with_its_context():
 def test_rollout_order_from_the_kv_orders_the_batches():
     cat = catalog([job("web", commands=cmds("post_deploy"), max_concurrent_starts=1)],
                   [("web", h, "active") for h in HOSTS])
-    plan = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h3, h1,h2"}})
+    plan = _plan.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h3, h1,h2"}})
     assert [s["gates"][0]["hooks"].get("batch_hosts", s["gates"][0]["hosts"]) for s in wave_steps(plan)] == [
         ["h3"], ["h1"], ["h2"]]
     assert {s["gates"][0]["hooks"]["order_source"] for s in wave_steps(plan)} == {"kv"}
     # an order that does not name exactly the batch's allocations is ignored, with a note (maand logs it)
-    bad = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h3,h1"}})
+    bad = _plan.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h3,h1"}})
     assert [s["gates"][0]["hooks"].get("batch_hosts", s["gates"][0]["hosts"]) for s in wave_steps(bad)] == [
         ["h1"], ["h2"], ["h3"]]
     assert any(line.startswith("note: job web: rollout_order 'h3,h1' ignored") for line in bad["lines"])
-    dup = P.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h1,h1,h2,h3"}})
+    dup = _plan.compute_plan(cat, content("web"), states(HOSTS), HOSTS, {"rollout_orders": {"web": "h1,h1,h2,h3"}})
     assert any("duplicate" in line for line in dup["lines"])
 
 
 def test_a_failed_hook_gate_names_the_job_and_batch_not_a_health_gate():
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
     cat = catalog([job("api", commands=cmds("job_control"))], [("api", "h1", "active")])
-    plan = P.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
+    plan = _plan.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     step = wave_steps(plan)[0]
-    state = RS.new_state("r", plan)
+    state = _run_state.new_state("r", plan)
     answers = {"h1": {"ok": True, "ops": [{"id": op["id"], "ok": True} for op in step["ops"]["h1"]]}}
     msg = "job api command command_x (event job_control) on h1 failed: exit status 3"
-    state = RS.fold_step(state, step, answers, {"api": [msg]})
+    state = _run_state.fold_step(state, step, answers, {"api": [msg]})
     assert state.failed_by_job["api"] == ["job api failed after wave 0: api job_control: " + msg]
     assert not state.pending  # not promoted

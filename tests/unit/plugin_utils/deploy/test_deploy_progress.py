@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as P
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress
 
 GATE = {"job": "api", "hosts": ["h1", "h2"], "attempts": 5, "interval_seconds": 0.5, "timeout_seconds": 1,
         "checks": [{"type": "http", "scheme": "http", "port": 30000, "path": "/health", "expect_status": 200}]}
@@ -29,29 +29,29 @@ class Clock:
 
 
 def test_parse_lines_keeps_the_incomplete_tail_and_skips_garbage():
-    records, rest = P.parse_lines('{"kind": "say", "msg": "a"}\nnot json\n[1]\n{"no_kind": 1}\n{"kind": "ga')
+    records, rest = _progress.parse_lines('{"kind": "say", "msg": "a"}\nnot json\n[1]\n{"no_kind": 1}\n{"kind": "ga')
     assert records == [{"kind": "say", "msg": "a"}]
     assert rest == '{"kind": "ga'
 
 
 def test_reader_follows_appends_and_completes_half_written_lines(tmp_path):
-    writer = P.Writer(str(tmp_path), clock=lambda: 5.0)
-    reader = P.Reader(P.progress_path(str(tmp_path)))
+    writer = _progress.Writer(str(tmp_path), clock=lambda: 5.0)
+    reader = _progress.Reader(_progress.progress_path(str(tmp_path)))
     assert reader.read() == []                       # no file yet
     writer.say("one")
     assert [r["msg"] for r in reader.read()] == ["one"]
     assert reader.read() == []
-    with open(P.progress_path(str(tmp_path)), "a") as handle:
+    with open(_progress.progress_path(str(tmp_path)), "a") as handle:
         handle.write('{"kind": "say", "msg": "tw')
     assert reader.read() == []
-    with open(P.progress_path(str(tmp_path)), "a") as handle:
+    with open(_progress.progress_path(str(tmp_path)), "a") as handle:
         handle.write('o"}\n')
     assert [r["msg"] for r in reader.read()] == ["two"]
-    assert [r["msg"] for r in P.read_all(str(tmp_path))] == ["one", "two"]
-    mark = P.mark(str(tmp_path))
+    assert [r["msg"] for r in _progress.read_all(str(tmp_path))] == ["one", "two"]
+    mark = _progress.mark(str(tmp_path))
     writer.say("three")
-    assert [r["msg"] for r in P.read_since(str(tmp_path), mark)] == ["three"]
-    assert P.Writer("").write({"kind": "say"}) is None  # no run folder (check mode): nothing, no error
+    assert [r["msg"] for r in _progress.read_since(str(tmp_path), mark)] == ["three"]
+    assert _progress.Writer("").write({"kind": "say"}) is None  # no run folder (check mode): nothing, no error
 
 
 def test_run_gate_reports_every_failing_attempt_then_the_end(tmp_path):
@@ -62,30 +62,30 @@ def test_run_gate_reports_every_failing_attempt_then_the_end(tmp_path):
         if address == "h1":
             return next(answers)
         return None if clock.now >= 101.0 else "h2 down"
-    writer = P.Writer(str(tmp_path), clock=clock)
-    watch = P.GateWatch(writer, GATE, P.batch_label(PLAN, GATE))
-    assert G.run_gate(GATE, {}, sleep=clock.sleep, probe_fn=probe, watch=watch, clock=clock) == []
-    records = P.read_all(str(tmp_path))
+    writer = _progress.Writer(str(tmp_path), clock=clock)
+    watch = _progress.GateWatch(writer, GATE, _progress.batch_label(PLAN, GATE))
+    assert _gate.run_gate(GATE, {}, sleep=clock.sleep, probe_fn=probe, watch=watch, clock=clock) == []
+    records = _progress.read_all(str(tmp_path))
     waits = [r for r in records if r["state"] == "wait"]
     assert [(r["host"], r["attempt"], r["elapsed"]) for r in waits] == [("h1", 1, 0.0), ("h1", 2, 0.5)]
     assert waits[0]["check"] == "http :30000/health" and waits[0]["attempts"] == 5
     assert waits[0]["batch"] == "api start batch 1/1" and waits[0]["error"] == "refused"
     assert records[-1]["state"] == "pass" and records[-1]["hosts"] == ["h1", "h2"] and records[-1]["elapsed"] == 1.0
-    assert P.gate_times(records) == {("api", "h1"): 1.0, ("api", "h2"): 1.0}
+    assert _progress.gate_times(records) == {("api", "h1"): 1.0, ("api", "h2"): 1.0}
 
 
 def test_gate_runner_adds_elapsed_status_tail_and_listen_hint_on_a_first_start(tmp_path):
     clock = Clock()
 
     def run(gate, watch):
-        return G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch,
+        return _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch,
                           probe_fn=lambda a, c, t: "http %s:30000: [Errno 111] Connection refused" % a)
     seen = []
 
     def diagnose(job, hosts):
         seen.append((job, hosts))
         return {h: ["--- make status (exit 2):", "stopped"] for h in hosts}
-    go = P.gate_runner(run, P.Writer(str(tmp_path), clock=clock), PLAN, {"api": {"api_http_port": 30000}},
+    go = _progress.gate_runner(run, _progress.Writer(str(tmp_path), clock=clock), PLAN, {"api": {"api_http_port": 30000}},
                        diagnose=diagnose, clock=clock)
     problems = go(GATE)
     assert problems[:2] == ["h1: http h1:30000: [Errno 111] Connection refused",
@@ -96,28 +96,28 @@ def test_gate_runner_adds_elapsed_status_tail_and_listen_hint_on_a_first_start(t
     hint = problems[-1]
     assert hint.startswith("hint: nothing listens on port 30000 (api_http_port) of job api")
     assert '{{ get "maand/bucket" "api_http_port" }}' in hint and "$API_HTTP_PORT" in hint
-    assert [r["state"] for r in P.read_all(str(tmp_path))][-1] == "fail"
+    assert [r["state"] for r in _progress.read_all(str(tmp_path))][-1] == "fail"
 
 
 def test_listen_hint_only_for_a_refused_named_port_at_first_deploy():
     refused = ["h1: tcp h1:30000: [Errno 111] Connection refused"]
-    assert P.listen_hint("api", [30000], {"p": 30000}, refused, True)
-    assert P.listen_hint("api", [30000], {"p": 30000}, refused, False) == ""          # an upgrade
-    assert P.listen_hint("api", [30000], {"p": 30000}, ["h1: http returned 500"], True) == ""
-    assert P.listen_hint("api", [30000], {"p": 31000}, refused, True) == ""           # not one of its ports
-    assert P.first_deploy(PLAN, "api", ["h1"]) is True
-    assert P.first_deploy(dict(PLAN, rows=[dict(PLAN["rows"][0], from_version="1.0.0")]), "api", ["h1"]) is False
-    assert P.first_deploy(PLAN, "web", ["h1"]) is False
+    assert _progress.listen_hint("api", [30000], {"p": 30000}, refused, True)
+    assert _progress.listen_hint("api", [30000], {"p": 30000}, refused, False) == ""          # an upgrade
+    assert _progress.listen_hint("api", [30000], {"p": 30000}, ["h1: http returned 500"], True) == ""
+    assert _progress.listen_hint("api", [30000], {"p": 31000}, refused, True) == ""           # not one of its ports
+    assert _progress.first_deploy(PLAN, "api", ["h1"]) is True
+    assert _progress.first_deploy(dict(PLAN, rows=[dict(PLAN["rows"][0], from_version="1.0.0")]), "api", ["h1"]) is False
+    assert _progress.first_deploy(PLAN, "web", ["h1"]) is False
 
 
 def test_passed_gate_calls_on_pass_and_adds_nothing(tmp_path):
     passed = []
-    go = P.gate_runner(lambda gate, watch: [], P.Writer(str(tmp_path)), PLAN, on_pass=passed.append)
+    go = _progress.gate_runner(lambda gate, watch: [], _progress.Writer(str(tmp_path)), PLAN, on_pass=passed.append)
     assert go(GATE) == [] and passed == [GATE]
 
 
 def test_ssh_argv_uses_the_connection_settings():
-    argv = P.ssh_argv({"address": "10.0.0.1", "port": 2222, "user": "agent", "key": "/k", "options": ["-o", "A=b"],
+    argv = _progress.ssh_argv({"address": "10.0.0.1", "port": 2222, "user": "agent", "key": "/k", "options": ["-o", "A=b"],
                        "sudo": True}, "echo hi")
     assert argv[:3] == ["ssh", "-o", "A=b"] and argv[-2] == "agent@10.0.0.1"
     assert ["-i", "/k"] == argv[argv.index("-i"):argv.index("-i") + 2] and "2222" in argv
@@ -127,6 +127,6 @@ def test_ssh_argv_uses_the_connection_settings():
 def test_collect_tails_reports_an_unreachable_worker():
     def run(argv, **kwargs):
         return subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host 10.0.0.1 port 22: No route to host")
-    tails = P.collect_tails({"h1": {"address": "10.0.0.1"}}, "/opt/worker/b", "api", ["h1", "h9"], run=run)
+    tails = _progress.collect_tails({"h1": {"address": "10.0.0.1"}}, "/opt/worker/b", "api", ["h1", "h9"], run=run)
     assert tails == {"h1": ["(could not reach the worker: ssh: connect to host 10.0.0.1 port 22: No route to host)"]}
     json.dumps(tails)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import prometheus as P, stage as S
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import prometheus as _prometheus, stage as _stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import prometheus as KP
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "prometheus", "maand_consoles.json")
@@ -19,29 +19,29 @@ with open(DATA, encoding="utf-8") as _handle:
 
 @pytest.mark.parametrize("case", GOLDEN["runbooks"], ids=lambda c: "%s/%s" % (c["job"], c["slug"]))
 def test_runbook_page_is_maands_byte_for_byte(case):
-    assert P.runbook_page(case["job"], case["slug"], case["markdown"]) == case["html"]
+    assert _prometheus.runbook_page(case["job"], case["slug"], case["markdown"]) == case["html"]
 
 
 @pytest.mark.parametrize("index", range(len(GOLDEN["runbook_index"])))
 def test_runbook_index_is_maands(index):
     entries = [(e["Job"], e["Slug"]) for e in GOLDEN["runbook_index"][index]]
-    assert P.runbook_index(entries) == GOLDEN["runbook_index_html"][index]
+    assert _prometheus.runbook_index(entries) == GOLDEN["runbook_index_html"][index]
 
 
 @pytest.mark.parametrize("index", range(len(GOLDEN["dashboards"])))
 def test_dashboard_index_is_maands(index):
     entries = [(e["Job"], e["Rel"], e["Label"]) for e in GOLDEN["dashboards"][index]]
-    assert P.dashboard_index(entries) == GOLDEN["dashboards_html"][index]
+    assert _prometheus.dashboard_index(entries) == GOLDEN["dashboards_html"][index]
 
 
 @pytest.mark.parametrize("case", GOLDEN["labels"], ids=lambda c: c["rel"])
 def test_dashboard_label_is_maands(case):
-    assert P.dashboard_label(case["rel"], case["content"]) == case["label"]
+    assert _prometheus.dashboard_label(case["rel"], case["content"]) == case["label"]
 
 
 def test_escape_console_literals_as_maand():
     # maand runbooks/html_test.go TestEscapePrometheusTemplateLiterals
-    out = P.escape_console_literals('docker ps --format "table {{.Names}}\\t{{.Status}}"')
+    out = _prometheus.escape_console_literals('docker ps --format "table {{.Names}}\\t{{.Status}}"')
     assert "{{.Names}}" not in out
     assert '{{ "{{" }}' in out and '{{ "}}" }}' in out
 
@@ -57,11 +57,11 @@ def test_escape_console_literals_as_maand():
     ("slo/latency.html", ["partials/**", "_partial.html"], True),
 ])
 def test_listed_in_index(rel, patterns, listed):
-    assert P.listed_in_index(rel, patterns) is listed
+    assert _prometheus.listed_in_index(rel, patterns) is listed
 
 
 def test_ignore_patterns_skip_blanks_and_comments():
-    assert P.ignore_patterns("# partials\n_partial.html\n\n  partials/**  \n") == ["_partial.html", "partials/**"]
+    assert _prometheus.ignore_patterns("# partials\n_partial.html\n\n  partials/**  \n") == ["_partial.html", "partials/**"]
 
 
 # --- a bucket: the server job's overlays and the template functions through stage.compute ------------
@@ -117,7 +117,7 @@ def _bucket(tmp_path, server="prometheus", port=True):
 
 
 def _compute(root, catalog, kv, hosts=("10.0.0.1", "10.0.0.2")):
-    return S.compute(root, catalog, [j["name"] for j in catalog["jobs"]], hosts, kv=(kv, lambda: b"k" * 32))
+    return _stage.compute(root, catalog, [j["name"] for j in catalog["jobs"]], hosts, kv=(kv, lambda: b"k" * 32))
 
 
 def test_server_job_gets_rules_runbooks_dashboards_and_config(tmp_path):
@@ -135,7 +135,7 @@ def test_server_job_gets_rules_runbooks_dashboards_and_config(tmp_path):
     assert "maand_cert_expiring" in files["rules/maand/certs.yaml"]
     assert "<h1>Api Down</h1>" in files["consoles/runbooks/api/ApiDown.html"]
     assert 'href="api/ApiDown.html"' in files["consoles/runbooks/index.html"]
-    assert files["consoles/runbooks/style.css"] == P.STYLE_CSS
+    assert files["consoles/runbooks/style.css"] == _prometheus.STYLE_CSS
     index = files["consoles/dashboards/index.html"]
     assert 'href="api/overview.html"' in index and ">API overview</a>" in index
     assert 'href="api/slo/latency.html"' in index and ">SLO latency</a>" in index and ">Workers</a>" in index
@@ -149,7 +149,7 @@ def test_server_job_gets_rules_runbooks_dashboards_and_config(tmp_path):
     assert set(content.files) >= set(files)
     # the other job gets none of it
     assert not any(o.rel.startswith(("rules/", "consoles/")) for o in staging.allocations.get(("api", "10.0.0.1"),
-                                                                                              S.AllocationContent("", "", {}, "", ())).outputs)
+                                                                                              _stage.AllocationContent("", "", {}, "", ())).outputs)
 
 
 def test_a_changed_alert_changes_the_server_hash_only(tmp_path):

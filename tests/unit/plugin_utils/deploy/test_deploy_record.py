@@ -14,9 +14,9 @@ import time
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, record as R
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR, service as S
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock, record as R
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run, service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 from tests.unit.plugin_utils.deploy.test_service import HOSTS, Screen, bucket, request  # noqa: F401  # pylint: disable=unused-import
 
 RUN_IDS = ("20260101T000001-1", "20260101T000002-1", "20260101T000003-1")
@@ -26,8 +26,8 @@ RUN_IDS = ("20260101T000001-1", "20260101T000002-1", "20260101T000003-1")
 def run_ids(monkeypatch):
     """Each new run gets the next of RUN_IDS (runs of one test are made within the same second)."""
     ids = iter(RUN_IDS)
-    original = DR.new_run
-    monkeypatch.setattr(DR, "new_run", lambda bucket, plan, run_id=None: original(bucket, plan, run_id or next(ids)))
+    original = _run.new_run
+    monkeypatch.setattr(_run, "new_run", lambda bucket, plan, run_id=None: original(bucket, plan, run_id or next(ids)))
     return RUN_IDS
 
 
@@ -38,17 +38,17 @@ def timed_answer(req):
 
 
 def run_deploy(root, ctl=None, answer=timed_answer, **kw):
-    assert S.lock(root, os.getpid())["taken"]
-    prepared = S.prepare(request(root, **kw), ctl or Screen().ctl)
+    assert _service.lock(root, os.getpid())["taken"]
+    prepared = _service.prepare(request(root, **kw), ctl or Screen().ctl)
     assert not prepared.failed, prepared.msg
     for seg in prepared.segments:
-        stepped = S.step(prepared.run_dir, seg["step"], ctl)
+        stepped = _service.step(prepared.run_dir, seg["step"], ctl)
         assert not stepped.error, stepped.error
         for host in stepped.hosts:
-            req = DR.read_request(prepared.run_dir, stepped.key, host)
-            DR.write_result(prepared.run_dir, stepped.key, host,
-                            answer(RS.AgentRequest(host=host, ops=req["ops"], promote=req["promote"])))
-    finished = S.finish(S.FinishRequest(root, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()), ctl)
+            req = _run.read_request(prepared.run_dir, stepped.key, host)
+            _run.write_result(prepared.run_dir, stepped.key, host,
+                            answer(_run_state.AgentRequest(host=host, ops=req["ops"], promote=req["promote"])))
+    finished = _service.finish(_service.FinishRequest(root, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()), ctl)
     return prepared, finished
 
 
@@ -88,25 +88,25 @@ def test_a_corrupt_result_file_is_left_out_of_the_record_and_refused_by_the_depl
 
     def answer(*ops):
         return {"ok": True, "ops": [{"id": op, "ok": True, "seconds": s} for op, s in ops]}
-    DR.write_result(run_dir, 1, "h1", answer(("api@h1/start", 1.25), ("api@h1/files", 0.5)))
-    DR.write_result(run_dir, DR.FINAL, "h1", answer(("api@h1/revert", 0.25)))
-    DR.write_result(run_dir, 1, "h2", answer(("api@h2/start", 2.0)))
-    with open(DR.result_path(run_dir, 1, "h2"), "w", encoding="utf-8") as handle:
+    _run.write_result(run_dir, 1, "h1", answer(("api@h1/start", 1.25), ("api@h1/files", 0.5)))
+    _run.write_result(run_dir, _run.FINAL, "h1", answer(("api@h1/revert", 0.25)))
+    _run.write_result(run_dir, 1, "h2", answer(("api@h2/start", 2.0)))
+    with open(_run.result_path(run_dir, 1, "h2"), "w", encoding="utf-8") as handle:
         handle.write('{"answer": {"ops": [')  # cut off mid-write
     rows = [{"job": "api", "worker": h, "action": "start"} for h in ("h1", "h2")]
     record = R.build("20260101T000001-1", {"rows": rows}, None, [], run_dir, None, 1, 0.0)
     assert {a.key: a.seconds for a in record.allocations} == {"api@h1": 2.0, "api@h2": None}
-    assert {(step, host) for step, host, dummy in DR.iter_results(run_dir)} == {("1", "h1"), ("final", "h1")}
-    with pytest.raises(DR.RunError, match="h2.json: cannot read"):
-        DR.read_results(run_dir, 1, ["h1", "h2"])
+    assert {(step, host) for step, host, dummy in _run.iter_results(run_dir)} == {("1", "h1"), ("final", "h1")}
+    with pytest.raises(_run.RunError, match="h2.json: cannot read"):
+        _run.read_results(run_dir, 1, ["h1", "h2"])
 
 
 def test_a_failed_run_is_recorded_failed_with_its_problems(bucket, run_ids):
-    assert S.lock(bucket, os.getpid())["taken"]
-    prepared = S.prepare(request(bucket))
-    first = S.step(prepared.run_dir, prepared.segments[0]["step"])
+    assert _service.lock(bucket, os.getpid())["taken"]
+    prepared = _service.prepare(request(bucket))
+    first = _service.step(prepared.run_dir, prepared.segments[0]["step"])
     assert not first.error and first.hosts  # no worker ever answers
-    finished = S.finish(S.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=1))
+    finished = _service.finish(_service.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=1))
     [record] = R.read_all(bucket)[0]
     assert record.outcome == "failed" and record.problems == finished.problems and record.problems
     results = {a.key: a.result for a in record.allocations}
@@ -117,8 +117,8 @@ def test_a_failed_run_is_recorded_failed_with_its_problems(bucket, run_ids):
 
 
 def test_check_mode_keeps_no_record(bucket):
-    out = S.prepare(request(bucket, check_mode=True))
-    S.finish(S.FinishRequest(bucket, out.plan, run_dir="", check_mode=True))
+    out = _service.prepare(request(bucket, check_mode=True))
+    _service.finish(_service.FinishRequest(bucket, out.plan, run_dir="", check_mode=True))
     assert R.read_all(bucket) == ([], [])
 
 
@@ -128,7 +128,7 @@ def test_a_store_that_fails_is_a_warning_and_the_lock_is_still_released(bucket, 
     monkeypatch.setattr(_storage.FileStore, "write_record", broken)
     screen = Screen()
     dummy, finished = run_deploy(bucket, screen.ctl)
-    assert finished.problems == [] and _deploy_lock.read_lock(bucket) is None
+    assert finished.problems == [] and _lock.read_lock(bucket) is None
     assert screen.warnings == ["the deploy record of run %s was not kept (maand.core.logs will not list it): "
                                "StateStoreError: state store down" % run_ids[0]]
 
@@ -197,13 +197,13 @@ def test_unreadable_records_are_named_and_left_out(tmp_path):
 
 def test_run_ids_are_unique_in_one_millisecond_and_sort_by_start_beside_the_old_form(tmp_path):
     now = 1795000000.25
-    assert len({DR.new_run_id(now, pid=7) for dummy in range(64)}) == 64  # one controller, one millisecond
-    assert re.fullmatch(r"20261118T110640\.250-7-[0-9a-f]{6}", DR.new_run_id(now, pid=7))
+    assert len({_run.new_run_id(now, pid=7) for dummy in range(64)}) == 64  # one controller, one millisecond
+    assert re.fullmatch(r"20261118T110640\.250-7-[0-9a-f]{6}", _run.new_run_id(now, pid=7))
 
     def old_form(at, pid):
         return "%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime(at)), pid)
-    by_start = [old_form(now - 1, 99999), old_form(now, 12), DR.new_run_id(now, pid=99999),
-                DR.new_run_id(now + 0.001, pid=1), DR.new_run_id(now + 1, pid=1)]
+    by_start = [old_form(now - 1, 99999), old_form(now, 12), _run.new_run_id(now, pid=99999),
+                _run.new_run_id(now + 0.001, pid=1), _run.new_run_id(now + 1, pid=1)]
     shuffled = random.Random(3).sample(by_start, len(by_start))
     assert sorted(shuffled) == by_start
     store = _storage.FileStore(str(tmp_path))

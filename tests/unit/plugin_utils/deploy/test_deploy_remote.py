@@ -5,87 +5,87 @@ from __future__ import annotations
 import json
 import subprocess
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as R
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 
 
 def sh(cmd, data, env_root):
     # the commands use /opt/worker paths: run them with the paths pointed at a temp folder
-    cmd = cmd.replace(R.AGENT_DIR, str(env_root / ".maand")).replace(R.WORKER_ROOT, str(env_root))
+    cmd = cmd.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
     return subprocess.run(["/bin/sh", "-c", cmd], input=data, capture_output=True, check=False)
 
 
 def test_read_command_installs_the_agent_once_and_reads(tmp_path):
     (tmp_path / "bid" / "deploy").mkdir(parents=True)
     (tmp_path / "bid" / "deploy" / "api.json").write_text('{"format": 1}')
-    proc = sh(R.read_command("python3", "bid"), R.agent_source(), tmp_path)
-    data, err = R.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "read")
+    proc = sh(_remote.read_command("python3", "bid"), _remote.agent_source(), tmp_path)
+    data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "read")
     assert err is None and data["deployed"] == {"api": {"format": 1}}
-    installed = tmp_path / ".maand" / R.agent_path().rsplit("/", 1)[1]
-    assert installed.read_bytes() == R.agent_source()
-    proc = sh(R.read_command("python3", "bid"), b"garbage that must not be installed", tmp_path)
-    assert proc.returncode == 0 and installed.read_bytes() == R.agent_source()
+    installed = tmp_path / ".maand" / _remote.agent_path().rsplit("/", 1)[1]
+    assert installed.read_bytes() == _remote.agent_source()
+    proc = sh(_remote.read_command("python3", "bid"), b"garbage that must not be installed", tmp_path)
+    assert proc.returncode == 0 and installed.read_bytes() == _remote.agent_source()
 
 
 def test_read_without_install_writes_nothing(tmp_path):
-    proc = sh(R.read_command_no_install("python3", "bid"), R.agent_source(), tmp_path)
+    proc = sh(_remote.read_command_no_install("python3", "bid"), _remote.agent_source(), tmp_path)
     assert json.loads(proc.stdout)["exists"] is False
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_step_command_reports_a_missing_agent_then_runs_it(tmp_path):
-    req = R.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
+    req = _remote.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
     assert json.loads(req)["root"] == "/opt/worker/bid"
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
-    assert sh(R.step_command("python3"), req.encode(), tmp_path).returncode == R.MISSING_AGENT_RC
-    assert sh(R.install_command(), R.agent_source(), tmp_path).returncode == 0
-    proc = sh(R.step_command("python3"), req.encode(), tmp_path)
-    data, err = R.parse_output(proc.stdout.decode(), "", proc.returncode, "step")
+    assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
+    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
+    data, err = _remote.parse_output(proc.stdout.decode(), "", proc.returncode, "step")
     assert err is None and data["ops"][0]["ok"]
     assert json.loads((tmp_path / "bid" / "worker.json").read_text()) == {"a": 1}
 
 
 def test_a_tampered_agent_file_is_never_run_and_is_replaced(tmp_path):
     """Issue 21: the agent runs as root; a file at its content-addressed name is checked by its whole sha256."""
-    req = R.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
+    req = _remote.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
-    planted = tmp_path / ".maand" / R.agent_path().rsplit("/", 1)[1]
+    planted = tmp_path / ".maand" / _remote.agent_path().rsplit("/", 1)[1]
     planted.parent.mkdir(mode=0o777)
     marker = tmp_path / "ran"
     planted.write_text("open(%r, 'w').write('planted code ran')\n" % str(marker))
-    assert sh(R.step_command("python3"), req.encode(), tmp_path).returncode == R.MISSING_AGENT_RC
+    assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     assert not marker.exists()
-    proc = sh(R.read_command("python3", "bid"), R.agent_source(), tmp_path)  # reinstalls, then runs the agent
-    assert proc.returncode == 0 and planted.read_bytes() == R.agent_source() and not marker.exists()
+    proc = sh(_remote.read_command("python3", "bid"), _remote.agent_source(), tmp_path)  # reinstalls, then runs the agent
+    assert proc.returncode == 0 and planted.read_bytes() == _remote.agent_source() and not marker.exists()
     assert not planted.parent.stat().st_mode & 0o022  # the agent's folder: no group/world write
-    assert sh(R.step_command("python3"), req.encode(), tmp_path).returncode == 0
+    assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0
 
 
 def test_agent_path_is_content_addressed():
-    assert R.agent_path().startswith(R.AGENT_DIR + "/agent-") and len(R.agent_path().rsplit("-", 1)[1]) == len("0123456789ab.py")
+    assert _remote.agent_path().startswith(_remote.AGENT_DIR + "/agent-") and len(_remote.agent_path().rsplit("-", 1)[1]) == len("0123456789ab.py")
 
 
 def test_interpreter_prefers_delegated_host_vars():
     tv = {"ansible_python_interpreter": "/usr/bin/python3",
           "ansible_delegated_vars": {"w2": {"ansible_python_interpreter": "/opt/py/bin/python3"}}}
-    assert R.interpreter(tv) == "/usr/bin/python3"
-    assert R.interpreter(tv, "w2") == "/opt/py/bin/python3"
-    assert R.interpreter({"ansible_python_interpreter": "{{ x }}"}) == "python3"
+    assert _remote.interpreter(tv) == "/usr/bin/python3"
+    assert _remote.interpreter(tv, "w2") == "/opt/py/bin/python3"
+    assert _remote.interpreter({"ansible_python_interpreter": "{{ x }}"}) == "python3"
 
 
 def test_parse_output_explains_a_missing_python():
-    data, err = R.parse_output("", "sh: 1: python3: not found", 127, "reading")
+    data, err = _remote.parse_output("", "sh: 1: python3: not found", 127, "reading")
     assert data is None and "python3 installed" in err
-    data, err = R.parse_output("not json", "", 0, "reading")
+    data, err = _remote.parse_output("not json", "", 0, "reading")
     assert data is None and "unexpected answer" in err
 
 
 def test_interpreter_falls_back_to_the_configured_interpreter_path():
     # ANSIBLE_PYTHON_INTERPRETER / ansible.cfg interpreter_python reach the action as `configured`
-    assert R.interpreter({}, configured="/usr/bin/python3") == "/usr/bin/python3"
-    assert R.interpreter({}, "w2", "/usr/bin/python3") == "/usr/bin/python3"
-    assert R.interpreter({"ansible_python_interpreter": "/opt/py/bin/python3"}, configured="/usr/bin/python3") == "/opt/py/bin/python3"
-    assert R.interpreter({}, configured="auto_silent") == "python3"  # discovery is not run
-    assert R.interpreter({}) == "python3"
+    assert _remote.interpreter({}, configured="/usr/bin/python3") == "/usr/bin/python3"
+    assert _remote.interpreter({}, "w2", "/usr/bin/python3") == "/usr/bin/python3"
+    assert _remote.interpreter({"ansible_python_interpreter": "/opt/py/bin/python3"}, configured="/usr/bin/python3") == "/opt/py/bin/python3"
+    assert _remote.interpreter({}, configured="auto_silent") == "python3"  # discovery is not run
+    assert _remote.interpreter({}) == "python3"
 
 
 def _fake_ssh(tmp_path):
@@ -98,17 +98,17 @@ def _fake_ssh(tmp_path):
 
 def _folded(tmp_path, ops, python="python3"):
     """One folded step against tmp_path (the worker's /opt/worker): (rc, stdout, stderr, argv)."""
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as S
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _rsync
     bucket = tmp_path / "bucket"
     (bucket / "workspace" / "jobs" / "api").mkdir(parents=True)
     (bucket / "workspace" / "jobs" / "api" / "Makefile").write_text("start:\n\ttrue\n")
     root = tmp_path / "bid"
     syncs = [{"id": "api@h", "job": "api", "src": "workspace/jobs/api", "sync": True}]
-    (ids, argv), = S.commands(str(bucket), syncs, str(root), "h", _fake_ssh(tmp_path))
-    path = R.sync_step_path(python, S.destination(argv)).replace(R.AGENT_DIR, str(tmp_path / ".maand"))
-    argv = S.with_rsync_path(argv, path)
-    req = R.step_request("bid", ops).replace("/opt/worker/bid", str(root))
-    rc, out, err = S.run_with_request(argv, R.request_header(req))
+    (ids, argv), = _rsync.commands(str(bucket), syncs, str(root), "h", _fake_ssh(tmp_path))
+    path = _remote.sync_step_path(python, _rsync.destination(argv)).replace(_remote.AGENT_DIR, str(tmp_path / ".maand"))
+    argv = _rsync.with_rsync_path(argv, path)
+    req = _remote.step_request("bid", ops).replace("/opt/worker/bid", str(root))
+    rc, out, err = _rsync.run_with_request(argv, _remote.request_header(req))
     return rc, out, err, argv
 
 
@@ -116,10 +116,10 @@ META = [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"secret": 
 
 
 def test_a_folded_step_syncs_then_applies_in_one_remote_command(tmp_path):
-    assert sh(R.install_command(), R.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
     rc, out, err, argv = _folded(tmp_path, META)
-    synced, line = R.parse_folded(err)
-    data, problem = R.parse_output(line, err, rc, "step")
+    synced, line = _remote.parse_folded(err)
+    data, problem = _remote.parse_output(line, err, rc, "step")
     assert rc == 0 and synced and problem is None and [(o["id"], o["ok"]) for o in data["ops"]] == [("meta@h", True)]
     assert (tmp_path / "bid" / "jobs" / "api" / "Makefile").is_file() and "api/Makefile" in out
     assert json.loads((tmp_path / "bid" / "worker.json").read_text()) == {"secret": "s3cr3t"}
@@ -128,5 +128,5 @@ def test_a_folded_step_syncs_then_applies_in_one_remote_command(tmp_path):
 
 def test_a_folded_step_without_the_agent_syncs_nothing_and_runs_nothing(tmp_path):
     rc, out, err, argv = _folded(tmp_path, META)
-    assert rc != 0 and R.parse_folded(err) == (False, None)  # the caller falls back to rsync + agent call
+    assert rc != 0 and _remote.parse_folded(err) == (False, None)  # the caller falls back to rsync + agent call
     assert not (tmp_path / "bid" / "worker.json").exists() and not (tmp_path / "bid" / "jobs" / "api").exists()

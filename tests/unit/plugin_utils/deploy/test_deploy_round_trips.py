@@ -12,7 +12,7 @@ step), "rsync" when only files travel, "agent" when nothing is synced. All of th
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as P, run as DR, run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan, run as _run, run_state as _run_state
 from tests.unit.plugin_utils.deploy.test_deploy_plan import _settle, catalog, content, job, states
 
 HOSTS = ["h1", "h2", "h3", "h4"]
@@ -39,25 +39,25 @@ def ok_answer(request):
 def sessions(plan, hosts):
     """{host: [session]} of a green run: "read", then "sync+agent <step>" / "rsync <step>" / "agent <step>"
     (step "final": the last promote pass)."""
-    state = RS.new_state("r1", plan)
+    state = _run_state.new_state("r1", plan)
     out = {h: ["read"] for h in hosts}
-    for seg in DR.segments(plan, len(hosts)):  # the passes the role runs (the final one only after gates)
+    for seg in _run.segments(plan, len(hosts)):  # the passes the role runs (the final one only after gates)
         key = seg["step"]
-        step = DR.find_step(plan, key)
-        requests = RS.requests_for_step(state, step)
+        step = _run.find_step(plan, key)
+        requests = _run_state.requests_for_step(state, step)
         for host, request in requests.items():
             syncs = any(op.get("sync") for op in request.ops)
             agent = bool(request.promote) or any(op["kind"] != "files" for op in request.ops)
             out[host].append("%s %s" % ("sync+agent" if syncs and agent else "rsync" if syncs else "agent", key))
-        passed = {g["job"]: None for g in RS.gates_to_run(state, step)}
-        state = RS.fold_step(state, step, {h: ok_answer(r) for h, r in requests.items()}, passed)
-    assert not RS.final_report(state, plan).failed
+        passed = {g["job"]: None for g in _run_state.gates_to_run(state, step)}
+        state = _run_state.fold_step(state, step, {h: ok_answer(r) for h, r in requests.items()}, passed)
+    assert not _run_state.final_report(state, plan).failed
     return out
 
 
 def test_a_first_deploy_of_two_waves_costs_three_sessions_per_worker():
     cat, cont = bench_bucket()
-    plan = P.compute_plan(cat, cont, states(HOSTS), HOSTS)
+    plan = _plan.compute_plan(cat, cont, states(HOSTS), HOSTS)
     assert [s["wave"] for s in plan["steps"]] == [0, 1]
     # the files of the second wave travel in the first wave's rsync, which also runs the first wave's step;
     # the second wave needs its own agent call (its starts wait for the first wave on every worker):
@@ -67,7 +67,7 @@ def test_a_first_deploy_of_two_waves_costs_three_sessions_per_worker():
 
 def test_a_no_change_redeploy_only_reads():
     cat, cont = bench_bucket()
-    plan = P.compute_plan(cat, cont, _settle(cat, cont, HOSTS), HOSTS)
+    plan = _plan.compute_plan(cat, cont, _settle(cat, cont, HOSTS), HOSTS)
     assert plan["steps"] == []
     assert sessions(plan, HOSTS) == {h: ["read"] for h in HOSTS}
 
@@ -76,7 +76,7 @@ def test_a_rolling_change_of_one_job_costs_one_session_per_worker_in_its_own_bat
     cat, cont = bench_bucket()
     settled = _settle(cat, cont, HOSTS)
     changed = dict(cont, **content("api", files={"Makefile": "m1", "conf/a.conf": "c2"}))
-    plan = P.compute_plan(cat, changed, settled, HOSTS)
+    plan = _plan.compute_plan(cat, changed, settled, HOSTS)
     assert len(plan["steps"]) == len(HOSTS)  # max_concurrent_upgrades 1: one batch per worker
     # the new update_seq (worker.json) rides in each worker's own batch, with its files and its restart
     assert sessions(plan, HOSTS) == {h: ["read", "sync+agent %d" % i] for i, h in enumerate(HOSTS)}

@@ -8,7 +8,7 @@ import socket
 import stat
 import subprocess
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as S
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _rsync
 
 SSH = ["ssh", "-C", "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", 'ControlPath="/root/.ansible/cp/abc"']
 
@@ -18,7 +18,7 @@ def op(job, src=None):
 
 
 def test_one_rsync_for_all_jobs_named_after_their_folder():
-    cmds = S.commands("/b", [op("api"), op("web")], "/opt/worker/bid", "10.0.0.2", "ssh")
+    cmds = _rsync.commands("/b", [op("api"), op("web")], "/opt/worker/bid", "10.0.0.2", "ssh")
     assert len(cmds) == 1
     ids, argv = cmds[0]
     assert ids == ["api@h", "web@h"]
@@ -31,7 +31,7 @@ def test_one_rsync_for_all_jobs_named_after_their_folder():
 
 
 def test_a_job_in_another_folder_gets_its_own_rsync_and_sudo_prefix():
-    cmds = S.commands("/b", [op("api", "trees/api-v2")], "/opt/worker/bid", "fe80::1", "ssh", sudo=True)
+    cmds = _rsync.commands("/b", [op("api", "trees/api-v2")], "/opt/worker/bid", "fe80::1", "ssh", sudo=True)
     ids, argv = cmds[0]
     assert ids == ["api@h"] and argv[-2:] == ["/b/trees/api-v2/", "[fe80::1]:/opt/worker/bid/jobs/api/"]
     assert "--exclude=/data" in argv and "--rsync-path=sudo mkdir -p /opt/worker/bid/jobs/api/ && sudo rsync" in argv
@@ -39,19 +39,19 @@ def test_a_job_in_another_folder_gets_its_own_rsync_and_sudo_prefix():
 
 def test_ssh_command_reuses_ansibles_control_path_or_adds_its_own(tmp_path):
     cm = str(tmp_path / "cm")
-    words = shlex.split(S.ssh_command(SSH, verify_host=True, control_dir=cm))
+    words = shlex.split(_rsync.ssh_command(SSH, verify_host=True, control_dir=cm))
     assert words == SSH and not os.path.exists(cm)  # Ansible's ControlPath kept, nothing added or made
-    words = shlex.split(S.ssh_command(["ssh", "-o", "Port=2222"], verify_host=False, control_dir=cm))
+    words = shlex.split(_rsync.ssh_command(["ssh", "-o", "Port=2222"], verify_host=False, control_dir=cm))
     assert words[:5] == ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
     assert words[-6:] == ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath=%s/%%C" % cm]
     assert stat.S_IMODE(os.lstat(cm).st_mode) == 0o700  # made when used (bucket/storage.own_private_dir)
 
 
 def test_control_dir_is_short_and_stable(tmp_path, monkeypatch):
-    monkeypatch.setattr(S.tempfile, "tempdir", str(tmp_path))
-    a = S.control_dir("/very/long/" + "x" * 200)
+    monkeypatch.setattr(_rsync.tempfile, "tempdir", str(tmp_path))
+    a = _rsync.control_dir("/very/long/" + "x" * 200)
     assert a == os.path.join(str(tmp_path), os.path.basename(a)) and len(os.path.basename(a)) == 19
-    assert a == S.control_dir("/very/long/" + "x" * 200) != S.control_dir("/other")
+    assert a == _rsync.control_dir("/very/long/" + "x" * 200) != _rsync.control_dir("/other")
     assert not os.path.exists(a)  # made (or checked) only when an ssh command uses it
 
 
@@ -64,7 +64,7 @@ def control_socket(path):
 
 def test_close_control_dir_stops_each_master_and_removes_the_folder(tmp_path):
     cm = tmp_path / "cm"
-    S.mux_options(str(cm))  # as an ssh command of the run makes it
+    _rsync.mux_options(str(cm))  # as an ssh command of the run makes it
     sockets = [control_socket(cm / name) for name in ("a1", "b2")]
     asked = []
 
@@ -75,18 +75,18 @@ def test_close_control_dir_stops_each_master_and_removes_the_folder(tmp_path):
         return subprocess.CompletedProcess(argv, 0, "", "Stop listening request sent.")
 
     try:
-        assert S.close_control_dir(str(cm), run=master_stops) is True
+        assert _rsync.close_control_dir(str(cm), run=master_stops) is True
     finally:
         for sock in sockets:
             sock.close()
     assert not cm.exists()
     assert sorted(asked) == [["ssh", "-o", "ControlPath=%s" % (cm / n), "-O", "stop", "maand-cm"] for n in ("a1", "b2")]
-    assert S.close_control_dir(str(cm), run=master_stops) is True and len(asked) == 2  # gone already: nothing asked
+    assert _rsync.close_control_dir(str(cm), run=master_stops) is True and len(asked) == 2  # gone already: nothing asked
 
 
 def test_close_control_dir_leaves_a_master_that_keeps_its_socket_and_a_folder_not_its_own(tmp_path):
     cm = tmp_path / "cm"
-    S.mux_options(str(cm))
+    _rsync.mux_options(str(cm))
     sock = control_socket(cm / "a1")
     naps = []
 
@@ -94,7 +94,7 @@ def test_close_control_dir_leaves_a_master_that_keeps_its_socket_and_a_folder_no
         return subprocess.CompletedProcess(argv, 255, "", "Control socket connect: Connection refused")
 
     try:
-        assert S.close_control_dir(str(cm), run=master_stays, sleep=naps.append, polls=5) is False
+        assert _rsync.close_control_dir(str(cm), run=master_stays, sleep=naps.append, polls=5) is False
     finally:
         sock.close()
     assert os.path.exists(cm / "a1") and naps == [0.05] * 4  # waited a while for it, then left it
@@ -104,6 +104,6 @@ def test_close_control_dir_leaves_a_master_that_keeps_its_socket_and_a_folder_no
     def never(argv, **kw):
         raise AssertionError("asked %s" % argv)
 
-    assert S.close_control_dir(str(cm), run=never, sleep=never) is False and cm.is_dir()
+    assert _rsync.close_control_dir(str(cm), run=never, sleep=never) is False and cm.is_dir()
     os.chmod(cm, 0o700)
-    assert S.close_control_dir(str(cm), run=never, sleep=never) is True and not cm.exists()  # empty: removed
+    assert _rsync.close_control_dir(str(cm), run=never, sleep=never) is True and not cm.exists()  # empty: removed

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as _deploy_files
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as S
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as _content
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _stage
 from tests.bucket_factory import make_bucket, write
 
 # docs/reference/kv/namespaces.md, "End-to-end example"
@@ -35,14 +35,14 @@ def e2e(tmp_path, files=None):
     write(os.path.join(job, "config.json.tpl"), NAMESPACES_E2E)
     for rel, text in (files or {}).items():
         write(os.path.join(job, rel), text)
-    result = _build.compute(root, bucket_id="b-1")
+    result = _service.compute(root, bucket_id="b-1")
     assert result.report.ok, [p.message for p in result.report.errors]
-    kv = _kv.compute_kv(result.catalog, _kv.load_job_vars(root, result.catalog))
+    kv = _functions.compute_kv(result.catalog, _functions.load_job_vars(root, result.catalog))
     return root, result.catalog, kv
 
 
 def compute(root, catalog, kv, digest_key=None, **kw):
-    return S.compute(root, catalog, ["api"], HOSTS, kv=(kv, digest_key), **kw)
+    return _stage.compute(root, catalog, ["api"], HOSTS, kv=(kv, digest_key), **kw)
 
 
 def rendered(staging, host, rel="config.json"):
@@ -58,7 +58,7 @@ def test_read_job_applies_maands_excludes(tmp_path):
                 "_prometheus/scrape.yaml", "data/db", "logs/l", "bin/b", "conf/vars.toml", "sub/_modules/kept"):
         write(str(root / rel), "x")
     (root / "empty" / "nested").mkdir(parents=True)
-    src = S.read_job("api", str(root))
+    src = _stage.read_job("api", str(root))
     assert sorted(src.files) == ["conf/plain.conf", "conf/vars.toml", "run.sh", "sub/_modules/kept"]
     assert [(t.rel, t.out, t.kind) for t in src.templates] == [
         ("Makefile.tpl", "Makefile", "go"), ("conf/app.conf.j2", "conf/app.conf", "jinja")]
@@ -69,17 +69,17 @@ def test_read_job_applies_maands_excludes(tmp_path):
 def test_two_templates_rendering_the_same_file_are_refused(tmp_path):
     write(str(tmp_path / "a.conf.tpl"), "1")
     write(str(tmp_path / "a.conf.j2"), "2")
-    with pytest.raises(_deploy_files.ContentError, match="a.conf.j2 and a.conf.tpl both render a.conf|"
+    with pytest.raises(_content.ContentError, match="a.conf.j2 and a.conf.tpl both render a.conf|"
                                                          "a.conf.tpl and a.conf.j2 both render a.conf"):
-        S.read_job("api", str(tmp_path))
+        _stage.read_job("api", str(tmp_path))
 
 
 def test_a_template_output_replaces_a_plain_file_of_that_name(tmp_path):
     write(str(tmp_path / "app.conf"), "plain")
     write(str(tmp_path / "app.conf.tpl"), "rendered {{ .Job }}")
-    src = S.read_job("api", str(tmp_path))
+    src = _stage.read_job("api", str(tmp_path))
     assert src.shadowed == ("app.conf",) and "app.conf" not in src.files
-    content = S.render(src, S.Context({}, _kv.AllocationData(Job="api", WorkerIP="h")))
+    content = _stage.render(src, _stage.Context({}, _functions.AllocationData(Job="api", WorkerIP="h")))
     assert content.outputs[0].content == b"rendered api"
 
 
@@ -97,7 +97,7 @@ def test_namespaces_md_example_renders_per_worker(tmp_path):
         entry = staging.content["api"]["allocations"][ip]
         assert "config.json" in entry["files"] and "config.json.tpl" not in entry["files"]
         assert "vars.toml" not in entry["files"] and entry["origins"] == {"config.json": "template"}
-        assert entry["hash"] == _deploy_files.tree_hash(entry["files"])
+        assert entry["hash"] == _content.tree_hash(entry["files"])
     hashes = {staging.content["api"]["allocations"][ip]["hash"] for ip in HOSTS}
     assert len(hashes) == 2  # the peer differs, so does the content
 
@@ -109,7 +109,7 @@ def test_the_hash_follows_the_rendered_output_not_the_template(tmp_path):
     after = compute(root, catalog, kv).content["api"]["allocations"]
     for ip in HOSTS:
         assert before[ip]["hash"] != after[ip]["hash"]
-        assert _deploy_files.changed_paths(before[ip]["files"], after[ip]["files"]) == ["config.json"]
+        assert _content.changed_paths(before[ip]["files"], after[ip]["files"]) == ["config.json"]
     kv["vars/bucket"]["unused"] = "1"
     again = compute(root, catalog, kv).content["api"]["allocations"]
     assert {ip: again[ip]["hash"] for ip in HOSTS} == {ip: after[ip]["hash"] for ip in HOSTS}
@@ -119,7 +119,7 @@ def test_plain_output_digest_is_what_hash_tree_gives_the_same_file(tmp_path):
     root, catalog, kv = e2e(tmp_path)
     staging = compute(root, catalog, kv)
     dest = staging.stage(root, "api", "10.0.0.1")
-    on_disk = _deploy_files.hash_tree(dest)
+    on_disk = _content.hash_tree(dest)
     assert on_disk == {"hash": staging.content["api"]["allocations"]["10.0.0.1"]["hash"],
                        "files": staging.content["api"]["allocations"]["10.0.0.1"]["files"]}
 
@@ -184,7 +184,7 @@ def test_disallowed_namespace_fails_even_with_get_optional(tmp_path):
 def test_unreadable_kv_fails_the_plan_not_a_traceback(tmp_path):
     root, catalog, dummy = e2e(tmp_path)
     write(os.path.join(root, "data", "kv.json"), "{not json")
-    staging = S.compute(root, catalog, ["api"], HOSTS)
+    staging = _stage.compute(root, catalog, ["api"], HOSTS)
     assert len(staging.errors) == 1 and "data/kv.json is unreadable" in staging.errors[0]
 
 
@@ -193,12 +193,12 @@ def test_unreadable_kv_fails_the_plan_not_a_traceback(tmp_path):
 def test_secret_bearing_output_gets_an_hmac_digest(tmp_path):
     root, catalog, kv = e2e(tmp_path, {"pw.tpl": "password = {{ getSecret \"db_password\" }}\n"})
     kv["secrets/job/api"] = {"db_password": "hunter2"}
-    key = S.derive_digest_key(b"k" * 32)
+    key = _stage.derive_digest_key(b"k" * 32)
     staging = compute(root, catalog, kv, digest_key=lambda: key)
     entry = staging.content["api"]["allocations"]["10.0.0.1"]
     plain = hashlib.sha256(b"-password = hunter2\n").hexdigest()
     assert entry["files"]["pw"] != plain  # the digest cannot be checked against guesses without the key
-    assert entry["files"]["pw"] == S.output_digest(b"password = hunter2\n", False, True, lambda: key)
+    assert entry["files"]["pw"] == _stage.output_digest(b"password = hunter2\n", False, True, lambda: key)
     assert "hunter2" not in repr(entry) and "hunter2" not in repr(staging.content)
     assert entry["files"]["config.json"] == hashlib.sha256(b"-" + rendered(staging, "10.0.0.1").encode()).hexdigest()
     kv["secrets/job/api"]["db_password"] = "hunter3"
@@ -212,23 +212,23 @@ def test_an_output_that_reads_a_private_key_is_secret_bearing(tmp_path):
     root, catalog, kv = e2e(tmp_path, {"key.pem.tpl": tpl, "crt.pem.tpl": tpl.replace(".key", ".crt")})
     kv["maand/job/api/worker/10.0.0.1"] = dict(kv.get("maand/job/api/worker/10.0.0.1") or {},
                                                **{"certs/tls.key": "PRIVATE", "certs/tls.crt": "PUBLIC"})
-    key = S.derive_digest_key(b"k" * 32)
+    key = _stage.derive_digest_key(b"k" * 32)
     entry = compute(root, catalog, kv, digest_key=lambda: key).content["api"]["allocations"]["10.0.0.1"]
-    assert entry["files"]["key.pem"] == S.output_digest(b"PRIVATE", False, True, lambda: key)
+    assert entry["files"]["key.pem"] == _stage.output_digest(b"PRIVATE", False, True, lambda: key)
     assert entry["files"]["crt.pem"] == hashlib.sha256(b"-PUBLIC").hexdigest()   # a certificate is public
 
 
 def test_secrets_decrypt_lazily_from_the_store(tmp_path):
-    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
     root, catalog, computed = e2e(tmp_path, {"pw.tpl": "{{ getSecret \"db_password\" }}"})
-    with _kv_store.KVStore.edit(root) as store:
+    with _store.KVStore.edit(root) as store:
         store.apply_build(computed)
         store.put("secrets/job/api", "db_password", "s3cret")
-    kv, digest_key = S.load_kv(root)
+    kv, digest_key = _stage.load_kv(root)
     assert "s3cret" not in repr(kv)
-    staging = S.compute(root, catalog, ["api"], HOSTS)  # reads data/kv.json itself
+    staging = _stage.compute(root, catalog, ["api"], HOSTS)  # reads data/kv.json itself
     assert staging.errors == [] and rendered(staging, "10.0.0.1", "pw") == "s3cret"
-    assert staging.content["api"]["allocations"]["10.0.0.1"]["files"]["pw"] == S.output_digest(
+    assert staging.content["api"]["allocations"]["10.0.0.1"]["files"]["pw"] == _stage.output_digest(
         b"s3cret", False, True, digest_key)
 
 
@@ -270,14 +270,14 @@ def test_overlays_join_the_tree_and_the_hash(tmp_path):
     root, catalog, kv = e2e(tmp_path)
 
     def certs(job, host):
-        return [S.Overlay("certs/%s.crt" % job, ("CERT %s" % host).encode(), origin="certs")]
+        return [_stage.Overlay("certs/%s.crt" % job, ("CERT %s" % host).encode(), origin="certs")]
     staging = compute(root, catalog, kv, overlays=[certs])
     entry = staging.content["api"]["allocations"]["10.0.0.1"]
     assert entry["origins"] == {"certs/api.crt": "certs", "config.json": "template"}
     dest = staging.stage(root, "api", "10.0.0.1")
     with open(os.path.join(dest, "certs", "api.crt"), encoding="utf-8") as handle:
         assert handle.read() == "CERT 10.0.0.1"
-    assert _deploy_files.hash_tree(dest)["hash"] == entry["hash"]
+    assert _content.hash_tree(dest)["hash"] == entry["hash"]
 
 
 def test_stage_links_plain_files_and_never_writes_into_the_workspace(tmp_path):
@@ -302,8 +302,8 @@ def test_stage_links_plain_files_and_never_writes_into_the_workspace(tmp_path):
         assert handle.read() == "plain"
     assert not os.path.exists(os.path.join(dest, "vars.toml"))
     assert not os.path.exists(os.path.join(dest, "config.json.tpl"))
-    S.reset_stage(root)
-    assert os.listdir(S.stage_root(root)) == [] and os.stat(S.stage_root(root)).st_mode & 0o777 == 0o700
+    _stage.reset_stage(root)
+    assert os.listdir(_stage.stage_root(root)) == [] and os.stat(_stage.stage_root(root)).st_mode & 0o777 == 0o700
 
 
 def test_a_job_without_templates_is_not_rendered_per_allocation(tmp_path):
@@ -311,7 +311,7 @@ def test_a_job_without_templates_is_not_rendered_per_allocation(tmp_path):
     os.remove(os.path.join(root, "workspace", "jobs", "api", "config.json.tpl"))
     staging = compute(root, catalog, kv)
     assert "allocations" not in staging.content["api"] and staging.allocations == {}
-    assert staging.content["api"]["hash"] == _deploy_files.tree_hash(staging.content["api"]["files"])
+    assert staging.content["api"]["hash"] == _content.tree_hash(staging.content["api"]["files"])
     assert "vars.toml" not in staging.content["api"]["files"]
     dest = staging.stage(root, "api", "10.0.0.2")
     assert sorted(os.listdir(dest)) == ["Makefile", "manifest.json"]
@@ -336,9 +336,9 @@ def test_remove_tree_removes_read_only_staged_folders_as_any_user(tmp_path):
     ro.mkdir(parents=True)
     (ro / "f").write_text("x")
     os.chmod(ro, 0o555)
-    S.remove_tree(str(tmp_path / "stage"))
+    _stage.remove_tree(str(tmp_path / "stage"))
     assert not (tmp_path / "stage").exists()
-    S.remove_tree(str(tmp_path / "stage"))  # absent: nothing to do
+    _stage.remove_tree(str(tmp_path / "stage"))  # absent: nothing to do
 
 
 def test_j2_has_the_common_ansible_filters(tmp_path):
@@ -383,29 +383,29 @@ def test_the_staged_tree_hashes_to_the_planned_hash_and_holds_no_excluded_file(t
     catalog = {"bucket_id": "b", "workers": [{"host": "h1", "labels": ["worker"], "position": 0}],
                "jobs": [{"name": "api", "version": "1", "path": "workspace/jobs/api"}],
                "allocations": [{"job": "api", "worker": "h1", "alloc_id": "x", "state": "active"}]}
-    staging = S.compute(str(root), catalog, ["api"], ["h1"], kv=({"maand/bucket": {"api_http_port": "1"}}, None))
+    staging = _stage.compute(str(root), catalog, ["api"], ["h1"], kv=({"maand/bucket": {"api_http_port": "1"}}, None))
     if staging.content["api"].get("error") or staging.errors:
         return  # two templates rendering one file: refused with a message, nothing staged
     entry = staging.content["api"].get("allocations", {}).get("h1") or staging.content["api"]
     dest = staging.stage(str(root), "api", "h1")
-    on_disk = _deploy_files.hash_tree(dest)
+    on_disk = _content.hash_tree(dest)
     assert on_disk["hash"] == entry["hash"] and on_disk["files"] == entry["files"]
     for rel in on_disk["files"]:
-        assert not S.excluded(rel) and S.template_kind(rel) is None, rel
+        assert not _stage.excluded(rel) and _stage.template_kind(rel) is None, rel
 
 
 def test_a_secret_output_without_the_key_file_is_an_error_naming_it(tmp_path):
     root, catalog, kv = e2e(tmp_path, {"pw.tpl": "{{ getSecret \"db_password\" }}"})
     kv["secrets/job/api"] = {"db_password": "x"}
-    staging = compute(root, catalog, kv, digest_key=S.digest_loader(root))  # no secrets/kv.key in this bucket
+    staging = compute(root, catalog, kv, digest_key=_stage.digest_loader(root))  # no secrets/kv.key in this bucket
     assert len(staging.errors) == 1 and "secrets/kv.key" in staging.errors[0] and "file pw.tpl" in staging.errors[0]
 
 
 @pytest.mark.parametrize("name", ["data.tpl", "logs.j2", "bin.tpl"])
 def test_a_template_rendering_a_worker_owned_name_is_refused(tmp_path, name):
     write(str(tmp_path / name), "x")
-    with pytest.raises(_deploy_files.ContentError, match="belongs to the worker"):
-        S.read_job("api", str(tmp_path))
+    with pytest.raises(_content.ContentError, match="belongs to the worker"):
+        _stage.read_job("api", str(tmp_path))
 
 
 def test_stage_plan_points_run_and_early_files_ops_at_the_rendered_tree(tmp_path):
@@ -422,7 +422,7 @@ def test_stage_plan_points_run_and_early_files_ops_at_the_rendered_tree(tmp_path
                                "src": workspace}]}}]}
     assert staging.stage_plan(root, plan) == 2
     early = plan["steps"][0]["ops"]["10.0.0.2"][0]["src"]
-    assert early == S.stage_path(root, "10.0.0.2", "api")
+    assert early == _stage.stage_path(root, "10.0.0.2", "api")
     with open(os.path.join(early, "config.json"), encoding="utf-8") as handle:
         assert handle.read() == rendered(staging, "10.0.0.2")  # 10.0.0.2's own rendering, not the template
     assert plan["steps"][1]["ops"]["10.0.0.2"][0]["src"] == workspace  # ships nothing itself

@@ -3,8 +3,8 @@ progress lines, the verdict per allocation, its table and the final line."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import view as V
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import view as _view
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 
 
 def row(job, worker, action, before=None, after="1.1.0", batch=None):
@@ -31,39 +31,39 @@ PLAN = {
 
 
 def test_plan_summary_counts_actions_and_names_gated_jobs():
-    assert V.plan_summary(PLAN) == ("plan: 2 restart, 1 stop, 1 remove, 1 unreachable, 3 unchanged; gates: api; "
+    assert _view.plan_summary(PLAN) == ("plan: 2 restart, 1 stop, 1 remove, 1 unreachable, 3 unchanged; gates: api; "
                                     "1 allocation(s) cannot be deployed")
-    assert V.plan_summary({"rows": [], "steps": []}) == "plan: nothing to do"
-    assert V.plan_summary({"rows": [row("a", "h", "start")], "steps": []}) == "plan: 1 start"
+    assert _view.plan_summary({"rows": [], "steps": []}) == "plan: nothing to do"
+    assert _view.plan_summary({"rows": [row("a", "h", "start")], "steps": []}) == "plan: 1 start"
 
 
 def test_progress_lines():
     wait = {"kind": "gate", "state": "wait", "job": "api", "batch": "api upgrade batch 1/3", "host": "10.0.0.1",
             "check": "http :30000/health", "attempt": 4, "attempts": 30, "elapsed": 3.14}
-    assert V.progress_line(wait) == ("api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health "
+    assert _view.progress_line(wait) == ("api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health "
                                      "(attempt 4/30, 3.1 s)")
     done = {"kind": "gate", "state": "pass", "job": "api", "batch": "api upgrade batch 1/3", "hosts": ["10.0.0.1"],
             "elapsed": 3.4, "attempts": 5}
-    assert V.progress_line(done) == "api upgrade batch 1/3: health gate passed on 10.0.0.1 (3.4 s)"
-    assert "FAILED on 10.0.0.1 after 3.4 s (5 attempts)" in V.progress_line(dict(done, state="fail"))
-    assert V.progress_line({"kind": "say", "msg": "hook: x"}) == "hook: x"
-    assert V.progress_line({"kind": "other"}) is None
+    assert _view.progress_line(done) == "api upgrade batch 1/3: health gate passed on 10.0.0.1 (3.4 s)"
+    assert "FAILED on 10.0.0.1 after 3.4 s (5 attempts)" in _view.progress_line(dict(done, state="fail"))
+    assert _view.progress_line({"kind": "say", "msg": "hook: x"}) == "hook: x"
+    assert _view.progress_line({"kind": "other"}) is None
 
 
 def test_step_line_tells_ops_from_promotions():
     step = PLAN["steps"][2]
-    assert V.step_line(step, ["h1", "h2"]) == "wave 0: api upgrade batch 2/2: applying on h2; promoting on h1"
-    assert V.step_line(None, ["h2"]) == "final promotions: promoting on h2"
-    assert V.step_line(step, []) == "wave 0: api upgrade batch 2/2: nothing to apply"
+    assert _view.step_line(step, ["h1", "h2"]) == "wave 0: api upgrade batch 2/2: applying on h2; promoting on h1"
+    assert _view.step_line(None, ["h2"]) == "final promotions: promoting on h2"
+    assert _view.step_line(step, []) == "wave 0: api upgrade batch 2/2: nothing to apply"
     many = ["h%d" % i for i in range(7)]
-    assert V.step_line({"label": "x", "ops": {h: [] for h in many}}, many).endswith("h3 and 3 more")
+    assert _view.step_line({"label": "x", "ops": {h: [] for h in many}}, many).endswith("h3 and 3 more")
 
 
 def test_verdict_per_allocation_from_the_run_state():
-    state = RS.RunState(run_id="r", bucket_id="b")
+    state = _run_state.RunState(run_id="r", bucket_id="b")
     state.done = [{"id": "api@h1"}, {"id": "db@h1"}, {"id": "old@h2"}, {"id": "api@h2"}]
     state.failed_ops = {"api@h2": "gate"}
-    rows = V.verdict(PLAN, state.done, state.failed_ops, {("api", "h1"): 3.42, ("api", "h2"): 15.0})
+    rows = _view.verdict(PLAN, state.done, state.failed_ops, {("api", "h1"): 3.42, ("api", "h2"): 15.0})
     got = {(v.job, v.worker): (v.result, v.gate_seconds, v.before, v.after) for v in rows}
     assert got[("api", "h1")] == ("restarted", 3.42, "1.0.0", "1.1.0")
     assert got[("api", "h2")] == ("gate failed", 15.0, "1.0.0", "1.1.0")
@@ -71,24 +71,24 @@ def test_verdict_per_allocation_from_the_run_state():
     assert got[("db", "h1")][:1] == ("stopped",) and got[("db", "h1")][3] == "-"
     assert got[("old", "h2")][0] == "removed"
     assert got[("web", "h3")][0] == "unchanged"
-    assert V.done_line(rows) == "deploy done: 1 restarted, 1 stopped, 1 removed, 1 gate failed, 1 unreachable, 3 unchanged"
-    assert V.done_line(rows, problems=4).endswith("(4 problem(s), see above)")
-    assert V.worker_results(rows) == {"h1": "ok", "h2": "failed", "h3": "unreachable"}
-    assert V.workers_line(rows) == "workers: 1 ok, 1 failed (h2), 1 unreachable (h3)"
+    assert _view.done_line(rows) == "deploy done: 1 restarted, 1 stopped, 1 removed, 1 gate failed, 1 unreachable, 3 unchanged"
+    assert _view.done_line(rows, problems=4).endswith("(4 problem(s), see above)")
+    assert _view.worker_results(rows) == {"h1": "ok", "h2": "failed", "h3": "unreachable"}
+    assert _view.workers_line(rows) == "workers: 1 ok, 1 failed (h2), 1 unreachable (h3)"
 
 
 def test_ops_never_run_are_not_run_and_unreachable_ops_say_so():
-    rows = V.verdict(PLAN, [], {"api@h1": "unreachable"})
+    rows = _view.verdict(PLAN, [], {"api@h1": "unreachable"})
     got = {(v.job, v.worker): v.result for v in rows}
     assert got[("api", "h1")] == "unreachable"
     assert got[("api", "h2")] == "not run"
-    assert V.worker_results(rows)["h1"] == "unreachable"
-    assert V.worker_results(rows)["h2"] == "ok"  # nothing failed there: its job stopped elsewhere
+    assert _view.worker_results(rows)["h1"] == "unreachable"
+    assert _view.worker_results(rows)["h2"] == "ok"  # nothing failed there: its job stopped elsewhere
 
 
 def test_verdict_table_aligns_and_folds_unchanged_rows():
-    rows = V.verdict(PLAN, [{"id": "api@h1"}], {"api@h2": "failed"}, {("api", "h1"): 3.42})
-    lines = V.verdict_table(rows)
+    rows = _view.verdict(PLAN, [{"id": "api@h1"}], {"api@h2": "failed"}, {("api", "h1"): 3.42})
+    lines = _view.verdict_table(rows)
     assert lines[0].split() == ["JOB", "WORKER", "ACTION", "RESULT", "GATE", "VERSION"]
     assert lines[1].split() == ["api", "h1", "restart", "restarted", "3.4", "s", "1.0.0", "->", "1.1.0"]
     assert "failed" in lines[2] and lines[2].endswith("1.0.0 (1.1.0 not deployed)")
@@ -96,21 +96,21 @@ def test_verdict_table_aligns_and_folds_unchanged_rows():
     assert len({l.index("ACTION") if "ACTION" in l else None for l in lines[:1]}) == 1
     col = lines[0].index("RESULT")
     assert all(l[col - 2:col] == "  " for l in lines[1:])
-    assert V.verdict_table([]) == []
+    assert _view.verdict_table([]) == []
 
 
 def test_verdict_round_trips_through_a_task_result():
-    rows = V.verdict(PLAN, [{"id": "api@h1"}], {})
-    assert [V.Verdict(**v.to_dict()) for v in rows] == rows
+    rows = _view.verdict(PLAN, [{"id": "api@h1"}], {})
+    assert [_view.Verdict(**v.to_dict()) for v in rows] == rows
 
 
 def test_a_rollback_reads_rolled_back_and_a_revert_names_both_versions():
     plan = {"rows": [{"job": "api", "worker": "h1", "action": "rollback", "from_version": "1.2.0", "to_version": "1.1.0"},
                      {"job": "db", "worker": "h1", "action": "restart", "from_version": "1.0.0", "to_version": "1.1.0"},
                      {"job": "db", "worker": "h2", "action": "restart", "from_version": "1.0.0", "to_version": "1.1.0"}]}
-    rows = V.verdict(plan, [{"id": "api@h1"}, {"id": "db@h1"}], {"db@h1": "reverted"})
-    table = V.verdict_table(rows)
+    rows = _view.verdict(plan, [{"id": "api@h1"}, {"id": "db@h1"}], {"db@h1": "reverted"})
+    table = _view.verdict_table(rows)
     assert table[1].split()[3:] == ["rolled", "back", "-", "1.2.0", "->", "1.1.0"]
     assert table[2].split()[3:] == ["reverted", "-", "1.0.0", "(1.1.0", "reverted)"]
-    assert V.done_line(rows) == "deploy done: 1 rolled back, 1 reverted, 1 not run"
-    assert V.worker_results(rows) == {"h1": "failed", "h2": "ok"}
+    assert _view.done_line(rows) == "deploy done: 1 rolled back, 1 reverted, 1 not run"
+    assert _view.worker_results(rows) == {"h1": "failed", "h2": "ok"}

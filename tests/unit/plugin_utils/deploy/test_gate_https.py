@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as C
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
-from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as H
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
+from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
 from tests.maand_init import init_bucket, job, ws
 
 KEY_SIZE = 2048  # the bucket's own are 4096; smaller keys keep the test fast
@@ -33,11 +33,11 @@ class Quiet(http.server.BaseHTTPRequestHandler):
 def pki(tmp_path_factory):
     """A bucket with its CA, and a leaf of that CA and one of a stranger's CA (both for 127.0.0.1)."""
     bucket = tmp_path_factory.mktemp("bucket")
-    ca = C.load_or_create_ca(str(bucket), "bucket-1", key_size=KEY_SIZE)
-    stranger = C.load_or_create_ca(str(tmp_path_factory.mktemp("stranger")), "other", key_size=KEY_SIZE)
+    ca = _certs.load_or_create_ca(str(bucket), "bucket-1", key_size=KEY_SIZE)
+    stranger = _certs.load_or_create_ca(str(tmp_path_factory.mktemp("stranger")), "other", key_size=KEY_SIZE)
     files = {}
     for name, issuer in (("ours", ca), ("theirs", stranger)):
-        leaf = C.issue_leaf(issuer, "api", ["127.0.0.1"], 30, False, key_size=KEY_SIZE)
+        leaf = _certs.issue_leaf(issuer, "api", ["127.0.0.1"], 30, False, key_size=KEY_SIZE)
         cert, key = bucket / (name + ".crt"), bucket / (name + ".key")
         cert.write_text(leaf.cert_pem)
         key.write_text(leaf.key_pem)
@@ -70,38 +70,38 @@ def check(port, **extra):
 
 def test_a_leaf_of_the_bucket_ca_passes(pki, servers):
     bucket, dummy = pki
-    assert G.probe("127.0.0.1", check(servers["ours"]), 5, trust=G.Trust.for_bucket(str(bucket))) is None
+    assert _gate.probe("127.0.0.1", check(servers["ours"]), 5, trust=_gate.Trust.for_bucket(str(bucket))) is None
 
 
 def test_a_leaf_of_another_ca_fails_with_the_reason_and_the_fix(pki, servers):
     bucket, dummy = pki
-    err = G.probe("127.0.0.1", check(servers["theirs"]), 5, trust=G.Trust.for_bucket(str(bucket)))
+    err = _gate.probe("127.0.0.1", check(servers["theirs"]), 5, trust=_gate.Trust.for_bucket(str(bucket)))
     assert err.startswith("https 127.0.0.1:%d: " % servers["theirs"]) and "unable to get local issuer certificate" in err
     assert "the bucket CA (secrets/ca.crt)" in err and '"insecure": true' in err
 
 
 def test_without_the_bucket_ca_even_its_own_leaf_is_not_trusted(pki, servers):
-    err = G.probe("127.0.0.1", check(servers["ours"]), 5)  # no bucket: the system's CAs only
+    err = _gate.probe("127.0.0.1", check(servers["ours"]), 5)  # no bucket: the system's CAs only
     assert err is not None and "this bucket has no CA" in err
 
 
 def test_insecure_skips_the_certificate_check(pki, servers):
     bucket, dummy = pki
-    assert G.probe("127.0.0.1", check(servers["theirs"], insecure=True), 5, trust=G.Trust.for_bucket(str(bucket))) is None
+    assert _gate.probe("127.0.0.1", check(servers["theirs"], insecure=True), 5, trust=_gate.Trust.for_bucket(str(bucket))) is None
 
 
 def test_the_health_check_verb_and_the_gate_trust_the_same(pki, servers):
     bucket, dummy = pki
-    trust = G.Trust.for_bucket(str(bucket))
-    plans = [H.JobPlan("api", ["h1"], [check(servers["ours"]), check(servers["theirs"])], [])]
-    out = H.run(plans, {}, lambda h, a, c, t: G.probe("127.0.0.1", c, t, trust=trust))
+    trust = _gate.Trust.for_bucket(str(bucket))
+    plans = [_health_check.JobPlan("api", ["h1"], [check(servers["ours"]), check(servers["theirs"])], [])]
+    out = _health_check.run(plans, {}, lambda h, a, c, t: _gate.probe("127.0.0.1", c, t, trust=trust))
     assert [(x.what, x.ok) for x in out.lines] == [("https :%d/health" % servers["ours"], True),
                                                    ("https :%d/health" % servers["theirs"], False)]
     gate = {"job": "api", "hosts": ["h1"], "checks": [check(servers["ours"])], "attempts": 1, "interval_seconds": 0,
             "timeout_seconds": 5}
-    assert G.run_gate(gate, {"h1": "127.0.0.1"}, probe_fn=G.prober(trust=trust)) == []
-    assert G.run_gate(dict(gate, checks=[check(servers["theirs"])]), {"h1": "127.0.0.1"},
-                      probe_fn=G.prober(trust=trust))[0].startswith("h1: https 127.0.0.1:")
+    assert _gate.run_gate(gate, {"h1": "127.0.0.1"}, probe_fn=_gate.prober(trust=trust)) == []
+    assert _gate.run_gate(dict(gate, checks=[check(servers["theirs"])]), {"h1": "127.0.0.1"},
+                      probe_fn=_gate.prober(trust=trust))[0].startswith("h1: https 127.0.0.1:")
 
 
 # --- "insecure" at build -------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def build(tmp_path, probe):
     ws(root, "workers.json", '[{"host":"10.0.0.1","labels":["app"]}]')
     job(root, "app", {"selectors": ["app"], "resources": {"ports": {"api_port": {}}},
                       "health_check": {"checks": [dict({"port": "api_port"}, **probe)]}})
-    result = _build.compute(root)
+    result = _service.compute(root)
     return result, [(p.field, str(p)) for p in result.report.errors]
 
 
@@ -139,5 +139,5 @@ def test_insecure_on_an_ssh_probe_is_refused(tmp_path):
     root = init_bucket(tmp_path)
     ws(root, "workers.json", '[{"host":"10.0.0.1","labels":["app"]}]')
     job(root, "app", {"selectors": ["app"], "health_check": {"checks": [{"type": "ssh", "command": "true", "insecure": True}]}})
-    errors = [(p.field, str(p)) for p in _build.compute(root).report.errors]
+    errors = [(p.field, str(p)) for p in _service.compute(root).report.errors]
     assert [f for f, dummy in errors] == ["health_check.checks[0].insecure"] and "(this is an ssh probe)" in errors[0][1]

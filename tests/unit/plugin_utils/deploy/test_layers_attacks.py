@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import layers as L
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import layers as _layers
 
 BLOB = "workspace/images/evil/blobs/sha256/" + "ab" * 32
 
@@ -49,7 +49,7 @@ def _layer(bucket, members):
 
 
 def _stage(bucket, layer, dest=None):
-    return L.stage(bucket, "j", os.path.join(bucket, "workspace", "jobs", "j"), [layer],
+    return _layers.stage(bucket, "j", os.path.join(bucket, "workspace", "jobs", "j"), [layer],
                    dest or os.path.join(bucket, "data", ".jobspec-layers", "j"))
 
 
@@ -87,7 +87,7 @@ def test_a_crafted_layer_writes_nothing_outside_and_is_named(tmp_path, members, 
     members = [(n.replace("ABS_OUTSIDE", str(outside)), k, a.replace("ABS_OUTSIDE", str(outside)) if a else a, m)
                for n, k, a, m in members]
     layer = _layer(bucket, members)
-    with pytest.raises(L.LayerError) as exc:
+    with pytest.raises(_layers.LayerError) as exc:
         _stage(bucket, layer)
     _named(exc, members[-1][0] if member == members[-1][0] else member)
     assert why in str(exc.value)
@@ -121,8 +121,8 @@ def test_check_mode_extracts_into_its_own_folder_and_refuses_the_same(tmp_path):
     bucket, outside = _bucket(tmp_path)
     layer = _layer(bucket, [("esc", "sym", str(outside), 0o777), ("esc/pwned.txt", "file", "x", 0o644)])
     catalog = {"jobs": [{"name": "j", "path": "workspace/jobs/j", "spec": {"layers": [layer]}}]}
-    with pytest.raises(L.LayerError, match="member esc is a symlink"):
-        with L.stacked(bucket, catalog, ["j"], check_mode=True):
+    with pytest.raises(_layers.LayerError, match="member esc is a symlink"):
+        with _layers.stacked(bucket, catalog, ["j"], check_mode=True):
             pass
     _untouched(outside)
     assert not os.path.exists(os.path.join(bucket, "data"))  # --check writes nothing into the bucket
@@ -138,7 +138,7 @@ def test_folder_layers_never_ship_the_bucket_secrets_or_a_link_out(tmp_path, lay
         os.makedirs(os.path.join(bucket, folder), exist_ok=True)
     open(os.path.join(bucket, "secrets", "kv.key"), "w").write("key")
     os.symlink(str(outside), os.path.join(bucket, "layers", "linky", "out"))
-    with pytest.raises(L.LayerError, match="job j: layer %s " % layer.replace(".", r"\.")) as exc:
-        L.stage(bucket, "j", os.path.join(bucket, "workspace", "jobs", "j"), [layer], str(tmp_path / "o"))
+    with pytest.raises(_layers.LayerError, match="job j: layer %s " % layer.replace(".", r"\.")) as exc:
+        _layers.stage(bucket, "j", os.path.join(bucket, "workspace", "jobs", "j"), [layer], str(tmp_path / "o"))
     assert why in str(exc.value)
     assert not os.path.exists(str(tmp_path / "o" / "kv.key"))

@@ -4,8 +4,8 @@ from Ansible's hostvars, an Ansible variable pass per host)."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G, progress as PR
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as HP
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate, progress as _progress
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points
 
 
 class CountingHostvars(dict):
@@ -26,7 +26,7 @@ def fleet(n):
 
 def test_addresses_read_only_the_hosts_a_gate_asks_for():
     hostvars = fleet(64)
-    addresses = G.host_addresses(hostvars)
+    addresses = _gate.host_addresses(hostvars)
     assert hostvars.reads == []  # building it reads nothing
     assert addresses.get("h3", "h3") == "10.0.0.3" and addresses["h3"] == "10.0.0.3"
     assert addresses.get("nope", "nope") == "nope"
@@ -43,13 +43,13 @@ def test_connections_are_built_per_host_and_all_only_when_iterated(tmp_path):
         return {h: {"address": "10.0.0.%s" % h[1:], "options": []} for h in names}
 
     folder = tmp_path / "cm"
-    lazy = PR.LazyConnections(connections, lambda: str(folder))
+    lazy = _progress.LazyConnections(connections, lambda: str(folder))
     assert asked == [] and not folder.exists()
     conn = lazy["h5"]
     assert conn["address"] == "10.0.0.5" and any("ControlPath=" in o for o in conn["options"])  # with_mux
     assert lazy.get("x1") is None and lazy.get("h5") is conn
     assert asked == [["h5"], ["x1"]]
-    assert sorted(G.by_address(lazy)) == sorted("10.0.0.%d" % i for i in range(64))  # ssh probes: all, once
+    assert sorted(_gate.by_address(lazy)) == sorted("10.0.0.%d" % i for i in range(64))  # ssh probes: all, once
     assert len(lazy) == 64 and asked[-1] is None and asked.count(None) == 1
 
 
@@ -61,6 +61,6 @@ def test_a_step_without_hooks_never_builds_the_connections(tmp_path):
         return {}
 
     catalog = {"jobs": [{"name": "api"}], "allocations": []}
-    with HP.deploy_callbacks(str(tmp_path), catalog, {"steps": []}, hosts, lambda gate: []) as (gate, after, ctx):
+    with _points.deploy_callbacks(str(tmp_path), catalog, {"steps": []}, hosts, lambda gate: []) as (gate, after, ctx):
         assert gate({"job": "api", "hosts": ["h1"]}) == [] and after is None
     assert calls == []

@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import pre_deploy as PD
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as DR
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import pre_deploy as _pre_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 from tests.unit.plugin_utils.deploy.test_deploy_run import answer_all
 from tests.unit.plugin_utils.deploy.test_run_state import PLAN
 
@@ -21,7 +21,7 @@ def with_hooks(plan, jobs, waves, rendered=None, pinned=False, globs=None):
     """PLAN with a pre_deploy record: jobs (hook order), their waves, what the plan rendered."""
     plan = copy.deepcopy(plan)
     plan["job_waves"] = dict(plan["job_waves"], **waves)
-    plan[PD.KEY] = PD.entry(jobs, plan["job_waves"], {j: {"allocations": {h: {"hash": x} for h, x in r.items()}}
+    plan[_pre_deploy.KEY] = _pre_deploy.entry(jobs, plan["job_waves"], {j: {"allocations": {h: {"hash": x} for h, x in r.items()}}
                                                       for j, r in (rendered or {}).items()},
                             {}, 3, pinned, globs or {})
     return plan
@@ -46,7 +46,7 @@ class Recorder:
         return self.renders.get(job, ({}, []))
 
     def before(self, plan, state, step):
-        messages, ops = PD.run_due(plan, state, step, self.run_hooks, self.render)
+        messages, ops = _pre_deploy.run_due(plan, state, step, self.run_hooks, self.render)
         if step is not None or messages:
             self.events.append("requests %s" % (step["index"] if step else "final"))
         return messages, bool(ops)
@@ -55,12 +55,12 @@ class Recorder:
 def drive(run_dir, plan, rec):
     """Every step as the role runs them; the failures each step reported."""
     failures = []
-    for seg in DR.segments(plan, 4):
-        key = DR.step_key(seg["step"])
-        hosts, new = DR.advance(run_dir, key, rec.gate, before=rec.before)
+    for seg in _run.segments(plan, 4):
+        key = _run.step_key(seg["step"])
+        hosts, new = _run.advance(run_dir, key, rec.gate, before=rec.before)
         failures += new
         answer_all(run_dir, key, hosts)
-    plan, state, report = DR.finish(run_dir, rec.gate, before=rec.before)
+    plan, state, report = _run.finish(run_dir, rec.gate, before=rec.before)
     return failures, state, report
 
 
@@ -74,7 +74,7 @@ def test_each_wave_runs_its_hooks_after_the_earlier_waves_gates_and_before_its_f
     # api, db (wave 0), web (wave 1), cron (wave 2: nothing to roll out, no step of its own)
     plan = with_hooks(PLAN, ["db", "api", "web", "cron"], {"cron": 2})
     rec = Recorder()
-    failures, state, report = drive(DR.new_run(bucket, plan), plan, rec)
+    failures, state, report = drive(_run.new_run(bucket, plan), plan, rec)
     assert not report.failed and failures == []
     ev = rec.events
     # wave 0's hooks (in hook order) before step 1, none before the reconcile step 0
@@ -89,7 +89,7 @@ def test_each_wave_runs_its_hooks_after_the_earlier_waves_gates_and_before_its_f
 def test_a_failing_hook_stops_its_job_before_its_wave_keeps_earlier_waves_and_blocks_later_ones(bucket):
     plan = with_hooks(PLAN, ["db", "web", "cron"], {"cron": 2})
     rec = Recorder(failing={"web"})
-    run_dir = DR.new_run(bucket, plan)
+    run_dir = _run.new_run(bucket, plan)
     failures, state, report = drive(run_dir, plan, rec)
     assert report.failed
     msg = "\n".join(failures)
@@ -107,7 +107,7 @@ def test_a_failing_hook_stops_its_job_before_its_wave_keeps_earlier_waves_and_bl
 def test_a_failing_hook_of_a_wave_zero_job_leaves_the_other_jobs_of_the_wave_going(bucket):
     plan = with_hooks(PLAN, ["db", "api"], {})
     rec = Recorder(failing={"db"})
-    run_dir = DR.new_run(bucket, plan)
+    run_dir = _run.new_run(bucket, plan)
     failures, state, report = drive(run_dir, plan, rec)
     req = json.loads(open(os.path.join(run_dir, "requests", "1", "h1.json")).read())
     assert [o["id"] for o in req["ops"]] == ["api@h1"]
@@ -134,13 +134,13 @@ NEW = {"h1": {"hash": "new1", "files": {"a.conf": "2"}}, "h2": {"hash": "old2", 
 
 def test_changed_files_ship_with_the_planned_rollout():
     plan = rendered_plan()
-    problems, ops = PD.apply(plan, "api", NEW)
+    problems, ops = _pre_deploy.apply(plan, "api", NEW)
     assert problems == [] and [o["id"] for o in ops] == ["api@h1"]          # h2 rendered as planned: untouched
     op = plan["steps"][1]["ops"]["h1"][0]
     assert op["sync"] and op["record"] == {"job": "api", "hash": "new1", "files": {"a.conf": "2"}}
     assert plan["rows"][0]["hash"] == "new1" and plan["rows"][0]["paths"] == ["Makefile", "a.conf"]
     assert plan["rows"][1]["hash"] == "old" and plan["steps"][2]["ops"]["h2"][0]["sync"] is False
-    assert PD.apply(plan, "api", NEW) == ([], [])                           # now the plan's content
+    assert _pre_deploy.apply(plan, "api", NEW) == ([], [])                           # now the plan's content
 
 
 @pytest.mark.parametrize("kind, expect", [
@@ -155,32 +155,32 @@ def test_changed_files_the_plan_cannot_carry_fail_the_job_and_patch_nothing(kind
     if kind == "skip":
         plan["steps"][2]["ops"] = {}
     before = copy.deepcopy(plan)
-    problems, ops = PD.apply(plan, "api", new)
+    problems, ops = _pre_deploy.apply(plan, "api", new)
     assert ops == [] and len(problems) == 1 and expect in problems[0] and problems[0].startswith("job api: ")
     assert plan == before
 
 
 def test_a_render_error_after_the_hooks_fails_the_job():
-    problems, ops = PD.apply(rendered_plan(), "api", {"h1": {"error": "job api, file a.conf.tpl: key x not found"}})
+    problems, ops = _pre_deploy.apply(rendered_plan(), "api", {"h1": {"error": "job api, file a.conf.tpl: key x not found"}})
     assert ops == [] and problems == ["job api: h1: job api, file a.conf.tpl: key x not found"]
 
 
 def test_waves_due():
     plan = with_hooks(PLAN, ["db", "web", "cron"], {"cron": 2})
-    state = RS.new_state("r", plan)
-    assert PD.due(plan, state, plan["steps"][0]) == []                       # reconcile: none
-    assert PD.due(plan, state, plan["steps"][1]) == [0]
-    assert PD.due(plan, state, plan["steps"][3]) == [0, 1]
+    state = _run_state.new_state("r", plan)
+    assert _pre_deploy.due(plan, state, plan["steps"][0]) == []                       # reconcile: none
+    assert _pre_deploy.due(plan, state, plan["steps"][1]) == [0]
+    assert _pre_deploy.due(plan, state, plan["steps"][3]) == [0, 1]
     state.pre_deploy_waves = [0]
-    assert PD.due(plan, state, None) == [1, 2]
-    assert PD.due(copy.deepcopy(PLAN), state, None) == []                    # no hooks: nothing due
+    assert _pre_deploy.due(plan, state, None) == [1, 2]
+    assert _pre_deploy.due(copy.deepcopy(PLAN), state, None) == []                    # no hooks: nothing due
 
 
 def test_plan_lines_say_when_hooks_run_and_that_check_mode_did_not_run_them():
     plan = with_hooks(PLAN, ["db", "web"], {})
-    real = PD.lines(plan, False, {})
+    real = _pre_deploy.lines(plan, False, {})
     assert real[0].startswith("pre_deploy hooks run at the start of each job's wave") and "wave 0: db; wave 1: web" in real[0]
-    check = PD.lines(plan, True, {"db": [("secrets/job/db", "pw"), ("secrets/job/db", "pw")]})
+    check = _pre_deploy.lines(plan, True, {"db": [("secrets/job/db", "pw"), ("secrets/job/db", "pw")]})
     assert check[0].startswith("pre_deploy hooks NOT run (check mode)")
     assert check[-1] == '  job db reads KV keys that do not exist yet (rendered as "" in this plan): secrets/job/db pw'
-    assert PD.lines(copy.deepcopy(PLAN), True, {}) == []
+    assert _pre_deploy.lines(copy.deepcopy(PLAN), True, {}) == []

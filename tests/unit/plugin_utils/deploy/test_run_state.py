@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 
 
 def op(job, host, action="start", kind="run", promote_now=False, step=1):
@@ -42,31 +42,31 @@ PLAN = {
 
 
 def run(plan, answer_for=ok_answer, gates=None, upto=None):
-    state = RS.new_state("r1", plan)
+    state = _run_state.new_state("r1", plan)
     for step in plan["steps"][:upto]:
-        reqs = RS.requests_for_step(state, step)
+        reqs = _run_state.requests_for_step(state, step)
         answers = {h: answer_for(r) for h, r in reqs.items()}
-        state = RS.fold_step(state, step, answers, (gates or {}).get(step["index"], {g["job"]: None for g in step["gates"]}))
-    reqs = RS.requests_for_step(state, None)
-    state = RS.fold_step(state, None, {h: answer_for(r) for h, r in reqs.items()}, {})
+        state = _run_state.fold_step(state, step, answers, (gates or {}).get(step["index"], {g["job"]: None for g in step["gates"]}))
+    reqs = _run_state.requests_for_step(state, None)
+    state = _run_state.fold_step(state, None, {h: answer_for(r) for h, r in reqs.items()}, {})
     return state
 
 
 def test_green_run_promotes_after_passed_gate_and_reports_ok():
-    state = RS.new_state("r1", PLAN)
-    state = RS.fold_step(state, PLAN["steps"][0], {"h1": {"ok": True, "ops": [{"id": "meta@h1", "ok": True}]}}, {})
-    reqs = RS.requests_for_step(state, PLAN["steps"][1])
+    state = _run_state.new_state("r1", PLAN)
+    state = _run_state.fold_step(state, PLAN["steps"][0], {"h1": {"ok": True, "ops": [{"id": "meta@h1", "ok": True}]}}, {})
+    reqs = _run_state.requests_for_step(state, PLAN["steps"][1])
     assert sorted(reqs) == ["h1", "h2"] and reqs["h1"].promote == []
-    state = RS.fold_step(state, PLAN["steps"][1], {h: ok_answer(r) for h, r in reqs.items()}, {"api": None})
+    state = _run_state.fold_step(state, PLAN["steps"][1], {h: ok_answer(r) for h, r in reqs.items()}, {"api": None})
     assert [p["id"] for p in state.pending["h1"]] == ["api@h1"]          # gated start: promote later
     assert "h2" not in state.pending                                         # promote_now: done by the agent
-    reqs = RS.requests_for_step(state, PLAN["steps"][2])
+    reqs = _run_state.requests_for_step(state, PLAN["steps"][2])
     assert sorted(reqs) == ["h1", "h2"]                                      # h1 only gets its promotion
     assert reqs["h1"].ops == [] and [p["id"] for p in reqs["h1"].promote] == ["api@h1"]
     state = run(PLAN)
-    report = RS.final_report(state, PLAN)
+    report = _run_state.final_report(state, PLAN)
     assert not report.failed, report.problems
-    assert state.pending == {} and state.steps_completed == [0, 1, 2, 3, RS.FINAL]
+    assert state.pending == {} and state.steps_completed == [0, 1, 2, 3, _run_state.FINAL]
     assert {d["id"] for d in report.done} == {"meta@h1", "api@h1", "db@h2", "api@h2", "web@h1", "web@h3"}
 
 
@@ -82,20 +82,20 @@ def test_failing_make_target_fails_the_job_and_blocks_its_later_batches_and_wave
     assert "make start failed (rc=2)" in state.failed_by_job["api"][0] and "boom" in state.failed_by_job["api"][0]
     ids = {d["id"] for d in state.done}
     assert "api@h2" not in ids and "web@h1" not in ids and "db@h2" in ids
-    report = RS.final_report(state, PLAN)
+    report = _run_state.final_report(state, PLAN)
     assert report.failed and report.blocked_not_deployed == ["web"]
 
 
 def test_blocked_jobs_are_left_out_of_requests():
-    state = RS.new_state("r1", PLAN)
+    state = _run_state.new_state("r1", PLAN)
     state.blocked = ["api"]
-    assert RS.requests_for_step(state, PLAN["steps"][2]) == {}
+    assert _run_state.requests_for_step(state, PLAN["steps"][2]) == {}
 
 
 def test_unreachable_host_fails_its_ops_and_promotions():
-    state = RS.new_state("r1", PLAN)
+    state = _run_state.new_state("r1", PLAN)
     state.pending = {"h1": [{"id": "api@h1", "job": "api", "host": "h1", "record": {}, "step": 1}]}
-    state = RS.fold_step(state, PLAN["steps"][3], {"h1": None, "h3": ok_answer(RS.requests_for_step(state, PLAN["steps"][3])["h3"])},
+    state = _run_state.fold_step(state, PLAN["steps"][3], {"h1": None, "h3": ok_answer(_run_state.requests_for_step(state, PLAN["steps"][3])["h3"])},
                          {}, reasons={"h1": "ssh: connection refused"})
     assert state.pending == {}
     assert any("api@h1: promote failed: no answer" in m for m in state.failed_by_job["api"])
@@ -104,17 +104,17 @@ def test_unreachable_host_fails_its_ops_and_promotions():
 
 
 def test_missing_answer_counts_as_no_result():
-    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][1], {"h2": ok_answer(RS.AgentRequest("h2", PLAN["steps"][1]["ops"]["h2"]))}, {"api": None})
+    state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1], {"h2": ok_answer(_run_state.AgentRequest("h2", PLAN["steps"][1]["ops"]["h2"]))}, {"api": None})
     assert "no result from the worker" in state.failed_by_job["api"][0]
 
 
 def test_agent_level_error_fails_every_op_of_the_host():
-    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][0], {"h1": {"ok": False, "msg": "bad agent request"}}, {})
+    state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][0], {"h1": {"ok": False, "msg": "bad agent request"}}, {})
     assert "bad agent request" in state.errors[0] and state.done == []
 
 
 def test_op_the_agent_did_not_report_fails():
-    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][0], {"h1": {"ok": True, "ops": []}}, {})
+    state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][0], {"h1": {"ok": True, "ops": []}}, {})
     assert "did not report" in state.errors[0]
 
 
@@ -123,82 +123,82 @@ def test_failed_health_gate_fails_job_without_promotion():
     assert "health gate of job api failed" in state.failed_by_job["api"][0]
     assert not any(p["id"] == "api@h1" for ps in state.pending.values() for p in ps)
     assert "web" in state.blocked
-    assert RS.final_report(state, PLAN).failed
+    assert _run_state.final_report(state, PLAN).failed
 
 
 def test_gate_not_run_is_a_failure():
-    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][1],
-                         {h: ok_answer(r) for h, r in RS.requests_for_step(RS.new_state("r1", PLAN), PLAN["steps"][1]).items()}, {})
+    state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1],
+                         {h: ok_answer(r) for h, r in _run_state.requests_for_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1]).items()}, {})
     assert "was not run" in state.failed_by_job["api"][0]
 
 
 def test_gates_of_failed_or_blocked_jobs_are_not_run():
-    state = RS.new_state("r1", PLAN)
-    assert [g["job"] for g in RS.gates_to_run(state, PLAN["steps"][1])] == ["api"]
+    state = _run_state.new_state("r1", PLAN)
+    assert [g["job"] for g in _run_state.gates_to_run(state, PLAN["steps"][1])] == ["api"]
     state.blocked = ["api"]
-    assert RS.gates_to_run(state, PLAN["steps"][1]) == [] and RS.gates_to_run(state, None) == []
+    assert _run_state.gates_to_run(state, PLAN["steps"][1]) == [] and _run_state.gates_to_run(state, None) == []
 
 
 def test_failure_in_earlier_wave_blocks_later_waves_only_when_wave_is_over():
-    state = RS.new_state("r1", PLAN)
-    reqs = RS.requests_for_step(state, PLAN["steps"][1])
+    state = _run_state.new_state("r1", PLAN)
+    reqs = _run_state.requests_for_step(state, PLAN["steps"][1])
     answers = {h: ok_answer(r) for h, r in reqs.items()}
     answers["h2"]["ops"][0].update(ok=False, msg="x")
-    state = RS.fold_step(state, PLAN["steps"][1], answers, {"api": None})
+    state = _run_state.fold_step(state, PLAN["steps"][1], answers, {"api": None})
     assert state.blocked == ["db"]                       # wave 0 not over yet
-    state = RS.fold_step(state, PLAN["steps"][2], {"h1": ok_answer(RS.requests_for_step(state, PLAN["steps"][2])["h1"]),
-                                                   "h2": ok_answer(RS.requests_for_step(state, PLAN["steps"][2])["h2"])}, {"api": None})
+    state = _run_state.fold_step(state, PLAN["steps"][2], {"h1": ok_answer(_run_state.requests_for_step(state, PLAN["steps"][2])["h1"]),
+                                                   "h2": ok_answer(_run_state.requests_for_step(state, PLAN["steps"][2])["h2"])}, {"api": None})
     assert state.blocked == ["db", "web"]                # wave 0 over: wave 1 blocked
-    assert RS.requests_for_step(state, PLAN["steps"][3]).keys() == {"h2"}  # only api@h2's promotion
+    assert _run_state.requests_for_step(state, PLAN["steps"][3]).keys() == {"h2"}  # only api@h2's promotion
 
 
 def test_late_promotion_failure_blocks_later_waves():
-    state = RS.new_state("r1", PLAN)
+    state = _run_state.new_state("r1", PLAN)
     state.pending = {"h1": [{"id": "api@h1", "job": "api", "host": "h1", "record": {}, "step": 2}]}
-    req = RS.requests_for_step(state, PLAN["steps"][3])
+    req = _run_state.requests_for_step(state, PLAN["steps"][3])
     answers = {h: ok_answer(r) for h, r in req.items()}
     answers["h1"]["promotions"][0].update(ok=False, msg="disk full")
-    state = RS.fold_step(state, PLAN["steps"][3], answers, {})
+    state = _run_state.fold_step(state, PLAN["steps"][3], answers, {})
     assert "disk full" in state.failed_by_job["api"][0] and "web" in state.blocked
 
 
 def test_reconcile_failure_is_a_run_error():
-    state = RS.fold_step(RS.new_state("r1", PLAN), PLAN["steps"][0],
+    state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][0],
                          {"h1": {"ok": True, "ops": [{"id": "meta@h1", "ok": False, "msg": "disk full"}]}}, {})
-    assert state.errors and not state.failed_by_job and RS.final_report(state, PLAN).failed
+    assert state.errors and not state.failed_by_job and _run_state.final_report(state, PLAN).failed
 
 
 def test_incomplete_run_is_failed():
     state = run(PLAN, upto=2)
-    report = RS.final_report(state, PLAN)
+    report = _run_state.final_report(state, PLAN)
     assert report.failed and any("step(s) 2, 3" in p for p in report.problems)
 
 
 def test_unpromoted_pending_is_failed():
-    state = RS.new_state("r1", PLAN)
+    state = _run_state.new_state("r1", PLAN)
     state.steps_completed = [0, 1, 2, 3]
     state.pending = {"h1": [{"id": "api@h1", "job": "api"}]}
-    assert any("not promoted: api@h1" in p for p in RS.final_report(state, PLAN).problems)
+    assert any("not promoted: api@h1" in p for p in _run_state.final_report(state, PLAN).problems)
 
 
 def test_plan_failures_are_reported():
     plan = dict(PLAN, failures=[{"msg": "x@h9 not deployed: worker unreachable"}], steps=[])
-    assert RS.final_report(RS.new_state("r", plan), plan).problems == ["x@h9 not deployed: worker unreachable"]
+    assert _run_state.final_report(_run_state.new_state("r", plan), plan).problems == ["x@h9 not deployed: worker unreachable"]
 
 
 def test_json_round_trip_and_bad_files():
     state = run(PLAN, gates={1: {"api": ["down"]}})
-    back = RS.RunState.from_dict(json.loads(json.dumps(state.to_dict())))
+    back = _run_state.RunState.from_dict(json.loads(json.dumps(state.to_dict())))
     assert back == state
     for bad in (None, [], {"format": 99}, {"format": 1, "run_id": "x"}, {"format": 1, "run_id": "x", "bucket_id": "b", "zzz": 1}):
-        with pytest.raises(RS.StateError):
-            RS.RunState.from_dict(bad)
+        with pytest.raises(_run_state.StateError):
+            _run_state.RunState.from_dict(bad)
 
 
 def test_fold_does_not_mutate_input():
-    state = RS.new_state("r1", PLAN)
+    state = _run_state.new_state("r1", PLAN)
     before = state.to_dict()
-    RS.fold_step(state, PLAN["steps"][1], {}, {})
+    _run_state.fold_step(state, PLAN["steps"][1], {}, {})
     assert state.to_dict() == before
 
 
@@ -222,11 +222,11 @@ def test_failed_ops_say_why_for_the_verdict():
     assert state.failed_ops["web@h3"] == "unreachable" and state.failed_ops["db@h2"] == "failed"
     agent_crash = run(PLAN, lambda req: {"ok": False, "msg": "agent crashed"} if req.host == "h2" else ok_answer(req))
     assert agent_crash.failed_ops["db@h2"] == "failed"           # it answered: not unreachable
-    restored = RS.RunState.from_dict(state.to_dict())
+    restored = _run_state.RunState.from_dict(state.to_dict())
     assert restored.failed_ops == state.failed_ops
     old = state.to_dict()
     del old["failed_ops"]                                        # a run state written before the field
-    assert RS.RunState.from_dict(old).failed_ops == {}
+    assert _run_state.RunState.from_dict(old).failed_ops == {}
 
 
 def _files_plan():
@@ -242,11 +242,11 @@ def _files_plan():
 
 def test_files_shipped_early_are_not_a_done_allocation():
     plan = _files_plan()
-    state = RS.fold_step(RS.new_state("r1", plan), plan["steps"][0], {"h1": ok_answer(RS.requests_for_step(
-        RS.new_state("r1", plan), plan["steps"][0])["h1"])}, {})
+    state = _run_state.fold_step(_run_state.new_state("r1", plan), plan["steps"][0], {"h1": ok_answer(_run_state.requests_for_step(
+        _run_state.new_state("r1", plan), plan["steps"][0])["h1"])}, {})
     assert [d["id"] for d in state.done] == ["api@h1"] and not state.failed_by_job
-    assert [o["id"] for o in RS.requests_for_step(state, plan["steps"][1])["h1"].ops] == ["web@h1"]
-    assert not RS.final_report(run(plan), plan).failed
+    assert [o["id"] for o in _run_state.requests_for_step(state, plan["steps"][1])["h1"].ops] == ["web@h1"]
+    assert not _run_state.final_report(run(plan), plan).failed
 
 
 def test_files_that_failed_early_fail_their_allocation_and_block_its_job():
@@ -262,4 +262,4 @@ def test_files_that_failed_early_fail_their_allocation_and_block_its_job():
     assert state.failed_ops == {"web@h1": "failed"}  # the verdict names the allocation, not the copy
     assert "web" in state.blocked and "rsync failed" in state.failed_by_job["web"][0]
     assert [d["id"] for d in state.done] == ["api@h1"]  # web's start never ran
-    assert RS.final_report(state, plan).failed
+    assert _run_state.final_report(state, plan).failed

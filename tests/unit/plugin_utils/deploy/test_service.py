@@ -10,10 +10,10 @@ import tempfile
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, kv_build as _kv_build, service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _deploy_lock, run as DR, service as S
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _deploy_rsync, stage as _deploy_stage
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, kv_build as _kv_build, service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock, run as _run, service as S
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _rsync, stage as _stage
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
 from tests.unit.plugin_utils.deploy.test_deploy_run import answer_all
 
@@ -43,7 +43,7 @@ def bucket(tmp_path, monkeypatch):
     job(root, "api", {"version": "1.0.0", "selectors": ["worker"]}, makefile=MAKEFILE)
     job(root, "web", {"version": "2.0.0", "selectors": ["worker"]}, makefile=MAKEFILE)
     ws(root, "jobs/api/conf/a.conf", "port=1\n")
-    assert _build.build(root).report.ok
+    assert _service.build(root).report.ok
     return root
 
 
@@ -70,14 +70,14 @@ def test_prepare_refuses_a_bucket_without_catalog_and_releases_the_lock(tmp_path
     out = S.prepare(request(root))
     assert out.failed and "data/catalog.json does not exist" in out.msg and "maand.core.build" in out.msg
     assert out.as_result() == {"failed": True, "changed": False, "msg": out.msg}
-    assert _deploy_lock.read_lock(root) is None
+    assert _lock.read_lock(root) is None
 
 
 def test_prepare_refuses_a_stale_catalog_and_changes_nothing(bucket):
     ws(bucket, "jobs/api/conf/a.conf", "port=2\n")
     out = S.prepare(request(bucket))
     assert out.failed and out.msg.startswith("ErrStaleCatalog: ") and "nothing was changed" in out.msg, out.msg
-    assert not os.path.exists(DR.runs_root(bucket)) and not os.path.exists(_deploy_stage.stage_root(bucket))
+    assert not os.path.exists(_run.runs_root(bucket)) and not os.path.exists(_stage.stage_root(bucket))
 
 
 def test_prepare_refuses_an_unknown_job_in_the_filter(bucket):
@@ -92,10 +92,10 @@ def test_check_mode_plans_and_shows_without_writing_the_bucket(bucket):
     starts = sorted((r["job"], r["worker"]) for r in out.plan["rows"] if r["action"] == "start")
     assert starts == [(j, h) for j in ("api", "web") for h in HOSTS]
     assert screen.lines == out.plan["lines"] + [out.summary]
-    assert not os.path.exists(DR.runs_root(bucket)) and not os.path.exists(_deploy_stage.stage_root(bucket))
+    assert not os.path.exists(_run.runs_root(bucket)) and not os.path.exists(_stage.stage_root(bucket))
     kept = os.path.join(S.pins_dir(out.plan["bucket_id"]), out.plan_hash + ".json")
     assert kept.startswith(os.path.join(bucket, "tmp") + os.sep)  # the test's own temp folder (the fixture)
-    assert json.load(open(kept, encoding="utf-8")) == json.loads(json.dumps(S._deploy_pin.plan_summary(out.plan)))
+    assert json.load(open(kept, encoding="utf-8")) == json.loads(json.dumps(S._pin.plan_summary(out.plan)))
     result = out.as_result()
     assert result["segment_groups"] == [] and result["content_diff"] == {"hosts": []} and "diff" not in result
 
@@ -116,7 +116,7 @@ def test_a_pinned_plan_hash_that_differs_refuses_and_names_the_change(bucket):
     out = S.prepare(request(bucket, plan_hash=checked.plan_hash[:16], force=True))
     assert out.failed and "not the pinned plan %s" % checked.plan_hash[:16] in out.msg, out.msg
     assert out.plan is not None and out.as_result()["plan"] is out.plan
-    assert _deploy_lock.read_lock(bucket) is None  # a refused deploy does not keep the bucket locked
+    assert _lock.read_lock(bucket) is None  # a refused deploy does not keep the bucket locked
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
@@ -149,25 +149,25 @@ def test_prepare_step_finish_deploys_and_cleans_up(bucket):
     prepared = S.prepare(request(bucket), screen.ctl)
     assert not prepared.failed, prepared.msg
     assert os.path.isfile(os.path.join(prepared.run_dir, "plan.json")) and prepared.segments
-    assert os.path.isdir(_deploy_stage.stage_root(bucket))  # the trees that sync are staged
-    control_dir = _deploy_rsync.control_dir(prepared.run_dir)
-    _deploy_rsync.mux_options(control_dir)  # the run's own ssh ControlPath folder, as its ssh calls make it
+    assert os.path.isdir(_stage.stage_root(bucket))  # the trees that sync are staged
+    control_dir = _rsync.control_dir(prepared.run_dir)
+    _rsync.mux_options(control_dir)  # the run's own ssh ControlPath folder, as its ssh calls make it
     finished = deploy(bucket, prepared, screen.ctl)
     result = finished.as_result()
     assert not result.get("failed") and finished.problems == [], finished.problems
     assert result["msg"] == "deploy done: start 4" and result["verdict_line"] == "deploy done: 4 started"
     assert screen.lines[-1] == "deploy done: 4 started"
-    assert not os.path.exists(prepared.run_dir) and not os.path.exists(_deploy_stage.stage_root(bucket))
+    assert not os.path.exists(prepared.run_dir) and not os.path.exists(_stage.stage_root(bucket))
     assert not os.path.exists(control_dir)
-    assert _deploy_lock.read_lock(bucket) is None
+    assert _lock.read_lock(bucket) is None
 
 
 def test_finish_prunes_cleaned_removed_jobs_and_drops_their_kv(bucket):
-    store = _kv_store.KVStore.load(bucket)
+    store = _store.KVStore.load(bucket)
     store.put("vars/job/web", "kept_until_cleaned", "yes")
     store.save()
     shutil.rmtree(os.path.join(bucket, "workspace", "jobs", "web"))
-    assert _build.build(bucket).report.ok
+    assert _service.build(bucket).report.ok
     states = fresh_states()
     for host in HOSTS:  # web runs on both workers: the deploy stops and removes it
         states[host].update(trees=["web"], deployed={"web": {"job": "web", "version": "2.0.0", "hash": "x",
@@ -189,13 +189,13 @@ def test_finish_of_a_run_whose_workers_never_answered_fails_keeps_the_folder_and
     prepared = S.prepare(request(bucket))
     first = S.step(prepared.run_dir, prepared.segments[0]["step"])
     assert not first.error and first.hosts
-    _deploy_rsync.mux_options(_deploy_rsync.control_dir(prepared.run_dir))
+    _rsync.mux_options(_rsync.control_dir(prepared.run_dir))
     finished = S.finish(S.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()))
     result = finished.as_result()
     assert result["failed"] and result["msg"].startswith("deploy finished with 6 problem(s) (start 4):"), result
     assert "api@10.0.0.1: start failed: no result from the worker" in result["msg"]
-    assert os.path.isdir(prepared.run_dir) and _deploy_lock.read_lock(bucket) is None
-    assert not os.path.exists(_deploy_rsync.control_dir(prepared.run_dir))  # its ssh folder goes all the same
+    assert os.path.isdir(prepared.run_dir) and _lock.read_lock(bucket) is None
+    assert not os.path.exists(_rsync.control_dir(prepared.run_dir))  # its ssh folder goes all the same
 
 
 def test_a_step_of_a_missing_run_folder_is_an_error_of_the_step(tmp_path):
@@ -220,7 +220,7 @@ def test_a_step_s_gates_and_hooks_read_the_plan_and_the_catalog_once(bucket, mon
     prepared = S.prepare(request(bucket), Screen().ctl)
     assert not prepared.failed, prepared.msg
     reads = {"plan": 0, "catalog": 0}
-    load_plan, read_catalog = DR.load_plan, _catalog.read_catalog
+    load_plan, read_catalog = _run.load_plan, _catalog.read_catalog
 
     def counting_plan(run_dir):
         reads["plan"] += 1
@@ -229,7 +229,7 @@ def test_a_step_s_gates_and_hooks_read_the_plan_and_the_catalog_once(bucket, mon
     def counting_catalog(bucket_dir):
         reads["catalog"] += 1
         return read_catalog(bucket_dir)
-    monkeypatch.setattr(DR, "load_plan", counting_plan)
+    monkeypatch.setattr(_run, "load_plan", counting_plan)
     monkeypatch.setattr(_catalog, "read_catalog", counting_catalog)
     with S.callbacks(prepared.run_dir, Screen().ctl) as (gate, after, before):
         assert callable(gate)

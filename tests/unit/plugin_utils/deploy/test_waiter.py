@@ -13,13 +13,13 @@ import time
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import DEFAULT_HEALTH
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as G
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as P
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as R
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as RUN
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as RS
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 from ansible_collections.maand.core.plugins.plugin_utils.deploy.waiter import Budget, Pending, Waiter
-from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 from tests.unit.plugin_utils.ops.test_health_check import Clock  # the fake clock the verb's tests drive
 
 
@@ -121,7 +121,7 @@ def test_a_job_not_running_twice_in_a_row_fails_its_gate_at_once():
 
         def ended(self, passed, elapsed, attempts):
             ended.append((passed, elapsed, attempts))
-    problems = G.run_gate(GATE, {}, sleep=clock.sleep, clock=clock, status=status, watch=Watch(), submit=call,
+    problems = _gate.run_gate(GATE, {}, sleep=clock.sleep, clock=clock, status=status, watch=Watch(), submit=call,
                           probe_fn=lambda a, c, t: "tcp %s:30000: [Errno 111] Connection refused" % a)
     # rounds at 0, 0.5, 1.0: status asked at 0 and 1.0 (at most once a second per host), not at 0.5
     assert ended == [(False, 1.0, 3)]
@@ -137,7 +137,7 @@ def test_without_a_status_answer_the_gate_keeps_its_whole_budget():
     calls = []
     status = statuses({"h1": [(None, "no status target")], "h2": [(None, "")]}, calls)
     gate = dict(GATE, attempts=6)
-    problems = G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
+    problems = _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
                           probe_fn=lambda a, c, t: "refused")
     assert problems == ["h1: refused", "h2: refused"]
     assert len(clock.sleeps) == 5
@@ -148,9 +148,9 @@ def test_not_running_then_running_resets_the_count():
     clock = Clock()
     status = statuses({"h1": [(False, ""), (True, ""), (False, ""), (True, "")], "h2": [(True, "")]}, [])
     gate = dict(GATE, attempts=10, interval_seconds=1.0)
-    problems = G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
+    problems = _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
                           probe_fn=lambda a, c, t: "refused")
-    assert len(clock.sleeps) == 9 and not any(G.NOT_RUNNING in p for p in problems)
+    assert len(clock.sleeps) == 9 and not any(_gate.NOT_RUNNING in p for p in problems)
 
 
 def test_a_slow_status_check_does_not_hold_up_the_probes():
@@ -171,14 +171,14 @@ def test_a_slow_status_check_does_not_hold_up_the_probes():
             time.sleep(0.01)  # real time for the thread's answer
         return "refused"
     gate = dict(GATE, hosts=["h1"], attempts=500, interval_seconds=0)
-    problems = G.run_gate(gate, {}, sleep=lambda s: None, status=status, probe_fn=probe)
+    problems = _gate.run_gate(gate, {}, sleep=lambda s: None, status=status, probe_fn=probe)
     assert len(rounds) > 5 and len(rounds) < 500       # rounds went on while the check was out; then it failed fast
     assert problems[-1].startswith("h1: job api is not running")
 
 
 def test_a_passing_gate_asks_no_status():
     calls = []
-    assert G.run_gate(GATE, {}, sleep=lambda s: None, status=statuses({}, calls), probe_fn=lambda a, c, t: None,
+    assert _gate.run_gate(GATE, {}, sleep=lambda s: None, status=statuses({}, calls), probe_fn=lambda a, c, t: None,
                       submit=call) == []
     assert calls == []
 
@@ -188,22 +188,22 @@ def test_gate_runner_says_it_stopped_early_with_the_elapsed_time_and_the_tail(tm
     status = statuses({"h1": [(False, "")], "h2": [(False, "")]}, [])
 
     def run(gate, watch):
-        return G.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch, status=status, submit=call,
+        return _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch, status=status, submit=call,
                           probe_fn=lambda a, c, t: "refused")
     plan = {"bucket_id": "b", "rows": [{"job": "api", "worker": h, "action": "start", "batch": "api start batch 1/1"}
                                        for h in ("h1", "h2")]}
-    go = P.gate_runner(run, P.Writer(str(tmp_path), clock=clock), plan, diagnose=lambda job, hosts: {
+    go = _progress.gate_runner(run, _progress.Writer(str(tmp_path), clock=clock), plan, diagnose=lambda job, hosts: {
         h: ["--- logs/api.log:", "api: cannot open config"] for h in hosts}, clock=clock)
     problems = go(GATE)
     assert "stopped waiting after 1.0 s (3 of 30 attempt(s), 0.5 s apart): `make status` says the job is not running" in problems
     assert "h1: last lines of job api:\n    --- logs/api.log:\n    api: cannot open config" in problems
-    assert P.read_all(str(tmp_path))[-1]["attempts"] == 3
+    assert _progress.read_all(str(tmp_path))[-1]["attempts"] == 3
 
 
 def test_failure_notes_without_an_attempt_count_in_the_budget():
     """The health_check verb with maand_wait_seconds: a budget in seconds, so no "of N"."""
-    problems = ["h1: job api " + G.NOT_RUNNING + ": `make status` said so 2 times in a row, 1.0 s apart"]
-    notes = P.failure_notes({"job": "api", "attempts": None, "interval_seconds": 1.0}, 2.5, 3, problems, {}, "")
+    problems = ["h1: job api " + _gate.NOT_RUNNING + ": `make status` said so 2 times in a row, 1.0 s apart"]
+    notes = _progress.failure_notes({"job": "api", "attempts": None, "interval_seconds": 1.0}, 2.5, 3, problems, {}, "")
     assert notes == ["stopped waiting after 2.5 s (3 attempt(s), 1.0 s apart): `make status` says the job is not running"]
 
 
@@ -218,7 +218,7 @@ def agent_over_ssh(calls):
     def run(argv, input=None, **kw):
         calls.append(argv)
         out = io.StringIO()
-        A.main([], io.StringIO(input), out)
+        _agent.main([], io.StringIO(input), out)
         return subprocess.CompletedProcess(argv, 0, out.getvalue(), "")
     return run
 
@@ -239,9 +239,9 @@ def request(root, env=None, target="status"):
 def test_status_probe_reads_the_agents_answer(worker):
     calls = []
     conn = {"address": "10.0.0.1", "user": "agent", "sudo": True, "options": ["-o", "StrictHostKeyChecking=no"]}
-    assert G.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls)) == (False, "api not running")
+    assert _gate.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls)) == (False, "api not running")
     (worker / "jobs" / "api" / "running").write_text("")
-    assert G.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls)) == (True, "up")
+    assert _gate.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls)) == (True, "up")
     argv = calls[0]
     assert argv[1:3] == ["-o", "StrictHostKeyChecking=no"] and "agent@10.0.0.1" in argv  # the run's connection
     assert argv[-1] == "sudo -n sh -c 'python3 agent.py'"
@@ -249,28 +249,28 @@ def test_status_probe_reads_the_agents_answer(worker):
 
 def test_status_probe_cannot_tell_without_a_status_target_or_an_answer(worker):
     (worker / "jobs" / "api" / "Makefile").write_text("start:\n\ttrue\n")
-    running, detail = G.status_probe({"address": "h"}, "x", request(worker), run=agent_over_ssh([]))
+    running, detail = _gate.status_probe({"address": "h"}, "x", request(worker), run=agent_over_ssh([]))
     assert running is None and "no 'status' target" in detail
 
     def unreachable(argv, **kw):
         return subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host h port 22: No route to host")
-    running, detail = G.status_probe({"address": "h"}, "x", request(worker), run=unreachable)
+    running, detail = _gate.status_probe({"address": "h"}, "x", request(worker), run=unreachable)
     assert running is None and "No route to host" in detail
 
 
 def test_status_request_takes_the_run_ops_environment_and_run_fields(tmp_path):
     run_dir = tmp_path / "run"
     plan = {"bucket_id": "b1", "rows": []}
-    state = RS.new_state("r1", plan)
+    state = _run_state.new_state("r1", plan)
     state.in_flight = 2
-    RUN.save_state(str(run_dir), state)
+    _run.save_state(str(run_dir), state)
     ops = [{"id": "api@h1", "kind": "run", "job": "api", "host": "h1", "target": "start", "env": {"NEW_VERSION": "2"},
             "spec": {"working_directory": "bin", "user": "svc", "environment": [{"vars": {"MODE": "prod"}}]}},
            {"id": "ctl@h1", "kind": "run", "job": "ctl", "host": "h1", "target": None, "env": {}}]
-    RUN._write_json(RUN.request_path(str(run_dir), 2, "h1"), {"host": "h1", "ops": ops, "promote": []})
-    req = json.loads(P.status_request(str(run_dir), plan, "api", "h1"))
-    assert req["root"] == R.worker_root("b1") and req["timeout"] == G.STATUS_TIMEOUT
+    _run._write_json(_run.request_path(str(run_dir), 2, "h1"), {"host": "h1", "ops": ops, "promote": []})
+    req = json.loads(_progress.status_request(str(run_dir), plan, "api", "h1"))
+    assert req["root"] == _remote.worker_root("b1") and req["timeout"] == _gate.STATUS_TIMEOUT
     assert req["ops"] == [{"id": "api", "kind": "status", "job": "api", "host": "h1", "target": "status",
                            "env": {"MODE": "prod", "NEW_VERSION": "2"}, "cwd": "bin", "user": "svc"}]
-    assert P.status_request(str(run_dir), plan, "ctl", "h1") is None   # job_control: no make target
-    assert P.status_request(str(run_dir), plan, "api", "h9") is None   # no request for that host
+    assert _progress.status_request(str(run_dir), plan, "ctl", "h1") is None   # job_control: no make target
+    assert _progress.status_request(str(run_dir), plan, "api", "h9") is None   # no request for that host

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import commands as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import commands as _commands
 
 
 def catalog():
@@ -35,30 +35,30 @@ def catalog():
 
 def test_commands_for_event_in_name_order_and_removed_jobs_run_nothing():
     cat = catalog()
-    assert _hooks.commands_for(cat, "api", "pre_deploy") == ["command_a_init", "command_migrate"]
-    assert _hooks.commands_for(cat, "api", "post_deploy") == []
-    assert _hooks.commands_for(cat, "old", "cli") == []
-    assert _hooks.has_event(cat, "db", "post_build") and not _hooks.has_event(cat, "web", "cli")
-    with pytest.raises(_hooks.HookError, match="job nope is not in the catalog.*api, db, old, web"):
-        _hooks.commands_for(cat, "nope", "cli")
+    assert _commands.commands_for(cat, "api", "pre_deploy") == ["command_a_init", "command_migrate"]
+    assert _commands.commands_for(cat, "api", "post_deploy") == []
+    assert _commands.commands_for(cat, "old", "cli") == []
+    assert _commands.has_event(cat, "db", "post_build") and not _commands.has_event(cat, "web", "cli")
+    with pytest.raises(_commands.HookError, match="job nope is not in the catalog.*api, db, old, web"):
+        _commands.commands_for(cat, "nope", "cli")
 
 
 def test_jobs_with_event_in_deployment_seq_order():
     cat = catalog()
-    assert _hooks.jobs_with(cat, "cli") == ["db", "api"]  # db is seq 0, api seq 1, removed old left out
-    assert _hooks.jobs_with(cat, "cli", "command_migrate") == ["api"]
-    assert _hooks.jobs_with(cat, "post_deploy") == []
+    assert _commands.jobs_with(cat, "cli") == ["db", "api"]  # db is seq 0, api seq 1, removed old left out
+    assert _commands.jobs_with(cat, "cli", "command_migrate") == ["api"]
+    assert _commands.jobs_with(cat, "post_deploy") == []
 
 
 def test_targets_are_active_allocations_with_index_among_non_removed():
     cat = catalog()
-    got = _hooks.targets(cat, "api")
+    got = _commands.targets(cat, "api")
     assert [(t.worker, t.alloc_id, t.index, t.disabled) for t in got] == [("10.0.0.2", "a2", 0, False),
                                                                           ("10.0.0.4", "a4", 2, False)]
-    with_disabled = _hooks.targets(cat, "api", include_disabled=True)
+    with_disabled = _commands.targets(cat, "api", include_disabled=True)
     assert [(t.worker, t.index, t.disabled) for t in with_disabled][1] == ("10.0.0.3", 1, True)
     # explicit workers (batch hooks, a stopped disabled allocation): that order, disabled included
-    chosen = _hooks.targets(cat, "api", workers=["10.0.0.4", "10.0.0.3", "10.0.0.4", "10.0.0.9"])
+    chosen = _commands.targets(cat, "api", workers=["10.0.0.4", "10.0.0.3", "10.0.0.4", "10.0.0.9"])
     assert [(t.worker, t.disabled) for t in chosen] == [("10.0.0.4", False), ("10.0.0.3", True)]
 
 
@@ -70,48 +70,48 @@ def test_targets_are_active_allocations_with_index_among_non_removed():
 def test_resolve_script_exactly_one_implementation(tmp_path, files, runtime, name):
     for f in files:
         (tmp_path / f).write_text("")
-    script = _hooks.resolve_script(str(tmp_path), "api", "command_x")
+    script = _commands.resolve_script(str(tmp_path), "api", "command_x")
     assert (script.runtime, script.name) == (runtime, name)
 
 
 def test_resolve_script_errors_are_maands(tmp_path):
-    with pytest.raises(_hooks.HookError, match=r"job api command command_x: job command file not found: "
+    with pytest.raises(_commands.HookError, match=r"job api command command_x: job command file not found: "
                                                r"expected command_x.py, command_x.ts, or command_x.js under"):
-        _hooks.resolve_script(str(tmp_path), "api", "command_x")
+        _commands.resolve_script(str(tmp_path), "api", "command_x")
     (tmp_path / "command_x.py").write_text("")
     (tmp_path / "command_x.ts").write_text("")
-    with pytest.raises(_hooks.HookError, match=r"multiple implementations for command_x .*use only one of .py, .ts, .js"):
-        _hooks.resolve_script(str(tmp_path), "api", "command_x")
+    with pytest.raises(_commands.HookError, match=r"multiple implementations for command_x .*use only one of .py, .ts, .js"):
+        _commands.resolve_script(str(tmp_path), "api", "command_x")
 
 
 def test_python_prefers_the_jobs_venv(tmp_path):
-    assert _hooks.python_for(str(tmp_path)) == "python3"
+    assert _commands.python_for(str(tmp_path)) == "python3"
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python").write_text("")
-    assert _hooks.python_for(str(tmp_path)) == str(venv / "python")
+    assert _commands.python_for(str(tmp_path)) == str(venv / "python")
     dot = tmp_path / ".venv" / "bin"
     dot.mkdir(parents=True)
     (dot / "python3").write_text("")
-    assert _hooks.python_for(str(tmp_path)) == str(dot / "python3")
+    assert _commands.python_for(str(tmp_path)) == str(dot / "python3")
 
 
 def test_argv_names_a_missing_runtime(tmp_path):
-    ts = _hooks.Script("api", "command_x", str(tmp_path / "command_x.ts"), "bun")
-    with pytest.raises(_hooks.HookError, match=r"job api command command_x: command_x.ts needs bun on the controller"
+    ts = _commands.Script("api", "command_x", str(tmp_path / "command_x.ts"), "bun")
+    with pytest.raises(_commands.HookError, match=r"job api command command_x: command_x.ts needs bun on the controller"
                                                r".*install bun.*or rewrite the command as command_x.py"):
-        _hooks.argv_for(ts, str(tmp_path), which=lambda name: None)
-    assert _hooks.argv_for(ts, str(tmp_path), which=lambda name: "/usr/bin/bun") == ["/usr/bin/bun", "run", "command_x.ts"]
-    py = _hooks.Script("api", "command_x", str(tmp_path / "command_x.py"), "python")
-    assert _hooks.argv_for(py, str(tmp_path), which=lambda name: "/usr/bin/python3") == ["python3", "command_x.py"]
-    with pytest.raises(_hooks.HookError, match="needs python3 on the controller"):
-        _hooks.argv_for(py, str(tmp_path), which=lambda name: None)
+        _commands.argv_for(ts, str(tmp_path), which=lambda name: None)
+    assert _commands.argv_for(ts, str(tmp_path), which=lambda name: "/usr/bin/bun") == ["/usr/bin/bun", "run", "command_x.ts"]
+    py = _commands.Script("api", "command_x", str(tmp_path / "command_x.py"), "python")
+    assert _commands.argv_for(py, str(tmp_path), which=lambda name: "/usr/bin/python3") == ["python3", "command_x.py"]
+    with pytest.raises(_commands.HookError, match="needs python3 on the controller"):
+        _commands.argv_for(py, str(tmp_path), which=lambda name: None)
 
 
 def test_command_env_is_maands_and_allocation_values_win():
-    target = _hooks.Target("api", "10.0.0.4", "a4", 2, False)
-    api = _hooks.ApiEndpoint(4321, "tok", "/run/hosts.json")
-    env = _hooks.command_env(target, "command_migrate", "pre_deploy", api, "", "2.0.0",
+    target = _commands.Target("api", "10.0.0.4", "a4", 2, False)
+    api = _commands.ApiEndpoint(4321, "tok", "/run/hosts.json")
+    env = _commands.command_env(target, "command_migrate", "pre_deploy", api, "", "2.0.0",
                              extra={"JOB": "spoofed", "NEW_ALLOCATIONS": "10.0.0.4"},
                              base={"PATH": "/bin", "PYTHONHOME": "/x", "ALLOCATION_ID": "old"})
     assert env == {
@@ -120,17 +120,17 @@ def test_command_env_is_maands_and_allocation_values_win():
         "JOB": "api", "EVENT": "pre_deploy", "COMMAND": "command_migrate", "JOB_COMMAND_API_HOST": "127.0.0.1",
         "CURRENT_VERSION": "0.0.0", "NEW_VERSION": "2.0.0", "MAAND_RUNTIME_API_PORT": "4321",
         "MAAND_RUNTIME_API_TOKEN": "tok", "MAAND_HOSTS_FILE": "/run/hosts.json"}
-    disabled = _hooks.command_env(_hooks.Target("api", "h", "x", 0, True), "c", "cli", api, "1", "1", base={})
+    disabled = _commands.command_env(_commands.Target("api", "h", "x", 0, True), "c", "cli", api, "1", "1", base={})
     assert disabled["DISABLED"] == "1"
 
 
 def test_hooks_inherit_an_allow_list_of_the_controllers_environment():
     """Issue 21: not the controller's credentials or Ansible's settings; PATH, HOME, the locale, MAAND_*."""
-    api = _hooks.ApiEndpoint(1, "t")
+    api = _commands.ApiEndpoint(1, "t")
     base = {"PATH": "/bin", "HOME": "/root", "LANG": "C.UTF-8", "LC_TIME": "C", "TZ": "UTC", "SSH_AUTH_SOCK": "/s",
             "MAAND_HOOK_LOG": "/tmp/l", "AWS_SECRET_ACCESS_KEY": "x", "VAULT_TOKEN": "y", "ANSIBLE_CONFIG": "/a",
             "PYTHONPATH": "/p", "MAAND_RUNTIME_API_TOKEN": "not-ours"}
-    env = _hooks.command_env(_hooks.Target("api", "h", "x", 0, False), "c", "cli", api, "", "", base=base)
+    env = _commands.command_env(_commands.Target("api", "h", "x", 0, False), "c", "cli", api, "", "", base=base)
     for name in ("PATH", "HOME", "LANG", "LC_TIME", "TZ", "SSH_AUTH_SOCK", "MAAND_HOOK_LOG"):
         assert env[name] == base[name]
     for name in ("AWS_SECRET_ACCESS_KEY", "VAULT_TOKEN", "ANSIBLE_CONFIG", "PYTHONPATH"):
@@ -139,18 +139,18 @@ def test_hooks_inherit_an_allow_list_of_the_controllers_environment():
 
 
 def test_batch_and_job_control_env():
-    assert _hooks.batch_env("api", ["h2", "h3"], 1, 3, "update", ["h1", "h2", "h3"], "kv") == {
+    assert _commands.batch_env("api", ["h2", "h3"], 1, 3, "update", ["h1", "h2", "h3"], "kv") == {
         "BATCH_ALLOCATIONS": "h2,h3", "BATCH_INDEX": "1", "BATCH_COUNT": "3", "DEPLOY_PHASE": "update",
         "ROLLOUT_ORDER": "h1,h2,h3", "ROLLOUT_ORDER_SOURCE": "kv", "JOB": "api"}
     with pytest.raises(ValueError, match="DEPLOY_PHASE"):
-        _hooks.batch_env("api", [], 0, 1, "restart", [], "default")
-    assert _hooks.job_control_env(["h1"], []) == {"NEW_ALLOCATIONS": "h1", "UPDATED_ALLOCATIONS": ""}
+        _commands.batch_env("api", [], 0, 1, "restart", [], "default")
+    assert _commands.job_control_env(["h1"], []) == {"NEW_ALLOCATIONS": "h1", "UPDATED_ALLOCATIONS": ""}
 
 
 def test_after_allocation_stopped_env_is_maands():
     """maand deploy/batch_hooks.go executeAfterAllocationStopped: one allocation, phase stop, batch 0 of 1,
     RolloutOrder and OrderSource left empty."""
-    assert _hooks.stop_env("api", "h2") == {
+    assert _commands.stop_env("api", "h2") == {
         "BATCH_ALLOCATIONS": "h2", "BATCH_INDEX": "0", "BATCH_COUNT": "1", "DEPLOY_PHASE": "stop",
         "ROLLOUT_ORDER": "", "ROLLOUT_ORDER_SOURCE": "", "JOB": "api"}
 
@@ -162,7 +162,7 @@ def test_stage_copies_the_job_without_venvs_and_adds_the_helper(tmp_path):
     (job / "_modules" / "command_x.py").write_text("print(1)\n")
     (job / "_modules" / "maand.py").write_text("# an old copy of maand's helper\n")
     (job / "Makefile").write_text("start:\n")
-    modules = _hooks.stage(str(tmp_path), "workspace/jobs/api", "api", "10.0.0.2", str(tmp_path / "stage"))
+    modules = _commands.stage(str(tmp_path), "workspace/jobs/api", "api", "10.0.0.2", str(tmp_path / "stage"))
     assert modules == str(tmp_path / "stage" / "workers" / "10.0.0.2" / "jobs" / "api" / "_modules")
     assert sorted(os.listdir(modules)) == ["command_x.py", "maand.py", "maand.ts"]
     assert "put_job_variable" in (tmp_path / "stage" / "workers" / "10.0.0.2" / "jobs" / "api" / "_modules"
@@ -170,7 +170,7 @@ def test_stage_copies_the_job_without_venvs_and_adds_the_helper(tmp_path):
     assert os.path.isfile(os.path.join(os.path.dirname(modules), "Makefile"))
     # staging again replaces the copy (a file removed from the workspace is gone)
     (job / "Makefile").unlink()
-    _hooks.stage(str(tmp_path), "workspace/jobs/api", "api", "10.0.0.2", str(tmp_path / "stage"))
+    _commands.stage(str(tmp_path), "workspace/jobs/api", "api", "10.0.0.2", str(tmp_path / "stage"))
     assert not os.path.exists(os.path.join(os.path.dirname(modules), "Makefile"))
 
 
@@ -187,7 +187,7 @@ MAAND_TS_OLD_NAMES = {"putDeployOrder": "putRolloutOrder", "getDeployOrder": "ge
 
 def test_the_bun_helper_exports_maands_functions_and_sends_the_token():
     import re
-    text = open(_hooks.HELPER_TS, encoding="utf-8").read()
+    text = open(_commands.HELPER_TS, encoding="utf-8").read()
     exported = re.findall(r"^export (?:async function|function|const) (\w+)", text, re.M)
     assert [name for name in exported if name not in MAAND_TS_OLD_NAMES] == MAAND_TS_EXPORTS
     for old, new in MAAND_TS_OLD_NAMES.items():  # maand.ts before June 2026: the same call under the old name

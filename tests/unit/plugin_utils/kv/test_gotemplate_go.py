@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as gt
+from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "gotemplate")
 
@@ -77,7 +77,7 @@ class T:
         return "Method2: %d %s" % (a, b)
 
     def Method3(self, v) -> str:  # noqa: N802
-        return "Method3: %s" % gt.format_value(v)
+        return "Method3: %s" % _gotemplate.format_value(v)
 
     def Copy(self):  # noqa: N802
         return T(**self.__dict__)
@@ -154,7 +154,7 @@ def _add(*args: int) -> int:
 
 
 def _ddd_arg(a: int, *b: str) -> str:
-    return gt.go_sprintln(a, list(b))
+    return _gotemplate.go_sprintln(a, list(b))
 
 
 def _echo(arg):
@@ -188,7 +188,7 @@ def _die() -> bool:
 FUNCS = {
     "add": _add, "dddArg": _ddd_arg, "echo": _echo, "makemap": _makemap,
     "mapOfThree": lambda: {"three": 3}, "oneArg": _one_arg, "returnInt": lambda: 7,
-    "stringer": lambda s: s.String(), "twoArgs": _two_args, "typeOf": gt.go_type,
+    "stringer": lambda s: s.String(), "twoArgs": _two_args, "typeOf": _gotemplate.go_type,
     "valueString": _value_string, "vfunc": _vfunc, "zeroArgs": lambda: "zeroArgs",
     "count": lambda n: None, "die": _die,
 }
@@ -260,8 +260,8 @@ def test_go_exec_table(entry):
         pytest.skip(reason or "Go-only data type")
     data = _data(entry)
     try:
-        out = gt.parse(entry["input"], entry["name"], FUNCS).execute(data)
-    except gt.TemplateError as exc:
+        out = _gotemplate.parse(entry["input"], entry["name"], FUNCS).execute(data)
+    except _gotemplate.TemplateError as exc:
         assert not entry["ok"], "%s: unexpected error %s" % (entry["input"], exc)
         assert str(exc).startswith("template: ")
         return
@@ -298,26 +298,26 @@ def test_go_comparison_table(case):
     if case["expr"] in CMP_SKIP or any(w in case["expr"] for w in go_only):
         pytest.skip("Go pointer/struct/map identity")
     text = "{{if %s}}true{{else}}false{{end}}" % case["expr"]
-    tmpl = gt.parse(text, "empty")
+    tmpl = _gotemplate.parse(text, "empty")
     try:
         out = tmpl.execute(CmpStruct())
-    except gt.TemplateError:
+    except _gotemplate.TemplateError:
         assert not case["ok"], case["expr"]
         return
     assert case["ok"], "%s did not error" % case["expr"]
     assert out == case["truth"]
 
 
-PARSE_FUNCS = {"printf": gt.BUILTINS["printf"], "contains": lambda a, b: b in a}
+PARSE_FUNCS = {"printf": _gotemplate.BUILTINS["printf"], "contains": lambda a, b: b in a}
 
 
 @pytest.mark.parametrize("case", PARSE["parseTests"], ids=lambda c: c["name"])
 def test_go_parse_table(case, monkeypatch):
-    monkeypatch.setattr(gt, "_TEXT_QUOTED", [True])
+    monkeypatch.setattr(_gotemplate, "_TEXT_QUOTED", [True])
     try:
-        tmpl = gt._Parser(case["name"], case["input"], gt._Lexer(case["input"]).run(),
+        tmpl = _gotemplate._Parser(case["name"], case["input"], _gotemplate._Lexer(case["input"]).run(),
                           PARSE_FUNCS).parse()
-    except gt.TemplateError as exc:
+    except _gotemplate.TemplateError as exc:
         assert not case["ok"], "%s: unexpected error %s" % (case["input"], exc)
         return
     assert case["ok"], "%s: expected an error" % case["input"]

@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as gt
+from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
 
 IP = "10.0.0.1"
 
 
 def render(text, kv, job="app", ip=IP, upstream=(), deleted=None, **fields):
-    data = _kv.AllocationData(Job=job, WorkerIP=ip, **fields)
-    return _kv.render_allocation(text, "config.tpl", data, kv, upstream, deleted)
+    data = _functions.AllocationData(Job=job, WorkerIP=ip, **fields)
+    return _functions.render_allocation(text, "config.tpl", data, kv, upstream, deleted)
 
 
 def funcs(kv, job="app", ip=IP, upstream=()):
-    return _kv.template_funcs(_kv.KVReader(kv, job, ip, tuple(upstream)))
+    return _functions.template_funcs(_functions.KVReader(kv, job, ip, tuple(upstream)))
 
 
 # --- templates_funcs_test.go -------------------------------------------------------------------
@@ -51,7 +51,7 @@ def test_func_map_math_and_string_helpers():
 
 
 def test_get_refuses_a_disallowed_namespace():
-    with pytest.raises(_kv.KVError, match="vars/job/other namespace is not available for job app"):
+    with pytest.raises(_functions.KVError, match="vars/job/other namespace is not available for job app"):
         funcs({"vars/job/other": {"name": "x"}})["get"]("vars/job/other", "name")
 
 
@@ -122,14 +122,14 @@ def test_get_reads_the_secrets_namespace():
 # --- read rules (data AllowedKVNamespaces / WithUpstream, namespaces.md) -----------------------
 
 def test_allowed_namespaces_for_a_job_on_a_worker():
-    assert _kv.allowed_namespaces("api", IP) == [
+    assert _functions.allowed_namespaces("api", IP) == [
         "maand/bucket", "vars/bucket", "maand/worker", "maand/worker/10.0.0.1",
         "maand/worker/10.0.0.1/tags", "maand/job/api", "vars/bucket/job/api", "vars/job/api",
         "secrets/job/api", "maand/job/api/worker/10.0.0.1", "maand/prometheus"]  # maand data/bucket_meta.go
 
 
 def test_upstream_jobs_add_their_job_vars_and_secrets():
-    allowed = _kv.allowed_namespaces("web", IP, ["db"])
+    allowed = _functions.allowed_namespaces("web", IP, ["db"])
     assert allowed[-3:] == ["maand/job/db", "vars/job/db", "secrets/job/db"]
     assert "vars/bucket/job/db" not in allowed
     assert "maand/job/db/worker/10.0.0.1" not in allowed
@@ -139,7 +139,7 @@ def test_upstream_jobs_add_their_job_vars_and_secrets():
     "vars/job/db", "secrets/job/db", "maand/job/db", "maand/worker/10.0.0.2",
     "maand/job/app/worker/10.0.0.2", "vars/bucket/job/db"])
 def test_other_jobs_and_workers_are_not_readable(namespace):
-    with pytest.raises(gt.TemplateError) as err:
+    with pytest.raises(_gotemplate.TemplateError) as err:
         render('{{ get "%s" "k" }}' % namespace, {namespace: {"k": "v"}})
     assert "%s namespace is not available for job app" % namespace in str(err.value)
 
@@ -156,7 +156,7 @@ def test_ports_are_readable_by_every_job():
 
 
 def test_missing_key_fails_with_file_line_column_and_key():
-    with pytest.raises(gt.TemplateError) as err:
+    with pytest.raises(_gotemplate.TemplateError) as err:
         render('a\nb {{ get "vars/job/app" "nope" }}', {"vars/job/app": {}})
     exc = err.value
     assert (exc.name, exc.line, exc.column) == ("config.tpl", 2, 5)
@@ -172,22 +172,22 @@ def test_get_optional_returns_empty_for_missing_key_or_namespace():
 
 
 def test_get_optional_still_refuses_a_disallowed_namespace():
-    with pytest.raises(gt.TemplateError, match="not available for job app"):
+    with pytest.raises(_gotemplate.TemplateError, match="not available for job app"):
         render('{{ getOptional "vars/job/other" "x" }}', {})
 
 
 def test_deleted_keys_are_missing():
     kv = {"vars/job/app": {"a": "1", "b": "2"}}
     deleted = {"vars/job/app": ["a"]}
-    with pytest.raises(gt.TemplateError, match="key a not found"):
+    with pytest.raises(_gotemplate.TemplateError, match="key a not found"):
         render('{{ get "vars/job/app" "a" }}', kv, deleted=deleted)
     assert render('{{ getOptional "vars/job/app" "a" }}|{{ keys "vars/job/app" }}', kv,
                   deleted=[["vars/job/app", "a"]]) == "|[b]"
 
 
 def test_deleted_must_name_namespace_and_key():
-    with pytest.raises(_kv.KVError, match="namespace, key"):
-        _kv.normalize_deleted(["vars/job/app/a"])
+    with pytest.raises(_functions.KVError, match="namespace, key"):
+        _functions.normalize_deleted(["vars/job/app/a"])
 
 
 def test_keys_are_sorted_and_rangeable():
@@ -205,36 +205,36 @@ def test_string_helpers():
 def test_integer_helpers_follow_go():
     assert render("{{ div -7 2 }} {{ div 7 -2 }} {{ min 3 1 2 }} {{ max 4 9 }}", {}) == \
         "-3 -3 1 9"
-    with pytest.raises(gt.TemplateError, match="integer divide by zero"):
+    with pytest.raises(_gotemplate.TemplateError, match="integer divide by zero"):
         render("{{ div 1 0 }}", {})
-    with pytest.raises(gt.TemplateError, match='parsing "x1": invalid syntax'):
+    with pytest.raises(_gotemplate.TemplateError, match='parsing "x1": invalid syntax'):
         render('{{ int "x1" }}', {})
-    with pytest.raises(gt.TemplateError, match="expected a string or an int"):
+    with pytest.raises(_gotemplate.TemplateError, match="expected a string or an int"):
         render("{{ int 1.5 }}", {})
-    with pytest.raises(gt.TemplateError, match="wrong type for value; expected int; got string"):
+    with pytest.raises(_gotemplate.TemplateError, match="wrong type for value; expected int; got string"):
         render('{{ add "1" 2 }}', {})
 
 
 # --- the dot: AllocationData ------------------------------------------------------------------
 
 def test_dot_fields():
-    data = _kv.AllocationData.from_mapping({
+    data = _functions.AllocationData.from_mapping({
         "AllocationID": "a-1", "Job": "api", "CurrentVersion": "1.0", "NewVersion": "1.1",
         "BucketID": "b1", "WorkerID": "w-1", "WorkerIP": IP, "Labels": ["web"], "UpdateSeq": 3})
     text = ("{{.AllocationID}} {{.Job}} {{.CurrentVersion}} {{.NewVersion}} {{.BucketID}}"
             " {{.WorkerID}} {{.WorkerIP}} {{.Labels}} {{.UpdateSeq}} {{.BucketPath}} {{.JobPath}}")
-    assert _kv.render_allocation(text, "t.tpl", data, {}) == (
+    assert _functions.render_allocation(text, "t.tpl", data, {}) == (
         "a-1 api 1.0 1.1 b1 w-1 10.0.0.1 [web] 3 /opt/worker/b1 /opt/worker/b1/jobs/api")
 
 
 def test_unknown_dot_field_is_an_error_as_in_go():
-    with pytest.raises(gt.TemplateError, match="can't evaluate field Port in type AllocationData"):
+    with pytest.raises(_gotemplate.TemplateError, match="can't evaluate field Port in type AllocationData"):
         render("{{ .Port }}", {})
 
 
 def test_unknown_allocation_field_is_refused():
-    with pytest.raises(_kv.KVError, match="unknown allocation field.*Port"):
-        _kv.AllocationData.from_mapping({"Port": 1})
+    with pytest.raises(_functions.KVError, match="unknown allocation field.*Port"):
+        _functions.AllocationData.from_mapping({"Port": 1})
 
 
 # --- docs examples ----------------------------------------------------------------------------
@@ -266,9 +266,9 @@ def test_namespaces_md_end_to_end_example(ip, peer):
 
 
 def test_parse_template_checks_syntax_and_unknown_functions_at_build():
-    assert _kv.parse_template('{{ get "a" "b" | upper }}', "x.tpl") is not None
-    with pytest.raises(gt.TemplateError) as err:
-        _kv.parse_template("ok\n{{ scrapeConfigs }}", "prometheus.yml.tpl")
+    assert _functions.parse_template('{{ get "a" "b" | upper }}', "x.tpl") is not None
+    with pytest.raises(_gotemplate.TemplateError) as err:
+        _functions.parse_template("ok\n{{ scrapeConfigs }}", "prometheus.yml.tpl")
     assert str(err.value) == ('template: prometheus.yml.tpl:2: function "scrapeConfigs"'
                               ' not defined')
     assert err.value.line == 2
@@ -276,7 +276,7 @@ def test_parse_template_checks_syntax_and_unknown_functions_at_build():
 
 # --- compute_kv: the KV build writes (docs/reference/kv/namespaces.md, build/variables.go) -----
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service  # noqa: E402
 from tests.bucket_factory import make_bucket, set_workers, write  # noqa: E402
 
 E2E_WORKERS = [
@@ -299,9 +299,9 @@ def e2e_bucket(tmp_path, jobs=None, workers=None, disabled=None):
 
 
 def build_kv(root, previous=None, **kw):
-    result = _build.compute(root, bucket_id="b-1")
+    result = _service.compute(root, bucket_id="b-1")
     assert result.report.ok, [p.message for p in result.report.errors]
-    kv = _kv.compute_kv(result.catalog, _kv.load_job_vars(root, result.catalog), previous, **kw)
+    kv = _functions.compute_kv(result.catalog, _functions.load_job_vars(root, result.catalog), previous, **kw)
     return result.catalog, kv
 
 
@@ -320,9 +320,9 @@ def test_namespaces_md_end_to_end_render_per_worker(tmp_path):
     catalog, kv = build_kv(e2e_bucket(tmp_path))
     port = kv["maand/bucket"]["api_http_port"]
     for ip, peer in (("10.0.0.1", "10.0.0.2"), ("10.0.0.2", "10.0.0.1")):
-        data = _kv.allocation_data(catalog, "api", ip)
-        out = _kv.render_allocation(NAMESPACES_E2E, "config.json.tpl", data, kv,
-                                    _kv.upstream_jobs(catalog, "api"))
+        data = _functions.allocation_data(catalog, "api", ip)
+        out = _functions.render_allocation(NAMESPACES_E2E, "config.json.tpl", data, kv,
+                                    _functions.upstream_jobs(catalog, "api"))
         assert out == ('{\n  "env": "staging",\n  "service": "api-gateway",\n  "listen": "%s",\n'
                        '  "peers": "%s",\n  "version": "1.2.0"\n}' % (port, peer))
 
@@ -343,19 +343,19 @@ def test_worker_namespaces(tmp_path):
     assert w1["worker_cpu_mhz"] == "2000"
     assert w1["api_peers"] == "10.0.0.2" and w1["api_allocation_index"] == "0"
     assert kv["maand/worker/10.0.0.2"]["api_allocation_index"] == "1"
-    assert w1["worker_id"] == _kv.stable_uuid("10.0.0.1")
+    assert w1["worker_id"] == _functions.stable_uuid("10.0.0.1")
     assert kv["maand/worker/10.0.0.1/tags"] == {"zone": "us-east-1a", "rack": "r1"}
     shared = kv["maand/worker"]
     assert shared["api_workers"] == "10.0.0.1,10.0.0.2" and shared["api_workers_length"] == "2"
     assert shared["api_0"] == "10.0.0.1" and shared["api_1"] == "10.0.0.2"
-    assert shared["api_label_id"] == _kv.stable_uuid("api")
+    assert shared["api_label_id"] == _functions.stable_uuid("api")
 
 
 def test_stable_uuid_is_maands_md5_v3():
     # workspace.StableJobID: md5 with version 3 and RFC 4122 variant bits
-    value = _kv.stable_uuid("api")
+    value = _functions.stable_uuid("api")
     assert value[14] == "3" and value[19] in "89ab" and len(value) == 36
-    assert value == _kv.stable_uuid("api") != _kv.stable_uuid("web")
+    assert value == _functions.stable_uuid("api") != _functions.stable_uuid("web")
 
 
 def test_job_and_allocation_namespaces(tmp_path):
@@ -399,7 +399,7 @@ def test_build_owned_drop_stale_keys_user_owned_merge(tmp_path):
 
 def test_removed_worker_namespaces_are_gone(tmp_path):
     root = e2e_bucket(tmp_path)
-    build = _build.build(root)
+    build = _service.build(root)
     assert build.written
     set_workers(root, E2E_WORKERS[:1])
     catalog, kv = build_kv(root)
@@ -418,36 +418,36 @@ def test_upstream_jobs_from_command_demands(tmp_path):
         "command_schema": {"executed_on": ["cli"]}}})
     jobs["api"] = dict(E2E_JOBS["api"], commands={"command_migrate": cmd})
     catalog, kv = build_kv(e2e_bucket(tmp_path, jobs=jobs))
-    assert _kv.upstream_jobs(catalog, "api") == ["db"]
-    assert _kv.upstream_jobs(catalog, "db") == []
+    assert _functions.upstream_jobs(catalog, "api") == ["db"]
+    assert _functions.upstream_jobs(catalog, "db") == []
 
 
 def test_vars_toml_values_are_strings_and_tables_refused(tmp_path):
     path = tmp_path / "vars.toml"
     path.write_text('a = 1\nb = true\nc = "x"\n')
-    assert _kv.load_vars_toml(str(path)) == {"a": "1", "b": "true", "c": "x"}
+    assert _functions.load_vars_toml(str(path)) == {"a": "1", "b": "true", "c": "x"}
     path.write_text('[t]\nx = 1\n')
-    with pytest.raises(_kv.KVError, match="t is a table"):
-        _kv.load_vars_toml(str(path))
+    with pytest.raises(_functions.KVError, match="t is a table"):
+        _functions.load_vars_toml(str(path))
 
 
 def test_allocation_data_from_catalog(tmp_path):
     catalog, kv = build_kv(e2e_bucket(tmp_path))
-    data = _kv.allocation_data(catalog, "api", "10.0.0.2", current_version="1.1.0")
+    data = _functions.allocation_data(catalog, "api", "10.0.0.2", current_version="1.1.0")
     assert data.Job == "api" and data.NewVersion == "1.2.0" and data.CurrentVersion == "1.1.0"
     assert data.BucketPath == "/opt/worker/b-1" and data.JobPath == "/opt/worker/b-1/jobs/api"
     assert data.Labels == ["api", "worker"] and data.AllocationID
-    with pytest.raises(_kv.KVError, match="no allocation of job api on worker 10.9.9.9"):
-        _kv.allocation_data(catalog, "api", "10.9.9.9")
+    with pytest.raises(_functions.KVError, match="no allocation of job api on worker 10.9.9.9"):
+        _functions.allocation_data(catalog, "api", "10.9.9.9")
 
 
 # --- read_kv: what the lookup plugin reads ------------------------------------------------------
 
 def test_read_kv_computes_from_the_catalog(tmp_path):
     root = e2e_bucket(tmp_path)
-    with pytest.raises(_kv.KVError, match="no data/catalog.json; build the bucket first"):
+    with pytest.raises(_functions.KVError, match="no data/catalog.json; build the bucket first"):
         _kv_build.read_kv(root)
-    assert _build.build(root).written
+    assert _service.build(root).written
     kv = _kv_build.read_kv(root)
     assert kv["vars/job/api"] == {"service_name": "api-gateway"}
     assert kv["maand/job/api"]["workers"] == "10.0.0.1,10.0.0.2"
@@ -459,8 +459,8 @@ def test_read_kv_prefers_data_kv_json_and_checks_it(tmp_path):
                                                ' {"a": 1}}}')
     assert _kv_build.read_kv(str(tmp_path)) == {"vars/bucket": {"a": "1"}}
     (tmp_path / "data" / "kv.json").write_text('{"format": 9}')
-    with pytest.raises(_kv.KVError, match="not a maand.core KV file"):
+    with pytest.raises(_functions.KVError, match="not a maand.core KV file"):
         _kv_build.read_kv(str(tmp_path))
     (tmp_path / "data" / "kv.json").write_text('{')
-    with pytest.raises(_kv.KVError, match="unreadable"):
+    with pytest.raises(_functions.KVError, match="unreadable"):
         _kv_build.read_kv(str(tmp_path))

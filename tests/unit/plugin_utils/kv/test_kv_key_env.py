@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import secrets as _secrets, store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import secrets as _secrets, store as _store
 
 
 @pytest.fixture(autouse=True)
@@ -20,12 +20,12 @@ def clean_env(monkeypatch):
 def test_maand_kv_key_seals_and_opens_the_secrets_without_a_key_file(tmp_path, monkeypatch):
     key = os.urandom(32)
     monkeypatch.setenv(_secrets.KEY_ENV, base64.b64encode(key).decode())
-    with _kv_store.KVStore.edit(str(tmp_path)) as kv:
+    with _store.KVStore.edit(str(tmp_path)) as kv:
         kv.put("secrets/job/api", "token", "t0ken")
     assert not (tmp_path / "secrets" / "kv.key").exists()
     stored = (tmp_path / "data" / "kv.json").read_text()
     assert "t0ken" not in stored
-    assert _kv_store.KVStore.load(str(tmp_path)).get("secrets/job/api", "token", reveal_secrets=True) == "t0ken"
+    assert _store.KVStore.load(str(tmp_path)).get("secrets/job/api", "token", reveal_secrets=True) == "t0ken"
     value = __import__("json").loads(stored)["namespaces"]["secrets/job/api"]["token"]["value"]
     assert _secrets.decrypt(key, value, _secrets.place("secrets/job/api", "token")) == "t0ken"
 

@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv, store as _kv_store, secrets as _secrets
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions, store as _store, secrets as _secrets
 
 
 class Clock:
@@ -28,7 +28,7 @@ class Clock:
 
 
 def store(tmp_path, clock=None):
-    return _kv_store.KVStore.load(str(tmp_path), clock=clock or Clock())
+    return _store.KVStore.load(str(tmp_path), clock=clock or Clock())
 
 
 def test_empty_bucket_loads_empty_and_save_is_atomic(tmp_path, monkeypatch):
@@ -78,8 +78,8 @@ def test_history_is_capped_at_maands_versions_to_keep(tmp_path):
     for i in range(20):
         s.put("vars/job/api", "k", str(i))
     history = s.history("vars/job/api", "k")
-    assert len(history) == _kv_store.MAX_HISTORY + 1
-    assert history[-1].version == 20 and history[0].version == 20 - _kv_store.MAX_HISTORY
+    assert len(history) == _store.MAX_HISTORY + 1
+    assert history[-1].version == 20 and history[0].version == 20 - _store.MAX_HISTORY
 
 
 def test_prune_history_is_maands_purge_stale_versions(tmp_path):
@@ -107,20 +107,20 @@ def test_prune_history_is_maands_purge_stale_versions(tmp_path):
     assert s.prune_history(500) == 3  # "recent": its tombstone and 2 revisions
     # more than MAX_HISTORY versions behind the latest (a store written by another tool) go
     entry = s.namespaces["vars/job/api"]["old"]
-    entry.history = [_kv_store.Revision(i, "x%d" % i, 50) for i in range(1, 11)]
-    assert s.prune_history(500) == 10 - _kv_store.MAX_HISTORY
-    assert [r.version for r in entry.history] == list(range(11 - _kv_store.MAX_HISTORY, 11))
+    entry.history = [_store.Revision(i, "x%d" % i, 50) for i in range(1, 11)]
+    assert s.prune_history(500) == 10 - _store.MAX_HISTORY
+    assert [r.version for r in entry.history] == list(range(11 - _store.MAX_HISTORY, 11))
 
 
 def test_only_user_namespaces_are_writable(tmp_path):
     s = store(tmp_path)
     for ns in ("maand/bucket", "vars/bucket", "vars/bucket/job/api", "maand/job/api",
                "vars/job/", "vars/job/api/x", "secrets/job/"):
-        with pytest.raises(_kv_store.KVStoreError, match="written by build"):
+        with pytest.raises(_store.KVStoreError, match="written by build"):
             s.put(ns, "k", "v")
-        with pytest.raises(_kv_store.KVStoreError):
+        with pytest.raises(_store.KVStoreError):
             s.delete(ns, "k")
-    with pytest.raises(_kv_store.KVStoreError, match="non-empty"):
+    with pytest.raises(_store.KVStoreError, match="non-empty"):
         s.put("vars/job/api", "", "v")
 
 
@@ -215,14 +215,14 @@ def test_a_secret_moved_to_another_key_or_job_does_not_decrypt(tmp_path):
     moved = store(tmp_path)
     assert moved.get("secrets/job/api", "pw", reveal_secrets=True) == "hunter2"   # in place: decrypts
     for ns, key in (("secrets/job/db", "pw"), ("secrets/job/api", "token")):
-        with pytest.raises(_kv_store.KVStoreError, match=r"%s key %s: .*moved from another key" % (ns, key)):
+        with pytest.raises(_store.KVStoreError, match=r"%s key %s: .*moved from another key" % (ns, key)):
             moved.get(ns, key, reveal_secrets=True)
 
 
 def test_a_maand_v1_secret_is_sealed_to_its_place_when_written_again(tmp_path):
     s = store(tmp_path)
     key = s._secret_key(create=True)
-    s.namespaces["secrets/job/api"] = {"pw": _kv_store.Entry(_secrets.encrypt(key, "same"))}
+    s.namespaces["secrets/job/api"] = {"pw": _store.Entry(_secrets.encrypt(key, "same"))}
     assert s.get("secrets/job/api", "pw", reveal_secrets=True) == "same"   # a v1 value still reads
     assert s.put("secrets/job/api", "pw", "same")                          # and is sealed again
     assert s.namespaces["secrets/job/api"]["pw"].value.startswith("enc:v2:")
@@ -238,16 +238,16 @@ def test_tampered_ciphertext_and_missing_key_fail_naming_file_and_fix(tmp_path):
     value = doc["namespaces"]["secrets/job/api"]["pw"]["value"]
     doc["namespaces"]["secrets/job/api"]["pw"]["value"] = value[:-6] + ("AAAA==" if value[-6:] != "AAAA==" else "BBBB==")
     path.write_text(json.dumps(doc))
-    with pytest.raises(_kv_store.KVStoreError,
+    with pytest.raises(_store.KVStoreError,
                        match=r"data/kv.json: secrets/job/api key pw: .*(tampered|damaged)"):
         store(tmp_path).snapshot(reveal_secrets=True)
     s = store(tmp_path)
     assert s.put("secrets/job/api", "pw", "new")  # a damaged value can be replaced
     assert s.get("secrets/job/api", "pw", reveal_secrets=True) == "new"
     os.unlink(tmp_path / "secrets" / "kv.key")
-    with pytest.raises(_kv_store.KVStoreError, match="secrets/kv.key is missing"):
+    with pytest.raises(_store.KVStoreError, match="secrets/kv.key is missing"):
         store(tmp_path).snapshot(reveal_secrets=True)
-    with pytest.raises(_kv.KVError, match="secrets/kv.key is missing"):
+    with pytest.raises(_functions.KVError, match="secrets/kv.key is missing"):
         _kv_build.read_kv(str(tmp_path), reveal_secrets=True)
     assert store(tmp_path).snapshot(mask="***")["secrets/job/api"] == {"pw": "***"}
 
@@ -260,7 +260,7 @@ def test_corrupt_store_names_file_and_fix(tmp_path):
                         ('{"format": 3, "namespaces": {}}', "not a maand.core KV file"),
                         ("[" * 100000 + "]" * 100000, "unreadable.*move it aside")):   # deep nesting: no traceback
         path.write_text(text)
-        with pytest.raises(_kv_store.KVStoreError, match=match):
+        with pytest.raises(_store.KVStoreError, match=match):
             store(tmp_path)
 
 
@@ -274,20 +274,20 @@ def test_format_1_files_are_read(tmp_path):
 
 
 def test_is_user_ns():
-    assert _kv_store.is_user_ns("vars/job/api") and _kv_store.is_user_ns("secrets/job/api")
-    assert not _kv_store.is_user_ns("vars/bucket/job/api") and not _kv_store.is_user_ns("vars/job/")
+    assert _store.is_user_ns("vars/job/api") and _store.is_user_ns("secrets/job/api")
+    assert not _store.is_user_ns("vars/bucket/job/api") and not _store.is_user_ns("vars/job/")
     assert _secrets.KEY_REL == os.path.join("secrets", "kv.key")
 
 
 def test_edit_saves_under_the_lock_and_not_on_error(tmp_path):
-    with _kv_store.KVStore.edit(str(tmp_path)) as s:
+    with _store.KVStore.edit(str(tmp_path)) as s:
         s.put("vars/job/api", "a", "1")
         with pytest.raises(Exception, match="another maand.core run holds"):
-            with _kv_store.KVStore.edit(str(tmp_path), wait=False):
+            with _store.KVStore.edit(str(tmp_path), wait=False):
                 pass
     assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}
     with pytest.raises(RuntimeError):
-        with _kv_store.KVStore.edit(str(tmp_path)) as s:
+        with _store.KVStore.edit(str(tmp_path)) as s:
             s.put("vars/job/api", "a", "2")
             raise RuntimeError("hook failed")
     assert store(tmp_path).snapshot() == {"vars/job/api": {"a": "1"}}

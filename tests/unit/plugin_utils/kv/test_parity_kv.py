@@ -19,10 +19,10 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build, catalog as _catalog, certs as _certs
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _hook_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
 
 BUILD = "build"
@@ -57,11 +57,11 @@ def remove_job(name):
 def seed(namespace, key, value):
     """A key written outside build (a job command's put, or a key a test plants in a build-owned namespace)."""
     def run(root):
-        with _kv_store.KVStore.edit(root) as store:
-            if _kv_store.is_user_ns(namespace):
+        with _store.KVStore.edit(root) as store:
+            if _store.is_user_ns(namespace):
                 store.put(namespace, key, value)
             else:
-                store.namespaces.setdefault(namespace, {})[key] = _kv_store.Entry(value)
+                store.namespaces.setdefault(namespace, {})[key] = _store.Entry(value)
                 store.dirty = True
     return run
 
@@ -69,7 +69,7 @@ def seed(namespace, key, value):
 def replay(root, steps):
     for step in steps:
         if step in (BUILD, BUILD_PURGE):
-            result = _build.build(root, purge_job_kv=step == BUILD_PURGE)
+            result = _service.build(root, purge_job_kv=step == BUILD_PURGE)
             assert result.report.ok, [str(p) for p in result.report.errors]
         else:
             step(root)
@@ -323,7 +323,7 @@ def test_incomplete_ca_fails(tmp_path, present):
     os.makedirs(os.path.join(root, "secrets"))
     with open(os.path.join(root, "secrets", present), "w", encoding="utf-8") as handle:
         handle.write("partial")
-    result = _build.build(root)
+    result = _service.build(root)
     assert [p.kind for p in result.report.errors] == ["ErrInvalidCA"]
     assert "CA is incomplete" in str(result.report.errors[0])
     assert not os.path.exists(os.path.join(root, "data", "catalog.json"))
@@ -334,10 +334,10 @@ def test_build_resets_a_hook_rollout_order_and_its_own_is_no_override(tmp_path):
     pre_deploy put_rollout_order() lasts one deploy, build resets it. Deploy reads only a hook's order."""
     root = init_bucket(tmp_path)
     replay(root, [TWO_API, API_8080, BUILD])
-    assert _hook_deploy.rollout_orders(root, ["api"]) == {}
-    with _kv_store.KVStore.edit(root) as store:
+    assert _points.rollout_orders(root, ["api"]) == {}
+    with _store.KVStore.edit(root) as store:
         store.put_rollout_order("api", "10.0.0.2,10.0.0.1")
-    assert _hook_deploy.rollout_orders(root, ["api"]) == {"api": "10.0.0.2,10.0.0.1"}
+    assert _points.rollout_orders(root, ["api"]) == {"api": "10.0.0.2,10.0.0.1"}
     kv = replay(root, [BUILD])
     assert kv["maand/job/api"]["rollout_order"] == "10.0.0.1,10.0.0.2"
-    assert _hook_deploy.rollout_orders(root, ["api"]) == {}
+    assert _points.rollout_orders(root, ["api"]) == {}

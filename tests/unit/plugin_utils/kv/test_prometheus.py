@@ -15,9 +15,9 @@ import re
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _kv, prometheus as prom
+from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _functions, prometheus as _prometheus
 from tests.maand_init import init_bucket, job, ws
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "prometheus", "yamlv3_scrape.json")
@@ -31,14 +31,14 @@ BIG_INT = {"big_int_diverges": ("sample_limit: 1e+06", "sample_limit: 1000000")}
 def run_catalog(case):
     configs = []
     for item in case["jobs"]:
-        parsed = prom.parse_scrape(item["scrape"])
-        job_ = prom.ScrapeJob(item["name"], tuple(parsed), {k: item["port_numbers"].get(k) for k in item["ports"]},
+        parsed = _prometheus.parse_scrape(item["scrape"])
+        job_ = _prometheus.ScrapeJob(item["name"], tuple(parsed), {k: item["port_numbers"].get(k) for k in item["ports"]},
                               tuple(item["workers"]))
         try:
-            configs.extend(prom.expand_scrape_configs(job_))
-        except prom.NoActiveTargets:
+            configs.extend(_prometheus.expand_scrape_configs(job_))
+        except _prometheus.NoActiveTargets:
             continue
-    return prom.scrape_configs_yaml(configs)
+    return _prometheus.scrape_configs_yaml(configs)
 
 
 @pytest.mark.parametrize("case", YAMLV3, ids=[c["name"] for c in YAMLV3])
@@ -49,7 +49,7 @@ def test_scrape_configs_yaml_is_maands_byte_for_byte(case):
         assert theirs in expected
         expected = expected.replace(theirs, ours)
     if case["error"]:
-        with pytest.raises(prom.PrometheusError) as err:
+        with pytest.raises(_prometheus.PrometheusError) as err:
             run_catalog(case)
         go_message = case["error"].replace("invalid job: ", "")
         assert go_message == str(err.value) or "json: unsupported value" in go_message, str(err.value)
@@ -64,16 +64,16 @@ API_SCRAPE = "\n- job_name: api\n  static_configs:\n    - targets:\n        - ma
 
 def test_scrape_configs_require_active_allocations():
     """TestScrapeConfigsRequireActiveAllocations."""
-    assert prom.requires_active_allocations(prom.parse_scrape(API_SCRAPE))
-    literal = prom.parse_scrape("- job_name: external\n  static_configs:\n    - targets:\n        - blackbox.internal:9115\n")
-    assert not prom.requires_active_allocations(literal)
+    assert _prometheus.requires_active_allocations(_prometheus.parse_scrape(API_SCRAPE))
+    literal = _prometheus.parse_scrape("- job_name: external\n  static_configs:\n    - targets:\n        - blackbox.internal:9115\n")
+    assert not _prometheus.requires_active_allocations(literal)
 
 
 def test_expand_without_active_allocations_is_no_active_targets():
     """TestExpandScrapeConfigs_noActiveAllocations."""
-    job_ = prom.ScrapeJob("api", tuple(prom.parse_scrape(API_SCRAPE)), {"api_metrics_port": 30421}, ())
-    with pytest.raises(prom.NoActiveTargets):
-        prom.expand_scrape_configs(job_)
+    job_ = _prometheus.ScrapeJob("api", tuple(_prometheus.parse_scrape(API_SCRAPE)), {"api_metrics_port": 30421}, ())
+    with pytest.raises(_prometheus.NoActiveTargets):
+        _prometheus.expand_scrape_configs(job_)
 
 
 @pytest.mark.parametrize("job_name, ports, expected", [
@@ -84,17 +84,17 @@ def test_expand_without_active_allocations_is_no_active_targets():
 ])
 def test_resolve_metrics_port_key(job_name, ports, expected):
     if expected is None:
-        with pytest.raises(prom.PrometheusError):
-            prom.resolve_metrics_port_key(job_name, ports)
+        with pytest.raises(_prometheus.PrometheusError):
+            _prometheus.resolve_metrics_port_key(job_name, ports)
     else:
-        assert prom.resolve_metrics_port_key(job_name, ports) == expected
+        assert _prometheus.resolve_metrics_port_key(job_name, ports) == expected
 
 
 def test_expand_scrape_configs_targets_in_order():
     """TestExpandScrapeConfigs."""
-    configs = prom.parse_scrape("- job_name: api\n  metrics_path: /metrics\n  static_configs:\n    - targets:\n"
+    configs = _prometheus.parse_scrape("- job_name: api\n  metrics_path: /metrics\n  static_configs:\n    - targets:\n"
                                 "        - maand:port/api_metrics_port\n      labels:\n        maand_job: api\n")
-    [out] = prom.expand_scrape_configs(prom.ScrapeJob("api", tuple(configs), {"api_metrics_port": 30421},
+    [out] = _prometheus.expand_scrape_configs(_prometheus.ScrapeJob("api", tuple(configs), {"api_metrics_port": 30421},
                                                       ("10.0.0.1", "10.0.0.2")))
     assert out["static_configs"][0]["targets"] == ["10.0.0.1:30421", "10.0.0.2:30421"]
     assert configs[0]["static_configs"][0]["targets"] == ["maand:port/api_metrics_port"]  # a copy was expanded
@@ -102,20 +102,20 @@ def test_expand_scrape_configs_targets_in_order():
 
 def test_maand_job_placeholder_and_resolve_job_name():
     """TestExpandScrapeConfigs_maandJobPlaceholder, TestResolveScrapeJobName."""
-    configs = prom.parse_scrape("- job_name: maand:job\n  static_configs:\n    - targets:\n        - 127.0.0.1:9090\n"
+    configs = _prometheus.parse_scrape("- job_name: maand:job\n  static_configs:\n    - targets:\n        - 127.0.0.1:9090\n"
                                 "      labels:\n        maand_job: maand:job\n")
-    [out] = prom.expand_scrape_configs(prom.ScrapeJob("clickhouse_keeper", tuple(configs), {}, ("10.0.0.1",)))
+    [out] = _prometheus.expand_scrape_configs(_prometheus.ScrapeJob("clickhouse_keeper", tuple(configs), {}, ("10.0.0.1",)))
     assert out["job_name"] == "clickhouse_keeper"
     assert out["static_configs"][0]["labels"]["maand_job"] == "clickhouse_keeper"
-    assert prom.resolve_job_name("api", "api") == "api" and prom.resolve_job_name("api", "maand:job") == "api"
+    assert _prometheus.resolve_job_name("api", "api") == "api" and _prometheus.resolve_job_name("api", "maand:job") == "api"
 
 
 def test_scrape_configs_yaml_starts_with_a_newline():
     """TestScrapeConfigsYAML."""
-    text = prom.scrape_configs_yaml(prom.parse_scrape("- job_name: api\n  static_configs:\n    - targets:\n"
+    text = _prometheus.scrape_configs_yaml(_prometheus.parse_scrape("- job_name: api\n  static_configs:\n    - targets:\n"
                                                       "        - 10.0.0.1:9090\n"))
     assert text.startswith("\n") and "job_name: api" in text
-    assert prom.scrape_configs_yaml([]) == ""
+    assert _prometheus.scrape_configs_yaml([]) == ""
 
 
 @pytest.mark.parametrize("text, words", [
@@ -127,8 +127,8 @@ def test_scrape_configs_yaml_starts_with_a_newline():
     ("- job_name: !custom x\n", "tag !custom"),
 ])
 def test_parse_scrape_refuses(text, words):
-    with pytest.raises(prom.PrometheusError) as err:
-        prom.parse_scrape(text)
+    with pytest.raises(_prometheus.PrometheusError) as err:
+        _prometheus.parse_scrape(text)
     assert words in str(err.value)
 
 
@@ -139,18 +139,18 @@ def test_parse_scrape_refuses(text, words):
 ])
 def test_plain_scalars_resolve_as_yaml_v3(text, value):
     """gopkg.in/yaml.v3 resolve.go: YAML 1.2 booleans, Go integer syntax, timestamps via maand's JSON."""
-    assert prom.resolve_plain(text) == value
-    assert type(prom.resolve_plain(text)) is type(value) or isinstance(value, str)
+    assert _prometheus.resolve_plain(text) == value
+    assert type(_prometheus.resolve_plain(text)) is type(value) or isinstance(value, str)
 
 
 def test_merge_keys_as_yaml_v3():
-    data = prom.load_yaml("base: &b {a: 1, b: 2}\nx:\n  <<: *b\n  b: 3\ny:\n  <<: [{a: 9}, *b]\n", "x")
+    data = _prometheus.load_yaml("base: &b {a: 1, b: 2}\nx:\n  <<: *b\n  b: 3\ny:\n  <<: [{a: 9}, *b]\n", "x")
     assert data["x"] == {"a": 1, "b": 3} and data["y"] == {"a": 9, "b": 2}
 
 
 def test_multiline_mapping_key_refused():
-    with pytest.raises(prom.PrometheusError) as err:
-        prom.marshal({"a\nb": 1})
+    with pytest.raises(_prometheus.PrometheusError) as err:
+        _prometheus.marshal({"a\nb": 1})
     assert "line break" in str(err.value)
 
 
@@ -159,24 +159,24 @@ def test_multiline_mapping_key_refused():
     (0.000001, "0.000001"), (-0.001, "-0.001"), (0.0, "0"),
 ])
 def test_go_json_floats(value, text):
-    assert prom.go_json(value) == text
+    assert _prometheus.go_json(value) == text
 
 
 def test_go_json_is_compact_sorted_and_html_escaped():
-    assert prom.go_json([{"b": [1, None, True], "a": "<x>&"}]) == '[{"a":"\\u003cx\\u003e\\u0026","b":[1,null,true]}]'
+    assert _prometheus.go_json([{"b": [1, None, True], "a": "<x>&"}]) == '[{"a":"\\u003cx\\u003e\\u0026","b":[1,null,true]}]'
 
 
 # --- promconfig/rule_files_deploy_test.go --------------------------------------------------------
 
 def test_rule_files_yaml():
-    text = prom.rule_files_yaml([("web", "alerts/errors.yaml"), ("api", "alerts/slo.yaml")], server_config=False)
+    text = _prometheus.rule_files_yaml([("web", "alerts/errors.yaml"), ("api", "alerts/slo.yaml")], server_config=False)
     assert text == "rule_files:\n  - rules/api/slo.yaml\n  - rules/web/errors.yaml\n"
 
 
 def test_rule_files_yaml_empty_and_certs_first():
-    assert prom.rule_files_yaml([], server_config=False) == ""
-    assert prom.rule_files_yaml([], server_config=True) == "rule_files:\n  - rules/maand/certs.yaml\n"
-    assert prom.rule_files_yaml([("api", "alerts/sub/x.yml")], True).endswith("  - rules/api/x.yml\n")
+    assert _prometheus.rule_files_yaml([], server_config=False) == ""
+    assert _prometheus.rule_files_yaml([], server_config=True) == "rule_files:\n  - rules/maand/certs.yaml\n"
+    assert _prometheus.rule_files_yaml([("api", "alerts/sub/x.yml")], True).endswith("  - rules/api/x.yml\n")
 
 
 # --- a bucket: build's KV (tests/build_prometheus_test.go) and the deploy's function map ----------
@@ -199,7 +199,7 @@ def bucket(tmp_path, workers='[{"host":"10.0.0.1"}]', server=SERVER_TPL, jobs=No
 
 
 def built(root):
-    result = _build.build(root)
+    result = _service.build(root)
     assert result.report.ok, [str(p) for p in result.report.errors]
     with open(os.path.join(root, "data", "catalog.json"), encoding="utf-8") as handle:
         catalog = json.load(handle)
@@ -255,7 +255,7 @@ def test_build_renders_scrape_template(tmp_path):
 ])
 def test_bad_scrape_template_fails_the_build(tmp_path, tpl, words):
     root = bucket(tmp_path, jobs={"api": (["api_metrics_port"], {"scrape.yaml.tpl": tpl})})
-    result = _build.build(root)
+    result = _service.build(root)
     assert not result.report.ok
     [problem] = result.report.errors
     assert problem.kind == "ErrInvalidJob" and problem.file == "workspace/jobs/api/_prometheus/scrape.yaml.tpl"
@@ -272,13 +272,13 @@ def test_without_server_job_the_kv_is_cleared(tmp_path):
 
 def test_every_job_reads_maand_prometheus():
     """data/bucket_meta.go AllowedKVNamespaces ends with maand/prometheus."""
-    assert "maand/prometheus" in _kv.allowed_namespaces("api", "10.0.0.1")
+    assert "maand/prometheus" in _functions.allowed_namespaces("api", "10.0.0.1")
 
 
 def render(root, catalog, kv, text, job_name="prometheus", host="10.0.0.1"):
-    funcs = prom.template_funcs(root, catalog, kv)
-    data = _kv.allocation_data(catalog, job_name, host)
-    return _kv.render_allocation(text, "prometheus.yml.tpl", data, kv, extra_funcs=funcs)
+    funcs = _prometheus.template_funcs(root, catalog, kv)
+    data = _functions.allocation_data(catalog, job_name, host)
+    return _functions.render_allocation(text, "prometheus.yml.tpl", data, kv, extra_funcs=funcs)
 
 
 def test_prometheus_yml_tpl_renders_scrape_configs(tmp_path):
@@ -301,7 +301,7 @@ def test_scrape_configs_skip_jobs_without_allocations(tmp_path):
     for alloc in catalog["allocations"]:
         if alloc["job"] == "api":
             alloc["state"] = "disabled"
-    assert prom.render_scrape_configs(root, catalog, kv).strip() == ""
+    assert _prometheus.render_scrape_configs(root, catalog, kv).strip() == ""
 
 
 def test_scrape_configs_fall_back_to_the_workspace_without_kv(tmp_path):
@@ -309,8 +309,8 @@ def test_scrape_configs_fall_back_to_the_workspace_without_kv(tmp_path):
     root = bucket(tmp_path, jobs={"api": (["api_metrics_port"], {"scrape.yaml": API_SCRAPE})})
     catalog, kv = built(root)
     without = {ns: keys for ns, keys in kv.items() if ns != "maand/prometheus"}
-    assert prom.render_scrape_configs(root, catalog, without) == prom.render_scrape_configs(root, catalog, kv)
-    assert "10.0.0.1:" in prom.render_scrape_configs(root, catalog, kv)
+    assert _prometheus.render_scrape_configs(root, catalog, without) == _prometheus.render_scrape_configs(root, catalog, kv)
+    assert "10.0.0.1:" in _prometheus.render_scrape_configs(root, catalog, kv)
 
 
 def test_prometheus_yml_tpl_renders_rule_files(tmp_path):
@@ -334,9 +334,9 @@ def test_bad_scrape_at_deploy_is_a_template_error_naming_the_job(tmp_path):
 
 
 def test_function_map_parses_for_build():
-    assert set(prom.PARSE_FUNCS) == set(prom.FUNC_NAMES) == {"scrapeConfigs", "ruleFiles"}
-    with pytest.raises(prom.PrometheusError):
-        prom.PARSE_FUNCS["scrapeConfigs"]()
+    assert set(_prometheus.PARSE_FUNCS) == set(_prometheus.FUNC_NAMES) == {"scrapeConfigs", "ruleFiles"}
+    with pytest.raises(_prometheus.PrometheusError):
+        _prometheus.PARSE_FUNCS["scrapeConfigs"]()
 
 
 # --- rules/ of the server job (deploy/prometheus_rules.go, promconfig/alerts.go InjectRunbookURLs) -------
@@ -354,11 +354,11 @@ def without_empty_for(text):
 @pytest.mark.parametrize("case", ALERTS, ids=[c["name"] for c in ALERTS])
 def test_inject_runbook_urls_is_maands_byte_for_byte(case):
     if case["error"]:
-        with pytest.raises(prom.PrometheusError) as err:
-            prom.inject_runbook_urls(case["job"], case["text"], case["base"])
+        with pytest.raises(_prometheus.PrometheusError) as err:
+            _prometheus.inject_runbook_urls(case["job"], case["text"], case["base"])
         assert case["error"].rsplit("alerts ", 1)[-1] in str(err.value)
         return
-    assert prom.inject_runbook_urls(case["job"], case["text"], case["base"]) == without_empty_for(case["out"])
+    assert _prometheus.inject_runbook_urls(case["job"], case["text"], case["base"]) == without_empty_for(case["out"])
 
 
 def test_inject_runbook_urls_as_maand():
@@ -367,7 +367,7 @@ def test_inject_runbook_urls_as_maand():
             "          runbook: ApiDown\n      - alert: ApiSlow\n        expr: latency > 1\n        annotations:\n"
             "          runbook: ApiSlow\n          runbook_url: http://custom.example/runbook\n"
             "      - record: api:up:sum\n        expr: sum(up{job=\"api\"})\n")
-    text = prom.inject_runbook_urls("api", data, "http://10.0.0.1:9090")
+    text = _prometheus.inject_runbook_urls("api", data, "http://10.0.0.1:9090")
     assert "runbook_url: http://10.0.0.1:9090/consoles/runbooks/api/ApiDown.html" in text
     assert "runbook:" not in text and "Runbook:" not in text and "runbook: ApiSlow" not in text
     assert "runbook_url: http://custom.example/runbook" in text
@@ -375,18 +375,18 @@ def test_inject_runbook_urls_as_maand():
 
 def test_validate_scrape_configs_as_maand():
     """TestValidateScrapeConfigs_rejectsSD (kubernetes_sd_configs) and TestValidateScrapePortReferences."""
-    with pytest.raises(prom.PrometheusError, match="kubernetes_sd_configs"):
-        prom.validate_configs("api", "scrape.yaml", [{"job_name": "api", "kubernetes_sd_configs": [{}]}], set())
-    configs = prom.parse_scrape(API_SCRAPE)
-    prom.validate_configs("api", "scrape.yaml", configs, {"api_metrics_port"})
-    with pytest.raises(prom.PrometheusError, match="api_metrics_port"):
-        prom.validate_configs("api", "scrape.yaml", configs, set())
+    with pytest.raises(_prometheus.PrometheusError, match="kubernetes_sd_configs"):
+        _prometheus.validate_configs("api", "scrape.yaml", [{"job_name": "api", "kubernetes_sd_configs": [{}]}], set())
+    configs = _prometheus.parse_scrape(API_SCRAPE)
+    _prometheus.validate_configs("api", "scrape.yaml", configs, {"api_metrics_port"})
+    with pytest.raises(_prometheus.PrometheusError, match="api_metrics_port"):
+        _prometheus.validate_configs("api", "scrape.yaml", configs, set())
 
 
 def test_a_rule_without_for_is_written_without_it():
     text = "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n" \
            "          runbook: A\n      - record: r\n        expr: up\n"
-    out = prom.inject_runbook_urls("api", text, "http://h:1")
+    out = _prometheus.inject_runbook_urls("api", text, "http://h:1")
     assert "for:" not in out and "runbook_url: http://h:1/consoles/runbooks/api/A.html" in out
     assert 'for: ""' in [c for c in ALERTS if c["name"] == "runbook_url_kept"][0]["out"]  # what maand writes
 
@@ -397,19 +397,19 @@ def test_rule_files_of_the_server_job(tmp_path):
                                                "runbooks/ApiDown.md": "# Api Down\n"})})
     catalog, dummy = built(root)
     port = next(j for j in catalog["jobs"] if j["name"] == "prometheus")["ports"]["prometheus_http_port"]
-    with pytest.raises(prom.PrometheusError) as err:  # maand reads prometheus_port_http, this server names it otherwise
-        prom.rule_files(root, catalog, "prometheus", "10.0.0.1")
+    with pytest.raises(_prometheus.PrometheusError) as err:  # maand reads prometheus_port_http, this server names it otherwise
+        _prometheus.rule_files(root, catalog, "prometheus", "10.0.0.1")
     assert "prometheus_port_http" in str(err.value)
     for j in catalog["jobs"]:
         if j["name"] == "prometheus":
             j["ports"]["prometheus_port_http"] = port
-    files = prom.rules_provider(root, catalog)("prometheus", "10.0.0.1")
+    files = _prometheus.rules_provider(root, catalog)("prometheus", "10.0.0.1")
     assert sorted(files) == ["rules/api/slo.yaml", "rules/maand/certs.yaml"]
     text = files["rules/api/slo.yaml"].decode()
     assert "runbook_url: http://10.0.0.1:%d/consoles/runbooks/api/ApiDown.html" % port in text
     assert "runbook:" not in text
     assert b"maand_cert_expiring" in files["rules/maand/certs.yaml"]
-    assert prom.rules_provider(root, catalog)("api", "10.0.0.1") == {}
+    assert _prometheus.rules_provider(root, catalog)("api", "10.0.0.1") == {}
 
 
 # --- yaml.Marshal itself: 400 random JSON-shaped values (YAML indicators, YAML 1.1 booleans, numbers,
@@ -420,8 +420,8 @@ with open(os.path.join(os.path.dirname(DATA), "yamlv3_marshal.json"), encoding="
 
 
 def test_marshal_is_go_yaml_v3_for_400_random_values():
-    wrong = [(case["value"], case["yaml"], prom.marshal(case["value"])) for case in MARSHAL
-             if prom.marshal(case["value"]) != case["yaml"]]
+    wrong = [(case["value"], case["yaml"], _prometheus.marshal(case["value"])) for case in MARSHAL
+             if _prometheus.marshal(case["value"]) != case["yaml"]]
     assert len(MARSHAL) == 400 and not wrong, wrong[:3]
 
 
@@ -465,8 +465,8 @@ def _same(a, b):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_VALUES.filter(_no_leading_break))
 def test_marshal_reads_back_as_the_same_value(value):
-    text = prom.marshal(value)
-    assert _same(prom.load_yaml(text, "x"), value), text
+    text = _prometheus.marshal(value)
+    assert _same(_prometheus.load_yaml(text, "x"), value), text
 
 
 def test_build_reads_alert_and_scrape_files_as_maand(tmp_path):
@@ -479,7 +479,7 @@ def test_build_reads_alert_and_scrape_files_as_maand(tmp_path):
     catalog, kv = built(root)
     assert kv["maand/job/api"]["job_name"] == "yes"
     assert '"job_name":"yes"' in kv["maand/prometheus"]["scrape/api"]
-    assert '\n  - job_name: "yes"\n' in prom.render_scrape_configs(root, catalog, kv)
+    assert '\n  - job_name: "yes"\n' in _prometheus.render_scrape_configs(root, catalog, kv)
     ws(root, "jobs/api/_prometheus/alerts/a.yaml", alerts.replace("alert: B", "alert: A"))
-    result = _build.build(root)
+    result = _service.build(root)
     assert "duplicate alert name 'A'" in " ".join(str(p) for p in result.report.errors)

@@ -9,10 +9,10 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as _deploy_record, run as _deploy_run
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as _record, run as _run
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
 from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
@@ -20,8 +20,8 @@ from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 @pytest.fixture()
 def built(tmp_path):
     root = bucket(tmp_path)
-    assert _build.build(root).written
-    store = _kv_store.KVStore.load(root)
+    assert _service.build(root).written
+    store = _store.KVStore.load(root)
     store.put("secrets/job/api", "db_password", "hunter2-secret")
     store.save()
     return root
@@ -55,7 +55,7 @@ def test_kv_filters_by_job_and_worker(built):
 
 
 def test_kv_deleted_keys_only_when_asked(built):
-    store = _kv_store.KVStore.load(built)
+    store = _store.KVStore.load(built)
     store.put("vars/job/api", "temp", "1")
     store.delete("vars/job/api", "temp")
     store.save()
@@ -84,7 +84,7 @@ def test_catalog_views(built):
 
 
 def record(run_id, allocations, rollout, outcome="ok"):
-    return _deploy_record.DeployRecord(run_id=run_id, bucket_id="b", outcome=outcome, started="s", finished="f",
+    return _record.DeployRecord(run_id=run_id, bucket_id="b", outcome=outcome, started="s", finished="f",
                                        seconds=1.0, user="u", controller="c", pid=1, allocations=allocations,
                                        rollout=rollout)
 
@@ -94,7 +94,7 @@ def test_deployments_rollout_states_from_the_records(built):
     assert [(r["worker"], r["rollout"], r["hash"], r["last_run"]) for r in table.as_dicts()] == [
         ("10.0.0.1", "new", "-", "-"), ("10.0.0.2", "new", "-", "-")]
     assert "no deploy record is kept yet" in table.notes[-1]
-    R = _deploy_record
+    R = _record
     first = R.carry_rollout({}, [R.Allocation("api", h, "start", "started", hash="a" * 64, from_version="-",
                                               to_version="1.2.0") for h in ("10.0.0.1", "10.0.0.2")], "20261123T110000-1", "t")
     R.write(built, record("20261123T110000-1", [], first))
@@ -128,26 +128,26 @@ def test_deployments_rollout_states_from_the_records(built):
 
 
 def test_a_run_folder_cat_cannot_read_is_tolerated_by_cat_and_still_refused_by_the_deploy(built):
-    run = os.path.join(_deploy_run.runs_root(built), "20261123T130000-1")
+    run = os.path.join(_run.runs_root(built), "20261123T130000-1")
     os.makedirs(run)
     plan = {"rows": [{"job": "api", "worker": "10.0.0.1", "action": "restart"}]}
     with open(os.path.join(run, "plan.json"), "w") as handle:
         json.dump(plan, handle)
     with open(os.path.join(run, "state.json"), "w") as handle:
         handle.write('{"run_id": "20261123T1300')  # cut off mid-write
-    assert _deploy_run.read_run(run) == (plan, None)
+    assert _run.read_run(run) == (plan, None)
     table = _cat.cat(built, _cat.Request("deployments"))
     assert [r["rollout"] for r in table.as_dicts()] == ["deploying", "new"]
     assert "run 20261123T130000-1 has not finished" in table.notes[-1]
-    with pytest.raises(_deploy_run.RunError, match="state.json: cannot read"):
-        _deploy_run.load_state(run)
+    with pytest.raises(_run.RunError, match="state.json: cannot read"):
+        _run.load_state(run)
     # a plan.json that is JSON but not a plan: no rows to show, the deploy refuses it
     with open(os.path.join(run, "plan.json"), "w") as handle:
         json.dump([plan], handle)
-    assert _deploy_run.read_run(run) == (None, None)
+    assert _run.read_run(run) == (None, None)
     assert [r["rollout"] for r in rows(built, "deployments")] == ["new", "new"]
-    with pytest.raises(_deploy_run.RunError, match="plan.json is not a plan"):
-        _deploy_run.load_plan(run)
+    with pytest.raises(_run.RunError, match="plan.json is not a plan"):
+        _run.load_plan(run)
 
 
 def test_active_keeps_only_active_allocations_and_is_refused_elsewhere(built):
@@ -163,7 +163,7 @@ def test_active_keeps_only_active_allocations_and_is_refused_elsewhere(built):
 
 
 def test_kv_get_one_key_in_full(built):
-    store = _kv_store.KVStore.load(built)
+    store = _store.KVStore.load(built)
     store.put("vars/job/api", "long", "line one\nline two " + "x" * 200)
     store.save()
     table = _cat.cat(built, _cat.Request("kv", namespace="vars/job/api", key="long"))
@@ -175,7 +175,7 @@ def test_kv_get_one_key_in_full(built):
     revealed = dict(_cat.cat(built, _cat.Request("kv", namespace="secrets/job/api", key="db_password",
                                                  reveal=True)).rows)
     assert revealed["value"] == "hunter2-secret"
-    store = _kv_store.KVStore.load(built)
+    store = _store.KVStore.load(built)
     store.delete("vars/job/api", "long")
     store.save()
     with pytest.raises(_cat.CatError, match="key long not found in vars/job/api \\(it was deleted\\); its keys are: "
@@ -206,7 +206,7 @@ def test_job_commands_view(tmp_path):
         "executed_on": ["pre_deploy", "cli"], "demands": {"job": "db", "command": "command_ready",
                                                           "config": {"min_version": "1.0.0"}}}}},
         modules=["command_migrate.py"])
-    assert _build.build(root).report.ok
+    assert _service.build(root).report.ok
     assert [tuple(r.values()) for r in rows(root, "job_commands")] == [
         ("api", "command_migrate", "pre_deploy,cli", "db", "command_ready", '{"min_version": "1.0.0"}'),
         ("db", "command_ready", "cli", "-", "-", "-")]

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.ops import cert_metrics as CM
+from ansible_collections.maand.core.plugins.plugin_utils.ops import cert_metrics as _cert_metrics
 from tests.maand_init import init_bucket, ws
 
 cramjam = pytest.importorskip("cramjam")
@@ -84,27 +84,27 @@ def receiver():
         r.close()
 
 
-OK_METRIC = CM.Metric("job", "api", "10.0.0.1", "tls", "api.internal", int(NOT_AFTER.timestamp()), "ok")
+OK_METRIC = _cert_metrics.Metric("job", "api", "10.0.0.1", "tls", "api.internal", int(NOT_AFTER.timestamp()), "ok")
 
 
 def test_remote_write_metrics_as_maands_test(receiver):
     """TestRemoteWriteMetrics: a POST of protobuf + snappy, 3 series, not_after and two zero flags."""
     rx = receiver()
-    body = CM.encode(CM.series([OK_METRIC], 1_700_000_000_000))
-    assert CM.send_with_retry(CM.Target(rx.url), body, log=pytest.fail) == 1
+    body = _cert_metrics.encode(_cert_metrics.series([OK_METRIC], 1_700_000_000_000))
+    assert _cert_metrics.send_with_retry(_cert_metrics.Target(rx.url), body, log=pytest.fail) == 1
     (method, path, headers, data), = rx.requests
     assert (method, path) == ("POST", "/api/v1/write")
     assert headers["Content-Type"] == "application/x-protobuf" and headers["Content-Encoding"] == "snappy"
     assert headers["X-Prometheus-Remote-Write-Version"] == "0.1.0" and "Authorization" not in headers
-    got = CM.decode(data)
+    got = _cert_metrics.decode(data)
     assert len(got) == 3 and all(s.timestamp_ms == 1_700_000_000_000 for s in got)
-    assert {s.name: s.value for s in got} == {CM.METRIC_NOT_AFTER: float(NOT_AFTER.timestamp()),
-                                              CM.METRIC_EXPIRING: 0.0, CM.METRIC_EXPIRED: 0.0}
+    assert {s.name: s.value for s in got} == {_cert_metrics.METRIC_NOT_AFTER: float(NOT_AFTER.timestamp()),
+                                              _cert_metrics.METRIC_EXPIRING: 0.0, _cert_metrics.METRIC_EXPIRED: 0.0}
 
 
 def test_basic_auth_as_maands_test(receiver):
     rx = receiver()
-    CM.send_with_retry(CM.Target(rx.url, "promadmin", "s3cret"), CM.encode(CM.series([OK_METRIC], 1)), log=print)
+    _cert_metrics.send_with_retry(_cert_metrics.Target(rx.url, "promadmin", "s3cret"), _cert_metrics.encode(_cert_metrics.series([OK_METRIC], 1)), log=print)
     auth = rx.requests[0][2]["Authorization"]
     assert auth.startswith("Basic ") and base64.b64decode(auth[6:]) == b"promadmin:s3cret"
 
@@ -113,7 +113,7 @@ def test_a_503_is_tried_again_as_maand(receiver):
     """TestRemoteWriteMetricsRetries503: two 503s, then accepted on attempt 3; the waits double."""
     rx = receiver([503, 503, 204], b"Service Unavailable")
     waits, lines = [], []
-    attempt = CM.send_with_retry(CM.Target(rx.url), CM.encode(CM.series([OK_METRIC], 1)), lines.append,
+    attempt = _cert_metrics.send_with_retry(_cert_metrics.Target(rx.url), _cert_metrics.encode(_cert_metrics.series([OK_METRIC], 1)), lines.append,
                                  sleep=waits.append, attempts=4)
     assert attempt == 3 and len(rx.requests) == 3 and waits == [2.0, 4.0]
     assert lines[0] == ("cert metrics: attempt 1/4 failed: remote write status 503 Service Unavailable:"
@@ -124,8 +124,8 @@ def test_a_503_is_tried_again_as_maand(receiver):
 def test_a_400_is_not_tried_again_as_maand(receiver):
     """TestRemoteWriteMetricsDoesNotRetry400: one attempt, the status in the error."""
     rx = receiver([400], b"bad request")
-    with pytest.raises(CM.RemoteWriteError) as err:
-        CM.send_with_retry(CM.Target(rx.url), b"x", pytest.fail, sleep=pytest.fail)
+    with pytest.raises(_cert_metrics.RemoteWriteError) as err:
+        _cert_metrics.send_with_retry(_cert_metrics.Target(rx.url), b"x", pytest.fail, sleep=pytest.fail)
     assert len(rx.requests) == 1 and err.value.status == 400
     assert str(err.value) == "remote write status 400 Bad Request: bad request"
 
@@ -135,8 +135,8 @@ def test_network_errors_are_tried_every_attempt_with_the_wait_capped():
     url = closed.url
     closed.close()  # nothing listens there any more: connection refused
     waits, lines = [], []
-    with pytest.raises(CM.CertMetricsError, match="remote write request: .*refused"):
-        CM.send_with_retry(CM.Target(url), b"x", lines.append, sleep=waits.append, attempts=6)
+    with pytest.raises(_cert_metrics.CertMetricsError, match="remote write request: .*refused"):
+        _cert_metrics.send_with_retry(_cert_metrics.Target(url), b"x", lines.append, sleep=waits.append, attempts=6)
     assert waits == [2.0, 4.0, 8.0, 15.0, 15.0] and len(lines) == 5
 
 
@@ -159,7 +159,7 @@ def test_the_body_is_a_snappy_block_of_prompbs_write_request_byte_for_byte():
     sample = _field(1, 1, struct.pack("<d", 1.5)) + _field(2, 0, b"\x05")
     series = _bytes(1, label1) + _bytes(1, label2) + _bytes(2, sample)
     want = _bytes(1, series)
-    body = CM.encode([CM.Series((("__name__", "m"), ("a", "b")), 1.5, 5)])
+    body = _cert_metrics.encode([_cert_metrics.Series((("__name__", "m"), ("a", "b")), 1.5, 5)])
     assert body[0] == len(want)  # a snappy block starts with the uncompressed length (a varint), no stream frame
     assert bytes(cramjam.snappy.decompress_raw(body)) == want
 
@@ -171,36 +171,36 @@ labels = st.dictionaries(st.sampled_from(["__name__", "job", "worker", "cert", "
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(labels, st.floats(allow_nan=False), st.integers(-2**62, 2**62)), max_size=8))
 def test_decode_gives_back_what_encode_wrote(items):
-    series = [CM.Series(tuple(sorted(d.items())), value, ts) for d, value, ts in items]
-    assert CM.decode(CM.encode(series)) == series
+    series = [_cert_metrics.Series(tuple(sorted(d.items())), value, ts) for d, value, ts in items]
+    assert _cert_metrics.decode(_cert_metrics.encode(series)) == series
 
 
 def test_missing_libraries_are_named_with_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "cramjam", None)  # import cramjam raises ImportError
-    with pytest.raises(CM.MissingLibrary) as err:
-        CM.encode([])
-    assert "protobuf and cramjam" in str(err.value) and CM.INSTALL in str(err.value)
+    with pytest.raises(_cert_metrics.MissingLibrary) as err:
+        _cert_metrics.encode([])
+    assert "protobuf and cramjam" in str(err.value) and _cert_metrics.INSTALL in str(err.value)
 
 
 # --- the series (certs/push.go remoteWriteMetrics, metricLabels) ----------------------------------
 
 def test_series_per_status_as_maand():
     metrics = [OK_METRIC,
-               CM.Metric("job", "api", "10.0.0.2", "tls", "api.internal", 100, "expiring"),
-               CM.Metric("job", "api", "10.0.0.3", "tls", "api.internal", 100, "expired"),
-               CM.Metric("ca", "", "", "ca", "", 0, "invalid")]
-    got = CM.series(metrics, 42)
+               _cert_metrics.Metric("job", "api", "10.0.0.2", "tls", "api.internal", 100, "expiring"),
+               _cert_metrics.Metric("job", "api", "10.0.0.3", "tls", "api.internal", 100, "expired"),
+               _cert_metrics.Metric("ca", "", "", "ca", "", 0, "invalid")]
+    got = _cert_metrics.series(metrics, 42)
     by = {(dict(s.labels).get("worker", "-"), s.name): s.value for s in got}
-    assert by == {("10.0.0.1", CM.METRIC_NOT_AFTER): float(NOT_AFTER.timestamp()),
-                  ("10.0.0.1", CM.METRIC_EXPIRING): 0.0, ("10.0.0.1", CM.METRIC_EXPIRED): 0.0,
-                  ("10.0.0.2", CM.METRIC_NOT_AFTER): 100.0, ("10.0.0.2", CM.METRIC_EXPIRING): 1.0,
-                  ("10.0.0.2", CM.METRIC_EXPIRED): 0.0,
-                  ("10.0.0.3", CM.METRIC_NOT_AFTER): 100.0, ("10.0.0.3", CM.METRIC_EXPIRING): 0.0,
-                  ("10.0.0.3", CM.METRIC_EXPIRED): 1.0,
-                  ("-", CM.METRIC_EXPIRING): 0.0, ("-", CM.METRIC_EXPIRED): 0.0}  # invalid: no not_after
-    assert got[0].labels == (("__name__", CM.METRIC_NOT_AFTER), ("cert", "tls"), ("common_name", "api.internal"),
+    assert by == {("10.0.0.1", _cert_metrics.METRIC_NOT_AFTER): float(NOT_AFTER.timestamp()),
+                  ("10.0.0.1", _cert_metrics.METRIC_EXPIRING): 0.0, ("10.0.0.1", _cert_metrics.METRIC_EXPIRED): 0.0,
+                  ("10.0.0.2", _cert_metrics.METRIC_NOT_AFTER): 100.0, ("10.0.0.2", _cert_metrics.METRIC_EXPIRING): 1.0,
+                  ("10.0.0.2", _cert_metrics.METRIC_EXPIRED): 0.0,
+                  ("10.0.0.3", _cert_metrics.METRIC_NOT_AFTER): 100.0, ("10.0.0.3", _cert_metrics.METRIC_EXPIRING): 0.0,
+                  ("10.0.0.3", _cert_metrics.METRIC_EXPIRED): 1.0,
+                  ("-", _cert_metrics.METRIC_EXPIRING): 0.0, ("-", _cert_metrics.METRIC_EXPIRED): 0.0}  # invalid: no not_after
+    assert got[0].labels == (("__name__", _cert_metrics.METRIC_NOT_AFTER), ("cert", "tls"), ("common_name", "api.internal"),
                              ("job", "api"), ("scope", "job"), ("status", "ok"), ("worker", "10.0.0.1"))
-    assert got[-1].labels == (("__name__", CM.METRIC_EXPIRED), ("cert", "ca"), ("scope", "ca"), ("status", "invalid"))
+    assert got[-1].labels == (("__name__", _cert_metrics.METRIC_EXPIRED), ("cert", "ca"), ("scope", "ca"), ("status", "invalid"))
 
 
 def test_list_metrics_reads_the_ca_and_the_job_leaves_as_maand(tmp_path):
@@ -212,14 +212,14 @@ def test_list_metrics_reads_the_ca_and_the_job_leaves_as_maand(tmp_path):
           "maand/job/api/worker/10.0.0.1": {"certs/tls.crt": "garbage", "certs/b.crt": pem("", NOW - 3 * DAY)},
           "maand/job/api": {"certs/tls.crt": pem("ignored", NOW)},  # not a worker namespace
           "maand/worker": {"certs/ca.crt": pem("ignored", NOW)}}
-    got = CM.list_metrics(root, kv, 10, NOW)
+    got = _cert_metrics.list_metrics(root, kv, 10, NOW)
     assert [(m.scope, m.job, m.worker, m.cert, m.common_name, m.status) for m in got] == [
         ("ca", "", "", "ca", "bucket-1", "ok"),
         ("job", "api", "10.0.0.1", "b", "", "expired"),
         ("job", "api", "10.0.0.1", "tls", "", "invalid"),
         ("job", "api", "10.0.0.2", "tls", "api.internal", "expiring")]
     assert got[1].not_after == int((NOW - 3 * DAY).timestamp()) and got[2].not_after == 0
-    assert [m.status for m in CM.list_metrics(root, kv, 0, NOW)][-1] == "ok"  # buffer 0: expired only
+    assert [m.status for m in _cert_metrics.list_metrics(root, kv, 0, NOW)][-1] == "ok"  # buffer 0: expired only
 
 
 # --- the target and the whole push ------------------------------------------------------------------
@@ -244,13 +244,13 @@ def server_bucket(tmp_path, allocations, ports=None, server_file="prometheus.yml
 ])
 def test_discover_as_maand(tmp_path, allocations, server_file, url, why):
     root, catalog = server_bucket(tmp_path, allocations, server_file=server_file)
-    assert CM.discover(root, catalog) == (url, why)
+    assert _cert_metrics.discover(root, catalog) == (url, why)
 
 
 def test_a_server_job_without_its_port_is_an_error_naming_it(tmp_path):
     root, catalog = server_bucket(tmp_path, [("10.0.0.1", "active")], ports={})
-    with pytest.raises(CM.CertMetricsError, match="job prometheus has no port prometheus_port_http"):
-        CM.discover(root, catalog)
+    with pytest.raises(_cert_metrics.CertMetricsError, match="job prometheus has no port prometheus_port_http"):
+        _cert_metrics.discover(root, catalog)
 
 
 class Secrets:
@@ -263,10 +263,10 @@ class Secrets:
 
 
 def test_credentials_both_or_neither():
-    assert CM.credentials(Secrets({})) == ("", "")
-    assert CM.credentials(Secrets({"admin_username": "u", "admin_password": "p"})) == ("u", "p")
-    with pytest.raises(CM.CertMetricsError, match="requires both admin_username and admin_password"):
-        CM.credentials(Secrets({"admin_username": "u"}))
+    assert _cert_metrics.credentials(Secrets({})) == ("", "")
+    assert _cert_metrics.credentials(Secrets({"admin_username": "u", "admin_password": "p"})) == ("u", "p")
+    with pytest.raises(_cert_metrics.CertMetricsError, match="requires both admin_username and admin_password"):
+        _cert_metrics.credentials(Secrets({"admin_username": "u"}))
 
 
 def test_push_sends_the_bucket_metrics_and_check_mode_sends_nothing(tmp_path, receiver):
@@ -274,11 +274,11 @@ def test_push_sends_the_bucket_metrics_and_check_mode_sends_nothing(tmp_path, re
     port = int(rx.url.split(":")[2].split("/")[0])
     root, catalog = server_bucket(tmp_path, [("127.0.0.1", "active")], ports={"prometheus_port_http": port})
     kv = {"maand/job/api/worker/10.0.0.1": {"certs/tls.crt": pem("api.internal", NOT_AFTER)}}
-    checked = CM.push(root, catalog, check_mode=True, kv=kv, clock=lambda: 1000.0)
+    checked = _cert_metrics.push(root, catalog, check_mode=True, kv=kv, clock=lambda: 1000.0)
     assert checked.state == "check" and not rx.requests and len(checked.series) == 3
     assert checked.message == "cert metrics: would push 3 series (1 certificate) to %s" % rx.url
-    done = CM.push(root, catalog, kv=kv, clock=lambda: 1000.0)
+    done = _cert_metrics.push(root, catalog, kv=kv, clock=lambda: 1000.0)
     assert done.state == "pushed" and done.attempts == 1 and done.message.startswith("cert metrics: pushed 3 series")
-    assert CM.decode(rx.requests[0][3]) == checked.series and checked.series[0].timestamp_ms == 1_000_000
-    assert CM.push(root, catalog, kv={}).state == "skipped"  # no certificate, no CA: nothing to send
+    assert _cert_metrics.decode(rx.requests[0][3]) == checked.series and checked.series[0].timestamp_ms == 1_000_000
+    assert _cert_metrics.push(root, catalog, kv={}).state == "skipped"  # no certificate, no CA: nothing to send
     assert len(rx.requests) == 1

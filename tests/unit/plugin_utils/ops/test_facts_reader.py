@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as _facts
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import MAAND_CONF, WORKERS_FILE
 from tests.bucket_factory import make_bucket
@@ -32,7 +32,7 @@ def bucket_with(tmp_path, conf=GOOD_CONF, workers=None):
 
 def build_lines(root):
     """build's errors for the two files facts reads, as it prints them."""
-    report = _build.compute(root).report
+    report = _service.compute(root).report
     return sorted(str(p) for p in report.errors if p.file in (MAAND_CONF, WORKERS_FILE))
 
 
@@ -73,7 +73,7 @@ def test_uppercase_label_is_lower_cased_as_in_build(tmp_path):
     out = _facts.inventory_entries(root)
     assert out["targets"] == [{"host": "10.0.0.1", "labels": ["web", "worker"],
                                "groups": ["maand_facts_targets", "label_web", "label_worker"]}]
-    catalog = _build.compute(root).catalog
+    catalog = _service.compute(root).catalog
     assert catalog["workers"][0]["labels"] == out["targets"][0]["labels"]
     assert [t["host"] for t in _facts.inventory_entries(root, labels="WEB")["targets"]] == ["10.0.0.1"]
 
@@ -81,7 +81,7 @@ def test_uppercase_label_is_lower_cased_as_in_build(tmp_path):
 def test_targets_follow_builds_worker_order(tmp_path):
     workers = [{"host": "c", "position": 2}, {"host": "a", "position": 0}, {"host": "b", "position": 1}]
     root = bucket_with(tmp_path, workers=workers)
-    catalog = _build.compute(root).catalog
+    catalog = _service.compute(root).catalog
     assert [t["host"] for t in _facts.inventory_entries(root)["targets"]] == [w["host"] for w in catalog["workers"]]
     assert [w["host"] for w in catalog["workers"]] == ["a", "b", "c"]
 
@@ -89,7 +89,7 @@ def test_targets_follow_builds_worker_order(tmp_path):
 def test_warnings_are_builds_warnings(tmp_path):
     root = bucket_with(tmp_path, workers=[{"host": "a", "colour": "red"}])
     out = _facts.inventory_entries(root)
-    build_warnings = [str(p) for p in _build.compute(root).report.warnings if p.file == WORKERS_FILE]
+    build_warnings = [str(p) for p in _service.compute(root).report.warnings if p.file == WORKERS_FILE]
     assert build_warnings and out["warnings"] == build_warnings
 
 
@@ -130,6 +130,6 @@ def test_an_ssh_key_others_may_read_is_a_build_warning(tmp_path):
     """Issue 21 (ssh refuses such a key too): the warning names the file and chmod 600."""
     root = bucket_with(tmp_path)
     os.chmod(Path(root, "secrets", "worker.key"), 0o644)
-    warnings = [(p.field, p.message, p.fix) for p in _build.compute(root).report.warnings if p.file == "maand.conf"]
+    warnings = [(p.field, p.message, p.fix) for p in _service.compute(root).report.warnings if p.file == "maand.conf"]
     assert warnings == [("ssh_key", "secrets/worker.key may be read by group or others (mode 0644): it must be the "
                          "controller user's alone", "chmod 600 secrets/worker.key")]

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.modules import gc_worker
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _kv_store
+from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 
 BID = "0b0f7a30-3f2b-4e3c-9a51-7f0a4c1d2e3f"
 NOW = 1_800_000_000.0
@@ -28,8 +28,8 @@ def catalog(allocs, jobs=None, workers=None, removed_jobs=(), removed_workers=()
 
 
 def entry(value="v", modified=NOW, deleted=False, history=()):
-    return _kv_store.Entry(value, 1 + len(history), deleted, modified,
-                           [_kv_store.Revision(i + 1, "old", t) for i, t in enumerate(history)])
+    return _store.Entry(value, 1 + len(history), deleted, modified,
+                           [_store.Revision(i + 1, "old", t) for i, t in enumerate(history)])
 
 
 def listing(host, trees=(), deployed=(), pending=()):
@@ -162,7 +162,7 @@ def test_retain_days_input():
 
 def test_kv_store_purge_and_prune_before(tmp_path):
     clock = [NOW - 10 * DAY]
-    store = _kv_store.KVStore(str(tmp_path), clock=lambda: clock[0])
+    store = _store.KVStore(str(tmp_path), clock=lambda: clock[0])
     store.put("vars/job/api", "a", "1")
     clock[0] = NOW - 5 * DAY
     store.put("vars/job/api", "a", "2")
@@ -171,7 +171,7 @@ def test_kv_store_purge_and_prune_before(tmp_path):
     clock[0] = NOW
     store.put("vars/job/api", "a", "3")
     store.save()
-    store = _kv_store.KVStore.load(str(tmp_path))
+    store = _store.KVStore.load(str(tmp_path))
     assert store.purge_namespace("vars/job/old") == 1 and store.purge_namespace("vars/job/old") == 0
     store.delete("vars/job/api", "b")  # the loaded store's clock is the real one (before NOW + DAY)
     assert store.prune_before(NOW + DAY, only={("vars/job/api", "a")}) == 0  # history within 7 versions stays
@@ -179,7 +179,7 @@ def test_kv_store_purge_and_prune_before(tmp_path):
     assert store.prune_before(NOW + DAY) == 2  # b: its tombstone and the value before it
     assert store.history("vars/job/api", "b") == []
     store.save()
-    again = _kv_store.KVStore.load(str(tmp_path))
+    again = _store.KVStore.load(str(tmp_path))
     assert "vars/job/old" not in again.namespaces and "b" not in again.namespaces["vars/job/api"]
     assert [r.value for r in again.history("vars/job/api", "a")] == ["1", "2", "3"]
 

@@ -14,10 +14,10 @@ from hypothesis import given, settings, strategies as st
 
 from ansible_collections.maand.core.plugins.inventory import workspace
 from ansible_collections.maand.core.plugins.modules import gc_worker
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog_schema as _catalog_schema
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import schemas as _schemas
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
 from tests.bucket_factory import make_bucket, set_workers
 
@@ -200,15 +200,15 @@ def built_and_departed(tmp_path):
     """W1 and W2 hold api; W2 leaves workers.json; a deploy cleans it (its rows are pruned)."""
     make_bucket(tmp_path, [W1, W2], {"api": {"selectors": ["worker"]}},
                 maand_conf='ssh_user = "deploy"\nssh_key = "id"\nssh_port = 2222\n')
-    assert _build.build(str(tmp_path)).written
+    assert _service.build(str(tmp_path)).written
     set_workers(tmp_path, [W1])
-    result = _build.build(str(tmp_path))
+    result = _service.build(str(tmp_path))
     assert result.written
     assert "+ departed worker 10.0.0.2 (left workers.json; maand.core.gc deletes its bucket folder, data/ and logs/ " \
            "included)" in result.changes
     cat = _catalog.read_catalog(str(tmp_path))
     assert cat["departed"] == [{"host": "10.0.0.2", "hostname": "node2"}]
-    pruned = _deploy_plan.prune_catalog(cat, [{"job": "api", "worker": "10.0.0.2"}])
+    pruned = _plan.prune_catalog(cat, [{"job": "api", "worker": "10.0.0.2"}])
     assert "10.0.0.2" not in [w["host"] for w in pruned["workers"]] and pruned["departed"] == cat["departed"]
     _catalog.write_catalog(str(tmp_path), pruned)
     return str(tmp_path), pruned
@@ -217,20 +217,20 @@ def built_and_departed(tmp_path):
 def test_the_build_keeps_departed_workers_until_they_come_back(tmp_path):
     bucket, cat = built_and_departed(tmp_path)
     assert not _schemas.check(cat, _catalog_schema.CATALOG)
-    again = _build.build(bucket)  # a rebuild keeps the row the deploy left (the workers row is gone)
+    again = _service.build(bucket)  # a rebuild keeps the row the deploy left (the workers row is gone)
     assert _catalog.read_catalog(bucket)["departed"] == [{"host": "10.0.0.2", "hostname": "node2"}]
     assert not [c for c in again.changes if "departed" in c]
     set_workers(tmp_path, [W1, W2])
-    back = _build.build(bucket)
+    back = _service.build(bucket)
     assert "- departed worker 10.0.0.2 (back in workers.json)" in back.changes
     assert "departed" not in _catalog.read_catalog(bucket)
 
 
 def test_a_worker_without_allocations_that_leaves_is_departed_too(tmp_path):
     make_bucket(tmp_path, [W1, W2], {"api": {"selectors": ["api"]}})
-    assert _build.build(str(tmp_path)).written
+    assert _service.build(str(tmp_path)).written
     set_workers(tmp_path, [W1])
-    _build.build(str(tmp_path))
+    _service.build(str(tmp_path))
     cat = _catalog.read_catalog(str(tmp_path))
     assert [d["host"] for d in cat["departed"]] == ["10.0.0.2"] and [w["host"] for w in cat["workers"]] == ["10.0.0.1"]
 

@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _deploy_gate, remote as _deploy_remote
-from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as H, status as _status
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate, remote as _remote
+from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check, status as _status
 from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, job
 
 
@@ -49,18 +49,18 @@ class Clock:
 
 
 def real_probe(host, address, check, timeout):
-    return _deploy_gate.probe(address, check, timeout)
+    return _gate.probe(address, check, timeout)
 
 
 def test_select_jobs_refuses_unknown_names_with_did_you_mean():
     cat = catalog([job("api"), job("web"), job("old", removed=True)], [])
-    assert H.select_jobs(cat, []) == ["api", "web"]
-    assert H.select_jobs(cat, "web, api") == ["web", "api"]
-    with pytest.raises(H.HealthCheckError) as err:
-        H.select_jobs(cat, "apy,web")
+    assert _health_check.select_jobs(cat, []) == ["api", "web"]
+    assert _health_check.select_jobs(cat, "web, api") == ["web", "api"]
+    with pytest.raises(_health_check.HealthCheckError) as err:
+        _health_check.select_jobs(cat, "apy,web")
     assert 'apy (did you mean "api"?)' in str(err.value) and "its jobs: api, web" in str(err.value)
-    with pytest.raises(H.HealthCheckError):
-        H.select_jobs(cat, ["old"])
+    with pytest.raises(_health_check.HealthCheckError):
+        _health_check.select_jobs(cat, ["old"])
 
 
 def test_plan_jobs_active_allocations_on_the_chosen_hosts_only():
@@ -68,25 +68,25 @@ def test_plan_jobs_active_allocations_on_the_chosen_hosts_only():
                    job("hooked", commands={"command_health": {"executed_on": ["health_check"]}})],
                   [("api", "h1", "active"), ("api", "h2", "disabled"), ("api", "h3", "active"), ("plain", "h1", "active"),
                    ("hooked", "h1", "active")])
-    plans, skipped = H.plan_jobs(cat, ["api", "plain", "hooked"], ["h1", "h2"])
+    plans, skipped = _health_check.plan_jobs(cat, ["api", "plain", "hooked"], ["h1", "h2"])
     assert [(p.job, p.workers, p.commands) for p in plans] == [("api", ["h1"], []), ("hooked", ["h1"], ["command_health"])]
-    assert skipped == {"plain": H.NO_CONFIG}
-    plans, skipped = H.plan_jobs(cat, ["api", "plain"], ["h2"])
-    assert plans == [] and skipped == {"api": H.NO_ALLOCATION, "plain": H.NO_CONFIG}
+    assert skipped == {"plain": _health_check.NO_CONFIG}
+    plans, skipped = _health_check.plan_jobs(cat, ["api", "plain"], ["h2"])
+    assert plans == [] and skipped == {"api": _health_check.NO_ALLOCATION, "plain": _health_check.NO_CONFIG}
 
 
 def test_a_probe_that_cannot_run_fails_its_job_lines():
     cat = catalog([job("api", health_check={"checks": [{"type": "grpc", "port": 1}]})], [("api", "h1", "active")])
-    plans, dummy = H.plan_jobs(cat, ["api"], ["h1"])
-    out = H.run(plans, {}, real_probe)
+    plans, dummy = _health_check.plan_jobs(cat, ["api"], ["h1"])
+    out = _health_check.run(plans, {}, real_probe)
     assert [(x.job, x.ok) for x in out.lines] == [("api", False)] and "not supported" in out.lines[0].reason
 
 
 def test_healthy_and_failing_lines_and_summary(listener):
     bad = closed_port()
-    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": listener}], []),
-             H.JobPlan("web", ["h1"], [{"type": "tcp", "port": bad}], [])]
-    out = H.run(plans, {"h1": ("127.0.0.1", listener)}, real_probe, skipped={"plain": H.NO_CONFIG})
+    plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": listener}], []),
+             _health_check.JobPlan("web", ["h1"], [{"type": "tcp", "port": bad}], [])]
+    out = _health_check.run(plans, {"h1": ("127.0.0.1", listener)}, real_probe, skipped={"plain": _health_check.NO_CONFIG})
     texts = [x.text() for x in out.lines]
     assert texts[0].startswith("ok     (worker)         h1              ssh port :%d" % listener)
     assert texts[1].startswith("ok     api              h1              tcp :%d" % listener) and texts[1].endswith(" ms")
@@ -98,7 +98,7 @@ def test_healthy_and_failing_lines_and_summary(listener):
 
 def test_an_unreachable_worker_is_named(listener):
     bad = closed_port()
-    out = H.run([], {"h1": ("127.0.0.1", listener), "h2": ("127.0.0.1", bad)}, real_probe)
+    out = _health_check.run([], {"h1": ("127.0.0.1", listener), "h2": ("127.0.0.1", bad)}, real_probe)
     assert [x.worker for x in out.failed] == ["h2"]
     assert out.summary().endswith("unreachable workers (SSH port): h2")
 
@@ -110,9 +110,9 @@ def test_commands_run_only_where_the_probes_passed(listener):
     def commands(job, hosts):
         seen.append((job, list(hosts)))
         return {h: None if h == "h1" else "exit 1" for h in hosts}
-    plans = [H.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": listener}], ["command_health"]),
-             H.JobPlan("db", ["h1"], [{"type": "tcp", "port": bad}], ["command_health"])]
-    out = H.run(plans, {}, lambda h, a, c, t: None if h in ("h1", "h2") and c["port"] == listener else "down", commands)
+    plans = [_health_check.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": listener}], ["command_health"]),
+             _health_check.JobPlan("db", ["h1"], [{"type": "tcp", "port": bad}], ["command_health"])]
+    out = _health_check.run(plans, {}, lambda h, a, c, t: None if h in ("h1", "h2") and c["port"] == listener else "down", commands)
     assert seen == [("api", ["h1", "h2"])]  # db's probe failed: its command did not run
     states = {(x.job, x.worker, x.what): (x.ok, x.reason) for x in out.lines}
     assert states[("api", "h1", "command command_health")] == (True, "")
@@ -123,36 +123,36 @@ def test_commands_run_only_where_the_probes_passed(listener):
 def test_wait_retries_until_healthy_within_the_job_attempts():
     clock = Clock()
     answers = iter(["refused", "refused", None])
-    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=5, interval=2.0)]
-    out = H.run(plans, {}, lambda *a: next(answers), wait=True, clock=clock, sleep=clock.sleep)
+    plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=5, interval=2.0)]
+    out = _health_check.run(plans, {}, lambda *a: next(answers), wait=True, clock=clock, sleep=clock.sleep)
     assert not out.failed and out.rounds == 3 and clock.sleeps == [2.0, 2.0]
 
 
 def test_wait_gives_up_after_the_attempts_and_without_wait_tries_once():
     clock = Clock()
-    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=3, interval=1.0)]
-    out = H.run(plans, {}, lambda *a: "refused", wait=True, clock=clock, sleep=clock.sleep)
+    plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=3, interval=1.0)]
+    out = _health_check.run(plans, {}, lambda *a: "refused", wait=True, clock=clock, sleep=clock.sleep)
     assert out.rounds == 3 and [x.reason for x in out.failed] == ["refused"]
-    out = H.run(plans, {}, lambda *a: "refused", clock=clock, sleep=clock.sleep)
+    out = _health_check.run(plans, {}, lambda *a: "refused", clock=clock, sleep=clock.sleep)
     assert out.rounds == 1
 
 
 def test_wait_seconds_bounds_the_retries_instead_of_attempts():
     clock = Clock()
-    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=2, interval=1.0)]
-    out = H.run(plans, {}, lambda *a: "refused", wait=True, wait_seconds=5, clock=clock, sleep=clock.sleep)
+    plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=2, interval=1.0)]
+    out = _health_check.run(plans, {}, lambda *a: "refused", wait=True, wait_seconds=5, clock=clock, sleep=clock.sleep)
     assert out.rounds == 6 and clock.now == 5.0
 
 
 def test_split_names():
-    assert H.split_names(" a, ,b ") == ["a", "b"] and H.split_names(["a", " "]) == ["a"] and H.split_names(None) == []
+    assert _health_check.split_names(" a, ,b ") == ["a", "b"] and _health_check.split_names(["a", " "]) == ["a"] and _health_check.split_names(None) == []
 
 
 def test_many_probes_all_get_their_own_line_in_order(listener):
     bad = closed_port()
     hosts = ["h%d" % i for i in range(12)]
-    plans = [H.JobPlan("api", hosts, [{"type": "tcp", "port": listener}, {"type": "tcp", "port": bad}], [])]
-    out = H.run(plans, {}, lambda h, a, c, t: _deploy_gate.probe("127.0.0.1", c, t))
+    plans = [_health_check.JobPlan("api", hosts, [{"type": "tcp", "port": listener}, {"type": "tcp", "port": bad}], [])]
+    out = _health_check.run(plans, {}, lambda h, a, c, t: _gate.probe("127.0.0.1", c, t))
     assert [(x.worker, x.ok) for x in out.lines] == [(h, ok) for h in hosts for ok in (True, False)]
 
 
@@ -182,8 +182,8 @@ def test_wait_stops_on_a_worker_where_make_status_says_the_job_is_not_running():
         tails.append((job, hosts))
         return {h: ["--- make status (exit 2):", "api not running", "--- logs/api.log:", "api: cannot open api.conf"]
                 for h in hosts}
-    plans = [H.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], ["command_health"], attempts=30, interval=1.0)]
-    out = H.run(plans, {}, counting_probe(counts), lambda job, hosts: {}, wait=True, clock=clock, sleep=clock.sleep,
+    plans = [_health_check.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], ["command_health"], attempts=30, interval=1.0)]
+    out = _health_check.run(plans, {}, counting_probe(counts), lambda job, hosts: {}, wait=True, clock=clock, sleep=clock.sleep,
                 status=status, diagnose=diagnose, submit=call)
     # h1: not running at rounds 1 and 2 -> not probed again; h2 runs (its probe fails): its whole budget
     assert counts == {"h1": 2, "h2": 30} and out.rounds == 30
@@ -209,9 +209,9 @@ def test_a_dead_job_ends_its_own_wait_the_others_keep_their_budgets():
 
     def status(job, host):
         return (False, "") if job == "api" else (None, "no status target")  # web: cannot tell, keeps its budget
-    plans = [H.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0),
-             H.JobPlan("web", ["w1"], [{"type": "tcp", "port": 2}], [], attempts=5, interval=1.0)]
-    out = H.run(plans, {}, counting_probe(counts), wait=True, clock=clock, sleep=clock.sleep, status=status, submit=call)
+    plans = [_health_check.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0),
+             _health_check.JobPlan("web", ["w1"], [{"type": "tcp", "port": 2}], [], attempts=5, interval=1.0)]
+    out = _health_check.run(plans, {}, counting_probe(counts), wait=True, clock=clock, sleep=clock.sleep, status=status, submit=call)
     assert counts == {"h1": 2, "h2": 2, "w1": 5} and out.rounds == 5   # not api's 30
     assert set(out.stopped) == {("api", "h1"), ("api", "h2")}
     assert [n for n in out.notes if n.startswith("job ")] == [
@@ -221,8 +221,8 @@ def test_a_dead_job_ends_its_own_wait_the_others_keep_their_budgets():
 
 def test_with_wait_seconds_the_note_counts_attempts_without_a_budget_count():
     clock = Clock()
-    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0)]
-    out = H.run(plans, {}, counting_probe({}), wait=True, wait_seconds=120, clock=clock, sleep=clock.sleep,
+    plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0)]
+    out = _health_check.run(plans, {}, counting_probe({}), wait=True, wait_seconds=120, clock=clock, sleep=clock.sleep,
                 status=lambda job, host: (False, ""), submit=call)
     assert out.rounds == 2
     assert "job api: stopped waiting after 1.0 s (2 attempt(s), 1.0 s apart): `make status` says the job is not running" \
@@ -235,11 +235,11 @@ def test_status_is_not_asked_without_wait_or_when_healthy():
     def status(job, host):
         asked.append(host)
         return False, ""
-    plans = [H.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=3, interval=1.0)]
-    out = H.run(plans, {}, counting_probe({}), status=status, submit=call)              # no wait: one round
+    plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=3, interval=1.0)]
+    out = _health_check.run(plans, {}, counting_probe({}), status=status, submit=call)              # no wait: one round
     assert out.rounds == 1 and not out.stopped and asked == []
     clock = Clock()
-    out = H.run(plans, {}, counting_probe({}, healthy=("h1",)), wait=True, clock=clock, sleep=clock.sleep,
+    out = _health_check.run(plans, {}, counting_probe({}, healthy=("h1",)), wait=True, clock=clock, sleep=clock.sleep,
                 status=status, submit=call)
     assert not out.failed and asked == []
 
@@ -248,25 +248,25 @@ def test_status_request_is_maand_core_status_s_request():
     cat = catalog([job("api", ports={"api_port": 31000}, spec={"environment": [{"vars": {"MODE": "prod"}}]}),
                    job("ctl", commands={"command_ctl": {"executed_on": ["job_control"]}})],
                   [("api", "h1", "active"), ("ctl", "h1", "active")])
-    req = json.loads(H.status_request(cat, "api", "h1"))
-    assert req["root"] == _deploy_remote.worker_root(cat["bucket_id"]) and req["timeout"] == _deploy_gate.STATUS_TIMEOUT
+    req = json.loads(_health_check.status_request(cat, "api", "h1"))
+    assert req["root"] == _remote.worker_root(cat["bucket_id"]) and req["timeout"] == _gate.STATUS_TIMEOUT
     [op] = req["ops"]
     assert (op["kind"], op["job"], op["host"], op["target"]) == ("status", "api", "h1", "status")
     assert op["env"]["MODE"] == "prod" and op["env"]["API_PORT"] == "31000" and op["env"]["ALLOCATION_IP"] == "h1"
     assert op == _status.status_ops(cat, "h1", [a for a in cat["allocations"] if a["job"] == "api"], ["api"],
                                     _status.spec_op({j["name"]: j for j in cat["jobs"]}))[0]
-    assert H.status_request(cat, "ctl", "h1") is None   # job_control: its status is not its Makefile's
-    assert H.status_request(cat, "api", "h9") is None   # no allocation there
+    assert _health_check.status_request(cat, "ctl", "h1") is None   # job_control: its status is not its Makefile's
+    assert _health_check.status_request(cat, "api", "h9") is None   # no allocation there
 
 
 def test_fail_fast_asks_through_the_gate_s_status_checker(tmp_path):
     """status from fail_fast is deploy/gate.status_checker over the muxed connection with the agent's command."""
     cat = catalog([job("api")], [("api", "h1", "active")])
     calls = []
-    status = _deploy_gate.status_checker(lambda j, h: H.status_request(cat, j, h), lambda: {"h1": {"address": "10.0.0.1"}},
+    status = _gate.status_checker(lambda j, h: _health_check.status_request(cat, j, h), lambda: {"h1": {"address": "10.0.0.1"}},
                                          lambda host: "/usr/bin/python3",
                                          probe=lambda conn, cmd, req: calls.append((conn, cmd, req)) or (False, "down"))
     assert status("api", "h1") == (False, "down") and status("api", "h2") == (None, "no status to ask")
-    assert calls[0][1] == _deploy_remote.step_command("/usr/bin/python3") and json.loads(calls[0][2])["ops"][0]["job"] == "api"
-    st, diag = H.fail_fast(str(tmp_path), cat, {"h1": {"address": "10.0.0.1", "options": []}}, lambda host: "python3")
+    assert calls[0][1] == _remote.step_command("/usr/bin/python3") and json.loads(calls[0][2])["ops"][0]["job"] == "api"
+    st, diag = _health_check.fail_fast(str(tmp_path), cat, {"h1": {"address": "10.0.0.1", "options": []}}, lambda host: "python3")
     assert callable(st) and callable(diag)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as R, view as _deploy_view
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as _record, view as _view
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat, info as _info, logs as _logs
 from tests.unit.plugin_utils.catalog.test_kv_build import bucket
 
@@ -16,7 +16,7 @@ RUNS = ("20261123T110000-11", "20261123T120000-12", "20261123T130000-13")
 
 
 def allocation(job, worker, action, result, **kw):
-    return R.Allocation(job=job, worker=worker, action=action, result=result, **kw)
+    return _record.Allocation(job=job, worker=worker, action=action, result=result, **kw)
 
 
 def write_runs(root):
@@ -32,20 +32,20 @@ def write_runs(root):
     ]
     rollout = {}
     for i, (run_id, allocs) in enumerate(zip(RUNS, runs)):
-        rollout = R.carry_rollout(rollout, allocs, run_id, "t%d" % i)
+        rollout = _record.carry_rollout(rollout, allocs, run_id, "t%d" % i)
         failed = any(a.result == "gate failed" for a in allocs)
-        R.write(root, R.DeployRecord(
+        _record.write(root, _record.DeployRecord(
             run_id=run_id, bucket_id="b", outcome="failed" if failed else "ok", started="2026-11-23T1%d:00:00Z" % i,
             finished="2026-11-23T1%d:00:30Z" % i, seconds=30.0, user="ops", controller="ctl%d" % i, pid=i,
             plan_hash="%016x" % (i + 1), update_seq=i + 1, previous_update_seq=i, options={"jobs": ["api"]} if i else {},
-            summary=_deploy_view.count_words({a.result: 1 for a in allocs}), allocations=allocs, rollout=rollout,
+            summary=_view.count_words({a.result: 1 for a in allocs}), allocations=allocs, rollout=rollout,
             problems=["health gate of job api failed on 10.0.0.2"] if failed else []))
 
 
 @pytest.fixture()
 def built(tmp_path):
     root = bucket(tmp_path)
-    assert _build.build(root).written
+    assert _service.build(root).written
     return root
 
 
@@ -57,7 +57,7 @@ def test_the_list_of_runs_newest_last(built):
     assert [(r[0], r[3], r[4], r[5:8]) for r in rows] == [
         (RUNS[0], "ops@ctl0", "ok", ["0", "->", "1"]), (RUNS[1], "ops@ctl1", "ok", ["1", "->", "2"]),
         (RUNS[2], "ops@ctl2", "failed", ["2", "->", "3"])]
-    assert "allocations" not in shown.data["runs"][0] and shown.data["keep"] == R.KEEP
+    assert "allocations" not in shown.data["runs"][0] and shown.data["keep"] == _record.KEEP
     limited = _logs.logs(built, _logs.Request(limit=2))
     assert [r["run_id"] for r in limited.data["runs"]] == list(RUNS[1:])
     assert "the newest 2 of 3 runs" in "\n".join(limited.lines)

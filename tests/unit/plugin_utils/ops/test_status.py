@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
-from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
 MAKEFILE = "status:\n\t@if [ -f data/up ]; then echo up; else echo down; exit 3; fi\n"
 
@@ -31,7 +31,7 @@ def root(tmp_path):
 
 
 def ask(root, ops, slots=1):
-    return A.run_step({"root": str(root), "timeout": 30, "tail": 5, "slots": slots, "ops": ops})["ops"]
+    return _agent.run_step({"root": str(root), "timeout": 30, "tail": 5, "slots": slots, "ops": ops})["ops"]
 
 
 def op(job, target="status"):
@@ -158,7 +158,7 @@ def test_build_table_has_a_ports_column():
                                 "cpu_mhz": 2, "deployment_seq": 0},
                                {"job": "web", "worker": "h1", "state": "active", "zone": "z", "memory_mb": 1,
                                 "cpu_mhz": 2, "deployment_seq": 1}]}
-    lines = _build.allocation_table(catalog)
+    lines = _service.allocation_table(catalog)
     assert lines[0].split()[-1] == "PORTS"
     assert lines[1].split()[-1] == "a_port=1,b_port=2" and lines[2].split()[-1] == "-"
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[4]
 COLLECTIONS = ROOT / ".collections"
 # The root conftest.py links .collections/ansible_collections/maand/core to this repository.
 
-from ansible_collections.maand.core.plugins.modules import worker_facts as wf  # noqa: E402
+from ansible_collections.maand.core.plugins.modules import worker_facts as _worker_facts  # noqa: E402
 
 MODULE = ROOT / "plugins" / "modules" / "worker_facts.py"
 
@@ -78,34 +78,34 @@ def make_proc(tmp_path, meminfo=MEMINFO, cpuinfo=CPUINFO, max_freq=None):
 
 
 def test_meminfo_kib_to_mb_rounded_down():
-    assert wf.parse_meminfo(MEMINFO) == 8126464 // 1024 == 7936
-    assert wf.parse_meminfo("MemTotal: 1048575 kB\n") == 1023
+    assert _worker_facts.parse_meminfo(MEMINFO) == 8126464 // 1024 == 7936
+    assert _worker_facts.parse_meminfo("MemTotal: 1048575 kB\n") == 1023
 
 
 def test_meminfo_without_memtotal():
-    assert wf.parse_meminfo("MemFree: 1 kB\nSwapTotal: 0 kB\n") is None
-    assert wf.parse_meminfo("") is None
+    assert _worker_facts.parse_meminfo("MemFree: 1 kB\nSwapTotal: 0 kB\n") is None
+    assert _worker_facts.parse_meminfo("") is None
 
 
 def test_cpuinfo_takes_the_highest_core():
-    assert wf.parse_cpuinfo_mhz(CPUINFO) == pytest.approx(2800.412)
+    assert _worker_facts.parse_cpuinfo_mhz(CPUINFO) == pytest.approx(2800.412)
 
 
 def test_cpuinfo_without_mhz():
-    assert wf.parse_cpuinfo_mhz(CPUINFO_ARM) is None
-    assert wf.parse_cpuinfo_mhz("cpu MHz : unknown\n") is None
+    assert _worker_facts.parse_cpuinfo_mhz(CPUINFO_ARM) is None
+    assert _worker_facts.parse_cpuinfo_mhz("cpu MHz : unknown\n") is None
 
 
 def test_lscpu_prefers_max_mhz():
-    assert wf.parse_lscpu_mhz(LSCPU) == (pytest.approx(2400.0), "lscpu_max")
-    assert wf.parse_lscpu_mhz(LSCPU_CUR_ONLY) == (pytest.approx(2666.761), "lscpu")
-    assert wf.parse_lscpu_mhz("Architecture: x86_64\n") == (None, None)
+    assert _worker_facts.parse_lscpu_mhz(LSCPU) == (pytest.approx(2400.0), "lscpu_max")
+    assert _worker_facts.parse_lscpu_mhz(LSCPU_CUR_ONLY) == (pytest.approx(2666.761), "lscpu")
+    assert _worker_facts.parse_lscpu_mhz("Architecture: x86_64\n") == (None, None)
 
 
 def test_cpufreq_khz():
-    assert wf.parse_cpufreq_khz("3600000\n") == pytest.approx(3600.0)
-    assert wf.parse_cpufreq_khz("garbage") is None
-    assert wf.parse_cpufreq_khz("0") is None
+    assert _worker_facts.parse_cpufreq_khz("3600000\n") == pytest.approx(3600.0)
+    assert _worker_facts.parse_cpufreq_khz("garbage") is None
+    assert _worker_facts.parse_cpufreq_khz("0") is None
 
 
 # --------------------------------------------------------------------------- probe()
@@ -114,7 +114,7 @@ def test_cpufreq_khz():
 def test_probe_from_cpuinfo(tmp_path):
     proc, sys_root = make_proc(tmp_path)
     (tmp_path / "opt").mkdir()
-    facts = wf.probe(proc, sys_root, [str(tmp_path / "opt" / "worker"), str(tmp_path / "opt")],
+    facts = _worker_facts.probe(proc, sys_root, [str(tmp_path / "opt" / "worker"), str(tmp_path / "opt")],
                      lscpu=lambda: pytest.fail("lscpu must not run when cpuinfo has MHz"))
     assert facts["memory_mb"] == 7936
     assert facts["cores"] == nproc()
@@ -133,35 +133,35 @@ def test_probe_from_cpuinfo(tmp_path):
 def test_probe_prefers_opt_worker(tmp_path):
     proc, sys_root = make_proc(tmp_path)
     (tmp_path / "opt" / "worker").mkdir(parents=True)
-    facts = wf.probe(proc, sys_root, [str(tmp_path / "opt" / "worker"), str(tmp_path / "opt")])
+    facts = _worker_facts.probe(proc, sys_root, [str(tmp_path / "opt" / "worker"), str(tmp_path / "opt")])
     assert facts["storage_path"] == str(tmp_path / "opt" / "worker")
 
 
 def test_probe_without_storage_path(tmp_path):
     proc, sys_root = make_proc(tmp_path)
-    facts = wf.probe(proc, sys_root, [str(tmp_path / "nope")])
+    facts = _worker_facts.probe(proc, sys_root, [str(tmp_path / "nope")])
     assert facts["storage_path"] is None and facts["storage_mb"] is None
     assert facts["storage_total_mb"] is None
 
 
 def test_probe_falls_back_to_lscpu(tmp_path):
     proc, sys_root = make_proc(tmp_path, cpuinfo=CPUINFO_ARM, max_freq="9999000")
-    facts = wf.probe(proc, sys_root, [], lscpu=lambda: LSCPU)
+    facts = _worker_facts.probe(proc, sys_root, [], lscpu=lambda: LSCPU)
     assert facts["cpu_mhz_source"] == "lscpu_max"
     assert facts["cpu_mhz"] == 2400 * nproc()
 
 
 def test_probe_falls_back_to_cpufreq(tmp_path):
     proc, sys_root = make_proc(tmp_path, cpuinfo=CPUINFO_ARM, max_freq="3600000\n")
-    facts = wf.probe(proc, sys_root, [], lscpu=lambda: None)  # lscpu not installed
+    facts = _worker_facts.probe(proc, sys_root, [], lscpu=lambda: None)  # lscpu not installed
     assert facts["cpu_mhz_source"] == "cpufreq_max"
     assert facts["cpu_mhz"] == 3600 * nproc()
 
 
 def test_probe_fails_naming_every_missing_source(tmp_path):
     proc, sys_root = make_proc(tmp_path, meminfo="MemFree: 1 kB\n", cpuinfo=CPUINFO_ARM)
-    with pytest.raises(wf.FactsError) as exc:
-        wf.probe(proc, sys_root, [], lscpu=lambda: "Architecture: x86_64\n")
+    with pytest.raises(_worker_facts.FactsError) as exc:
+        _worker_facts.probe(proc, sys_root, [], lscpu=lambda: "Architecture: x86_64\n")
     msg = str(exc.value)
     assert "memory:" in msg and "has no MemTotal" in msg
     assert "cpu: no per-core MHz" in msg
@@ -170,8 +170,8 @@ def test_probe_fails_naming_every_missing_source(tmp_path):
 
 def test_probe_fails_without_proc_files(tmp_path):
     proc, sys_root = make_proc(tmp_path, meminfo=None, cpuinfo=None, max_freq=None)
-    with pytest.raises(wf.FactsError, match=r"memory: cannot read .*meminfo"):
-        wf.probe(proc, sys_root, [], lscpu=None)
+    with pytest.raises(_worker_facts.FactsError, match=r"memory: cannot read .*meminfo"):
+        _worker_facts.probe(proc, sys_root, [], lscpu=None)
 
 
 # --------------------------------------------------------------------------- the module
@@ -209,7 +209,7 @@ def test_module_on_this_machine_matches_proc():
     result, rc = run_module({})
     assert rc == 0, result
     with open("/proc/meminfo") as handle:
-        assert result["memory_mb"] == wf.parse_meminfo(handle.read())
+        assert result["memory_mb"] == _worker_facts.parse_meminfo(handle.read())
     assert result["cores"] == int(subprocess.run(["nproc"], capture_output=True, text=True, check=False).stdout)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _deploy_plan
-from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _kv
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
 from ansible_collections.maand.core.plugins.plugin_utils.ops import worker_sync as _worker_sync
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
@@ -30,7 +30,7 @@ def deployed(tmp_path, host, seq, jobs=({"job": "api", "disabled": 0},), **overr
     root = tmp_path / host / BUCKET
     root.mkdir(parents=True)
     meta = {"bucket_id": BUCKET, "worker": host, "worker_ip": host, "labels": ["worker"], "update_seq": seq,
-            "worker_id": "maand-id-3" if host == HOSTS[2] else _kv.stable_uuid(host)}
+            "worker_id": "maand-id-3" if host == HOSTS[2] else _functions.stable_uuid(host)}
     meta.update(override)
     (root / "worker.json").write_text(json.dumps(meta))
     (root / "jobs.json").write_text(json.dumps(list(jobs)))
@@ -40,7 +40,7 @@ def deployed(tmp_path, host, seq, jobs=({"job": "api", "disabled": 0},), **overr
 def test_workers_a_deploy_wrote_are_in_sync(tmp_path):
     states = {h: deployed(tmp_path, h, 4) for h in HOSTS}
     assert _worker_sync.stale(CATALOG, BUCKET, states, HOSTS, "api") == []
-    assert _deploy_plan.worker_id({"worker_id": "x"}, "h") == "x" and _deploy_plan.worker_id(None, "h") == _kv.stable_uuid("h")
+    assert _plan.worker_id({"worker_id": "x"}, "h") == "x" and _plan.worker_id(None, "h") == _functions.stable_uuid("h")
 
 
 def test_an_older_update_seq_is_maands_update_seq_mismatch(tmp_path):
@@ -63,7 +63,7 @@ def test_bucket_and_worker_id_mismatch_and_a_missing_worker_json(tmp_path):
     found = {s.host: s.reason for s in _worker_sync.stale(CATALOG, BUCKET, states, HOSTS, "api")}
     assert found[HOSTS[0]] == "bucket id mismatch (its worker.json names bucket another-bucket, the catalog %s)" % BUCKET
     assert found[HOSTS[1]] == ("worker id mismatch (its worker.json has worker_id someone-else, the catalog %s)"
-                               % _kv.stable_uuid(HOSTS[1]))
+                               % _functions.stable_uuid(HOSTS[1]))
     assert found[HOSTS[2]] == "no worker.json in /opt/worker/%s: the bucket was never deployed on this worker" % BUCKET
 
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[4]
 COLLECTIONS = ROOT / ".collections"
 # The root conftest.py links .collections/ansible_collections/maand/core to this repository.
 
-from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as wfile  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils.ops import facts as _facts  # noqa: E402
 
 WORKERS = """[
   {
@@ -86,8 +86,8 @@ def write_workers(bucket, text):
 ])
 def test_bad_workers_json(bucket, text, expected):
     write_workers(bucket, text)
-    with pytest.raises(wfile.WorkersFileError) as exc:
-        wfile.inventory_entries(str(bucket))
+    with pytest.raises(_facts.WorkersFileError) as exc:
+        _facts.inventory_entries(str(bucket))
     msg = str(exc.value)
     assert msg.startswith(str(workers_path(bucket)))
     assert "ErrInvalidWorkerJSON" in msg
@@ -97,8 +97,8 @@ def test_bad_workers_json(bucket, text, expected):
 
 def test_every_problem_is_reported_at_once(bucket):
     write_workers(bucket, '[{"x": 1}, {"host": "a"}, {"host": "a"}, 5]')
-    with pytest.raises(wfile.WorkersFileError) as exc:
-        wfile.inventory_entries(str(bucket))
+    with pytest.raises(_facts.WorkersFileError) as exc:
+        _facts.inventory_entries(str(bucket))
     msg = str(exc.value)
     assert "2 errors" in msg and "$[0]" in msg and "$[3]" in msg
 
@@ -107,34 +107,34 @@ def test_bad_input_writes_nothing(bucket):
     path = workers_path(bucket)
     path.write_text('[{"host": "10.231.1.10"}, {"host": "10.231.1.10"}]\n')
     before = path.read_bytes()
-    with pytest.raises(wfile.WorkersFileError, match=r"duplicate host 10.231.1.10 \(also at \[0\]\)"):
-        wfile.update_workers_file(str(bucket), {"10.231.1.10": facts()})
+    with pytest.raises(_facts.WorkersFileError, match=r"duplicate host 10.231.1.10 \(also at \[0\]\)"):
+        _facts.update_workers_file(str(bucket), {"10.231.1.10": facts()})
     assert path.read_bytes() == before
     assert leftovers(bucket) == []
 
 
 def test_conf_defaults_and_errors(bucket):
     (bucket / "maand.conf").write_text("job_config_selector = \"\"\n")
-    assert wfile.inventory_entries(str(bucket))["connection"] == {
+    assert _facts.inventory_entries(str(bucket))["connection"] == {
         "ansible_user": "agent", "ansible_port": 22, "ansible_become": True,
         "ansible_ssh_private_key_file": str(bucket / "secrets" / "worker.key")}
     (bucket / "maand.conf").write_text("ssh_port = 70000\nuse_sudo = \"yes\"\n")
-    with pytest.raises(wfile.WorkersFileError) as exc:
-        wfile.inventory_entries(str(bucket))
+    with pytest.raises(_facts.WorkersFileError) as exc:
+        _facts.inventory_entries(str(bucket))
     assert "maand.conf: ssh_port: port 70000 is out of range" in str(exc.value)
     assert "maand.conf: use_sudo: expected true or false" in str(exc.value)
     (bucket / "maand.conf").write_text("ssh_port = \n")
-    with pytest.raises(wfile.WorkersFileError, match="maand.conf: invalid TOML"):
-        wfile.inventory_entries(str(bucket))
-    with pytest.raises(wfile.WorkersFileError, match="is it a maand bucket"):
-        wfile.inventory_entries(str(bucket / "missing"))
+    with pytest.raises(_facts.WorkersFileError, match="maand.conf: invalid TOML"):
+        _facts.inventory_entries(str(bucket))
+    with pytest.raises(_facts.WorkersFileError, match="is it a maand bucket"):
+        _facts.inventory_entries(str(bucket / "missing"))
 
 
 # --------------------------------------------------------------------------- load
 
 
 def test_inventory_entries(bucket):
-    out = wfile.inventory_entries(str(bucket))
+    out = _facts.inventory_entries(str(bucket))
     assert out["connection"] == {
         "ansible_user": "agent", "ansible_port": 2222, "ansible_become": False,
         "ansible_ssh_private_key_file": str(bucket / "secrets" / "worker.key"),
@@ -147,34 +147,34 @@ def test_inventory_entries(bucket):
 
 def test_label_and_host_filters(bucket):
     def hosts(**kw):
-        return [t["host"] for t in wfile.inventory_entries(str(bucket), **kw)["targets"]]
+        return [t["host"] for t in _facts.inventory_entries(str(bucket), **kw)["targets"]]
 
     assert hosts(labels="prod") == ["10.231.1.10"]
     assert hosts(labels="prod,staging") == ["10.231.1.10", "w3.example"]
     assert hosts(labels=["worker"]) == ["10.231.1.10", "10.231.1.11", "w3.example"]
     assert hosts(hosts="w3.example, 10.231.1.11") == ["10.231.1.11", "w3.example"]
     assert hosts(hosts=["10.231.1.10", "w3.example"], labels="staging") == ["w3.example"]
-    with pytest.raises(wfile.WorkersFileError, match="hosts not in workspace/workers.json: 10.9.9.9"):
+    with pytest.raises(_facts.WorkersFileError, match="hosts not in workspace/workers.json: 10.9.9.9"):
         hosts(hosts="10.9.9.9")
-    with pytest.raises(wfile.WorkersFileError, match='w3.exmple \\(did you mean "w3.example"\\?\\)'):
+    with pytest.raises(_facts.WorkersFileError, match='w3.exmple \\(did you mean "w3.example"\\?\\)'):
         hosts(hosts="w3.exmple")
-    with pytest.raises(wfile.WorkersFileError, match="no worker .* matches labels=gpu"):
+    with pytest.raises(_facts.WorkersFileError, match="no worker .* matches labels=gpu"):
         hosts(labels="gpu")
 
 
 def test_missing_key_is_reported(bucket):
     (bucket / "secrets" / "worker.key").unlink()
-    with pytest.raises(wfile.WorkersFileError, match=r"SSH key .*worker.key not found"):
-        wfile.inventory_entries(str(bucket))
+    with pytest.raises(_facts.WorkersFileError, match=r"SSH key .*worker.key not found"):
+        _facts.inventory_entries(str(bucket))
 
 
 def test_label_groups_are_the_inventorys_label_groups():
     from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
-    assert wfile.label_group("prod") == "label_prod" == group_name("label", "prod")
-    assert wfile.label_group("Prod") == "label_prod"  # labels are compared lower-cased
+    assert _facts.label_group("prod") == "label_prod" == group_name("label", "prod")
+    assert _facts.label_group("Prod") == "label_prod"  # labels are compared lower-cased
     import hashlib
     digest = hashlib.sha1(b"eu-west").hexdigest()[:8]
-    assert wfile.label_group("eu-west") == "label_eu_west_" + digest
+    assert _facts.label_group("eu-west") == "label_eu_west_" + digest
 
 
 # --------------------------------------------------------------------------- compare
@@ -182,7 +182,7 @@ def test_label_groups_are_the_inventorys_label_groups():
 
 def test_change_lines_and_values():
     workers = json.loads(WORKERS)
-    new, lines = wfile.plan_update(workers, {"10.231.1.10": facts(storage=None),
+    new, lines = _facts.plan_update(workers, {"10.231.1.10": facts(storage=None),
                                              "10.231.1.11": facts(memory=2048, cpu=3000, storage=500)})
     assert lines == [
         "10.231.1.10: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz, cores unset -> 4",
@@ -197,23 +197,23 @@ def test_change_lines_and_values():
 
 def test_equal_values_in_other_units_are_kept():
     workers = [{"host": "a", "memory": "8 gb", "cpu": "5.6 GHz", "cores": 4, "storage": "100 gb"}]
-    new, lines = wfile.plan_update(workers, {"a": facts(memory=8192, cpu=5600, storage=102400)})
+    new, lines = _facts.plan_update(workers, {"a": facts(memory=8192, cpu=5600, storage=102400)})
     assert lines == [] and new == workers
 
 
 def test_unparsable_old_value_is_shown_and_replaced():
-    new, lines = wfile.plan_update([{"host": "a", "memory": "lots", "cpu": ""}], {"a": facts(storage=None)})
+    new, lines = _facts.plan_update([{"host": "a", "memory": "lots", "cpu": ""}], {"a": facts(storage=None)})
     assert lines == ['a: memory "lots" -> 7936 MB, cpu unset -> 5600 MHz, cores unset -> 4']
     assert new[0]["memory"] == "7936 mb"
 
 
 def test_probed_host_missing_from_file():
-    with pytest.raises(wfile.WorkersFileError, match="no longer in workspace/workers.json: b"):
-        wfile.plan_update([{"host": "a"}], {"b": facts()})
+    with pytest.raises(_facts.WorkersFileError, match="no longer in workspace/workers.json: b"):
+        _facts.plan_update([{"host": "a"}], {"b": facts()})
 
 
 def test_classify_results():
-    ok, failures = wfile.classify_results({
+    ok, failures = _facts.classify_results({
         "a": facts(),
         "b": {"unreachable": True, "msg": "Failed to connect to the host via ssh: timeout\nmore"},
         "c": {"failed": True, "msg": "cannot probe worker capacity: memory: ..."},
@@ -235,9 +235,9 @@ def test_classify_results():
 
 def test_render_patches_only_changed_values():
     workers = json.loads(WORKERS)
-    new, _lines = wfile.plan_update(workers, {"10.231.1.10": facts(storage=None),
+    new, _lines = _facts.plan_update(workers, {"10.231.1.10": facts(storage=None),
                                               "w3.example": facts()})
-    text = wfile.render(new, WORKERS)
+    text = _facts.render(new, WORKERS)
     assert json.loads(text) == new
     assert text == WORKERS.replace('"4096 mb"', '"7936 mb"').replace('"2000 mhz"', '"5600 mhz"').replace(
         '"tags": { "zone": "a" }\n', '"tags": { "zone": "a" },\n    "cores": 4\n').replace(
@@ -247,19 +247,19 @@ def test_render_patches_only_changed_values():
 
 def test_render_multiline_entry_gets_its_indent():
     original = '[\n    {\n        "host": "a"\n    }\n]'
-    text = wfile.render([{"host": "a", "memory": "1 mb"}], original)
+    text = _facts.render([{"host": "a", "memory": "1 mb"}], original)
     assert text == '[\n    {\n        "host": "a",\n        "memory": "1 mb"\n    }\n]'
 
 
 def test_render_fallback_is_two_space_json():
     # unchanged text that cannot be patched (entry without members) -> plain 2-space JSON
-    text = wfile.render([{"host": "a", "memory": "1 mb"}], "")
+    text = _facts.render([{"host": "a", "memory": "1 mb"}], "")
     assert text == '[\n  {\n    "host": "a",\n    "memory": "1 mb"\n  }\n]\n'
 
 
 def test_render_keeps_non_ascii():
     original = '[{"host": "a", "tags": {"owner": "Jürgen"}}]\n'
-    text = wfile.render([{"host": "a", "tags": {"owner": "Jürgen"}, "cpu": "1 mhz"}], original)
+    text = _facts.render([{"host": "a", "tags": {"owner": "Jürgen"}, "cpu": "1 mhz"}], original)
     assert "Jürgen" in text and text.endswith("}]\n")
 
 
@@ -279,7 +279,7 @@ _scalar = st.one_of(st.text(max_size=5), st.integers(-5, 5), st.booleans(), st.n
 def test_render_always_round_trips(entries, indent, new_values):
     original = json.dumps(entries, indent=indent, ensure_ascii=False)
     new = [dict(entry, **values) for entry, values in zip(entries, new_values)]
-    text = wfile.render(new, original)
+    text = _facts.render(new, original)
     assert json.loads(text) == new
     for old_entry, new_entry in zip(entries, json.loads(text)):
         assert list(new_entry)[: len(old_entry)] == list(old_entry), "key order must be kept"
@@ -290,7 +290,7 @@ def test_render_always_round_trips(entries, indent, new_values):
 
 def test_write_keeps_everything_else_and_mode(bucket):
     path = workers_path(bucket)
-    result = wfile.update_workers_file(str(bucket), {"10.231.1.10": facts(), "10.231.1.11": facts()})
+    result = _facts.update_workers_file(str(bucket), {"10.231.1.10": facts(), "10.231.1.11": facts()})
     assert result["changed"] is True
     assert result["updated"] == ["10.231.1.10", "10.231.1.11"]
     data = json.loads(path.read_text())
@@ -306,10 +306,10 @@ def test_write_keeps_everything_else_and_mode(bucket):
 
 
 def test_unchanged_is_not_written(bucket):
-    wfile.update_workers_file(str(bucket), {"10.231.1.10": facts()})
+    _facts.update_workers_file(str(bucket), {"10.231.1.10": facts()})
     path = workers_path(bucket)
     before = path.stat()
-    result = wfile.update_workers_file(str(bucket), {"10.231.1.10": facts()})
+    result = _facts.update_workers_file(str(bucket), {"10.231.1.10": facts()})
     assert result["changed"] is False and result["lines"] == []
     assert result["msg"] == "workers.json already up to date"
     assert "diff" not in result
@@ -319,7 +319,7 @@ def test_unchanged_is_not_written(bucket):
 
 def test_check_mode_writes_nothing_and_returns_diff(bucket):
     path = workers_path(bucket)
-    result = wfile.update_workers_file(str(bucket), {"10.231.1.11": facts()}, check_mode=True)
+    result = _facts.update_workers_file(str(bucket), {"10.231.1.11": facts()}, check_mode=True)
     assert result["changed"] is True
     assert path.read_text() == WORKERS
     assert '"storage": "102400 mb"' in result["diff"]["after"]
@@ -329,8 +329,8 @@ def test_check_mode_writes_nothing_and_returns_diff(bucket):
 
 def test_all_or_nothing(bucket):
     path = workers_path(bucket)
-    with pytest.raises(wfile.WorkersFileError) as exc:
-        wfile.update_workers_file(str(bucket), {
+    with pytest.raises(_facts.WorkersFileError) as exc:
+        _facts.update_workers_file(str(bucket), {
             "10.231.1.10": facts(),
             "10.231.1.11": {"unreachable": True, "msg": "Failed to connect"},
             "w3.example": {"failed": True, "msg": "no MemTotal"},
@@ -351,9 +351,9 @@ def test_failed_rename_keeps_the_original(bucket, monkeypatch, error):
         assert Path(src).read_text().startswith("["), "temp file must be complete before the rename"
         raise error
 
-    monkeypatch.setattr(wfile.os, "replace", boom)
+    monkeypatch.setattr(_facts.os, "replace", boom)
     with pytest.raises(type(error)):
-        wfile.update_workers_file(str(bucket), {"10.231.1.11": facts()})
+        _facts.update_workers_file(str(bucket), {"10.231.1.11": facts()})
     assert path.read_text() == WORKERS
     assert leftovers(bucket) == []
 
@@ -376,7 +376,7 @@ def test_killed_between_temp_write_and_rename(bucket):
     # the stale temp holds the complete new content, but it is never used
     assert json.loads((bucket / "workspace" / stale[0]).read_text())[1]["memory"] == "7936 mb"
 
-    result = wfile.update_workers_file(str(bucket), {"10.231.1.11": facts()})
+    result = _facts.update_workers_file(str(bucket), {"10.231.1.11": facts()})
     assert result["changed"] is True
     assert leftovers(bucket) == []
     assert json.loads(path.read_text())[1]["memory"] == "7936 mb"
@@ -451,6 +451,6 @@ def test_playbook_requires_the_bucket(tmp_path):
 def test_arch_is_written_as_juju_names_it(probed, old, want, line):
     entry = {"host": "a"} if old is None else {"host": "a", "arch": old}
     result = {"arch": probed} if probed is not None else {}
-    new, lines = wfile.plan_update([entry], {"a": result})
+    new, lines = _facts.plan_update([entry], {"a": result})
     assert lines == ([line] if line else [])
     assert new[0].get("arch") == (want if want else old)

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from tests.bucket_factory import make_bucket
 
@@ -24,7 +24,7 @@ def compute(tmp_path, jobs, workers=None, disabled=None, conf=""):
     workers = FLEET if workers is None else workers
     disabled = DISABLED if disabled is None else disabled
     make_bucket(tmp_path, workers, jobs, maand_conf=CONF + conf, disabled=disabled)
-    return _build.compute(str(tmp_path))
+    return _service.compute(str(tmp_path))
 
 
 def why(result, job, host):
@@ -139,9 +139,9 @@ def test_build_explains_only_jobs_short_of_what_they_asked_for(tmp_path):
     jobs = {"ok": {"selectors": ["prod"]}, "short": {"selectors": ["prod"], "min_allocations_count": 9},
             "counted": {"selectors": ["prod"], "placement": {"count": 8}}}
     make_bucket(tmp_path, FLEET, jobs, maand_conf=CONF, disabled=DISABLED)
-    outcome = _build.build(str(tmp_path))
+    outcome = _service.build(str(tmp_path))
     assert not outcome.written
-    explanations = _build.explain_short_jobs(outcome)
+    explanations = _service.explain_short_jobs(outcome)
     assert sorted(explanations) == ["counted", "short"]
     assert explanations["short"][0] == "short: 5/10 workers: 4 missing label prod, 1 disabled"
     assert explanations["counted"][0].startswith("counted: 5/10 workers (count 8)")
@@ -151,7 +151,7 @@ def test_no_explanations_computed_for_a_healthy_build(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(_explain, "explain_worker", lambda *a, **k: calls.append(a))
     result = compute(tmp_path, {"api": {"selectors": ["prod"], "placement": {"count": 2}}})
-    assert result.report.ok and _build.explain_short_jobs(result) == {} and calls == []
+    assert result.report.ok and _service.explain_short_jobs(result) == {} and calls == []
 
 
 def _playbook(*extra, name="maand.core.explain"):

@@ -7,7 +7,7 @@ import tempfile
 
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import KINDS
 from tests.bucket_factory import make_bucket, set_workers
@@ -90,7 +90,7 @@ def rich_jobs(draw, junk=False):
 
 def compute(root, fleet, jobs, **kw):
     make_bucket(root, fleet, jobs, maand_conf=CONF, **kw)
-    return _build.compute(root)
+    return _service.compute(root)
 
 
 def placed(result):
@@ -112,10 +112,10 @@ def test_build_succeeds_or_reports_only_known_error_kinds_with_file_and_fix(flee
 def test_placement_is_deterministic_and_a_rebuild_changes_nothing(fleet, jobs):
     with tempfile.TemporaryDirectory() as root:
         first = compute(root, fleet, jobs)
-        assert placed(first) == placed(_build.compute(root))
+        assert placed(first) == placed(_service.compute(root))
         assume(first.report.ok)
-        outcome = _build.build(root)
-        again = _build.build(root)
+        outcome = _service.build(root)
+        again = _service.build(root)
         assert again.report.ok and not again.changed and again.changes == []
         assert outcome.catalog["allocations"] == again.catalog["allocations"]
 
@@ -183,13 +183,13 @@ def test_adding_workers_never_moves_a_count_placed_job(fleet, count, strategy, e
             "base": {"selectors": ["a"]}}
     with tempfile.TemporaryDirectory() as root:
         make_bucket(root, fleet, jobs, maand_conf=CONF)
-        first = _build.build(root)
+        first = _service.build(root)
         assume(first.report.ok)
         before = sorted(a["worker"] for a in first.catalog["allocations"] if a["job"] == "api")
         for k, worker in enumerate(extra):
             worker["host"] = "10.0.1.%d" % (k + 1)
         set_workers(root, fleet + extra)
-        second = _build.build(root)
+        second = _service.build(root)
         assert second.report.ok
         assert sorted(a["worker"] for a in second.catalog["allocations"] if a["job"] == "api") == before
         json.dumps(second.catalog)

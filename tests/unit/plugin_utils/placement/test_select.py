@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from tests.bucket_factory import make_bucket
 
 CONF = 'ssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 22\nuse_sudo = false\n'
@@ -32,7 +32,7 @@ def build_one(tmp_path, manifest, conf_extra="", workers=None):
     workers = FLEET if workers is None else workers
     manifest = dict({"selectors": ["worker"]}, **manifest)
     make_bucket(tmp_path, workers, {"api": manifest}, maand_conf=CONF + conf_extra)
-    return _build.compute(str(tmp_path))
+    return _service.compute(str(tmp_path))
 
 
 def errors(result):
@@ -104,7 +104,7 @@ def test_bad_constraints_are_errors_with_file_job_path_and_fix(tmp_path, constra
     assert message.startswith("job api: ") and words in message + fix
     assert fix
     assert result.catalog is None
-    outcome = _build.build(str(tmp_path))
+    outcome = _service.build(str(tmp_path))
     assert not outcome.written and not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
 
 
@@ -212,7 +212,7 @@ def test_reservations_still_charge_capacity_with_hardware(tmp_path):
         "a": {"selectors": ["worker"], "hardware": "mem=2G", "resources": {"memory": {"max": "3 gb"}}},
         "b": {"selectors": ["worker"], "resources": {"memory": {"max": "3 gb"}}},
     }, maand_conf=CONF)
-    result = _build.compute(str(tmp_path))
+    result = _service.compute(str(tmp_path))
     assert [e[0] for e in errors(result)] == ["ErrInsufficientResource"]
 
 
@@ -220,7 +220,7 @@ def test_catalog_records_rules_only_for_jobs_that_use_them(tmp_path):
     make_bucket(tmp_path, FLEET, {"plain": {"selectors": ["worker"]},
                                   "fancy": {"selectors": ["worker"], "hardware": "mem=3G",
                                             "constraints": {"properties": ["ssd"]}}}, maand_conf=CONF)
-    result = _build.compute(str(tmp_path))
+    result = _service.compute(str(tmp_path))
     jobs = {j["name"]: j for j in result.catalog["jobs"]}
     assert "hardware" not in jobs["plain"] and "constraints" not in jobs["plain"]
     assert jobs["fancy"]["hardware"] == "mem=3072" and jobs["fancy"]["constraints"] == {"properties": ["ssd"]}

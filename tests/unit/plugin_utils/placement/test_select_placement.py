@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from tests.bucket_factory import make_bucket, set_job, set_workers
 
 CONF = 'ssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 22\nuse_sudo = false\n'
@@ -29,7 +29,7 @@ def errors(result):
 
 def compute(tmp_path, workers, jobs, **kw):
     make_bucket(tmp_path, workers, jobs, maand_conf=CONF, **kw)
-    return _build.compute(str(tmp_path))
+    return _service.compute(str(tmp_path))
 
 
 def job(count=None, strategy=None, mem=None, **placement):
@@ -196,7 +196,7 @@ def test_malformed_placement_is_an_error_with_path_and_fix(tmp_path, placement, 
     kind, file, dummy, message, fix = found[0]
     assert kind == "ErrInvalidPlacement" and file == "workspace/jobs/api/manifest.json"
     assert message.startswith("job api: ") and words in message and fix
-    outcome = _build.build(str(tmp_path))
+    outcome = _service.build(str(tmp_path))
     assert not outcome.written and not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
 
 
@@ -207,10 +207,10 @@ def test_count_larger_than_eligible_is_insufficient_allocations_with_numbers(tmp
     assert error[:3] == ("ErrInsufficientAllocations", "workspace/jobs/api/manifest.json", "$.placement.count")
     assert "job api needs 3 workers (placement.count), only 2 eligible" in error[3]
     assert "api: 2/6 workers (count 3): 4 missing property zone=b" in error[3]
-    outcome = _build.build(str(tmp_path))
+    outcome = _service.build(str(tmp_path))
     assert not outcome.written
     # the build output explains the job that got fewer allocations than it asked for
-    text = _build.explain_short_jobs(outcome)["api"]
+    text = _service.explain_short_jobs(outcome)["api"]
     assert text[0].startswith("api: 2/6 workers") and any("property zone=b missing" in line for line in text)
 
 
@@ -229,7 +229,7 @@ def test_with_cycles_are_errors(tmp_path, jobs, cycle):
 # --- stickiness ---------------------------------------------------------------------------------------
 
 def build(tmp_path):
-    outcome = _build.build(str(tmp_path))
+    outcome = _service.build(str(tmp_path))
     assert outcome.report.ok, [str(p) for p in outcome.report.errors]
     return outcome
 

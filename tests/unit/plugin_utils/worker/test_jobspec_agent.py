@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
 MAKEFILE = ("start:\n\t@echo \"cwd=$$(pwd) db=$$DB uid=$$(id -u)\" > $(CURDIR)/out\n"
             "hang:\n\t@echo before; sleep 30 & sleep 30\n"
@@ -29,7 +29,7 @@ def op(job, target, **kw):
 
 
 def step(root, ops, slots=1, timeout=30):
-    return A.run_step({"root": str(root), "timeout": timeout, "tail": 5, "slots": slots, "ops": ops})["ops"]
+    return _agent.run_step({"root": str(root), "timeout": timeout, "tail": 5, "slots": slots, "ops": ops})["ops"]
 
 
 def test_env_and_working_directory_reach_make(root):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.worker import maand_helper as maand
+from ansible_collections.maand.core.plugins.plugin_utils.worker import maand_helper as _maand_helper
 
 # def names and parameters of maand's maand.py (HEAD of maand-sh/maand)
 MAAND_PY = {
@@ -37,7 +37,7 @@ MAAND_PY_OLD = {"put_deploy_order": ("put_rollout_order", ["order"]), "get_deplo
 @pytest.mark.parametrize("name", sorted(MAAND_PY_OLD))
 def test_maands_older_deploy_order_names_are_aliases(name):
     new, params = MAAND_PY_OLD[name]
-    fn = getattr(maand, name)
+    fn = getattr(_maand_helper, name)
     assert list(inspect.signature(fn).parameters) == params
     body = ast.parse(inspect.getsource(fn)).body[0].body[-1]
     assert isinstance(body, ast.Return) and ast.unparse(body.value) == "%s(%s)" % (new, ", ".join(params))
@@ -45,12 +45,12 @@ def test_maands_older_deploy_order_names_are_aliases(name):
 
 @pytest.mark.parametrize("name", sorted(MAAND_PY))
 def test_every_maand_py_function_is_here_with_its_parameters(name):
-    fn = getattr(maand, name)
+    fn = getattr(_maand_helper, name)
     assert list(inspect.signature(fn).parameters) == MAAND_PY[name]
 
 
 def test_standard_library_only():
-    tree = ast.parse(Path(maand.__file__).read_text())
+    tree = ast.parse(Path(_maand_helper.__file__).read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"http", "json", "os", "shlex", "subprocess", "urllib", "pathlib"}
@@ -61,20 +61,20 @@ def test_context_from_env(monkeypatch):
                  "EVENT": "cli", "COMMAND": "command_x", "JOB": "api", "MAAND_RUNTIME_API_PORT": "5555",
                  "MAAND_RUNTIME_API_TOKEN": "t0k"}.items():
         monkeypatch.setenv(k, v)
-    assert (maand.allocation_id(), maand.allocation_ip(), maand.allocation_index(), maand.is_allocation_disabled(),
-            maand.command_event(), maand.command_name(), maand.job_name()) == ("a1", "10.0.0.2", "3", True, "cli",
+    assert (_maand_helper.allocation_id(), _maand_helper.allocation_ip(), _maand_helper.allocation_index(), _maand_helper.is_allocation_disabled(),
+            _maand_helper.command_event(), _maand_helper.command_name(), _maand_helper.job_name()) == ("a1", "10.0.0.2", "3", True, "cli",
                                                                                "command_x", "api")
-    assert maand._runtime_api_base_url() == "http://127.0.0.1:5555"
-    assert maand._runtime_request_headers() == {"X-ALLOCATION-ID": "a1", "COMMAND": "command_x", "EVENT": "cli",
+    assert _maand_helper._runtime_api_base_url() == "http://127.0.0.1:5555"
+    assert _maand_helper._runtime_request_headers() == {"X-ALLOCATION-ID": "a1", "COMMAND": "command_x", "EVENT": "cli",
                                                 "X-MAAND-TOKEN": "t0k"}
-    assert maand.job()["name"] == "api" and maand.worker() == {"worker_ip": "10.0.0.2"}
+    assert _maand_helper.job()["name"] == "api" and _maand_helper.worker() == {"worker_ip": "10.0.0.2"}
 
 
 def test_response_raise_for_status():
-    ok = maand.Response(200, b'{"value": "x"}', "http://h/kv")
+    ok = _maand_helper.Response(200, b'{"value": "x"}', "http://h/kv")
     assert ok.ok and ok.json() == {"value": "x"} and ok.raise_for_status() is ok
-    bad = maand.Response(400, b"Invalid or unauthorized namespace\n", "http://h/kv", "Bad Request")
-    with pytest.raises(maand.HTTPError, match="400 Bad Request for url http://h/kv: Invalid or unauthorized"):
+    bad = _maand_helper.Response(400, b"Invalid or unauthorized namespace\n", "http://h/kv", "Bad Request")
+    with pytest.raises(_maand_helper.HTTPError, match="400 Bad Request for url http://h/kv: Invalid or unauthorized"):
         bad.raise_for_status()
 
 
@@ -83,7 +83,7 @@ def test_ssh_uses_the_runs_connection_settings(tmp_path, monkeypatch):
     hosts.write_text('{"10.0.0.2": {"address": "127.0.0.1", "port": 2222, "user": "ops", "key": "/k",'
                      ' "options": ["-o", "UserKnownHostsFile=/dev/null"], "sudo": true}}')
     monkeypatch.setenv("MAAND_HOSTS_FILE", str(hosts))
-    argv, sudo = maand._ssh_argv("10.0.0.2", 15)
+    argv, sudo = _maand_helper._ssh_argv("10.0.0.2", 15)
     assert argv[-1] == "ops@127.0.0.1" and ["-p", "2222"] == argv[argv.index("-p"):argv.index("-p") + 2]
     assert "UserKnownHostsFile=/dev/null" in argv and sudo
     # a worker the run does not know: maand.conf's ssh_user/ssh_key (maand's load_ssh)
@@ -91,5 +91,5 @@ def test_ssh_uses_the_runs_connection_settings(tmp_path, monkeypatch):
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "w.key").write_text("")
     monkeypatch.chdir(tmp_path)
-    argv, sudo = maand._ssh_argv("10.0.0.9", 15)
+    argv, sudo = _maand_helper._ssh_argv("10.0.0.9", 15)
     assert argv[-1] == "deploy@10.0.0.9" and str(tmp_path / "secrets" / "w.key") in argv and not sudo

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as A
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
 MAKEFILE = ("start:\n\techo started >> data/s\nstop:\n\techo stopped >> data/s\n"
             "restart:\n\t@echo line1; echo boom >&2; exit 4\nslow:\n\tsleep 5\n")
@@ -27,7 +27,7 @@ def root(tmp_path):
 
 
 def step(root, ops=(), promote=(), timeout=30):
-    return A.run_step({"root": str(root), "keep": ["data", "logs"], "timeout": timeout, "tail": 5,
+    return _agent.run_step({"root": str(root), "keep": ["data", "logs"], "timeout": timeout, "tail": 5,
                        "ops": list(ops), "promote": list(promote)})
 
 
@@ -139,27 +139,27 @@ def test_read_state(root):
     other.mkdir()
     (other / "worker.json").write_text(json.dumps({"bucket_id": "old"}))
     (root.parent / ".maand").mkdir()
-    st = A.read_state(str(root))
+    st = _agent.read_state(str(root))
     assert st["exists"] and st["deployed"] == {"api": {"format": 1}} and st["pending"] == ["api"]
     assert st["trees"] == ["api"] and st["bad"] == [str(root / "deploy/bad.json")]
     assert st["others"] == [{"bucket_id": "old", "path": str(other)}]
-    missing = A.read_state(str(root.parent / "nope"))
+    missing = _agent.read_state(str(root.parent / "nope"))
     assert not missing["exists"] and missing["deployed"] == {} and len(missing["others"]) == 2
 
 
 def test_main_read_step_and_bad_requests(root):
     out = io.StringIO()
-    assert A.main(["read", str(root)], stdout=out) == 0
+    assert _agent.main(["read", str(root)], stdout=out) == 0
     assert json.loads(out.getvalue())["trees"] == ["api"]
     out = io.StringIO()
-    A.main([], stdin=io.StringIO(json.dumps({"root": str(root), "ops": [run_op("start")]})), stdout=out)
+    _agent.main([], stdin=io.StringIO(json.dumps({"root": str(root), "ops": [run_op("start")]})), stdout=out)
     assert json.loads(out.getvalue())["ops"][0]["ok"]
     for bad in ("{", "[]", "{}"):
         out = io.StringIO()
-        A.main([], stdin=io.StringIO(bad), stdout=out)
+        _agent.main([], stdin=io.StringIO(bad), stdout=out)
         assert json.loads(out.getvalue())["ok"] is False and "bad agent request" in out.getvalue()
     out = io.StringIO()
-    A.main(["zap"], stdout=out)
+    _agent.main(["zap"], stdout=out)
     assert "usage" in json.loads(out.getvalue())["msg"]
 
 
@@ -196,7 +196,7 @@ def test_job_playbook_start_leaves_no_pending_marker(root):
 def test_python36_syntax_of_the_agent():
     # the agent runs on workers with Python >= 3.6: no f-strings with =, no walrus, no dataclasses imports
     import ast
-    source = open(A.__file__.replace(".pyc", ".py")).read()
+    source = open(_agent.__file__.replace(".pyc", ".py")).read()
     tree = ast.parse(source, feature_version=(3, 6))
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
     assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "json", "os", "pwd", "re", "shutil", "signal", "socket", "stat",
@@ -230,7 +230,7 @@ def test_hand_over_gives_the_jobs_user_its_runtime_folders_and_private_files_onl
     outside.write_text("root's")
     os.chmod(outside, 0o600)
     os.symlink(str(outside), str(job / "conf" / "link"))
-    A.hand_over(str(job), 65534, 65534)
+    _agent.hand_over(str(job), 65534, 65534)
     assert os.lstat(job / "conf" / "db.conf").st_uid == 65534 and os.lstat(job / "conf" / "db.conf").st_gid == 65534
     assert os.lstat(job / "conf" / "plain.conf").st_uid == 0 and os.lstat(job / "conf").st_uid == 0
     assert os.lstat(outside).st_uid == 0  # the link was not followed
@@ -252,7 +252,7 @@ def test_the_request_before_the_rsync_stream_is_read_to_its_last_byte_and_no_fur
     body = json.dumps({"root": "/opt/worker/bid", "ops": []}).encode()
     fd = _pipe_with(b"MAAND-REQUEST %d\n" % len(body) + body + b"RSYNC-STREAM")
     try:
-        assert A.read_request(fd) == {"root": "/opt/worker/bid", "ops": []}
+        assert _agent.read_request(fd) == {"root": "/opt/worker/bid", "ops": []}
         assert os.read(fd, 100) == b"RSYNC-STREAM"  # left for rsync's receiver
     finally:
         os.close(fd)
@@ -269,11 +269,11 @@ def test_a_missing_or_bad_request_before_the_rsync_stream_is_refused(data, msg):
     fd = _pipe_with(data)
     try:
         with pytest.raises(ValueError, match=msg):
-            A.read_request(fd)
+            _agent.read_request(fd)
     finally:
         os.close(fd)
 
 
 def test_sync_mode_runs_only_rsyncs_receiver():
     err = io.StringIO()
-    assert A.sync_step(["sh", "-c", "touch /tmp/x"], err) == 2 and "expected rsync --server" in err.getvalue()
+    assert _agent.sync_step(["sh", "-c", "touch /tmp/x"], err) == 2 and "expected rsync --server" in err.getvalue()
