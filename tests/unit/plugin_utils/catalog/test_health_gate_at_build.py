@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import reconcile as _reconcile
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import resolve_health
 from tests.bucket_factory import make_bucket
 from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, content, job, states
@@ -65,7 +66,7 @@ def test_deploy_uses_the_stored_gate_without_resolving_again():
             "interval_seconds": 0.5}
     cat = catalog([job("api", health_check={"checks": "broken, but build resolved it"}, health_gate=gate)],
                   [("api", "h1", "active")])
-    with mock.patch.object(_plan, "resolve_health", side_effect=AssertionError("deploy re-validated")):
+    with mock.patch.object(_reconcile, "resolve_health", side_effect=AssertionError("deploy re-validated")):
         plan = _plan.compute_plan(cat, content("api"), states(["h1"]), ["h1"])
     assert not plan["errors"]
     gates = [g for s in plan["steps"] for g in s["gates"]]
