@@ -1,4 +1,4 @@
-"""Files of fresh starts travel early (docs/deploy.md, _deploy_plan._presync) on a real fleet: a
+"""Files of fresh starts travel early (docs/deploy.md, deploy/schedule.py: _presync) on a real fleet: a
 first deploy ships the second wave's files with the first wave's rsync, yet never starts a job of a
 wave after a failed one; the next deploy starts it exactly once.
 """

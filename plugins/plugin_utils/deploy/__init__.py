@@ -4,7 +4,9 @@
 """The deploy: plan, run folder, steps and gates. Stage 5; the door is service.py (lock, prepare,
 step, agent_payload/agent_done, finish), called by the deploy actions.
 
-plan.py (pure: what happens to every allocation, in which order), run_state.py (pure reducer),
+plan.py (pure: what happens to every allocation, in which order; the door of reconcile.py, which
+decides each allocation's action, schedule.py, which turns the decisions into waves, batches and steps,
+scope.py, the plan's inputs, and records.py, the typed plan with to_json/from_json), run_state.py (pure reducer),
 run.py (the run folder), stage.py and layers.py (what ships), pin.py, view.py, progress.py, gate.py
 (health gates), remote.py and rsync.py (calling the worker agent), lock.py, adopt.py, certs.py,
 jobspec_deploy.py.

@@ -12,11 +12,11 @@ On the controller, at plan time (``maand.core.deploy_plan``):
   pseudo-paths, so a changed value restarts or reloads per restart_policy and the plan says
   "environment changed: KEY". The digests are salted, slow PBKDF2 hashes: the values themselves
   never land in the catalog, the plan, the run folder or the worker's records;
-- ``attach`` orders every wave step's ops on each worker in Maelstrom's order (priority, then
-  longest estimate first; estimates from the manifest, else the mean of the allocation's last 3
-  measured runs in ``data/job_history.json``, else the job's mean over its workers; an allocation
-  that failed last time or never ran gets priority +1), marks each op with the worker's slots and the job's run fields, and
-  returns the plan lines "worker order".
+- ``attach`` (a stage of building the plan, deploy/plan.py) orders every wave step's ops on each worker
+  in Maelstrom's order (priority, then longest estimate first; estimates from the manifest, else the mean
+  of the allocation's last 3 measured runs in ``data/job_history.json``, else the job's mean over its
+  workers; an allocation that failed last time or never ran gets priority +1), marks each op with the
+  worker's slots and the job's run fields, and adds the plan lines "worker order": a new plan.
 
 At request time (``maand.core.deploy_agent``): ``runtime_op`` expands the environment again (the
 values travel only in the request on the agent's stdin) and turns the spec into the agent's op
@@ -243,26 +243,40 @@ def _queued(op: dict, specs: dict, history: dict):
     return _jobspec.QueuedJob(op["id"], priority, estimate)
 
 
-def attach(plan: dict, specs: dict, workers: dict, history: dict, override: int = 0) -> list:
-    """Order each wave step's ops per worker, mark ops with slots and run fields; returns plan lines."""
-    lines = []
-    for step in plan.get("steps") or []:
-        for host, ops in sorted((step.get("ops") or {}).items()):
+def attach(plan, specs: dict, workers: dict, history: dict, override: int = 0):
+    """The plan (a records.Plan) with each wave step's ops ordered per worker, every op marked with the
+    worker's slots and its job's run fields, and the lines "worker order" after the plan's. A new plan."""
+    lines, steps = [], []
+    for step in plan.steps:
+        ops = dict(step.ops)
+        for host, host_ops in sorted(step.ops.items()):
             slots = slots_for(workers.get(host), override)
-            if step.get("wave") is not None:
-                ops[:], runs = order_host_ops(ops, specs, history, slots)
+            if step.wave is not None:
+                host_ops, runs = _ordered_ops(host_ops, specs, history, slots)
                 if len(runs) > 1:
-                    lines.append("  step %d on %s: %s" % (step["index"], host, _order_text(runs, ops, slots)))
-            for op in ops:
-                op["slots"] = slots
-                run_fields = op_spec(specs.get(op.get("job")) or {})
-                if run_fields:
-                    op["spec"] = run_fields
-    return ["worker order (priority, longest estimate first; slots in parallel):"] + lines if lines else []
+                    lines.append("  step %d on %s: %s" % (step.index, host, _order_text(runs, host_ops, slots)))
+            ops[host] = [dataclasses.replace(op, slots=slots, **_run_fields(specs, op.job)) for op in host_ops]
+        steps.append(dataclasses.replace(step, ops=ops))
+    if lines:
+        lines = ["worker order (priority, longest estimate first; slots in parallel):"] + lines
+    return plan.replace(steps=steps, lines=plan.lines + lines)
+
+
+def _ordered_ops(ops: list, specs: dict, history: dict, slots: int) -> tuple:
+    """order_host_ops over records.Op: (ops reordered, [SlotRun])."""
+    by_id = {op.id: op for op in ops}
+    ordered, runs = order_host_ops([{"id": op.id, "job": op.job, "host": op.host, "target": op.target} for op in ops],
+                                   specs, history, slots)
+    return [by_id[o["id"]] for o in ordered], runs
+
+
+def _run_fields(specs: dict, job) -> dict:
+    fields = op_spec(specs.get(job) or {})
+    return {"spec": fields} if fields else {}
 
 
 def _order_text(runs, ops, slots):
-    jobs = {o["id"]: o["job"] for o in ops}
+    jobs = {o.id: o.job for o in ops}
     parts = ["%s (%s)" % (jobs[r.name], "?" if r.estimated_duration is None else "%gs" % round(r.estimated_duration, 1))
              for r in runs]
     return "%d slot(s): %s" % (slots, ", ".join(parts))

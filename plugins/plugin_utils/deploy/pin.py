@@ -1,14 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pinned plans, the wave picture and the bounded content diff of a deploy (pure Python, no I/O).
+"""Pinned plans, the wave picture and the bounded content diff of a deploy (no Ansible imports).
 
 * ``plan_summary`` / ``plan_digest``: the semantic content of a deploy plan (per allocation its action,
   content hash and versions; the steps: waves, batches, which ops run where; the gates) and a sha256
   over its canonical JSON. Reasons, rendered lines, timestamps and estimates are left out; content hashes
-  of secret-bearing files are HMACs (``_deploy_stage``), so the digest carries no secret value.
-  ``--check`` prints it; ``-e maand_plan=<hash>`` makes the real deploy refuse when its own differs,
-  and ``describe_changes`` names what changed when the check's summary was kept.
+  of secret-bearing files are HMACs (deploy/stage.py), so the digest carries no secret value.
+  ``stamp`` (a stage of building the plan, deploy/plan.py) sets it and prints it; ``-e maand_plan=<hash>``
+  makes the real deploy refuse when its own differs (``check_pin``), and ``describe_changes`` names what
+  changed when the check's summary was kept.
+* the pins: ``--check`` keeps each printed plan's summary (``keep_summary``) in ``pins_dir`` (outside the
+  bucket, this user's own folder), ``pinned_summary`` reads the pinned one back. The only I/O here.
 * ``wave_picture``: ``wave 0 api --(command_ready >= 1.0)--> wave 1 poller`` from the catalog's
   ``deployment_seq`` and command ``demands``.
 * ``diff_requests`` / ``render_diff``: which changed files of which allocation to show with ``--diff``
@@ -21,7 +24,11 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
+import tempfile
 
+from ..bucket import storage as _storage
+from ..errors import MaandError
 from ..worker import agent as _agent
 
 DIGEST_FORMAT = 1
@@ -67,14 +74,13 @@ def plan_digest(plan):
     return hashlib.sha256(canonical(plan_summary(plan)).encode("utf-8")).hexdigest()
 
 
-def decorate(plan, catalog):
-    """Stamp the plan with its hash: plan["plan_hash"], the wave picture after the head line and a last
-    line "plan hash: <16 hex> (pin this plan: -e maand_plan=<16 hex>)". Returns the full digest."""
-    digest = plan_digest(plan)
-    plan["plan_hash"] = digest
-    plan["lines"][1:1] = wave_picture(catalog)
-    plan["lines"].append("plan hash: %s (pin this plan: -e maand_plan=%s)" % (digest[:SHORT], digest[:SHORT]))
-    return digest
+def stamp(plan, catalog):
+    """The plan (a records.Plan) stamped with its hash: plan_hash, the wave picture after the head line and a
+    last line "plan hash: <16 hex> (pin this plan: -e maand_plan=<16 hex>)". A new plan."""
+    digest = plan_digest(plan.to_json())
+    lines = plan.lines[:1] + wave_picture(catalog) + plan.lines[1:]
+    lines.append("plan hash: %s (pin this plan: -e maand_plan=%s)" % (digest[:SHORT], digest[:SHORT]))
+    return plan.replace(plan_hash=digest, lines=lines)
 
 
 def pin_error(given):
@@ -124,6 +130,80 @@ def describe_changes(old, new, limit=20):
     if len(lines) > limit:
         lines = lines[:limit] + ["(+%d more differences)" % (len(lines) - limit)]
     return lines
+
+
+# --- the pins --------------------------------------------------------------------------------------
+
+class PinRefused(MaandError):
+    """The deploy is refused over -e maand_plan (another plan than the one computed now), or (check mode)
+    the plan's summary cannot be kept because the pins folder is not this user's own."""
+
+    kind = "refused"
+
+
+def pins_dir(bucket_id):
+    """Where --check keeps the summaries of the plans it printed (no secrets: actions, hashes, versions), so
+    a refused -e maand_plan can name what changed; outside the bucket, which check mode never writes. It and
+    its parent, names others can guess in the shared temp folder, must be this user's own folders that no
+    one else may write (bucket/storage.own_private_dir)."""
+    return os.path.join(tempfile.gettempdir(), "maand-plans-%d" % os.getuid(), str(bucket_id))
+
+
+def keep_summary(bucket_id, digest, summary):
+    """Keep a --check plan's summary; a pins folder that is not this user's own fails the check run
+    (UnsafeFolder, naming it and the fix), a file system that refuses the write only loses a message."""
+    folder = pins_dir(bucket_id)
+    try:
+        _storage.own_private_dir(os.path.dirname(folder))
+        _storage.own_private_dir(folder)
+        with open(os.path.join(folder, digest + ".json"), "w", encoding="utf-8") as handle:
+            json.dump(summary, handle, sort_keys=True)
+    except OSError:
+        pass  # only a better message is lost
+
+
+def pinned_summary(bucket_id, given):
+    """The kept summary of the pinned plan, or None: none kept, or a pins folder that is not this user's own
+    (what is in it is not read)."""
+    folder = pins_dir(bucket_id)
+    try:
+        for path in (os.path.dirname(folder), folder):
+            if _storage.folder_problem(os.lstat(path)):
+                return None
+        names = [n for n in os.listdir(folder) if n.startswith(given) and n.endswith(".json")]
+        if len(names) != 1:
+            return None
+        with open(os.path.join(folder, names[0]), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def check_pin(given, plan, check_mode):
+    """The stamped plan (a records.Plan) checked against -e maand_plan=given: a new plan with the line "plan
+    hash matches the pinned plan", or the plan itself (nothing pinned); PinRefused when the plan is another
+    than the pinned one, or (check mode) its summary cannot be kept because the pins folder is not this
+    user's own."""
+    digest, summary = plan.plan_hash, plan_summary(plan.to_json())
+    if check_mode:
+        try:
+            keep_summary(plan.bucket_id, digest, summary)
+        except _storage.UnsafeFolder as exc:
+            raise PinRefused("the plan's summary (for a later -e maand_plan) cannot be kept: %s" % exc) from None
+    if not given:
+        return plan
+    error = pin_error(given)
+    if error:
+        raise PinRefused("deploy refused, nothing was changed: " + error)
+    if pin_matches(given, digest):
+        return plan.replace(lines=plan.lines + ["plan hash matches the pinned plan %s" % given])
+    old = pinned_summary(plan.bucket_id, str(given).strip().lower())
+    why = (describe_changes(old, summary) if old else
+           ["(the pinned plan's summary is not on this controller, so what changed cannot be named; "
+            "compare with a new --check --diff)"])
+    raise PinRefused("deploy refused, nothing was changed: the plan is %s, not the pinned plan %s (maand_plan). "
+                     "What changed:\n  %s\nReview the new plan with --check --diff and pin its hash."
+                     % (digest[:SHORT], given, "\n  ".join(why)))
 
 
 # --- wave picture ----------------------------------------------------------------------------------

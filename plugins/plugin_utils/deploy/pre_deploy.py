@@ -11,14 +11,19 @@ hashed again; then the wave's jobs with changes roll out. A failing job is not r
 Here the plan is computed once, before the run (it is what ``--check`` shows and ``-e maand_plan`` pins):
 
 * at the plan, a job with ``pre_deploy`` hooks renders from the KV as it is, a key its hooks may write
-  reading as "" (``stage.compute(pending=...)``); ``entry`` records in ``plan["pre_deploy"]`` what it
-  rendered, per allocation;
+  reading as "" (``stage.compute(pending=...)``); ``entry`` makes the ``PreDeploy`` record of what it
+  rendered, per allocation, and ``attach`` (a stage of building the plan, deploy/plan.py) gives the plan
+  with it as ``plan["pre_deploy"]`` and the lines saying when the hooks run;
 * before the first step of each wave (or the final pass, or ``finish``, for waves with nothing to roll
   out), ``run_due`` runs the hooks of the wave's jobs after everything of the earlier waves (their gates
-  and ``post_deploy``), each job rendered again right after its hooks; ``apply`` ships the files that
-  changed with the rollout the plan has for that allocation. A hook that fails, a render that fails, or
+  and ``post_deploy``), each job rendered again right after its hooks; ``apply`` says which files changed
+  (``Rerender`` records), to ship with the rollout the plan has for that allocation (deploy/plan.rerendered
+  gives the run's new plan, deploy/run.before_step writes it). A hook that fails, a render that fails, or
   changed files where the plan rolls nothing out (or a pinned plan) fail the job before its wave: none of
   its ops run, nor any job of a later wave; the earlier waves keep what they rolled out.
+
+At run time the plan is plan.json as the run reads it (JSON); its pre_deploy record is read as a
+``PreDeploy``.
 """
 
 from __future__ import annotations
@@ -27,51 +32,69 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import content as _content
 from . import run_state as _run_state
+from .records import PRE_DEPLOY, PreDeploy, Rerender
 
-KEY = "pre_deploy"
+KEY = PRE_DEPLOY
 
+
+# --- at the plan -----------------------------------------------------------------------------------
 
 def entry(hooked: Iterable[str], job_waves: Mapping[str, int], content: Mapping[str, Any],
-          versions: Mapping[tuple, str], update_seq: int, pinned: bool, globs: Mapping[str, list]) -> dict:
-    """plan["pre_deploy"]: the jobs with hooks in hook order, their waves, what the plan rendered for each of
+          versions: Mapping[tuple, str], update_seq: int, pinned: bool, globs: Mapping[str, list],
+          rollout_orders: Mapping[str, str] | None = None) -> PreDeploy:
+    """The PreDeploy record: the jobs with hooks in hook order, their waves, what the plan rendered for each of
     their allocations ({job: {host: hash}}, only jobs whose allocations render), the versions and update_seq
-    they rendered with, whether the plan is pinned, and the restart_globs of reload jobs."""
+    they rendered with, whether the plan is pinned, the restart_globs of reload jobs and the rollout_order each
+    job had in the KV (hooks/points.rollout_orders)."""
     jobs = list(hooked)
     rendered = {}
     for job in jobs:
         allocs = (content.get(job) or {}).get("allocations") or {}
         if allocs:
             rendered[job] = {h: a.get("hash") for h, a in sorted(allocs.items())}
-    return {"jobs": jobs, "waves": {j: int(job_waves.get(j) or 0) for j in jobs}, "rendered": rendered,
-            "versions": {j: {h: v for (jj, h), v in sorted(versions.items()) if jj == j} for j in rendered},
-            "update_seq": update_seq, "pinned": bool(pinned), "restart_globs": {j: list(globs[j]) for j in jobs if globs.get(j)}}
+    return PreDeploy(jobs, {j: int(job_waves.get(j) or 0) for j in jobs}, rendered,
+                     {j: {h: v for (jj, h), v in sorted(versions.items()) if jj == j} for j in rendered},
+                     update_seq, bool(pinned), {j: list(globs[j]) for j in jobs if globs.get(j)},
+                     dict(rollout_orders or {}))
+
+
+def attach(plan, record: PreDeploy, check_mode: bool, missing: Mapping[str, list]):
+    """The plan (a records.Plan) with its pre_deploy record and the lines about it (lines). A new plan."""
+    return plan.replace(pre_deploy=record, lines=plan.lines + lines(record, check_mode, missing))
+
+
+# --- at run time (the plan as plan.json holds it) ------------------------------------------------------
+
+def _info(plan: Mapping[str, Any]) -> PreDeploy:
+    return PreDeploy.from_json(plan.get(KEY))
 
 
 def due(plan: Mapping[str, Any], state: _run_state.RunState, step: Mapping[str, Any] | None) -> list[int]:
     """The waves whose pre_deploy hooks run before step, ascending: those up to the step's wave not run yet
     (step None: the final pass, every wave left; the reconcile step: none)."""
-    info = plan.get(KEY) or {}
-    if not info.get("jobs") or (step is not None and step.get("wave") is None):
+    info = _info(plan)
+    if not info.jobs or (step is not None and step.get("wave") is None):
         return []
     done = set(state.pre_deploy_waves)
-    waves = {w for w in (info.get("waves") or {}).values() if w not in done}
+    waves = {w for w in info.waves.values() if w not in done}
     return sorted(w for w in waves if step is None or w <= step["wave"])
 
 
 def wave_jobs(plan: Mapping[str, Any], wave: int) -> list[str]:
-    info = plan.get(KEY) or {}
-    return [j for j in info.get("jobs") or [] if (info.get("waves") or {}).get(j) == wave]
+    info = _info(plan)
+    return [j for j in info.jobs if info.waves.get(j) == wave]
 
 
-def run_due(plan: dict, state: _run_state.RunState, step: Mapping[str, Any] | None,
+def run_due(plan: Mapping[str, Any], state: _run_state.RunState, step: Mapping[str, Any] | None,
             run_hooks: Callable[[str], list[str]],
-            render: Callable[[str], tuple[dict, list[str]]]) -> tuple[list[str], list[dict]]:
+            render: Callable[[str], tuple[dict, list[str]]]) -> tuple[list[str], list[Rerender]]:
     """Run the waves due before step in maand's order: per wave, per job (hook order), run_hooks(job) ->
     failure messages, then (when it rendered at the plan) render(job) -> ({host: plan entry}, errors) and
     apply. A job already blocked (an earlier failure) runs nothing. Failures fail the job before its wave
-    (RS.fail_before_wave). Returns (failure messages, the ops whose files changed: to stage again)."""
-    messages, restage = [], []
-    rendered = (plan.get(KEY) or {}).get("rendered") or {}
+    (RS.fail_before_wave). Returns (failure messages, what changed: to stage again and put in the plan with
+    deploy/plan.rerendered). The plan is not edited."""
+    messages, changes = [], []
+    rendered = _info(plan).rendered
     for wave in due(plan, state, step):
         for job in wave_jobs(plan, wave):
             if job in state.blocked:
@@ -82,14 +105,14 @@ def run_due(plan: dict, state: _run_state.RunState, step: Mapping[str, Any] | No
                 problems = ["job %s: its files could not be rendered after its pre_deploy hooks: %s" % (job, e)
                             for e in errors]
                 if not problems:
-                    problems, ops = apply(plan, job, entries)
-                    restage += ops
+                    problems, changed = apply(plan, job, entries)
+                    changes += changed
             if problems:
                 msg = failure(job, wave, problems)
                 _run_state.fail_before_wave(state, job, wave, msg)
                 messages.append(msg)
         state.pre_deploy_waves.append(wave)
-    return messages, restage
+    return messages, changes
 
 
 def failure(job: str, wave: int, problems: list[str]) -> str:
@@ -113,13 +136,15 @@ def _changed(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     return sorted(rel for rel in set(old) | set(new) if old.get(rel) != new.get(rel))
 
 
-def apply(plan: dict, job: str, entries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[dict]]:
+def apply(plan: Mapping[str, Any], job: str,
+          entries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[Rerender]]:
     """Compare job's allocations rendered again (entries: {host: {"hash", "files"} or {"error"}}) with what the
     plan rendered. Unchanged: nothing. Changed: when the plan rolls the job out on that host (start, restart,
-    reload, sync) the op ships the new files and records their hash; else, or when the plan is pinned, or a
-    reload now touches a restart_globs file, the job fails (nothing patched). Returns (problems, ops patched)."""
-    info = plan[KEY]
-    before = info["rendered"].get(job) or {}
+    reload, sync) its op is to ship the new files and record their hash (a Rerender); else, or when the plan is
+    pinned, or a reload now touches a restart_globs file, the job fails (nothing changes). Returns (problems,
+    changes); the plan is not edited."""
+    info = _info(plan)
+    before = info.rendered.get(job) or {}
     errors = sorted("%s: %s" % (h, e["error"]) for h, e in entries.items() if e.get("error"))
     if errors:
         return ["job %s: %s" % (job, e) for e in errors], []
@@ -130,42 +155,43 @@ def apply(plan: dict, job: str, entries: Mapping[str, Mapping[str, Any]]) -> tup
         return [], []
     paths = {h: _changed(((ops.get(h) or {}).get("record") or {}).get("files") or {}, e.get("files") or {})
              for h, e in diff.items()}
+    problem = _refusal(info, job, diff, ops, paths)
+    if problem:
+        return [problem], []
+    return [], [Rerender(job, host, ops[host]["id"], new["hash"], dict(new.get("files") or {}), paths[host])
+                for host, new in diff.items()]
+
+
+def _refusal(info: PreDeploy, job: str, diff: Mapping[str, Any], ops: Mapping[str, dict],
+             paths: Mapping[str, list]) -> str | None:
+    """Why changed files of job cannot ship with this run's plan (pinned, no rollout there, a reload that now
+    needs a restart), or None."""
     where = "; ".join("%s (%s)" % (h, ", ".join(paths[h][:5]) or "the tree hash") for h in diff)
-    if info.get("pinned"):
-        return ["job %s: its pre_deploy hooks changed its files on %s after the plan, and the plan is pinned "
+    if info.pinned:
+        return ("job %s: its pre_deploy hooks changed its files on %s after the plan, and the plan is pinned "
                 "(-e maand_plan): nothing of job %s changes this run; review the new plan with --check --diff"
-                % (job, where, job)], []
+                % (job, where, job))
     missing = [h for h in diff if h not in ops]
     if missing:
-        return ["job %s: its pre_deploy hooks changed its files on %s, where this run's plan rolls nothing out "
+        return ("job %s: its pre_deploy hooks changed its files on %s, where this run's plan rolls nothing out "
                 "(it was computed before the hooks ran): the KV writes are kept, deploy again to roll them out"
-                % (job, ", ".join(missing))], []
-    globs = (info.get("restart_globs") or {}).get(job) or []
+                % (job, ", ".join(missing)))
+    globs = info.restart_globs.get(job) or []
     reloads = [h for h in diff if ops[h].get("action") == "reload" and _content.match_any(globs, paths[h])]
     if reloads:
-        return ["job %s: its pre_deploy hooks changed files on %s that need a restart (restart_globs), and the plan "
-                "has a reload there: deploy again" % (job, ", ".join(reloads))], []
-    for host, new in diff.items():
-        op = ops[host]
-        op["record"] = dict(op.get("record") or {}, hash=new["hash"], files=dict(new.get("files") or {}))
-        op["sync"] = True
-        before[host] = new["hash"]
-        for row in plan.get("rows") or []:
-            if row.get("job") == job and row.get("worker") == host:
-                if "hash" in row:
-                    row["hash"] = new["hash"]
-                row["paths"] = sorted(set(row.get("paths") or []) | set(paths[host]))
-    return [], [ops[h] for h in diff]
+        return ("job %s: its pre_deploy hooks changed files on %s that need a restart (restart_globs), and the plan "
+                "has a reload there: deploy again" % (job, ", ".join(reloads)))
+    return None
 
 
-def lines(plan: Mapping[str, Any], check_mode: bool, missing: Mapping[str, list]) -> list[str]:
-    """The plan's lines about pre_deploy: when the hooks run, and that the plan was rendered before them."""
-    info = plan.get(KEY) or {}
-    if not info.get("jobs"):
+def lines(info: PreDeploy | None, check_mode: bool, missing: Mapping[str, list]) -> list[str]:
+    """The plan's lines about pre_deploy (info: the PreDeploy record): when the hooks run, and that the plan
+    was rendered before them."""
+    if not info or not info.jobs:
         return []
     by_wave: dict[int, list[str]] = {}
-    for job in info["jobs"]:
-        by_wave.setdefault(info["waves"][job], []).append(job)
+    for job in info.jobs:
+        by_wave.setdefault(info.waves[job], []).append(job)
     waves = "; ".join("wave %d: %s" % (w, ", ".join(jobs)) for w, jobs in sorted(by_wave.items()))
     if check_mode:
         out = ["pre_deploy hooks NOT run (check mode): this plan was rendered from the KV as it is now; the deploy "

@@ -4,7 +4,8 @@
 """The controller side of one deploy run: its folder under the bucket and the step driver (no Ansible imports).
 
     <bucket>/data/.deploy-run/<run_id>/
-        plan.json                   the plan of this run (written once)
+        plan.json                   the plan of this run (write_plan: when the run starts, and again when
+                                    pre_deploy hooks changed files, before_step)
         state.json                  the RunState (_run_state), rewritten atomically after every fold
         requests/<step>/<host>.json what the agent of <host> does in <step>
         results/<step>/<host>.json  {"answer": agent answer or null, "reason": why there is none}
@@ -25,7 +26,7 @@ import shutil
 import time
 
 from ..bucket import storage as _storage
-from . import run_state as _run_state
+from . import plan as _plan, run_state as _run_state
 
 RUN_DIR = ".deploy-run"
 FINAL = _run_state.FINAL
@@ -160,7 +161,7 @@ def new_run(bucket, plan, run_id=None):
     _storage.ensure_data_dir(bucket)
     _storage.private_dir(root)
     os.makedirs(run_dir, mode=0o700)
-    _write_json(os.path.join(run_dir, "plan.json"), plan)
+    write_plan(run_dir, plan)
     state = _run_state.new_state(run_id, plan)
     save_state(run_dir, state)
     publish(run_dir, plan, state)
@@ -179,6 +180,12 @@ def publish(run_dir, plan, state):
     if store.kind != "file":
         store.write_run(os.path.basename(run_dir), json.dumps(plan, sort_keys=True),
                         json.dumps(state.to_dict(), sort_keys=True))
+
+
+def write_plan(run_dir, plan):
+    """plan.json of the run: the JSON of a records.Plan (deploy/plan.py builds it; sort_keys, so the bytes
+    depend on the content only)."""
+    _write_json(os.path.join(run_dir, "plan.json"), plan)
 
 
 def load_plan(run_dir):
@@ -296,15 +303,17 @@ def _messages(state):
 
 def before_step(run_dir, plan, state, step, before):
     """The controller's work before the requests of step (None: the final pass and finish): before(plan, state,
-    step) -> (failure messages, plan changed) runs the pre_deploy hooks of the waves due (deploy/pre_deploy),
-    failing jobs in state and patching the plan's content. Saves both; returns the messages."""
+    step) -> (failure messages, [records.Rerender]) runs the pre_deploy hooks of the waves due (deploy/pre_deploy),
+    failing jobs in state; what they changed makes the run's new plan (deploy/plan.rerendered), written to
+    plan.json. Saves the state; returns (the messages, the plan)."""
     if before is None:
-        return []
-    messages, changed = before(plan, state, step)
-    if changed:
-        _write_json(os.path.join(run_dir, "plan.json"), plan)
+        return [], plan
+    messages, changes = before(plan, state, step)
+    if changes:
+        plan = _plan.rerendered(plan, changes)
+        write_plan(run_dir, plan)
     save_state(run_dir, state)
-    return list(messages)
+    return list(messages), plan
 
 
 def advance(run_dir, key, gate_runner, after_results=None, before=None):
@@ -317,7 +326,8 @@ def advance(run_dir, key, gate_runner, after_results=None, before=None):
     step = find_step(plan, key)
     if key in state.steps_completed:
         raise RunError("step %s of this run already ran" % key)
-    failures = failures + before_step(run_dir, plan, state, step, before)
+    more, plan = before_step(run_dir, plan, state, step, before)
+    failures, step = failures + more, find_step(plan, key)
     requests = _run_state.requests_for_step(state, step)
     for host, request in requests.items():
         _write_json(request_path(run_dir, key, host), dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
@@ -336,7 +346,7 @@ def finish(run_dir, gate_runner, after_results=None, before=None):
     plan = load_plan(run_dir)
     state = load_state(run_dir)
     state, dummy = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
-    before_step(run_dir, plan, state, None, before)
+    dummy, plan = before_step(run_dir, plan, state, None, before)
     inject_fault("finish")
     publish(run_dir, plan, state)
     return plan, state, _run_state.final_report(state, plan)

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
-import tempfile
 import time
 from typing import Any, Callable, Iterable, Mapping
 
@@ -37,7 +35,7 @@ from ..hooks import commands as _commands, points as _points, run as _run
 from ..kv import store as _store
 from . import adopt as _adopt, certs as _certs, jobspec_deploy as _jobspec_deploy, layers as _layers
 from . import lock as _lock, pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
-from . import progress as _progress, record as _record
+from . import progress as _progress, record as _record, records as _records
 from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
 from . import view as _view
 
@@ -201,70 +199,6 @@ def _with_env(entry, bucket_id, name, env):
     return out
 
 
-def pins_dir(bucket_id):
-    """Where --check keeps the summaries of the plans it printed (no secrets: actions, hashes, versions), so
-    a refused -e maand_plan can name what changed; outside the bucket, which check mode never writes. It and
-    its parent, names others can guess in the shared temp folder, must be this user's own folders that no
-    one else may write (bucket/storage.own_private_dir)."""
-    return os.path.join(tempfile.gettempdir(), "maand-plans-%d" % os.getuid(), str(bucket_id))
-
-
-def keep_summary(bucket_id, digest, summary):
-    """Keep a --check plan's summary; a pins folder that is not this user's own fails the check run
-    (UnsafeFolder, naming it and the fix), a file system that refuses the write only loses a message."""
-    folder = pins_dir(bucket_id)
-    try:
-        _storage.own_private_dir(os.path.dirname(folder))
-        _storage.own_private_dir(folder)
-        with open(os.path.join(folder, digest + ".json"), "w", encoding="utf-8") as handle:
-            json.dump(summary, handle, sort_keys=True)
-    except OSError:
-        pass  # only a better message is lost
-
-
-def pinned_summary(bucket_id, given):
-    """The kept summary of the pinned plan, or None: none kept, or a pins folder that is not this user's own
-    (what is in it is not read)."""
-    folder = pins_dir(bucket_id)
-    try:
-        for path in (os.path.dirname(folder), folder):
-            if _storage.folder_problem(os.lstat(path)):
-                return None
-        names = [n for n in os.listdir(folder) if n.startswith(given) and n.endswith(".json")]
-        if len(names) != 1:
-            return None
-        with open(os.path.join(folder, names[0]), encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
-
-
-def check_pin(given, plan, digest, check_mode):
-    """None, or why the deploy is refused: -e maand_plan names another plan than the one computed now, or
-    (check mode) the plan's summary cannot be kept because the pins folder is not this user's own."""
-    summary = _pin.plan_summary(plan)
-    if check_mode:
-        try:
-            keep_summary(plan["bucket_id"], digest, summary)
-        except _storage.UnsafeFolder as exc:
-            return "the plan's summary (for a later -e maand_plan) cannot be kept: %s" % exc
-    if not given:
-        return None
-    error = _pin.pin_error(given)
-    if error:
-        return "deploy refused, nothing was changed: " + error
-    if _pin.pin_matches(given, digest):
-        plan["lines"].append("plan hash matches the pinned plan %s" % given)
-        return None
-    old = pinned_summary(plan["bucket_id"], str(given).strip().lower())
-    why = (_pin.describe_changes(old, summary) if old else
-           ["(the pinned plan's summary is not on this controller, so what changed cannot be named; "
-            "compare with a new --check --diff)"])
-    return ("deploy refused, nothing was changed: the plan is %s, not the pinned plan %s (maand_plan). "
-            "What changed:\n  %s\nReview the new plan with --check --diff and pin its hash."
-            % (digest[:_pin.SHORT], given, "\n  ".join(why)))
-
-
 def content_diff(plan, staging, states):
     """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
     does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
@@ -280,7 +214,7 @@ def content_diff(plan, staging, states):
             record = (st.get("deployed") or {}).get(job) or {}
             promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
             attempt = (st.get("attempts") or {}).get(job)
-            if (job, host) in rollback and _failed_attempt(attempt, record):
+            if (job, host) in rollback and _deploy_plan.failed_attempt(attempt, record):
                 live.setdefault(host, {})[job] = {rel: (attempt.get("files") or {}).get(rel) for rel in rels}
                 continue
             if (job, host) in rollback:
@@ -293,12 +227,6 @@ def content_diff(plan, staging, states):
     return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
             "blobs": blobs.texts,
             "promoted": promoted, "previous": previous, "live": live}
-
-
-def _failed_attempt(attempt, record):
-    """Whether the worker's latest attempt at a job is not its promoted version (deploy/plan's rule)."""
-    return (isinstance(attempt, dict) and bool(record)
-            and (attempt.get("hash"), attempt.get("version")) != (record.get("hash"), record.get("version")))
 
 
 class _Refused(Exception):
@@ -359,34 +287,52 @@ def _stage(req, catalog, in_scope, hooked):
 
 
 def _with_pre_deploy(req, catalog, plan, hooked, staging):
-    """What the run needs to run the pre_deploy hooks at their waves (plan["pre_deploy"]) and the plan's lines
-    saying when they run and that the plan was rendered before them (in check mode: that they did not run)."""
+    """The plan with what the run needs to run the pre_deploy hooks at their waves (its pre_deploy record) and
+    the lines saying when they run and that the plan was rendered before them (in check mode: that they did not
+    run); the plan itself when no job in scope has hooks."""
     if not hooked:
-        return
+        return plan
     jobs = {j["name"]: j for j in catalog.get("jobs", [])}
     globs = {j: jobs[j].get("restart_globs") or [] for j in hooked if jobs[j].get("restart_policy") == "reload"}
-    plan[_pre_deploy.KEY] = _pre_deploy.entry(
-        hooked, plan.get("job_waves") or {}, staging.content, _deploy_plan.current_versions(req.states),
-        _deploy_plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs)
-    plan[_pre_deploy.KEY]["rollout_orders"] = _points.rollout_orders(req.bucket, hooked)
-    plan["lines"].extend(_pre_deploy.lines(plan, req.check_mode, staging.missing))
+    record = _pre_deploy.entry(
+        hooked, plan.job_waves, staging.content, _deploy_plan.current_versions(req.states),
+        _deploy_plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs,
+        _points.rollout_orders(req.bucket, hooked))
+    return _pre_deploy.attach(plan, record, req.check_mode, staging.missing)
 
 
 def _plan(req, catalog, jobs_filter, in_scope, staging, ctl):
+    """The deploy plan (a records.Plan: deploy/plan.build, reconcile then schedule); a refusal when it has errors."""
     adopted, adopt_warning = _maand_db.adopted_versions(req.bucket, catalog["bucket_id"])  # takeover from maand
     if adopt_warning:
         ctl.warn(adopt_warning)
     try:
-        plan = _deploy_plan.compute_plan(catalog, staging.content, req.states, req.hosts,
-                                         {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
-                                          "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
-                                          "rollout_orders": _points.rollout_orders(req.bucket, in_scope),
-                                          "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
+        plan = _deploy_plan.build(catalog, staging.content, req.states, req.hosts,
+                                  {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
+                                   "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
+                                   "rollout_orders": _points.rollout_orders(req.bucket, in_scope),
+                                   "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
     except _deploy_plan.PlanError as exc:
         raise _Refused(str(exc)) from None
-    if plan["errors"]:
-        raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(plan["errors"]), plan)
+    if plan.errors:
+        raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(plan.errors), plan.to_json())
     return plan
+
+
+def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
+    """The run's plan, stage by stage (each a new records.Plan): planned, stamped with its hash and the wave
+    picture, checked against -e maand_plan, with the pre_deploy record, with the job specs' worker order, slots
+    and run fields."""
+    plan = _plan(req, catalog, jobs_filter, in_scope, staging, ctl)
+    plan = _pin.stamp(plan, catalog)  # before the pre_deploy record and estimates join the plan
+    try:
+        plan = _pin.check_pin(req.plan_hash, plan, req.check_mode)
+    except _pin.PinRefused as exc:
+        raise _Refused(str(exc), plan.to_json()) from None
+    plan = _with_pre_deploy(req, catalog, plan, hooked, staging)
+    workers = {w["host"]: w for w in catalog.get("workers", [])}
+    return _jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
+                                  _jobspec_deploy.load_history(req.bucket), req.slots)
 
 
 def _new_run(req, plan, staging):
@@ -420,20 +366,13 @@ def _prepare(req, ctl):
     hooked = _hooked(catalog, in_scope)
     staging = _stage(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content))
-    plan = _plan(req, catalog, jobs_filter, in_scope, staging, ctl)
-    digest = _pin.decorate(plan, catalog)  # before the pre_deploy record and estimates join the plan
-    refused = check_pin(req.plan_hash, plan, digest, req.check_mode)
-    if refused:
-        raise _Refused(refused, plan)
-    _with_pre_deploy(req, catalog, plan, hooked, staging)
-    workers = {w["host"]: w for w in catalog.get("workers", [])}
-    plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
-                                                _jobspec_deploy.load_history(req.bucket), req.slots))
+    typed = _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl)
+    plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
     work = plan["has_work"] or bool(plan["prune"])
     run_dir, segments = _new_run(req, plan, staging) if not req.check_mode else ("", [])
     summary = _view.plan_summary(plan)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
-                   segments=segments, summary=summary, plan_hash=digest,
+                   segments=segments, summary=summary, plan_hash=typed.plan_hash,
                    content_diff=content_diff(plan, staging, req.states) if req.diff else {"hosts": []})
     if req.diff:
         out.diff = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
@@ -503,38 +442,37 @@ def callbacks(run_dir, ctl):
 
 
 def wave_hooks(bucket, context, warn=_quiet):
-    """before(plan, state, step) for _deploy_run.advance/finish: the pre_deploy hooks of the waves due before
-    the step, each job rendered again after its hooks and its changed files staged (deploy/pre_deploy)."""
+    """before(plan, state, step) -> (failure messages, [records.Rerender]) for _deploy_run.advance/finish: the
+    pre_deploy hooks of the waves due before the step, each job rendered again after its hooks and its changed
+    files staged (deploy/pre_deploy); deploy/run.before_step puts the changes in the run's plan."""
     def before(plan, state, step):
         if not _pre_deploy.due(plan, state, step):
-            return [], False
-        info = plan[_pre_deploy.KEY]
+            return [], []
+        info = _records.PreDeploy.from_json(plan[_pre_deploy.KEY])
         catalog = _catalog.read_catalog(bucket) or {}
         stagings = {}
 
         def run_hooks(job):
             problems = _points.pre_deploy(context(), [job]).get(job, [])
             order = _points.rollout_orders(bucket, [job]).get(job)
-            if not problems and order != (info.get("rollout_orders") or {}).get(job):
+            if not problems and order != info.rollout_orders.get(job):
                 warn("job %s: the rollout_order its pre_deploy hooks wrote (%s) applies from the next deploy; this "
                      "run's batches were planned before the hooks ran" % (job, order or "the catalog order"))
             return problems
 
         def rerender(job):
-            hosts = list(info["rendered"][job])
-            versions = {(job, h): v for h, v in (info.get("versions") or {}).get(job, {}).items()}
+            hosts = list(info.rendered[job])
+            versions = {(job, h): v for h, v in info.versions.get(job, {}).items()}
             try:
-                staging = render(bucket, catalog, [job], hosts, versions, info.get("update_seq") or 0)
+                staging = render(bucket, catalog, [job], hosts, versions, info.update_seq)
             except (_layers.LayerError, OSError) as exc:
                 return {}, [str(exc)]
             stagings[job] = staging
             errors = list(staging.errors) + _with_environments(catalog, staging.content)
             return (staging.content.get(job) or {}).get("allocations") or {}, errors
 
-        messages, ops = _pre_deploy.run_due(plan, state, step, run_hooks, rerender)
-        for op in ops:
-            op["src"] = stagings[op["job"]].stage(bucket, op["job"], op["host"])
-        return messages, bool(ops)
+        messages, changes = _pre_deploy.run_due(plan, state, step, run_hooks, rerender)
+        return messages, [dataclasses.replace(c, src=stagings[c.job].stage(bucket, c.job, c.host)) for c in changes]
     return before
 
 

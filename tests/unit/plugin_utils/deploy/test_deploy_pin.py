@@ -117,13 +117,14 @@ def test_wave_picture_is_empty_for_one_wave_and_bounds_both_ways():
     assert _pin.wave_picture(catalog([job("a"), b], []))[1] == "  wave 0 a --(ready >= 1 <= 2)--> wave 1 b"
 
 
-def test_decorate_puts_the_wave_picture_after_the_head_line_and_the_hash_last():
+def test_stamp_puts_the_wave_picture_after_the_head_line_and_the_hash_last():
     poller = job("poller", deployment_seq=1, commands={"w": {"demands": {"job": "api", "command": "ready"}}})
     cat = catalog([job("api"), poller], [("api", "h1", "active"), ("poller", "h1", "active")])
     plan = P.compute_plan(cat, content("api", "poller"), _settle(cat, content("api", "poller"), HOSTS), HOSTS)
     assert not any(line.startswith("waves:") for line in plan["lines"])
     head = plan["lines"][0]
-    digest = _pin.decorate(plan, cat)
+    plan = _pin.stamp(P.Plan.from_json(plan), cat).to_json()
+    digest = plan["plan_hash"]
     assert plan["plan_hash"] == digest == _pin.plan_digest(plan)  # the lines are not part of the hash
     assert plan["lines"][:3] == [head, "waves: wave 0 api; wave 1 poller", "  wave 0 api --(ready)--> wave 1 poller"]
     assert plan["lines"][-1] == "plan hash: %s (pin this plan: -e maand_plan=%s)" % (digest[:16], digest[:16])

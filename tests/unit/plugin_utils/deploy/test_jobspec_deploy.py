@@ -70,7 +70,8 @@ def test_attach_orders_by_priority_then_longest_estimate_and_marks_ops():
              "d": dict(SPEC, estimated_duration=3)}
     history = {"targets": {"a/start": {"timings": [1], "failed": False}, "b/start": {"timings": [1]},
                            "c/start": {"timings": [1]}, "d/start": {"timings": [1]}}}
-    lines = _jobspec_deploy.attach(plan, specs, {"h1": cat["workers"][0]}, history)
+    attached = _jobspec_deploy.attach(_plan.Plan.from_json(plan), specs, {"h1": cat["workers"][0]}, history).to_json()
+    lines, plan = attached["lines"][len(plan["lines"]):], attached
     assert len(plan["steps"]) == 1
     meta, *ops = plan["steps"][0]["ops"]["h1"]
     assert meta["kind"] == "meta" and meta["slots"] == 2  # without a target: first, marked, not reordered

@@ -10,7 +10,9 @@ import os
 
 import pytest
 
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import pre_deploy as _pre_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import records as _records
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 from tests.unit.plugin_utils.deploy.test_deploy_run import answer_all
@@ -23,7 +25,7 @@ def with_hooks(plan, jobs, waves, rendered=None, pinned=False, globs=None):
     plan["job_waves"] = dict(plan["job_waves"], **waves)
     plan[_pre_deploy.KEY] = _pre_deploy.entry(jobs, plan["job_waves"], {j: {"allocations": {h: {"hash": x} for h, x in r.items()}}
                                                       for j, r in (rendered or {}).items()},
-                            {}, 3, pinned, globs or {})
+                            {}, 3, pinned, globs or {}).to_json()
     return plan
 
 
@@ -46,10 +48,10 @@ class Recorder:
         return self.renders.get(job, ({}, []))
 
     def before(self, plan, state, step):
-        messages, ops = _pre_deploy.run_due(plan, state, step, self.run_hooks, self.render)
+        messages, changes = _pre_deploy.run_due(plan, state, step, self.run_hooks, self.render)
         if step is not None or messages:
             self.events.append("requests %s" % (step["index"] if step else "final"))
-        return messages, bool(ops)
+        return messages, changes
 
 
 def drive(run_dir, plan, rec):
@@ -135,7 +137,8 @@ NEW = {"h1": {"hash": "new1", "files": {"a.conf": "2"}}, "h2": {"hash": "old2", 
 def test_changed_files_ship_with_the_planned_rollout():
     plan = rendered_plan()
     problems, ops = _pre_deploy.apply(plan, "api", NEW)
-    assert problems == [] and [o["id"] for o in ops] == ["api@h1"]          # h2 rendered as planned: untouched
+    assert problems == [] and [o.op_id for o in ops] == ["api@h1"]          # h2 rendered as planned: untouched
+    plan = _plan.rerendered(plan, ops)                                       # the run's new plan
     op = plan["steps"][1]["ops"]["h1"][0]
     assert op["sync"] and op["record"] == {"job": "api", "hash": "new1", "files": {"a.conf": "2"}}
     assert plan["rows"][0]["hash"] == "new1" and plan["rows"][0]["paths"] == ["Makefile", "a.conf"]
@@ -178,9 +181,10 @@ def test_waves_due():
 
 def test_plan_lines_say_when_hooks_run_and_that_check_mode_did_not_run_them():
     plan = with_hooks(PLAN, ["db", "web"], {})
-    real = _pre_deploy.lines(plan, False, {})
+    info = _records.PreDeploy.from_json(plan[_pre_deploy.KEY])
+    real = _pre_deploy.lines(info, False, {})
     assert real[0].startswith("pre_deploy hooks run at the start of each job's wave") and "wave 0: db; wave 1: web" in real[0]
-    check = _pre_deploy.lines(plan, True, {"db": [("secrets/job/db", "pw"), ("secrets/job/db", "pw")]})
+    check = _pre_deploy.lines(info, True, {"db": [("secrets/job/db", "pw"), ("secrets/job/db", "pw")]})
     assert check[0].startswith("pre_deploy hooks NOT run (check mode)")
     assert check[-1] == '  job db reads KV keys that do not exist yet (rendered as "" in this plan): secrets/job/db pw'
-    assert _pre_deploy.lines(copy.deepcopy(PLAN), True, {}) == []
+    assert _pre_deploy.lines(_records.PreDeploy.from_json(PLAN.get(_pre_deploy.KEY)), True, {}) == []

@@ -230,7 +230,7 @@ def test_failed_ops_say_why_for_the_verdict():
 
 
 def _files_plan():
-    """web (wave 1) on h1 ships its files early, in wave 0's step (_deploy_plan._presync)."""
+    """web (wave 1) on h1 ships its files early, in wave 0's step (deploy/schedule.py: _presync)."""
     files = {"id": "web@h1/files", "kind": "files", "job": "web", "host": "h1", "action": "sync", "target": None,
              "of": "web@h1", "sync": True}
     web = dict(op("web", "h1", step=1), sync=False)
