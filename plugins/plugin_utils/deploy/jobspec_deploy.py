@@ -255,7 +255,7 @@ def attach(plan, specs: dict, workers: dict, history: dict, override: int = 0):
                 host_ops, runs = _ordered_ops(host_ops, specs, history, slots)
                 if len(runs) > 1:
                     lines.append("  step %d on %s: %s" % (step.index, host, _order_text(runs, host_ops, slots)))
-            ops[host] = [dataclasses.replace(op, slots=slots, **_run_fields(specs, op.job)) for op in host_ops]
+            ops[host] = [op.but(slots=slots, **_run_fields(specs, op.job)) for op in host_ops]
         steps.append(dataclasses.replace(step, ops=ops))
     if lines:
         lines = ["worker order (priority, longest estimate first; slots in parallel):"] + lines

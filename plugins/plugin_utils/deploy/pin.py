@@ -184,10 +184,10 @@ def check_pin(given, plan, check_mode):
     hash matches the pinned plan", or the plan itself (nothing pinned); PinRefused when the plan is another
     than the pinned one, or (check mode) its summary cannot be kept because the pins folder is not this
     user's own."""
-    digest, summary = plan.plan_hash, plan_summary(plan.to_json())
+    digest = plan.plan_hash
     if check_mode:
         try:
-            keep_summary(plan.bucket_id, digest, summary)
+            keep_summary(plan.bucket_id, digest, plan_summary(plan.to_json()))
         except _storage.UnsafeFolder as exc:
             raise PinRefused("the plan's summary (for a later -e maand_plan) cannot be kept: %s" % exc) from None
     if not given:
@@ -198,7 +198,7 @@ def check_pin(given, plan, check_mode):
     if pin_matches(given, digest):
         return plan.replace(lines=plan.lines + ["plan hash matches the pinned plan %s" % given])
     old = pinned_summary(plan.bucket_id, str(given).strip().lower())
-    why = (describe_changes(old, summary) if old else
+    why = (describe_changes(old, plan_summary(plan.to_json())) if old else
            ["(the pinned plan's summary is not on this controller, so what changed cannot be named; "
             "compare with a new --check --diff)"])
     raise PinRefused("deploy refused, nothing was changed: the plan is %s, not the pinned plan %s (maand_plan). "

@@ -35,7 +35,6 @@ At run time ``rerendered`` gives the run's plan with what pre_deploy hooks chang
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 from ..bucket import content as _content  # noqa: F401  pylint: disable=unused-import  (tests hash trees through it)
 from . import reconcile as _reconcile
@@ -92,7 +91,7 @@ def assemble(decided, scheduled):
     rows = list(decided.rows)
     index = {(r.job, r.worker): i for i, r in enumerate(rows)}
     for key, label in scheduled.batches.items():
-        rows[index[key]] = dataclasses.replace(rows[index[key]], batch=label)
+        rows[index[key]] = rows[index[key]].but(batch=label)
     refused = bool(decided.errors)
     plan = Plan(decided.bucket_id, decided.update_seq, decided.seen_seq, decided.options, rows,
                 [] if refused else list(scheduled.steps), list(decided.errors), list(decided.failures),

@@ -20,6 +20,7 @@ new ``Plan`` (``dataclasses.replace``) and edit none in place.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 from ..errors import MaandError
@@ -62,6 +63,20 @@ def _put(out, key, value):
     return out
 
 
+_FIELDS = {}  # record class -> attrgetter of its fields, in order
+
+
+def _but(record, changes):
+    """A copy of a record with changes (dataclasses.replace without its checks: the planner's hot path)."""
+    cls = type(record)
+    if cls not in _FIELDS:
+        _FIELDS[cls] = operator.attrgetter(*(f.name for f in dataclasses.fields(cls)))
+    new = cls(*_FIELDS[cls](record))
+    for name, value in changes.items():
+        setattr(new, name, value)
+    return new
+
+
 def _field(data, key, what):
     """data[key], or PlanError naming the record and the key."""
     try:
@@ -89,6 +104,10 @@ class PlanRow:
 
     def decide(self, action, reason):
         self.action, self.reason = action, reason
+
+    def but(self, **changes):
+        """A copy with changes."""
+        return _but(self, changes)
 
     def to_json(self):
         out = {"job": self.job, "worker": self.worker, "alloc_id": self.alloc_id, "state": self.state,
@@ -155,6 +174,10 @@ class Op:
     def act(self, action, target):
         self.action, self.target = action, target
 
+    def but(self, **changes):
+        """A copy with changes."""
+        return _but(self, changes)
+
     def to_json(self):
         if self.kind == "run":
             out = {"id": self.id, "kind": self.kind, "job": self.job, "host": self.host, "src": self.src,
@@ -209,10 +232,13 @@ class Gate:
     revert_of: Any = ABSENT  # with revert: the step whose failure it undoes
     more: dict = dataclasses.field(default_factory=dict)
 
-    @classmethod
-    def of(cls, spec, hosts, **fields):
-        """The gate of a job's spec (a dict) on hosts."""
-        return dataclasses.replace(cls.from_json(dict(spec, hosts=list(hosts))), **fields)
+    def but(self, **changes):
+        """A copy with changes."""
+        return _but(self, changes)
+
+    def on(self, hosts, **changes):
+        """A copy of this gate (a job's spec, Gate.from_json) on hosts, with changes."""
+        return _but(self, dict(changes, hosts=list(hosts)))
 
     def to_json(self):
         out = dict(self.more)

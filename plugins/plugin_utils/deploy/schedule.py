@@ -11,7 +11,7 @@ the last, or one per batch with ``start_gate: every_batch``), then its upgrades 
 syncs riding in the first; a job_control job is one batch; ``auto_revert`` puts the revert of upgrade
 batch k in the job's slot k + 1. Fresh starts ship their files early (_presync).
 
-The reconciler's records are not edited: an op placed in a step is a copy (``dataclasses.replace``).
+The reconciler's records are not edited: an op the schedule changes is a copy (``Op.but``).
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ class Scheduler:
 
     def __init__(self, decided, jobs, rollout_orders):
         self.decided, self.jobs, self.rollout_orders = decided, jobs, rollout_orders
+        self.specs = {name: Gate.from_json(spec) for name, spec in decided.gates.items()}  # each job's gate spec
         self.out = Schedule()
 
     def run(self):
@@ -147,7 +148,7 @@ class Scheduler:
                     if (op.kind == "run" and op.sync and op.target == "start" and (op.job, host) in self.decided.fresh
                             and not hook_events(self.jobs[op.job])):
                         first[host].ops[host].append(Op.files(op))
-                        ops[i] = dataclasses.replace(op, sync=False)
+                        ops[i] = op.but(sync=False)
 
     def _job_batches(self, name):
         """One job's rolling batches in order: starts, then upgrades; sync-only ops ride in the first.
@@ -176,8 +177,8 @@ class Scheduler:
             gate = self._batch_gate(name, ops, label, deferred, last_start, started, where)
             for o in ops:
                 self.out.batches[(name, o.host)] = label
-            ops = [dataclasses.replace(o, held=deferred and not last_start and o.action != "sync" and not o.promote_now)
-                   for o in ops]
+            held = deferred and not last_start
+            ops = [o.but(held=True) if held and o.action != "sync" and not o.promote_now else o for o in ops]
             out.append(Batch(label, ops, gate, phase))
         if job.get("auto_revert"):
             self._add_reverts(name, out)
@@ -214,9 +215,9 @@ class Scheduler:
         single gate after the last start batch, on every started host) and the job's hooks, when it has any."""
         job = self.jobs[name]
         lifecycle_hosts = [o.host for o in ops if o.action != "sync"]
-        if name not in self.decided.gates or not lifecycle_hosts or (deferred and not last_start and not hook_events(job)):
+        if name not in self.specs or not lifecycle_hosts or (deferred and not last_start and not hook_events(job)):
             return None
-        gate = Gate.of(self.decided.gates[name], started if last_start else lifecycle_hosts)
+        gate = self.specs[name].on(started if last_start else lifecycle_hosts)
         if last_start:  # its hosts span every start batch: the label names the batch it follows
             gate.label = label
         if hook_events(job):
@@ -252,10 +253,10 @@ class Scheduler:
                                   "(restart, gate), the job's later batches do not run, the deploy ends failed" % name)
 
     def _revert_gate(self, name, batch, ops):
-        if name not in self.decided.gates:
+        if name not in self.specs:
             return None
-        gate = Gate.of(self.decided.gates[name], [o.host for o in ops], revert=True,
-                       label="%s revert of %s" % (name, batch.label[len(name) + 1:]))
+        gate = self.specs[name].on([o.host for o in ops], revert=True,
+                                   label="%s revert of %s" % (name, batch.label[len(name) + 1:]))
         if hook_events(self.jobs[name]):
             gate.hooks = {"phase": "update", "batch_index": 0, "batch_count": 1, "order": [o.host for o in ops],
                           "order_source": "default", "last": False}
@@ -283,12 +284,12 @@ class Scheduler:
     def _job_control_batch(self, name, rollout):
         """A job_control job: its whole rollout is one batch whose ops only sync files; the job's
         job_control command starts, restarts or reloads it in the batch's gate (maand deployJobWithCommands)."""
-        lifecycle = [dataclasses.replace(o, target=None) for o in rollout.start + rollout.upgrade]
+        lifecycle = [o.but(target=None) for o in rollout.start + rollout.upgrade]
         ops = rollout.sync + lifecycle
         label = "%s job_control" % name
         gate = None
         if lifecycle:
-            gate = Gate.of(self.decided.gates[name], [o.host for o in lifecycle], hooks={
+            gate = self.specs[name].on([o.host for o in lifecycle], hooks={
                 "job_control": True, "new": [o.host for o in rollout.start],
                 "updated": [o.host for o in rollout.upgrade], "last": True})
         for o in ops:
@@ -315,8 +316,8 @@ class Scheduler:
                 if batch.revert_ops:
                     of = subs[name][batch.revert_of].step
                     for o in batch.revert_ops:
-                        ops_by_host.setdefault(o.host, []).append(dataclasses.replace(o, revert_of=of))
+                        ops_by_host.setdefault(o.host, []).append(o.but(revert_of=of))
                     if batch.revert_gate:
-                        gates.append(dataclasses.replace(batch.revert_gate, revert_of=of))
+                        gates.append(batch.revert_gate.but(revert_of=of))
             self.out.steps.append(Step(len(self.out.steps), wave, i == depth - 1,
                                        "wave %d: %s" % (wave, "; ".join(labels)), step_jobs, ops_by_host, gates))
