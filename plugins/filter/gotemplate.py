@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _functions
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
 
 _FUNC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 

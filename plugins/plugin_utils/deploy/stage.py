@@ -47,7 +47,8 @@ from typing import Any, Callable, Iterable
 from ..worker import layout as _layout
 from ..bucket import content as _content, storage as _storage
 from ..catalog import kv_build as _kv_build
-from ..kv import gotemplate as _gotemplate, functions as _functions, prometheus as _prometheus, secrets as _secrets
+from .. import gotemplate as _gotemplate
+from ..kv import functions as _functions, prometheus as _prometheus, secrets as _secrets
 from . import prometheus as _deploy_prometheus
 
 GO_SUFFIX = ".tpl"

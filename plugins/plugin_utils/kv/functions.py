@@ -28,7 +28,7 @@ import uuid
 from typing import Any, Callable, Iterable, Mapping
 
 from ..worker import layout as _layout
-from . import gotemplate
+from .. import gotemplate
 from ..bucket import readers as _readers
 
 KV = Mapping[str, Mapping[str, str]]

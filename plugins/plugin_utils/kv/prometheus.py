@@ -33,7 +33,8 @@ import os
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-from . import gotemplate as _gotemplate, functions as _functions
+from .. import gotemplate as _gotemplate
+from . import functions as _functions
 
 FUNC_NAMES = ("scrapeConfigs", "ruleFiles")
 KV_NAMESPACE = "maand/prometheus"

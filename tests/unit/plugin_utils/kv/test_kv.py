@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
 

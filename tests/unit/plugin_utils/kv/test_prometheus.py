@@ -17,7 +17,8 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _functions, prometheus as _prometheus
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions, prometheus as _prometheus
 from tests.maand_init import init_bucket, job, ws
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "prometheus", "yamlv3_scrape.json")

@@ -12,12 +12,17 @@ complex-typed interfaces, panics) are listed in SKIP with the reason; every othe
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils.gotemplate import lex as _lex
+
+# the parser module (the door's ``parse`` is the function of the same name)
+_parse = importlib.import_module("ansible_collections.maand.core.plugins.plugin_utils.gotemplate.parse")
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "gotemplate")
 
@@ -313,10 +318,10 @@ PARSE_FUNCS = {"printf": _gotemplate.BUILTINS["printf"], "contains": lambda a, b
 
 @pytest.mark.parametrize("case", PARSE["parseTests"], ids=lambda c: c["name"])
 def test_go_parse_table(case, monkeypatch):
-    monkeypatch.setattr(_gotemplate, "_TEXT_QUOTED", [True])
+    monkeypatch.setattr(_parse, "_TEXT_QUOTED", [True])
     try:
-        tmpl = _gotemplate._Parser(case["name"], case["input"], _gotemplate._Lexer(case["input"]).run(),
-                          PARSE_FUNCS).parse()
+        tmpl = _parse._Parser(case["name"], case["input"], _lex._Lexer(case["input"]).run(),
+                              PARSE_FUNCS).parse()
     except _gotemplate.TemplateError as exc:
         assert not case["ok"], "%s: unexpected error %s" % (case["input"], exc)
         return
