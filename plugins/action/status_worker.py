@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
-from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
-ARGUMENT_SPEC = specs.spec_for("status_worker")
+ARGUMENT_SPEC = _adapter.spec_for("status_worker")
 
 
 class ActionModule(MaandAction):
@@ -20,9 +20,9 @@ class ActionModule(MaandAction):
     def act(self, result, args, task_vars):
         host = task_vars.get("inventory_hostname")
         try:
-            ops = _status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
+            ops = _ops.status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
                                      args["jobs"], task_vars.get("maand_catalog_jobs"))
-        except _status.StatusError as exc:
+        except _ops.status.StatusError as exc:
             result.update(failed=True, changed=False, msg=str(exc))
             return result
         result.update(changed=False, host=host)

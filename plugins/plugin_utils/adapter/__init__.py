@@ -11,3 +11,25 @@ support.py holds the small helpers actions share (integer extra vars, ssh args, 
 
 The door for plugins: action_base.py (MaandAction, ControllerAction) and controller.py.
 """
+
+from __future__ import annotations
+
+import importlib
+
+# The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
+_DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller",
+         "python_of": "controller", "run_pid": "controller", "show": "controller",
+         "worker_state": "controller", "deploy_extra_vars": "extra_vars", "warn_unknown_extra_vars": "extra_vars",
+         "spec_for": "specs", "int_var": "support"}
+__all__ = sorted(_DOOR)
+
+
+def __getattr__(name):
+    if name not in _DOOR:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_DOOR))

@@ -12,3 +12,24 @@ PostgreSQL state store and its deploy lock holder).
 
 The door: model.py (load_bucket and the model's records); storage.py for what every stage persists.
 """
+
+from __future__ import annotations
+
+import importlib
+
+# The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
+_DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "model", "load_maand_conf": "model",
+         "group_name": "naming", "Report": "problems", "did_you_mean": "problems", "redact": "state_pg",
+         "LockBusy": "storage", "StateStoreError": "storage"}
+__all__ = sorted(_DOOR)
+
+
+def __getattr__(name):
+    if name not in _DOOR:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_DOOR))

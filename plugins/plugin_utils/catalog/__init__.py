@@ -7,3 +7,24 @@ service.py (build, compute), validate.py, catalog.py (data/catalog.json), catalo
 fingerprint.py, certs.py and certs_build.py (the bucket CA and the jobs' leaves), kv_build.py,
 prometheus_checks.py, jobspec_build.py, maand_db.py (taking over a bucket from maand).
 """
+
+from __future__ import annotations
+
+import importlib
+
+# The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
+_DOOR = {"CATALOG_REL": "catalog", "CatalogError": "catalog", "catalog_path": "catalog", "dumps": "catalog",
+         "read_catalog": "catalog", "stale": "fingerprint", "read_kv": "kv_build", "allocation_table": "service",
+         "build": "service", "compute": "service", "explain_short_jobs": "service"}
+__all__ = sorted(_DOOR)
+
+
+def __getattr__(name):
+    if name not in _DOOR:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_DOOR))

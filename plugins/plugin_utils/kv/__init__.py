@@ -9,3 +9,24 @@ store.py (data/kv.json with maand's versions and history), secrets.py (AES-GCM a
 
 The door: store.py (KVStore) for the KV, functions.py for what templates read.
 """
+
+from __future__ import annotations
+
+import importlib
+
+# The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
+_DOOR = {"AllocationData": "functions", "KVError": "functions", "KVReader": "functions",
+         "is_private_key": "functions", "is_secret_ns": "functions", "render_allocation": "functions",
+         "KVStoreError": "store"}
+__all__ = sorted(_DOOR)
+
+
+def __getattr__(name):
+    if name not in _DOOR:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_DOOR))

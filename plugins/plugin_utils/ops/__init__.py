@@ -8,3 +8,24 @@ extra_vars.py, state_move.py (maand.core.state: a bucket's state between data/ a
 
 Each verb's module is its door (ops/<verb>.py); the actions call nothing else of ops/.
 """
+
+from __future__ import annotations
+
+import importlib
+
+# The door: the verb modules (ops.<verb>.<name>), imported when first used.
+_DOOR = {"cat": "cat", "cert_metrics": "cert_metrics", "extra_vars": "extra_vars", "facts": "facts", "gc": "gc",
+         "health_check": "health_check", "info": "info", "logs": "logs", "run_command": "run_command",
+         "scaffold": "scaffold", "state_move": "state_move", "status": "status", "worker_sync": "worker_sync"}
+__all__ = sorted(_DOOR)
+
+
+def __getattr__(name):
+    if name not in _DOOR:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = globals()[name] = importlib.import_module("." + name, __name__)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_DOOR))
