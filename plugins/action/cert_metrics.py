@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
+from ansible_collections.maand.core.plugins.plugin_utils import prometheus as _prometheus
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
@@ -30,7 +31,7 @@ class ActionModule(ControllerAction):
                     " -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
             outcome = _cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
                                          log=display.display)
-        except (_cert_metrics.CertMetricsError, _catalog.CatalogError) as exc:
+        except (_prometheus.PushError, _catalog.CatalogError) as exc:  # CertMetricsError is one
             msg = "cert metrics: %s" % exc
             if not best_effort:
                 result.update(failed=True, changed=False, state="failed", msg=msg)
