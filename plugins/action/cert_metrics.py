@@ -11,6 +11,7 @@ from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adap
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import prometheus as _prometheus
 
 display = Display()
 
@@ -30,7 +31,7 @@ class ActionModule(ControllerAction):
                     " -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
             outcome = _ops.cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
                                          log=display.display)
-        except (_ops.cert_metrics.CertMetricsError, _catalog.CatalogError) as exc:
+        except (_prometheus.PushError, _catalog.CatalogError) as exc:  # CertMetricsError is one
             msg = "cert metrics: %s" % exc
             if not best_effort:
                 result.update(failed=True, changed=False, state="failed", msg=msg)

@@ -5,7 +5,8 @@
 
 service.py (build, compute), validate.py, catalog.py (data/catalog.json), catalog_schema.py,
 fingerprint.py, certs.py and certs_build.py (the bucket CA and the jobs' leaves), kv_build.py,
-prometheus_checks.py, jobspec_build.py, maand_db.py (taking over a bucket from maand).
+jobspec_build.py, maand_db.py (taking over a bucket from maand). The _prometheus/ checks are the
+prometheus package's (prometheus/checks.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from typing import Any
 
 from . import catalog as _catalog
 from .. import gotemplate as _gotemplate
-from ..kv import functions as _functions, store as _kv_store, prometheus as _prometheus
+from .. import prometheus as _prometheus
+from ..kv import functions as _functions, store as _kv_store
 
 # Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
 # read by maand's Prometheus assembly (scrape.yaml.tpl has its own function map).

@@ -13,9 +13,10 @@ import contextlib
 import gc
 import uuid
 
+from .. import prometheus as _prometheus
 from ..bucket import storage as _storage
 from . import (
-    catalog as _catalog, prometheus_checks as _prometheus_checks, certs as _certs,
+    catalog as _catalog, certs as _certs,
     certs_build as _certs_build, fingerprint as _fingerprint, jobspec_build as _jobspec_build,
     kv_build as _kv_build, maand_db as _maand_db,
 )
@@ -83,7 +84,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         report.warn("ErrInvalidMaandDB", _maand_db.DB_REL, "", "not read: this bucket was taken over (maand.core keeps"
                     " %s); maand's database no longer follows the bucket" % _catalog.CATALOG_REL,
                     "move data/maand.db out of data/ (keep it as a backup) and stop using maand on this bucket")
-    bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(_prometheus_checks.check_prometheus,))
+    bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(_prometheus.check_prometheus,))
     compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
     result.bucket = bucket
     result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads

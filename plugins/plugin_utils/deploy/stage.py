@@ -48,8 +48,8 @@ from ..worker import layout as _layout
 from ..bucket import content as _content, storage as _storage
 from ..catalog import kv_build as _kv_build
 from .. import gotemplate as _gotemplate
-from ..kv import functions as _functions, prometheus as _prometheus, secrets as _secrets
-from . import prometheus as _deploy_prometheus
+from .. import prometheus as _prometheus
+from ..kv import functions as _functions, secrets as _secrets
 
 GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
@@ -705,7 +705,7 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
     current_versions: (job, host) -> the version the worker runs (".CurrentVersion"; "0.0.0" if none).
     overlays: providers, each (job, host) -> extra generated files of that allocation (certificates, ...);
     a Prometheus server job's rules/ and consoles/ are always added (prometheus_overlays), and every
-    template may call scrapeConfigs and ruleFiles (kv/prometheus.template_funcs).
+    template may call scrapeConfigs and ruleFiles (prometheus/funcs.py template_funcs).
     kv: (kv, digest key loader) as load_kv returns them (read from bucket_dir when None).
     pending: jobs whose pre_deploy hooks run later, at their wave (deploy/pre_deploy): a KV key they read that
     does not exist yet renders as "" and is listed in Staging.missing instead of failing the render."""
@@ -752,8 +752,8 @@ def _pending_key(digest_key: Callable[[], bytes]) -> Callable[[], bytes]:
 
 def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayFn:
     """maand's Prometheus server staging as overlays: rules/, consoles/runbooks/, consoles/dashboards/ on
-    every allocation of a job that ships prometheus.yml(.tpl) (deploy/prometheus.py); origin "prometheus"."""
-    files_for = _deploy_prometheus.server_files_provider(bucket_dir, catalog)
+    every allocation of a job that ships prometheus.yml(.tpl) (prometheus/consoles.py); origin "prometheus"."""
+    files_for = _prometheus.server_files_provider(bucket_dir, catalog)
 
     def provide(job: str, host: str) -> list[Overlay]:
         try:
@@ -762,7 +762,7 @@ def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayF
             raise RenderError(job, host, exc.file or "rules/", str(exc),
                               "fix the file named (maand's _prometheus/ rules: docs/templates.md, Prometheus)"
                               " and build again") from None
-        return [Overlay(rel, content, origin=_deploy_prometheus.ORIGIN) for rel, content in sorted(files.items())]
+        return [Overlay(rel, content, origin=_prometheus.ORIGIN) for rel, content in sorted(files.items())]
     return provide
 
 

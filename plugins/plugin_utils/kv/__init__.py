@@ -4,8 +4,8 @@
 """The KV store and the template languages (stage 2).
 
 store.py (data/kv.json with maand's versions and history), secrets.py (AES-GCM as maand), functions.py
-(namespaces, read rules, the template function map over the Go template engine, gotemplate/), prometheus.py
-(maand's Prometheus support).
+(namespaces, read rules, the template function map over the Go template engine, gotemplate/). maand's
+Prometheus support is the prometheus package.
 
 The door: store.py (KVStore) for the KV, functions.py for what templates read.
 """

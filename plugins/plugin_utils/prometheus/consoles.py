@@ -8,7 +8,7 @@ its allocations the deploy lays over its tree, as maand does:
 
 * ``rules/<job>/<file>``: every job's ``_prometheus/alerts/*.yaml``, an alert's ``annotations.runbook``
   turned into ``runbook_url`` on that worker's Prometheus, and ``rules/maand/certs.yaml``
-  (deploy/prometheus_rules.go; the files themselves come from ``kv/prometheus.rule_files``);
+  (deploy/prometheus_rules.go; the files themselves come from ``rules.py``, ``rule_files``);
 * ``consoles/runbooks/<job>/<slug>.html``: every ``_prometheus/runbooks/**.md`` rendered to HTML, with
   ``index.html`` and ``style.css`` (deploy/prometheus_runbooks.go, runbooks/html.go);
 * ``consoles/dashboards/<job>/<path>``: every file under ``_prometheus/dashboards/`` but
@@ -30,7 +30,10 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import content as _content
-from ..kv import functions as _functions, prometheus as _prometheus
+from ..kv import functions as _functions
+from .errors import PrometheusError
+from .files import MAX_FILE_BYTES, JobFolder, collect, server_jobs
+from .rules import rule_files
 
 RUNBOOKS_DIR = "consoles/runbooks"
 DASHBOARDS_DIR = "consoles/dashboards"
@@ -231,7 +234,7 @@ def _markdown() -> Any:
     try:
         from markdown_it import MarkdownIt
     except ImportError:
-        raise _prometheus.PrometheusError("runbooks need the Python package markdown-it-py on the controller:"
+        raise PrometheusError("runbooks need the Python package markdown-it-py on the controller:"
                                           " pip install markdown-it-py (requirements.txt)") from None
     md = MarkdownIt("commonmark", {"html": True, "xhtmlOut": False}).enable(["table", "strikethrough"])
     md.add_render_rule("html_block", lambda self, tokens, idx, options, env: "<!-- raw HTML omitted -->\n")
@@ -290,11 +293,11 @@ def _walk(root: str) -> list[str]:
 def _read_bytes(path: str, rel: str) -> bytes:
     try:
         with open(path, "rb") as handle:
-            data = handle.read(_prometheus.MAX_FILE_BYTES + 1)
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        raise _prometheus.PrometheusError("%s: cannot be read: %s" % (rel, exc.strerror), rel) from None
-    if len(data) > _prometheus.MAX_FILE_BYTES:
-        raise _prometheus.PrometheusError("%s: larger than %d MB" % (rel, _prometheus.MAX_FILE_BYTES >> 20), rel)
+        raise PrometheusError("%s: cannot be read: %s" % (rel, exc.strerror), rel) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise PrometheusError("%s: larger than %d MB" % (rel, MAX_FILE_BYTES >> 20), rel)
     return data
 
 
@@ -302,7 +305,7 @@ def _text(data: bytes, rel: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _prometheus.PrometheusError("%s: not UTF-8 text" % rel, rel) from None
+        raise PrometheusError("%s: not UTF-8 text" % rel, rel) from None
 
 
 def runbook_page(job: str, slug: str, markdown: str) -> str:
@@ -361,7 +364,7 @@ def listed_in_index(rel: str, patterns: Iterable[str]) -> bool:
     return not any(_content.glob_match(p, rel) for p in patterns)
 
 
-def runbook_files(folders: Iterable[_prometheus.JobFolder]) -> dict[str, bytes]:
+def runbook_files(folders: Iterable[JobFolder]) -> dict[str, bytes]:
     """consoles/runbooks/: every job's _prometheus/runbooks/**.md as a page, index.html, style.css ({} when none)."""
     out: dict[str, bytes] = {}
     entries = []
@@ -382,7 +385,7 @@ def runbook_files(folders: Iterable[_prometheus.JobFolder]) -> dict[str, bytes]:
     return out
 
 
-def dashboard_files(folders: Iterable[_prometheus.JobFolder]) -> dict[str, bytes]:
+def dashboard_files(folders: Iterable[JobFolder]) -> dict[str, bytes]:
     """consoles/dashboards/: every file of every job's _prometheus/dashboards/ but .dashboardignore files,
     index.html, style.css ({} when none)."""
     out: dict[str, bytes] = {}
@@ -414,15 +417,15 @@ def server_files_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callab
     """(job, host) -> {rel: content} maand's deploy adds to a Prometheus server job's tree on host ({} for
     any other job). Runbooks and dashboards are read once; rules carry the host's runbook URLs.
     Raises PrometheusError naming the file at fault."""
-    servers = set(_prometheus.server_jobs(bucket_dir, catalog))
+    servers = set(server_jobs(bucket_dir, catalog))
     consoles: list[dict[str, bytes]] = []
 
     def provide(job: str, host: str) -> dict[str, bytes]:
         if job not in servers:
             return {}
-        files = _prometheus.rule_files(bucket_dir, catalog, job, host)
+        files = rule_files(bucket_dir, catalog, job, host)
         if not consoles:
-            folders = _prometheus.collect(bucket_dir, catalog)
+            folders = collect(bucket_dir, catalog)
             consoles.append(dict(runbook_files(folders), **dashboard_files(folders)))
         files.update(consoles[0])
         return files

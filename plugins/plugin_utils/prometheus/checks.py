@@ -5,7 +5,7 @@
 
 The model calls ``check_prometheus`` after reading every job (build passes it to
 ``bucket.model.load_bucket`` as a job-set check), because the files are read with the Prometheus
-YAML reader of ``kv/prometheus``, a stage the bucket model does not import. No Ansible imports.
+YAML reader (goyaml.py), a package the bucket model does not import. No Ansible imports.
 """
 
 from __future__ import annotations
@@ -13,16 +13,13 @@ from __future__ import annotations
 import os
 
 from ..bucket.job_checks import declared_port_names
-from ..kv import prometheus as _prometheus
+from .errors import PrometheusError
+from .files import MAX_FILE_BYTES, SERVER_FILES
+from .goyaml import load_yaml
+from .scrape import FORBIDDEN_SD, JOB_PLACEHOLDER, PORT_PREFIX
 
 
 # --- _prometheus/ (maand promconfig/catalog.go BuildCatalog, alerts.go, scrape.go; guides/prometheus.md) --
-
-SERVER_FILES = ("prometheus.yml", "prometheus.yml.tpl")
-FORBIDDEN_SD = _prometheus.FORBIDDEN_SD
-PORT_PLACEHOLDER = "maand:port/"
-JOB_PLACEHOLDER = "maand:job"
-MAX_YAML_BYTES = 4 << 20
 
 
 def _isfile(*parts):
@@ -75,25 +72,25 @@ def _runbook_slugs(folder):
 
 
 def _load_yaml(bucket, rel, job, report):
-    """The file read as maand reads it (go-yaml v3: YAML 1.2 scalars, merge keys), by _prometheus's reader."""
+    """The file read as maand reads it (go-yaml v3: YAML 1.2 scalars, merge keys), by goyaml.py's reader."""
     try:
         with open(os.path.join(bucket.path, rel), "rb") as handle:
-            data = handle.read(MAX_YAML_BYTES + 1)
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         report.error("ErrInvalidJob", rel, "", "cannot read: %s" % exc.strerror, "fix the file's permissions")
         return None, False
-    if len(data) > MAX_YAML_BYTES:
-        report.error("ErrInvalidJob", rel, "", "file is larger than %d MB" % (MAX_YAML_BYTES >> 20), "split it")
+    if len(data) > MAX_FILE_BYTES:
+        report.error("ErrInvalidJob", rel, "", "file is larger than %d MB" % (MAX_FILE_BYTES >> 20), "split it")
         return None, False
     if not data.strip():
         report.error("ErrInvalidJob", rel, "", "job %s _prometheus/%s is empty" % (job.name, rel.split("_prometheus/")[1]),
                      "remove the file or fill it in")
         return None, False
     try:
-        return _prometheus.load_yaml(data.decode("utf-8"), "job %s" % job.name), True
+        return load_yaml(data.decode("utf-8"), "job %s" % job.name), True
     except UnicodeDecodeError:
         report.error("ErrInvalidJob", rel, "", "job %s: not UTF-8 text" % job.name, "save the file as UTF-8")
-    except _prometheus.PrometheusError as exc:
+    except PrometheusError as exc:
         report.error("ErrInvalidJob", rel, "", str(exc), "fix the YAML syntax")
     return None, False
 
@@ -189,10 +186,10 @@ def _check_targets(job, rel, index, item, ports, report):
     for bi, block in enumerate(blocks if isinstance(blocks, list) else []):
         targets = block.get("targets") if isinstance(block, dict) else None
         for ti, target in enumerate(targets if isinstance(targets, list) else []):
-            if not isinstance(target, str) or not target.startswith(PORT_PLACEHOLDER):
+            if not isinstance(target, str) or not target.startswith(PORT_PREFIX):
                 continue
             field = "[%d].static_configs[%d].targets[%d]" % (index, bi, ti)
-            key = target[len(PORT_PLACEHOLDER):].split("/")[0]
+            key = target[len(PORT_PREFIX):].split("/")[0]
             if key == "_implicit":
                 key, problem = _implicit_port(job, ports)
                 if problem:

@@ -1,4 +1,5 @@
-"""maand's Prometheus server staging (deploy/prepare.go prepareJobOnWorker, prometheus_*.go).
+"""maand's Prometheus server staging (deploy/prepare.go prepareJobOnWorker, prometheus_*.go):
+plugins/plugin_utils/prometheus/consoles.py and the deploy's overlays of it (deploy/stage.py).
 
 Expected pages come from maand's own runbooks/html.go and dashboards/html.go run with goldmark v1.7.8
 (tests/data/prometheus/maand_consoles.json; how: consoles_main.go.txt); the staging cases are maand's
@@ -9,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import prometheus as _prometheus, stage as _stage
-from ansible_collections.maand.core.plugins.plugin_utils.kv import prometheus as KP
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _stage
+from ansible_collections.maand.core.plugins.plugin_utils.prometheus import consoles as _consoles, scrape_catalog as _scrape_catalog
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data", "prometheus", "maand_consoles.json")
 with open(DATA, encoding="utf-8") as _handle:
@@ -19,29 +20,29 @@ with open(DATA, encoding="utf-8") as _handle:
 
 @pytest.mark.parametrize("case", GOLDEN["runbooks"], ids=lambda c: "%s/%s" % (c["job"], c["slug"]))
 def test_runbook_page_is_maands_byte_for_byte(case):
-    assert _prometheus.runbook_page(case["job"], case["slug"], case["markdown"]) == case["html"]
+    assert _consoles.runbook_page(case["job"], case["slug"], case["markdown"]) == case["html"]
 
 
 @pytest.mark.parametrize("index", range(len(GOLDEN["runbook_index"])))
 def test_runbook_index_is_maands(index):
     entries = [(e["Job"], e["Slug"]) for e in GOLDEN["runbook_index"][index]]
-    assert _prometheus.runbook_index(entries) == GOLDEN["runbook_index_html"][index]
+    assert _consoles.runbook_index(entries) == GOLDEN["runbook_index_html"][index]
 
 
 @pytest.mark.parametrize("index", range(len(GOLDEN["dashboards"])))
 def test_dashboard_index_is_maands(index):
     entries = [(e["Job"], e["Rel"], e["Label"]) for e in GOLDEN["dashboards"][index]]
-    assert _prometheus.dashboard_index(entries) == GOLDEN["dashboards_html"][index]
+    assert _consoles.dashboard_index(entries) == GOLDEN["dashboards_html"][index]
 
 
 @pytest.mark.parametrize("case", GOLDEN["labels"], ids=lambda c: c["rel"])
 def test_dashboard_label_is_maands(case):
-    assert _prometheus.dashboard_label(case["rel"], case["content"]) == case["label"]
+    assert _consoles.dashboard_label(case["rel"], case["content"]) == case["label"]
 
 
 def test_escape_console_literals_as_maand():
     # maand runbooks/html_test.go TestEscapePrometheusTemplateLiterals
-    out = _prometheus.escape_console_literals('docker ps --format "table {{.Names}}\\t{{.Status}}"')
+    out = _consoles.escape_console_literals('docker ps --format "table {{.Names}}\\t{{.Status}}"')
     assert "{{.Names}}" not in out
     assert '{{ "{{" }}' in out and '{{ "}}" }}' in out
 
@@ -57,11 +58,11 @@ def test_escape_console_literals_as_maand():
     ("slo/latency.html", ["partials/**", "_partial.html"], True),
 ])
 def test_listed_in_index(rel, patterns, listed):
-    assert _prometheus.listed_in_index(rel, patterns) is listed
+    assert _consoles.listed_in_index(rel, patterns) is listed
 
 
 def test_ignore_patterns_skip_blanks_and_comments():
-    assert _prometheus.ignore_patterns("# partials\n_partial.html\n\n  partials/**  \n") == ["_partial.html", "partials/**"]
+    assert _consoles.ignore_patterns("# partials\n_partial.html\n\n  partials/**  \n") == ["_partial.html", "partials/**"]
 
 
 # --- a bucket: the server job's overlays and the template functions through stage.compute ------------
@@ -112,7 +113,7 @@ def _bucket(tmp_path, server="prometheus", port=True):
                         {"job": "api", "worker": "10.0.0.2", "state": "active"}],
     }
     scrape = [{"job_name": "api", "static_configs": [{"targets": ["maand:port/api_metrics_port"]}]}]
-    kv = {KP.KV_NAMESPACE: {"scrape_jobs": "api", "scrape/api": json.dumps(scrape)}}
+    kv = {_scrape_catalog.KV_NAMESPACE: {"scrape_jobs": "api", "scrape/api": json.dumps(scrape)}}
     return root, catalog, kv
 
 
@@ -135,7 +136,7 @@ def test_server_job_gets_rules_runbooks_dashboards_and_config(tmp_path):
     assert "maand_cert_expiring" in files["rules/maand/certs.yaml"]
     assert "<h1>Api Down</h1>" in files["consoles/runbooks/api/ApiDown.html"]
     assert 'href="api/ApiDown.html"' in files["consoles/runbooks/index.html"]
-    assert files["consoles/runbooks/style.css"] == _prometheus.STYLE_CSS
+    assert files["consoles/runbooks/style.css"] == _consoles.STYLE_CSS
     index = files["consoles/dashboards/index.html"]
     assert 'href="api/overview.html"' in index and ">API overview</a>" in index
     assert 'href="api/slo/latency.html"' in index and ">SLO latency</a>" in index and ">Workers</a>" in index
