@@ -8,6 +8,7 @@ another action; and inside placement, the rules never reach the explanation code
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def core_imports(source, module_pkg=None):
     return found
 
 
+@functools.lru_cache(maxsize=None)  # parsed once per run, not once per test (callers only read it)
 def import_graph(root=CORE):
     """{'pkg.mod': {'pkg.mod', ...}} of every module under root/<pkg>/."""
     graph = {}

@@ -406,40 +406,6 @@ def test_write_takes_the_bucket_lock(bucket):
     assert json.loads(workers_path(bucket).read_text())[1]["memory"] == "7936 mb"
 
 
-# --------------------------------------------------------------------------- through ansible-playbook
-
-
-def run_playbook(bucket, tmp_path, *args):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
-    return subprocess.run(["ansible-playbook", "maand.core.facts", "-e", "maand_bucket=%s" % bucket, *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
-
-
-@pytest.mark.parametrize("content, expected", [
-    ("[{\"host\": \"a\"}, {\"host\": \"a\"}]", "[1].host: duplicate host a (also at [0])"),
-    ("not json", "workspace/workers.json: invalid JSON"),
-    ("[{\"labels\": []}]", "$[0]: 'host' is a required property"),
-])
-def test_playbook_bad_input_fails_cleanly(bucket, tmp_path, content, expected):
-    workers_path(bucket).write_text(content)
-    proc = run_playbook(bucket, tmp_path)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0
-    assert expected in out
-    assert str(workers_path(bucket)) in out
-    assert "Traceback" not in out
-    assert workers_path(bucket).read_text() == content
-
-
-def test_playbook_requires_the_bucket(tmp_path):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run(["ansible-playbook", "maand.core.facts"], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=300, check=False)
-    assert proc.returncode != 0
-    assert "-e maand_bucket=DIR" in proc.stdout + proc.stderr
-
-
 @pytest.mark.parametrize("probed, old, want, line", [
     ("x86_64", None, "amd64", "a: arch (unset) -> amd64"),
     ("aarch64", "amd64", "arm64", "a: arch amd64 -> arm64"),
