@@ -18,7 +18,7 @@ This module reads the ``_prometheus/`` folders (``collect``), expands and writes
 (``expand_scrape_configs``, ``scrape_configs_yaml``, ``rule_files_yaml``) and gives the function
 map for one bucket (``template_funcs``) and the ``maand/prometheus`` KV build writes (``compute_kv``).
 YAML is read with yaml.v3's scalar rules (``load_yaml``) and written as yaml.v3's Marshal writes it
-(``marshal``), so the output is maand's byte for byte (tests/unit/test_prometheus.py holds outputs
+(``marshal``), so the output is maand's byte for byte (tests/unit/plugin_utils/kv/test_prometheus.py holds outputs
 of maand's own code run with yaml.v3 v3.0.1).
 
 No Ansible imports.
