@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """stdout callback maand.core.deploy: a deploy as an operator reads it (the formatting is
-plugins/plugin_utils/deploy/view.py, the progress file _deploy_progress.py)."""
+plugins/plugin_utils/deploy/view.py, the progress records plugins/plugin_utils/deploy/progress.py)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ description:
 author:
   - maand.core developers (@maand-sh)
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.id,
-                                 maand.core.controller.remote, maand.core.deploy_role]
+                                 maand.core.controller.remote, maand.core.deploy_role, maand.core.private]
 """
 
 EXAMPLES = r"""

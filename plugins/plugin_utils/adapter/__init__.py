@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one Ansible-side adapter (stage 7: only plugins/ import it).
+"""Adapter: the Ansible side of the core (only plugins/ import it).
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 action_base.py is the action plugins' base class (argument spec, bucket path, controller-only
 settings, the agent round trip); controller.py builds what the deploy's door (deploy/service.py) needs

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The base class of maand.core's action plugins: the Ansible side, not the pure core (the
-underscore modules of plugin_utils import nothing of Ansible; this one is their only caller's glue).
+stage packages of plugin_utils import nothing of Ansible; adapter/ is their only caller's glue).
 
 Every action plugin validates its ARGUMENT_SPEC the same way and, when it takes a bucket, resolves
 it to an absolute path; it then implements ``act(result, args, task_vars)``.

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reading a bucket: the workspace files into the model (stage 1).
+"""Bucket: the workspace files read into the model, and the state store.
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 model.py (load_bucket: maand.conf, workers.json, bucket.conf, the jobs, disabled.json), readers.py (one
 reader per format), schemas.py, units.py (resources, versions, architectures), problems.py (the

@@ -102,7 +102,7 @@ _FIX_INVALID = ("restore %s from a backup or git; or remove it (a bucket_id reco
 
 def previous_for_build(bucket_dir, report, new_bucket_id):
     """The previous catalog for a build: (catalog or None, bucket_id to keep or None), problems added to
-    `report` (a _problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
+    `report` (a bucket/problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
     error unless new_bucket_id; a missing one keeps the id recorded in data/bucket_id, with a warning."""
     rel = CATALOG_REL
     stale = check_checkout(bucket_dir)

@@ -145,7 +145,7 @@ def _keep_worker_ids(catalog, previous, maand):
 
 def _keep_update_seq(catalog, previous, maand):
     """maand.db's update_seq, taken over once and then carried by every build: deploy's update_seq stays
-    above it (_deploy_plan.seen_update_seq), even where a worker reports less than maand reached."""
+    above it (deploy/plan.seen_update_seq), even where a worker reports less than maand reached."""
     floor = maand.update_seq if maand else int((previous or {}).get(UPDATE_SEQ_FLOOR) or 0)
     if floor > 0:
         catalog[UPDATE_SEQ_FLOOR] = floor

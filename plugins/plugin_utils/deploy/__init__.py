@@ -1,8 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The deploy: plan, run folder, steps and gates. Stage 5; the door is service.py (lock, prepare,
-step, agent_payload/agent_done, finish), called by the deploy actions.
+"""Deploy: the plan, the run folder, the steps and their gates.
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
+
+The door is service.py (lock, prepare, step, agent_payload/agent_done, finish), called by the deploy
+actions.
 
 plan.py (pure: what happens to every allocation, in which order), run_state.py (pure reducer),
 run.py (the run folder), stage.py and layers.py (what ships), pin.py, view.py, progress.py, gate.py

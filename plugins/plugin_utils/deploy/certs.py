@@ -17,7 +17,7 @@ from ..kv import functions as _functions, store as _store
 
 
 def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[str, str], list]:
-    """For the deploy's overlays: (job, host) -> [_deploy_stage.Overlay] of its certs (maand updateCerts)."""
+    """For the deploy's overlays: (job, host) -> [deploy/stage.Overlay] of its certs (maand updateCerts)."""
     specs = _certs_build.job_specs(catalog)
     snapshot: dict = {}
     if specs:

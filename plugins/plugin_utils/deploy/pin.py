@@ -6,7 +6,7 @@
 * ``plan_summary`` / ``plan_digest``: the semantic content of a deploy plan (per allocation its action,
   content hash and versions; the steps: waves, batches, which ops run where; the gates) and a sha256
   over its canonical JSON. Reasons, rendered lines, timestamps and estimates are left out; content hashes
-  of secret-bearing files are HMACs (``_deploy_stage``), so the digest carries no secret value.
+  of secret-bearing files are HMACs (``deploy/stage.py``), so the digest carries no secret value.
   ``--check`` prints it; ``-e maand_plan=<hash>`` makes the real deploy refuse when its own differs,
   and ``describe_changes`` names what changed when the check's summary was kept.
 * ``wave_picture``: ``wave 0 api --(command_ready >= 1.0)--> wave 1 poller`` from the catalog's

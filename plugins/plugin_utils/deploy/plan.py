@@ -4,7 +4,7 @@
 """The deploy plan: what a deploy does to every allocation, and in which order (pure Python).
 
 Inputs are plain data: the catalog (`data/catalog.json`), the content of every job tree hashed on
-the controller (`_deploy_files.hash_tree`), and what each worker reported about its promoted state
+the controller (`bucket/content.hash_tree`), and what each worker reported about its promoted state
 (`/opt/worker/<bucket_id>/deploy/<job>.json`, one read per host). The output is a JSON-able dict:
 
 - `rows`: one per allocation in scope: the action (start, restart, reload, sync, skip, stop, remove,
@@ -19,7 +19,7 @@ the controller (`_deploy_files.hash_tree`), and what each worker reported about 
 - `prune`: catalog rows a successful run may drop without touching a worker.
 
 Inside the planner, rows, operations and steps are typed records (`PlanRow`, `Op`, `Step`); their
-`to_json` gives the plan's JSON, the only shape that leaves this module (tests/unit/test_deploy_plan_golden.py
+`to_json` gives the plan's JSON, the only shape that leaves this module (tests/unit/plugin_utils/deploy/test_deploy_plan_golden.py
 keeps it unchanged).
 
 Nothing here performs I/O.
@@ -42,7 +42,7 @@ POLICIES = ("always", "reload", "never")
 START_GATES = ("last_batch", "every_batch")  # the manifest's start_gate: maand's single gate after the starts, or one per batch
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
-ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (_jobspec_deploy)
+ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (deploy/jobspec_deploy.py)
 
 
 class PlanError(Exception):
@@ -145,7 +145,7 @@ HOOK_ONLY_GATE = {"checks": [], "timeout_seconds": 0, "attempts": 1, "interval_s
 
 
 def hook_events(job):
-    """The job commands events of a job that run in its batches' gates (_hook_deploy)."""
+    """The job commands events of a job that run in its batches' gates (hooks/points.py)."""
     events = {e for c in (job.get("commands") or {}).values() for e in (c.get("executed_on") or ())}
     return [e for e in HOOK_EVENTS if e in events]
 
@@ -197,7 +197,7 @@ def compute_plan(catalog, content, states, hosts, options=None):
 
     catalog: the catalog dict (docs/contract.md).
     content: {job: {"hash": hex, "files": {rel: hex}, "origins": {rel: origin}}} for every non-removed
-        job in scope (_deploy_stage.compute); a job may map to {"error": msg} when its tree could not be
+        job in scope (deploy/stage.compute); a job may map to {"error": msg} when its tree could not be
         read. A job with templates or overlays has "allocations": {host: the same shape, or {"error": msg}}
         (its messages, once per failure, come in options["stage_errors"] and refuse the deploy).
     states: {host: {"reachable": bool, "error": str, "worker": dict|None, "jobs": dict|None,
@@ -266,7 +266,7 @@ class PlanRow:
 
 @dataclasses.dataclass(slots=True)
 class Op:
-    """plan["steps"][i]["ops"][host][j]: one operation of the worker agent (_worker_agent) in a step.
+    """plan["steps"][i]["ops"][host][j]: one operation of the worker agent (worker/agent.py) in a step.
 
     kind "run" ships a job tree (src) and runs its target; "stop", "remove", "purge" and "meta" (worker.json
     and jobs.json) reconcile in step 0 (meta ops ride in each host's first wave step when nothing else reconciles);
@@ -417,7 +417,7 @@ def _change_reasons(deployed, hash_changed, changed, version_changed, cur_versio
         keys = [p[len(ENV_PREFIX):] for p in changed if p.startswith(ENV_PREFIX)]
         if paths or not keys:
             reasons.extend(_content_reasons(paths, origins or {}))
-        if keys:  # job spec environment (_jobspec_deploy.with_env): names only, never values
+        if keys:  # job spec environment (deploy/jobspec_deploy.with_env): names only, never values
             reasons.append("environment changed: %s" % _fmt_paths(keys))
     if deployed is not None and version_changed:
         reasons.append("version %s -> %s" % (cur_version, new_version))
@@ -513,7 +513,7 @@ class _Planner:
         if self.rollback:  # a rollback deploys only the jobs it names
             self.jobs_filter = sorted(self.rollback)
         self.errors.extend(foreign_buckets(self.bucket_id, states, self.hosts, options.get("adopt_bucket_id")))
-        self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (_deploy_stage)
+        self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (deploy/stage.py)
         self.force = bool(options.get("force"))
         self.sync_only = bool(options.get("sync_only"))
         self.adopted = dict(options.get("adopted") or {})  # (job, host) -> version maand deployed (takeover)
@@ -545,7 +545,7 @@ class _Planner:
         for name, job in sorted(self.jobs.items()):
             if job.get("removed") or not self.in_scope_job(name):
                 continue
-            if "health_gate" in job:  # resolved and validated by build (_build: catalog job "health_gate")
+            if "health_gate" in job:  # resolved and validated by build (catalog/service.py: catalog job "health_gate")
                 spec, gate_errors = job["health_gate"], []
             else:  # a catalog of an older build, or a check build could not resolve (that job fails, named)
                 spec, gate_errors = resolve_health(job)
@@ -554,7 +554,7 @@ class _Planner:
                 self.failures.append(Failure(name, None, "job %s not deployed: its health_check cannot run: %s"
                                              % (name, "; ".join(gate_errors))))
             if not spec and not gate_errors and hook_events(job):
-                spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (_hook_deploy)
+                spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (hooks/points.py)
             if spec:
                 self.gates[name] = spec
             policy = job.get("restart_policy") or "always"
@@ -610,7 +610,7 @@ class _Planner:
         if name in self.rollback:
             self._decide_rollback(row, job, st, deployed)
             return
-        cur = (cur.get("allocations") or {}).get(host, cur)  # rendered per allocation (_deploy_stage)
+        cur = (cur.get("allocations") or {}).get(host, cur)  # rendered per allocation (deploy/stage.py)
         if cur.get("error"):  # the message is in options["stage_errors"], once for all its workers
             row.decide("skip", "cannot render: %s" % cur["error"])
             return
@@ -1106,7 +1106,7 @@ class _Planner:
         """auto_revert: the revert of upgrade batch k rides in the job's slot k + 1 (a slot of its own
         after the last batch). It restores the promoted tree (history/<job>/current) on the batch's
         workers, restarts it and gates it; the run state issues it only when batch k failed
-        (_run_state: revert_of), and the job's later batches never run (it is blocked)."""
+        (deploy/run_state.py: revert_of), and the job's later batches never run (it is blocked)."""
         job = self.jobs[name]
         for k, sub in enumerate(list(out)):
             if sub["phase"] != "upgrade":

@@ -244,7 +244,7 @@ def first_deploy(plan, job, hosts):
 
 
 def gate_runner(run, writer, plan, job_ports=None, on_pass=None, diagnose=None, clock=time.monotonic):
-    """A gate runner for _deploy_run that writes progress records and, when a gate fails, adds to its
+    """A gate runner for deploy/run.py that writes progress records and, when a gate fails, adds to its
     problems the time it waited, each failing worker's status tail (diagnose(job, hosts) -> {host: lines})
     and a hint when a first start left the job's port closed.
 

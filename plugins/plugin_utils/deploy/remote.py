@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""How the controller calls the worker agent (_worker_agent.py) over SSH (no Ansible imports).
+"""How the controller calls the worker agent (worker/agent.py) over SSH (no Ansible imports).
 
 The agent file is installed once per worker and version (content-addressed name) by the state
 read that starts every deploy, in the same round trip:

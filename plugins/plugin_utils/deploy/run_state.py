@@ -5,8 +5,12 @@
 
 The controller keeps a RunState in a file under the bucket between steps. For each step:
 
-    requests_for_step(state, step)        -> {host: AgentRequest}   what each worker does now
-    fold_step(state, step, answers, gates) -> new RunState          what happened
+    requests_for_step(state, step)                 -> {host: AgentRequest}   what each worker does now
+    fold_results(state, step, answers)             -> (RunState, ok ops)     what the workers did
+    gates_to_run(state, step)                      -> [gate]                 the gates to run now
+    fold_gates(state, step, ok_ops, gate_outcomes) -> RunState               what the gates said
+
+(deploy/run.py folds a step so; fold_step does both folds at once, for tests.)
 
 `answers` maps every host that got a request to the agent's answer, or to None when there is no
 answer (unreachable, crashed, vanished): all of that host's ops and promotions fail. Gate outcomes
@@ -293,7 +297,7 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
             _gate_failed_ops(state, gate, ok_ops + state.awaiting.pop(job, []), problems)
             # problems with several lines (a worker's status tail) go one per line
             text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
-            if gate.get("hooks"):  # the job's commands ran in this gate (_hook_deploy); they name themselves
+            if gate.get("hooks"):  # the job's commands ran in this gate (hooks/points.py); they name themselves
                 _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), text))
             else:
                 _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (

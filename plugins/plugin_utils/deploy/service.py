@@ -344,7 +344,7 @@ def _refuse_on(errors):
 def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False, pending=()):
     """Every job tree read once, every active allocation's templates rendered and hashed in memory (job specs'
     layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
-    whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec_layers.LayerError, OSError."""
+    whose pre_deploy runs later (a missing KV key reads as ""). Raises deploy/layers.LayerError, OSError."""
     with _layers.stacked(bucket, catalog, jobs, check_mode) as stacked:
         return _deploy_stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
                                      [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)

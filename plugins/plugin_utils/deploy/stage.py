@@ -8,8 +8,8 @@ the allocation's KV view (deploy/templates.go transpile) and rsyncs the result; 
 of the staged tree decides restarts (deploy/hashes.go). The same here, in three pure steps:
 
 * ``read_job(name, root)`` reads a job folder once: the files shipped as they are (with their
-  content digests, ``_deploy_files``), the templates (``*.tpl``: Go text/template through
-  ``_kv``; ``*.j2``: Jinja2, same context), and maand's excludes, which never reach a worker:
+  content digests, ``bucket/content.py``), the templates (``*.tpl``: Go text/template through
+  ``kv/functions.py``; ``*.j2``: Jinja2, same context), and maand's excludes, which never reach a worker:
   template sources, ``vars.toml`` (build merged it into the KV), ``_modules/`` (job commands run
   by the controller) and ``_prometheus/``; ``data/ logs/ bin/`` belong to the worker.
 * ``render(source, context, overlays)`` renders every template for one allocation in memory and
@@ -127,7 +127,7 @@ def template_kind(rel: str) -> str | None:
 
 
 def read_job(name: str, root: str) -> JobSource:
-    """Read job folder root (raises _deploy_files.ContentError naming the path)."""
+    """Read job folder root (raises bucket/content.ContentError naming the path)."""
     digests = _content.hash_tree(root)["files"]
     files, templates = {}, []
     for rel, digest in digests.items():
@@ -217,7 +217,7 @@ class Context:
     upstream_jobs: tuple[str, ...] = ()
     digest_key: Callable[[], bytes] | None = None  # for secret-bearing outputs (secrets/kv.key)
     funcs: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # scrapeConfigs, ruleFiles of the deploy
-    missing: list | None = None  # not None: a missing KV key reads as "" and is noted here (_kv.KVReader.missing)
+    missing: list | None = None  # not None: a missing KV key reads as "" and is noted here (kv/functions.KVReader.missing)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -602,7 +602,7 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
     """(KV for rendering, digest key loader): plain namespaces as strings, secrets decrypted lazily.
 
     A bucket built before data/kv.json existed renders from the KV computed from its catalog
-    (_kv.read_kv). Raises _kv.KVError naming the file and the fix."""
+    (catalog/kv_build.read_kv). Raises kv/functions.KVError naming the file and the fix."""
     from ..kv import store as _kv_store
 
     if not _kv_store.KVStore.exists(bucket_dir):

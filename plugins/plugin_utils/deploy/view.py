@@ -59,7 +59,7 @@ def plan_summary(plan):
 # --- progress lines -----------------------------------------------------------------------------
 
 def progress_line(record):
-    """One line for a progress record (_deploy_progress), or None for a record that shows nothing."""
+    """One line for a progress record (deploy/progress.py), or None for a record that shows nothing."""
     if record.get("kind") == "say":
         return str(record.get("msg") or "")
     if record.get("kind") != "gate":
@@ -140,7 +140,7 @@ def _result(row, done_ids, failed_ops):
 
 def verdict(plan, done, failed_ops, gate_times=None):
     """[Verdict] for every row of the plan. done: the run state's done list; failed_ops: its
-    {op id: why}; gate_times: {(job, worker): seconds} (_deploy_progress.gate_times)."""
+    {op id: why}; gate_times: {(job, worker): seconds} (deploy/progress.gate_times)."""
     done_ids = {d.get("id") for d in done or []}
     gate_times = gate_times or {}
     out = []

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Job commands (hooks) as maand runs them on the controller (stage 4).
+"""Hooks: job commands, run on the controller as maand runs them.
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 commands.py (which commands an event runs), run.py (one process per allocation), points.py (where
 build, deploy and job_command run them), runtime_api.py (maand's runtime API on localhost).

@@ -11,7 +11,7 @@ build/, jobcommand/execute.go). No Ansible imports.
   post_deploy, before the wave's first step): ``pre_deploy`` of each job of the wave in scope, one
   allocation at a time, the job rendered again after it; a failing job is left out of this deploy
   with the later waves, and the deploy fails.
-* deploy, per rolling batch (the batch's health gate, _deploy_plan adds one for every job with
+* deploy, per rolling batch (the batch's health gate, deploy/plan.py adds one for every job with
   hooks): ``job_control`` instead of the Makefile lifecycle (the job's whole rollout is one
   batch, its ops only sync files; NEW_/UPDATED_ALLOCATIONS), else ``after_allocation_started``
   with the batch variables; then the manifest probes, then the ``health_check`` command on the
@@ -201,7 +201,7 @@ def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: M
                      timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
                      log: Callable[[str], None] = lambda msg: None
                      ) -> Iterator[tuple[Callable, Callable | None, Callable[[], _run.Context]]]:
-    """(gate runner, after_results, context) for _deploy_run.advance/finish: the plain probes when the
+    """(gate runner, after_results, context) for deploy/run.advance and finish: the plain probes when the
     bucket has no gate hooks, else probes wrapped in the hooks; context() is the run's one hook session
     (the runtime API started lazily, on first use, and shared: it holds 127.0.0.1:8080), which the
     deploy's pre_deploy hooks use too. hosts() -> every worker's connection settings, asked only when the

@@ -54,7 +54,7 @@ ROLLOUT_ORDER_KEY = "rollout_order"
 class KVStoreError(Exception):
     """data/kv.json or a write to it is refused; the message names the file or namespace and a fix.
 
-    (_kv.read_kv turns it into _kv.KVError: _kv imports this module, not the other way.)"""
+    (catalog/kv_build.read_kv turns it into kv/functions.KVError.)"""
 
 
 def is_secret_ns(namespace: str) -> bool:
@@ -273,7 +273,7 @@ class KVStore:
 
     def apply_build(self, computed: Mapping[str, Mapping[str, str]],
                     catalog_jobs: Iterable[str] | None = None) -> list[Change]:
-        """Take build's computed KV (_kv.compute_kv without previous): build-owned namespaces are
+        """Take build's computed KV (kv/functions.compute_kv without previous): build-owned namespaces are
         replaced (keys not computed any more become tombstones, whole namespaces included);
         user-owned ones get the computed keys (vars.toml) merged over what they hold.
 
@@ -417,7 +417,7 @@ def _parse(doc: Any) -> dict[str, dict[str, Entry]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("namespaces"), dict):
         raise ValueError("no namespaces object")
     spaces = doc["namespaces"]
-    if doc.get("format") == 1:  # plain {ns: {key: value}}, as _kv wrote before history existed
+    if doc.get("format") == 1:  # plain {ns: {key: value}}, as build wrote it before history existed
         return {str(ns): {str(k): Entry(str(v)) for k, v in keys.items()} for ns, keys in spaces.items()}
     if doc.get("format") != FORMAT:
         raise ValueError("format %r" % doc.get("format"))

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Day-2 verbs over a built bucket (stage 6).
+"""Ops: the day-2 verbs over a built bucket.
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 status.py, cat.py, gc.py, health_check.py, run_command.py, facts.py, scaffold.py (job_create),
 extra_vars.py, state_move.py (maand.core.state: a bucket's state between data/ and PostgreSQL).

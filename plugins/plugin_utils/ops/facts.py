@@ -6,8 +6,8 @@
   inventory_entries(bucket, labels, hosts)   what play 1 needs: connection vars and the targets
   update_workers_file(bucket, results, ...)  merge probed facts into workers.json, all or nothing
 
-maand.conf and workspace/workers.json are read by the model's own readers (_model.load_maand_conf,
-_model.load_workers), so facts accepts and refuses exactly what build and the inventory do, with the
+maand.conf and workspace/workers.json are read by the model's own readers (bucket/model.load_maand_conf,
+bucket/model.load_workers), so facts accepts and refuses exactly what build and the inventory do, with the
 same errors. The write patches the file's text in place so the user's formatting survives.
 No Ansible imports.
 """

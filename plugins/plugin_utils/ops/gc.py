@@ -10,7 +10,7 @@ history. Here a deploy already drops the catalog rows it cleaned, so the worker 
 listing `/opt/worker/<bucket_id>/jobs/` on each worker (the deploy state read: `trees`, the
 promoted records `deployed` and the unpromoted starts `pending`).
 
-Inputs: the catalog (dict), the KV namespaces ({namespace: {key: _kv_store.Entry}}), one
+Inputs: the catalog (dict), the KV namespaces ({namespace: {key: kv/store.Entry}}), one
 `Listing` per worker that was read, the time and the retention. Output: a `Plan`. The rules:
 
 * a folder `jobs/<job>` on worker W is deleted only when (job, W) has no active or disabled
@@ -451,7 +451,7 @@ def _plan_namespaces(out: Plan, cat: _Catalog, namespaces: Mapping[str, Mapping[
 
 
 def _plan_history(out: Plan, namespaces: Mapping[str, Mapping[str, Any]], purged: set) -> None:
-    """As _kv_store.KVStore.prune_before(cutoff), listed instead of done."""
+    """As kv/store.KVStore.prune_before(cutoff), listed instead of done."""
     for namespace in sorted(namespaces):
         if namespace in purged:
             continue

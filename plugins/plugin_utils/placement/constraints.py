@@ -94,7 +94,7 @@ class FleetIndex:
     should be built once per fleet and shared by all constraints.
 
     The per-worker accessors (host_of, hostname_of, _properties_at) are what a
-    subclass over other worker records overrides (_fleet.WorkerIndex reads the
+    subclass over other worker records overrides (placement/fleet.WorkerIndex reads the
     model's Worker records).
     """
 

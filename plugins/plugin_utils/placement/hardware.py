@@ -211,7 +211,7 @@ def _bits_to_int(indices: Iterable[int], n: int) -> int:
 class HardwareMasks:
     """Cached "value == name" and "value >= threshold" masks over `self.values` (key -> list, one
     value per worker, None = unknown) and `self.size`; the class using it sets `_eq` and `_ge` to {}.
-    Shared by HardwareIndex and the one worker index (_fleet.WorkerIndex)."""
+    Shared by HardwareIndex and the one worker index (placement/fleet.WorkerIndex)."""
 
     def equal_mask(self, key: str, value: str) -> int:
         m = self._eq.get((key, value))

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What runs on the workers, stdlib only. Stage 0 of the core.
+"""Worker: what runs on the workers, stdlib only (the agent, the maand helper, the worker paths).
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 agent.py is the worker agent (shipped as one file, run once per host and step); maand_helper.py is the
 ``maand`` module staged beside hook scripts; layout.py is the controller's one definition of the worker

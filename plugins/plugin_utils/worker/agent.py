@@ -356,7 +356,7 @@ def _read_copies(root, wanted, which):
 
 
 def file_digest(path):
-    """The controller's digest of a shipped file (_deploy_files): sha256 of b"l" + a link's target, else of
+    """The controller's digest of a shipped file (bucket/content.py): sha256 of b"l" + a link's target, else of
     b"x" (executable) or b"-" + the bytes. A secret-bearing output's recorded digest is an HMAC: never equal."""
     if os.path.islink(path):
         return hashlib.sha256(b"l" + os.readlink(path).encode("utf-8", "surrogateescape")).hexdigest()
