@@ -13,10 +13,10 @@ import contextlib
 import gc
 import uuid
 
+from .. import certs as _certs, jobspec as _jobspec
 from ..bucket import storage as _storage
 from . import (
-    catalog as _catalog, prometheus_checks as _prometheus_checks, certs as _certs,
-    certs_build as _certs_build, fingerprint as _fingerprint, jobspec_build as _jobspec_build,
+    catalog as _catalog, prometheus_checks as _prometheus_checks, fingerprint as _fingerprint,
     kv_build as _kv_build, maand_db as _maand_db,
 )
 from ..placement.explain import report_shortfalls
@@ -87,7 +87,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
     compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
     result.bucket = bucket
     result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
-    specs = _jobspec_build.check(bucket, report)  # job specs (seed 004): containers, parents, environment
+    specs = _jobspec.check(bucket, report)  # job specs (seed 004): containers, parents, environment
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)
     report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; _explain words them
@@ -110,7 +110,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
             result.catalog["inputs"] = inputs
         if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
             result.catalog = None  # scrape.yaml.tpl failed: nothing is written
-        elif not _certs_build.check(bucket_dir, result.catalog, bucket.conf, report):
+        elif not _certs.check(bucket_dir, result.catalog, bucket.conf, report):
             result.catalog = None  # a corrupt or half-present CA: nothing is written
     return result
 
@@ -256,18 +256,18 @@ def _import_maand_kv(bucket_dir, result):
 
 
 def _issue_certs(bucket_dir, result):
-    """Keep or issue the jobs' leaf certificates (_certs_build) before anything is written."""
+    """Keep or issue the jobs' leaf certificates (certs/build.py) before anything is written."""
     if result.catalog is None:
-        return _certs_build.Issued()
+        return _certs.Issued()
     from ..kv import store as _store  # late: only a writing build reads the store
 
     try:
         previous = _store.KVStore.load(bucket_dir).snapshot() if _store.KVStore.exists(bucket_dir) else {}
-        return _certs_build.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
+        return _certs.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
     except (_certs.CertError, _store.KVStoreError) as exc:
         result.report.error("ErrInvalidCA", _certs.CA_CERT_REL, "", str(exc), "see docs/certs.md")
         result.catalog = None
-        return _certs_build.Issued()
+        return _certs.Issued()
 
 
 def _finish(result):

@@ -90,7 +90,7 @@ class Trust:
 
     @classmethod
     def for_bucket(cls, bucket_dir):
-        from ..catalog import certs as _certs  # late: only https probes need the path
+        from .. import certs as _certs  # late: only https probes need the path
 
         return cls(_certs.ca_paths(bucket_dir)[0])
 

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
