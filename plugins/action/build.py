@@ -12,7 +12,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base imp
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _support
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, run as _run, commands as _commands
 
 display = Display()
@@ -55,7 +55,7 @@ class ActionModule(ControllerAction):
         try:
             outcome = _service.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
                                    purge_job_kv=purge_job_kv)
-        except _storage.LockBusy as exc:
+        except _locks.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result
 

@@ -5,10 +5,11 @@
 
 model.py (load_bucket: maand.conf, workers.json, bucket.conf, the jobs, disabled.json), readers.py (one
 reader per format), schemas.py, units.py (resources, versions, architectures), problems.py (the
-error report), naming.py, jobspec.py (the Maelstrom job-spec model), job_checks.py (per-job checks of
-the manifest), content.py (content hashing of job trees), storage.py (the state store seam: store() picks the
-bucket folder or PostgreSQL; the data/ folder, atomic writes, the bucket lock), state_pg.py (the
-PostgreSQL state store and its deploy lock holder).
+error report), naming.py, job_checks.py (per-job checks of the manifest), content.py (content hashing
+of job trees), storage.py (the state store seam: store() picks the bucket folder or PostgreSQL; the
+data/ folder, atomic writes), locks.py (the bucket lock and the deploy lock, in either store),
+state_pg.py (the PostgreSQL state store, its side of both locks and the deploy lock's holder process).
 
-The door: model.py (load_bucket and the model's records); storage.py for what every stage persists.
+The door: model.py (load_bucket and the model's records); storage.py for what every stage persists;
+locks.py for the locks.
 """

@@ -4,6 +4,6 @@
 """Catalog (the build stage): model -> placement -> validation -> catalog (+ KV). Rank 3; the door is service.py.
 
 service.py (build, compute), validate.py, catalog.py (data/catalog.json), catalog_schema.py,
-fingerprint.py, certs.py and certs_build.py (the bucket CA and the jobs' leaves), kv_build.py,
-prometheus_checks.py, jobspec_build.py, maand_db.py (taking over a bucket from maand).
+fingerprint.py, kv_build.py, prometheus_checks.py, maand_db.py (taking over a bucket from maand).
+Build runs the job-spec checks of jobspec/ and issues the certificates of certs/.
 """

@@ -14,7 +14,7 @@ import gc
 import uuid
 
 from .. import certs as _certs, jobspec as _jobspec
-from ..bucket import storage as _storage
+from ..bucket import locks as _locks
 from . import (
     catalog as _catalog, prometheus_checks as _prometheus_checks, fingerprint as _fingerprint,
     kv_build as _kv_build, maand_db as _maand_db,
@@ -218,14 +218,14 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
 
 def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
-    written when result.report has errors. Raises _storage.LockBusy if another run holds the lock.
+    written when result.report has errors. Raises _locks.LockBusy if another run holds the lock.
     purge_job_kv: maand build --purge-job-kv (_kv_build.write)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
                          inputs=_fingerprint.compute(bucket_dir), strict=strict)
         _finish(result)
         return result
-    with _storage.bucket_lock(bucket_dir):
+    with _locks.bucket_lock(bucket_dir):
         # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
         inputs = _fingerprint.compute(bucket_dir)
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,

@@ -32,12 +32,12 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from .. import jobspec as _jobspec
-from ..bucket import storage as _storage
+from ..bucket import locks as _locks, storage as _storage
 from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
 from ..hooks import commands as _commands, points as _points, run as _run
 from ..kv import store as _store
 from . import adopt as _adopt, certs as _certs
-from . import lock as _lock, pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
+from . import pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
 from . import progress as _progress, record as _record
 from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
 from . import view as _view
@@ -132,11 +132,11 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
     """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
     seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id. The task's result:
     taken, msg, and bucket_id/changed when adopting."""
-    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
+    result = {"changed": False, "pid": pid, "lock": _locks.lock_path(bucket)}
     if not os.path.isdir(bucket):
         return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
     try:
-        taken, note = _lock.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
+        taken, note = _locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
         result.update(taken=taken, msg=note)
         if note.startswith("took over"):  # a deploy that was killed or crashed: say so
             result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
@@ -146,11 +146,11 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
             result.update(bucket_id=bucket_id, changed=changed)
             if changed:
                 result["msg"] += "; data/catalog.json adopts bucket_id %s" % bucket_id
-    except _lock.DeployLocked as exc:
+    except _locks.DeployLocked as exc:
         result.update(failed=True, msg="deploy refused: %s" % exc)
     except (_adopt.AdoptError, _catalog.CatalogError) as exc:
         if not check_mode:
-            _lock.release(bucket, pid)
+            _locks.release(bucket, pid)
         result.update(failed=True, msg="deploy refused: %s" % exc)
     except OSError as exc:
         result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
@@ -159,14 +159,14 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
 
 def unlock(bucket, pid, check_mode=False):
     """Release the deploy lock of the run pid (check mode: untouched)."""
-    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
+    result = {"changed": False, "pid": pid, "lock": _locks.lock_path(bucket)}
     if not os.path.isdir(bucket):
         return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
     if check_mode:
         result["msg"] = "check mode: lock untouched"
         return result
     try:
-        released = _lock.release(bucket, pid)
+        released = _locks.release(bucket, pid)
     except OSError as exc:
         return dict(result, failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
     result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
@@ -454,7 +454,7 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
     except _Refused as exc:
         if not req.check_mode:
             try:
-                _lock.release(req.bucket, req.run_pid)
+                _locks.release(req.bucket, req.run_pid)
             except OSError:
                 pass
         if exc.plan is not None:
@@ -703,7 +703,7 @@ def prune(bucket, plan, done, problems, show=_quiet):
         return False, []
     changed, pruned = False, []
     try:
-        with _storage.bucket_lock(bucket, wait=True):
+        with _locks.bucket_lock(bucket, wait=True):
             catalog = _catalog.read_catalog(bucket)
             if catalog is None or catalog.get("bucket_id") != plan["bucket_id"]:
                 return False, []
@@ -755,7 +755,7 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
         before_release()
     if req.release and not req.check_mode:
         try:
-            _lock.release(req.bucket, req.run_pid)
+            _locks.release(req.bucket, req.run_pid)
         except OSError as exc:
             problems.append("could not release the deploy lock: %s" % exc)
     return changed, pruned
