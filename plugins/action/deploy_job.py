@@ -10,7 +10,8 @@ import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote, jobspec_deploy as _jobspec_deploy, service as _service
+from ansible_collections.maand.core.plugins.plugin_utils import jobspec as _jobspec
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote, service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import target_problem
 
 ARGUMENT_SPEC = specs.spec_for("deploy_job")
@@ -29,8 +30,8 @@ class ActionModule(MaandAction):
         spec = ((task_vars.get("maand_catalog_jobs") or {}).get(args["job"]) or {}).get("spec")
         if isinstance(spec, dict):  # an unknown variable refuses before anything runs, in check mode too
             try:
-                _jobspec_deploy.expand(args["job"], spec, os.environ.get)
-            except _jobspec_deploy.EnvError as exc:
+                _jobspec.expand(args["job"], spec, os.environ.get)
+            except _jobspec.EnvError as exc:
                 result.update(failed=True, msg="%s; nothing was run" % exc)
                 return result
         if self._task.check_mode and target != "status":
@@ -44,10 +45,10 @@ class ActionModule(MaandAction):
         op = {"id": "%s@%s" % (args["job"], host), "kind": "run", "job": args["job"],
               "host": host, "target": target, "env": env, "promote_now": False}
         if isinstance(spec, dict):  # the job spec's environment and run fields, as the deploy runs them
-            op["spec"] = _jobspec_deploy.op_spec(spec)
+            op["spec"] = _jobspec.op_spec(spec)
             try:
-                op = _jobspec_deploy.runtime_op(op, os.environ.get)
-            except _jobspec_deploy.EnvError as exc:
+                op = _jobspec.runtime_op(op, os.environ.get)
+            except _jobspec.EnvError as exc:
                 result.update(failed=True, msg="%s; nothing was run" % exc)
                 return result
         data = _remote.step_request(args["bucket_id"], [op], timeout=args["timeout"], tail=args["tail"])

@@ -757,7 +757,7 @@ def load_job(bucket, name, report):
     job.commands = _load_commands(bucket, job, manifest, rel, report)
     _job_checks.check_health(job, manifest, rel, report)
     job.health_check = manifest.get("health_check") or {}
-    job.certs = _job_checks.read_certs(name, manifest, rel, report)  # TLS leaves from the bucket CA (catalog/certs_build.py)
+    job.certs = _job_checks.read_certs(name, manifest, rel, report)  # TLS leaves from the bucket CA (certs/build.py)
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
     job.placement = manifest.get("placement")

@@ -482,7 +482,7 @@ def process_start(pid):
 
 def pid_alive(pid, start=None):
     """True when pid runs, is not a zombie and (if start is given) is the same process that started
-    then (process_start). Shared with deploy/lock.py: this file also runs alone as the lock holder."""
+    then (process_start). Shared with bucket/locks.py: this file also runs alone as the lock holder."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:

@@ -139,7 +139,7 @@ def dumps(catalog):
 
 
 def write_catalog(bucket_dir, catalog, source=None):
-    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock().
+    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding locks.bucket_lock().
 
     In a PostgreSQL store the write is refused (_storage.StaleState) when another controller wrote the
     catalog since this process read it; `source` (a build: the checkout's git commit) is recorded

@@ -81,7 +81,7 @@ def ssh_probe(conn, command, timeout, run=subprocess.run):
 
 class Trust:
     """What an https probe trusts: the bucket CA (<bucket>/secrets/ca.crt, which build makes when a job
-    declares certs, catalog/certs.py) besides the system's CAs; the host name checked is the address
+    declares certs, certs/ca.py) besides the system's CAs; the host name checked is the address
     dialled (maand's leaves hold the worker's IP). Built once, when the first https probe runs."""
 
     def __init__(self, ca_file=None):
@@ -90,7 +90,7 @@ class Trust:
 
     @classmethod
     def for_bucket(cls, bucket_dir):
-        from ..catalog import certs as _certs  # late: only https probes need the path
+        from .. import certs as _certs  # late: only https probes need the path
 
         return cls(_certs.ca_paths(bucket_dir)[0])
 

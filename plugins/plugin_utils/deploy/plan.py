@@ -42,7 +42,7 @@ POLICIES = ("always", "reload", "never")
 START_GATES = ("last_batch", "every_batch")  # the manifest's start_gate: maand's single gate after the starts, or one per batch
 ZERO_VERSION = "0.0.0"
 STATE_FORMAT = 1
-ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (deploy/jobspec_deploy.py)
+ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (jobspec/deploy.py)
 
 
 class PlanError(Exception):
@@ -417,7 +417,7 @@ def _change_reasons(deployed, hash_changed, changed, version_changed, cur_versio
         keys = [p[len(ENV_PREFIX):] for p in changed if p.startswith(ENV_PREFIX)]
         if paths or not keys:
             reasons.extend(_content_reasons(paths, origins or {}))
-        if keys:  # job spec environment (deploy/jobspec_deploy.with_env): names only, never values
+        if keys:  # job spec environment (jobspec/deploy.with_env): names only, never values
             reasons.append("environment changed: %s" % _fmt_paths(keys))
     if deployed is not None and version_changed:
         reasons.append("version %s -> %s" % (cur_version, new_version))

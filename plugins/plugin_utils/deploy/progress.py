@@ -271,7 +271,8 @@ def status_request(run_dir, plan, job, host):
     """The worker agent's request for the `make status` of job on host in the step whose gates run (its
     run op's environment and job spec run fields, as the deploy ran `make start`), or None when the
     allocation has no such op (a job_control job: its status is not its Makefile's)."""
-    from . import jobspec_deploy as _jobspec_deploy, remote as _remote, run as _run
+    from .. import jobspec as _jobspec
+    from . import remote as _remote, run as _run
 
     try:
         key = _run.load_state(run_dir).in_flight
@@ -282,8 +283,8 @@ def status_request(run_dir, plan, job, host):
     if not ops:
         return None
     try:
-        op = _jobspec_deploy.runtime_op(ops[0], os.environ.get)
-    except (_jobspec_deploy.EnvError, AttributeError, KeyError, TypeError, ValueError):
+        op = _jobspec.runtime_op(ops[0], os.environ.get)
+    except (_jobspec.EnvError, AttributeError, KeyError, TypeError, ValueError):
         return None  # the deploy's own agent call failed this op the same way: nothing to ask
     status = {"id": job, "kind": "status", "job": job, "host": host, "target": "status", "env": op.get("env") or {}}
     for key in ("cwd", "user", "group", "network", "mounts", "enable_writable_file_system"):

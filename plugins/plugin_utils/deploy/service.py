@@ -31,12 +31,13 @@ import tempfile
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from ..bucket import storage as _storage
+from .. import jobspec as _jobspec
+from ..bucket import locks as _locks, storage as _storage
 from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
 from ..hooks import commands as _commands, points as _points, run as _run
 from ..kv import store as _store
-from . import adopt as _adopt, certs as _certs, jobspec_deploy as _jobspec_deploy, layers as _layers
-from . import lock as _lock, pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
+from . import adopt as _adopt, certs as _certs
+from . import pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
 from . import progress as _progress, record as _record
 from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
 from . import view as _view
@@ -131,11 +132,11 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
     """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
     seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id. The task's result:
     taken, msg, and bucket_id/changed when adopting."""
-    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
+    result = {"changed": False, "pid": pid, "lock": _locks.lock_path(bucket)}
     if not os.path.isdir(bucket):
         return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
     try:
-        taken, note = _lock.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
+        taken, note = _locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
         result.update(taken=taken, msg=note)
         if note.startswith("took over"):  # a deploy that was killed or crashed: say so
             result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
@@ -145,11 +146,11 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
             result.update(bucket_id=bucket_id, changed=changed)
             if changed:
                 result["msg"] += "; data/catalog.json adopts bucket_id %s" % bucket_id
-    except _lock.DeployLocked as exc:
+    except _locks.DeployLocked as exc:
         result.update(failed=True, msg="deploy refused: %s" % exc)
     except (_adopt.AdoptError, _catalog.CatalogError) as exc:
         if not check_mode:
-            _lock.release(bucket, pid)
+            _locks.release(bucket, pid)
         result.update(failed=True, msg="deploy refused: %s" % exc)
     except OSError as exc:
         result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
@@ -158,14 +159,14 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
 
 def unlock(bucket, pid, check_mode=False):
     """Release the deploy lock of the run pid (check mode: untouched)."""
-    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
+    result = {"changed": False, "pid": pid, "lock": _locks.lock_path(bucket)}
     if not os.path.isdir(bucket):
         return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
     if check_mode:
         result["msg"] = "check mode: lock untouched"
         return result
     try:
-        released = _lock.release(bucket, pid)
+        released = _locks.release(bucket, pid)
     except OSError as exc:
         return dict(result, failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
     result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
@@ -178,12 +179,12 @@ def _with_environments(catalog, content):
     """Expand every job spec's environment against the controller's environment and fold its
     digests into the job's content (a changed value restarts the job); errors name job and variable."""
     errors = []
-    for name, spec in sorted(_jobspec_deploy.specs_of(catalog).items()):
+    for name, spec in sorted(_jobspec.specs_of(catalog).items()):
         if name not in content:
             continue
         try:
-            env = _jobspec_deploy.expand(name, spec, os.environ.get)
-        except _jobspec_deploy.EnvError as exc:
+            env = _jobspec.expand(name, spec, os.environ.get)
+        except _jobspec.EnvError as exc:
             errors.append(str(exc))
             continue
         content[name] = _with_env(content[name], catalog["bucket_id"], name, env)
@@ -194,9 +195,9 @@ def _with_env(entry, bucket_id, name, env):
     """with_env on a job's content and on each of its rendered allocations (their origins kept)."""
     if entry.get("error"):
         return entry
-    out = dict(entry, **_jobspec_deploy.with_env(entry, bucket_id, name, env))
+    out = dict(entry, **_jobspec.with_env(entry, bucket_id, name, env))
     if entry.get("allocations"):
-        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec_deploy.with_env(a, bucket_id, name, env))
+        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec.with_env(a, bucket_id, name, env))
                               for host, a in entry["allocations"].items()}
     return out
 
@@ -344,8 +345,8 @@ def _refuse_on(errors):
 def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False, pending=()):
     """Every job tree read once, every active allocation's templates rendered and hashed in memory (job specs'
     layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
-    whose pre_deploy runs later (a missing KV key reads as ""). Raises deploy/layers.LayerError, OSError."""
-    with _layers.stacked(bucket, catalog, jobs, check_mode) as stacked:
+    whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec.LayerError, OSError."""
+    with _jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
         return _deploy_stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
                                      [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
 
@@ -354,7 +355,7 @@ def _stage(req, catalog, in_scope, hooked):
     try:
         return render(req.bucket, catalog, in_scope, req.hosts, _deploy_plan.current_versions(req.states),
                       _deploy_plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
-    except (_layers.LayerError, OSError) as exc:
+    except (_jobspec.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
 
 
@@ -415,8 +416,8 @@ def _prepare(req, ctl):
                 if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
     # job specs' environments (against the controller's), users, groups and root needs checked before
     # pre_deploy hooks run on any worker
-    _refuse_on(_jobspec_deploy.check_env(catalog, in_scope, os.environ.get)
-               + _jobspec_deploy.check_ids(catalog, req.states, in_scope))
+    _refuse_on(_jobspec.check_env(catalog, in_scope, os.environ.get)
+               + _jobspec.check_ids(catalog, req.states, in_scope))
     hooked = _hooked(catalog, in_scope)
     staging = _stage(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content))
@@ -427,8 +428,8 @@ def _prepare(req, ctl):
         raise _Refused(refused, plan)
     _with_pre_deploy(req, catalog, plan, hooked, staging)
     workers = {w["host"]: w for w in catalog.get("workers", [])}
-    plan["lines"].extend(_jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
-                                                _jobspec_deploy.load_history(req.bucket), req.slots))
+    plan["lines"].extend(_jobspec.attach(plan, _jobspec.specs_of(catalog), workers,
+                                         _jobspec.load_history(req.bucket), req.slots))
     work = plan["has_work"] or bool(plan["prune"])
     run_dir, segments = _new_run(req, plan, staging) if not req.check_mode else ("", [])
     summary = _view.plan_summary(plan)
@@ -453,7 +454,7 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
     except _Refused as exc:
         if not req.check_mode:
             try:
-                _lock.release(req.bucket, req.run_pid)
+                _locks.release(req.bucket, req.run_pid)
             except OSError:
                 pass
         if exc.plan is not None:
@@ -525,7 +526,7 @@ def wave_hooks(bucket, context, warn=_quiet):
             versions = {(job, h): v for h, v in (info.get("versions") or {}).get(job, {}).items()}
             try:
                 staging = render(bucket, catalog, [job], hosts, versions, info.get("update_seq") or 0)
-            except (_layers.LayerError, OSError) as exc:
+            except (_jobspec.LayerError, OSError) as exc:
                 return {}, [str(exc)]
             stagings[job] = staging
             errors = list(staging.errors) + _with_environments(catalog, staging.content)
@@ -576,8 +577,8 @@ def agent_ops(ops, outcomes):
     out = []
     for op in ops:
         try:
-            out.append(_jobspec_deploy.runtime_op(op, os.environ.get))
-        except _jobspec_deploy.EnvError as exc:
+            out.append(_jobspec.runtime_op(op, os.environ.get))
+        except _jobspec.EnvError as exc:
             outcomes.append({"id": op["id"], "ok": False, "msg": str(exc)})
     slots = max([int(op.get("slots") or 1) for op in ops] or [1])
     return out, slots
@@ -607,7 +608,7 @@ def record_history(bucket, request, answer):
         if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
             runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
     try:
-        _jobspec_deploy.record_history(bucket, runs)
+        _jobspec.record_history(bucket, runs)
     except OSError:
         pass  # estimates only: a read-only data/ must not fail the deploy
 
@@ -702,7 +703,7 @@ def prune(bucket, plan, done, problems, show=_quiet):
         return False, []
     changed, pruned = False, []
     try:
-        with _storage.bucket_lock(bucket, wait=True):
+        with _locks.bucket_lock(bucket, wait=True):
             catalog = _catalog.read_catalog(bucket)
             if catalog is None or catalog.get("bucket_id") != plan["bucket_id"]:
                 return False, []
@@ -754,7 +755,7 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
         before_release()
     if req.release and not req.check_mode:
         try:
-            _lock.release(req.bucket, req.run_pid)
+            _locks.release(req.bucket, req.run_pid)
         except OSError as exc:
             problems.append("could not release the deploy lock: %s" % exc)
     return changed, pruned

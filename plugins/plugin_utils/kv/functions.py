@@ -36,7 +36,7 @@ KV = Mapping[str, Mapping[str, str]]
 BUCKET_NS = "maand/bucket"
 BUCKET_VARS_NS = "vars/bucket"
 WORKERS_NS = "maand/worker"
-PROMETHEUS_NS = "maand/prometheus"  # build's scrape catalog (kv/prometheus.py); every job may read it
+PROMETHEUS_NS = "maand/prometheus"  # build's scrape catalog (prometheus/scrape_catalog.py); every job may read it
 
 
 def worker_ns(ip: str) -> str:

@@ -25,7 +25,7 @@ deploy and gc purge them (``drop_jobs``).
 The document is the ``kv`` document of the bucket's state store (``_storage.store``): by default
 the file, replaced atomically (temp file + os.replace); with a PostgreSQL store a row, whose save
 is refused when another controller wrote it since this store was loaded. The key (secrets/kv.key)
-never enters the store. Writers hold the bucket lock (``_storage.bucket_lock``, which build already
+never enters the store. Writers hold the bucket lock (``_locks.bucket_lock``, which build already
 takes) around load..save. No Ansible imports.
 """
 
@@ -38,7 +38,7 @@ import os
 import time
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..bucket import storage as _storage
+from ..bucket import locks as _locks, storage as _storage
 from . import secrets as _secrets
 
 KV_REL = os.path.join("data", "kv.json")
@@ -186,7 +186,7 @@ class KVStore:
     def edit(cls, bucket_dir: str, wait: bool = True) -> Iterator["KVStore"]:
         """Load, let the caller change, save: all under the bucket lock (for hooks and gc; build
         already holds the lock and calls load/save itself). Nothing is saved if the block raises."""
-        with _storage.bucket_lock(bucket_dir, wait=wait):
+        with _locks.bucket_lock(bucket_dir, wait=wait):
             store = cls.load(bucket_dir)
             yield store
             store.save()

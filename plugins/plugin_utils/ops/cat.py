@@ -327,7 +327,7 @@ def _job_commands_table(bucket_dir: str, catalog: Mapping[str, Any], request: Re
 # --- certs (maand cat certs: cat/certs.go, certs/catalog.go) -------------------------------------
 
 def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
-    from ..catalog import certs as _certs
+    from .. import certs as _certs
     from ..bucket import model as _model  # late: cryptography only for this view
 
     report = _model.Report()  # maand.conf problems are the build's to report; only the buffer is read here

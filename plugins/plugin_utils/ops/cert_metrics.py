@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .. import prometheus as _prometheus
 from ..bucket import model as _model
-from ..catalog import certs as _certs, certs_build as _certs_build, kv_build as _kv_build
+from .. import certs as _certs
+from ..catalog import kv_build as _kv_build
 from ..kv import functions as _functions
 
 METRIC_NOT_AFTER = "maand_cert_not_after_seconds"
@@ -87,7 +88,7 @@ def renewal_buffer(bucket_dir: str) -> int:
     """maand.conf certs_renewal_buffer (days) as maand reads it for the metrics; 0 when unset or unreadable."""
     bucket = _model.Bucket(bucket_dir)
     _model.load_maand_conf(bucket, _model.Report())  # maand.conf problems are the build's to report
-    return _certs_build.settings(bucket.conf)[1]
+    return _certs.settings(bucket.conf)[1]
 
 
 def _metric(scope: str, job: str, worker: str, cert: str, pem: str, buffer_days: int, now: Any) -> Metric:

@@ -20,7 +20,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..bucket.storage import atomic_write, bucket_lock
+from ..bucket.locks import bucket_lock
+from ..bucket.storage import atomic_write
 from ..bucket.units import normalize_arch
 from ..bucket.model import MAAND_CONF, WORKERS_FILE, Bucket, load_maand_conf, load_workers
 from ..bucket.naming import group_name

@@ -49,7 +49,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from ..worker import layout as _layout
-from ..bucket import storage as _storage
+from ..bucket import locks as _locks
 from ..catalog import catalog as _catalog
 from ..kv import store as _store
 
@@ -588,7 +588,7 @@ def commit(bucket: str, planned: Plan, states: Mapping[str, Any], deleted: Mappi
     the catalog rows and KV namespaces and prune KV history. Raises GCError when the bucket changed."""
     hosts = list(hosts)
     failed, problems = deletions(deleted, planned)
-    with _storage.bucket_lock(bucket, wait=True):
+    with _locks.bucket_lock(bucket, wait=True):
         catalog, store = _inputs(bucket)
         if catalog.get("bucket_id") != planned.bucket_id:
             raise GCError("data/catalog.json now holds bucket_id %s, not %s: the catalog and KV were left as "

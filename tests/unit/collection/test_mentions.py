@@ -43,7 +43,7 @@ FLAT = frozenset(
     "_validate _worker_agent".split())
 # Files of a bucket, of maand or of the worker that look like pkg/module.ext.
 OTHER_EXTENSIONS = frozenset("go md json yml yaml txt sh j2 tpl conf toml html js lock pid crt key log ini cfg "
-                             "mod sum db sql".split())
+                             "mod sum db sql".split()) | {"crt_path", "key_path"}  # maand's KV keys certs/<name>.crt_path
 
 PATH = re.compile(r"(?<![\w/.-])((?:plugins|tests)/[\w./-]*?\w\.py|docs/[\w.-]+\.md)(?![\w/])")
 FOREIGN = re.compile(r"\b[a-z]\w*\.[a-z]\w*(?:'s)?\s*`?\Z")  # "kubernetes.core's " right before a path

@@ -15,7 +15,9 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs, service as _service, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.certs import ca as _ca
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from tests.bucket_factory import write
@@ -558,7 +560,7 @@ CASES = [
 
 @pytest.fixture(autouse=True)
 def small_keys(monkeypatch):
-    monkeypatch.setattr(_certs, "KEY_SIZE", 1024)  # maand's test-mode size (test_certs_build.py): keeps the rows fast
+    monkeypatch.setattr(_ca, "KEY_SIZE", 1024)  # maand's test-mode size (test_certs_build.py): keeps the rows fast
 
 
 @pytest.mark.parametrize("name, source, steps", CASES, ids=[c[0] for c in CASES])

@@ -117,11 +117,11 @@ def test_state_read_of_a_good_worker_is_reachable():
 
 
 def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tmp_path, monkeypatch):
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
+    from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
     assert not action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0}).run(task_vars={}).get("failed")
     monkeypatch.setenv(_run.FAULT_ENV, "finish")
     released = []
-    monkeypatch.setattr(_lock, "release", lambda bucket, pid: released.append(bucket))
+    monkeypatch.setattr(_locks, "release", lambda bucket, pid: released.append(bucket))
     res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": PLAN, "run_dir": run_dir}).run(
         task_vars={})
     assert res["failed"] and "the deploy finish step crashed" in res["msg"] and "InjectedFault" in res["msg"], res

@@ -14,7 +14,8 @@ import time
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock, record as R
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as R
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run, service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 from tests.unit.plugin_utils.deploy.test_service import HOSTS, Screen, bucket, request  # noqa: F401  # pylint: disable=unused-import
@@ -128,7 +129,7 @@ def test_a_store_that_fails_is_a_warning_and_the_lock_is_still_released(bucket, 
     monkeypatch.setattr(_storage.FileStore, "write_record", broken)
     screen = Screen()
     dummy, finished = run_deploy(bucket, screen.ctl)
-    assert finished.problems == [] and _lock.read_lock(bucket) is None
+    assert finished.problems == [] and _locks.read_lock(bucket) is None
     assert screen.warnings == ["the deploy record of run %s was not kept (maand.core.logs will not list it): "
                                "StateStoreError: state store down" % run_ids[0]]
 

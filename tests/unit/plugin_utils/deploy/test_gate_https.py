@@ -1,5 +1,5 @@
 """https health probes verify the server's certificate against the bucket CA (issue 21 item 5): a real TLS
-server on loopback with a leaf issued by the bucket's CA (catalog/certs.py, as build issues the jobs' certs)
+server on loopback with a leaf issued by the bucket's CA (certs/ca.py, certs/leaves.py, as build issues the jobs' certs)
 passes; one issued by another CA fails with a hint, unless the check says "insecure": true, which build
 accepts only on an https probe."""
 
@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check

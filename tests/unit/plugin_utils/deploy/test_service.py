@@ -11,7 +11,8 @@ import tempfile
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, kv_build as _kv_build, service as _service
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock, run as _run, service as S
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run, service as S
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _rsync, stage as _stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
@@ -70,7 +71,7 @@ def test_prepare_refuses_a_bucket_without_catalog_and_releases_the_lock(tmp_path
     out = S.prepare(request(root))
     assert out.failed and "data/catalog.json does not exist" in out.msg and "maand.core.build" in out.msg
     assert out.as_result() == {"failed": True, "changed": False, "msg": out.msg}
-    assert _lock.read_lock(root) is None
+    assert _locks.read_lock(root) is None
 
 
 def test_prepare_refuses_a_stale_catalog_and_changes_nothing(bucket):
@@ -116,7 +117,7 @@ def test_a_pinned_plan_hash_that_differs_refuses_and_names_the_change(bucket):
     out = S.prepare(request(bucket, plan_hash=checked.plan_hash[:16], force=True))
     assert out.failed and "not the pinned plan %s" % checked.plan_hash[:16] in out.msg, out.msg
     assert out.plan is not None and out.as_result()["plan"] is out.plan
-    assert _lock.read_lock(bucket) is None  # a refused deploy does not keep the bucket locked
+    assert _locks.read_lock(bucket) is None  # a refused deploy does not keep the bucket locked
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
@@ -159,7 +160,7 @@ def test_prepare_step_finish_deploys_and_cleans_up(bucket):
     assert screen.lines[-1] == "deploy done: 4 started"
     assert not os.path.exists(prepared.run_dir) and not os.path.exists(_stage.stage_root(bucket))
     assert not os.path.exists(control_dir)
-    assert _lock.read_lock(bucket) is None
+    assert _locks.read_lock(bucket) is None
 
 
 def test_finish_prunes_cleaned_removed_jobs_and_drops_their_kv(bucket):
@@ -194,7 +195,7 @@ def test_finish_of_a_run_whose_workers_never_answered_fails_keeps_the_folder_and
     result = finished.as_result()
     assert result["failed"] and result["msg"].startswith("deploy finished with 6 problem(s) (start 4):"), result
     assert "api@10.0.0.1: start failed: no result from the worker" in result["msg"]
-    assert os.path.isdir(prepared.run_dir) and _lock.read_lock(bucket) is None
+    assert os.path.isdir(prepared.run_dir) and _locks.read_lock(bucket) is None
     assert not os.path.exists(_rsync.control_dir(prepared.run_dir))  # its ssh folder goes all the same
 
 

@@ -19,7 +19,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store

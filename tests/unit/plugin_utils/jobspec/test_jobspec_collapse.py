@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import (
-    CONTAINER_USES, IMAGE_USES, VECTOR_USES, SpecError, collapse_spec, collapse_specs, environment_eval, parse_parent,
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.environment import SpecError, environment_eval
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.spec import (
+    CONTAINER_USES, IMAGE_USES, VECTOR_USES, collapse_spec, collapse_specs, parse_parent,
 )
 
 TABLE = json.loads((Path(__file__).resolve().parents[3] / "data" / "maelstrom" / "collapse.json").read_text())

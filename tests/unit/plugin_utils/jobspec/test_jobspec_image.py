@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import (
-    CollapsedSpec, ImageConfig, ImageRef, SpecError, collapse_spec, integrate_image, job_environment_of, read_oci_layout,
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.environment import SpecError
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.image import (
+    ImageConfig, integrate_image, job_environment_of, read_oci_layout,
 )
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.spec import CollapsedSpec, ImageRef, collapse_spec
 
 TABLE = json.loads((Path(__file__).resolve().parents[3] / "data" / "maelstrom" / "image.json").read_text())
 

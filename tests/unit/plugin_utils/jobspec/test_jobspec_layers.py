@@ -9,7 +9,7 @@ import tarfile
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as _content
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import layers as _layers
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec import layers as _layers
 
 
 def _files(root, files):

@@ -1,4 +1,4 @@
-"""The bucket CA and leaf certificates (_certs), against maand's build/build_certs.go and
+"""The bucket CA and leaf certificates (certs/ca.py, certs/leaves.py), against maand's build/build_certs.go and
 build/cert_renewal_test.go (TestCertNeedsRenewal's table is taken as it is)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
 
 SMALL = 1024  # maand's own test mode key size; keeps the unit loop fast
 NOW = datetime.datetime(2026, 6, 25, 12, 0, 0, tzinfo=datetime.timezone.utc)

@@ -2,7 +2,9 @@
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import FieldProblem, validate_container, validate_job_spec
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.validate import (
+    FieldProblem, validate_container, validate_job_spec,
+)
 
 
 def test_no_fields_no_problems():

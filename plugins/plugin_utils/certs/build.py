@@ -18,7 +18,7 @@
   allocation's staged tree, so they are hashed with it (a new cert restarts the job, as maand) and
   shipped by rsync to ``/opt/worker/<bucket_id>/jobs/<job>/certs/``.
 
-No Ansible imports; the crypto is in _certs (the ``cryptography`` package).
+No Ansible imports; the crypto is in ca.py and leaves.py (the ``cryptography`` package).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..worker import layout as _layout
-from . import certs as _certs
+from . import ca as _ca, leaves as _leaves
 from ..kv import functions as _functions
 
 CERTS_DIR = _layout.CERTS_DIR
@@ -61,20 +61,20 @@ def _holders(catalog: Mapping[str, Any], jobs: Any) -> dict[str, list[str]]:
 def settings(conf: Mapping[str, Any]) -> tuple[int, int]:
     """(certs_ttl days, certs_renewal_buffer days) as maand reads maand.conf."""
     buffer = conf.get("certs_renewal_buffer")
-    return _certs.ttl_days(conf.get("certs_ttl")), buffer if isinstance(buffer, int) and buffer > 0 else 0
+    return _leaves.ttl_days(conf.get("certs_ttl")), buffer if isinstance(buffer, int) and buffer > 0 else 0
 
 
 def check(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any], report: Any) -> bool:
     """The CA is whole and readable when some job declares certs (or when its files exist)."""
-    cert_path, key_path = _certs.ca_paths(bucket_dir)
+    cert_path, key_path = _ca.ca_paths(bucket_dir)
     present = os.path.exists(cert_path) or os.path.exists(key_path)
     if not job_specs(catalog) and not present:
         return True
     try:
         if present:
-            _certs.load_or_create_ca(bucket_dir, "")  # both present: only loads; half present: refuses
-    except _certs.CertError as exc:
-        report.error("ErrInvalidCA", _certs.CA_CERT_REL, "", str(exc), "see docs/certs.md (Bad input)")
+            _ca.load_or_create_ca(bucket_dir, "")  # both present: only loads; half present: refuses
+    except _ca.CertError as exc:
+        report.error("ErrInvalidCA", _ca.CA_CERT_REL, "", str(exc), "see docs/certs.md (Bad input)")
         return False
     ttl, buffer = settings(conf)
     if job_specs(catalog) and buffer >= ttl:
@@ -87,13 +87,13 @@ def check(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any], 
 
 def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
           previous: Mapping[str, Mapping[str, str]]) -> Issued:
-    """Keep or issue every job's leaves (see the module doc). Raises _certs.CertError."""
+    """Keep or issue every job's leaves (see the module doc). Raises _ca.CertError."""
     out = Issued()
     specs = job_specs(catalog)
     holders = _holders(catalog, specs)
     if not any(holders.values()):
         return out  # no leaf to issue: the CA is made by the first build that needs it
-    ca = _certs.load_or_create_ca(bucket_dir, str(catalog.get("bucket_id") or "maand"))
+    ca = _ca.load_or_create_ca(bucket_dir, str(catalog.get("bucket_id") or "maand"))
     ttl, buffer = settings(conf)
     counts = {"issued": 0, "kept": 0}
     for job, entries in sorted(specs.items()):
@@ -110,11 +110,11 @@ def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
             out.kv.setdefault(_functions.allocation_ns(job, host), {}).update(_path_keys(bucket_id, job, entries))
     if counts["issued"]:
         out.lines.insert(0, "certs: %d leaf certificate%s issued, %d kept (CA %s)" % (
-            counts["issued"], "" if counts["issued"] == 1 else "s", counts["kept"], _certs.CA_CERT_REL))
+            counts["issued"], "" if counts["issued"] == 1 else "s", counts["kept"], _ca.CA_CERT_REL))
     return out
 
 
-def _one_spec(ca: _certs.CA, job: str, spec: Mapping[str, Any], hosts: list[str],
+def _one_spec(ca: _ca.CA, job: str, spec: Mapping[str, Any], hosts: list[str],
               previous: Mapping[str, Mapping[str, str]], policy: tuple[int, int],
               kv: dict[str, dict[str, str]]) -> tuple[int, list[tuple[str, str]]]:
     """Fill kv with spec's leaves on hosts; (how many issued now, [(where, why)])."""
@@ -125,24 +125,24 @@ def _one_spec(ca: _certs.CA, job: str, spec: Mapping[str, Any], hosts: list[str]
         return 0, []
     if spec.get("one"):  # one pair for every allocation, SANs 127.0.0.1 + every holder's IP
         first = stored[hosts[0]]
-        why = _certs.leaf_problem(ca, first[0], first[1], cn, hosts, pkcs8, buffer)
+        why = _leaves.leaf_problem(ca, first[0], first[1], cn, hosts, pkcs8, buffer)
         if why is None and any(stored[h] != first for h in hosts):
             why = "not the same on every allocation"
-        pair = first if why is None else _pair(_certs.issue_leaf(ca, cn, hosts, ttl, pkcs8))
+        pair = first if why is None else _pair(_leaves.issue_leaf(ca, cn, hosts, ttl, pkcs8))
         for host in hosts:
             _put(kv, job, host, name, pair)
         return (len(hosts), [("all %d allocations (one: true)" % len(hosts), why)]) if why else (0, [])
     made = []
     for host in hosts:
-        why = _certs.leaf_problem(ca, stored[host][0], stored[host][1], cn, [host], pkcs8, buffer)
-        pair = stored[host] if why is None else _pair(_certs.issue_leaf(ca, cn, [host], ttl, pkcs8))
+        why = _leaves.leaf_problem(ca, stored[host][0], stored[host][1], cn, [host], pkcs8, buffer)
+        pair = stored[host] if why is None else _pair(_leaves.issue_leaf(ca, cn, [host], ttl, pkcs8))
         _put(kv, job, host, name, pair)
         if why:
             made.append((host, why))
     return len(made), made
 
 
-def _pair(leaf: _certs.Leaf) -> tuple[str, str]:
+def _pair(leaf: _leaves.Leaf) -> tuple[str, str]:
     return leaf.cert_pem, leaf.key_pem
 
 

@@ -5,7 +5,7 @@
 
 ``check(bucket, report)`` (read-only, part of compute): reads every ``workspace/containers/<name>.json``,
 validates the job-spec fields of every manifest and container, folds each job's parent chain
-(``_jobspec.collapse_spec``), reads the local OCI image layouts they name
+(spec.py ``collapse_spec``), reads the local OCI image layouts they name
 (``workspace/images/<name>/``) and checks each environment (malformed elements, malformed ``$`` and
 unknown ``$prev`` variables are build errors; the ``$env`` names are kept, never values). Fields a
 Linux worker cannot honour are refused here, never ignored. Returns {job: catalog spec} for the jobs
@@ -20,8 +20,12 @@ import os
 import re
 from typing import Any
 
-from ..bucket import jobspec as _jobspec, storage as _storage
+from ..bucket import storage as _storage
 from ..bucket.model import _read_json
+from .environment import SpecError, environment_check
+from .image import integrate_image, read_oci_layout
+from .spec import ContainerIndex, collapse_spec
+from .validate import JOB_SPEC_FIELDS, validate_container, validate_job_spec
 
 CONTAINERS_DIR = "workspace/containers"
 IMAGES_DIR = "workspace/images"
@@ -48,7 +52,7 @@ def read_containers(bucket: Any, report: Any) -> dict:
         doc = _read_json(bucket, rel, report, KIND_CONTAINER, required=True)
         if doc is None:
             continue
-        problems = _jobspec.validate_container(doc)
+        problems = validate_container(doc)
         for p in problems:
             report.error(KIND_CONTAINER, rel, p.field, "container %s: %s" % (stem, p.message), p.fix)
         if not problems:
@@ -57,13 +61,13 @@ def read_containers(bucket: Any, report: Any) -> dict:
 
 
 def uses_spec(manifest: Any) -> bool:
-    return isinstance(manifest, dict) and any(k in manifest for k in _jobspec.JOB_SPEC_FIELDS)
+    return isinstance(manifest, dict) and any(k in manifest for k in JOB_SPEC_FIELDS)
 
 
 def check(bucket: Any, report: Any) -> dict:
     """Validate, collapse and integrate every job's spec; {job: catalog spec} for jobs using one."""
     containers = read_containers(bucket, report)
-    index = _jobspec.ContainerIndex(containers)
+    index = ContainerIndex(containers)
     images: dict = {}
     out = {}
     for name in sorted(bucket.jobs):
@@ -71,7 +75,7 @@ def check(bucket: Any, report: Any) -> dict:
         manifest = job.manifest
         if not uses_spec(manifest):
             continue
-        problems = _jobspec.validate_job_spec(manifest)
+        problems = validate_job_spec(manifest)
         for p in problems:
             report.error(KIND, job.file, p.field, "job %s: %s" % (name, p.message), p.fix)
         if problems:
@@ -84,8 +88,8 @@ def check(bucket: Any, report: Any) -> dict:
 
 def _job_spec(bucket: Any, job: Any, index: Any, images: dict, report: Any):
     try:
-        collapsed = _jobspec.collapse_spec(job.manifest, index)
-    except _jobspec.SpecError as exc:
+        collapsed = collapse_spec(job.manifest, index)
+    except SpecError as exc:
         report.error(KIND, job.file, "parent", "job %s: %s" % (job.name, exc),
                      "fix the parent chain (workspace/containers/<name>.json)")
         return None
@@ -94,10 +98,10 @@ def _job_spec(bucket: Any, job: Any, index: Any, images: dict, report: Any):
         image = _image(bucket, collapsed.image.name, images, job, report)
         if image is None:
             return None
-    integrated = _jobspec.integrate_image(collapsed, image)
+    integrated = integrate_image(collapsed, image)
     try:
-        env_vars = _jobspec.environment_check(integrated.initial_environment, integrated.spec.environment)
-    except _jobspec.SpecError as exc:
+        env_vars = environment_check(integrated.initial_environment, integrated.spec.environment)
+    except SpecError as exc:
         report.error(KIND, job.file, getattr(exc, "where", "environment"), "job %s: %s" % (job.name, exc),
                      "fix the element, or write $$ for a literal $")
         return None
@@ -125,11 +129,11 @@ def _image(bucket: Any, name: str, images: dict, job: Any, report: Any):
     if name not in images:
         rel = "%s/%s" % (IMAGES_DIR, name)
         try:
-            images[name] = _jobspec.read_oci_layout(os.path.join(bucket.path, rel), name)
-        except _jobspec.SpecError as exc:
+            images[name] = read_oci_layout(os.path.join(bucket.path, rel), name)
+        except SpecError as exc:
             images[name] = exc
     found = images[name]
-    if isinstance(found, _jobspec.SpecError):
+    if isinstance(found, SpecError):
         report.error(KIND, job.file, "parent.image", "job %s: %s" % (job.name, found),
                      "copy the image: skopeo copy docker://REF oci:%s/%s" % (IMAGES_DIR, name))
         return None

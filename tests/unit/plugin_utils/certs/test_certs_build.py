@@ -14,7 +14,9 @@ import pytest
 from cryptography import x509
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import certs as _deploy_certs
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.certs import ca as _ca
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import stage as _stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
@@ -27,7 +29,7 @@ HOSTS = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
 
 @pytest.fixture(autouse=True)
 def small_keys(monkeypatch):
-    monkeypatch.setattr(_certs, "KEY_SIZE", 1024)  # maand's test-mode size: keeps the loop fast
+    monkeypatch.setattr(_ca, "KEY_SIZE", 1024)  # maand's test-mode size: keeps the loop fast
 
 
 def bucket(tmp_path, certs=None, disabled=None, conf=""):
@@ -140,11 +142,11 @@ def test_renewal_inside_the_buffer(tmp_path, monkeypatch):
         handle.write('ssh_user = "agent"\nssh_key = "worker.key"\ncerts_ttl = 60\ncerts_renewal_buffer = 10\n')
     build_ok(root)
     first = cert_of(kv(root), HOSTS[0], "tls")[0]
-    real = _certs._utcnow
-    monkeypatch.setattr(_certs, "_utcnow", lambda: real() + datetime.timedelta(days=49))
+    real = _ca.utcnow
+    monkeypatch.setattr(_ca, "utcnow", lambda: real() + datetime.timedelta(days=49))
     build_ok(root)
     assert cert_of(kv(root), HOSTS[0], "tls")[0].serial_number == first.serial_number  # outside the buffer
-    monkeypatch.setattr(_certs, "_utcnow", lambda: real() + datetime.timedelta(days=50, minutes=1))
+    monkeypatch.setattr(_ca, "utcnow", lambda: real() + datetime.timedelta(days=50, minutes=1))
     result = build_ok(root)
     renewed = cert_of(kv(root), HOSTS[0], "tls")[0]
     assert renewed.serial_number != first.serial_number and any("renewal" in line for line in result.changes)
@@ -279,11 +281,11 @@ def test_cat_certs_view_as_maand(tmp_path, monkeypatch):
     assert [(r["scope"], r["job"], r["worker"], r["cert"]) for r in rows] == [("ca", "-", "-", "ca")] + [
         ("job", "api", h, "tls") for h in HOSTS]
     assert rows[1]["common_name"] == "api.internal" and rows[1]["status"] == "ok" and rows[1]["days_left"] == "59"
-    real = _certs._utcnow
-    monkeypatch.setattr(_certs, "_utcnow", lambda: real() + datetime.timedelta(days=55))
+    real = _ca.utcnow
+    monkeypatch.setattr(_ca, "utcnow", lambda: real() + datetime.timedelta(days=55))
     rows = _cat.cat(root, _cat.Request(view="certs", workers=(HOSTS[0],))).as_dicts()
     assert [(r["worker"], r["status"], r["days_left"]) for r in rows] == [(HOSTS[0], "expiring", "4")]
-    monkeypatch.setattr(_certs, "_utcnow", lambda: real() + datetime.timedelta(days=61))
+    monkeypatch.setattr(_ca, "utcnow", lambda: real() + datetime.timedelta(days=61))
     assert _cat.cat(root, _cat.Request(view="certs", jobs=("api",))).as_dicts()[0]["status"] == "expired"
 
 

@@ -33,9 +33,10 @@ import hashlib
 import json
 import os
 
+from .. import jobspec as _jobspec  # the package's door (this module's own siblings), read at call time
 from ..bucket import storage as _storage
 from ..bucket import content as _content
-from ..bucket import jobspec as _jobspec
+from ..errors import MaandError
 from ..worker import agent as _agent
 
 ENV_PREFIX = _agent.ENV_PREFIX  # a job spec's environment in a record's files
@@ -45,7 +46,7 @@ DEFAULT_SLOTS = 2
 LIFECYCLE_TARGETS = ("start", "restart", "reload")
 
 
-class EnvError(ValueError):
+class EnvError(MaandError):
     """An environment that cannot be expanded on this controller (names job, file and variable)."""
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import (
-    BrokerModel, HistoryHint, PlannedJob, QueuedJob, SpecError, duration_cmp, format_plan, history_hint, history_lookup,
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.environment import SpecError
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.schedule import (
+    BrokerModel, HistoryHint, PlannedJob, QueuedJob, duration_cmp, format_plan, history_hint, history_lookup,
     history_record, lpt_plan, makespan, plan_worker, makespan_lower_bound, queued_cmp, record_timing, schedule_order,
 )
 

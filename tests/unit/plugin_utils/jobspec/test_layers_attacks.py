@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import layers as _layers
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec import layers as _layers
 
 BLOB = "workspace/images/evil/blobs/sha256/" + "ab" * 32
 

@@ -32,13 +32,14 @@ import tempfile
 
 from ..bucket import storage as _storage
 from ..bucket.content import RUNTIME_DIRS
+from ..errors import MaandError
 
 STAGE_DIR = ".jobspec-layers"
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 
 
-class LayerError(ValueError):
+class LayerError(MaandError):
     """A layer that cannot be stacked (names the job, the layer and the fix)."""
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import (
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec.environment import (
     EnvironmentSpec, SpecError, SubstituteError, environment_check, environment_eval, parse_environment, substitute,
 )
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import jobspec_deploy as _jobspec_deploy
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec import deploy as _deploy
 from tests.unit.plugin_utils.deploy.test_deploy_plan import BID, _settle, catalog, content, job, states
 
 SPEC = {"environment": [{"vars": {"DB": "$env{DB_URL}", "LOG": "$env{LOG_LEVEL:-info}"}, "extend": True}],
@@ -16,45 +16,45 @@ SPEC = {"environment": [{"vars": {"DB": "$env{DB_URL}", "LOG": "$env{LOG_LEVEL:-
 
 
 def test_expand_and_unknown_variable_names_job_file_and_variable():
-    assert _jobspec_deploy.expand("api", SPEC, {"DB_URL": "pg://x"}.get) == {"DB": "pg://x", "LOG": "info"}
-    with pytest.raises(_jobspec_deploy.EnvError, match=r"^job api: workspace/jobs/api/manifest.json: environment\[0\].vars.DB: "
+    assert _deploy.expand("api", SPEC, {"DB_URL": "pg://x"}.get) == {"DB": "pg://x", "LOG": "info"}
+    with pytest.raises(_deploy.EnvError, match=r"^job api: workspace/jobs/api/manifest.json: environment\[0\].vars.DB: "
                                          r"unknown variable 'DB_URL'"):
-        _jobspec_deploy.expand("api", SPEC, {}.get)
+        _deploy.expand("api", SPEC, {}.get)
     spec = dict(SPEC, environment=[dict(SPEC["environment"][0], origin="workspace/containers/base.json: environment")])
-    with pytest.raises(_jobspec_deploy.EnvError, match=r"^job api: workspace/containers/base.json: environment.vars.DB: "):
-        _jobspec_deploy.expand("api", spec, {}.get)
+    with pytest.raises(_deploy.EnvError, match=r"^job api: workspace/containers/base.json: environment.vars.DB: "):
+        _deploy.expand("api", spec, {}.get)
 
 
 def test_check_env_names_every_in_scope_job_and_no_value():
     bad = dict(SPEC, environment=[{"vars": {"A": "$env{MISSING_A}"}, "extend": True,
                                    "origin": "workspace/containers/base.json: environment"}])
     cat = catalog([dict(job("api"), spec=SPEC), dict(job("web"), spec=bad), job("plain")], [])
-    errors = _jobspec_deploy.check_env(cat, ["api", "web", "plain"], {}.get)
+    errors = _deploy.check_env(cat, ["api", "web", "plain"], {}.get)
     assert len(errors) == 2, errors
     assert errors[0].startswith("job api: workspace/jobs/api/manifest.json: environment[0].vars.DB: "
                                 "unknown variable 'DB_URL' (set it in the controller's environment"), errors
     assert errors[1].startswith("job web: workspace/containers/base.json: environment.vars.A: "
                                 "unknown variable 'MISSING_A'"), errors
-    assert _jobspec_deploy.check_env(cat, ["api", "plain"], {"DB_URL": "pg://secret-value"}.get) == []  # web out of scope
-    errors = _jobspec_deploy.check_env(cat, ["api", "web"], {"DB_URL": "pg://secret-value"}.get)
+    assert _deploy.check_env(cat, ["api", "plain"], {"DB_URL": "pg://secret-value"}.get) == []  # web out of scope
+    errors = _deploy.check_env(cat, ["api", "web"], {"DB_URL": "pg://secret-value"}.get)
     assert errors and not any("secret-value" in e for e in errors), errors
-    assert _jobspec_deploy.check_env(cat, ["plain"], {}.get) == []
+    assert _deploy.check_env(cat, ["plain"], {}.get) == []
 
 
 def test_env_digests_hide_values_and_change_with_them():
     cont = content("api")["api"]
-    one = _jobspec_deploy.with_env(cont, BID, "api", {"DB": "secret-1"})
-    two = _jobspec_deploy.with_env(cont, BID, "api", {"DB": "secret-2"})
+    one = _deploy.with_env(cont, BID, "api", {"DB": "secret-1"})
+    two = _deploy.with_env(cont, BID, "api", {"DB": "secret-2"})
     assert one["hash"] != two["hash"] != cont["hash"]
     assert "secret" not in json.dumps(one)
-    assert _jobspec_deploy.with_env(cont, BID, "api", {}) is cont  # no environment: the hash a bucket had before
+    assert _deploy.with_env(cont, BID, "api", {}) is cont  # no environment: the hash a bucket had before
 
 
 def test_changed_environment_restarts_and_says_which_key():
     cat = catalog([job("api")], [("api", "h1", "active")])
-    old = {"api": _jobspec_deploy.with_env(content("api")["api"], BID, "api", {"DB": "a", "LOG": "info"})}
+    old = {"api": _deploy.with_env(content("api")["api"], BID, "api", {"DB": "a", "LOG": "info"})}
     st = _settle(cat, old, ["h1"])
-    new = {"api": _jobspec_deploy.with_env(content("api")["api"], BID, "api", {"DB": "b", "LOG": "info"})}
+    new = {"api": _deploy.with_env(content("api")["api"], BID, "api", {"DB": "b", "LOG": "info"})}
     plan = _plan.compute_plan(cat, new, st, ["h1"])
     row = plan["rows"][0]
     assert row["action"] == "restart" and row["reason"] == "environment changed: DB"
@@ -70,7 +70,7 @@ def test_attach_orders_by_priority_then_longest_estimate_and_marks_ops():
              "d": dict(SPEC, estimated_duration=3)}
     history = {"targets": {"a/start": {"timings": [1], "failed": False}, "b/start": {"timings": [1]},
                            "c/start": {"timings": [1]}, "d/start": {"timings": [1]}}}
-    lines = _jobspec_deploy.attach(plan, specs, {"h1": cat["workers"][0]}, history)
+    lines = _deploy.attach(plan, specs, {"h1": cat["workers"][0]}, history)
     assert len(plan["steps"]) == 1
     meta, *ops = plan["steps"][0]["ops"]["h1"]
     assert meta["kind"] == "meta" and meta["slots"] == 2  # without a target: first, marked, not reordered
@@ -85,37 +85,37 @@ def test_estimates_from_history_and_failed_last_time_first():
     ops = [{"id": j + "@h", "job": j, "target": "start"} for j in ("x", "y", "z")]
     history = {"targets": {"x/start": {"timings": [2, 4, 6]}, "y/start": {"timings": [9]},
                            "z/start": {"timings": [1], "failed": True}}}
-    ordered, runs = _jobspec_deploy.order_host_ops(ops, {}, history, 1)
+    ordered, runs = _deploy.order_host_ops(ops, {}, history, 1)
     assert [o["job"] for o in ordered] == ["z", "y", "x"]
     assert [r.estimated_duration for r in runs] == [1, 9, 4]
 
 
 def test_slots_for():
-    assert _jobspec_deploy.slots_for({"cores": 8}) == 8 and _jobspec_deploy.slots_for({}) == 2 and _jobspec_deploy.slots_for({"cores": 8}, 3) == 3
+    assert _deploy.slots_for({"cores": 8}) == 8 and _deploy.slots_for({}) == 2 and _deploy.slots_for({"cores": 8}, 3) == 3
 
 
 def test_runtime_op_puts_values_only_in_the_request():
     op = {"id": "api@h1", "job": "api", "target": "start", "env": {"NEW_VERSION": "2", "DB": "mine"},
-          "spec": _jobspec_deploy.op_spec(SPEC)}
-    out = _jobspec_deploy.runtime_op(op, {"DB_URL": "pg://x"}.get)
+          "spec": _deploy.op_spec(SPEC)}
+    out = _deploy.runtime_op(op, {"DB_URL": "pg://x"}.get)
     assert out["env"] == {"DB": "mine", "LOG": "info", "NEW_VERSION": "2"}  # the op's own variables win
     assert (out["cwd"], out["user"], out["timeout"]) == ("bin", "nobody", 5) and "spec" not in out
     assert "spec" in op and "pg://x" not in json.dumps(op)
-    with pytest.raises(_jobspec_deploy.EnvError):
-        _jobspec_deploy.runtime_op(op, {}.get)
+    with pytest.raises(_deploy.EnvError):
+        _deploy.runtime_op(op, {}.get)
 
 
 def test_record_history_keeps_last_three_per_allocation(tmp_path):
     (tmp_path / "data").mkdir()
     for seconds in (1, 2, 3, 4):
-        _jobspec_deploy.record_history(str(tmp_path), [("api", "start", seconds, False, "h1")])
-    _jobspec_deploy.record_history(str(tmp_path), [("api", "start", 7, True, "h2"), ("web", "start", 7, True, "h1")])
-    hist = _jobspec_deploy.load_history(str(tmp_path))
+        _deploy.record_history(str(tmp_path), [("api", "start", seconds, False, "h1")])
+    _deploy.record_history(str(tmp_path), [("api", "start", 7, True, "h2"), ("web", "start", 7, True, "h1")])
+    hist = _deploy.load_history(str(tmp_path))
     assert hist["targets"]["api/start@h1"] == {"timings": [2.0, 3.0, 4.0], "failed": False}
     assert hist["targets"]["api/start@h2"] == {"timings": [7.0], "failed": True}
     assert hist["targets"]["web/start@h1"]["failed"] is True
     ops = [{"id": "api@" + h, "job": "api", "host": h, "target": "start"} for h in ("h1", "h2")]
-    assert [_jobspec_deploy._queued(op, {}, hist).priority for op in ops] == [0, 1]  # h2 failed last time, h1 did not
+    assert [_deploy._queued(op, {}, hist).priority for op in ops] == [0, 1]  # h2 failed last time, h1 did not
 
 
 def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
@@ -125,12 +125,12 @@ def test_unknown_user_or_group_on_a_worker_refuses_the_plan():
     st["h1"].update(users=["root", "svc"], groups=["root", "svc"])
     st["h2"].update(users=["root"], groups=["root", "svc"])
     st["h3"].update(users=[], groups=[])
-    errors = _jobspec_deploy.check_ids(cat, st, ["api", "web"])
+    errors = _deploy.check_ids(cat, st, ["api", "web"])
     assert errors == ["job api: user 'svc' does not exist on worker h2; create it there, or fix \"user\" in "
                       "workspace/jobs/api/manifest.json (or the container it inherits from)"]
-    assert _jobspec_deploy.check_ids(cat, st, ["web"]) == []
+    assert _deploy.check_ids(cat, st, ["web"]) == []
     del st["h2"]["users"]  # an older agent: not checked here (the worker names it when make would run)
-    assert _jobspec_deploy.check_ids(cat, st, ["api"]) == []
+    assert _deploy.check_ids(cat, st, ["api"]) == []
 
 
 def test_read_state_lists_users_and_groups(tmp_path):
@@ -157,7 +157,7 @@ def test_specs_that_need_root_are_refused_at_plan_on_a_non_root_agent():
     common = dict(users=["root", "deploy", "svc"], groups=["root", "deploy"])
     st["h1"].update(common, euid=1000, egid=1000, euser="deploy", egroup="deploy")
     st["h2"].update(common, euid=0, egid=0, euser="root", egroup="root")
-    errors = _jobspec_deploy.check_ids(cat, st, names)
+    errors = _deploy.check_ids(cat, st, names)
     assert [e.split(" needs root")[0] for e in errors] == [
         'job net: "network": "disabled"', 'job ro: "enable_writable_file_system": false',
         'job mnt: "mounts": "1 mount(s)"', 'job other: "user": "svc"']  # own user/group, local network: fine
@@ -165,9 +165,9 @@ def test_specs_that_need_root_are_refused_at_plan_on_a_non_root_agent():
                "maand.conf (ansible_become), or drop" in e for e in errors), errors
     assert errors[0].endswith('drop "network" from workspace/jobs/net/manifest.json (or the container it '
                               'inherits from)')
-    assert _jobspec_deploy.check_ids(cat, st, ["plain", "own"]) == []
+    assert _deploy.check_ids(cat, st, ["plain", "own"]) == []
     del st["h1"]["euid"]  # an older agent: not checked here (the worker names it when make would run)
-    assert _jobspec_deploy.check_ids(cat, st, names) == []
+    assert _deploy.check_ids(cat, st, names) == []
 
 
 from hypothesis import given, settings  # noqa: E402
@@ -188,7 +188,7 @@ def test_worker_order_is_maelstroms_order_property(jobs, slots):
         specs[name] = {"priority": priority, "estimated_duration": estimate}
         if ran:
             history["targets"][name + "/start@h"] = {"timings": [1.0], "failed": False}
-    ordered, runs = _jobspec_deploy.order_host_ops(ops, specs, history, slots)
+    ordered, runs = _deploy.order_host_ops(ops, specs, history, slots)
     assert sorted(o["id"] for o in ordered) == sorted(o["id"] for o in ops)
     quiet = [o for o in ordered if not o["target"]]
     assert ordered[:len(quiet)] == quiet
