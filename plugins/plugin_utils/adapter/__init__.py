@@ -16,7 +16,7 @@ The door for plugins: action_base.py (MaandAction, ControllerAction) and control
 
 from __future__ import annotations
 
-import importlib
+from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller",
@@ -25,13 +25,4 @@ _DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "conne
          "spec_for": "specs", "int_var": "support"}
 __all__ = sorted(_DOOR)
 
-
-def __getattr__(name):
-    if name not in _DOOR:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_DOOR))
+__getattr__, __dir__ = lazy(__name__, _DOOR)

@@ -18,7 +18,7 @@ locks.py for the locks.
 
 from __future__ import annotations
 
-import importlib
+from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "model", "load_maand_conf": "model",
@@ -26,13 +26,4 @@ _DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "mod
          "LockBusy": "locks", "StateStoreError": "storage"}
 __all__ = sorted(_DOOR)
 
-
-def __getattr__(name):
-    if name not in _DOOR:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_DOOR))
+__getattr__, __dir__ = lazy(__name__, _DOOR)

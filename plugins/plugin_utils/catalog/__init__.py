@@ -14,7 +14,7 @@ jobspec/, issues the certificates of certs/ and runs the _prometheus/ checks of 
 
 from __future__ import annotations
 
-import importlib
+from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"CATALOG_REL": "catalog", "CatalogError": "catalog", "catalog_path": "catalog", "dumps": "catalog",
@@ -22,13 +22,4 @@ _DOOR = {"CATALOG_REL": "catalog", "CatalogError": "catalog", "catalog_path": "c
          "build": "service", "compute": "service", "explain_short_jobs": "service"}
 __all__ = sorted(_DOOR)
 
-
-def __getattr__(name):
-    if name not in _DOOR:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_DOOR))
+__getattr__, __dir__ = lazy(__name__, _DOOR)

@@ -13,7 +13,7 @@ The door: points.py (where build, deploy and job_command run job commands).
 
 from __future__ import annotations
 
-import importlib
+from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"HookError": "commands", "jobs_with": "commands", "targets": "commands", "HookFailed": "points",
@@ -21,13 +21,4 @@ _DOOR = {"HookError": "commands", "jobs_with": "commands", "targets": "commands"
          "session": "points", "DEFAULT_TAIL": "run", "DEFAULT_TIMEOUT": "run", "run_event": "run"}
 __all__ = sorted(_DOOR)
 
-
-def __getattr__(name):
-    if name not in _DOOR:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_DOOR))
+__getattr__, __dir__ = lazy(__name__, _DOOR)

@@ -14,7 +14,7 @@ The door: store.py (KVStore) for the KV, functions.py for what templates read.
 
 from __future__ import annotations
 
-import importlib
+from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"AllocationData": "functions", "KVError": "functions", "KVReader": "functions",
@@ -22,13 +22,4 @@ _DOOR = {"AllocationData": "functions", "KVError": "functions", "KVReader": "fun
          "KVStoreError": "store"}
 __all__ = sorted(_DOOR)
 
-
-def __getattr__(name):
-    if name not in _DOOR:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_DOOR))
+__getattr__, __dir__ = lazy(__name__, _DOOR)

@@ -13,21 +13,12 @@ Each verb's module is its door (ops/<verb>.py); the actions call nothing else of
 
 from __future__ import annotations
 
-import importlib
+from ..doors import lazy
 
-# The door: the verb modules (ops.<verb>.<name>), imported when first used.
-_DOOR = {"cat": "cat", "cert_metrics": "cert_metrics", "extra_vars": "extra_vars", "facts": "facts", "gc": "gc",
-         "health_check": "health_check", "info": "info", "logs": "logs", "run_command": "run_command",
-         "scaffold": "scaffold", "state_move": "state_move", "status": "status", "worker_sync": "worker_sync"}
+# The door: the verb modules (ops.<verb>.<name>), imported when first used (None: the module itself).
+_DOOR = {"cat": None, "cert_metrics": None, "extra_vars": None, "facts": None, "gc": None,
+         "health_check": None, "info": None, "logs": None, "run_command": None,
+         "scaffold": None, "state_move": None, "status": None, "worker_sync": None}
 __all__ = sorted(_DOOR)
 
-
-def __getattr__(name):
-    if name not in _DOOR:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = globals()[name] = importlib.import_module("." + name, __name__)
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_DOOR))
+__getattr__, __dir__ = lazy(__name__, _DOOR)

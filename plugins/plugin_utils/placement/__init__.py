@@ -14,19 +14,10 @@ The door: place.py (place); select.py compiles the rules it places with.
 
 from __future__ import annotations
 
-import importlib
+from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"explain_lines": "explain", "explain_worker": "explain", "summary": "explain"}
 __all__ = sorted(_DOOR)
 
-
-def __getattr__(name):
-    if name not in _DOOR:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = globals()[name] = getattr(importlib.import_module("." + _DOOR[name], __name__), name)
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_DOOR))
+__getattr__, __dir__ = lazy(__name__, _DOOR)

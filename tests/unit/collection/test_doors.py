@@ -130,3 +130,12 @@ def test_the_core_goes_through_doors_or_is_listed():
     assert not new, "imports past another package's door (use its door, or list them in CORE_REACH):\n%s" % (
         "\n".join("%s -> %s" % pair for pair in new))
     assert not gone, "CORE_REACH lists imports that are gone (drop them):\n%s" % "\n".join("%s -> %s" % p for p in gone)
+
+
+def test_a_door_loads_what_it_names_when_asked_and_nothing_else():
+    ops = door("ops")
+    assert ops.status.__name__ == ROOT + ".ops.status"  # a verb module (None in the table)
+    assert door("catalog").read_catalog.__module__ == ROOT + ".catalog.catalog"
+    assert "read_catalog" in dir(door("catalog"))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        door("catalog").nope  # noqa: B018 (the attribute access is the test)

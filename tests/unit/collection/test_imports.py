@@ -19,7 +19,7 @@ CORE = REPO / "plugins" / "plugin_utils"
 PACKAGE = "ansible_collections.maand.core.plugins.plugin_utils"
 PLUGINS = "ansible_collections.maand.core.plugins"
 # Rank of each stage: an import may only go to a lower rank (or within its own package).
-ORDER = {"errors": -1, "worker": 0, "gotemplate": 0.5, "bucket": 1, "jobspec": 1.5, "placement": 2, "kv": 2, "prometheus": 2.5,
+ORDER = {"errors": -1, "doors": -1, "worker": 0, "gotemplate": 0.5, "bucket": 1, "jobspec": 1.5, "placement": 2, "kv": 2, "prometheus": 2.5,
          "certs": 2.5, "catalog": 3, "hooks": 4, "deploy": 5, "ops": 6, "adapter": 7}
 
 
