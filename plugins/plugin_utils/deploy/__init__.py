@@ -5,7 +5,8 @@
 step, agent_payload/agent_done, finish), called by the deploy actions.
 
 plan.py (pure: what happens to every allocation, in which order), run_state.py (pure reducer),
-run.py (the run folder), stage.py and layers.py (what ships), pin.py, view.py, progress.py, gate.py
-(health gates), remote.py and rsync.py (calling the worker agent), lock.py, adopt.py, certs.py,
+run.py (the run folder, the step driver, RunContext), callbacks.py (what a step calls back: StepCallbacks),
+stage.py and layers.py (what ships), pin.py, view.py, progress.py (progress records), gate.py (health gates,
+over the health package), remote.py and rsync.py (calling the worker agent), lock.py, adopt.py, certs.py,
 jobspec_deploy.py.
 """

@@ -1,7 +1,7 @@
 """The core's data flows one way (issue 9 item 5, issue 20 item 6).
 
 plugins/plugin_utils is a set of stage packages. An import may only point down the stage order
-(worker, bucket, placement and kv, catalog, hooks, deploy, ops); only plugins/ import the Ansible-side
+(worker, bucket, placement and kv, catalog, hooks, health, deploy, ops); only plugins/ import the Ansible-side
 adapter; no cycle between modules, counting late (function-level) imports; no action imports
 another action; and inside placement, the rules never reach the explanation code."""
 
@@ -18,8 +18,8 @@ CORE = REPO / "plugins" / "plugin_utils"
 PACKAGE = "ansible_collections.maand.core.plugins.plugin_utils"
 PLUGINS = "ansible_collections.maand.core.plugins"
 # Rank of each stage: an import may only go to a lower rank (or within its own package).
-ORDER = {"errors": -1, "worker": 0, "bucket": 1, "placement": 2, "kv": 2, "catalog": 3, "hooks": 4, "deploy": 5, "ops": 6,
-         "adapter": 7}
+ORDER = {"errors": -1, "worker": 0, "bucket": 1, "placement": 2, "kv": 2, "catalog": 3, "hooks": 4, "health": 4.5,
+         "deploy": 5, "ops": 6, "adapter": 7}
 
 
 def _targets(node, module_pkg):
