@@ -12,7 +12,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
+from ansible_collections.maand.core.plugins.plugin_utils import health
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, run as _run, commands as _commands
 
@@ -57,11 +57,11 @@ class ActionModule(ControllerAction):
         conns = _controller.connections(task_vars, hosts)
         workers = {h: (conns[h]["address"], int(conns[h].get("port") or 22)) for h in hosts if h in conns}
         plans, skipped = _health_check.plan_jobs(catalog, jobs, hosts)
-        by_address = _gate.by_address(conns)
-        trust = _gate.Trust.for_bucket(bucket)  # https probes verify against the bucket CA
+        by_address = health.by_address(conns)
+        trust = health.Trust.for_bucket(bucket)  # https probes verify against the bucket CA
 
         def probe(host, address, check, timeout):
-            return _gate.probe(address, check, timeout, by_address, trust=trust)
+            return health.probe(address, check, timeout, by_address, trust=trust)
 
         # fail fast: the jobs' `make status` while it waits, as the deploy's gates ask it
         status, diagnose = (_health_check.fail_fast(bucket, catalog, conns, _controller.python_of(task_vars))

@@ -9,8 +9,8 @@ The door is service.py (lock, prepare, step, agent_payload/agent_done, finish), 
 actions.
 
 plan.py (pure: what happens to every allocation, in which order), run_state.py (pure reducer),
-run.py (the run folder), stage.py (what ships), pin.py, view.py, progress.py, gate.py
-(health gates), remote.py and rsync.py (calling the worker agent), adopt.py, certs.py (the leaves of
-certs/ as the stage's overlays). The deploy lock is bucket/locks.py; job specs' environments, worker
-order and layers are jobspec/.
+run.py (the run folder, the step driver, RunContext), callbacks.py (what a step calls back: StepCallbacks),
+stage.py (what ships), pin.py, view.py, progress.py (progress records), gate.py (health gates, over the health
+package), remote.py and rsync.py (calling the worker agent), adopt.py, certs.py (the leaves of certs/ as the
+stage's overlays). The deploy lock is bucket/locks.py; job specs' environments, worker order and layers are jobspec/.
 """

@@ -49,6 +49,20 @@ def mux_options(folder):
     return list(OWN_MUX) + ["-o", "ControlPath=%s/%%C" % folder]
 
 
+def with_mux(conns, control_dir):
+    """The connection settings {host: settings} with the run's own ssh multiplexing (mux_options: ControlMaster,
+    a ControlPath in control_dir, as the deploy's rsync), unless their options name a ControlPath: a gate asks
+    `make status` every second or so, and a new ssh handshake each time costs more than the wait. control_dir
+    is made then, or refused when it is not this user's own (UnsafeFolder)."""
+    out = {}
+    for host, conn in conns.items():
+        options = list(conn.get("options") or [])
+        if not any("ControlPath" in o for o in options):
+            options += mux_options(control_dir)
+        out[host] = dict(conn, options=options)
+    return out
+
+
 def close_control_dir(folder, run=subprocess.run, sleep=time.sleep, polls=40):
     """Once the run is over (deploy/service.finish): ask every ssh master in the run's ControlPath folder to
     stop (``ssh -O stop``: it removes its socket at once, lets a session still open end, then exits) and

@@ -227,6 +227,22 @@ def fold_results(state, step, answers, reasons=None):
     return state, ok_ops
 
 
+def measured(requests, answers):
+    """The make targets the agents of a step timed, for data/job_history.json (jobspec/deploy.record_history):
+    [(job, target, seconds, failed, host)] from {host: AgentRequest} and {host: answer or None}."""
+    runs = []
+    for host, request in sorted(requests.items()):
+        answer = answers.get(host)
+        if not answer:
+            continue
+        ops = {op["id"]: op for op in request.ops}
+        for outcome in answer.get("ops") or []:
+            op = ops.get(outcome.get("id"))
+            if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
+                runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
+    return runs
+
+
 def gates_to_run(state, step):
     """The step's health gates whose job has not failed and is not blocked; a revert's gate (auto_revert)
     when its job failed in the step it undoes, on the workers whose revert ran."""

@@ -38,7 +38,7 @@ from ..hooks import commands as _commands, points as _points, run as _run
 from ..kv import store as _store
 from . import adopt as _adopt, certs as _certs
 from . import pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
-from . import progress as _progress, record as _record
+from . import callbacks as _callbacks, progress as _progress, record as _record
 from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
 from . import view as _view
 
@@ -465,78 +465,23 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
 
 # --- step: one step of the run ------------------------------------------------------------------------
 
-def sayer(run_dir, ctl):
-    """say(msg, color=None): a line for the operator, on the screen or (watched) in the progress file."""
-    writer = _progress.Writer(run_dir)
-
-    def say(msg, color=None):
-        if ctl.watched:
-            writer.say(msg, color)
-        else:
-            ctl.show(msg, color=color)
-    return say
-
-
-def gate_runner(run_dir, ctl, files=None):
-    """The health gates of the run: probes with progress records, status tails when one fails; files: the
-    run's plan and catalog when the step read them already (deploy/progress.run_files)."""
-    say = sayer(run_dir, ctl)
-
-    def passed(gate):
-        if not ctl.watched:  # the callback shows the pass from the progress record
-            say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
-    return _progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of, files)
-
-
 @contextlib.contextmanager
 def callbacks(run_dir, ctl):
-    """(gate runner, after_results, before) of the run: its gates with the bucket's job commands (hooks/points)
-    and the pre_deploy hooks due before a step (wave_hooks), all in one hook session. The run's plan and the
-    catalog are read once for both (a step is one task, in its own process: nothing outlives it to cache)."""
-    files = _progress.run_files(run_dir)
-    probes = gate_runner(run_dir, ctl, files)
-    say = sayer(run_dir, ctl)
-    with contextlib.ExitStack() as stack:  # exits the hook session however the caller leaves
-        gate, after, context = stack.enter_context(_progress.callbacks_for_run(
-            run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail, lambda msg: say("hook: " + msg),
-            files))
-        yield gate, after, wave_hooks(_deploy_run.bucket_of(run_dir), context, ctl.warn)
+    """The callbacks of one step task (deploy/callbacks.StepCallbacks: its gates with the bucket's job commands,
+    the pre_deploy hooks due before a step, all in one hook session) over the run's RunContext: its plan, state
+    and catalog read once, for the callbacks and for run.advance/finish (cbs.run)."""
+    with _callbacks.StepCallbacks.opened(_deploy_run.RunContext.read(run_dir), ctl, rerender) as cbs:
+        yield cbs
 
 
-def wave_hooks(bucket, context, warn=_quiet):
-    """before(plan, state, step) for _deploy_run.advance/finish: the pre_deploy hooks of the waves due before
-    the step, each job rendered again after its hooks and its changed files staged (deploy/pre_deploy)."""
-    def before(plan, state, step):
-        if not _pre_deploy.due(plan, state, step):
-            return [], False
-        info = plan[_pre_deploy.KEY]
-        catalog = _catalog.read_catalog(bucket) or {}
-        stagings = {}
-
-        def run_hooks(job):
-            problems = _points.pre_deploy(context(), [job]).get(job, [])
-            order = _points.rollout_orders(bucket, [job]).get(job)
-            if not problems and order != (info.get("rollout_orders") or {}).get(job):
-                warn("job %s: the rollout_order its pre_deploy hooks wrote (%s) applies from the next deploy; this "
-                     "run's batches were planned before the hooks ran" % (job, order or "the catalog order"))
-            return problems
-
-        def rerender(job):
-            hosts = list(info["rendered"][job])
-            versions = {(job, h): v for h, v in (info.get("versions") or {}).get(job, {}).items()}
-            try:
-                staging = render(bucket, catalog, [job], hosts, versions, info.get("update_seq") or 0)
-            except (_jobspec.LayerError, OSError) as exc:
-                return {}, [str(exc)]
-            stagings[job] = staging
-            errors = list(staging.errors) + _with_environments(catalog, staging.content)
-            return (staging.content.get(job) or {}).get("allocations") or {}, errors
-
-        messages, ops = _pre_deploy.run_due(plan, state, step, run_hooks, rerender)
-        for op in ops:
-            op["src"] = stagings[op["job"]].stage(bucket, op["job"], op["host"])
-        return messages, bool(ops)
-    return before
+def rerender(bucket, catalog, job, hosts, versions, update_seq):
+    """A job rendered again after its pre_deploy hooks (deploy/pre_deploy, deploy/callbacks.StepCallbacks.before):
+    (its staging, errors), the staging None when it cannot be rendered."""
+    try:
+        staging = render(bucket, catalog, [job], hosts, versions, update_seq)
+    except (_jobspec.LayerError, OSError) as exc:
+        return None, [str(exc)]
+    return staging, list(staging.errors) + _with_environments(catalog, staging.content)
 
 
 @dataclasses.dataclass
@@ -561,8 +506,8 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     ctl = ctl or Controller()
     try:
         key = _deploy_run.step_key(step_value)
-        with callbacks(run_dir, ctl) as (gate, after, before):
-            hosts, failures = _deploy_run.advance(run_dir, key, gate, after, before)
+        with callbacks(run_dir, ctl) as cbs:
+            hosts, failures = _deploy_run.advance(cbs.run, key, cbs)
     except (_deploy_run.RunError, ValueError, OSError) as exc:
         return Stepped(error="deploy step %s: %s" % (step_value, exc))
     if not ctl.watched:  # the callback prints new_failures from the result
@@ -597,26 +542,10 @@ def agent_payload(request, outcomes, timeout, tail):
                                        slots=slots)
 
 
-def record_history(bucket, request, answer):
-    """Measured make targets -> data/job_history.json (estimates of the next deploys)."""
-    if not answer:
-        return
-    ops = {op["id"]: op for op in request.get("ops") or []}
-    runs = []
-    for outcome in answer.get("ops") or []:
-        op = ops.get(outcome.get("id"))
-        if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
-            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
-    try:
-        _jobspec.record_history(bucket, runs)
-    except OSError:
-        pass  # estimates only: a read-only data/ must not fail the deploy
-
-
 def agent_done(run_dir, bucket, key, host, request, answer, reason):
-    """A worker's answer (or why there is none) into the run folder, its timings into the job history."""
+    """A worker's answer (or why there is none) into the run folder; the next step's fold (deploy/run.fold_in_flight)
+    puts the step's timings into the job history, in one write."""
     _deploy_run.write_result(run_dir, key, host, answer, reason)
-    record_history(bucket, request, answer)
 
 
 def allocation_env(bucket, job, host, version):
@@ -679,8 +608,8 @@ def run_outcome(run_dir, plan, ctl):
     if not run_dir:
         return plan, [f["msg"] for f in plan.get("failures") or []], [], _view.verdict(plan, [], {})
     try:
-        with callbacks(run_dir, ctl) as (gate, after, before):
-            plan, state, report = _deploy_run.finish(run_dir, gate, after, before)
+        with callbacks(run_dir, ctl) as cbs:
+            plan, state, report = _deploy_run.finish(cbs.run, cbs)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome

@@ -195,41 +195,11 @@ def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     return {(r["job"], r["worker"]): str(r.get("from_version") or "") for r in plan.get("rows") or [] if r.get("job")}
 
 
-@contextlib.contextmanager
-def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: Mapping[str, Any],
-                     hosts: Callable[[], Mapping[str, Mapping[str, Any]]], probes: Callable[[Mapping[str, Any]], list[str]],
-                     timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
-                     log: Callable[[str], None] = lambda msg: None
-                     ) -> Iterator[tuple[Callable, Callable | None, Callable[[], _run.Context]]]:
-    """(gate runner, after_results, context) for deploy/run.advance and finish: the plain probes when the
-    bucket has no gate hooks, else probes wrapped in the hooks; context() is the run's one hook session
-    (the runtime API started lazily, on first use, and shared: it holds 127.0.0.1:8080), which the
-    deploy's pre_deploy hooks use too. hosts() -> every worker's connection settings, asked only when the
-    session starts (building them reads every host's vars: a step without hooks must not pay that)."""
-    holder: dict[str, Any] = {}
-    with contextlib.ExitStack() as stack:
-        def context() -> _run.Context:
-            if "ctx" not in holder:
-                holder["ctx"] = stack.enter_context(session(bucket_dir, catalog or {}, hosts(), timeout, tail,
-                                                            plan_versions(plan), log))
-            return holder["ctx"]
-
-        if not catalog or not any_job_has(catalog, GATE_EVENTS + ("after_allocation_stopped",)):
-            yield probes, None, context
-            return
-
-        def gate(g: Mapping[str, Any]) -> list[str]:
-            if not gate_hooks(catalog, g["job"]):
-                return probes(g)
-            return run_gate_hooks(context(), g, probes)
-
-        def after(step: Mapping[str, Any] | None, ok_ops: list) -> list[tuple[str, str]]:
-            if step is None or step.get("wave") is not None:
-                return []
-            stops = [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
-                     and _commands.has_event(catalog, o["job"], "after_allocation_stopped")]
-            return after_stops(context(), stops) if stops else []
-        yield gate, after, context
+def hooked_stops(catalog: Mapping[str, Any], ok_ops: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The stops among the reconcile step's ok ops whose job registers after_allocation_stopped (after_stops
+    runs their hooks; none: no hook session is needed)."""
+    return [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
+            and _commands.has_event(catalog, o["job"], "after_allocation_stopped")]
 
 
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The core's data flows one way (issue 9 item 5, issue 20 item 6).
 
 plugins/plugin_utils is a set of stage packages. An import may only point down the stage order
-(worker, gotemplate, bucket, jobspec, placement and kv, prometheus, certs, catalog, hooks, deploy, ops); only plugins/ import
+(worker, gotemplate, bucket, jobspec, placement and kv, prometheus, certs, catalog, hooks, health, deploy, ops); only plugins/ import
 adapter; no cycle between modules, counting late (function-level) imports; no action imports
 another action; and inside placement, the rules never reach the explanation code."""
 
@@ -19,8 +19,8 @@ CORE = REPO / "plugins" / "plugin_utils"
 PACKAGE = "ansible_collections.maand.core.plugins.plugin_utils"
 PLUGINS = "ansible_collections.maand.core.plugins"
 # Rank of each stage: an import may only go to a lower rank (or within its own package).
-ORDER = {"errors": -1, "doors": -1, "worker": 0, "gotemplate": 0.5, "bucket": 1, "jobspec": 1.5, "placement": 2, "kv": 2, "prometheus": 2.5,
-         "certs": 2.5, "catalog": 3, "hooks": 4, "deploy": 5, "ops": 6, "adapter": 7}
+ORDER = {"errors": -1, "doors": -1, "worker": 0, "gotemplate": 0.5, "bucket": 1, "jobspec": 1.5, "placement": 2, "kv": 2,
+         "prometheus": 2.5, "certs": 2.5, "catalog": 3, "hooks": 4, "health": 4.5, "deploy": 5, "ops": 6, "adapter": 7}
 
 
 def _targets(node, module_pkg):

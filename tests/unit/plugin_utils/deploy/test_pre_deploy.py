@@ -45,6 +45,9 @@ class Recorder:
         self.events.append("render %s" % job)
         return self.renders.get(job, ({}, []))
 
+    def after_results(self, step, ok_ops):
+        return []
+
     def before(self, plan, state, step):
         messages, ops = _pre_deploy.run_due(plan, state, step, self.run_hooks, self.render)
         if step is not None or messages:
@@ -57,10 +60,10 @@ def drive(run_dir, plan, rec):
     failures = []
     for seg in _run.segments(plan, 4):
         key = _run.step_key(seg["step"])
-        hosts, new = _run.advance(run_dir, key, rec.gate, before=rec.before)
+        hosts, new = _run.advance(_run.RunContext.read(run_dir), key, rec)
         failures += new
         answer_all(run_dir, key, hosts)
-    plan, state, report = _run.finish(run_dir, rec.gate, before=rec.before)
+    plan, state, report = _run.finish(_run.RunContext.read(run_dir), rec)
     return failures, state, report
 
 

@@ -232,14 +232,14 @@ def test_a_step_s_gates_and_hooks_read_the_plan_and_the_catalog_once(bucket, mon
         return read_catalog(bucket_dir)
     monkeypatch.setattr(_run, "load_plan", counting_plan)
     monkeypatch.setattr(_catalog, "read_catalog", counting_catalog)
-    with S.callbacks(prepared.run_dir, Screen().ctl) as (gate, after, before):
-        assert callable(gate)
+    with S.callbacks(prepared.run_dir, Screen().ctl) as cbs:
+        assert callable(cbs.gate) and cbs.run.plan["bucket_id"] == prepared.plan["bucket_id"]
     assert reads == {"plan": 1, "catalog": 1}
-    for seg in prepared.segments:  # the whole run, for real: each step reads the catalog once
-        before_step = reads["catalog"]
+    for seg in prepared.segments:  # the whole run, for real: each step reads the plan and the catalog once
+        before_step = dict(reads)
         stepped = S.step(prepared.run_dir, seg["step"])
         assert not stepped.error, stepped.error
-        assert reads["catalog"] - before_step == 1
+        assert reads["catalog"] - before_step["catalog"] == 1 and reads["plan"] - before_step["plan"] == 1
         answer_all(prepared.run_dir, stepped.key, stepped.hosts)
     finished = S.finish(S.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()))
     assert not finished.as_result().get("failed"), finished.problems

@@ -9,7 +9,8 @@ import socket
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate, remote as _remote
+from ansible_collections.maand.core.plugins.plugin_utils import health
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check, status as _status
 from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, job
 
@@ -49,7 +50,7 @@ class Clock:
 
 
 def real_probe(host, address, check, timeout):
-    return _gate.probe(address, check, timeout)
+    return health.probe(address, check, timeout)
 
 
 def test_select_jobs_refuses_unknown_names_with_did_you_mean():
@@ -152,11 +153,11 @@ def test_many_probes_all_get_their_own_line_in_order(listener):
     bad = closed_port()
     hosts = ["h%d" % i for i in range(12)]
     plans = [_health_check.JobPlan("api", hosts, [{"type": "tcp", "port": listener}, {"type": "tcp", "port": bad}], [])]
-    out = _health_check.run(plans, {}, lambda h, a, c, t: _gate.probe("127.0.0.1", c, t))
+    out = _health_check.run(plans, {}, lambda h, a, c, t: health.probe("127.0.0.1", c, t))
     assert [(x.worker, x.ok) for x in out.lines] == [(h, ok) for h in hosts for ok in (True, False)]
 
 
-# --- fail fast: `make status` while the verb waits (deploy/gate.StatusWatch, as the deploy's gates) -----------
+# --- fail fast: `make status` while the verb waits (health/watch.StatusWatch, as the deploy's gates) -----------
 
 def call(fn):
     """submit: the status check right away (the verb's default runs it in a background thread)."""
@@ -249,7 +250,7 @@ def test_status_request_is_maand_core_status_s_request():
                    job("ctl", commands={"command_ctl": {"executed_on": ["job_control"]}})],
                   [("api", "h1", "active"), ("ctl", "h1", "active")])
     req = json.loads(_health_check.status_request(cat, "api", "h1"))
-    assert req["root"] == _remote.worker_root(cat["bucket_id"]) and req["timeout"] == _gate.STATUS_TIMEOUT
+    assert req["root"] == _remote.worker_root(cat["bucket_id"]) and req["timeout"] == health.STATUS_TIMEOUT
     [op] = req["ops"]
     assert (op["kind"], op["job"], op["host"], op["target"]) == ("status", "api", "h1", "status")
     assert op["env"]["MODE"] == "prod" and op["env"]["API_PORT"] == "31000" and op["env"]["ALLOCATION_IP"] == "h1"
@@ -260,12 +261,12 @@ def test_status_request_is_maand_core_status_s_request():
 
 
 def test_fail_fast_asks_through_the_gate_s_status_checker(tmp_path):
-    """status from fail_fast is deploy/gate.status_checker over the muxed connection with the agent's command."""
+    """status from fail_fast is health/watch.status_checker over the muxed connection with the agent's command."""
     cat = catalog([job("api")], [("api", "h1", "active")])
     calls = []
-    status = _gate.status_checker(lambda j, h: _health_check.status_request(cat, j, h), lambda: {"h1": {"address": "10.0.0.1"}},
-                                         lambda host: "/usr/bin/python3",
-                                         probe=lambda conn, cmd, req: calls.append((conn, cmd, req)) or (False, "down"))
+    status = health.status_checker(lambda j, h: _health_check.status_request(cat, j, h), lambda: {"h1": {"address": "10.0.0.1"}},
+                                   lambda host: "/usr/bin/python3",
+                                   probe=lambda conn, cmd, req: calls.append((conn, cmd, req)) or (False, "down"), agent=_remote)
     assert status("api", "h1") == (False, "down") and status("api", "h2") == (None, "no status to ask")
     assert calls[0][1] == _remote.step_command("/usr/bin/python3") and json.loads(calls[0][2])["ops"][0]["job"] == "api"
     st, diag = _health_check.fail_fast(str(tmp_path), cat, {"h1": {"address": "10.0.0.1", "options": []}}, lambda host: "python3")

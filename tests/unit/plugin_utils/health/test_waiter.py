@@ -1,6 +1,7 @@
-"""The one wait loop (deploy/waiter.py) and what waits in it: the deploy's health gates (deploy/gate.run_gate)
-with fail fast on `make status` (StatusWatch), and the status predicate through the real worker agent (run
-in-process against a job folder in tmp_path, `make` for real). A stepped clock: no timing."""
+"""The one wait loop (health/waiter.py) and what waits in it: the deploy's health gates (deploy/gate.run_gate)
+with fail fast on `make status` (health/watch.StatusWatch), and the status predicate through the real worker
+agent (health/probes.status_probe, run in-process against a job folder in tmp_path, `make` for real). A stepped
+clock: no timing."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import time
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import DEFAULT_HEALTH
+from ansible_collections.maand.core.plugins.plugin_utils import health
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
-from ansible_collections.maand.core.plugins.plugin_utils.deploy.waiter import Budget, Pending, Waiter
+from ansible_collections.maand.core.plugins.plugin_utils.health import Budget, Pending, Waiter
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 from tests.unit.plugin_utils.ops.test_health_check import Clock  # the fake clock the verb's tests drive
 
@@ -150,7 +152,7 @@ def test_not_running_then_running_resets_the_count():
     gate = dict(GATE, attempts=10, interval_seconds=1.0)
     problems = _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
                           probe_fn=lambda a, c, t: "refused")
-    assert len(clock.sleeps) == 9 and not any(_gate.NOT_RUNNING in p for p in problems)
+    assert len(clock.sleeps) == 9 and not any(health.NOT_RUNNING in p for p in problems)
 
 
 def test_a_slow_status_check_does_not_hold_up_the_probes():
@@ -192,7 +194,7 @@ def test_gate_runner_says_it_stopped_early_with_the_elapsed_time_and_the_tail(tm
                           probe_fn=lambda a, c, t: "refused")
     plan = {"bucket_id": "b", "rows": [{"job": "api", "worker": h, "action": "start", "batch": "api start batch 1/1"}
                                        for h in ("h1", "h2")]}
-    go = _progress.gate_runner(run, _progress.Writer(str(tmp_path), clock=clock), plan, diagnose=lambda job, hosts: {
+    go = _gate.GateRunner(run, _progress.Writer(str(tmp_path), clock=clock), plan, diagnose=lambda job, hosts: {
         h: ["--- logs/api.log:", "api: cannot open config"] for h in hosts}, clock=clock)
     problems = go(GATE)
     assert "stopped waiting after 1.0 s (3 of 30 attempt(s), 0.5 s apart): `make status` says the job is not running" in problems
@@ -202,8 +204,8 @@ def test_gate_runner_says_it_stopped_early_with_the_elapsed_time_and_the_tail(tm
 
 def test_failure_notes_without_an_attempt_count_in_the_budget():
     """The health_check verb with maand_wait_seconds: a budget in seconds, so no "of N"."""
-    problems = ["h1: job api " + _gate.NOT_RUNNING + ": `make status` said so 2 times in a row, 1.0 s apart"]
-    notes = _progress.failure_notes({"job": "api", "attempts": None, "interval_seconds": 1.0}, 2.5, 3, problems, {}, "")
+    problems = ["h1: job api " + health.NOT_RUNNING + ": `make status` said so 2 times in a row, 1.0 s apart"]
+    notes = health.failure_notes({"job": "api", "attempts": None, "interval_seconds": 1.0}, 2.5, 3, problems, {}, "")
     assert notes == ["stopped waiting after 2.5 s (3 attempt(s), 1.0 s apart): `make status` says the job is not running"]
 
 
@@ -239,9 +241,11 @@ def request(root, env=None, target="status"):
 def test_status_probe_reads_the_agents_answer(worker):
     calls = []
     conn = {"address": "10.0.0.1", "user": "agent", "sudo": True, "options": ["-o", "StrictHostKeyChecking=no"]}
-    assert _gate.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls)) == (False, "api not running")
+    assert health.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls),
+                               agent=_remote) == (False, "api not running")
     (worker / "jobs" / "api" / "running").write_text("")
-    assert _gate.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls)) == (True, "up")
+    assert health.status_probe(conn, "python3 agent.py", request(worker), run=agent_over_ssh(calls),
+                               agent=_remote) == (True, "up")
     argv = calls[0]
     assert argv[1:3] == ["-o", "StrictHostKeyChecking=no"] and "agent@10.0.0.1" in argv  # the run's connection
     assert argv[-1] == "sudo -n sh -c 'python3 agent.py'"
@@ -249,12 +253,12 @@ def test_status_probe_reads_the_agents_answer(worker):
 
 def test_status_probe_cannot_tell_without_a_status_target_or_an_answer(worker):
     (worker / "jobs" / "api" / "Makefile").write_text("start:\n\ttrue\n")
-    running, detail = _gate.status_probe({"address": "h"}, "x", request(worker), run=agent_over_ssh([]))
+    running, detail = health.status_probe({"address": "h"}, "x", request(worker), run=agent_over_ssh([]), agent=_remote)
     assert running is None and "no 'status' target" in detail
 
     def unreachable(argv, **kw):
         return subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host h port 22: No route to host")
-    running, detail = _gate.status_probe({"address": "h"}, "x", request(worker), run=unreachable)
+    running, detail = health.status_probe({"address": "h"}, "x", request(worker), run=unreachable, agent=_remote)
     assert running is None and "No route to host" in detail
 
 
@@ -268,9 +272,10 @@ def test_status_request_takes_the_run_ops_environment_and_run_fields(tmp_path):
             "spec": {"working_directory": "bin", "user": "svc", "environment": [{"vars": {"MODE": "prod"}}]}},
            {"id": "ctl@h1", "kind": "run", "job": "ctl", "host": "h1", "target": None, "env": {}}]
     _run._write_json(_run.request_path(str(run_dir), 2, "h1"), {"host": "h1", "ops": ops, "promote": []})
-    req = json.loads(_progress.status_request(str(run_dir), plan, "api", "h1"))
-    assert req["root"] == _remote.worker_root("b1") and req["timeout"] == _gate.STATUS_TIMEOUT
+    run = _run.RunContext(str(run_dir), str(tmp_path), plan, _run.load_state(str(run_dir)))  # as the step read it
+    req = json.loads(_gate.status_request(run, "api", "h1"))
+    assert req["root"] == _remote.worker_root("b1") and req["timeout"] == health.STATUS_TIMEOUT
     assert req["ops"] == [{"id": "api", "kind": "status", "job": "api", "host": "h1", "target": "status",
                            "env": {"MODE": "prod", "NEW_VERSION": "2"}, "cwd": "bin", "user": "svc"}]
-    assert _progress.status_request(str(run_dir), plan, "ctl", "h1") is None   # job_control: no make target
-    assert _progress.status_request(str(run_dir), plan, "api", "h9") is None   # no request for that host
+    assert _gate.status_request(run, "ctl", "h1") is None   # job_control: no make target
+    assert _gate.status_request(run, "api", "h9") is None   # no request for that host

@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils import health
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
 from tests.maand_init import init_bucket, job, ws
@@ -70,38 +71,38 @@ def check(port, **extra):
 
 def test_a_leaf_of_the_bucket_ca_passes(pki, servers):
     bucket, dummy = pki
-    assert _gate.probe("127.0.0.1", check(servers["ours"]), 5, trust=_gate.Trust.for_bucket(str(bucket))) is None
+    assert health.probe("127.0.0.1", check(servers["ours"]), 5, trust=health.Trust.for_bucket(str(bucket))) is None
 
 
 def test_a_leaf_of_another_ca_fails_with_the_reason_and_the_fix(pki, servers):
     bucket, dummy = pki
-    err = _gate.probe("127.0.0.1", check(servers["theirs"]), 5, trust=_gate.Trust.for_bucket(str(bucket)))
+    err = health.probe("127.0.0.1", check(servers["theirs"]), 5, trust=health.Trust.for_bucket(str(bucket)))
     assert err.startswith("https 127.0.0.1:%d: " % servers["theirs"]) and "unable to get local issuer certificate" in err
     assert "the bucket CA (secrets/ca.crt)" in err and '"insecure": true' in err
 
 
 def test_without_the_bucket_ca_even_its_own_leaf_is_not_trusted(pki, servers):
-    err = _gate.probe("127.0.0.1", check(servers["ours"]), 5)  # no bucket: the system's CAs only
+    err = health.probe("127.0.0.1", check(servers["ours"]), 5)  # no bucket: the system's CAs only
     assert err is not None and "this bucket has no CA" in err
 
 
 def test_insecure_skips_the_certificate_check(pki, servers):
     bucket, dummy = pki
-    assert _gate.probe("127.0.0.1", check(servers["theirs"], insecure=True), 5, trust=_gate.Trust.for_bucket(str(bucket))) is None
+    assert health.probe("127.0.0.1", check(servers["theirs"], insecure=True), 5, trust=health.Trust.for_bucket(str(bucket))) is None
 
 
 def test_the_health_check_verb_and_the_gate_trust_the_same(pki, servers):
     bucket, dummy = pki
-    trust = _gate.Trust.for_bucket(str(bucket))
+    trust = health.Trust.for_bucket(str(bucket))
     plans = [_health_check.JobPlan("api", ["h1"], [check(servers["ours"]), check(servers["theirs"])], [])]
-    out = _health_check.run(plans, {}, lambda h, a, c, t: _gate.probe("127.0.0.1", c, t, trust=trust))
+    out = _health_check.run(plans, {}, lambda h, a, c, t: health.probe("127.0.0.1", c, t, trust=trust))
     assert [(x.what, x.ok) for x in out.lines] == [("https :%d/health" % servers["ours"], True),
                                                    ("https :%d/health" % servers["theirs"], False)]
     gate = {"job": "api", "hosts": ["h1"], "checks": [check(servers["ours"])], "attempts": 1, "interval_seconds": 0,
             "timeout_seconds": 5}
-    assert _gate.run_gate(gate, {"h1": "127.0.0.1"}, probe_fn=_gate.prober(trust=trust)) == []
+    assert _gate.run_gate(gate, {"h1": "127.0.0.1"}, probe_fn=health.prober(trust=trust)) == []
     assert _gate.run_gate(dict(gate, checks=[check(servers["theirs"])]), {"h1": "127.0.0.1"},
-                      probe_fn=_gate.prober(trust=trust))[0].startswith("h1: https 127.0.0.1:")
+                      probe_fn=health.prober(trust=trust))[0].startswith("h1: https 127.0.0.1:")
 
 
 # --- "insecure" at build -------------------------------------------------------------------------------

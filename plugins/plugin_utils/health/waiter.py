@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one wait loop of health checks (no Ansible imports), as kubernetes.core
 plugins/module_utils/k8s/waiter.py: a clock, `Waiter.wait`, and the predicates beside it
-(deploy/gate.py: one per probe type, tcp, http(s), ssh, and the job's `make status`).
+(health/probes.py: one per probe type, tcp, http(s), ssh, and the job's `make status`).
 
 Both the deploy's health gates (deploy/gate.py run_gate) and the `health_check` verb
 (ops/health_check.py run) wait here; only their budgets differ:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
+from ansible_collections.maand.core.plugins.plugin_utils import health
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
 
 CONN = {"address": "10.0.0.7", "port": 2222, "user": "agent", "key": "/b/secrets/worker.key",
@@ -19,34 +20,34 @@ def local_ssh(argv, **kw):
 
 
 def test_ssh_argv_uses_the_run_connection_settings_first():
-    argv = _gate.ssh_argv(CONN, 7)
+    argv = health.ssh_argv(CONN, 7)
     assert argv[:5] == ["ssh", "-o", "ControlPath=/tmp/cp-%C", "-o", "ControlMaster=auto"]
     assert argv[argv.index("-i") + 1] == "/b/secrets/worker.key" and argv[argv.index("-p") + 1] == "2222"
     assert "ConnectTimeout=7" in argv and "BatchMode=yes" in argv
     assert argv[-1] == "agent@10.0.0.7"
-    assert _gate.ssh_argv({"address": "h"})[-1] == "h"
+    assert health.ssh_argv({"address": "h"})[-1] == "h"
 
 
 def test_ssh_remote_quotes_the_command_and_honours_sudo():
-    assert _gate.ssh_remote("test -f '/x y'") == "sh -c 'test -f '\"'\"'/x y'\"'\"''"
-    assert _gate.ssh_remote("true", sudo=True).startswith("sudo -n sh -c ")
+    assert health.ssh_remote("test -f '/x y'") == "sh -c 'test -f '\"'\"'/x y'\"'\"''"
+    assert health.ssh_remote("true", sudo=True).startswith("sudo -n sh -c ")
 
 
 def test_ssh_probe_exit_zero_is_healthy(tmp_path):
     marker = tmp_path / "ran"
-    assert _gate.ssh_probe(CONN, "touch %s && test -f %s" % (marker, marker), 5, local_ssh) is None
+    assert health.ssh_probe(CONN, "touch %s && test -f %s" % (marker, marker), 5, local_ssh) is None
     assert marker.exists()
 
 
 def test_ssh_probe_failure_names_the_exit_code_and_output():
-    err = _gate.ssh_probe(CONN, "echo not ready >&2; exit 3", 5, local_ssh)
+    err = health.ssh_probe(CONN, "echo not ready >&2; exit 3", 5, local_ssh)
     assert err.startswith("ssh 10.0.0.7: ") and "exited 3" in err and "not ready" in err
 
 
 def test_ssh_probe_connection_failure_is_named():
     def unreachable(argv, **kw):
         return subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host 10.0.0.7 port 2222: Connection refused")
-    assert "cannot connect" in _gate.ssh_probe(CONN, "true", 5, unreachable)
+    assert "cannot connect" in health.ssh_probe(CONN, "true", 5, unreachable)
 
 
 def test_gate_runs_ssh_probes_with_the_connection_of_each_host():
@@ -60,7 +61,7 @@ def test_gate_runs_ssh_probes_with_the_connection_of_each_host():
         assert argv[argv.index("-p") + 1] == "2222" and argv[-2] == "agent@10.0.0.1"  # w1's own settings
         return local_ssh(argv, **kw)
 
-    probe_fn = _gate.prober(conns_once, ssh_run=local_ssh_of_w1)  # as deploy/progress.runner_for_run builds it
+    probe_fn = health.prober(conns_once, ssh_run=local_ssh_of_w1)  # as deploy/callbacks.StepCallbacks builds it
     gate = {"job": "api", "hosts": ["w1"], "checks": [{"type": "ssh", "command": "exit 1"}], "attempts": 2,
             "interval_seconds": 0, "timeout_seconds": 1}
     problems = _gate.run_gate(gate, {"w1": "10.0.0.1"}, sleep=lambda s: None, probe_fn=probe_fn)
@@ -71,6 +72,6 @@ def test_gate_runs_ssh_probes_with_the_connection_of_each_host():
 
 
 def test_describe():
-    assert _gate.describe({"type": "tcp", "port": 1}) == "tcp :1"
-    assert _gate.describe({"type": "http", "port": 2, "path": "/h", "scheme": "https"}) == "https :2/h"
-    assert _gate.describe({"type": "ssh", "command": "systemctl is-active x"}) == "ssh 'systemctl is-active x'"
+    assert health.describe({"type": "tcp", "port": 1}) == "tcp :1"
+    assert health.describe({"type": "http", "port": 2, "path": "/h", "scheme": "https"}) == "https :2/h"
+    assert health.describe({"type": "ssh", "command": "systemctl is-active x"}) == "ssh 'systemctl is-active x'"
