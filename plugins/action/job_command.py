@@ -10,8 +10,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
 from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, commands as _commands
+from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points
 
 display = Display()
 
@@ -34,7 +33,7 @@ class ActionModule(ControllerAction):
             with _points.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
                                             args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 handled, failures = _points.job_control_target(ctx, args["job"], args["target"], args["workers"])
-        except (_commands.HookError, _catalog.CatalogError, OSError) as exc:
+        except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result
         result.update(handled=handled, changed=handled and args["target"] != "status", jobs=[args["job"]] if handled else [])
@@ -61,7 +60,7 @@ class ActionModule(ControllerAction):
             with _points.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
                                             args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 jobs, failures = _points.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
-        except (_commands.HookError, _points.HookFailed, _catalog.CatalogError, OSError) as exc:
+        except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result
         result.update(changed=True, jobs=jobs)

@@ -21,12 +21,13 @@ from ..catalog import catalog as _catalog
 from ..deploy import jobspec_deploy as _jobspec_deploy, plan as _plan
 from ..hooks import commands as _commands
 from ..bucket.problems import did_you_mean
+from ..errors import MaandError
 
 FORMATS = ("table", "json")
 NO_FOLDER = "no job folder on the worker"
 
 
-class StatusError(Exception):
+class StatusError(MaandError):
     """A request that cannot be answered; the message says what to do."""
 
 

@@ -383,7 +383,7 @@ def atomic_write(path, text):
     except BaseException:
         try:
             os.unlink(tmp)
-        except OSError:
+        except OSError:  # never written or gone: the error that brought us here is the one to raise
             pass
         raise
 
@@ -406,7 +406,7 @@ def clean_job(folder, keep=KEEP):
             changed = True
     try:
         os.rmdir(folder)
-    except OSError:
+    except OSError:  # the kept folders (data/, logs/) are still in it: the folder stays
         pass
     return changed
 
@@ -427,7 +427,7 @@ def purge(root, keep=KEEP):
         try:
             os.rmdir(folder)
             changed = True
-        except OSError:
+        except OSError:  # kept folders (jobs/*/data, logs) are still in it: the folder stays
             pass
     return changed
 
