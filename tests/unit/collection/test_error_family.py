@@ -24,7 +24,7 @@ ROOT = ("plugins/plugin_utils/errors/__init__.py", "MaandError")  # the one clas
 
 # Code that runs alone on a worker, where the collection cannot be imported: its errors derive a builtin.
 WORKER_SIDE = {
-    ("plugins/plugin_utils/worker/agent.py", "OpFailed"),  # the worker agent, installed as its own files
+    ("plugins/plugin_utils/worker/sandbox.py", "OpFailed"),  # the worker agent's, installed beside it
     ("plugins/plugin_utils/worker/maand_helper.py", "HTTPError"),  # the hooks' maand module, staged beside them
     ("plugins/modules/worker_facts.py", "FactsError"),  # an Ansible module: AnsiballZ ships module_utils only
 }
