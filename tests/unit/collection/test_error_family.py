@@ -47,7 +47,7 @@ MOVING = {
     "plugins/plugin_utils/deploy/lock.py",
 }
 # Swallowed exceptions whose comment waits for the helper that owns the file (moving in parallel too:
-# deploy/remote.py goes to worker/client.py). Empty at the merge.
+# another helper moves the rest of deploy/remote.py). Empty at the merge.
 UNEXPLAINED = {
     ("plugins/plugin_utils/deploy/remote.py", "parse_output"),
 }
