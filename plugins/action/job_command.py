@@ -9,7 +9,6 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils import hooks as _hooks
 
 display = Display()
@@ -33,7 +32,7 @@ class ActionModule(ControllerAction):
             with _hooks.built_session(bucket, lambda: _adapter.connections(task_vars), args["timeout"],
                                             args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 handled, failures = _hooks.job_control_target(ctx, args["job"], args["target"], args["workers"])
-        except (_hooks.HookError, _catalog.CatalogError, OSError) as exc:
+        except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result
         result.update(handled=handled, changed=handled and args["target"] != "status", jobs=[args["job"]] if handled else [])
@@ -60,7 +59,7 @@ class ActionModule(ControllerAction):
             with _hooks.built_session(bucket, lambda: _adapter.connections(task_vars), args["timeout"],
                                             args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 jobs, failures = _hooks.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
-        except (_hooks.HookError, _hooks.HookFailed, _catalog.CatalogError, OSError) as exc:
+        except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result
         result.update(changed=True, jobs=jobs)

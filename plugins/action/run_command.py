@@ -22,6 +22,7 @@ def _labels(hostvars, host):
     """The worker's labels from the inventory (maand_worker), [] when unknown."""
     try:
         return list((hostvars[host].get("maand_worker") or {}).get("labels") or ())
+    # a host the inventory does not know, or a maand_worker that is not a mapping: no labels, the selection says so
     except Exception:  # pylint: disable=broad-exception-caught
         return []
 

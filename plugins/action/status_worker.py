@@ -19,12 +19,9 @@ class ActionModule(MaandAction):
 
     def act(self, result, args, task_vars):
         host = task_vars.get("inventory_hostname")
-        try:
-            ops = _ops.status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
+        # a StatusError fails the task in MaandAction.run
+        ops = _ops.status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
                                      args["jobs"], task_vars.get("maand_catalog_jobs"))
-        except _ops.status.StatusError as exc:
-            result.update(failed=True, changed=False, msg=str(exc))
-            return result
         result.update(changed=False, host=host)
         if not ops:
             result.update(answered=True, jobs={}, msg="no allocation on %s" % host)

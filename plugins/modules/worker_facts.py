@@ -227,7 +227,7 @@ def count_cores():
     if getaffinity is not None:
         try:
             return len(getaffinity(0))
-        except OSError:
+        except OSError:  # no affinity on this kernel: count the CPUs instead, as nproc falls back
             pass
     return os.cpu_count()
 

@@ -5,7 +5,9 @@
 stage packages of plugin_utils import nothing of Ansible; adapter/ is their only caller's glue).
 
 Every action plugin validates its ARGUMENT_SPEC the same way and, when it takes a bucket, resolves
-it to an absolute path; it then implements ``act(result, args, task_vars)``.
+it to an absolute path; it then implements ``act(result, args, task_vars)``. An error of the core
+(``errors.MaandError``) that ``act`` lets through becomes a failed task here, once for every action
+(``MaandError.as_result``: msg, error_kind and what is known of error_file, error_field, error_fix).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import os
 from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
-from ..bucket import storage as _storage
 from ..deploy import remote as _remote
+from ..errors import MaandError
 
 
 class MaandAction(ActionBase):
@@ -33,11 +35,8 @@ class MaandAction(ActionBase):
             args["bucket"] = os.path.abspath(os.path.expanduser(args["bucket"]))
         try:
             return self.act(result, args, task_vars)
-        except _storage.StateStoreError as exc:  # the state store (PostgreSQL) refused or is unreachable
-            result.update(failed=True, msg=str(exc))
-            return result
-        except _storage.UnsafeFolder as exc:  # a reused temp folder someone else made or may write: path and fix
-            result.update(failed=True, msg=str(exc))
+        except MaandError as exc:  # the core's one error family: a failed task naming the problem and its fix
+            result.update(exc.as_result())
             return result
 
     def act(self, result, args, task_vars):

@@ -46,6 +46,7 @@ import stat
 import tempfile
 
 from . import readers as _readers, state_pg as _state_pg
+from ..errors import MaandError
 
 DATA_DIR = "data"
 SECRETS_DIR = "secrets"
@@ -63,7 +64,7 @@ StateLocked = _state_pg.StateLocked
 LAYER_FIX = 'give a folder inside the bucket that is not secrets/ or data/, e.g. "layers/common"'
 
 
-class UnsafeFolder(Exception):
+class UnsafeFolder(MaandError):
     """A folder reused by a name others can guess is not this user's own 0700 folder (own_private_dir)."""
 
 
@@ -86,7 +87,7 @@ def conf_state_url(bucket_dir):
     try:
         with open(path, "rb") as handle:
             url = _readers.parse_toml(handle.read(_readers.MAX_FILE_BYTES).decode("utf-8")).get("state_url", "")
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError, _readers.InputError):
         url = ""
     url = url if isinstance(url, str) else ""
     _CONF_CACHE[path] = (stamp, url)
@@ -247,7 +248,7 @@ def own_private_dir(path):
     narrowed to 0700."""
     try:
         os.mkdir(path, 0o700)
-    except FileExistsError:
+    except FileExistsError:  # a reused folder: checked below (owner, mode, not a link)
         pass
     info = os.lstat(path)
     problem = folder_problem(info)

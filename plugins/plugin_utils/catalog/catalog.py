@@ -25,6 +25,7 @@ from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
 from ..bucket import schemas as _schemas
 from ..bucket import storage as _storage
 from ..bucket.storage import DATA_DIR
+from ..errors import MaandError
 
 CATALOG_FORMAT = 1
 CATALOG_FILE = "catalog.json"
@@ -32,7 +33,7 @@ CATALOG_REL = DATA_DIR + "/" + CATALOG_FILE
 BUCKET_ID_FILE = "bucket_id"  # a copy of the catalog's bucket_id, so a lost catalog does not lose the id
 
 
-class CatalogError(Exception):
+class CatalogError(MaandError):
     pass
 
 

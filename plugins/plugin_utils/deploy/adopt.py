@@ -15,11 +15,12 @@ import re
 
 from ..bucket import locks as _locks
 from ..catalog import catalog as _catalog
+from ..errors import MaandError
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 
-class AdoptError(Exception):
+class AdoptError(MaandError):
     pass
 
 

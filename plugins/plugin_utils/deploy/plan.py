@@ -36,6 +36,7 @@ from ..kv import functions as _functions
 from ..worker import agent as _agent
 from ..bucket.job_checks import resolve_health
 from ..bucket.problems import did_you_mean
+from ..errors import MaandError
 
 ACTIONS = ("start", "restart", "reload", "sync", "rollback", "hold", "skip", "stop", "remove", "purge", "unreachable")
 POLICIES = ("always", "reload", "never")
@@ -45,7 +46,7 @@ STATE_FORMAT = 1
 ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (jobspec/deploy.py)
 
 
-class PlanError(Exception):
+class PlanError(MaandError):
     """Input that cannot be planned at all (a broken catalog)."""
 
 

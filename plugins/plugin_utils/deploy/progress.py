@@ -45,7 +45,7 @@ class Writer:
         try:
             with open(self.path, "a", encoding="utf-8") as handle:
                 handle.write(line)
-        except OSError:
+        except OSError:  # progress is only for the screen: a record that cannot be written is dropped
             pass
 
     def say(self, msg, color=None):

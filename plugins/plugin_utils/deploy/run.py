@@ -35,6 +35,7 @@ from ..bucket import storage as _storage
 from ..catalog import catalog as _catalog
 from .. import jobspec as _jobspec
 from . import run_state as _run_state
+from ..errors import MaandError
 
 RUN_DIR = ".deploy-run"
 FINAL = _run_state.FINAL
@@ -46,11 +47,11 @@ NARROW_MAX = 2  # a step in which at most this many hosts act loops over them (n
 FAULT_ENV = "MAAND_DEPLOY_TEST_FAULT"
 
 
-class RunError(Exception):
+class RunError(MaandError):
     """A run folder that cannot be used (names the file and the fix)."""
 
 
-class InjectedFault(RuntimeError):
+class InjectedFault(MaandError):
     """Raised at a point named in MAAND_DEPLOY_TEST_FAULT (tests only)."""
 
 

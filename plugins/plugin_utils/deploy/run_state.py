@@ -24,12 +24,13 @@ import copy
 from dataclasses import asdict, dataclass, field
 
 from . import plan as _plan
+from ..errors import MaandError
 
 FORMAT = 1
 FINAL = "final"  # the step key of the last promote pass
 
 
-class StateError(Exception):
+class StateError(MaandError):
     """A run state file that cannot be used."""
 
 

@@ -41,6 +41,7 @@ from . import pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
 from . import callbacks as _callbacks, progress as _progress, record as _record
 from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
 from . import view as _view
+from ..errors import MaandError
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
@@ -302,7 +303,7 @@ def _failed_attempt(attempt, record):
             and (attempt.get("hash"), attempt.get("version")) != (record.get("hash"), record.get("version")))
 
 
-class _Refused(Exception):
+class _Refused(MaandError):
     """prepare() stops: msg, and the plan when one was computed."""
 
     def __init__(self, msg, plan=None):
@@ -455,7 +456,7 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
         if not req.check_mode:
             try:
                 _locks.release(req.bucket, req.run_pid)
-            except OSError:
+            except OSError:  # the refusal is the message; a lock left behind names a dead run: the next takes it
                 pass
         if exc.plan is not None:
             for line in exc.plan["lines"]:

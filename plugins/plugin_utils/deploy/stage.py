@@ -50,6 +50,7 @@ from ..catalog import kv_build as _kv_build
 from .. import gotemplate as _gotemplate
 from .. import prometheus as _prometheus
 from ..kv import functions as _functions, secrets as _secrets
+from ..errors import MaandError
 
 GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
@@ -61,14 +62,14 @@ STAGE_DIR = ".deploy-stage"
 _READ_LIMIT = 256 * 1024  # --diff reads at most this much of a shipped file (larger ones are named only)
 
 
-class RenderError(Exception):
+class RenderError(MaandError):
     """One allocation cannot be rendered: the fields name where and why; str() is the whole story."""
 
     def __init__(self, job: str, host: str, file: str, cause: str, fix: str,
                  line: int | None = None, column: int | None = None) -> None:
         self.job, self.host, self.file, self.cause, self.fix = job, host, file, cause, fix
         self.line, self.column = line, column
-        super().__init__(self.text())
+        super().__init__(self.text(), file=file, fix=fix)  # MaandError keeps file and fix
 
     def where(self) -> str:
         at = "job %s, file %s" % (self.job, self.file)

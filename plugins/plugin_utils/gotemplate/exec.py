@@ -402,7 +402,7 @@ class _State(_Eval):
                 try:
                     self.walk(elem, node.list)
                 except _Continue:
-                    pass
+                    pass  # {{continue}}: on to the next element, as Go's walkRange
                 except _Break:
                     break
                 finally:

@@ -78,7 +78,7 @@ class _Lexer:
                 self.lex_action()
             self.emit(T_EOF, len(self.text), len(self.text), "")
         except _LexStop:
-            pass
+            pass  # the lexer stopped at an error token it emitted: the parser reports it
         return self.tokens
 
     # Text outside actions, with {{- trimming of the preceding spaces.

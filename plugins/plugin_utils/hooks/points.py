@@ -36,12 +36,13 @@ from . import run as _run, commands as _commands
 from ..bucket import storage as _storage
 from ..catalog import catalog as _catalog
 from .runtime_api import RuntimeAPI
+from ..errors import MaandError
 
 JOB_COMMAND_FAILED = "ErrJobCommandFailed"  # maand bucket/errors.go: a job command that failed
 GATE_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
 
 
-class HookFailed(Exception):
+class HookFailed(MaandError):
     """A hook run that failed (the message names job, command, event, worker and output tail)."""
 
 

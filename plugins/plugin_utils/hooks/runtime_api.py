@@ -50,6 +50,7 @@ from typing import Any, Mapping
 
 from . import peers as _peers
 from ..kv import functions as _functions, store as _store
+from ..errors import MaandError
 
 HEADER_ALLOC = "X-ALLOCATION-ID"
 HEADER_EVENT = "EVENT"
@@ -82,7 +83,7 @@ class Invocation:
     pid: int = 0  # the hook's process (set once started): its tree may call without the token
 
 
-class ApiReply(Exception):
+class ApiReply(MaandError):
     """An HTTP answer: status and maand's message (http.Error writes message + newline)."""
 
     def __init__(self, status: int, message: str):

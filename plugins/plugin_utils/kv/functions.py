@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ..worker import layout as _layout
 from .. import gotemplate
 from ..bucket import readers as _readers
+from ..errors import MaandError
 
 KV = Mapping[str, Mapping[str, str]]
 
@@ -91,7 +92,7 @@ def allowed_namespaces(job: str, worker_ip: str, upstream_jobs: Iterable[str] = 
     return allowed
 
 
-class KVError(Exception):
+class KVError(MaandError):
     """A read the rules refuse or a key that is not there; the message names namespace and key."""
 
 

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..bucket import locks as _locks, storage as _storage
 from . import secrets as _secrets
+from ..errors import MaandError
 
 KV_REL = os.path.join("data", "kv.json")
 FORMAT = 2
@@ -51,7 +52,7 @@ USER_PREFIXES = ("vars/job/", "secrets/job/")
 ROLLOUT_ORDER_KEY = "rollout_order"
 
 
-class KVStoreError(Exception):
+class KVStoreError(MaandError):
     """data/kv.json or a write to it is refused; the message names the file or namespace and a fix.
 
     (catalog/kv_build.read_kv turns it into kv/functions.KVError.)"""

@@ -26,6 +26,7 @@ from ..catalog import kv_build as _kv_build
 from ..kv import functions as _functions, store as _store
 from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
+from ..errors import MaandError
 
 VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs", "job_commands", "prometheus")
 ACTIVE_VIEWS = ("deployments", "allocations")  # the views maand_active narrows
@@ -34,7 +35,7 @@ MASK = _store.MASK
 MAX_VALUE = 80
 
 
-class CatError(Exception):
+class CatError(MaandError):
     """A view or filter that cannot be shown; the message says why and what to do."""
 
 

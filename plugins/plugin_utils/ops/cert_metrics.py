@@ -104,7 +104,7 @@ def list_metrics(bucket_dir: str, kv: Mapping[str, Mapping[str, str]], buffer_da
         with open(os.path.join(bucket_dir, _certs.CA_CERT_REL), encoding="utf-8", errors="replace") as handle:
             out.append(_metric("ca", "", "", "ca", handle.read(), buffer_days, now))
     except OSError:
-        pass
+        pass  # no bucket CA (no job asks for certs): only the leaves are reported
     for namespace in sorted(kv):
         job, worker = _job_worker(namespace)
         if not job or not worker:

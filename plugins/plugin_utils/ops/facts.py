@@ -27,6 +27,7 @@ from ..bucket.model import MAAND_CONF, WORKERS_FILE, Bucket, load_maand_conf, lo
 from ..bucket.naming import group_name
 from ..bucket.problems import Report, did_you_mean
 from ..bucket.units import parse_cpu_mhz, parse_memory_mb
+from ..errors import MaandError
 
 TEMP_PREFIX = ".workers.json."
 TEMP_SUFFIX = ".tmp"
@@ -43,7 +44,7 @@ WRITTEN_FIELDS = (
 REQUIRED_FACTS = ("memory_mb", "cpu_mhz")
 
 
-class WorkersFileError(Exception):
+class WorkersFileError(MaandError):
     """Bad input or a failed write; args[0] says what and how to fix it, args[1] (optional) lists
     the failed hosts."""
 
@@ -458,7 +459,7 @@ def remove_stale_temps(path):
         try:
             os.unlink(tmp)
             removed.append(tmp)
-        except OSError:
+        except OSError:  # gone already or not removable: the write goes on, the next one tries again
             pass
     return removed
 

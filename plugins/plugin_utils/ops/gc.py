@@ -52,6 +52,7 @@ from ..worker import layout as _layout
 from ..bucket import locks as _locks
 from ..catalog import catalog as _catalog
 from ..kv import store as _store
+from ..errors import MaandError
 
 KEEP_STATES = ("active", "disabled")
 DAY = 86400.0
@@ -63,7 +64,7 @@ _HOST = re.compile(r"^[^\s,/\\'\"`$;!*?\[\]{}()<>|&]+\Z")  # an address Ansible 
 TREE = ""  # PathDeletion.job of the whole bucket folder of a departed worker
 
 
-class GCError(Exception):
+class GCError(MaandError):
     """Bad input to gc (the message names it and the fix)."""
 
 

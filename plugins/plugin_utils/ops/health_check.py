@@ -38,6 +38,7 @@ from ..health import (STATUS_TIMEOUT, Budget, Pending, StatusWatch, Waiter, coll
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 from ..catalog import catalog as _catalog
+from ..errors import MaandError
 
 WORKER = "(worker)"
 PORT_TIMEOUT = 5.0
@@ -46,7 +47,7 @@ PORT_INTERVAL = DEFAULT_HEALTH["interval_seconds"]
 PARALLEL = 8  # probes at a time (maand: 4 jobs at a time)
 
 
-class HealthCheckError(Exception):
+class HealthCheckError(MaandError):
     """Bad input (an unknown job, no catalog): nothing was checked."""
 
 

@@ -26,12 +26,13 @@ from ..bucket import locks as _locks, state_pg as _state_pg, storage as _storage
 from ..catalog import catalog as _catalog
 from ..deploy import run as _run
 from ..kv import store as _store
+from ..errors import MaandError
 
 FILES = "files"
 RUNS_KEPT = 20
 
 
-class MoveError(Exception):
+class MoveError(MaandError):
     """The move is refused; the message names the cause and the fix. Nothing was written."""
 
 

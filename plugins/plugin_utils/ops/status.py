@@ -22,12 +22,13 @@ from .. import jobspec as _jobspec
 from ..deploy import plan as _plan
 from ..hooks import commands as _commands
 from ..bucket.problems import did_you_mean
+from ..errors import MaandError
 
 FORMATS = ("table", "json")
 NO_FOLDER = "no job folder on the worker"
 
 
-class StatusError(Exception):
+class StatusError(MaandError):
     """A request that cannot be answered; the message says what to do."""
 
 

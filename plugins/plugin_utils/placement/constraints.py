@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping
 
 from .hostlist import HostlistError, expand_hostlist
 from .idset import IdsetError, parse_idset_ranges
+from ..errors import MaandError
 
 __all__ = ["ConstraintError", "Constraint", "FleetIndex", "compile_constraint",
            "worker_properties", "properties_of", "OPERATORS"]
@@ -51,7 +52,7 @@ _BAD_PROPERTY_CHARS = set("!&'\"`|()^")
 _BAD_PROPERTY_RE = re.compile(r"[!&'\"`|()^\s]")
 
 
-class ConstraintError(ValueError):
+class ConstraintError(MaandError):
     """All problems found in one constraint: .errors is [(json_path, message)]."""
 
     def __init__(self, errors: list[tuple[str, str]]):

@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping
 
 from .bits import iter_bits
 from ..bucket.units import ARCHES, normalize_arch  # noqa: F401 (re-exported in __all__: the hardware vocabulary)
+from ..errors import MaandError
 
 __all__ = ["HardwareError", "HardwareIndex", "HardwareMasks", "parse_hardware", "merge_hardware",
            "hardware_mask", "hardware_maxima", "hardware_shortfalls", "format_hardware",
@@ -56,7 +57,7 @@ _NUM = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)")
 _KNOWN = "mem (alias ram), cpu, cores, storage, arch"
 
 
-class HardwareError(ValueError):
+class HardwareError(MaandError):
     """All problems in one hardware value: .errors is [(json_path, message)]."""
 
     def __init__(self, errors: list[tuple[str, str]]):

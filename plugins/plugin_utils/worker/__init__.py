@@ -5,9 +5,11 @@
 
 PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
-agent.py is the worker agent (shipped as one file, run once per host and step); maand_helper.py is the
-``maand`` module staged beside hook scripts; layout.py is the controller's one definition of the worker
-paths. agent.py and maand_helper.py import nothing of the collection: they run alone.
+agent.py is the worker agent (run once per host and step) and sandbox.py how it runs a job's make target
+(user/group, namespaces, timeout), installed beside it; maand_helper.py is the ``maand`` module staged
+beside hook scripts; layout.py is the controller's one definition of the worker paths. agent.py,
+sandbox.py and maand_helper.py import nothing else of the collection: they run alone (the agent also runs
+from stdin alone, for reads).
 
-The door: agent.py (one file, run alone on the worker); layout.py for the controller's paths.
+The door: agent.py (with its sandbox.py, run alone on the worker); layout.py for the controller's paths.
 """
