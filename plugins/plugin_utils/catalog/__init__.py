@@ -5,5 +5,6 @@
 
 service.py (build, compute), validate.py, catalog.py (data/catalog.json), catalog_schema.py,
 fingerprint.py, certs.py and certs_build.py (the bucket CA and the jobs' leaves), kv_build.py,
-prometheus_checks.py, jobspec_build.py, maand_db.py (taking over a bucket from maand).
+prometheus_checks.py, jobspec_build.py, maand_db.py (taking over a bucket from maand), prune.py (the catalog
+and the KV after a deploy cleaned removed allocations).
 """

@@ -18,9 +18,10 @@ On the controller, at plan time (``maand.core.deploy_plan``):
   that failed last time or never ran gets priority +1), marks each op with the worker's slots and the job's run fields, and
   returns the plan lines "worker order".
 
-At request time (``maand.core.deploy_agent``): ``runtime_op`` expands the environment again (the
+At request time (``maand.core.deploy_agent``: deploy/agent_step.py): ``runtime_op`` expands the environment again (the
 values travel only in the request on the agent's stdin) and turns the spec into the agent's op
-fields (cwd, user, group, timeout). After the answer: ``record_history``.
+fields (cwd, user, group, timeout). After the answer: ``record_answer`` (its measured make targets into
+``record_history``).
 
 No Ansible imports.
 """
@@ -266,3 +267,20 @@ def _order_text(runs, ops, slots):
     parts = ["%s (%s)" % (jobs[r.name], "?" if r.estimated_duration is None else "%gs" % round(r.estimated_duration, 1))
              for r in runs]
     return "%d slot(s): %s" % (slots, ", ".join(parts))
+
+
+def record_answer(bucket: str, request: dict, answer: dict | None) -> None:
+    """A worker's answer to a step request: its measured make targets -> data/job_history.json (estimates of
+    the next deploys)."""
+    if not answer:
+        return
+    ops = {op["id"]: op for op in request.get("ops") or []}
+    runs = []
+    for outcome in answer.get("ops") or []:
+        op = ops.get(outcome.get("id"))
+        if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
+            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
+    try:
+        record_history(bucket, runs)
+    except OSError:
+        pass  # estimates only: a read-only data/ must not fail the deploy
