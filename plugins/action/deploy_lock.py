@@ -19,8 +19,9 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         check_mode = bool(self._task.check_mode)
         if args["state"] == "present":
-            result.update(_service.lock(args["bucket"], _controller.run_pid(), args["adopt_bucket_id"], check_mode,
-                                        args["wait"]))
+            locking = _service.lock(args["bucket"], _controller.run_pid(), args["adopt_bucket_id"], check_mode,
+                                    args["wait"])
         else:
-            result.update(_service.unlock(args["bucket"], _controller.run_pid(), check_mode))
+            locking = _service.unlock(args["bucket"], _controller.run_pid(), check_mode)
+        result.update(locking.as_result())
         return result

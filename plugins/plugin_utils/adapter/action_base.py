@@ -48,15 +48,17 @@ class MaandAction(ActionBase):
         interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
         return _remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
 
+    def exec(self, cmd, stdin=None):
+        """deploy/remote.Shell over this task's connection: (rc, stdout, stderr) of one command on the host
+        (sudo when the play becomes), stdin on its stdin."""
+        res = self._low_level_execute_command(cmd, sudoable=True, in_data=stdin)
+        return res.get("rc"), res.get("stdout"), res.get("stderr")
+
     def call_agent(self, python, data):
-        """One round trip to the worker agent (request ``data`` on its stdin); on first contact the agent
-        is installed, then the request is sent again. Ansible's low-level result (rc, stdout, stderr)."""
-        res = self._low_level_execute_command(_remote.step_command(python), sudoable=True, in_data=data)
-        if res.get("rc") == _remote.MISSING_AGENT_RC:
-            self._low_level_execute_command(_remote.install_command(), sudoable=True,
-                                            in_data=_remote.agent_source())
-            res = self._low_level_execute_command(_remote.step_command(python), sudoable=True, in_data=data)
-        return res
+        """One round trip to the worker agent (request ``data`` on its stdin; deploy/remote.call_agent installs
+        a missing agent and sends it again): {rc, stdout, stderr}."""
+        rc, stdout, stderr = _remote.call_agent(self, python, data)
+        return {"rc": rc, "stdout": stdout, "stderr": stderr}
 
 
 class ControllerAction(MaandAction):

@@ -22,6 +22,9 @@ A step whose worker receives files folds its agent call into its (last) rsync: t
 command is the agent (`sync_step_path`), which reads the step request that precedes rsync's stream on
 stdin (`request_header`), runs rsync's receiver, then the step, and writes its answer to stderr
 (`parse_folded`): one SSH session for the files and the step.
+
+The round trips themselves go through a ``Shell`` (the action's connection, or a fake in tests):
+``call_agent`` (a step request, reinstalling a missing agent), ``read_state``, ``read_files``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import json
 import os
 import posixpath
 import shlex
+from typing import Protocol
 
 from ..worker import layout as _layout
 from ..worker import agent as _agent
@@ -51,6 +55,13 @@ def _source(module):
         with open(os.path.splitext(module.__file__)[0] + ".py", "rb") as handle:
             _SOURCES[module.__name__] = handle.read()
     return _SOURCES[module.__name__]
+
+
+class Shell(Protocol):
+    """One command on a worker: what an action's connection gives the core (MaandAction.exec)."""
+
+    def exec(self, cmd: str, stdin: bytes | str | None = None) -> tuple[int | None, str, str]:
+        """(rc, stdout, stderr) of cmd run on the worker (with sudo when the play becomes), stdin on its stdin."""
 
 
 def agent_source():
@@ -203,3 +214,28 @@ def parse_output(stdout, stderr, rc, what):
     if rc == 127 or "python3: not found" in (stderr or "") or "No such file" in (stderr or ""):
         hint = " (is python3 installed on the worker?)"
     return None, "%s: unexpected answer from the worker (rc=%s)%s: %s" % (what, rc, hint, " | ".join(err) or text[-300:])
+
+
+def call_agent(shell: Shell, python: str, data: str) -> tuple[int | None, str, str]:
+    """One round trip to the worker agent (request ``data`` on its stdin): (rc, stdout, stderr). On first
+    contact (rc MISSING_AGENT_RC: the file is gone or not this agent) the agent is installed, then the request
+    is sent again."""
+    rc, stdout, stderr = shell.exec(step_command(python), data)
+    if rc == MISSING_AGENT_RC:
+        shell.exec(install_command(), agent_source())
+        rc, stdout, stderr = shell.exec(step_command(python), data)
+    return rc, stdout, stderr
+
+
+def read_state(shell: Shell, python: str, bucket_id: str, check_mode: bool = False) -> tuple[dict | None, str | None]:
+    """(state, None) or (None, error): the worker's deploy state of bucket_id in one round trip, installing the
+    agent on the way (check mode: run from stdin, nothing written on the worker)."""
+    cmd = read_command_no_install(python, bucket_id) if check_mode else read_command(python, bucket_id)
+    rc, stdout, stderr = shell.exec(cmd, agent_source())
+    return parse_output(stdout, stderr, rc, "reading %s" % worker_root(bucket_id))
+
+
+def read_files(shell: Shell, python: str, bucket_id: str, wanted: dict) -> tuple[dict | None, str | None]:
+    """(answer, None) or (None, error): --diff's promoted files of a worker (files_command), one round trip."""
+    rc, stdout, stderr = shell.exec(files_command(python, bucket_id, wanted), agent_source())
+    return parse_output(stdout, stderr, rc, "reading the promoted files")

@@ -205,12 +205,28 @@ def failure(rc, stdout, stderr):
     return "rsync failed (rc=%s): %s" % (rc, " | ".join(tail))
 
 
-def run(argv, timeout=None):
-    """(ok, changed, message) of one rsync."""
+def execute(argv, stdin=None, timeout=None):
+    """(rc, stdout, stderr) of one rsync on the controller; rc None when it could not run (stderr says why).
+    stdin: what its remote command reads before rsync's stream (run_with_request), or None. The controller's
+    side of deploy/agent_step.Transport.rsync."""
+    if stdin is not None:
+        return run_with_request(argv, stdin, timeout)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, False, "rsync could not run: %s (is rsync installed on the controller?)" % exc
-    if proc.returncode != 0:
-        return False, False, failure(proc.returncode, proc.stdout, proc.stderr)
-    return True, bool(proc.stdout.strip()), ""
+        return None, "", "rsync could not run: %s (is rsync installed on the controller?)" % exc
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def outcome(rc, stdout, stderr):
+    """(ok, changed, message) of an rsync that ran as execute() (without stdin) reports it."""
+    if rc is None:
+        return False, False, stderr
+    if rc != 0:
+        return False, False, failure(rc, stdout, stderr)
+    return True, bool(stdout.strip()), ""
+
+
+def run(argv, timeout=None):
+    """(ok, changed, message) of one rsync."""
+    return outcome(*execute(argv, timeout=timeout))

@@ -10,10 +10,10 @@
   create the run folder (data/.deploy-run/<id>) with its segments.
 * ``step``: fold the previous step of the run (results, health gates, hooks), run the ``pre_deploy`` hooks
   due at this step's wave (deploy/pre_deploy: the jobs rendered again after them), write this step's agent
-  requests; ``agent_payload`` / ``agent_done``: one worker's part of a step (the adapter does the I/O).
-* ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys (under
-  the bucket lock), remove the staged trees, keep the run's deploy record (deploy/record.py), release the
-  deploy lock, report.
+  requests (one worker's part of a step: deploy/agent_step.py).
+* ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys
+  (catalog/prune.py, under the bucket lock), remove the staged trees, keep the run's deploy record
+  (deploy/record.py), release the deploy lock, report.
 
 The Ansible side (adapter/controller.py) passes in what the deploy needs of the controller as a
 ``Controller``: the workers' connection settings, the operator's screen, the hook budgets; and the
@@ -29,17 +29,16 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from .. import jobspec as _jobspec
 from ..bucket import locks as _locks, storage as _storage
-from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
+from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db, prune as _prune
 from ..hooks import commands as _commands, points as _points, run as _run
-from ..kv import store as _store
 from . import adopt as _adopt, certs as _certs
 from . import pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
 from . import callbacks as _callbacks, progress as _progress, record as _record
-from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
+from . import rsync as _rsync, run as _deploy_run, stage as _deploy_stage
 from . import view as _view
 from ..errors import MaandError
 
@@ -129,49 +128,81 @@ class Prepared:
 
 # --- the deploy lock ----------------------------------------------------------------------------------
 
-def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
+@dataclasses.dataclass
+class Locking:
+    """lock()'s or unlock()'s outcome for the run pid; lock: the lock file (None: no bucket folder, the result
+    is only the refusal)."""
+
+    pid: int
+    lock: str | None
+    msg: str = ""
+    failed: bool = False
+    changed: bool = False
+    taken: bool | None = None  # lock(): whether the run holds the lock (check mode: whether it is free)
+    released: bool | None = None  # unlock()
+    bucket_id: str | None = None  # lock() adopting maand's bucket_id
+    warnings: list = dataclasses.field(default_factory=list)
+
+    def as_result(self):
+        if self.lock is None:
+            return {"failed": True, "msg": self.msg}
+        out = {"changed": self.changed, "pid": self.pid, "lock": self.lock}
+        for name in ("taken", "released", "bucket_id"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out["msg"] = self.msg
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.failed:
+            out["failed"] = True
+        return out
+
+
+def _no_bucket(bucket, pid):
+    return Locking(pid, None, "bucket folder %s does not exist (maand_bucket_dir)" % bucket, failed=True)
+
+
+def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0) -> Locking:
     """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
-    seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id. The task's result:
-    taken, msg, and bucket_id/changed when adopting."""
-    result = {"changed": False, "pid": pid, "lock": _locks.lock_path(bucket)}
+    seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id: taken, msg, and
+    bucket_id/changed when adopting."""
     if not os.path.isdir(bucket):
-        return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
+        return _no_bucket(bucket, pid)
+    out = Locking(pid, _locks.lock_path(bucket))
     try:
-        taken, note = _locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
-        result.update(taken=taken, msg=note)
-        if note.startswith("took over"):  # a deploy that was killed or crashed: say so
-            result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
-                                  "undone" % note]
+        out.taken, out.msg = _locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
+        if out.msg.startswith("took over"):  # a deploy that was killed or crashed: say so
+            out.warnings = ["%s: the previous deploy did not finish; this run redoes what it left undone" % out.msg]
         if adopt_bucket_id:
-            bucket_id, changed = _adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
-            result.update(bucket_id=bucket_id, changed=changed)
-            if changed:
-                result["msg"] += "; data/catalog.json adopts bucket_id %s" % bucket_id
+            out.bucket_id, out.changed = _adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
+            if out.changed:
+                out.msg += "; data/catalog.json adopts bucket_id %s" % out.bucket_id
     except _locks.DeployLocked as exc:
-        result.update(failed=True, msg="deploy refused: %s" % exc)
+        out.failed, out.msg = True, "deploy refused: %s" % exc
     except (_adopt.AdoptError, _catalog.CatalogError) as exc:
         if not check_mode:
             _locks.release(bucket, pid)
-        result.update(failed=True, msg="deploy refused: %s" % exc)
+        out.failed, out.msg = True, "deploy refused: %s" % exc
     except OSError as exc:
-        result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
-    return result
+        out.failed, out.msg = True, "cannot use the deploy lock in %s/data: %s" % (bucket, exc)
+    return out
 
 
-def unlock(bucket, pid, check_mode=False):
+def unlock(bucket, pid, check_mode=False) -> Locking:
     """Release the deploy lock of the run pid (check mode: untouched)."""
-    result = {"changed": False, "pid": pid, "lock": _locks.lock_path(bucket)}
     if not os.path.isdir(bucket):
-        return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
+        return _no_bucket(bucket, pid)
+    out = Locking(pid, _locks.lock_path(bucket))
     if check_mode:
-        result["msg"] = "check mode: lock untouched"
-        return result
+        out.msg = "check mode: lock untouched"
+        return out
     try:
-        released = _locks.release(bucket, pid)
+        out.released = _locks.release(bucket, pid)
     except OSError as exc:
-        return dict(result, failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
-    result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
-    return result
+        out.failed, out.msg = True, "cannot use the deploy lock in %s/data: %s" % (bucket, exc)
+        return out
+    out.msg = "deploy lock released" if out.released else "lock not held by this run"
+    return out
 
 
 # --- prepare: catalog -> plan -> run folder -----------------------------------------------------------
@@ -265,36 +296,6 @@ def check_pin(given, plan, digest, check_mode):
     return ("deploy refused, nothing was changed: the plan is %s, not the pinned plan %s (maand_plan). "
             "What changed:\n  %s\nReview the new plan with --check --diff and pin its hash."
             % (digest[:_pin.SHORT], given, "\n  ".join(why)))
-
-
-def content_diff(plan, staging, states):
-    """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
-    does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
-    each (deduplicated); for a rollback, the worker's previous copy is the other side, and for a rollback after a
-    failed attempt, the attempt's tree in the job folder ("live") is the worker's side and the promoted copy the
-    other."""
-    wanted, notes = _pin.diff_requests(plan, staging.is_secret)
-    rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
-    after, blobs, promoted, previous, live = {}, _pin.Blobs(), {}, {}, {}
-    for host, jobs in wanted.items():
-        st = states.get(host) or {}
-        for job, rels in jobs.items():
-            record = (st.get("deployed") or {}).get(job) or {}
-            promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
-            attempt = (st.get("attempts") or {}).get(job)
-            if (job, host) in rollback and _failed_attempt(attempt, record):
-                live.setdefault(host, {})[job] = {rel: (attempt.get("files") or {}).get(rel) for rel in rels}
-                continue
-            if (job, host) in rollback:
-                old = (st.get("previous") or {}).get(job) or {}
-                previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
-                continue
-            for rel in rels:
-                key = blobs.add(_pin.text_of(staging.shipped_bytes(job, host, rel)))
-                after.setdefault(host, {}).setdefault(job, {})[rel] = key
-    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
-            "blobs": blobs.texts,
-            "promoted": promoted, "previous": previous, "live": live}
 
 
 def _failed_attempt(attempt, record):
@@ -436,7 +437,8 @@ def _prepare(req, ctl):
     summary = _view.plan_summary(plan)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=digest,
-                   content_diff=content_diff(plan, staging, req.states) if req.diff else {"hosts": []})
+                   content_diff=_view.content_diff(plan, staging, req.states, _failed_attempt) if req.diff
+                   else {"hosts": []})
     if req.diff:
         out.diff = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
     elif not ctl.watched:  # that callback prints them
@@ -517,52 +519,6 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     return Stepped(key, hosts, failures)
 
 
-def agent_ops(ops, outcomes):
-    """The ops with their job spec's environment expanded here, on the controller (the values travel
-    only in the request on the agent's stdin), and the worker's slots. A failed expansion fails its op."""
-    out = []
-    for op in ops:
-        try:
-            out.append(_jobspec.runtime_op(op, os.environ.get))
-        except _jobspec.EnvError as exc:
-            outcomes.append({"id": op["id"], "ok": False, "msg": str(exc)})
-    slots = max([int(op.get("slots") or 1) for op in ops] or [1])
-    return out, slots
-
-
-def expanded_ops(ops, outcomes):
-    """The ops with their environments expanded (agent_ops), before anything reaches the worker: an op whose
-    expansion failed leaves the request (its failed outcome in ``outcomes``), so its files are not shipped."""
-    return agent_ops(ops, outcomes)[0]
-
-
-def agent_payload(request, outcomes, timeout, tail):
-    """The agent's stdin for a worker's request of a step (its ops' environments expanded here)."""
-    ops, slots = agent_ops(request["ops"], outcomes)
-    return _remote.step_request(request["bucket_id"], ops, request["promote"], timeout=timeout, tail=tail,
-                                       slots=slots)
-
-
-def agent_done(run_dir, bucket, key, host, request, answer, reason):
-    """A worker's answer (or why there is none) into the run folder; the next step's fold (deploy/run.fold_in_flight)
-    puts the step's timings into the job history, in one write."""
-    _deploy_run.write_result(run_dir, key, host, answer, reason)
-
-
-def allocation_env(bucket, job, host, version):
-    """(env, error): an allocation's environment as the deploy gives it (ALLOCATION_*, JOB, versions, ports),
-    for maand.core.job's make targets; without a bucket only the versions."""
-    if not bucket:
-        return {"CURRENT_VERSION": version, "NEW_VERSION": version}, None
-    try:
-        catalog = _catalog.read_catalog(bucket)
-    except _catalog.CatalogError as exc:
-        return None, "%s: %s" % (bucket, exc)
-    if catalog is None:
-        return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
-    return _deploy_plan.catalog_allocation_env(catalog, job, host, version, version), None
-
-
 # --- finish: fold the run, prune the catalog, unlock ---------------------------------------------------
 
 @dataclasses.dataclass
@@ -622,44 +578,21 @@ def run_outcome(run_dir, plan, ctl):
     return plan, list(report.problems), list(report.done), rows
 
 
-def prune(bucket, plan, done, problems, show=_quiet):
-    """Drop from the catalog the removed rows whose cleanup succeeded (and those with nothing to clean):
-    (changed, pruned 'job@worker's). Under the bucket lock."""
+def _drop_cleaned(bucket, plan, done, problems, show):
+    """Drop from the catalog the removed rows whose cleanup succeeded (and those with nothing to clean), and
+    the KV keys of the jobs that left with them (catalog/prune.py, under the bucket lock): (changed, pruned
+    'job@worker's)."""
     cleaned = list(plan.get("prune") or [])
     cleaned += [{"job": d["job"], "worker": d["host"]} for d in done if d.get("kind") == "remove"]
     purged = {d["host"] for d in done if d.get("kind") == "purge"}
     dead = set(plan.get("dead_workers") or [])
     if not (cleaned or dead or purged) or not plan.get("bucket_id"):
         return False, []
-    changed, pruned = False, []
-    try:
-        with _locks.bucket_lock(bucket, wait=True):
-            catalog = _catalog.read_catalog(bucket)
-            if catalog is None or catalog.get("bucket_id") != plan["bucket_id"]:
-                return False, []
-            new = _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead)
-            if new != catalog:
-                _catalog.write_catalog(bucket, new)
-                gone = {(a["job"], a["worker"]) for a in catalog["allocations"]} - {
-                    (a["job"], a["worker"]) for a in new["allocations"]}
-                changed, pruned = True, sorted("%s@%s" % g for g in gone)
-                show("catalog: dropped %d cleaned removed allocation(s): %s" % (len(gone), ", ".join(pruned)),
-                     color="yellow")
-                drop_job_kv(bucket, catalog, new, show)
-    except (OSError, _catalog.CatalogError, _store.KVStoreError) as exc:
-        problems.append("could not update data/catalog.json or data/kv.json: %s" % exc)
-    return changed, pruned
-
-
-def drop_job_kv(bucket, old, new, show=_quiet):
-    """Jobs that left the catalog: tombstone their vars/job and secrets/job (held: bucket lock)."""
-    gone = sorted({j["name"] for j in old.get("jobs", [])} - {j["name"] for j in new.get("jobs", [])})
-    if gone and _store.KVStore.exists(bucket):
-        store = _store.KVStore.load(bucket)
-        changes = store.drop_jobs(gone)
-        store.save()
-        if changes:
-            show("KV: %d key(s) of removed job(s) %s deleted" % (len(changes), ", ".join(gone)), color="yellow")
+    out = _prune.prune(bucket, plan["bucket_id"],
+                       lambda catalog: _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
+    if out.problem:
+        problems.append(out.problem)
+    return out.changed, out.pruned
 
 
 def _summary(plan):
@@ -674,7 +607,7 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
     (the deploy record), release the lock."""
     changed, pruned = False, []
     if not req.check_mode and done is not None:
-        changed, pruned = prune(req.bucket, plan, done, problems, ctl.show)
+        changed, pruned = _drop_cleaned(req.bucket, plan, done, problems, ctl.show)
         # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
         try:
             _deploy_stage.remove_tree(_deploy_stage.stage_root(req.bucket))
@@ -732,10 +665,3 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
             if line:
                 ctl.show(line)
     return out
-
-
-def connections_of(conns: Mapping[str, Mapping[str, Any]]) -> Callable[..., dict]:
-    """connections(hosts=None) over a fixed {host: connection settings} (tests, tools)."""
-    def connections(hosts: Iterable[str] | None = None) -> dict:
-        return dict(conns) if hosts is None else {h: conns[h] for h in hosts if h in conns}
-    return connections

@@ -25,7 +25,7 @@ from .schedule import (PRIORITY_MAX, PRIORITY_MIN, HistoryHint, QueuedJob, SlotR
 from .validate import JOB_SPEC_FIELDS, FieldProblem, validate_container, validate_job_spec
 from .build import check
 from .layers import LayerError, stacked
-from .deploy import (EnvError, attach, check_env, check_ids, expand, load_history, op_spec, record_history,
+from .deploy import (HISTORY_FILE, EnvError, attach, check_env, check_ids, expand, load_history, op_spec, record_history,
                      runtime_op, specs_of, with_env)
 
 __all__ = [
@@ -45,6 +45,6 @@ __all__ = [
     # layers.py
     "LayerError", "stacked",
     # deploy.py
-    "EnvError", "attach", "check_env", "check_ids", "expand", "load_history", "op_spec", "record_history",
+    "HISTORY_FILE", "EnvError", "attach", "check_env", "check_ids", "expand", "load_history", "op_spec", "record_history",
     "runtime_op", "specs_of", "with_env",
 ]

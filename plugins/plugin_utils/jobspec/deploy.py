@@ -18,9 +18,9 @@ On the controller, at plan time (``maand.core.deploy_plan``):
   that failed last time or never ran gets priority +1), marks each op with the worker's slots and the job's run fields, and
   returns the plan lines "worker order".
 
-At request time (``maand.core.deploy_agent``): ``runtime_op`` expands the environment again (the
+At request time (``maand.core.deploy_agent``: deploy/agent_step.py): ``runtime_op`` expands the environment again (the
 values travel only in the request on the agent's stdin) and turns the spec into the agent's op
-fields (cwd, user, group, timeout). After the answer: ``record_history``.
+fields (cwd, user, group, timeout).
 
 No Ansible imports.
 """

@@ -6,6 +6,7 @@
 PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 status.py, cat.py, gc.py, health_check.py, run_command.py, facts.py, scaffold.py (job_create),
+job_target.py (maand.core.job's make target: the deploy_job action),
 extra_vars.py, state_move.py (maand.core.state: a bucket's state between data/ and PostgreSQL).
 
 Each verb's module is its door (ops/<verb>.py); the actions call nothing else of ops/.

@@ -19,12 +19,14 @@ status_checker; the request as maand.core.status sends it): a job it says is not
 row stops being waited for on that worker (fail fast), the other jobs and workers waiting on; the failure
 names the job, the worker and the status tail (health/tails.failure_notes, collect_tails). maand waits
 its whole budget there. The probes, the clock, the sleep, the status checks and the job commands are passed
-in, so tests run them for real on loopback sockets and local processes.
+in, so tests run them for real on loopback sockets and local processes; ``prober``, ``fail_fast`` and
+``command_runner`` build the real ones for the maand.core.health_check action.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import socket
@@ -32,6 +34,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from . import status as _status
+from .. import health as _health
 from ..deploy import remote as _remote, rsync as _rsync
 from ..health import (STATUS_TIMEOUT, Budget, Pending, StatusWatch, Waiter, collect_tails, describe, failure_notes,
                       in_background, not_running, status_checker)
@@ -39,6 +42,8 @@ from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 from ..catalog import catalog as _catalog
 from ..errors import MaandError
+from ..hooks import points as _points, run as _run
+from ..hooks.commands import targets as _targets
 
 WORKER = "(worker)"
 PORT_TIMEOUT = 5.0
@@ -344,6 +349,40 @@ def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, M
     def diagnose(job: str, hosts: list[str]) -> dict[str, list[str]]:
         return collect_tails(muxed, root, job, hosts)
     return status, diagnose
+
+
+def prober(bucket_dir: str, conns: Mapping[str, Mapping[str, Any]]) -> Callable[[str, str, dict, float], str | None]:
+    """probe(host, address, check, timeout) for run(): the deploy's probes (health/probes.probe), https verified
+    against the bucket CA, ssh checks over the workers' connection settings (conns: {host: settings})."""
+    by_address = _health.by_address(conns)
+    trust = _health.Trust.for_bucket(bucket_dir)
+
+    def probe(host: str, address: str, check: dict, timeout: float) -> str | None:
+        del host
+        return _health.probe(address, check, timeout, by_address, trust=trust)
+    return probe
+
+
+def command_runner(stack: contextlib.ExitStack, bucket_dir: str, catalog: Mapping[str, Any],
+                   conns: Mapping[str, Mapping[str, Any]], timeout: int, tail: int,
+                   log: Callable[[str], None] = lambda msg: None) -> Callable[[str, list[str]], dict[str, str | None]]:
+    """commands(job, hosts) -> {host: None | reason} for run(): the job's health_check commands (maand: after the
+    probes), run on the controller with the runtime API (hooks/points.session), started once, when first needed,
+    and closed with ``stack``; log: the hooks' log lines."""
+    holder = {}
+
+    def run_commands(job: str, hosts: list[str]) -> dict[str, str | None]:
+        if "ctx" not in holder:
+            holder["ctx"] = stack.enter_context(_points.session(bucket_dir, catalog, conns, timeout, tail, log=log))
+        targets = [t for t in _targets(catalog, job) if t.worker in hosts]
+        outcome = _run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
+        out = {}
+        for host in hosts:
+            failed = [r for r in outcome.results if r.worker == host and not r.ok]
+            out[host] = ("; ".join(outcome.errors) if outcome.errors else
+                         failed[0].message().replace("\n", " | ") if failed else None)
+        return out
+    return run_commands
 
 
 def _retry(item: _Item, fn: Callable[[], str | None], clock: Callable[[], float]) -> bool:

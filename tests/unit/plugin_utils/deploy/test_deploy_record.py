@@ -39,7 +39,7 @@ def timed_answer(req):
 
 
 def run_deploy(root, ctl=None, answer=timed_answer, **kw):
-    assert _service.lock(root, os.getpid())["taken"]
+    assert _service.lock(root, os.getpid()).as_result()["taken"]
     prepared = _service.prepare(request(root, **kw), ctl or Screen().ctl)
     assert not prepared.failed, prepared.msg
     for seg in prepared.segments:
@@ -103,7 +103,7 @@ def test_a_corrupt_result_file_is_left_out_of_the_record_and_refused_by_the_depl
 
 
 def test_a_failed_run_is_recorded_failed_with_its_problems(bucket, run_ids):
-    assert _service.lock(bucket, os.getpid())["taken"]
+    assert _service.lock(bucket, os.getpid()).as_result()["taken"]
     prepared = _service.prepare(request(bucket))
     first = _service.step(prepared.run_dir, prepared.segments[0]["step"])
     assert not first.error and first.hosts  # no worker ever answers

@@ -14,8 +14,8 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
-from ansible_collections.maand.core.plugins.plugin_utils.jobspec import deploy as _jobspec_deploy
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run, service as S
+from ansible_collections.maand.core.plugins.plugin_utils import jobspec as _jobspec
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import agent_step as _agent_step, run as _run, service as S
 from tests.maand_init import job
 from tests.unit.plugin_utils.deploy.test_service import HOSTS, MAKEFILE, bucket, request  # noqa: F401 (fixture)
 
@@ -62,7 +62,7 @@ def rolling(bucket):  # noqa: F811
 
 
 def test_each_step_reads_its_run_once_and_writes_state_and_history_once(rolling, monkeypatch):
-    assert S.lock(rolling, os.getpid())["taken"]
+    assert S.lock(rolling, os.getpid()).taken
     prepared = S.prepare(request(rolling))
     assert not prepared.failed, prepared.msg
     assert [s["step"] for s in prepared.segments] == [0, 1, _run.FINAL]
@@ -78,23 +78,23 @@ def test_each_step_reads_its_run_once_and_writes_state_and_history_once(rolling,
         assert counts[("read", "catalog.json")] == 1, counts
         assert counts[("write", "state.json")] == 1 and counts[("write", "plan.json")] == 0, counts
         # the step in flight's timings: one write for all its hosts, none when its agents timed nothing
-        assert counts[("write", _jobspec_deploy.HISTORY_FILE)] == (1 if timed_steps else 0), counts
+        assert counts[("write", _jobspec.HISTORY_FILE)] == (1 if timed_steps else 0), counts
         timed_steps = set()
         for host in stepped.hosts:
             req = _run.read_request(prepared.run_dir, stepped.key, host)
-            S.agent_done(prepared.run_dir, rolling, stepped.key, host, req, timed(req), None)
+            _agent_step.done(prepared.run_dir, rolling, stepped.key, host, req, timed(req), None)
             if req["ops"]:
                 timed_steps.add(host)
         counts = counter.take()
-        assert counts[("write", _jobspec_deploy.HISTORY_FILE)] == 0, counts  # never per host
+        assert counts[("write", _jobspec.HISTORY_FILE)] == 0, counts  # never per host
         assert counts[("write", "state.json")] == 0, counts
     finished = S.finish(S.FinishRequest(rolling, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()), ctl)
     counts = counter.take()
     assert counts[("read", "plan.json")] == 1 and counts[("read", "state.json")] == 1, counts
     assert counts[("write", "state.json")] == 1, counts
-    assert counts[("write", _jobspec_deploy.HISTORY_FILE)] == (1 if timed_steps else 0), counts
+    assert counts[("write", _jobspec.HISTORY_FILE)] == (1 if timed_steps else 0), counts
     assert any("health gate of job web failed" in p for p in finished.problems), finished.problems
-    targets = _jobspec_deploy.load_history(rolling)["targets"]
+    targets = _jobspec.load_history(rolling)["targets"]
     # every allocation's start timed once: api and web on both workers
     assert sorted(targets) == sorted("%s/start@%s" % (j, h) for j in ("api", "web") for h in HOSTS), targets
     assert all(t["timings"] == [0.25] for t in targets.values()), targets

@@ -271,3 +271,33 @@ def test_fail_fast_asks_through_the_gate_s_status_checker(tmp_path):
     assert calls[0][1] == _remote.step_command("/usr/bin/python3") and json.loads(calls[0][2])["ops"][0]["job"] == "api"
     st, diag = _health_check.fail_fast(str(tmp_path), cat, {"h1": {"address": "10.0.0.1", "options": []}}, lambda host: "python3")
     assert callable(st) and callable(diag)
+
+
+def test_the_command_runner_runs_the_job_s_health_check_commands_once_per_session(tmp_path, monkeypatch):
+    """ops/health_check.command_runner over a built bucket: the job's health_check command on the controller
+    (hooks/points.session, started when first needed, closed with the stack), one reason per failed worker."""
+    import contextlib
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+    from tests.maand_init import init_bucket, job as write_job, ws
+    root = init_bucket(tmp_path)
+    ws(root, "workers.json", [{"host": h, "labels": ["worker"]} for h in ("10.0.0.1", "10.0.0.2")])
+    write_job(root, "api", {"version": "1.0.0", "selectors": ["worker"],
+                            "commands": {"command_health": {"executed_on": ["health_check"]}}})
+    ws(root, "jobs/api/_modules/command_health.py",
+       "import os, sys\nip = os.environ['ALLOCATION_IP']\nsys.exit(0 if ip == '10.0.0.1' else 'not ready on ' + ip)\n")
+    assert _build.build(root).report.ok
+    catalog = _catalog.read_catalog(root)
+    sessions, session = [], _health_check._points.session
+
+    def counted(*args, **kwargs):
+        sessions.append(args[0])
+        return session(*args, **kwargs)
+    monkeypatch.setattr(_health_check._points, "session", counted)
+    with contextlib.ExitStack() as stack:
+        run = _health_check.command_runner(stack, root, catalog, {}, 30, 5)
+        assert sessions == []  # nothing started before the first job asks
+        out = run("api", ["10.0.0.1", "10.0.0.2"])
+        assert out["10.0.0.1"] is None and "not ready on 10.0.0.2" in out["10.0.0.2"] and "\n" not in out["10.0.0.2"]
+        assert run("api", ["10.0.0.1"]) == {"10.0.0.1": None}
+        assert sessions == [root]  # one runtime-API session for both
