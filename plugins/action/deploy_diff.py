@@ -6,11 +6,11 @@ docs: plugins/modules/deploy_diff.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import view
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
 
-ARGUMENT_SPEC = specs.spec_for("deploy_diff")
+ARGUMENT_SPEC = _adapter.spec_for("deploy_diff")
 
 
 class ActionModule(MaandAction):
@@ -19,6 +19,6 @@ class ActionModule(MaandAction):
 
     def act(self, result, args, task_vars):
         host = args["host"]  # the delegated worker (run_once, looping over the workers with changes)
-        shown = view.host_diff(args["content_diff"], host, self, self.worker_python(task_vars, host), args["bucket_id"])
+        shown = _deploy.host_diff(args["content_diff"], host, self, self.worker_python(task_vars, host), args["bucket_id"])
         result.update(shown.as_result())
         return result

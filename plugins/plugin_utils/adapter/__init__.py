@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
-_DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller",
+_DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller", "deploy_controller": "controller",
          "python_of": "controller", "run_pid": "controller", "show": "controller",
          "worker_state": "controller", "deploy_extra_vars": "extra_vars", "warn_unknown_extra_vars": "extra_vars",
          "spec_for": "specs", "int_var": "support"}

@@ -15,3 +15,19 @@ stage.py (what ships), pin.py, view.py (what the operator reads, --diff), progre
 (the leaves of certs/ as the stage's overlays). The deploy lock is bucket/locks.py; job specs' environments,
 worker order and layers are jobspec/.
 """
+
+from __future__ import annotations
+
+from ..doors import lazy
+
+# The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
+_DOOR = {"AgentCall": "agent_step", "apply": "agent_step", "run_rsync": "agent_step",
+         "Reader": "progress", "mark": "progress", "progress_path": "progress",
+         "parse_output": "remote", "read_state": "remote", "step_request": "remote",
+         "FinishRequest": "service", "PlanRequest": "service", "finish": "service", "lock": "service",
+         "prepare": "service", "step": "service", "unlock": "service",
+         "Verdict": "view", "done_line": "view", "host_diff": "view", "plan_summary": "view", "progress_line": "view",
+         "step_line": "view", "verdict_table": "view", "workers_line": "view"}
+__all__ = sorted(_DOOR)
+
+__getattr__, __dir__ = lazy(__name__, _DOOR)

@@ -45,7 +45,7 @@ class Transport(_remote.Shell, Protocol):
         whether its remote side runs under sudo. Raises when the connection cannot carry rsync."""
 
 
-def rsync(argv: list[str], stdin: bytes | None = None, timeout: float | None = None) -> tuple[int | None, str, str]:
+def run_rsync(argv: list[str], stdin: bytes | None = None, timeout: float | None = None) -> tuple[int | None, str, str]:
     """Transport.rsync of a transport whose rsync runs on the controller (deploy/rsync.execute)."""
     return _rsync.execute(argv, stdin, timeout)
 

@@ -11,5 +11,18 @@ beside hook scripts; layout.py is the controller's one definition of the worker 
 sandbox.py and maand_helper.py import nothing else of the collection: they run alone (the agent also runs
 from stdin alone, for reads).
 
-The door: agent.py (with its sandbox.py, run alone on the worker); layout.py for the controller's paths.
+The door (for the controller): the worker paths of layout.py and what the controller reads of agent.py; on the
+worker, agent.py (with its sandbox.py) runs alone.
 """
+
+from __future__ import annotations
+
+from ..doors import lazy
+
+# The door: name -> the module that defines it, imported when first used.
+_DOOR = {"AGENT_DIR": "layout", "CERTS_DIR": "layout", "WORKER_ROOT": "layout", "bucket_root": "layout",
+         "job_root": "layout", "ANSWER_MARK": "agent", "ENV_PREFIX": "agent", "KEEP": "agent",
+         "MAX_FILE_BYTES": "agent", "REQUEST_HEADER": "agent", "SYNCED_MARK": "agent", "text_or_binary": "agent"}
+__all__ = sorted(_DOOR)
+
+__getattr__, __dir__ = lazy(__name__, _DOOR)
