@@ -32,9 +32,9 @@ class ActionModule(ControllerAction):
             return []
         try:
             with _hooks.session(bucket_dir, catalog, None,
-                                      _adapter.int_var(self._templar, task_vars, "maand_hook_timeout", _hooks.DEFAULT_TIMEOUT),
-                                      _adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", _hooks.DEFAULT_TAIL),
-                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
+                                _adapter.int_var(self._templar, task_vars, "maand_hook_timeout", _hooks.DEFAULT_TIMEOUT),
+                                _adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", _hooks.DEFAULT_TAIL),
+                                log=lambda msg: display.display("hook: " + msg)) as ctx:
                 return _hooks.post_build(ctx)
         except OSError as exc:
             return ["post_build: cannot run the job commands: %s" % exc]
@@ -53,7 +53,7 @@ class ActionModule(ControllerAction):
             purge_job_kv = boolean((task_vars or {}).get("maand_purge_job_kv", False), strict=False)
         try:
             outcome = _catalog.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
-                                   purge_job_kv=purge_job_kv)
+                                     purge_job_kv=purge_job_kv)
         except _bucket.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result

@@ -24,9 +24,9 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         bucket_dir = args["bucket"]
         request = _ops.cat.Request(view=args["view"], jobs=_ops.cat.split_names(args["jobs"]),
-                               workers=_ops.cat.split_names(args["workers"]), reveal=args["reveal"],
-                               deleted=args["deleted"], active=args["active"], namespace=args["namespace"].strip(),
-                               key=args["key"].strip(), file=args["file"], scrape=args["scrape"])
+                                   workers=_ops.cat.split_names(args["workers"]), reveal=args["reveal"],
+                                   deleted=args["deleted"], active=args["active"], namespace=args["namespace"].strip(),
+                                   key=args["key"].strip(), file=args["file"], scrape=args["scrape"])
         try:
             table = _ops.cat.cat(bucket_dir, request)
         except _ops.cat.CatError as exc:

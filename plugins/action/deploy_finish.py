@@ -19,7 +19,7 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         request = _deploy.FinishRequest(args["bucket"], args["plan"], run_dir=args["run_dir"],
-                                         release=args["release"], check_mode=bool(self._task.check_mode),
-                                         run_pid=_adapter.run_pid())
+                                        release=args["release"], check_mode=bool(self._task.check_mode),
+                                        run_pid=_adapter.run_pid())
         result.update(_deploy.finish(request, _adapter.deploy_controller(self._templar, task_vars)).as_result())
         return result

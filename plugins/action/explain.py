@@ -77,7 +77,7 @@ class ActionModule(ControllerAction):
                     host + did_you_mean(host, known) for host in unknown))
                 return result
         lines = _placement.explain_lines(bucket, placement, name, hosts=hosts, show=args["show"],
-                                       limit=args["limit"] or None)
+                                         limit=args["limit"] or None)
         for line in lines:
             display.display(line)
         workers = []

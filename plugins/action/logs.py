@@ -21,7 +21,7 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         request = _ops.logs.Request(run=args["run"].strip(), jobs=_ops.cat.split_names(args["jobs"]),
-                                workers=_ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
+                                    workers=_ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
         try:
             shown = _ops.logs.logs(args["bucket"], request)
         except _ops.logs.LogsError as exc:

@@ -52,7 +52,7 @@ class ActionModule(ControllerAction):
         command = _ops.run_command.load_command(args["cmd"], args["bucket"])
         workers = {h: _labels(hostvars, h) for h in args["catalog_workers"]}
         chosen = _ops.run_command.select(workers, args["hosts"], _ops.run_command.split_names(args["workers"]),
-                                     _ops.run_command.split_names(args["labels"]))
+                                         _ops.run_command.split_names(args["labels"]))
         cut = _ops.run_command.batches(chosen, size)
         result.update(hosts=chosen, script=command.script, label=command.label, batch=size, batches=cut,
                       health_check_delay=delay, health_hosts=list(args["hosts"]),

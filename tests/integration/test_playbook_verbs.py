@@ -59,7 +59,6 @@ def test_build_playbook_prints_the_explanation_of_a_short_job(tmp_path):
     assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
 
 
-
 def run_playbook(bucket, tmp_path, *args):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
@@ -89,7 +88,6 @@ def test_playbook_requires_the_bucket(tmp_path):
                           cwd=tmp_path, timeout=300, check=False)
     assert proc.returncode != 0
     assert "-e maand_bucket=DIR" in proc.stdout + proc.stderr
-
 
 
 def test_ansible_doc_renders():

@@ -172,4 +172,3 @@ def _write_new(path: str, data: bytes, mode: int) -> None:
 
 def serial_number() -> int:
     return _random.randbits(127) | 1
-

@@ -38,7 +38,7 @@ def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[s
                     "build the bucket again (ansible-playbook maand.core.build -e maand_bucket=%s)" % bucket_dir)
             files.append(_stage.Overlay("%s/%s.crt" % (_certs.CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
             files.append(_stage.Overlay("%s/%s.key" % (_certs.CERTS_DIR, spec["name"]), key.encode(),
-                                               origin="certs", private=True))
+                                        origin="certs", private=True))
         files.append(_stage.Overlay("%s/ca.crt" % _certs.CERTS_DIR, ca.encode(), origin="certs"))
         return files
     return provide

@@ -273,7 +273,7 @@ def _block(state, step):
             blocked = set(_plan.block_after_failures([job], state.job_waves, wave, True, blocked))
         else:
             blocked = set(_plan.block_after_failures([job], state.job_waves, step_wave,
-                                                            step.get("last_in_wave"), blocked))
+                                                     step.get("last_in_wave"), blocked))
     state.blocked = sorted(blocked)
 
 

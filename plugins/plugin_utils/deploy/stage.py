@@ -163,7 +163,7 @@ def _read_template(root: str, rel: str, kind: str) -> Template:
         executable = bool(os.stat(path).st_mode & stat.S_IXUSR)
     except (OSError, UnicodeDecodeError) as exc:
         raise _content.ContentError("cannot read template %s: %s (templates are UTF-8 text files)"
-                                         % (path, getattr(exc, "strerror", None) or exc)) from None
+                                    % (path, getattr(exc, "strerror", None) or exc)) from None
     suffix = GO_SUFFIX if kind == "go" else JINJA_SUFFIX
     return Template(rel, rel[:-len(suffix)], kind, text, executable)
 
@@ -316,7 +316,7 @@ class _Tracker:
 
 def _reader(context: Context) -> _functions.KVReader:
     return _functions.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
-                        missing=context.missing)
+                               missing=context.missing)
 
 
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:

@@ -445,7 +445,6 @@ class _Parser(_Pipelines):
         self.tree_name = name
         self.tree_class = tree_class
 
-
     def parse(self) -> Tree:
         root = ListNode(self.peek().pos)
         while self.peek().typ != T_EOF:

@@ -64,7 +64,7 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
             if api.notice:
                 log(api.notice)
             yield _run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
-                                    current_versions or {}, log)
+                               current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -157,10 +157,10 @@ def run_gate_hooks(ctx: _run.Context, gate: Mapping[str, Any], probes: Callable[
         problems = _run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
     else:
         env = _commands.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
-                               info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
+                                  info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
         targets = _commands.targets(ctx.catalog, job, workers=hosts)
         problems = _run.run_event(ctx, job, "after_allocation_started", targets, env,
-                                       concurrency=max(1, len(targets))).failures()
+                                  concurrency=max(1, len(targets))).failures()
     if problems or info.get("health") is False:  # a start batch before the last: maand checks health after all
         return problems
     if gate.get("checks"):
@@ -185,7 +185,7 @@ def after_stops(ctx: _run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[
         targets = _commands.targets(ctx.catalog, op["job"], workers=[op["host"]])
         if not targets:  # a removed allocation: no longer in the catalog's live rows
             targets = [_commands.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
-                                     0, True)]
+                                        0, True)]
         for msg in _run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
             out.append((op["job"], msg))
     return out

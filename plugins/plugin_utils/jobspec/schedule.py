@@ -184,6 +184,7 @@ def history_hint(timings: Optional[list], failed_last: bool) -> HistoryHint:
 
 # --- Run history (kept by deploy under the bucket's data/) and a worker's plan ---
 
+
 HISTORY_VERSION = 2
 
 

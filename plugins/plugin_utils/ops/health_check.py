@@ -343,7 +343,7 @@ def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, M
     over the workers' connection settings (conns: {host: settings}) multiplexed as the deploy's gates'."""
     muxed = _rsync.with_mux(dict(conns), _rsync.control_dir(os.path.join(bucket_dir, "health_check")))
     status = status_checker(lambda job, host: status_request(catalog, job, host), lambda: muxed, python_of,
-                                   agent=_remote)
+                            agent=_remote)
     root = _remote.worker_root(catalog.get("bucket_id"))
 
     def diagnose(job: str, hosts: list[str]) -> dict[str, list[str]]:

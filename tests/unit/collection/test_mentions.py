@@ -200,7 +200,7 @@ def test_markdown_links_resolve():
                     problems.append("%s:%d: %s: no such file" % (_rel(path), number, target))
                 elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
                     problems.append("%s:%d: %s: no heading #%s in %s" % (_rel(path), number, target, anchor,
-                                                                        _rel(dest)))
+                                                                         _rel(dest)))
     assert not problems, "broken links:\n" + "\n".join(problems)
 
 

@@ -80,14 +80,14 @@ def test_gate_runner_adds_elapsed_status_tail_and_listen_hint_on_a_first_start(t
 
     def run(gate, watch):
         return _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch,
-                          probe_fn=lambda a, c, t: "http %s:30000: [Errno 111] Connection refused" % a)
+                              probe_fn=lambda a, c, t: "http %s:30000: [Errno 111] Connection refused" % a)
     seen = []
 
     def diagnose(job, hosts):
         seen.append((job, hosts))
         return {h: ["--- make status (exit 2):", "stopped"] for h in hosts}
     go = _gate.GateRunner(run, _progress.Writer(str(tmp_path), clock=clock), PLAN, {"api": {"api_http_port": 30000}},
-                       diagnose=diagnose, clock=clock)
+                          diagnose=diagnose, clock=clock)
     problems = go(GATE)
     assert problems[:2] == ["h1: http h1:30000: [Errno 111] Connection refused",
                             "h2: http h2:30000: [Errno 111] Connection refused"]
@@ -119,7 +119,7 @@ def test_passed_gate_calls_on_pass_and_adds_nothing(tmp_path):
 
 def test_ssh_argv_uses_the_connection_settings():
     argv = _tails.ssh_argv({"address": "10.0.0.1", "port": 2222, "user": "agent", "key": "/k", "options": ["-o", "A=b"],
-                       "sudo": True}, "echo hi")
+                            "sudo": True}, "echo hi")
     assert argv[:3] == ["ssh", "-o", "A=b"] and argv[-2] == "agent@10.0.0.1"
     assert ["-i", "/k"] == argv[argv.index("-i"):argv.index("-i") + 2] and "2222" in argv
     assert argv[-1] == "sudo -n sh -c 'echo hi'"

@@ -48,7 +48,7 @@ def run_deploy(root, ctl=None, answer=timed_answer, **kw):
         for host in stepped.hosts:
             req = _run.read_request(prepared.run_dir, stepped.key, host)
             _run.write_result(prepared.run_dir, stepped.key, host,
-                            answer(_run_state.AgentRequest(host=host, ops=req["ops"], promote=req["promote"])))
+                              answer(_run_state.AgentRequest(host=host, ops=req["ops"], promote=req["promote"])))
     finished = _service.finish(_service.FinishRequest(root, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()), ctl)
     return prepared, finished
 

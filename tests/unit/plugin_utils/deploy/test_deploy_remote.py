@@ -141,7 +141,6 @@ def test_the_agent_from_stdin_reads_but_runs_no_step(tmp_path):
     assert proc.returncode == 0 and json.loads(proc.stdout)["trees"] == ["api"], proc.stderr
 
 
-
 def test_interpreter_prefers_delegated_host_vars():
     tv = {"ansible_python_interpreter": "/usr/bin/python3",
           "ansible_delegated_vars": {"w2": {"ansible_python_interpreter": "/opt/py/bin/python3"}}}

@@ -194,7 +194,7 @@ def test_segments_wide_for_many_acting_hosts_narrow_otherwise():
                      {"index": 1, "ops": {"h2": []}, "gates": [{"job": "a", "hosts": ["h2"]}]}]}
     assert _run.segments(two, 2)[0]["kind"] == "wide"
     assert _run.segments(two, 3) == [{"kind": "narrow", "step": 0}, {"kind": "wide", "step": 1},
-                                   {"kind": "narrow", "step": "final"}]
+                                     {"kind": "narrow", "step": "final"}]
     assert _run.step_key("3") == 3 and _run.step_key("final") == _run.FINAL
 
 

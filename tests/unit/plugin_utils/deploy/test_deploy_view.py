@@ -34,7 +34,7 @@ PLAN = {
 
 def test_plan_summary_counts_actions_and_names_gated_jobs():
     assert _view.plan_summary(PLAN) == ("plan: 2 restart, 1 stop, 1 remove, 1 unreachable, 3 unchanged; gates: api; "
-                                    "1 allocation(s) cannot be deployed")
+                                        "1 allocation(s) cannot be deployed")
     assert _view.plan_summary({"rows": [], "steps": []}) == "plan: nothing to do"
     assert _view.plan_summary({"rows": [row("a", "h", "start")], "steps": []}) == "plan: 1 start"
 
@@ -43,7 +43,7 @@ def test_progress_lines():
     wait = {"kind": "gate", "state": "wait", "job": "api", "batch": "api upgrade batch 1/3", "host": "10.0.0.1",
             "check": "http :30000/health", "attempt": 4, "attempts": 30, "elapsed": 3.14}
     assert _view.progress_line(wait) == ("api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health "
-                                     "(attempt 4/30, 3.1 s)")
+                                         "(attempt 4/30, 3.1 s)")
     done = {"kind": "gate", "state": "pass", "job": "api", "batch": "api upgrade batch 1/3", "hosts": ["10.0.0.1"],
             "elapsed": 3.4, "attempts": 5}
     assert _view.progress_line(done) == "api upgrade batch 1/3: health gate passed on 10.0.0.1 (3.4 s)"
@@ -143,7 +143,7 @@ def test_a_worker_s_diff_reads_its_promoted_copies_in_one_round_trip():
     shell = FilesShell({"files": {"api": {"a.conf": {"text": "port=1\n", "digest": "d1"}}}})
     shown = _view.host_diff(SPEC, "h1", shell, "python3", "bid")
     assert shell.calls == [(_remote.files_command("python3", "bid", {"current": {"api": ["a.conf"]}, "previous": {},
-                                                                       "live": {}}), _remote.agent_source())]
+                                                                     "live": {}}), _remote.agent_source())]
     result = shown.as_result()
     assert result["changed"] and result["files"] == 1 and "warnings" not in result
     assert "-port=1\n+port=2\n" in result["diff"][0]["prepared"]

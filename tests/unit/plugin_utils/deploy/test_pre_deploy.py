@@ -22,8 +22,8 @@ def with_hooks(plan, jobs, waves, rendered=None, pinned=False, globs=None):
     plan = copy.deepcopy(plan)
     plan["job_waves"] = dict(plan["job_waves"], **waves)
     plan[_pre_deploy.KEY] = _pre_deploy.entry(jobs, plan["job_waves"], {j: {"allocations": {h: {"hash": x} for h, x in r.items()}}
-                                                      for j, r in (rendered or {}).items()},
-                            {}, 3, pinned, globs or {})
+                                                                        for j, r in (rendered or {}).items()},
+                                              {}, 3, pinned, globs or {})
     return plan
 
 

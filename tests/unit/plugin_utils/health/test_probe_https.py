@@ -102,7 +102,7 @@ def test_the_health_check_verb_and_the_gate_trust_the_same(pki, servers):
             "timeout_seconds": 5}
     assert _gate.run_gate(gate, {"h1": "127.0.0.1"}, probe_fn=health.prober(trust=trust)) == []
     assert _gate.run_gate(dict(gate, checks=[check(servers["theirs"])]), {"h1": "127.0.0.1"},
-                      probe_fn=health.prober(trust=trust))[0].startswith("h1: https 127.0.0.1:")
+                          probe_fn=health.prober(trust=trust))[0].startswith("h1: https 127.0.0.1:")
 
 
 # --- "insecure" at build -------------------------------------------------------------------------------

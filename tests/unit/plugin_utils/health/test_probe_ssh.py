@@ -67,7 +67,7 @@ def test_gate_runs_ssh_probes_with_the_connection_of_each_host():
     problems = _gate.run_gate(gate, {"w1": "10.0.0.1"}, sleep=lambda s: None, probe_fn=probe_fn)
     assert problems == ["w1: ssh 10.0.0.1: 'exit 1' exited 1"]
     assert _gate.run_gate(dict(gate, checks=[{"type": "ssh", "command": "true"}]), {"w1": "10.0.0.1"},
-                      sleep=lambda s: None, probe_fn=probe_fn) == []
+                          sleep=lambda s: None, probe_fn=probe_fn) == []
     assert calls == [1]  # connection settings computed once, when the first ssh probe runs
 
 

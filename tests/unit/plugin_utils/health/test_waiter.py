@@ -124,7 +124,7 @@ def test_a_job_not_running_twice_in_a_row_fails_its_gate_at_once():
         def ended(self, passed, elapsed, attempts):
             ended.append((passed, elapsed, attempts))
     problems = _gate.run_gate(GATE, {}, sleep=clock.sleep, clock=clock, status=status, watch=Watch(), submit=call,
-                          probe_fn=lambda a, c, t: "tcp %s:30000: [Errno 111] Connection refused" % a)
+                              probe_fn=lambda a, c, t: "tcp %s:30000: [Errno 111] Connection refused" % a)
     # rounds at 0, 0.5, 1.0: status asked at 0 and 1.0 (at most once a second per host), not at 0.5
     assert ended == [(False, 1.0, 3)]
     assert sorted(calls) == [("api", "h1"), ("api", "h1"), ("api", "h2"), ("api", "h2")]  # the hosts side by side
@@ -140,7 +140,7 @@ def test_without_a_status_answer_the_gate_keeps_its_whole_budget():
     status = statuses({"h1": [(None, "no status target")], "h2": [(None, "")]}, calls)
     gate = dict(GATE, attempts=6)
     problems = _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
-                          probe_fn=lambda a, c, t: "refused")
+                              probe_fn=lambda a, c, t: "refused")
     assert problems == ["h1: refused", "h2: refused"]
     assert len(clock.sleeps) == 5
     assert sorted(calls) == [("api", "h1"), ("api", "h2")]  # asked once: a job without a status target is not asked again
@@ -151,7 +151,7 @@ def test_not_running_then_running_resets_the_count():
     status = statuses({"h1": [(False, ""), (True, ""), (False, ""), (True, "")], "h2": [(True, "")]}, [])
     gate = dict(GATE, attempts=10, interval_seconds=1.0)
     problems = _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, status=status, submit=call,
-                          probe_fn=lambda a, c, t: "refused")
+                              probe_fn=lambda a, c, t: "refused")
     assert len(clock.sleeps) == 9 and not any(health.NOT_RUNNING in p for p in problems)
 
 
@@ -181,7 +181,7 @@ def test_a_slow_status_check_does_not_hold_up_the_probes():
 def test_a_passing_gate_asks_no_status():
     calls = []
     assert _gate.run_gate(GATE, {}, sleep=lambda s: None, status=statuses({}, calls), probe_fn=lambda a, c, t: None,
-                      submit=call) == []
+                          submit=call) == []
     assert calls == []
 
 
@@ -191,7 +191,7 @@ def test_gate_runner_says_it_stopped_early_with_the_elapsed_time_and_the_tail(tm
 
     def run(gate, watch):
         return _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch, status=status, submit=call,
-                          probe_fn=lambda a, c, t: "refused")
+                              probe_fn=lambda a, c, t: "refused")
     plan = {"bucket_id": "b", "rows": [{"job": "api", "worker": h, "action": "start", "batch": "api start batch 1/1"}
                                        for h in ("h1", "h2")]}
     go = _gate.GateRunner(run, _progress.Writer(str(tmp_path), clock=clock), plan, diagnose=lambda job, hosts: {

@@ -66,7 +66,7 @@ def test_catalog_never_holds_controller_values(tmp_path, monkeypatch):
 
 def test_bad_fields_name_file_field_and_fix(tmp_path):
     result = _service.compute(_bucket(tmp_path, {"web": {"timeout": -1, "working_directory": "../x",
-                                                       "environment": [{"vars": {"A": 1}}]}}))
+                                                         "environment": [{"vars": {"A": 1}}]}}))
     got = {(p.file, p.field) for p in result.report.errors}
     assert got == {("workspace/jobs/web/manifest.json", "timeout"),
                    ("workspace/jobs/web/manifest.json", "working_directory"),
@@ -79,7 +79,7 @@ def test_missing_parent_and_loop_name_the_chain(tmp_path):
     containers = {"a.json": {"parent": {"container": "b"}}, "b.json": {"parent": {"container": "a"}},
                   "c.json": {"parent": {"container": "gone"}}}
     result = _service.compute(_bucket(tmp_path, {"x": {"parent": {"container": "a"}},
-                                               "y": {"parent": {"container": "c"}}}, containers))
+                                                 "y": {"parent": {"container": "c"}}}, containers))
     messages = [m for _k, _f, _fi, m in _errors(result)]
     assert any('parent loop found: "a" -> "b" -> "a"' in m for m in messages), messages
     assert any('couldn\'t find parent container "gone" (chain: job -> "c" -> "gone")' in m for m in messages), messages
@@ -87,7 +87,7 @@ def test_missing_parent_and_loop_name_the_chain(tmp_path):
 
 def test_bad_container_file(tmp_path):
     result = _service.compute(_bucket(tmp_path, {"x": {"parent": {"container": "base"}}},
-                                    {"base.json": {"timeout": 3}, "notes.txt": "x", "bad.json": "{nope"}))
+                                      {"base.json": {"timeout": 3}, "notes.txt": "x", "bad.json": "{nope"}))
     errs = _errors(result)
     assert ("ErrInvalidContainer", "workspace/containers/base.json", "timeout") in [e[:3] for e in errs]
     assert any(e[1] == "workspace/containers/bad.json" and "invalid JSON" in e[3] for e in errs), errs
@@ -96,7 +96,7 @@ def test_bad_container_file(tmp_path):
 
 def test_unknown_prev_and_malformed_dollar_are_build_errors(tmp_path):
     result = _service.compute(_bucket(tmp_path, {"x": {"environment": {"P": "$prev{NOPE}"}},
-                                               "y": {"environment": {"Q": "$oops"}}}))
+                                                 "y": {"environment": {"Q": "$oops"}}}))
     errs = _errors(result)
     assert any(e[1].endswith("x/manifest.json") and "NOPE" in e[3] for e in errs), errs
     assert any(e[1].endswith("y/manifest.json") and "environment.vars.Q" in e[2] for e in errs), errs

@@ -18,7 +18,7 @@ SPEC = {"environment": [{"vars": {"DB": "$env{DB_URL}", "LOG": "$env{LOG_LEVEL:-
 def test_expand_and_unknown_variable_names_job_file_and_variable():
     assert _deploy.expand("api", SPEC, {"DB_URL": "pg://x"}.get) == {"DB": "pg://x", "LOG": "info"}
     with pytest.raises(_deploy.EnvError, match=r"^job api: workspace/jobs/api/manifest.json: environment\[0\].vars.DB: "
-                                         r"unknown variable 'DB_URL'"):
+                       r"unknown variable 'DB_URL'"):
         _deploy.expand("api", SPEC, {}.get)
     spec = dict(SPEC, environment=[dict(SPEC["environment"][0], origin="workspace/containers/base.json: environment")])
     with pytest.raises(_deploy.EnvError, match=r"^job api: workspace/containers/base.json: environment.vars.DB: "):

@@ -50,7 +50,7 @@ def _layer(bucket, members):
 
 def _stage(bucket, layer, dest=None):
     return _layers.stage(bucket, "j", os.path.join(bucket, "workspace", "jobs", "j"), [layer],
-                   dest or os.path.join(bucket, "data", ".jobspec-layers", "j"))
+                         dest or os.path.join(bucket, "data", ".jobspec-layers", "j"))
 
 
 def _untouched(outside):

@@ -185,7 +185,7 @@ def test_wait_stops_on_a_worker_where_make_status_says_the_job_is_not_running():
                 for h in hosts}
     plans = [_health_check.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], ["command_health"], attempts=30, interval=1.0)]
     out = _health_check.run(plans, {}, counting_probe(counts), lambda job, hosts: {}, wait=True, clock=clock, sleep=clock.sleep,
-                status=status, diagnose=diagnose, submit=call)
+                            status=status, diagnose=diagnose, submit=call)
     # h1: not running at rounds 1 and 2 -> not probed again; h2 runs (its probe fails): its whole budget
     assert counts == {"h1": 2, "h2": 30} and out.rounds == 30
     assert set(out.stopped) == {("api", "h1")}
@@ -224,7 +224,7 @@ def test_with_wait_seconds_the_note_counts_attempts_without_a_budget_count():
     clock = Clock()
     plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0)]
     out = _health_check.run(plans, {}, counting_probe({}), wait=True, wait_seconds=120, clock=clock, sleep=clock.sleep,
-                status=lambda job, host: (False, ""), submit=call)
+                            status=lambda job, host: (False, ""), submit=call)
     assert out.rounds == 2
     assert "job api: stopped waiting after 1.0 s (2 attempt(s), 1.0 s apart): `make status` says the job is not running" \
         in out.notes
@@ -241,7 +241,7 @@ def test_status_is_not_asked_without_wait_or_when_healthy():
     assert out.rounds == 1 and not out.stopped and asked == []
     clock = Clock()
     out = _health_check.run(plans, {}, counting_probe({}, healthy=("h1",)), wait=True, clock=clock, sleep=clock.sleep,
-                status=status, submit=call)
+                            status=status, submit=call)
     assert not out.failed and asked == []
 
 

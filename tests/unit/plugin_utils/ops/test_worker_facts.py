@@ -115,7 +115,7 @@ def test_probe_from_cpuinfo(tmp_path):
     proc, sys_root = make_proc(tmp_path)
     (tmp_path / "opt").mkdir()
     facts = _worker_facts.probe(proc, sys_root, [str(tmp_path / "opt" / "worker"), str(tmp_path / "opt")],
-                     lscpu=lambda: pytest.fail("lscpu must not run when cpuinfo has MHz"))
+                                lscpu=lambda: pytest.fail("lscpu must not run when cpuinfo has MHz"))
     assert facts["memory_mb"] == 7936
     assert facts["cores"] == nproc()
     assert facts["cpu_mhz_per_core"] == 2800

@@ -183,7 +183,7 @@ def test_label_groups_are_the_inventorys_label_groups():
 def test_change_lines_and_values():
     workers = json.loads(WORKERS)
     new, lines = _facts.plan_update(workers, {"10.231.1.10": facts(storage=None),
-                                             "10.231.1.11": facts(memory=2048, cpu=3000, storage=500)})
+                                              "10.231.1.11": facts(memory=2048, cpu=3000, storage=500)})
     assert lines == [
         "10.231.1.10: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz, cores unset -> 4",
         "10.231.1.11: memory unset -> 2048 MB, cpu unset -> 3000 MHz, cores unset -> 4, storage unset -> 500 MB",
@@ -236,7 +236,7 @@ def test_classify_results():
 def test_render_patches_only_changed_values():
     workers = json.loads(WORKERS)
     new, _lines = _facts.plan_update(workers, {"10.231.1.10": facts(storage=None),
-                                              "w3.example": facts()})
+                                               "w3.example": facts()})
     text = _facts.render(new, WORKERS)
     assert json.loads(text) == new
     assert text == WORKERS.replace('"4096 mb"', '"7936 mb"').replace('"2000 mhz"', '"5600 mhz"').replace(

@@ -29,7 +29,7 @@ def root(tmp_path):
 
 def step(root, ops=(), promote=(), timeout=30):
     return _agent.run_step({"root": str(root), "keep": ["data", "logs"], "timeout": timeout, "tail": 5,
-                       "ops": list(ops), "promote": list(promote)})
+                            "ops": list(ops), "promote": list(promote)})
 
 
 def run_op(target, promote_now=True, record=None, **kw):
