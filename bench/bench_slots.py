@@ -110,7 +110,7 @@ def order_lines(out):
 
 def core_timing(n_jobs=1000, depth=5, repeats=5):
     """collapse_spec + job_environment for n_jobs jobs, each at the bottom of a depth-deep chain."""
-    from ansible_collections.maand.core.plugins.plugin_utils.bucket import jobspec as _jobspec
+    from ansible_collections.maand.core.plugins.plugin_utils import jobspec as _jobspec
 
     containers = {}
     for chain in range(10):

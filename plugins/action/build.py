@@ -8,17 +8,16 @@ from __future__ import annotations
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _support
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, run as _run, commands as _commands
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
+from ansible_collections.maand.core.plugins.plugin_utils import hooks as _hooks
 
 display = Display()
 
 
-ARGUMENT_SPEC = specs.spec_for("build")
+ARGUMENT_SPEC = _adapter.spec_for("build")
 
 
 class ActionModule(ControllerAction):
@@ -26,17 +25,17 @@ class ActionModule(ControllerAction):
 
     def _post_build(self, bucket_dir, catalog, outcome, check_mode, task_vars):
         """maand runs post_build after the catalog commit, jobs in deployment_seq order; failures fail the build."""
-        if not _commands.jobs_with(catalog, "post_build"):
+        if not _hooks.jobs_with(catalog, "post_build"):
             return []
         if check_mode:
             display.display("check mode: post_build job commands not run")
             return []
         try:
-            with _points.session(bucket_dir, catalog, None,
-                                      _support.int_var(self._templar, task_vars, "maand_hook_timeout", _run.DEFAULT_TIMEOUT),
-                                      _support.int_var(self._templar, task_vars, "maand_deploy_output_tail", _run.DEFAULT_TAIL),
-                                      log=lambda msg: display.display("hook: " + msg)) as ctx:
-                return _points.post_build(ctx)
+            with _hooks.session(bucket_dir, catalog, None,
+                                _adapter.int_var(self._templar, task_vars, "maand_hook_timeout", _hooks.DEFAULT_TIMEOUT),
+                                _adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", _hooks.DEFAULT_TAIL),
+                                log=lambda msg: display.display("hook: " + msg)) as ctx:
+                return _hooks.post_build(ctx)
         except OSError as exc:
             return ["post_build: cannot run the job commands: %s" % exc]
 
@@ -53,9 +52,9 @@ class ActionModule(ControllerAction):
         if purge_job_kv is None:  # -e maand_purge_job_kv=true
             purge_job_kv = boolean((task_vars or {}).get("maand_purge_job_kv", False), strict=False)
         try:
-            outcome = _service.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
-                                   purge_job_kv=purge_job_kv)
-        except _storage.LockBusy as exc:
+            outcome = _catalog.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
+                                     purge_job_kv=purge_job_kv)
+        except _bucket.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result
 
@@ -63,7 +62,7 @@ class ActionModule(ControllerAction):
         result["warnings"] = [str(w) for w in report.warnings]
         result["bucket"] = bucket_dir
         # Explanations only for jobs with fewer allocations than they asked for: computed on demand
-        explanations = _service.explain_short_jobs(outcome)
+        explanations = _catalog.explain_short_jobs(outcome)
         result["explanations"] = explanations
         if not report.ok:
             for problem in report.errors:
@@ -89,7 +88,7 @@ class ActionModule(ControllerAction):
                           msg="maand build: post_build job command(s) failed (data/catalog.json is written; fix the "
                               "command and build again):\n" + "\n".join(hook_failures))
             return result
-        table = _service.allocation_table(catalog, limit=args["table_limit"] or None)
+        table = _catalog.allocation_table(catalog, limit=args["table_limit"] or None)
         for line in table:
             display.display(line)
         for line in outcome.changes:

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.ops import cert_metrics as _cert_metrics
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import prometheus as _prometheus
 
 display = Display()
 
-ARGUMENT_SPEC = specs.spec_for("cert_metrics")
+ARGUMENT_SPEC = _adapter.spec_for("cert_metrics")
 
 
 class ActionModule(ControllerAction):
@@ -25,12 +26,12 @@ class ActionModule(ControllerAction):
         try:
             catalog = _catalog.read_catalog(bucket_dir)
             if catalog is None:
-                raise _cert_metrics.CertMetricsError(
+                raise _ops.cert_metrics.CertMetricsError(
                     "%s has no data/catalog.json; build the bucket first (ansible-playbook maand.core.build"
                     " -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
-            outcome = _cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
-                                         log=display.display)
-        except (_cert_metrics.CertMetricsError, _catalog.CatalogError) as exc:
+            outcome = _ops.cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
+                                             log=display.display)
+        except (_prometheus.PushError, _catalog.CatalogError) as exc:  # CertMetricsError is one
             msg = "cert metrics: %s" % exc
             if not best_effort:
                 result.update(failed=True, changed=False, state="failed", msg=msg)

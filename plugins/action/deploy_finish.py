@@ -6,21 +6,20 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
 
 
-ARGUMENT_SPEC = specs.spec_for("deploy_finish")
+ARGUMENT_SPEC = _adapter.spec_for("deploy_finish")
 
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, result, args, task_vars):
-        request = _service.FinishRequest(args["bucket"], args["plan"], run_dir=args["run_dir"],
-                                         release=args["release"], check_mode=bool(self._task.check_mode),
-                                         run_pid=_controller.run_pid())
-        result.update(_service.finish(request, _controller.controller(self._templar, task_vars)).as_result())
+        request = _deploy.FinishRequest(args["bucket"], args["plan"], run_dir=args["run_dir"],
+                                        release=args["release"], check_mode=bool(self._task.check_mode),
+                                        run_pid=_adapter.run_pid())
+        result.update(_deploy.finish(request, _adapter.deploy_controller(self._templar, task_vars)).as_result())
         return result

@@ -5,12 +5,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
 
-ARGUMENT_SPEC = specs.spec_for("deploy_lock")
+ARGUMENT_SPEC = _adapter.spec_for("deploy_lock")
 
 
 class ActionModule(ControllerAction):
@@ -19,8 +18,9 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         check_mode = bool(self._task.check_mode)
         if args["state"] == "present":
-            result.update(_service.lock(args["bucket"], _controller.run_pid(), args["adopt_bucket_id"], check_mode,
-                                        args["wait"]))
+            locking = _deploy.lock(args["bucket"], _adapter.run_pid(), args["adopt_bucket_id"], check_mode,
+                                   args["wait"])
         else:
-            result.update(_service.unlock(args["bucket"], _controller.run_pid(), check_mode))
+            locking = _deploy.unlock(args["bucket"], _adapter.run_pid(), check_mode)
+        result.update(locking.as_result())
         return result

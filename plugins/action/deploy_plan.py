@@ -5,14 +5,13 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.extra_vars import warn_unknown_extra_vars
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import service as _service
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import warn_unknown_extra_vars
+from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
 
 
-ARGUMENT_SPEC = specs.spec_for("deploy_plan")
+ARGUMENT_SPEC = _adapter.spec_for("deploy_plan")
 
 
 class ActionModule(ControllerAction):
@@ -21,11 +20,11 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         warn_unknown_extra_vars(self._loader)
         hostvars = task_vars.get("hostvars") or {}
-        states = {h: _controller.worker_state(hostvars, h, args["state_var"]) for h in args["hosts"]}
-        request = _service.PlanRequest(
+        states = {h: _adapter.worker_state(hostvars, h, args["state_var"]) for h in args["hosts"]}
+        request = _deploy.PlanRequest(
             args["bucket"], args["hosts"], states, jobs=args["jobs"], force=args["force"],
             sync_only=args["sync_only"], adopt_bucket_id=args["adopt_bucket_id"], slots=args["slots"],
             rollback=args["rollback"], promote=args["promote"], plan_hash=args["plan_hash"], check_mode=bool(self._task.check_mode),
-            diff=bool(self._task.diff), run_pid=_controller.run_pid())
-        result.update(_service.prepare(request, _controller.controller(self._templar, task_vars)).as_result())
+            diff=bool(self._task.diff), run_pid=_adapter.run_pid())
+        result.update(_deploy.prepare(request, _adapter.deploy_controller(self._templar, task_vars)).as_result())
         return result

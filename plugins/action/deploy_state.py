@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
 
-ARGUMENT_SPEC = specs.spec_for("deploy_state")
+ARGUMENT_SPEC = _adapter.spec_for("deploy_state")
 
 
 class ActionModule(MaandAction):
@@ -24,8 +24,9 @@ class ActionModule(MaandAction):
             result.update(failed=True, msg="bucket_id %r is not a bucket id; run the maand.core.build playbook first"
                           % args["bucket_id"])
             return result
-        try:
-            data, err = self._read(args["bucket_id"], task_vars)
+        try:  # check mode: nothing is written on the worker, not even the agent file
+            data, err = _deploy.read_state(self, self.worker_python(task_vars), args["bucket_id"],
+                                           bool(self._task.check_mode))
         except Exception as exc:  # unreachable, vanished, broken ssh: reported in the state, never a failed task
             data, err = None, "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-500:])
         if err:
@@ -40,14 +41,3 @@ class ActionModule(MaandAction):
         if data.get("bad"):
             result["warnings"] = ["unreadable deploy state ignored (treated as not deployed): %s" % ", ".join(data["bad"])]
         return result
-
-    def _read(self, bucket_id, task_vars):
-        """(state, None) or (None, error) from one round trip to the worker."""
-        python = self.worker_python(task_vars)
-        if self._task.check_mode:  # nothing is written on the worker, not even the agent file
-            cmd = _remote.read_command_no_install(python, bucket_id)
-        else:
-            cmd = _remote.read_command(python, bucket_id)
-        res = self._low_level_execute_command(cmd, sudoable=True, in_data=_remote.agent_source())
-        return _remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
-                                           "reading %s" % _remote.worker_root(bucket_id))

@@ -9,16 +9,16 @@ import os
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
-from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import WORKERS_FILE
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import did_you_mean
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import placement as _placement
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import WORKERS_FILE
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import did_you_mean
 
 display = Display()
 
-ARGUMENT_SPEC = specs.spec_for("explain")
+ARGUMENT_SPEC = _adapter.spec_for("explain")
 
 # The extra vars of playbooks/explain.yml before every user-facing extra var took the maand_ prefix.
 RENAMED_VARS = {"job": "maand_job", "worker": "maand_job_workers", "show": "maand_show", "limit": "maand_limit"}
@@ -43,7 +43,7 @@ class ActionModule(ControllerAction):
             return result
         # compute() never writes; placement runs even when validation fails (e.g. a worker over
         # capacity), so an invalid bucket can still be explained
-        outcome = _service.compute(bucket_dir)
+        outcome = _catalog.compute(bucket_dir)
         report = outcome.report
         result.update(changed=False, bucket=bucket_dir, build_ok=report.ok,
                       build_errors=[p.as_dict() for p in report.errors],
@@ -59,7 +59,7 @@ class ActionModule(ControllerAction):
                 display.display("  " + str(problem), color="red")
         name = args["job"]
         if not name:
-            lines = [_explain.summary(bucket, placement, job) for job in sorted(bucket.jobs)]
+            lines = [_placement.summary(bucket, placement, job) for job in sorted(bucket.jobs)]
             for line in lines:
                 display.display(line)
             result.update(summary=lines, msg="%d jobs" % len(lines))
@@ -76,8 +76,8 @@ class ActionModule(ControllerAction):
                 result.update(failed=True, msg="unknown workers: %s" % ", ".join(
                     host + did_you_mean(host, known) for host in unknown))
                 return result
-        lines = _explain.explain_lines(bucket, placement, name, hosts=hosts, show=args["show"],
-                                       limit=args["limit"] or None)
+        lines = _placement.explain_lines(bucket, placement, name, hosts=hosts, show=args["show"],
+                                         limit=args["limit"] or None)
         for line in lines:
             display.display(line)
         workers = []
@@ -85,7 +85,7 @@ class ActionModule(ControllerAction):
         for worker in bucket.workers:
             if wanted is not None and worker.host not in wanted:
                 continue
-            status, reasons = _explain.explain_worker(bucket, placement, name, worker.index)
+            status, reasons = _placement.explain_worker(bucket, placement, name, worker.index)
             if (args["show"] == "placed" and not status.startswith("placed")) or (
                     args["show"] == "rejected" and status.startswith("placed")):
                 continue

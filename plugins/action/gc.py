@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller, specs
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.ops import gc as _gc
-from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import kv as _kv
 
-ARGUMENT_SPEC = specs.spec_for("gc")
+ARGUMENT_SPEC = _adapter.spec_for("gc")
 
 
 class ActionModule(ControllerAction):
@@ -26,35 +26,35 @@ class ActionModule(ControllerAction):
         result["changed"] = False
         try:
             if args["step"] == "targets":
-                named, forget = _gc.targets(args["bucket"], args["departed"], args["forget"])
+                named, forget = _ops.gc.targets(args["bucket"], args["departed"], args["forget"])
                 result.update(departed=list(named), forget=list(forget))
             elif args["step"] == "plan":
                 self._plan(args, result)
             else:
                 self._commit(args, result)
-        except (_gc.GCError, _catalog.CatalogError, _store.KVStoreError, OSError) as exc:
+        except (_ops.gc.GCError, _catalog.CatalogError, _kv.KVStoreError, OSError) as exc:
             result.update(failed=True, msg="maand.core.gc: %s" % exc)
         return result
 
     def _plan(self, args, result):
-        plan = _gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"],
-                               args["departed"], args["forget"])
+        plan = _ops.gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"],
+                                   args["departed"], args["forget"])
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
-        _controller.show("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
+        _adapter.show("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
         result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), trees=plan.trees(), lines=lines)
 
     def _commit(self, args, result):
-        planned = _gc.Plan.from_dict(args["plan"] or {})
+        planned = _ops.gc.Plan.from_dict(args["plan"] or {})
         if self._task.check_mode:
             result.update(plan=planned.as_dict(), problems=list(planned.problems))
-            _finish(result, planned.problems, "check mode: nothing was deleted (%d item(s) would be)" % _gc.count(planned))
+            _finish(result, planned.problems, "check mode: nothing was deleted (%d item(s) would be)" % _ops.gc.count(planned))
             return
-        outcome = _gc.commit(args["bucket"], planned, args["states"], args["deleted"], args["hosts"])
+        outcome = _ops.gc.commit(args["bucket"], planned, args["states"], args["deleted"], args["hosts"])
         lines = outcome.done.lines(done=True)
-        _controller.show("gc done, bucket %s:\n  %s" % (outcome.done.bucket_id, "\n  ".join(lines)))
+        _adapter.show("gc done, bucket %s:\n  %s" % (outcome.done.bucket_id, "\n  ".join(lines)))
         result.update(changed=outcome.changed, plan=outcome.done.as_dict(), lines=lines, problems=outcome.problems)
-        _finish(result, outcome.problems, "gc: %d item(s) deleted" % _gc.count(outcome.done))
+        _finish(result, outcome.problems, "gc: %d item(s) deleted" % _ops.gc.count(outcome.done))
 
 
 def _finish(result, problems, summary):
@@ -64,4 +64,4 @@ def _finish(result, problems, summary):
             summary, len(problems), "\n  ".join(problems)))
     else:
         result["msg"] = summary
-        _controller.show(summary)
+        _adapter.show(summary)

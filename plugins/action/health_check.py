@@ -9,36 +9,13 @@ import contextlib
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
-from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, run as _run, commands as _commands
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
 display = Display()
 
-ARGUMENT_SPEC = specs.spec_for("health_check")
-
-
-def command_runner(stack, bucket, catalog, conns, timeout, tail):
-    """commands(job, hosts) -> {host: None | reason}: the job's health_check commands (maand: after the
-    probes), run on the controller with the runtime API, started once, when first needed."""
-    holder = {}
-
-    def run(job, hosts):
-        if "ctx" not in holder:
-            holder["ctx"] = stack.enter_context(_points.session(
-                bucket, catalog, conns, timeout, tail, log=lambda msg: display.vvv("hook: " + msg)))
-        targets = [t for t in _commands.targets(catalog, job) if t.worker in hosts]
-        outcome = _run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
-        out = {}
-        for host in hosts:
-            failed = [r for r in outcome.results if r.worker == host and not r.ok]
-            out[host] = ("; ".join(outcome.errors) if outcome.errors else
-                         failed[0].message().replace("\n", " | ") if failed else None)
-        return out
-    return run
+ARGUMENT_SPEC = _adapter.spec_for("health_check")
 
 
 class ActionModule(ControllerAction):
@@ -48,28 +25,23 @@ class ActionModule(ControllerAction):
         bucket = args["bucket"]
         result["changed"] = False
         try:
-            catalog, jobs = _health_check.load(bucket, args["jobs"])
-        except _health_check.HealthCheckError as exc:
+            catalog, jobs = _ops.health_check.load(bucket, args["jobs"])
+        except _ops.health_check.HealthCheckError as exc:
             result.update(failed=True, msg="maand.core.health_check: %s; nothing was checked" % exc)
             return result
         live = {w["host"] for w in catalog.get("workers") or [] if not w.get("removed")}
         hosts = [h for h in args["hosts"] if h in live]
-        conns = _controller.connections(task_vars, hosts)
+        conns = _adapter.connections(task_vars, hosts)
         workers = {h: (conns[h]["address"], int(conns[h].get("port") or 22)) for h in hosts if h in conns}
-        plans, skipped = _health_check.plan_jobs(catalog, jobs, hosts)
-        by_address = _gate.by_address(conns)
-        trust = _gate.Trust.for_bucket(bucket)  # https probes verify against the bucket CA
-
-        def probe(host, address, check, timeout):
-            return _gate.probe(address, check, timeout, by_address, trust=trust)
-
+        plans, skipped = _ops.health_check.plan_jobs(catalog, jobs, hosts)
         # fail fast: the jobs' `make status` while it waits, as the deploy's gates ask it
-        status, diagnose = (_health_check.fail_fast(bucket, catalog, conns, _controller.python_of(task_vars))
+        status, diagnose = (_ops.health_check.fail_fast(bucket, catalog, conns, _adapter.python_of(task_vars))
                             if args["wait"] else (None, None))
         with contextlib.ExitStack() as stack:
-            outcome = _health_check.run(
-                plans, workers if args["workers_check"] else {}, probe,
-                command_runner(stack, bucket, catalog, conns, args["timeout"], args["tail"]),
+            commands = _ops.health_check.command_runner(stack, bucket, catalog, conns, args["timeout"], args["tail"],
+                                                        log=lambda msg: display.vvv("hook: " + msg))
+            outcome = _ops.health_check.run(
+                plans, workers if args["workers_check"] else {}, _ops.health_check.prober(bucket, conns), commands,
                 wait=args["wait"], wait_seconds=args["wait_seconds"], skipped=skipped,
                 log=lambda msg: display.display("health_check: " + msg), status=status, diagnose=diagnose)
         lines = [line.text() for line in outcome.lines]

@@ -9,13 +9,13 @@ import json
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat, info as _info
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
 display = Display()
 
-ARGUMENT_SPEC = specs.spec_for("info")
+ARGUMENT_SPEC = _adapter.spec_for("info")
 
 
 class ActionModule(ControllerAction):
@@ -23,8 +23,8 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         try:
-            found = _info.info(args["bucket"])
-        except _cat.CatError as exc:
+            found = _ops.info.info(args["bucket"])
+        except _ops.cat.CatError as exc:
             result.update(failed=True, changed=False, msg="maand.core.info: %s" % exc)
             return result
         data = found.to_dict()

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import controller as _controller
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points, commands as _commands
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import hooks as _hooks
 
 display = Display()
 
 
-ARGUMENT_SPEC = specs.spec_for("job_command")
+ARGUMENT_SPEC = _adapter.spec_for("job_command")
 
 
 class ActionModule(ControllerAction):
@@ -31,10 +29,10 @@ class ActionModule(ControllerAction):
             result.update(msg="check mode: job_control of %s not run" % args["job"])
             return result
         try:
-            with _points.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
-                                            args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
-                handled, failures = _points.job_control_target(ctx, args["job"], args["target"], args["workers"])
-        except (_commands.HookError, _catalog.CatalogError, OSError) as exc:
+            with _hooks.built_session(bucket, lambda: _adapter.connections(task_vars), args["timeout"],
+                                      args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
+                handled, failures = _hooks.job_control_target(ctx, args["job"], args["target"], args["workers"])
+        except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result
         result.update(handled=handled, changed=handled and args["target"] != "status", jobs=[args["job"]] if handled else [])
@@ -58,10 +56,10 @@ class ActionModule(ControllerAction):
             result.update(skipped=True, msg="check mode: job command %s not run" % command)
             return result
         try:
-            with _points.built_session(bucket, lambda: _controller.connections(task_vars), args["timeout"],
-                                            args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
-                jobs, failures = _points.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
-        except (_commands.HookError, _points.HookFailed, _catalog.CatalogError, OSError) as exc:
+            with _hooks.built_session(bucket, lambda: _adapter.connections(task_vars), args["timeout"],
+                                      args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
+                jobs, failures = _hooks.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
+        except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result
         result.update(changed=True, jobs=jobs)

@@ -7,24 +7,24 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat, logs as _logs
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
 display = Display()
 
-ARGUMENT_SPEC = specs.spec_for("logs")
+ARGUMENT_SPEC = _adapter.spec_for("logs")
 
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, result, args, task_vars):
-        request = _logs.Request(run=args["run"].strip(), jobs=_cat.split_names(args["jobs"]),
-                                workers=_cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
+        request = _ops.logs.Request(run=args["run"].strip(), jobs=_ops.cat.split_names(args["jobs"]),
+                                    workers=_ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
         try:
-            shown = _logs.logs(args["bucket"], request)
-        except _logs.LogsError as exc:
+            shown = _ops.logs.logs(args["bucket"], request)
+        except _ops.logs.LogsError as exc:
             result.update(failed=True, changed=False, msg="maand.core.logs: %s" % exc)
             return result
         for line in shown.lines:

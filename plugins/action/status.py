@@ -9,14 +9,14 @@ import json
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
 display = Display()
 
-ARGUMENT_SPEC = specs.spec_for("status")
+ARGUMENT_SPEC = _adapter.spec_for("status")
 
 
 class ActionModule(ControllerAction):
@@ -25,20 +25,20 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         result["changed"] = False
         try:
-            fmt = _status.check_format(args["format"])
-            jobs = _status.split_jobs(args["jobs"])
-            catalog = _status.load_catalog(args["bucket"])
-            _status.check_jobs(catalog, jobs)
-        except (_status.StatusError, _catalog.CatalogError) as exc:
+            fmt = _ops.status.check_format(args["format"])
+            jobs = _ops.status.split_jobs(args["jobs"])
+            catalog = _ops.status.load_catalog(args["bucket"])
+            _ops.status.check_jobs(catalog, jobs)
+        except (_ops.status.StatusError, _catalog.CatalogError) as exc:
             result.update(failed=True, msg="maand.core.status: %s" % exc)
             return result
         answers = {h: (a if isinstance(a, dict) else {}) for h, a in args["answers"].items()}
-        table_rows = _status.rows(catalog, answers, jobs)
-        data = _status.as_json(table_rows, answers)
+        table_rows = _ops.status.rows(catalog, answers, jobs)
+        data = _ops.status.as_json(table_rows, answers)
         if fmt == "json":
             display.display(json.dumps(data, indent=2, sort_keys=True))
         else:
-            for line in _status.table_lines(table_rows, answers):
+            for line in _ops.status.table_lines(table_rows, answers):
                 display.display(line)
         result.update(status=data, msg=data["summary"])
         bad = data["unreachable"] + data["failed"]

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
-from ansible_collections.maand.core.plugins.plugin_utils.ops import status as _status
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
+from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
-ARGUMENT_SPEC = specs.spec_for("status_worker")
+ARGUMENT_SPEC = _adapter.spec_for("status_worker")
 
 
 class ActionModule(MaandAction):
@@ -19,22 +19,19 @@ class ActionModule(MaandAction):
 
     def act(self, result, args, task_vars):
         host = task_vars.get("inventory_hostname")
-        try:
-            ops = _status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
+        # a StatusError fails the task in MaandAction.run
+        ops = _ops.status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
                                      args["jobs"], task_vars.get("maand_catalog_jobs"))
-        except _status.StatusError as exc:
-            result.update(failed=True, changed=False, msg=str(exc))
-            return result
         result.update(changed=False, host=host)
         if not ops:
             result.update(answered=True, jobs={}, msg="no allocation on %s" % host)
             return result
         env_errors = {op["job"]: op.pop("env_error") for op in ops if "env_error" in op}
-        data = _remote.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
-                                           slots=args["slots"])
+        data = _deploy.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
+                                    slots=args["slots"])
         res = self.call_agent(self.worker_python(task_vars), data)
-        answer, err = _remote.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
-                                                  "status of %s" % host)
+        answer, err = _deploy.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+                                           "status of %s" % host)
         if err:
             result.update(failed=True, msg=err)
             return result

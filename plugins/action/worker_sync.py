@@ -6,11 +6,11 @@ ValidateBucketUpdateSeq; docs: plugins/modules/worker_sync.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import specs
-from ansible_collections.maand.core.plugins.plugin_utils.adapter.action_base import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils.ops import worker_sync as _worker_sync
+from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
+from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
-ARGUMENT_SPEC = specs.spec_for("worker_sync")
+ARGUMENT_SPEC = _adapter.spec_for("worker_sync")
 
 
 class ActionModule(ControllerAction):
@@ -19,9 +19,9 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         result["changed"] = False
         try:
-            verdict = _worker_sync.check(args["bucket"], args["job"], args["hosts"], args["workers"], args["answers"],
-                                         args["verb"])
-        except _worker_sync.CatalogError as exc:
+            verdict = _ops.worker_sync.check(args["bucket"], args["job"], args["hosts"], args["workers"], args["answers"],
+                                             args["verb"])
+        except _ops.worker_sync.CatalogError as exc:
             result.update(failed=True, msg="%s: %s; nothing was run" % (args["verb"], exc))
             return result
         result.update(hosts=verdict.hosts, stale=[{"worker": s.host, "reason": s.reason} for s in verdict.stale],

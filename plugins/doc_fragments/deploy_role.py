@@ -6,12 +6,12 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # maand.core.deploy_role: the internal actions of the maand.core.deploy role (notes only).
+    # maand.core.deploy_role: the internal actions of the maand.core.deploy role (notes only; they also carry
+    # maand.core.private, after this fragment).
     DOCUMENTATION = r"""
 options: {}
 notes:
-  - "Private: internal to the C(maand.core.deploy) role; its options and results may change in any release
-    without notice. Do not call it from your own playbooks or roles."
+  - "A task of the C(maand.core.deploy) role."
   - An action plugin; see docs/deploy.md for the deploy design.
 """
 

@@ -100,7 +100,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import SpecError, collapse_spec as _collapse_spec
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec import SpecError, collapse_spec as _collapse_spec
 
 
 def collapse_spec(job, containers=None):

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate, functions as _functions
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils import kv as _kv
 
 _FUNC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -72,8 +73,8 @@ def _allocation(data, job, worker_ip):
                                      " agree" % (field, data[field], field.lower(), value))
         data[field] = value
     try:
-        alloc = _functions.AllocationData.from_mapping(data)
-    except (_functions.KVError, TypeError, ValueError) as exc:
+        alloc = _kv.AllocationData.from_mapping(data)
+    except (_kv.KVError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("gotemplate: data: %s" % exc) from None
     if not alloc.WorkerIP:
         raise AnsibleFilterError("gotemplate: with job=, give worker_ip= (or data.WorkerIP):"
@@ -93,14 +94,14 @@ def gotemplate(text, data=None, kv=None, job=None, worker_ip=None, upstream_jobs
             return tmpl.execute(_plain(data, "data"))
         alloc = _allocation(data, str(job), None if worker_ip is None else str(worker_ip))
         upstream = [str(j) for j in (upstream_jobs or [])]
-        return _functions.render_allocation(str(text), str(name), alloc, _kv_snapshot(kv), upstream,
+        return _kv.render_allocation(str(text), str(name), alloc, _kv_snapshot(kv), upstream,
                                      _plain(deleted, "deleted"), extra)
     except _gotemplate.TemplateError as exc:
         where = "line %s" % exc.line if exc.line else "template %s" % exc.name
         if exc.column is not None and exc.line:
             where += ", column %s" % exc.column
         raise AnsibleFilterError("gotemplate: %s (%s: %s)" % (exc, where, exc.cause)) from None
-    except _functions.KVError as exc:
+    except _kv.KVError as exc:
         raise AnsibleFilterError("gotemplate: %s" % exc) from None
 
 

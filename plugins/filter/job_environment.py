@@ -70,7 +70,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import SpecError, environment_eval
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec import SpecError, environment_eval
 
 
 def job_environment(specs, client_env=None, initial=None):

@@ -49,7 +49,7 @@ _value:
   type: str
 """
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.job_checks import target_problem
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import target_problem
 
 
 def makefile_target(target, makefile=None, name="Makefile"):

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import PRIORITY_MAX, PRIORITY_MIN, QueuedJob, schedule_order as _schedule_order
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec import PRIORITY_MAX, PRIORITY_MIN, QueuedJob, schedule_order as _schedule_order
 
 
 def schedule_order(jobs):

@@ -95,11 +95,11 @@ import sys
 from ansible import context
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, fingerprint as _fingerprint
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.model import Bucket, load_maand_conf
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.naming import group_name
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.problems import Report
-from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
+from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import Bucket, load_maand_conf
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import group_name
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import Report
+from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
 
 MAX_CHANGES_SHOWN = 10
 GROUPS = ("maand_workers", "maand_removed_workers", "maand_departed_workers")
@@ -159,13 +159,13 @@ def load_from_catalog(bucket_dir):
     except _catalog.CatalogError as exc:
         return _failure(bucket_dir, ["ErrInvalidCatalog: %s (fix: restore it from git or a backup, then run %s)"
                                      % (exc, _build_command(bucket_dir))])
-    except _storage.StateStoreError as exc:
+    except _bucket.StateStoreError as exc:
         return _failure(bucket_dir, ["ErrStateStore: %s" % exc])
     if catalog is None:
         return _failure(bucket_dir, [
             "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set 'preview: true' "
             "in maand.yml to look at the placement before a build)" % (rel, _build_command(bucket_dir))])
-    changes = _fingerprint.stale(bucket_dir, catalog)
+    changes = _catalog.stale(bucket_dir, catalog)
     if changes:
         shown = changes[:MAX_CHANGES_SHOWN] + (["and %d more" % (len(changes) - MAX_CHANGES_SHOWN)]
                                                if len(changes) > MAX_CHANGES_SHOWN else [])
@@ -181,7 +181,7 @@ def load_from_catalog(bucket_dir):
 
 def load_preview(bucket_dir, warn):
     """The inventory data of an in-memory build (nothing written): for --graph before any build."""
-    result = _service.compute(bucket_dir)
+    result = _catalog.compute(bucket_dir)
     if not result.report.ok:
         return _failure(bucket_dir, [str(p) for p in result.report.errors],
                         bucket_id=(result.previous or {}).get("bucket_id"))

@@ -36,7 +36,7 @@ attributes:
     details: The role runs no step in check mode.
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
                                  maand.core.command_limits, maand.core.controller.remote, maand.core.deploy_role,
-                                 maand.core.deploy_role.step]
+                                 maand.core.deploy_role.step, maand.core.private]
 notes:
   - Needs the C(ssh) connection plugin and C(rsync) on both sides.
 """

@@ -35,7 +35,7 @@ attributes:
     support: full
     details: The diff is the result.
 extends_documentation_fragment: [maand.core.attributes, maand.core.bucket.id, maand.core.controller.remote,
-                                 maand.core.deploy_role]
+                                 maand.core.deploy_role, maand.core.private]
 """
 
 EXAMPLES = r"""

@@ -36,7 +36,7 @@ attributes:
     support: full
     details: Reports the outcome without cleaning state or releasing the lock.
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
-                                 maand.core.controller, maand.core.deploy_role]
+                                 maand.core.controller, maand.core.deploy_role, maand.core.private]
 """
 
 EXAMPLES = r"""

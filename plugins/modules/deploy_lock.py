@@ -43,7 +43,7 @@ attributes:
     support: full
     details: Checks whether the lock could be taken and leaves it untouched.
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.bucket,
-                                 maand.core.controller, maand.core.deploy_role]
+                                 maand.core.controller, maand.core.deploy_role, maand.core.private]
 """
 
 EXAMPLES = r"""

@@ -84,7 +84,7 @@ attributes:
     support: full
     details: Returns the plan lines as the diff.
 extends_documentation_fragment: [maand.core.attributes, maand.core.bucket, maand.core.controller,
-                                 maand.core.deploy_role, maand.core.scope]
+                                 maand.core.deploy_role, maand.core.scope, maand.core.private]
 """
 
 EXAMPLES = r"""

@@ -12,13 +12,14 @@ description:
   - "Reads C(/opt/worker/<bucket_id>/worker.json), C(jobs.json), every C(deploy/<job>.json) and the pending
     markers in one SSH round trip, with the worker agent (C(plugins/plugin_utils/worker/agent.py)); lists the
     other bucket ids found under C(/opt/worker/)."
-  - "Outside check mode the same round trip installs the agent as C(/opt/worker/.maand/agent-<sha12>.py) for the
-    later steps of the run; in check mode the agent runs from stdin and nothing is written."
+  - "Outside check mode the same round trip installs the agent as C(/opt/worker/.maand/agent-<sha12>.py), with
+    C(sandbox-<sha12>.py) beside it, for the later steps of the run; in check mode the agent runs from stdin and
+    nothing is written."
   - "Read-only; runs in check mode."
 author:
   - maand.core developers (@maand-sh)
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.id,
-                                 maand.core.controller.remote, maand.core.deploy_role]
+                                 maand.core.controller.remote, maand.core.deploy_role, maand.core.private]
 """
 
 EXAMPLES = r"""

@@ -22,7 +22,7 @@ attributes:
     support: none
     details: The role runs no step in check mode.
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.no_diff, maand.core.controller,
-                                 maand.core.deploy_role, maand.core.deploy_role.step]
+                                 maand.core.deploy_role, maand.core.deploy_role.step, maand.core.private]
 """
 
 EXAMPLES = r"""

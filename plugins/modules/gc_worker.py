@@ -13,8 +13,7 @@ module: gc_worker
 short_description: Delete the job folders that removed maand allocations left on a worker
 version_added: "1.0.0"
 description:
-  - "Private: internal to the C(maand.core.gc) playbook; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
+  - "Internal task of the C(maand.core.gc) playbook, run on a worker."
   - Runs on a worker and deletes C(/opt/worker/<bucket_id>/jobs/<job>) for each job in O(jobs), with
     everything in it (C(data/), C(logs/), C(bin/)), as maand's C(gc) does.
   - With O(bucket_tree=true) (a worker that left C(workers.json)) it then deletes the whole
@@ -62,6 +61,7 @@ attributes:
     support: full
     platforms: posix
     description: Any POSIX worker with Python 3.6 or later.
+extends_documentation_fragment: [maand.core.private]
 """
 
 EXAMPLES = r"""

@@ -13,8 +13,7 @@ module: worker_facts
 short_description: Probe a maand worker's memory, CPU and storage capacity
 version_added: "1.0.0"
 description:
-  - "Private: internal to the C(maand.core.facts) playbook; its options and results may change in any
-    release without notice. Do not call it from your own playbooks or roles."
+  - "Internal task of the C(maand.core.facts) playbook, run on a worker."
   - Runs on a worker and reports the capacity that C(workspace/workers.json) declares for it,
     the same values C(maand worker_facts) probes.
   - Memory is C(MemTotal) from C(/proc/meminfo), in MB (KiB / 1024, rounded down).
@@ -65,6 +64,7 @@ attributes:
     support: full
     platforms: posix
     description: Linux (needs C(/proc/meminfo)).
+extends_documentation_fragment: [maand.core.private]
 notes:
   - The playbook C(maand.core.facts) runs this module on every worker of a bucket and writes the
     results to C(workspace/workers.json) with M(maand.core.workers_file).
@@ -227,7 +227,7 @@ def count_cores():
     if getaffinity is not None:
         try:
             return len(getaffinity(0))
-        except OSError:
+        except OSError:  # no affinity on this kernel: count the CPUs instead, as nproc falls back
             pass
     return os.cpu_count()
 

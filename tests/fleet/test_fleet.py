@@ -62,7 +62,7 @@ def test_maand_conf_update_preserves_other_lines():
     assert lines[table + 1] == "ssh_port = 99"
     assert _fleet.update_maand_conf(new) == new  # idempotent
     assert _fleet.update_maand_conf("") == ('ssh_user = "root"\nssh_key = "fleet.key"\n'
-                                               'ssh_port = 22\nuse_sudo = false\n')
+                                            'ssh_port = 22\nuse_sudo = false\n')
 
 
 def test_workers_json_shape():

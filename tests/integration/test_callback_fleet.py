@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.deploy.bucket import SERVER_MAKEFILE, SERVER_PY, add_job, make_bucket
 from tests.integration.deploy.env import Env
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress
+from ansible_collections.maand.core.plugins.plugin_utils import health
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -161,12 +161,12 @@ def test_status_command_tails_make_status_and_the_newest_log(tmp_path):
     (job / "logs").mkdir(parents=True)
     (job / "Makefile").write_text("status:\n\t@echo line1; echo line2; exit 3\n")
     (job / "logs" / "app.log").write_text("".join("log %d\n" % i for i in range(30)))
-    out = subprocess.run(["sh", "-c", _progress.status_command(str(root), "api", lines=3)], capture_output=True,
+    out = subprocess.run(["sh", "-c", health.status_command(str(root), "api", lines=3)], capture_output=True,
                          text=True, check=True).stdout.splitlines()
     assert out[0] == "--- make status (exit 2):"                         # make's own exit status
     assert out[1:3] == ["line1", "line2"] and "Error 3" in out[3]
     assert out[4] == "--- logs/app.log:" and out[5:] == ["log 27", "log 28", "log 29"]
-    missing = subprocess.run(["sh", "-c", _progress.status_command(str(root), "nope")], capture_output=True, text=True,
+    missing = subprocess.run(["sh", "-c", health.status_command(str(root), "nope")], capture_output=True, text=True,
                              check=True).stdout
     assert "(no job folder" in missing
     # a symlink the job's user planted is named, never followed (the command may run as root)
@@ -174,13 +174,13 @@ def test_status_command_tails_make_status_and_the_newest_log(tmp_path):
     secret.write_text("do not leak\n")
     (job / "logs" / "zz.log").symlink_to(secret)
     os.utime(job / "logs" / "zz.log", follow_symlinks=False)
-    linked = subprocess.run(["sh", "-c", _progress.status_command(str(root), "api")], capture_output=True, text=True,
+    linked = subprocess.run(["sh", "-c", health.status_command(str(root), "api")], capture_output=True, text=True,
                             check=True).stdout
     assert "--- logs/zz.log: a symlink, not read" in linked and "do not leak" not in linked, linked
     (job / "logs" / "zz.log").unlink()
     (job / "logs").rename(job / "old-logs")
     (job / "logs").symlink_to(tmp_path)
-    linked = subprocess.run(["sh", "-c", _progress.status_command(str(root), "api")], capture_output=True, text=True,
+    linked = subprocess.run(["sh", "-c", health.status_command(str(root), "api")], capture_output=True, text=True,
                             check=True).stdout
     assert "--- logs: a symlink, not read" in linked and "do not leak" not in linked, linked
 

@@ -218,8 +218,8 @@ def test_09_deploy_lock_refuses_while_held_and_stale_lock_is_taken_over(env):
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         sys.path.insert(0, str(REPO / ".collections"))
-        from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
-        assert _lock.acquire(str(env.bucket), holder.pid)[0]
+        from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
+        assert _locks.acquire(str(env.bucket), holder.pid)[0]
         web = env.bucket / "workspace" / "jobs" / "web"
         (web / "static" / "index.html").write_text("<h1>v4</h1>\n")
         env.build()

@@ -2,7 +2,7 @@
 
 Generates templates (a fixed corpus plus seeded random ones over the constructs maand templates
 use), renders each with tests/integration/files/gotemplate/render.go (Go's own text/template) and
-with plugins/plugin_utils/kv/gotemplate.py, and compares: the same output, and an error in one
+with plugins/plugin_utils/gotemplate/, and compares: the same output, and an error in one
 exactly when there is an error in the other (with the same "template: NAME:LINE" location).
 Skipped when no `go` toolchain is installed (Debian: apt-get install golang-go).
 """
@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
 
 GO = shutil.which("go")
 HERE = os.path.dirname(os.path.abspath(__file__))

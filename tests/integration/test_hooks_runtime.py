@@ -166,7 +166,7 @@ def test_timeout_kills_the_hook_and_its_children(tmp_path):
     with RuntimeAPI(root, catalog) as api:
         started = time.monotonic()
         out = _run.run_event(context(root, catalog, api, timeout=2), "api", "post_deploy",
-                                  _commands.targets(catalog, "api")[:1], extra={"PIDFILE": pidfile})
+                             _commands.targets(catalog, "api")[:1], extra={"PIDFILE": pidfile})
     assert time.monotonic() - started < 30
     msg = out.failures()[0]
     assert "job api command command_hang (event post_deploy)" in msg and "timed out after 2s" in msg

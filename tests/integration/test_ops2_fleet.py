@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.integration.deploy import env as deploy_env
 from tests.integration.deploy.bucket import make_bucket, manifest
@@ -198,7 +198,7 @@ def test_07_gc_is_refused_while_a_deploy_holds_the_lock(env):
     env.fleet.ssh(h0, "mkdir -p /opt/worker/%s/jobs/stray/data" % env.bucket_id)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        lock = {"pid": holder.pid, "start": _lock.process_start(holder.pid), "host": socket.gethostname(),
+        lock = {"pid": holder.pid, "start": _locks.process_start(holder.pid), "host": socket.gethostname(),
                 "started": "2026-11-26T04:00:00+0000"}
         (env.bucket / "data" / "deploy.lock").write_text(json.dumps(lock))
         rc, out = env.play("gc", check=False)

@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg, storage
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 
 pytestmark = [pytest.mark.slow]
@@ -126,14 +126,14 @@ def test_a_stale_kv_save_is_refused(bucket, url):
 
 def test_the_bucket_lock_is_shared_by_every_session(bucket, url):
     other = fresh(url)
-    with storage.bucket_lock(bucket):
+    with _locks.bucket_lock(bucket):
         with pytest.raises(state_pg.StateLocked) as info:
             with other.shared_lock(wait=False):
                 pass
         assert "holds the bucket lock" in str(info.value) and "maand.core" in str(info.value)
     with other.shared_lock(wait=False):  # free again
-        with pytest.raises(storage.LockBusy):
-            with storage.bucket_lock(bucket):
+        with pytest.raises(_locks.LockBusy):
+            with _locks.bucket_lock(bucket):
                 pass
 
 
@@ -148,29 +148,29 @@ def _gone(proc):
 
 def _wait_free(bucket, timeout=30):
     end = time.monotonic() + timeout
-    while _lock.holder(bucket) is not None:
-        assert time.monotonic() < end, _lock.holder(bucket)
+    while _locks.holder(bucket) is not None:
+        assert time.monotonic() < end, _locks.holder(bucket)
         time.sleep(0.2)
 
 
 def test_the_deploy_lock_refuses_a_second_run_naming_the_holder_and_is_freed_when_the_run_dies(bucket, url):
     first, second = _sleeper(), _sleeper()
     try:
-        taken, note = _lock.acquire(bucket, first.pid)
+        taken, note = _locks.acquire(bucket, first.pid)
         assert taken and "deploy lock taken" in note, note
-        assert _lock.acquire(bucket, first.pid) == (False, "deploy lock already held by this run")
-        with pytest.raises(_lock.DeployLocked) as info:
-            _lock.acquire(bucket, second.pid)
+        assert _locks.acquire(bucket, first.pid) == (False, "deploy lock already held by this run")
+        with pytest.raises(_locks.DeployLocked) as info:
+            _locks.acquire(bucket, second.pid)
         assert "ansible-playbook pid %d" % first.pid in str(info.value), info.value
         assert "maand_lock_wait" in str(info.value)
-        with pytest.raises(_lock.DeployLocked):
-            _lock.acquire(bucket, second.pid, check_only=True)
+        with pytest.raises(_locks.DeployLocked):
+            _locks.acquire(bucket, second.pid, check_only=True)
         _gone(first)  # the controller dies: its holder notices and the session ends
         _wait_free(bucket)
-        taken, note = _lock.acquire(bucket, second.pid)
+        taken, note = _locks.acquire(bucket, second.pid)
         assert taken and "stale" not in note, note  # the holder removed its row on the way out
-        assert _lock.release(bucket, second.pid) is True
-        assert _lock.holder(bucket) is None
+        assert _locks.release(bucket, second.pid) is True
+        assert _locks.holder(bucket) is None
     finally:
         _gone(first)
         _gone(second)
@@ -179,13 +179,13 @@ def test_the_deploy_lock_refuses_a_second_run_naming_the_holder_and_is_freed_whe
 def test_a_killed_holder_frees_the_lock_and_the_next_run_says_it_took_over(bucket, url):
     first, second = _sleeper(), _sleeper()
     try:
-        _lock.acquire(bucket, first.pid)
-        holder_pid = _lock.holder(bucket)["holder_pid"]
+        _locks.acquire(bucket, first.pid)
+        holder_pid = _locks.holder(bucket)["holder_pid"]
         os.kill(holder_pid, signal.SIGKILL)  # no clean-up at all: only PostgreSQL ending the session frees it
         _wait_free(bucket)
-        taken, note = _lock.acquire(bucket, second.pid)
+        taken, note = _locks.acquire(bucket, second.pid)
         assert taken and "took over a stale deploy lock" in note and "pid %d" % first.pid in note, note
-        _lock.release(bucket, second.pid)
+        _locks.release(bucket, second.pid)
     finally:
         _gone(first)
         _gone(second)
@@ -194,14 +194,14 @@ def test_a_killed_holder_frees_the_lock_and_the_next_run_says_it_took_over(bucke
 def test_a_second_deploy_waits_for_the_lock_with_maand_lock_wait(bucket, url):
     first, second = _sleeper(), _sleeper()
     try:
-        _lock.acquire(bucket, first.pid)
+        _locks.acquire(bucket, first.pid)
         releaser = subprocess.Popen(["sh", "-c", "sleep 2; kill %d" % first.pid])  # pylint: disable=consider-using-with
         started = time.monotonic()
-        taken, note = _lock.acquire(bucket, second.pid, wait=60)
+        taken, note = _locks.acquire(bucket, second.pid, wait=60)
         assert taken, note
         assert time.monotonic() - started >= 1.5  # it did wait for the first run to end
         releaser.wait()
-        _lock.release(bucket, second.pid)
+        _locks.release(bucket, second.pid)
     finally:
         _gone(first)
         _gone(second)

@@ -128,7 +128,7 @@ def env(fleet_factory, tmp_path_factory):
                                              "certs": {"tls": {"subject": {"common_name": "api.internal"}}}}))
     write(api / "Makefile", MAKEFILE)
     e = Env(fleet, bucket)
-    from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs
+    from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
 
     ca = _certs.load_or_create_ca(str(bucket), BUCKET_ID)  # what `maand init` made: secrets/ca.crt, ca.key
     e.ca_pem = ca.cert_pem.strip()

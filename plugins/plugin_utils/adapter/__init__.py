@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one Ansible-side adapter (stage 7: only plugins/ import it).
+"""Adapter: the Ansible side of the core (only plugins/ import it).
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 action_base.py is the action plugins' base class (argument spec, bucket path, controller-only
 settings, the agent round trip); controller.py builds what the deploy's door (deploy/service.py) needs
@@ -11,3 +13,16 @@ support.py holds the small helpers actions share (integer extra vars, ssh args, 
 
 The door for plugins: action_base.py (MaandAction, ControllerAction) and controller.py.
 """
+
+from __future__ import annotations
+
+from ..doors import lazy
+
+# The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
+_DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller", "deploy_controller": "controller",
+         "python_of": "controller", "run_pid": "controller", "show": "controller",
+         "worker_state": "controller", "deploy_extra_vars": "extra_vars", "warn_unknown_extra_vars": "extra_vars",
+         "spec_for": "specs", "int_var": "support"}
+__all__ = sorted(_DOOR)
+
+__getattr__, __dir__ = lazy(__name__, _DOOR)

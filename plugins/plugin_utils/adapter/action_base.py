@@ -2,10 +2,12 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The base class of maand.core's action plugins: the Ansible side, not the pure core (the
-underscore modules of plugin_utils import nothing of Ansible; this one is their only caller's glue).
+stage packages of plugin_utils import nothing of Ansible; adapter/ is their only caller's glue).
 
 Every action plugin validates its ARGUMENT_SPEC the same way and, when it takes a bucket, resolves
-it to an absolute path; it then implements ``act(result, args, task_vars)``.
+it to an absolute path; it then implements ``act(result, args, task_vars)``. An error of the core
+(``errors.MaandError``) that ``act`` lets through becomes a failed task here, once for every action
+(``MaandError.as_result``: msg, error_kind and what is known of error_file, error_field, error_fix).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import os
 from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
-from ..bucket import storage as _storage
 from ..deploy import remote as _remote
+from ..errors import MaandError
 
 
 class MaandAction(ActionBase):
@@ -33,11 +35,8 @@ class MaandAction(ActionBase):
             args["bucket"] = os.path.abspath(os.path.expanduser(args["bucket"]))
         try:
             return self.act(result, args, task_vars)
-        except _storage.StateStoreError as exc:  # the state store (PostgreSQL) refused or is unreachable
-            result.update(failed=True, msg=str(exc))
-            return result
-        except _storage.UnsafeFolder as exc:  # a reused temp folder someone else made or may write: path and fix
-            result.update(failed=True, msg=str(exc))
+        except MaandError as exc:  # the core's one error family: a failed task naming the problem and its fix
+            result.update(exc.as_result())
             return result
 
     def act(self, result, args, task_vars):
@@ -49,15 +48,17 @@ class MaandAction(ActionBase):
         interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
         return _remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
 
+    def exec(self, cmd, stdin=None):
+        """deploy/remote.Shell over this task's connection: (rc, stdout, stderr) of one command on the host
+        (sudo when the play becomes), stdin on its stdin."""
+        res = self._low_level_execute_command(cmd, sudoable=True, in_data=stdin)
+        return res.get("rc"), res.get("stdout"), res.get("stderr")
+
     def call_agent(self, python, data):
-        """One round trip to the worker agent (request ``data`` on its stdin); on first contact the agent
-        is installed, then the request is sent again. Ansible's low-level result (rc, stdout, stderr)."""
-        res = self._low_level_execute_command(_remote.step_command(python), sudoable=True, in_data=data)
-        if res.get("rc") == _remote.MISSING_AGENT_RC:
-            self._low_level_execute_command(_remote.install_command(), sudoable=True,
-                                            in_data=_remote.agent_source())
-            res = self._low_level_execute_command(_remote.step_command(python), sudoable=True, in_data=data)
-        return res
+        """One round trip to the worker agent (request ``data`` on its stdin; deploy/remote.call_agent installs
+        a missing agent and sends it again): {rc, stdout, stderr}."""
+        rc, stdout, stderr = _remote.call_agent(self, python, data)
+        return {"rc": rc, "stdout": stdout, "stderr": stderr}
 
 
 class ControllerAction(MaandAction):

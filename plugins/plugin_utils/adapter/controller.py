@@ -59,7 +59,7 @@ def python_of(task_vars):
         None, C.config.get_config_value("INTERPRETER_PYTHON"))
 
 
-def controller(templar, task_vars):
+def deploy_controller(templar, task_vars):
     """The service.Controller of a task: connection settings and addresses read from hostvars when the
     deploy needs them, the screen, the maand_hook_timeout / maand_deploy_output_tail budgets."""
     task_vars = task_vars or {}

@@ -33,6 +33,7 @@ def warn_unknown_extra_vars(loader):
     try:
         extra = load_extra_vars(loader)
         known = deploy_extra_vars()
+    # a check that cannot run is a warning: it guards against typos, it must never fail the deploy
     except Exception as exc:  # pylint: disable=broad-exception-caught
         display.warning("could not check the maand_ extra vars: %s" % exc)
         return []

@@ -21,6 +21,7 @@ def int_var(templar, task_vars, name, default):
         return default
     try:
         return int(templar.template(value))
+    # a value that does not template to a number: the documented default, as for an unset variable
     except Exception:  # pylint: disable=broad-exception-caught
         return default
 
@@ -35,6 +36,7 @@ def ssh_args(config, task_vars):
     try:
         args = config.get_config_value("ssh_args", plugin_type="connection", plugin_name="ssh",
                                        variables=task_vars) or ""
+    # a setting Ansible cannot resolve for this host: no extra ssh options, as when none is set
     except Exception:  # pylint: disable=broad-exception-caught
         args = ""
     if host_key_checking(config, task_vars) is False:
@@ -52,6 +54,7 @@ def host_key_checking(config, task_vars):
         try:
             value = config.get_config_value("host_key_checking" if kwargs else "HOST_KEY_CHECKING",
                                             variables=task_vars, **kwargs)
+        # this source cannot be read (an older Ansible, no ssh plugin options): try the next one
         except Exception:  # pylint: disable=broad-exception-caught
             continue
         if value is not None:

@@ -1,14 +1,29 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reading a bucket: the workspace files into the model (stage 1).
+"""Bucket: the workspace files read into the model, and the state store.
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 model.py (load_bucket: maand.conf, workers.json, bucket.conf, the jobs, disabled.json), readers.py (one
 reader per format), schemas.py, units.py (resources, versions, architectures), problems.py (the
-error report), naming.py, jobspec.py (the Maelstrom job-spec model), job_checks.py (per-job checks of
-the manifest), content.py (content hashing of job trees), storage.py (the state store seam: store() picks the
-bucket folder or PostgreSQL; the data/ folder, atomic writes, the bucket lock), state_pg.py (the
-PostgreSQL state store and its deploy lock holder).
+error report), naming.py, job_checks.py (per-job checks of the manifest), content.py (content hashing
+of job trees), storage.py (the state store seam: store() picks the bucket folder or PostgreSQL; the
+data/ folder, atomic writes), locks.py (the bucket lock and the deploy lock, in either store),
+state_pg.py (the PostgreSQL state store, its side of both locks and the deploy lock's holder process).
 
-The door: model.py (load_bucket and the model's records); storage.py for what every stage persists.
+The door: model.py (load_bucket and the model's records); storage.py for what every stage persists;
+locks.py for the locks.
 """
+
+from __future__ import annotations
+
+from ..doors import lazy
+
+# The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
+_DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "model", "load_maand_conf": "model",
+         "group_name": "naming", "Report": "problems", "did_you_mean": "problems", "redact": "state_pg",
+         "LockBusy": "locks", "StateStoreError": "storage"}
+__all__ = sorted(_DOOR)
+
+__getattr__, __dir__ = lazy(__name__, _DOOR)

@@ -22,11 +22,13 @@ import posixpath
 import re
 import stat
 
+from ..errors import MaandError
+
 RUNTIME_DIRS = ("data", "logs", "bin")
 _CHUNK = 1 << 20
 
 
-class ContentError(Exception):
+class ContentError(MaandError):
     """A job tree cannot be hashed (missing, unreadable)."""
 
 
@@ -105,7 +107,7 @@ def changed_paths(previous, current):
 #   - otherwise the pattern matches the base name or the whole path ("*.conf").
 
 
-class GlobError(ValueError):
+class GlobError(MaandError):
     pass
 
 

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build-time checks of a job beyond its placement: health_check, restart_globs, the Makefile targets
-the restart_policy needs, and the certs map (the `_prometheus/` folder: catalog/prometheus_checks.py). maand's rules and words, cited per check.
+the restart_policy needs, and the certs map (the `_prometheus/` folder: prometheus/checks.py). maand's rules and words, cited per check.
 
 Pure Python (PyYAML for the Prometheus files, as ansible-core ships it); no Ansible imports. Every
 problem goes into the Report with the file, the field, maand's wording and a fix.

@@ -123,7 +123,7 @@ class Job:
     makefile: Optional[str]
     vars: dict
     manifest: dict
-    rules: Any  # _select.JobRules, compiled once every job is loaded
+    rules: Any  # placement/select.Rules, compiled once every job is loaded
     top_entries: frozenset  # names directly in the job folder
     template_files: dict  # {".tpl": files, ".j2": files} from the one walk of the job folder
     certs: tuple  # _job_checks.CertSpec of the manifest's certs map
@@ -491,13 +491,13 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
         if reserved in top:
             report.error("ErrInvalidJob", rel_dir, reserved, "job %s, %s directory is reserved (created on workers at "
                          "runtime)" % (name, reserved), "remove %s/%s from the workspace" % (rel_dir, reserved))
-    # .tpl and .j2 files in the order of _kv_build.job_templates (an os.walk, sorted): one walk per job
+    # .tpl and .j2 files in the order of catalog/kv_build.job_templates (an os.walk, sorted): one walk per job
     tpl_files.sort(key=lambda rel: (tuple(rel.split("/")[:-1]), rel.rsplit("/", 1)[-1]))
     return makefile, frozenset(top), {suffix: tuple(r for r in tpl_files if r.endswith(suffix))
                                       for suffix in (".tpl", ".j2")}
 
 
-TEMPLATE_SKIPPED_DIRS = ("_modules", "_prometheus")  # as _kv_build.SKIPPED_DIRS
+TEMPLATE_SKIPPED_DIRS = ("_modules", "_prometheus")  # as catalog/kv_build.SKIPPED_DIRS
 
 
 def _in_skipped(rel):
@@ -703,7 +703,7 @@ def load_job(bucket, name, report):
     job.manifest = manifest
     job.makefile = makefile
     job.top_entries = top  # names directly in the job folder
-    job.template_files = tpl_files  # {".tpl": files, ".j2": files} (relative, sorted as _kv_build.job_templates)
+    job.template_files = tpl_files  # {".tpl": files, ".j2": files} (relative, sorted as catalog/kv_build.job_templates)
     _load_version(job, manifest, rel, report)
     selectors = [s.lower() for s in manifest.get("selectors") or ()]
     for selector in selectors:
@@ -757,11 +757,11 @@ def load_job(bucket, name, report):
     job.commands = _load_commands(bucket, job, manifest, rel, report)
     _job_checks.check_health(job, manifest, rel, report)
     job.health_check = manifest.get("health_check") or {}
-    job.certs = _job_checks.read_certs(name, manifest, rel, report)  # TLS leaves from the bucket CA (_certs_build)
+    job.certs = _job_checks.read_certs(name, manifest, rel, report)  # TLS leaves from the bucket CA (certs/build.py)
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
     job.placement = manifest.get("placement")
-    job.rules = None  # compiled by _select.compile_rules (called by _build) once every job is loaded
+    job.rules = None  # compiled by placement/select.compile_rules (called by catalog/service.py) once every job is loaded
     section = bucket.job_configs.get(name) or {}
     job.vars = dict(section)  # all of its bucket.jobs.conf section, memory and cpu too (maand vars/bucket/job/<job>)
     return job
@@ -866,4 +866,4 @@ def load_bucket(path, report=None, job_set_checks=()):
     load_workers(bucket, report)
     load_jobs(bucket, report, job_set_checks)
     load_disabled(bucket, report)
-    return bucket, report  # job.rules are compiled next by _build (_select.compile_rules)
+    return bucket, report  # job.rules are compiled next by catalog/service.py (placement/select.compile_rules)

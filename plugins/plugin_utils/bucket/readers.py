@@ -22,15 +22,17 @@ import os
 import threading
 import tomllib
 
+from ..errors import MaandError
+
 MAX_DEPTH = 64
 MAX_FILE_BYTES = 32 << 20
 INT64 = 1 << 63
 
 
-class InputError(ValueError):
+class InputError(MaandError):
     def __init__(self, field, message, fix):
-        super().__init__(message)
-        self.field, self.message, self.fix = field, message, fix
+        super().__init__(message, field=field, fix=fix)
+        self.message = message
 
 
 class _Bad(str):
@@ -168,7 +170,7 @@ def _go_quote_char(c):
     return "'%s'" % text
 
 
-class _GoSyntax(Exception):
+class _GoSyntax(MaandError):
     def __init__(self, message, offset):
         super().__init__(message)
         self.message, self.offset = message, offset

@@ -44,14 +44,14 @@ MANIFEST_KEYS = (
     "max_concurrent_upgrades", "deploy_parallel_count", "update_parallel_count", "restart_policy",
     "restart_globs", "commands", "health_check", "certs", "constraints", "hardware", "placement",
     "description", "start_gate", "auto_revert", "canary",
-    # job specs after Maelstrom (seed 004; checked by _jobspec_build)
+    # job specs after Maelstrom (seed 004; checked by jobspec/build.py)
     "environment", "parent", "layers", "working_directory", "user", "group", "network", "mounts",
     "enable_writable_file_system", "timeout", "estimated_duration", "priority",
 )
 
 # Known keys per place in a manifest ("*": any key of a map; "[]": every item of a list). Keys not
 # listed are reported by the model as not honoured, with a "did you mean" from these lists.
-# constraints, hardware and placement are checked by _select.compile_rules.
+# constraints, hardware and placement are checked by placement/select.compile_rules.
 MANIFEST_KNOWN = {
     "": MANIFEST_KEYS,
     "resources": ("memory", "cpu", "ports"),
@@ -175,7 +175,7 @@ MANIFEST = {
         },
         "health_check": {"type": "object"},
         "certs": {"type": "object"},
-        # constraints, hardware and placement are checked by _select.compile_rules, whose errors carry
+        # constraints, hardware and placement are checked by placement/select.compile_rules, whose errors carry
         # the JSON path inside the expression and a specific fix.
     },
 }

@@ -43,6 +43,8 @@ import sys
 import time
 import urllib.parse
 
+from ..errors import MaandError
+
 SCHEMA_VERSION = 2
 APP = "maand.core"
 URL_ENV = "MAAND_STATE_URL"
@@ -84,7 +86,7 @@ MIGRATIONS = {
 }
 
 
-class StateStoreError(Exception):
+class StateStoreError(MaandError):
     """The store cannot be used (names the store without its password, and the fix)."""
 
 
@@ -482,14 +484,14 @@ def process_start(pid):
 
 def pid_alive(pid, start=None):
     """True when pid runs, is not a zombie and (if start is given) is the same process that started
-    then (process_start). Shared with deploy/lock.py: this file also runs alone as the lock holder."""
+    then (process_start). Shared with bucket/locks.py: this file also runs alone as the lock holder."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # the process exists but belongs to another user: alive
         pass
     if start is not None:
         now = process_start(pid)
@@ -533,6 +535,7 @@ def hold(url, run_pid, run_start, wait):
             conn.execute("INSERT INTO maand_deploy_lock (id, host, run_pid, run_start, holder_pid, owner) VALUES "
                          "(1, %s, %s, %s, %s, %s)", (socket.gethostname(), run_pid, run_start or None, os.getpid(),
                                                      _owner()))
+    # the holder's only channel is its answer line: any failure becomes that answer (rc 1), never a traceback
     except Exception as exc:  # pylint: disable=broad-except
         _say({"error": "the deploy lock in the state store %s: %s" % (label, _first_line(exc))})
         return 1

@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The bucket's storage: the state store, the ``data/`` folder, atomic writes and the bucket lock.
+"""The bucket's storage: the state store, the ``data/`` folder and atomic writes.
 
 The bucket's shared state (the catalog, ``bucket_id``, the KV document, the deploy lock and the run
 records) lives in one **state store**, ``store(bucket_dir)``:
 
 * ``FileStore`` (the default): files under ``<bucket>/data/`` exactly as before: ``catalog.json``,
-  ``bucket_id``, ``kv.json``; the deploy lock is ``data/deploy.lock`` (deploy/lock.py), the run
+  ``bucket_id``, ``kv.json``; the deploy lock is ``data/deploy.lock`` (bucket/locks.py), the run
   records are the run folders (deploy/run.py);
 * ``state_pg.PgStore`` when ``state_url = "postgresql://..."`` is set in maand.conf or
   ``MAAND_STATE_URL`` in the environment (the variable wins): several controllers (a team, AWX
@@ -25,11 +25,12 @@ another writer moved it), ``exists(name)``. Secrets stay sealed with ``secrets/k
 document: the key never enters a store.
 
 Every stage that persists something under ``<bucket>/data/`` writes through ``atomic_write`` (temp
-file in the same folder, fsync, os.replace) under ``bucket_lock`` (an exclusive flock on
-``data/.lock``, and with a PostgreSQL store also its advisory bucket lock), so two runs on one bucket
-cannot interleave and a crash never leaves a truncated file. ``link_or_copy`` fills the staged trees
-under ``data/`` with hard links. ``data/`` is the controller user's alone (0700, tightened when found
-wider: run outputs, output tails and the lock live there) and new files in it are 0600.
+file in the same folder, fsync, os.replace) under the bucket lock (locks.py ``bucket_lock``: an
+exclusive flock on ``data/.lock``, and with a PostgreSQL store also its advisory bucket lock), so two
+runs on one bucket cannot interleave and a crash never leaves a truncated file. ``link_or_copy``
+fills the staged trees under ``data/`` with hard links. ``data/`` is the controller user's alone
+(0700, tightened when found wider: run outputs, output tails and the lock live there) and new files
+in it are 0600.
 ``key_mode_problem`` names a key file (kv.key, ca.key, the SSH key) that group or others may read.
 ``own_private_dir`` makes a folder reused by a name others can guess (in the shared temp folder: ssh
 ControlPath sockets, --check plan summaries) or refuses one it did not make (``UnsafeFolder``).
@@ -39,18 +40,16 @@ No Ansible imports.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
 import shutil
 import stat
 import tempfile
 
 from . import readers as _readers, state_pg as _state_pg
+from ..errors import MaandError
 
 DATA_DIR = "data"
 SECRETS_DIR = "secrets"
-LOCK_FILE = ".lock"
 MAAND_CONF = "maand.conf"
 URL_ENV = _state_pg.URL_ENV
 # document name -> (file under data/, mode of a new file)
@@ -65,11 +64,7 @@ StateLocked = _state_pg.StateLocked
 LAYER_FIX = 'give a folder inside the bucket that is not secrets/ or data/, e.g. "layers/common"'
 
 
-class LockBusy(Exception):
-    """Another maand.core run holds the bucket lock."""
-
-
-class UnsafeFolder(Exception):
+class UnsafeFolder(MaandError):
     """A folder reused by a name others can guess is not this user's own 0700 folder (own_private_dir)."""
 
 
@@ -92,7 +87,7 @@ def conf_state_url(bucket_dir):
     try:
         with open(path, "rb") as handle:
             url = _readers.parse_toml(handle.read(_readers.MAX_FILE_BYTES).decode("utf-8")).get("state_url", "")
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError, _readers.InputError):
         url = ""
     url = url if isinstance(url, str) else ""
     _CONF_CACHE[path] = (stamp, url)
@@ -164,7 +159,7 @@ class FileStore:
         return os.path.isfile(self.path(name))
 
     def write(self, name, text, expect=None, source=""):  # pylint: disable=unused-argument
-        """Atomically replace the file (the caller holds bucket_lock: files need no generation)."""
+        """Atomically replace the file (the caller holds locks.bucket_lock: files need no generation)."""
         ensure_data_dir(self.bucket_dir)
         atomic_write(self.path(name), text, mode=DOCUMENTS[name][1])
 
@@ -253,7 +248,7 @@ def own_private_dir(path):
     narrowed to 0700."""
     try:
         os.mkdir(path, 0o700)
-    except FileExistsError:
+    except FileExistsError:  # a reused folder: checked below (owner, mode, not a link)
         pass
     info = os.lstat(path)
     problem = folder_problem(info)
@@ -336,37 +331,6 @@ def link_or_copy(src, dest):
         os.link(src, dest)
     except OSError:
         shutil.copy2(src, dest)
-
-
-@contextlib.contextmanager
-def bucket_lock(bucket_dir, wait=False):
-    """Exclusive lock on the bucket's data/ folder (and, with a PostgreSQL store, its advisory bucket
-    lock, shared by every controller). Raises LockBusy when another run holds it."""
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(_flock(bucket_dir, wait))
-        if is_shared(bucket_dir):
-            try:
-                stack.enter_context(store(bucket_dir).shared_lock(wait))
-            except _state_pg.StateLocked as exc:
-                raise LockBusy(str(exc)) from None
-        yield
-
-
-@contextlib.contextmanager
-def _flock(bucket_dir, wait):
-    path = os.path.join(ensure_data_dir(bucket_dir), LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise LockBusy("another maand.core run holds %s/%s on this bucket; wait for it to finish" % (
-                    DATA_DIR, LOCK_FILE))
-            raise
-        yield
-    finally:
-        os.close(fd)
 
 
 def _under(root, path):

@@ -25,6 +25,7 @@ from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
 from ..bucket import schemas as _schemas
 from ..bucket import storage as _storage
 from ..bucket.storage import DATA_DIR
+from ..errors import MaandError
 
 CATALOG_FORMAT = 1
 CATALOG_FILE = "catalog.json"
@@ -32,7 +33,7 @@ CATALOG_REL = DATA_DIR + "/" + CATALOG_FILE
 BUCKET_ID_FILE = "bucket_id"  # a copy of the catalog's bucket_id, so a lost catalog does not lose the id
 
 
-class CatalogError(Exception):
+class CatalogError(MaandError):
     pass
 
 
@@ -102,7 +103,7 @@ _FIX_INVALID = ("restore %s from a backup or git; or remove it (a bucket_id reco
 
 def previous_for_build(bucket_dir, report, new_bucket_id):
     """The previous catalog for a build: (catalog or None, bucket_id to keep or None), problems added to
-    `report` (a _problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
+    `report` (a bucket/problems.Report). Never replaces a known bucket_id silently: an invalid catalog is an
     error unless new_bucket_id; a missing one keeps the id recorded in data/bucket_id, with a warning."""
     rel = CATALOG_REL
     stale = check_checkout(bucket_dir)
@@ -139,7 +140,7 @@ def dumps(catalog):
 
 
 def write_catalog(bucket_dir, catalog, source=None):
-    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding bucket_lock().
+    """Atomically replace data/catalog.json (and data/bucket_id). Call it while holding locks.bucket_lock().
 
     In a PostgreSQL store the write is refused (_storage.StaleState) when another controller wrote the
     catalog since this process read it; `source` (a build: the checkout's git commit) is recorded

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """JSON Schema of `<bucket>/data/catalog.json` (docs/contract.md describes every field).
 
-`_catalog.read_catalog` checks every catalog it reads against it. Keys the schema does not name are
+`catalog/catalog.read_catalog` checks every catalog it reads against it. Keys the schema does not name are
 allowed (a newer build may add some; readers ignore what they do not know); the keys it names must
 have the documented type. `inputs` is optional so that a catalog written before the fingerprint
 existed still reads (the inventory then asks for a build).
@@ -72,7 +72,7 @@ ALLOCATION = {
     },
 }
 
-DEPARTED = {  # a worker that left workers.json, until maand.core.gc has cleaned it (_catalog.keep_departed)
+DEPARTED = {  # a worker that left workers.json, until maand.core.gc has cleaned it (catalog/catalog.keep_departed)
     "type": "object",
     "required": ["host"],
     "properties": {

@@ -11,7 +11,7 @@ Inputs (paths relative to the bucket, forward slashes):
 - `maand.conf`, `workspace/bucket.conf`, `workspace/bucket.jobs*.conf`, `workspace/workers.json`,
   `workspace/disabled.json`: sha256 of the bytes (absent files are absent from the map);
 - `workspace/jobs/<name>/` for every folder under workspace/jobs (manifest.json included): the job
-  tree hash of `_deploy_files.hash_tree`, the very hash deploy compares (runtime folders data/,
+  tree hash of `bucket/content.hash_tree`, the very hash deploy compares (runtime folders data/,
   logs/ and bin/ at the top of a job are left out, as deploy leaves them out);
 - `workspace/containers/*` (named container specs) and `workspace/images/<name>/` (local OCI image
   layouts) that job specs inherit from.

@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What build does for the KV store and the jobs' templates (called from _build).
+"""What build does for the KV store and the jobs' templates (called from catalog/service.py).
 
 * ``check(bucket, report)`` (read-only, part of compute): parses every job's ``.tpl`` with the
   template engine and maand's function map (parse errors and unknown functions are errors naming
   job, file, line, column and a fix, as maand would only find them at deploy) and reads every
   job's ``vars.toml`` (ErrInvalidJobVars). Returns the vars for ``write``.
 * ``write(bucket_dir, catalog, job_vars)`` (under the bucket lock build holds, not in check
-  mode): computes the KV from the catalog (_kv.compute_kv) and applies it to data/kv.json
+  mode): computes the KV from the catalog (kv/functions.compute_kv) and applies it to data/kv.json
   (_kv_store): build-owned namespaces replaced, vars.toml merged into vars/job/<job>, keys hooks
   wrote kept, secrets untouched.
 
@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import catalog as _catalog
-from ..kv import gotemplate as _gotemplate, functions as _functions, store as _kv_store, prometheus as _prometheus
+from .. import gotemplate as _gotemplate
+from .. import prometheus as _prometheus
+from ..kv import functions as _functions, store as _kv_store
 
 # Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
 # read by maand's Prometheus assembly (scrape.yaml.tpl has its own function map).
@@ -187,7 +189,7 @@ def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
 
     extra: more build-owned keys (e.g. certificates) merged into the computed namespaces.
     purge_job_kv: also mark deleted vars/job/<job> and secrets/job/<job> of jobs whose allocations are
-    all removed or that left the workspace (maand build --purge-job-kv; _kv.purged_job_namespaces).
+    all removed or that left the workspace (maand build --purge-job-kv; kv/functions.purged_job_namespaces).
     """
     computed = _functions.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
     for ns, keys in list(prepared.prometheus.items()) + list((extra or {}).items()):
@@ -235,6 +237,6 @@ def read_kv(bucket_dir: str, reveal_secrets: bool = False,
         raise _functions.KVError(str(exc)) from None
     if catalog is None:
         raise _functions.KVError("%s has no data/catalog.json; build the bucket first"
-                          " (ansible-playbook maand.core.build -e maand_bucket=%s)"
-                          % (bucket_dir, bucket_dir))
+                                 " (ansible-playbook maand.core.build -e maand_bucket=%s)"
+                                 % (bucket_dir, bucket_dir))
     return _functions.compute_kv(catalog, _functions.load_job_vars(bucket_dir, catalog))

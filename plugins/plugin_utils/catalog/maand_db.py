@@ -26,6 +26,8 @@ import re
 import sqlite3
 from typing import Optional
 
+from ..errors import MaandError
+
 DB_REL = os.path.join("data", "maand.db")
 SCHEMA_VERSION = 1
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
@@ -38,7 +40,7 @@ REQUIRED = {
 }
 
 
-class MaandDBError(Exception):
+class MaandDBError(MaandError):
     """data/maand.db cannot be taken over; the message names the file, the cause and the fix."""
 
 

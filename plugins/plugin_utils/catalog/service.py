@@ -13,10 +13,11 @@ import contextlib
 import gc
 import uuid
 
-from ..bucket import storage as _storage
+from .. import certs as _certs, jobspec as _jobspec
+from .. import prometheus as _prometheus
+from ..bucket import locks as _locks
 from . import (
-    catalog as _catalog, prometheus_checks as _prometheus_checks, certs as _certs,
-    certs_build as _certs_build, fingerprint as _fingerprint, jobspec_build as _jobspec_build,
+    catalog as _catalog, fingerprint as _fingerprint,
     kv_build as _kv_build, maand_db as _maand_db,
 )
 from ..placement.explain import report_shortfalls
@@ -83,11 +84,11 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         report.warn("ErrInvalidMaandDB", _maand_db.DB_REL, "", "not read: this bucket was taken over (maand.core keeps"
                     " %s); maand's database no longer follows the bucket" % _catalog.CATALOG_REL,
                     "move data/maand.db out of data/ (keep it as a backup) and stop using maand on this bucket")
-    bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(_prometheus_checks.check_prometheus,))
+    bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(_prometheus.check_prometheus,))
     compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
     result.bucket = bucket
     result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
-    specs = _jobspec_build.check(bucket, report)  # job specs (seed 004): containers, parents, environment
+    specs = _jobspec.check(bucket, report)  # job specs (seed 004): containers, parents, environment
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)
     report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; _explain words them
@@ -110,7 +111,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
             result.catalog["inputs"] = inputs
         if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
             result.catalog = None  # scrape.yaml.tpl failed: nothing is written
-        elif not _certs_build.check(bucket_dir, result.catalog, bucket.conf, report):
+        elif not _certs.check(bucket_dir, result.catalog, bucket.conf, report):
             result.catalog = None  # a corrupt or half-present CA: nothing is written
     return result
 
@@ -144,7 +145,7 @@ def _keep_worker_ids(catalog, previous, maand):
 
 def _keep_update_seq(catalog, previous, maand):
     """maand.db's update_seq, taken over once and then carried by every build: deploy's update_seq stays
-    above it (_deploy_plan.seen_update_seq), even where a worker reports less than maand reached."""
+    above it (deploy/plan.seen_update_seq), even where a worker reports less than maand reached."""
     floor = maand.update_seq if maand else int((previous or {}).get(UPDATE_SEQ_FLOOR) or 0)
     if floor > 0:
         catalog[UPDATE_SEQ_FLOOR] = floor
@@ -218,14 +219,14 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
 
 def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
-    written when result.report has errors. Raises _storage.LockBusy if another run holds the lock.
+    written when result.report has errors. Raises _locks.LockBusy if another run holds the lock.
     purge_job_kv: maand build --purge-job-kv (_kv_build.write)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
                          inputs=_fingerprint.compute(bucket_dir), strict=strict)
         _finish(result)
         return result
-    with _storage.bucket_lock(bucket_dir):
+    with _locks.bucket_lock(bucket_dir):
         # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
         inputs = _fingerprint.compute(bucket_dir)
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,
@@ -256,18 +257,18 @@ def _import_maand_kv(bucket_dir, result):
 
 
 def _issue_certs(bucket_dir, result):
-    """Keep or issue the jobs' leaf certificates (_certs_build) before anything is written."""
+    """Keep or issue the jobs' leaf certificates (certs/build.py) before anything is written."""
     if result.catalog is None:
-        return _certs_build.Issued()
+        return _certs.Issued()
     from ..kv import store as _store  # late: only a writing build reads the store
 
     try:
         previous = _store.KVStore.load(bucket_dir).snapshot() if _store.KVStore.exists(bucket_dir) else {}
-        return _certs_build.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
+        return _certs.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
     except (_certs.CertError, _store.KVStoreError) as exc:
         result.report.error("ErrInvalidCA", _certs.CA_CERT_REL, "", str(exc), "see docs/certs.md")
         result.catalog = None
-        return _certs_build.Issued()
+        return _certs.Issued()
 
 
 def _finish(result):

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The certificates a deploy ships with each allocation (maand deploy/certs.go updateCerts).
 
-Build issues the leaves into data/kv.json (catalog/certs_build); the deploy lays them over the job's
+Build issues the leaves into data/kv.json (certs/build.py); the deploy lays them over the job's
 tree as overlays: certs/<name>.crt, certs/<name>.key (private) and certs/ca.crt. No Ansible imports.
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from . import stage as _stage
-from ..catalog import certs_build as _certs_build
+from .. import certs as _certs
 from ..kv import functions as _functions, store as _store
 
 
 def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[str, str], list]:
-    """For the deploy's overlays: (job, host) -> [_deploy_stage.Overlay] of its certs (maand updateCerts)."""
-    specs = _certs_build.job_specs(catalog)
+    """For the deploy's overlays: (job, host) -> [deploy/stage.Overlay] of its certs (maand updateCerts)."""
+    specs = _certs.job_specs(catalog)
     snapshot: dict = {}
     if specs:
         snapshot = _store.KVStore.load(bucket_dir).snapshot() if _store.KVStore.exists(bucket_dir) else {}
@@ -33,12 +33,12 @@ def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[s
             crt, key = ns.get("certs/%s.crt" % spec["name"]), ns.get("certs/%s.key" % spec["name"])
             if not crt or not key or not ca:
                 raise _stage.RenderError(
-                    job, host, "%s/%s.crt" % (_certs_build.CERTS_DIR, spec["name"]),
+                    job, host, "%s/%s.crt" % (_certs.CERTS_DIR, spec["name"]),
                     "certificate %s is not in data/kv.json (maand/job/%s/worker/%s)" % (spec["name"], job, host),
                     "build the bucket again (ansible-playbook maand.core.build -e maand_bucket=%s)" % bucket_dir)
-            files.append(_stage.Overlay("%s/%s.crt" % (_certs_build.CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
-            files.append(_stage.Overlay("%s/%s.key" % (_certs_build.CERTS_DIR, spec["name"]), key.encode(),
-                                               origin="certs", private=True))
-        files.append(_stage.Overlay("%s/ca.crt" % _certs_build.CERTS_DIR, ca.encode(), origin="certs"))
+            files.append(_stage.Overlay("%s/%s.crt" % (_certs.CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
+            files.append(_stage.Overlay("%s/%s.key" % (_certs.CERTS_DIR, spec["name"]), key.encode(),
+                                        origin="certs", private=True))
+        files.append(_stage.Overlay("%s/ca.crt" % _certs.CERTS_DIR, ca.encode(), origin="certs"))
         return files
     return provide

@@ -28,14 +28,16 @@ The pipeline, as Nomad's scheduler (reconcile, then schedule):
 
 The stages after it each return a new ``Plan`` and edit none (deploy/service.prepare runs them in this
 order): ``pin.stamp`` (plan_hash and the wave picture), ``pin.check_pin`` (-e maand_plan),
-``pre_deploy.attach`` (the pre_deploy record), ``jobspec_deploy.attach`` (worker order, slots, run fields).
+``pre_deploy.attach`` (the pre_deploy record), ``with_job_specs`` (worker order, slots, run fields).
 At run time ``rerendered`` gives the run's plan with what pre_deploy hooks changed (deploy/run.before_step).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
+from .. import jobspec as _jobspec
 from ..bucket import content as _content  # noqa: F401  pylint: disable=unused-import  (tests hash trees through it)
 from . import reconcile as _reconcile
 from . import schedule as _schedule
@@ -54,7 +56,7 @@ __all__ = [
     "allocation_indexes", "batches", "block_after_failures", "build", "catalog_allocation_env", "compute_plan",
     "current_versions", "failed_attempt", "foreign_buckets", "hook_events", "lifecycle_action", "parse_jobs_filter",
     "parse_promote", "parse_rollback", "port_env", "promoted", "prune_catalog", "render_plan", "rerendered",
-    "seen_update_seq", "state_record", "worker_id", "worker_positions",
+    "seen_update_seq", "state_record", "with_job_specs", "worker_id", "worker_positions",
 ]
 
 
@@ -153,6 +155,40 @@ def _row_lines(rows):
                 extra = "  [%s]" % row.batch if row.batch and row.action not in ("skip", "hold") else ""
                 lines.append("  %-16s %-16s %-11s %s%s" % (row.job or "*", row.worker, row.action, row.reason, extra))
     return lines
+
+
+# --- a stage of building the run's plan: the job specs --------------------------------------------------
+
+def with_job_specs(plan, specs, workers, history, override=0):
+    """The plan with each wave step's ops ordered per worker in Maelstrom's order (jobspec.worker_order: priority,
+    then longest estimate), every op marked with its worker's slots (jobspec.slots_for) and its job spec's run
+    fields (jobspec.op_spec), and the "worker order" lines. A new plan; specs: {job: spec}, workers: {host:
+    catalog worker}, history: data/job_history.json, override: maand_worker_slots."""
+    lines, steps = [], []
+    for step in plan.steps:
+        ops = dict(step.ops)
+        for host, host_ops in sorted(step.ops.items()):
+            slots = _jobspec.slots_for(workers.get(host), override)
+            if step.wave is not None:
+                host_ops, line = _worker_order(host_ops, specs, history, slots)
+                if line:
+                    lines.append("  step %d on %s: %s" % (step.index, host, line))
+            ops[host] = [op.but(slots=slots, **_run_fields(specs, op.job)) for op in host_ops]
+        steps.append(dataclasses.replace(step, ops=ops))
+    return plan.replace(steps=steps, lines=plan.lines + ([_jobspec.WORKER_ORDER] + lines if lines else []))
+
+
+def _worker_order(ops, specs, history, slots):
+    """jobspec.worker_order over records.Op: (the ops reordered, the text of their "worker order" line or None)."""
+    by_id = {op.id: op for op in ops}
+    order, line = _jobspec.worker_order([{"id": op.id, "job": op.job, "host": op.host, "target": op.target}
+                                         for op in ops], specs, history, slots)
+    return [by_id[i] for i in order], line
+
+
+def _run_fields(specs, job):
+    fields = _jobspec.op_spec(specs.get(job) or {})
+    return {"spec": fields} if fields else {}
 
 
 # --- at run time: what pre_deploy hooks changed ------------------------------------------------------

@@ -21,7 +21,6 @@ import itertools
 
 from ..bucket import content as _content
 from ..bucket.job_checks import resolve_health
-from ..worker import layout as _layout
 from .records import ABSENT, STATE_FORMAT, ZERO_VERSION, Failure, Op, PlanOptions, PlanRow, Prune
 from .scope import ENV_PREFIX, HOOK_ONLY_GATE, POLICIES, Scope, hook_events, promoted, seen_update_seq, state_record
 from .scope import worker_id
@@ -64,7 +63,7 @@ def _change_reasons(deployed, hash_changed, changed, version_changed, cur_versio
         keys = [p[len(ENV_PREFIX):] for p in changed if p.startswith(ENV_PREFIX)]
         if paths or not keys:
             reasons.extend(_content_reasons(paths, origins or {}))
-        if keys:  # job spec environment (deploy/jobspec_deploy.with_env): names only, never values
+        if keys:  # job spec environment (jobspec/deploy.with_env): names only, never values
             reasons.append("environment changed: %s" % _fmt_paths(keys))
     if deployed is not None and version_changed:
         reasons.append("version %s -> %s" % (cur_version, new_version))
@@ -566,7 +565,7 @@ def plan_purges(scope, out):
             continue  # a filtered deploy cleans only the jobs it names
         if st.get("worker") is not None or st.get("deployed") or st.get("trees"):
             out.rows.append(_purge_row(host, "worker left workers.json: delete %s except jobs/*/data and jobs/*/logs"
-                                       % _layout.bucket_root(scope.bucket_id)))
+                                       % scope.root))
             out.clean(host, Op.reconcile("purge", host))
 
 

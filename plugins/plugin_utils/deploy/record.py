@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from ..bucket import storage as _storage
 from . import run as _run, view as _view
+from ..errors import MaandError
 
 FORMAT = 1
 KEEP = _storage.RECORDS_KEPT
@@ -44,7 +45,7 @@ ROLLOUT_OF_RESULT = {
 GONE = ("removed", "purged")  # results after which the allocation has nothing left on its worker
 
 
-class RecordError(Exception):
+class RecordError(MaandError):
     """A record that cannot be found or read (names the run and the fix)."""
 
 

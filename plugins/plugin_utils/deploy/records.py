@@ -13,7 +13,7 @@ tests/data/deploy_plan/ keep it unchanged) and ``from_json()``; ``from_json(to_j
 equal record. A key the JSON leaves out (not the same as null) is ``ABSENT`` in the record.
 
 The planner builds them (deploy/reconcile.py decides, deploy/schedule.py schedules, deploy/plan.py
-assembles); the stages after it (deploy/pin.py, deploy/pre_deploy.py, deploy/jobspec_deploy.py) return a
+assembles); the stages after it (deploy/pin.py, deploy/pre_deploy.py, deploy/plan.with_job_specs) return a
 new ``Plan`` (``dataclasses.replace``) and edit none in place.
 """
 
@@ -153,8 +153,8 @@ class Op:
     jobs_json: list | None = None  # meta ops
     of: str | None = None  # files ops: the id of the run op whose files they ship
     held: bool = False  # run ops of a start batch before the job's last: promoted after the gate of the last
-    slots: Any = ABSENT  # the worker's slots (deploy/jobspec_deploy.attach), on every op once prepared
-    spec: Any = ABSENT  # the job spec's run fields (deploy/jobspec_deploy.op_spec), when it has any
+    slots: Any = ABSENT  # the worker's slots (deploy/plan.with_job_specs), on every op once prepared
+    spec: Any = ABSENT  # the job spec's run fields (jobspec/deploy.op_spec), when it has any
 
     @classmethod
     def reconcile(cls, kind, host, job=None, **kw):

@@ -1,21 +1,30 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""How the controller calls the worker agent (_worker_agent.py) over SSH (no Ansible imports).
+"""How the controller calls the worker agent (worker/agent.py) over SSH (no Ansible imports).
 
-The agent file is installed once per worker and version (content-addressed name) by the state
-read that starts every deploy, in the same round trip:
+The agent and its sandbox (worker/sandbox.py: how a make target runs) are installed once per worker and
+version (content-addressed names, agent-<sha12>.py and sandbox-<sha12>.py) by the state read that starts
+every deploy, in the same round trip:
 
-    [ "$(sha256sum P)" = SHA ] || { mkdir -p D && chmod go-w D && cat > P.tmp && mv P.tmp P; }; exec python3 P read <root>
+    [ "$(sha256sum P)" = SHA ] && [ "$(sha256sum S)" = SHA2 ] || { mkdir -p D && chmod go-w D &&
+      cat > S.tmp <<'MAAND_SANDBOX' && mv S.tmp S && cat > P.tmp && mv P.tmp P; }
+    <the sandbox's source>
+    MAAND_SANDBOX
+    exec python3 P read <root>
 
-with the agent's source on stdin. Later calls run `python3 P` with a JSON request on stdin, after the
-same check of its content (the whole sha256, not only the name or that a file exists: the agent runs
-as root); exit status 86 means the file is gone or not the agent (reinstall and retry).
+with the agent's source on stdin (the sandbox rides in the command: stdin is the agent, which also runs
+from it alone, `python3 - read`). Later calls run `python3 P` with a JSON request on stdin, after the
+same check of both files' content (the whole sha256, not only the name or that a file exists: the agent
+runs as root); exit status 86 means a file is gone or not this collection's (reinstall and retry).
 
 A step whose worker receives files folds its agent call into its (last) rsync: the rsync's remote
 command is the agent (`sync_step_path`), which reads the step request that precedes rsync's stream on
 stdin (`request_header`), runs rsync's receiver, then the step, and writes its answer to stderr
 (`parse_folded`): one SSH session for the files and the step.
+
+The round trips themselves go through a ``Shell`` (the action's connection, or a fake in tests):
+``call_agent`` (a step request, reinstalling a missing agent), ``read_state``, ``read_files``.
 """
 
 from __future__ import annotations
@@ -23,40 +32,77 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import shlex
+from typing import Protocol
 
 from ..worker import layout as _layout
 from ..worker import agent as _agent
+from ..worker import sandbox as _sandbox
 
 WORKER_ROOT = _layout.WORKER_ROOT
 AGENT_DIR = _layout.AGENT_DIR
 KEEP = _agent.KEEP
 MISSING_AGENT_RC = 86
 
-_SOURCE = None
+_SOURCES = {}
+SANDBOX_END = "MAAND_SANDBOX"  # the here-document's delimiter in install_prefix (never a line of the sandbox)
+
+
+def _source(module):
+    """A shipped module's source (bytes), read once from this collection."""
+    if module.__name__ not in _SOURCES:
+        with open(os.path.splitext(module.__file__)[0] + ".py", "rb") as handle:
+            _SOURCES[module.__name__] = handle.read()
+    return _SOURCES[module.__name__]
+
+
+class Shell(Protocol):
+    """One command on a worker: what an action's connection gives the core (MaandAction.exec)."""
+
+    def exec(self, cmd: str, stdin: bytes | str | None = None) -> tuple[int | None, str, str]:
+        """(rc, stdout, stderr) of cmd run on the worker (with sudo when the play becomes), stdin on its stdin."""
 
 
 def agent_source():
-    """The agent's source (bytes), read once from this collection."""
-    global _SOURCE
-    if _SOURCE is None:
-        path = os.path.splitext(_agent.__file__)[0] + ".py"
-        with open(path, "rb") as handle:
-            _SOURCE = handle.read()
-    return _SOURCE
+    """The agent's source (bytes): what the install writes to agent_path(), and the program of `python3 -`."""
+    return _source(_agent)
+
+
+def sandbox_source():
+    """The sandbox's source (bytes), installed beside the agent (install_prefix)."""
+    return _source(_sandbox)
 
 
 def agent_sha256():
     return hashlib.sha256(agent_source()).hexdigest()
 
 
+def sandbox_sha256():
+    return hashlib.sha256(sandbox_source()).hexdigest()
+
+
+def _version():
+    """The sha12 of the pair in both names: a change to either file is a new agent."""
+    return hashlib.sha256((agent_sha256() + sandbox_sha256()).encode()).hexdigest()[:12]
+
+
 def agent_ok(path=None):
-    """Shell test: the agent file holds exactly this collection's agent (sha256sum, coreutils or busybox)."""
-    return '[ "$(sha256sum %s 2>/dev/null | cut -c1-64)" = %s ]' % (shlex.quote(path or agent_path()), agent_sha256())
+    """Shell test: the agent file and the sandbox beside it hold exactly this collection's (sha256sum,
+    coreutils or busybox)."""
+    check = '[ "$(sha256sum %s 2>/dev/null | cut -c1-64)" = %s ]'
+    return "%s && %s" % (check % (shlex.quote(path or agent_path()), agent_sha256()),
+                         check % (shlex.quote(sandbox_path(path)), sandbox_sha256()))
 
 
 def agent_path():
-    return "%s/agent-%s.py" % (AGENT_DIR, hashlib.sha256(agent_source()).hexdigest()[:12])
+    return "%s/agent-%s.py" % (AGENT_DIR, _version())
+
+
+def sandbox_path(agent=None):
+    """sandbox-<sha12>.py beside the agent (agent.py loads it from there, by its own file name)."""
+    folder, name = posixpath.split(agent or agent_path())
+    return posixpath.join(folder, name.replace("agent", "sandbox", 1))
 
 
 def worker_root(bucket_id):
@@ -83,9 +129,13 @@ def interpreter(task_vars, host=None, configured=None):
 
 
 def install_prefix():
+    """Install the agent (from stdin) and the sandbox (a quoted here-document) unless both are in place."""
     path = agent_path()
-    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && cat > {p}.$$ && mv -f {p}.$$ {p}; }}; ".format(
-        ok=agent_ok(path), p=shlex.quote(path), d=shlex.quote(AGENT_DIR))
+    source = sandbox_source().decode("utf-8")  # ends with a newline, has no SANDBOX_END line (test_deploy_remote)
+    return ("{ok} || {{ mkdir -p {d} && chmod go-w {d} && cat > {s}.$$ <<'{end}' && mv -f {s}.$$ {s} && "
+            "cat > {p}.$$ && mv -f {p}.$$ {p}; }}\n{source}{end}\n").format(
+        ok=agent_ok(path), p=shlex.quote(path), s=shlex.quote(sandbox_path(path)), d=shlex.quote(AGENT_DIR),
+        end=SANDBOX_END, source=source)
 
 
 def read_command(python, bucket_id):
@@ -164,3 +214,28 @@ def parse_output(stdout, stderr, rc, what):
     if rc == 127 or "python3: not found" in (stderr or "") or "No such file" in (stderr or ""):
         hint = " (is python3 installed on the worker?)"
     return None, "%s: unexpected answer from the worker (rc=%s)%s: %s" % (what, rc, hint, " | ".join(err) or text[-300:])
+
+
+def call_agent(shell: Shell, python: str, data: str) -> tuple[int | None, str, str]:
+    """One round trip to the worker agent (request ``data`` on its stdin): (rc, stdout, stderr). On first
+    contact (rc MISSING_AGENT_RC: the file is gone or not this agent) the agent is installed, then the request
+    is sent again."""
+    rc, stdout, stderr = shell.exec(step_command(python), data)
+    if rc == MISSING_AGENT_RC:
+        shell.exec(install_command(), agent_source())
+        rc, stdout, stderr = shell.exec(step_command(python), data)
+    return rc, stdout, stderr
+
+
+def read_state(shell: Shell, python: str, bucket_id: str, check_mode: bool = False) -> tuple[dict | None, str | None]:
+    """(state, None) or (None, error): the worker's deploy state of bucket_id in one round trip, installing the
+    agent on the way (check mode: run from stdin, nothing written on the worker)."""
+    cmd = read_command_no_install(python, bucket_id) if check_mode else read_command(python, bucket_id)
+    rc, stdout, stderr = shell.exec(cmd, agent_source())
+    return parse_output(stdout, stderr, rc, "reading %s" % worker_root(bucket_id))
+
+
+def read_files(shell: Shell, python: str, bucket_id: str, wanted: dict) -> tuple[dict | None, str | None]:
+    """(answer, None) or (None, error): --diff's promoted files of a worker (files_command), one round trip."""
+    rc, stdout, stderr = shell.exec(files_command(python, bucket_id, wanted), agent_source())
+    return parse_output(stdout, stderr, rc, "reading the promoted files")

@@ -49,6 +49,20 @@ def mux_options(folder):
     return list(OWN_MUX) + ["-o", "ControlPath=%s/%%C" % folder]
 
 
+def with_mux(conns, control_dir):
+    """The connection settings {host: settings} with the run's own ssh multiplexing (mux_options: ControlMaster,
+    a ControlPath in control_dir, as the deploy's rsync), unless their options name a ControlPath: a gate asks
+    `make status` every second or so, and a new ssh handshake each time costs more than the wait. control_dir
+    is made then, or refused when it is not this user's own (UnsafeFolder)."""
+    out = {}
+    for host, conn in conns.items():
+        options = list(conn.get("options") or [])
+        if not any("ControlPath" in o for o in options):
+            options += mux_options(control_dir)
+        out[host] = dict(conn, options=options)
+    return out
+
+
 def close_control_dir(folder, run=subprocess.run, sleep=time.sleep, polls=40):
     """Once the run is over (deploy/service.finish): ask every ssh master in the run's ControlPath folder to
     stop (``ssh -O stop``: it removes its socket at once, lets a session still open end, then exits) and
@@ -191,12 +205,28 @@ def failure(rc, stdout, stderr):
     return "rsync failed (rc=%s): %s" % (rc, " | ".join(tail))
 
 
-def run(argv, timeout=None):
-    """(ok, changed, message) of one rsync."""
+def execute(argv, stdin=None, timeout=None):
+    """(rc, stdout, stderr) of one rsync on the controller; rc None when it could not run (stderr says why).
+    stdin: what its remote command reads before rsync's stream (run_with_request), or None. The controller's
+    side of deploy/agent_step.Transport.rsync."""
+    if stdin is not None:
+        return run_with_request(argv, stdin, timeout)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, False, "rsync could not run: %s (is rsync installed on the controller?)" % exc
-    if proc.returncode != 0:
-        return False, False, failure(proc.returncode, proc.stdout, proc.stderr)
-    return True, bool(proc.stdout.strip()), ""
+        return None, "", "rsync could not run: %s (is rsync installed on the controller?)" % exc
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def outcome(rc, stdout, stderr):
+    """(ok, changed, message) of an rsync that ran as execute() (without stdin) reports it."""
+    if rc is None:
+        return False, False, stderr
+    if rc != 0:
+        return False, False, failure(rc, stdout, stderr)
+    return True, bool(stdout.strip()), ""
+
+
+def run(argv, timeout=None):
+    """(ok, changed, message) of one rsync."""
+    return outcome(*execute(argv, timeout=timeout))

@@ -15,18 +15,28 @@ run's plan and state are also published there as its run record, when the run st
 finishes (publish), so `maand.core.cat -e maand_cat=deployments` shows it from any controller. A step is driven by advance(): fold the
 step in flight (results + health gates), then write the next step's requests. A missing result file
 means the host gave no answer: its ops fail.
+
+A step task reads its run once (RunContext: plan.json, state.json and the bucket's catalog) and hands it on
+to the callbacks it runs (Callbacks: deploy/callbacks.StepCallbacks) and to advance, which writes state.json
+once (and data/job_history.json once, with the make targets the step's agents timed).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import os
 import secrets
 import shutil
 import time
+from typing import Any, Mapping, Protocol
 
 from ..bucket import storage as _storage
+from ..catalog import catalog as _catalog
+from .. import jobspec as _jobspec
 from . import plan as _plan, run_state as _run_state
+from ..errors import MaandError
 
 RUN_DIR = ".deploy-run"
 FINAL = _run_state.FINAL
@@ -38,11 +48,11 @@ NARROW_MAX = 2  # a step in which at most this many hosts act loops over them (n
 FAULT_ENV = "MAAND_DEPLOY_TEST_FAULT"
 
 
-class RunError(Exception):
+class RunError(MaandError):
     """A run folder that cannot be used (names the file and the fix)."""
 
 
-class InjectedFault(RuntimeError):
+class InjectedFault(MaandError):
     """Raised at a point named in MAAND_DEPLOY_TEST_FAULT (tests only)."""
 
 
@@ -271,26 +281,72 @@ def iter_results(run_dir):
                 yield step, name[:-len(".json")], answer if isinstance(answer, dict) else None
 
 
-def fold_in_flight(run_dir, plan, state, gate_runner, after_results=None):
-    """Fold the step whose agents ran (results, then health gates). Returns (state, new failure messages).
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """What one step task reads of its run, once, and hands on (a step is one task, in its own process:
+    nothing outlives it to cache): the run folder, its bucket, the plan (plan.json), the run state as the
+    step found it (state.json; advance and finish fold from it, never write it back as it is) and the
+    bucket's catalog (None when there is none or it cannot be read: the gates and hooks then do without)."""
 
-    after_results(step, ok_ops) -> [(job, message)] runs between the two (the reconcile step's
-    after_allocation_stopped hooks); each message fails its job as a failed op does."""
+    run_dir: str
+    bucket: str
+    plan: dict
+    state: _run_state.RunState
+    catalog: dict | None = None
+
+    @classmethod
+    def read(cls, run_dir):
+        """The run folder's context (RunError when its plan or state is missing or unreadable)."""
+        plan = load_plan(run_dir)
+        state = load_state(run_dir)
+        bucket = bucket_of(run_dir)
+        try:
+            catalog = _catalog.read_catalog(bucket)
+        except _catalog.CatalogError:
+            catalog = None
+        return cls(run_dir, bucket, plan, state, catalog)
+
+
+class Callbacks(Protocol):
+    """What advance and finish call back while they fold a step and prepare the next: deploy/callbacks.StepCallbacks
+    (tests pass their own)."""
+
+    def gate(self, gate: Mapping[str, Any]) -> list[str]:
+        """One health gate of the step in flight: its problems ([] = passed)."""
+
+    def after_results(self, step: Mapping[str, Any] | None, ok_ops: list) -> list[tuple[str, str]]:
+        """After the agents' results, before the gates: [(job, message)] that fail their job as a failed op does
+        (the reconcile step's after_allocation_stopped hooks)."""
+
+    def before(self, plan: dict, state: _run_state.RunState,
+               step: Mapping[str, Any] | None) -> tuple[list[str], list]:
+        """Before the requests of step (None: the final pass and finish): (failure messages, what changed: a
+        [records.Rerender], for deploy/plan.rerendered); the pre_deploy hooks of the waves due (deploy/pre_deploy)."""
+
+
+def fold_in_flight(run, state, callbacks):
+    """Fold the step whose agents ran (results, then health gates) in memory. Returns (state, new failure
+    messages); state is a new RunState (the one given is left as it is). The make targets its agents timed go to
+    data/job_history.json, in one write (estimates of the next deploys).
+
+    callbacks.after_results(step, ok_ops) runs between the two; each message fails its job as a failed op does."""
     if state.in_flight is None:
-        return state, []
+        return copy.deepcopy(state), []
     key = state.in_flight
-    step = find_step(plan, key)
+    step = find_step(run.plan, key)
     before = _messages(state)
-    hosts = sorted(_run_state.requests_for_step(state, step))
-    answers, reasons = read_results(run_dir, key, hosts)
+    requests = _run_state.requests_for_step(state, step)
+    answers, reasons = read_results(run.run_dir, key, sorted(requests))
+    try:
+        _jobspec.record_history(run.bucket, _run_state.measured(requests, answers))
+    except OSError:
+        pass  # estimates only: a read-only data/ must not fail the deploy
     state, ok_ops = _run_state.fold_results(state, step, answers, reasons)
-    if after_results is not None:
-        for job, msg in after_results(step, ok_ops):
-            _run_state.record_failure(state, step, job, msg)
-    outcomes = {g["job"]: gate_runner(g) for g in _run_state.gates_to_run(state, step)}
+    for job, msg in callbacks.after_results(step, ok_ops):
+        _run_state.record_failure(state, step, job, msg)
+    outcomes = {g["job"]: callbacks.gate(g) for g in _run_state.gates_to_run(state, step)}
     state = _run_state.fold_gates(state, step, ok_ops, outcomes)
     state.in_flight = None
-    save_state(run_dir, state)
     return state, [m for m in _messages(state) if m not in before]
 
 
@@ -316,37 +372,61 @@ def before_step(run_dir, plan, state, step, before):
     return list(messages), plan
 
 
-def advance(run_dir, key, gate_runner, after_results=None, before=None):
+def advance(run, key, callbacks):
     """Fold the step in flight, run what is due before step key (before_step), then write its requests.
-    Returns (hosts, new failures)."""
-    plan = load_plan(run_dir)
-    state = load_state(run_dir)
-    state, failures = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
-    inject_fault("step:%s" % key)
-    step = find_step(plan, key)
-    if key in state.steps_completed:
-        raise RunError("step %s of this run already ran" % key)
-    more, plan = before_step(run_dir, plan, state, step, before)
-    failures, step = failures + more, find_step(plan, key)
-    requests = _run_state.requests_for_step(state, step)
-    for host, request in requests.items():
-        _write_json(request_path(run_dir, key, host), dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
-    state.in_flight = key
-    save_state(run_dir, state)
+    Returns (hosts, new failures).
+
+    state.json is written once: before_step saves the state with step key in flight, then the requests are
+    written. Should anything fail after the fold (an injected fault, a step that already ran, a hook, a
+    request that cannot be written), the state is saved as it stood, the fold kept and key not in flight,
+    and the error propagates."""
+    state, failures = fold_in_flight(run, run.state, callbacks)
+    kept = state if run.state.in_flight is not None else None  # a fold to keep should what follows fail
+    try:
+        inject_fault("step:%s" % key)
+        step = find_step(run.plan, key)
+        if key in state.steps_completed:
+            raise RunError("step %s of this run already ran" % key)
+        if kept is not None:
+            kept = copy.deepcopy(state)  # the hooks of before_step change state
+        state.in_flight = key
+        messages, plan = _before(run, state, step, callbacks)
+        failures, step = failures + messages, find_step(plan, key)  # the step as the hooks left the plan
+        kept = dataclasses.replace(state, in_flight=None)  # saved: the fold and what ran before the step
+        requests = _run_state.requests_for_step(state, step)
+        for host, request in requests.items():
+            _write_json(request_path(run.run_dir, key, host),
+                        dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
+    except BaseException:
+        if kept is not None:
+            save_state(run.run_dir, kept)
+        raise
     return sorted(requests), failures
+
+
+def _before(run, state, step, callbacks):
+    """before_step with the callbacks' before; it saves the state (and the plan when the hooks changed it):
+    the step's one write of state.json. Returns (failure messages, the run's plan from then on)."""
+    if callbacks.before is None:  # before_step saves only when it runs a before
+        save_state(run.run_dir, state)
+    return before_step(run.run_dir, run.plan, state, step, callbacks.before)
 
 
 def read_request(run_dir, key, host):
     return _read_json(request_path(run_dir, key, host))
 
 
-def finish(run_dir, gate_runner, after_results=None, before=None):
+def finish(run, callbacks):
     """Fold what is still in flight, run what is still due (before_step: the pre_deploy hooks of waves with
-    nothing to roll out); returns (plan, state, report)."""
-    plan = load_plan(run_dir)
-    state = load_state(run_dir)
-    state, dummy = fold_in_flight(run_dir, plan, state, gate_runner, after_results)
-    dummy, plan = before_step(run_dir, plan, state, None, before)
+    nothing to roll out; its save is finish's one write of state.json); returns (plan, state, report)."""
+    state, dummy = fold_in_flight(run, run.state, callbacks)
+    kept = copy.deepcopy(state) if run.state.in_flight is not None else None
+    try:
+        dummy, plan = _before(run, state, None, callbacks)
+    except BaseException:
+        if kept is not None:
+            save_state(run.run_dir, kept)
+        raise
     inject_fault("finish")
-    publish(run_dir, plan, state)
+    publish(run.run_dir, plan, state)
     return plan, state, _run_state.final_report(state, plan)

@@ -5,8 +5,12 @@
 
 The controller keeps a RunState in a file under the bucket between steps. For each step:
 
-    requests_for_step(state, step)        -> {host: AgentRequest}   what each worker does now
-    fold_step(state, step, answers, gates) -> new RunState          what happened
+    requests_for_step(state, step)                 -> {host: AgentRequest}   what each worker does now
+    fold_results(state, step, answers)             -> (RunState, ok ops)     what the workers did
+    gates_to_run(state, step)                      -> [gate]                 the gates to run now
+    fold_gates(state, step, ok_ops, gate_outcomes) -> RunState               what the gates said
+
+(deploy/run.py folds a step so; fold_step does both folds at once, for tests.)
 
 `answers` maps every host that got a request to the agent's answer, or to None when there is no
 answer (unreachable, crashed, vanished): all of that host's ops and promotions fail. Gate outcomes
@@ -20,12 +24,13 @@ import copy
 from dataclasses import asdict, dataclass, field
 
 from . import plan as _plan
+from ..errors import MaandError
 
 FORMAT = 1
 FINAL = "final"  # the step key of the last promote pass
 
 
-class StateError(Exception):
+class StateError(MaandError):
     """A run state file that cannot be used."""
 
 
@@ -223,6 +228,22 @@ def fold_results(state, step, answers, reasons=None):
     return state, ok_ops
 
 
+def measured(requests, answers):
+    """The make targets the agents of a step timed, for data/job_history.json (jobspec/deploy.record_history):
+    [(job, target, seconds, failed, host)] from {host: AgentRequest} and {host: answer or None}."""
+    runs = []
+    for host, request in sorted(requests.items()):
+        answer = answers.get(host)
+        if not answer:
+            continue
+        ops = {op["id"]: op for op in request.ops}
+        for outcome in answer.get("ops") or []:
+            op = ops.get(outcome.get("id"))
+            if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
+                runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
+    return runs
+
+
 def gates_to_run(state, step):
     """The step's health gates whose job has not failed and is not blocked; a revert's gate (auto_revert)
     when its job failed in the step it undoes, on the workers whose revert ran."""
@@ -252,7 +273,7 @@ def _block(state, step):
             blocked = set(_plan.block_after_failures([job], state.job_waves, wave, True, blocked))
         else:
             blocked = set(_plan.block_after_failures([job], state.job_waves, step_wave,
-                                                            step.get("last_in_wave"), blocked))
+                                                     step.get("last_in_wave"), blocked))
     state.blocked = sorted(blocked)
 
 
@@ -293,7 +314,7 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
             _gate_failed_ops(state, gate, ok_ops + state.awaiting.pop(job, []), problems)
             # problems with several lines (a worker's status tail) go one per line
             text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
-            if gate.get("hooks"):  # the job's commands ran in this gate (_hook_deploy); they name themselves
+            if gate.get("hooks"):  # the job's commands ran in this gate (hooks/points.py); they name themselves
                 _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), text))
             else:
                 _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (

@@ -12,14 +12,14 @@ deploy/schedule.py schedules with it. deploy/plan.py re-exports the helpers othe
 
 from __future__ import annotations
 
-from ..bucket.problems import did_you_mean
+from ..bucket import did_you_mean
 from ..kv import functions as _functions
 from ..worker import agent as _agent
 from ..worker import layout as _layout
 from .records import STATE_FORMAT, PlanError
 
 POLICIES = ("always", "reload", "never")
-ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (deploy/jobspec_deploy.py)
+ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (jobspec/deploy.py)
 HOOK_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
 HOOK_ONLY_GATE = {"checks": [], "timeout_seconds": 0, "attempts": 1, "interval_seconds": 0}
 
@@ -117,7 +117,7 @@ def promoted(st, name):
 def failed_attempt(attempt, record):
     """Whether a worker's latest attempt at a job (the tree shipped and started, history/<job>/incoming) is
     not its promoted version (record): the attempt failed, an older version is still promoted. The one rule
-    of the planner's rollback (deploy/reconcile.py) and of --diff (deploy/service.content_diff)."""
+    of the planner's rollback (deploy/reconcile.py) and of --diff (deploy/view.content_diff)."""
     return (isinstance(attempt, dict) and bool(record)
             and (attempt.get("hash"), attempt.get("version")) != (record.get("hash"), record.get("version")))
 
@@ -225,6 +225,7 @@ class Scope:
             raise PlanError("the catalog has no bucket_id: run the maand.core.build playbook first")
         self.catalog, self.content, self.states = catalog, content, states
         self.bucket_id = catalog["bucket_id"]
+        self.root = _layout.bucket_root(self.bucket_id)  # the bucket's folder on every worker
         self.jobs = {j["name"]: j for j in catalog.get("jobs", [])}
         self.workers = {w["host"]: w for w in catalog.get("workers", [])}
         self.allocs = {(a.get("job"), a.get("worker")): a for a in catalog.get("allocations", [])}

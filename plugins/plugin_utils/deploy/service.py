@@ -10,10 +10,10 @@
   create the run folder (data/.deploy-run/<id>) with its segments.
 * ``step``: fold the previous step of the run (results, health gates, hooks), run the ``pre_deploy`` hooks
   due at this step's wave (deploy/pre_deploy: the jobs rendered again after them), write this step's agent
-  requests; ``agent_payload`` / ``agent_done``: one worker's part of a step (the adapter does the I/O).
-* ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys (under
-  the bucket lock), remove the staged trees, keep the run's deploy record (deploy/record.py), release the
-  deploy lock, report.
+  requests (one worker's part of a step: deploy/agent_step.py).
+* ``finish``: fold the run, drop the cleaned removed rows from the catalog and their jobs' KV keys
+  (catalog/prune.py, under the bucket lock), remove the staged trees, keep the run's deploy record
+  (deploy/record.py), release the deploy lock, report.
 
 The Ansible side (adapter/controller.py) passes in what the deploy needs of the controller as a
 ``Controller``: the workers' connection settings, the operator's screen, the hook budgets; and the
@@ -27,17 +27,18 @@ import dataclasses
 import os
 import shutil
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
-from ..bucket import storage as _storage
-from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db
+from .. import jobspec as _jobspec
+from ..bucket import locks as _locks
+from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db, prune as _prune
 from ..hooks import commands as _commands, points as _points, run as _run
-from ..kv import store as _store
-from . import adopt as _adopt, certs as _certs, jobspec_deploy as _jobspec_deploy, layers as _layers
-from . import lock as _lock, pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
-from . import progress as _progress, record as _record, records as _records
-from . import remote as _remote, rsync as _rsync, run as _deploy_run, stage as _deploy_stage
+from . import adopt as _adopt, certs as _certs
+from . import pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
+from . import callbacks as _callbacks, progress as _progress, record as _record
+from . import rsync as _rsync, run as _deploy_run, stage as _deploy_stage
 from . import view as _view
+from ..errors import MaandError
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
@@ -125,49 +126,81 @@ class Prepared:
 
 # --- the deploy lock ----------------------------------------------------------------------------------
 
-def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0):
+@dataclasses.dataclass
+class Locking:
+    """lock()'s or unlock()'s outcome for the run pid; lock: the lock file (None: no bucket folder, the result
+    is only the refusal)."""
+
+    pid: int
+    lock: str | None
+    msg: str = ""
+    failed: bool = False
+    changed: bool = False
+    taken: bool | None = None  # lock(): whether the run holds the lock (check mode: whether it is free)
+    released: bool | None = None  # unlock()
+    bucket_id: str | None = None  # lock() adopting maand's bucket_id
+    warnings: list = dataclasses.field(default_factory=list)
+
+    def as_result(self):
+        if self.lock is None:
+            return {"failed": True, "msg": self.msg}
+        out = {"changed": self.changed, "pid": self.pid, "lock": self.lock}
+        for name in ("taken", "released", "bucket_id"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out["msg"] = self.msg
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.failed:
+            out["failed"] = True
+        return out
+
+
+def _no_bucket(bucket, pid):
+    return Locking(pid, None, "bucket folder %s does not exist (maand_bucket_dir)" % bucket, failed=True)
+
+
+def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0) -> Locking:
     """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
-    seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id. The task's result:
-    taken, msg, and bucket_id/changed when adopting."""
-    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
+    seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id: taken, msg, and
+    bucket_id/changed when adopting."""
     if not os.path.isdir(bucket):
-        return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
+        return _no_bucket(bucket, pid)
+    out = Locking(pid, _locks.lock_path(bucket))
     try:
-        taken, note = _lock.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
-        result.update(taken=taken, msg=note)
-        if note.startswith("took over"):  # a deploy that was killed or crashed: say so
-            result["warnings"] = ["%s: the previous deploy did not finish; this run redoes what it left "
-                                  "undone" % note]
+        out.taken, out.msg = _locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
+        if out.msg.startswith("took over"):  # a deploy that was killed or crashed: say so
+            out.warnings = ["%s: the previous deploy did not finish; this run redoes what it left undone" % out.msg]
         if adopt_bucket_id:
-            bucket_id, changed = _adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
-            result.update(bucket_id=bucket_id, changed=changed)
-            if changed:
-                result["msg"] += "; data/catalog.json adopts bucket_id %s" % bucket_id
-    except _lock.DeployLocked as exc:
-        result.update(failed=True, msg="deploy refused: %s" % exc)
+            out.bucket_id, out.changed = _adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
+            if out.changed:
+                out.msg += "; data/catalog.json adopts bucket_id %s" % out.bucket_id
+    except _locks.DeployLocked as exc:
+        out.failed, out.msg = True, "deploy refused: %s" % exc
     except (_adopt.AdoptError, _catalog.CatalogError) as exc:
         if not check_mode:
-            _lock.release(bucket, pid)
-        result.update(failed=True, msg="deploy refused: %s" % exc)
+            _locks.release(bucket, pid)
+        out.failed, out.msg = True, "deploy refused: %s" % exc
     except OSError as exc:
-        result.update(failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
-    return result
+        out.failed, out.msg = True, "cannot use the deploy lock in %s/data: %s" % (bucket, exc)
+    return out
 
 
-def unlock(bucket, pid, check_mode=False):
+def unlock(bucket, pid, check_mode=False) -> Locking:
     """Release the deploy lock of the run pid (check mode: untouched)."""
-    result = {"changed": False, "pid": pid, "lock": _lock.lock_path(bucket)}
     if not os.path.isdir(bucket):
-        return {"failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % bucket}
+        return _no_bucket(bucket, pid)
+    out = Locking(pid, _locks.lock_path(bucket))
     if check_mode:
-        result["msg"] = "check mode: lock untouched"
-        return result
+        out.msg = "check mode: lock untouched"
+        return out
     try:
-        released = _lock.release(bucket, pid)
+        out.released = _locks.release(bucket, pid)
     except OSError as exc:
-        return dict(result, failed=True, msg="cannot use the deploy lock in %s/data: %s" % (bucket, exc))
-    result.update(released=released, msg="deploy lock released" if released else "lock not held by this run")
-    return result
+        out.failed, out.msg = True, "cannot use the deploy lock in %s/data: %s" % (bucket, exc)
+        return out
+    out.msg = "deploy lock released" if out.released else "lock not held by this run"
+    return out
 
 
 # --- prepare: catalog -> plan -> run folder -----------------------------------------------------------
@@ -176,12 +209,12 @@ def _with_environments(catalog, content):
     """Expand every job spec's environment against the controller's environment and fold its
     digests into the job's content (a changed value restarts the job); errors name job and variable."""
     errors = []
-    for name, spec in sorted(_jobspec_deploy.specs_of(catalog).items()):
+    for name, spec in sorted(_jobspec.specs_of(catalog).items()):
         if name not in content:
             continue
         try:
-            env = _jobspec_deploy.expand(name, spec, os.environ.get)
-        except _jobspec_deploy.EnvError as exc:
+            env = _jobspec.expand(name, spec, os.environ.get)
+        except _jobspec.EnvError as exc:
             errors.append(str(exc))
             continue
         content[name] = _with_env(content[name], catalog["bucket_id"], name, env)
@@ -192,44 +225,14 @@ def _with_env(entry, bucket_id, name, env):
     """with_env on a job's content and on each of its rendered allocations (their origins kept)."""
     if entry.get("error"):
         return entry
-    out = dict(entry, **_jobspec_deploy.with_env(entry, bucket_id, name, env))
+    out = dict(entry, **_jobspec.with_env(entry, bucket_id, name, env))
     if entry.get("allocations"):
-        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec_deploy.with_env(a, bucket_id, name, env))
+        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec.with_env(a, bucket_id, name, env))
                               for host, a in entry["allocations"].items()}
     return out
 
 
-def content_diff(plan, staging, states):
-    """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
-    does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
-    each (deduplicated); for a rollback, the worker's previous copy is the other side, and for a rollback after a
-    failed attempt, the attempt's tree in the job folder ("live") is the worker's side and the promoted copy the
-    other."""
-    wanted, notes = _pin.diff_requests(plan, staging.is_secret)
-    rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
-    after, blobs, promoted, previous, live = {}, _pin.Blobs(), {}, {}, {}
-    for host, jobs in wanted.items():
-        st = states.get(host) or {}
-        for job, rels in jobs.items():
-            record = (st.get("deployed") or {}).get(job) or {}
-            promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
-            attempt = (st.get("attempts") or {}).get(job)
-            if (job, host) in rollback and _deploy_plan.failed_attempt(attempt, record):
-                live.setdefault(host, {})[job] = {rel: (attempt.get("files") or {}).get(rel) for rel in rels}
-                continue
-            if (job, host) in rollback:
-                old = (st.get("previous") or {}).get(job) or {}
-                previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
-                continue
-            for rel in rels:
-                key = blobs.add(_pin.text_of(staging.shipped_bytes(job, host, rel)))
-                after.setdefault(host, {}).setdefault(job, {})[rel] = key
-    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
-            "blobs": blobs.texts,
-            "promoted": promoted, "previous": previous, "live": live}
-
-
-class _Refused(Exception):
+class _Refused(MaandError):
     """prepare() stops: msg, and the plan when one was computed."""
 
     def __init__(self, msg, plan=None):
@@ -272,8 +275,8 @@ def _refuse_on(errors):
 def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False, pending=()):
     """Every job tree read once, every active allocation's templates rendered and hashed in memory (job specs'
     layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
-    whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec_layers.LayerError, OSError."""
-    with _layers.stacked(bucket, catalog, jobs, check_mode) as stacked:
+    whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec.LayerError, OSError."""
+    with _jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
         return _deploy_stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
                                      [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
 
@@ -282,7 +285,7 @@ def _stage(req, catalog, in_scope, hooked):
     try:
         return render(req.bucket, catalog, in_scope, req.hosts, _deploy_plan.current_versions(req.states),
                       _deploy_plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
-    except (_layers.LayerError, OSError) as exc:
+    except (_jobspec.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
 
 
@@ -331,8 +334,8 @@ def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
         raise _Refused(str(exc), plan.to_json()) from None
     plan = _with_pre_deploy(req, catalog, plan, hooked, staging)
     workers = {w["host"]: w for w in catalog.get("workers", [])}
-    return _jobspec_deploy.attach(plan, _jobspec_deploy.specs_of(catalog), workers,
-                                  _jobspec_deploy.load_history(req.bucket), req.slots)
+    return _deploy_plan.with_job_specs(plan, _jobspec.specs_of(catalog), workers, _jobspec.load_history(req.bucket),
+                                       req.slots)
 
 
 def _new_run(req, plan, staging):
@@ -361,8 +364,8 @@ def _prepare(req, ctl):
                 if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
     # job specs' environments (against the controller's), users, groups and root needs checked before
     # pre_deploy hooks run on any worker
-    _refuse_on(_jobspec_deploy.check_env(catalog, in_scope, os.environ.get)
-               + _jobspec_deploy.check_ids(catalog, req.states, in_scope))
+    _refuse_on(_jobspec.check_env(catalog, in_scope, os.environ.get)
+               + _jobspec.check_ids(catalog, req.states, in_scope))
     hooked = _hooked(catalog, in_scope)
     staging = _stage(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content))
@@ -373,7 +376,8 @@ def _prepare(req, ctl):
     summary = _view.plan_summary(plan)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=typed.plan_hash,
-                   content_diff=content_diff(plan, staging, req.states) if req.diff else {"hosts": []})
+                   content_diff=_view.content_diff(plan, staging, req.states, _deploy_plan.failed_attempt) if req.diff
+                   else {"hosts": []})
     if req.diff:
         out.diff = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
     elif not ctl.watched:  # that callback prints them
@@ -392,8 +396,8 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
     except _Refused as exc:
         if not req.check_mode:
             try:
-                _lock.release(req.bucket, req.run_pid)
-            except OSError:
+                _locks.release(req.bucket, req.run_pid)
+            except OSError:  # the refusal is the message; a lock left behind names a dead run: the next takes it
                 pass
         if exc.plan is not None:
             for line in exc.plan["lines"]:
@@ -403,77 +407,23 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
 
 # --- step: one step of the run ------------------------------------------------------------------------
 
-def sayer(run_dir, ctl):
-    """say(msg, color=None): a line for the operator, on the screen or (watched) in the progress file."""
-    writer = _progress.Writer(run_dir)
-
-    def say(msg, color=None):
-        if ctl.watched:
-            writer.say(msg, color)
-        else:
-            ctl.show(msg, color=color)
-    return say
-
-
-def gate_runner(run_dir, ctl, files=None):
-    """The health gates of the run: probes with progress records, status tails when one fails; files: the
-    run's plan and catalog when the step read them already (deploy/progress.run_files)."""
-    say = sayer(run_dir, ctl)
-
-    def passed(gate):
-        if not ctl.watched:  # the callback shows the pass from the progress record
-            say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
-    return _progress.runner_for_run(run_dir, ctl.connections, ctl.addresses(), passed, ctl.python_of, files)
-
-
 @contextlib.contextmanager
 def callbacks(run_dir, ctl):
-    """(gate runner, after_results, before) of the run: its gates with the bucket's job commands (hooks/points)
-    and the pre_deploy hooks due before a step (wave_hooks), all in one hook session. The run's plan and the
-    catalog are read once for both (a step is one task, in its own process: nothing outlives it to cache)."""
-    files = _progress.run_files(run_dir)
-    probes = gate_runner(run_dir, ctl, files)
-    say = sayer(run_dir, ctl)
-    with contextlib.ExitStack() as stack:  # exits the hook session however the caller leaves
-        gate, after, context = stack.enter_context(_progress.callbacks_for_run(
-            run_dir, ctl.connections, probes, ctl.hook_timeout, ctl.output_tail, lambda msg: say("hook: " + msg),
-            files))
-        yield gate, after, wave_hooks(_deploy_run.bucket_of(run_dir), context, ctl.warn)
+    """The callbacks of one step task (deploy/callbacks.StepCallbacks: its gates with the bucket's job commands,
+    the pre_deploy hooks due before a step, all in one hook session) over the run's RunContext: its plan, state
+    and catalog read once, for the callbacks and for run.advance/finish (cbs.run)."""
+    with _callbacks.StepCallbacks.opened(_deploy_run.RunContext.read(run_dir), ctl, rerender) as cbs:
+        yield cbs
 
 
-def wave_hooks(bucket, context, warn=_quiet):
-    """before(plan, state, step) -> (failure messages, [records.Rerender]) for _deploy_run.advance/finish: the
-    pre_deploy hooks of the waves due before the step, each job rendered again after its hooks and its changed
-    files staged (deploy/pre_deploy); deploy/run.before_step puts the changes in the run's plan."""
-    def before(plan, state, step):
-        if not _pre_deploy.due(plan, state, step):
-            return [], []
-        info = _records.PreDeploy.from_json(plan[_pre_deploy.KEY])
-        catalog = _catalog.read_catalog(bucket) or {}
-        stagings = {}
-
-        def run_hooks(job):
-            problems = _points.pre_deploy(context(), [job]).get(job, [])
-            order = _points.rollout_orders(bucket, [job]).get(job)
-            if not problems and order != info.rollout_orders.get(job):
-                warn("job %s: the rollout_order its pre_deploy hooks wrote (%s) applies from the next deploy; this "
-                     "run's batches were planned before the hooks ran" % (job, order or "the catalog order"))
-            return problems
-
-        def rerender(job):
-            hosts = list(info.rendered[job])
-            versions = {(job, h): v for h, v in info.versions.get(job, {}).items()}
-            try:
-                staging = render(bucket, catalog, [job], hosts, versions, info.update_seq)
-            except (_layers.LayerError, OSError) as exc:
-                return {}, [str(exc)]
-            stagings[job] = staging
-            errors = list(staging.errors) + _with_environments(catalog, staging.content)
-            return (staging.content.get(job) or {}).get("allocations") or {}, errors
-
-        messages, changes = _pre_deploy.run_due(plan, state, step, run_hooks, rerender)
-        return messages, [dataclasses.replace(c, src=stagings[c.job].stage(bucket, c.job, c.host)) for c in changes]
-    return before
+def rerender(bucket, catalog, job, hosts, versions, update_seq):
+    """A job rendered again after its pre_deploy hooks (deploy/pre_deploy, deploy/callbacks.StepCallbacks.before):
+    (its staging, errors), the staging None when it cannot be rendered."""
+    try:
+        staging = render(bucket, catalog, [job], hosts, versions, update_seq)
+    except (_jobspec.LayerError, OSError) as exc:
+        return None, [str(exc)]
+    return staging, list(staging.errors) + _with_environments(catalog, staging.content)
 
 
 @dataclasses.dataclass
@@ -498,76 +448,14 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     ctl = ctl or Controller()
     try:
         key = _deploy_run.step_key(step_value)
-        with callbacks(run_dir, ctl) as (gate, after, before):
-            hosts, failures = _deploy_run.advance(run_dir, key, gate, after, before)
+        with callbacks(run_dir, ctl) as cbs:
+            hosts, failures = _deploy_run.advance(cbs.run, key, cbs)
     except (_deploy_run.RunError, ValueError, OSError) as exc:
         return Stepped(error="deploy step %s: %s" % (step_value, exc))
     if not ctl.watched:  # the callback prints new_failures from the result
         for msg in failures:
             ctl.show("FAILED: %s" % msg, color="red", stderr=True)
     return Stepped(key, hosts, failures)
-
-
-def agent_ops(ops, outcomes):
-    """The ops with their job spec's environment expanded here, on the controller (the values travel
-    only in the request on the agent's stdin), and the worker's slots. A failed expansion fails its op."""
-    out = []
-    for op in ops:
-        try:
-            out.append(_jobspec_deploy.runtime_op(op, os.environ.get))
-        except _jobspec_deploy.EnvError as exc:
-            outcomes.append({"id": op["id"], "ok": False, "msg": str(exc)})
-    slots = max([int(op.get("slots") or 1) for op in ops] or [1])
-    return out, slots
-
-
-def expanded_ops(ops, outcomes):
-    """The ops with their environments expanded (agent_ops), before anything reaches the worker: an op whose
-    expansion failed leaves the request (its failed outcome in ``outcomes``), so its files are not shipped."""
-    return agent_ops(ops, outcomes)[0]
-
-
-def agent_payload(request, outcomes, timeout, tail):
-    """The agent's stdin for a worker's request of a step (its ops' environments expanded here)."""
-    ops, slots = agent_ops(request["ops"], outcomes)
-    return _remote.step_request(request["bucket_id"], ops, request["promote"], timeout=timeout, tail=tail,
-                                       slots=slots)
-
-
-def record_history(bucket, request, answer):
-    """Measured make targets -> data/job_history.json (estimates of the next deploys)."""
-    if not answer:
-        return
-    ops = {op["id"]: op for op in request.get("ops") or []}
-    runs = []
-    for outcome in answer.get("ops") or []:
-        op = ops.get(outcome.get("id"))
-        if op and op.get("target") and isinstance(outcome.get("seconds"), (int, float)):
-            runs.append((op["job"], op["target"], outcome["seconds"], not outcome.get("ok"), op.get("host")))
-    try:
-        _jobspec_deploy.record_history(bucket, runs)
-    except OSError:
-        pass  # estimates only: a read-only data/ must not fail the deploy
-
-
-def agent_done(run_dir, bucket, key, host, request, answer, reason):
-    """A worker's answer (or why there is none) into the run folder, its timings into the job history."""
-    _deploy_run.write_result(run_dir, key, host, answer, reason)
-    record_history(bucket, request, answer)
-
-
-def allocation_env(bucket, job, host, version):
-    """(env, error): an allocation's environment as the deploy gives it (ALLOCATION_*, JOB, versions, ports),
-    for maand.core.job's make targets; without a bucket only the versions."""
-    if not bucket:
-        return {"CURRENT_VERSION": version, "NEW_VERSION": version}, None
-    try:
-        catalog = _catalog.read_catalog(bucket)
-    except _catalog.CatalogError as exc:
-        return None, "%s: %s" % (bucket, exc)
-    if catalog is None:
-        return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
-    return _deploy_plan.catalog_allocation_env(catalog, job, host, version, version), None
 
 
 # --- finish: fold the run, prune the catalog, unlock ---------------------------------------------------
@@ -616,8 +504,8 @@ def run_outcome(run_dir, plan, ctl):
     if not run_dir:
         return plan, [f["msg"] for f in plan.get("failures") or []], [], _view.verdict(plan, [], {})
     try:
-        with callbacks(run_dir, ctl) as (gate, after, before):
-            plan, state, report = _deploy_run.finish(run_dir, gate, after, before)
+        with callbacks(run_dir, ctl) as cbs:
+            plan, state, report = _deploy_run.finish(cbs.run, cbs)
     except (_deploy_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
@@ -629,44 +517,21 @@ def run_outcome(run_dir, plan, ctl):
     return plan, list(report.problems), list(report.done), rows
 
 
-def prune(bucket, plan, done, problems, show=_quiet):
-    """Drop from the catalog the removed rows whose cleanup succeeded (and those with nothing to clean):
-    (changed, pruned 'job@worker's). Under the bucket lock."""
+def _drop_cleaned(bucket, plan, done, problems, show):
+    """Drop from the catalog the removed rows whose cleanup succeeded (and those with nothing to clean), and
+    the KV keys of the jobs that left with them (catalog/prune.py, under the bucket lock): (changed, pruned
+    'job@worker's)."""
     cleaned = list(plan.get("prune") or [])
     cleaned += [{"job": d["job"], "worker": d["host"]} for d in done if d.get("kind") == "remove"]
     purged = {d["host"] for d in done if d.get("kind") == "purge"}
     dead = set(plan.get("dead_workers") or [])
     if not (cleaned or dead or purged) or not plan.get("bucket_id"):
         return False, []
-    changed, pruned = False, []
-    try:
-        with _storage.bucket_lock(bucket, wait=True):
-            catalog = _catalog.read_catalog(bucket)
-            if catalog is None or catalog.get("bucket_id") != plan["bucket_id"]:
-                return False, []
-            new = _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead)
-            if new != catalog:
-                _catalog.write_catalog(bucket, new)
-                gone = {(a["job"], a["worker"]) for a in catalog["allocations"]} - {
-                    (a["job"], a["worker"]) for a in new["allocations"]}
-                changed, pruned = True, sorted("%s@%s" % g for g in gone)
-                show("catalog: dropped %d cleaned removed allocation(s): %s" % (len(gone), ", ".join(pruned)),
-                     color="yellow")
-                drop_job_kv(bucket, catalog, new, show)
-    except (OSError, _catalog.CatalogError, _store.KVStoreError) as exc:
-        problems.append("could not update data/catalog.json or data/kv.json: %s" % exc)
-    return changed, pruned
-
-
-def drop_job_kv(bucket, old, new, show=_quiet):
-    """Jobs that left the catalog: tombstone their vars/job and secrets/job (held: bucket lock)."""
-    gone = sorted({j["name"] for j in old.get("jobs", [])} - {j["name"] for j in new.get("jobs", [])})
-    if gone and _store.KVStore.exists(bucket):
-        store = _store.KVStore.load(bucket)
-        changes = store.drop_jobs(gone)
-        store.save()
-        if changes:
-            show("KV: %d key(s) of removed job(s) %s deleted" % (len(changes), ", ".join(gone)), color="yellow")
+    out = _prune.prune(bucket, plan["bucket_id"],
+                       lambda catalog: _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
+    if out.problem:
+        problems.append(out.problem)
+    return out.changed, out.pruned
 
 
 def _summary(plan):
@@ -681,7 +546,7 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
     (the deploy record), release the lock."""
     changed, pruned = False, []
     if not req.check_mode and done is not None:
-        changed, pruned = prune(req.bucket, plan, done, problems, ctl.show)
+        changed, pruned = _drop_cleaned(req.bucket, plan, done, problems, ctl.show)
         # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
         try:
             _deploy_stage.remove_tree(_deploy_stage.stage_root(req.bucket))
@@ -692,7 +557,7 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
         before_release()
     if req.release and not req.check_mode:
         try:
-            _lock.release(req.bucket, req.run_pid)
+            _locks.release(req.bucket, req.run_pid)
         except OSError as exc:
             problems.append("could not release the deploy lock: %s" % exc)
     return changed, pruned
@@ -739,10 +604,3 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
             if line:
                 ctl.show(line)
     return out
-
-
-def connections_of(conns: Mapping[str, Mapping[str, Any]]) -> Callable[..., dict]:
-    """connections(hosts=None) over a fixed {host: connection settings} (tests, tools)."""
-    def connections(hosts: Iterable[str] | None = None) -> dict:
-        return dict(conns) if hosts is None else {h: conns[h] for h in hosts if h in conns}
-    return connections

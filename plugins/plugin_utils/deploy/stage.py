@@ -8,8 +8,8 @@ the allocation's KV view (deploy/templates.go transpile) and rsyncs the result; 
 of the staged tree decides restarts (deploy/hashes.go). The same here, in three pure steps:
 
 * ``read_job(name, root)`` reads a job folder once: the files shipped as they are (with their
-  content digests, ``_deploy_files``), the templates (``*.tpl``: Go text/template through
-  ``_kv``; ``*.j2``: Jinja2, same context), and maand's excludes, which never reach a worker:
+  content digests, ``bucket/content.py``), the templates (``*.tpl``: Go text/template through
+  ``kv/functions.py``; ``*.j2``: Jinja2, same context), and maand's excludes, which never reach a worker:
   template sources, ``vars.toml`` (build merged it into the KV), ``_modules/`` (job commands run
   by the controller) and ``_prometheus/``; ``data/ logs/ bin/`` belong to the worker.
 * ``render(source, context, overlays)`` renders every template for one allocation in memory and
@@ -47,8 +47,10 @@ from typing import Any, Callable, Iterable
 from ..worker import layout as _layout
 from ..bucket import content as _content, storage as _storage
 from ..catalog import kv_build as _kv_build
-from ..kv import gotemplate as _gotemplate, functions as _functions, prometheus as _prometheus, secrets as _secrets
-from . import prometheus as _deploy_prometheus
+from .. import gotemplate as _gotemplate
+from .. import prometheus as _prometheus
+from ..kv import functions as _functions, secrets as _secrets
+from ..errors import MaandError
 
 GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
@@ -60,14 +62,14 @@ STAGE_DIR = ".deploy-stage"
 _READ_LIMIT = 256 * 1024  # --diff reads at most this much of a shipped file (larger ones are named only)
 
 
-class RenderError(Exception):
+class RenderError(MaandError):
     """One allocation cannot be rendered: the fields name where and why; str() is the whole story."""
 
     def __init__(self, job: str, host: str, file: str, cause: str, fix: str,
                  line: int | None = None, column: int | None = None) -> None:
         self.job, self.host, self.file, self.cause, self.fix = job, host, file, cause, fix
         self.line, self.column = line, column
-        super().__init__(self.text())
+        super().__init__(self.text(), file=file, fix=fix)  # MaandError keeps file and fix
 
     def where(self) -> str:
         at = "job %s, file %s" % (self.job, self.file)
@@ -126,7 +128,7 @@ def template_kind(rel: str) -> str | None:
 
 
 def read_job(name: str, root: str) -> JobSource:
-    """Read job folder root (raises _deploy_files.ContentError naming the path)."""
+    """Read job folder root (raises bucket/content.ContentError naming the path)."""
     digests = _content.hash_tree(root)["files"]
     files, templates = {}, []
     for rel, digest in digests.items():
@@ -161,7 +163,7 @@ def _read_template(root: str, rel: str, kind: str) -> Template:
         executable = bool(os.stat(path).st_mode & stat.S_IXUSR)
     except (OSError, UnicodeDecodeError) as exc:
         raise _content.ContentError("cannot read template %s: %s (templates are UTF-8 text files)"
-                                         % (path, getattr(exc, "strerror", None) or exc)) from None
+                                    % (path, getattr(exc, "strerror", None) or exc)) from None
     suffix = GO_SUFFIX if kind == "go" else JINJA_SUFFIX
     return Template(rel, rel[:-len(suffix)], kind, text, executable)
 
@@ -216,7 +218,7 @@ class Context:
     upstream_jobs: tuple[str, ...] = ()
     digest_key: Callable[[], bytes] | None = None  # for secret-bearing outputs (secrets/kv.key)
     funcs: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # scrapeConfigs, ruleFiles of the deploy
-    missing: list | None = None  # not None: a missing KV key reads as "" and is noted here (_kv.KVReader.missing)
+    missing: list | None = None  # not None: a missing KV key reads as "" and is noted here (kv/functions.KVReader.missing)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,7 +316,7 @@ class _Tracker:
 
 def _reader(context: Context) -> _functions.KVReader:
     return _functions.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
-                        missing=context.missing)
+                               missing=context.missing)
 
 
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
@@ -601,7 +603,7 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
     """(KV for rendering, digest key loader): plain namespaces as strings, secrets decrypted lazily.
 
     A bucket built before data/kv.json existed renders from the KV computed from its catalog
-    (_kv.read_kv). Raises _kv.KVError naming the file and the fix."""
+    (catalog/kv_build.read_kv). Raises kv/functions.KVError naming the file and the fix."""
     from ..kv import store as _kv_store
 
     if not _kv_store.KVStore.exists(bucket_dir):
@@ -704,7 +706,7 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
     current_versions: (job, host) -> the version the worker runs (".CurrentVersion"; "0.0.0" if none).
     overlays: providers, each (job, host) -> extra generated files of that allocation (certificates, ...);
     a Prometheus server job's rules/ and consoles/ are always added (prometheus_overlays), and every
-    template may call scrapeConfigs and ruleFiles (kv/prometheus.template_funcs).
+    template may call scrapeConfigs and ruleFiles (prometheus/funcs.py template_funcs).
     kv: (kv, digest key loader) as load_kv returns them (read from bucket_dir when None).
     pending: jobs whose pre_deploy hooks run later, at their wave (deploy/pre_deploy): a KV key they read that
     does not exist yet renders as "" and is listed in Staging.missing instead of failing the render."""
@@ -751,8 +753,8 @@ def _pending_key(digest_key: Callable[[], bytes]) -> Callable[[], bytes]:
 
 def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayFn:
     """maand's Prometheus server staging as overlays: rules/, consoles/runbooks/, consoles/dashboards/ on
-    every allocation of a job that ships prometheus.yml(.tpl) (deploy/prometheus.py); origin "prometheus"."""
-    files_for = _deploy_prometheus.server_files_provider(bucket_dir, catalog)
+    every allocation of a job that ships prometheus.yml(.tpl) (prometheus/consoles.py); origin "prometheus"."""
+    files_for = _prometheus.server_files_provider(bucket_dir, catalog)
 
     def provide(job: str, host: str) -> list[Overlay]:
         try:
@@ -761,7 +763,7 @@ def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayF
             raise RenderError(job, host, exc.file or "rules/", str(exc),
                               "fix the file named (maand's _prometheus/ rules: docs/templates.md, Prometheus)"
                               " and build again") from None
-        return [Overlay(rel, content, origin=_deploy_prometheus.ORIGIN) for rel, content in sorted(files.items())]
+        return [Overlay(rel, content, origin=_prometheus.ORIGIN) for rel, content in sorted(files.items())]
     return provide
 
 

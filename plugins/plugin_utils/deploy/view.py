@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A deploy as an operator reads it (pure, no Ansible imports): the plan in one line, one live line
 per rolling batch, the verdict table and the final line. Used by the deploy_plan and deploy_finish
-actions (their results carry the data) and by the maand.core.deploy stdout callback.
+actions (their results carry the data) and by the maand.core.deploy stdout callback. And --diff:
+``content_diff`` (deploy_plan: what to compare on each worker) and ``host_diff`` (deploy_diff: one worker's
+promoted files read and set against what the deploy ships).
 
     plan: 2 restart, 1 stop, 1 remove, 3 unchanged; gates: api
     api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health (attempt 4/30, 3.1 s)
@@ -14,7 +16,9 @@ actions (their results carry the data) and by the maand.core.deploy stdout callb
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+
+from . import pin as _pin, remote as _remote
 
 # plan actions in the order the plan line names them ("skip" reads "unchanged")
 PLAN_ORDER = ("start", "restart", "reload", "sync", "hold", "stop", "remove", "purge", "unreachable", "skip")
@@ -59,7 +63,7 @@ def plan_summary(plan):
 # --- progress lines -----------------------------------------------------------------------------
 
 def progress_line(record):
-    """One line for a progress record (_deploy_progress), or None for a record that shows nothing."""
+    """One line for a progress record (deploy/progress.py), or None for a record that shows nothing."""
     if record.get("kind") == "say":
         return str(record.get("msg") or "")
     if record.get("kind") != "gate":
@@ -140,7 +144,7 @@ def _result(row, done_ids, failed_ops):
 
 def verdict(plan, done, failed_ops, gate_times=None):
     """[Verdict] for every row of the plan. done: the run state's done list; failed_ops: its
-    {op id: why}; gate_times: {(job, worker): seconds} (_deploy_progress.gate_times)."""
+    {op id: why}; gate_times: {(job, worker): seconds} (deploy/progress.gate_times)."""
     done_ids = {d.get("id") for d in done or []}
     gate_times = gate_times or {}
     out = []
@@ -242,3 +246,103 @@ def workers_line(rows):
         if hosts:
             parts.append("%d %s%s" % (len(hosts), word, "" if word == "ok" else " (%s)" % ", ".join(hosts)))
     return "workers: " + ", ".join(parts)
+
+
+# --- --diff: the content of the changed files ----------------------------------------------------------
+
+def content_diff(plan, staging, states, failed_attempt):
+    """--diff: per worker, the changed files to read there with their recorded digests (a worker's copy that
+    does not match is never shown: a secret-bearing output's digest is an HMAC) and what this deploy ships at
+    each (deduplicated); for a rollback, the worker's previous copy is the other side, and for a rollback after a
+    failed attempt, the attempt's tree in the job folder ("live") is the worker's side and the promoted copy the
+    other. failed_attempt(attempt, record): whether the worker's latest attempt is not its promoted version
+    (the planner's rule)."""
+    wanted, notes = _pin.diff_requests(plan, staging.is_secret)
+    rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
+    after, blobs, promoted, previous, live = {}, _pin.Blobs(), {}, {}, {}
+    for host, jobs in wanted.items():
+        st = states.get(host) or {}
+        for job, rels in jobs.items():
+            record = (st.get("deployed") or {}).get(job) or {}
+            promoted.setdefault(host, {})[job] = {rel: (record.get("files") or {}).get(rel) for rel in rels}
+            attempt = (st.get("attempts") or {}).get(job)
+            if (job, host) in rollback and failed_attempt(attempt, record):
+                live.setdefault(host, {})[job] = {rel: (attempt.get("files") or {}).get(rel) for rel in rels}
+                continue
+            if (job, host) in rollback:
+                old = (st.get("previous") or {}).get(job) or {}
+                previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
+                continue
+            for rel in rels:
+                key = blobs.add(_pin.text_of(staging.shipped_bytes(job, host, rel)))
+                after.setdefault(host, {}).setdefault(job, {})[rel] = key
+    return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
+            "blobs": blobs.texts,
+            "promoted": promoted, "previous": previous, "live": live}
+
+
+@dataclass
+class HostDiff:
+    """host_diff()'s outcome: the diffs of one worker's files, how many were asked, why the worker's side is
+    missing (a warning: a diff never fails the deploy)."""
+
+    diffs: list = field(default_factory=list)
+    files: int = 0
+    warning: str | None = None
+
+    def as_result(self):
+        out = {"changed": bool(self.diffs), "files": self.files}
+        if self.warning:
+            out["warnings"] = [self.warning]
+        if self.diffs:
+            out["diff"] = self.diffs
+        return out
+
+
+def host_diff(spec, host, shell, python, bucket_id):
+    """One worker's --diff from deploy_plan's content_diff (spec): its promoted copies of the changed files read
+    in one round trip (deploy/remote.read_files through shell), each set against what the deploy ships, or,
+    for a rollback, against the worker's previous copy, or (after a failed attempt) the attempt against the
+    promoted copy; then the plan's notes on it."""
+    wanted = (spec.get("wanted") or {}).get(host) or {}
+    previous = (spec.get("previous") or {}).get(host) or {}  # rollbacks: job -> {rel: recorded digest}
+    live = (spec.get("live") or {}).get(host) or {}  # rollbacks after a failed attempt: the same
+    data, err = {}, None
+    if wanted:
+        try:
+            request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted},
+                       "live": {job: wanted[job] for job in live if job in wanted}}
+            data, err = _remote.read_files(shell, python, bucket_id, request)
+        # a diff must never fail the deploy
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            err = "%s: %s" % (type(exc).__name__, str(exc).strip()[-300:])
+    data = data or {}
+    warning = "--diff: cannot read the promoted files of %s: %s" % (host, err) if err else None
+    diffs = _diffs(spec, host, wanted, data.get("files") or {}, data.get("previous") or {}, data.get("live") or {})
+    diffs.extend({"prepared": "%s\n" % n} for n in (spec.get("notes") or {}).get(host) or [])
+    return HostDiff(diffs, sum(len(v) for v in wanted.values()), warning)
+
+
+def _diffs(spec, host, wanted, before, older, tried):
+    """The prepared diffs of a worker's wanted files, given what it holds: before (promoted), older (previous
+    promoted copy) and tried (the failed attempt's tree)."""
+    previous = (spec.get("previous") or {}).get(host) or {}
+    live = (spec.get("live") or {}).get(host) or {}
+    after = (spec.get("after") or {}).get(host) or {}
+    promoted = (spec.get("promoted") or {}).get(host) or {}
+    blobs = spec.get("blobs") or {}
+    diffs = []
+    for job in sorted(wanted):
+        for rel in wanted[job]:
+            old = _pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
+            if job in live:  # the failed attempt on the worker -> its promoted copy
+                failed = _pin.checked_before((tried.get(job) or {}).get(rel), live[job].get(rel))
+                diffs.append({"prepared": _pin.render_diff(job, host, rel, failed, old, after_label="promoted")})
+                continue
+            if job in previous:
+                new = _pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
+                diffs.append({"prepared": _pin.render_diff(job, host, rel, old, new, after_label="previous")})
+                continue
+            new = blobs.get((after.get(job) or {}).get(rel)) or {"missing": True}
+            diffs.append({"prepared": _pin.render_diff(job, host, rel, old, new)})
+    return diffs

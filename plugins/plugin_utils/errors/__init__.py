@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one error family of the core (rank -1: every stage may import it). PRIVATE to the collection.
+"""Errors: the one error family of the core (MaandError with kind, file, field and fix). PRIVATE to the collection.
+
+Every stage may import it (rank -1).
 
 Every error the core raises derives from ``MaandError``, which carries what an operator needs to act:
 ``kind`` (a short word: ``input``, ``state``, ``worker``, ``refused``...), the ``file`` and ``field`` the

@@ -29,6 +29,8 @@ import os
 import shutil
 from typing import Any, Callable, Iterable, Mapping
 
+from ..errors import MaandError
+
 EVENTS = ("post_build", "pre_deploy", "post_deploy", "job_control", "health_check", "cli",
           "after_allocation_started", "after_allocation_stopped")
 SCRIPT_SUFFIXES = ((".py", "python"), (".ts", "bun"), (".js", "bun"))
@@ -46,7 +48,7 @@ HELPER_PY = os.path.join(_PLUGIN_UTILS, "worker", "maand_helper.py")
 HELPER_TS = os.path.join(os.path.dirname(os.path.dirname(_PLUGIN_UTILS)), "files", "hooks", "maand.ts")
 
 
-class HookError(Exception):
+class HookError(MaandError):
     """A job command cannot run (no script, no runtime, not registered); the message names job,
     command, event and a fix."""
 

@@ -11,7 +11,7 @@ build/, jobcommand/execute.go). No Ansible imports.
   post_deploy, before the wave's first step): ``pre_deploy`` of each job of the wave in scope, one
   allocation at a time, the job rendered again after it; a failing job is left out of this deploy
   with the later waves, and the deploy fails.
-* deploy, per rolling batch (the batch's health gate, _deploy_plan adds one for every job with
+* deploy, per rolling batch (the batch's health gate, deploy/plan.py adds one for every job with
   hooks): ``job_control`` instead of the Makefile lifecycle (the job's whole rollout is one
   batch, its ops only sync files; NEW_/UPDATED_ALLOCATIONS), else ``after_allocation_started``
   with the batch variables; then the manifest probes, then the ``health_check`` command on the
@@ -36,12 +36,13 @@ from . import run as _run, commands as _commands
 from ..bucket import storage as _storage
 from ..catalog import catalog as _catalog
 from .runtime_api import RuntimeAPI
+from ..errors import MaandError
 
 JOB_COMMAND_FAILED = "ErrJobCommandFailed"  # maand bucket/errors.go: a job command that failed
 GATE_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
 
 
-class HookFailed(Exception):
+class HookFailed(MaandError):
     """A hook run that failed (the message names job, command, event, worker and output tail)."""
 
 
@@ -63,7 +64,7 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
             if api.notice:
                 log(api.notice)
             yield _run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
-                                    current_versions or {}, log)
+                               current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -156,10 +157,10 @@ def run_gate_hooks(ctx: _run.Context, gate: Mapping[str, Any], probes: Callable[
         problems = _run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
     else:
         env = _commands.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
-                               info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
+                                  info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
         targets = _commands.targets(ctx.catalog, job, workers=hosts)
         problems = _run.run_event(ctx, job, "after_allocation_started", targets, env,
-                                       concurrency=max(1, len(targets))).failures()
+                                  concurrency=max(1, len(targets))).failures()
     if problems or info.get("health") is False:  # a start batch before the last: maand checks health after all
         return problems
     if gate.get("checks"):
@@ -184,7 +185,7 @@ def after_stops(ctx: _run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[
         targets = _commands.targets(ctx.catalog, op["job"], workers=[op["host"]])
         if not targets:  # a removed allocation: no longer in the catalog's live rows
             targets = [_commands.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
-                                     0, True)]
+                                        0, True)]
         for msg in _run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
             out.append((op["job"], msg))
     return out
@@ -195,41 +196,11 @@ def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     return {(r["job"], r["worker"]): str(r.get("from_version") or "") for r in plan.get("rows") or [] if r.get("job")}
 
 
-@contextlib.contextmanager
-def deploy_callbacks(bucket_dir: str, catalog: Mapping[str, Any] | None, plan: Mapping[str, Any],
-                     hosts: Callable[[], Mapping[str, Mapping[str, Any]]], probes: Callable[[Mapping[str, Any]], list[str]],
-                     timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
-                     log: Callable[[str], None] = lambda msg: None
-                     ) -> Iterator[tuple[Callable, Callable | None, Callable[[], _run.Context]]]:
-    """(gate runner, after_results, context) for _deploy_run.advance/finish: the plain probes when the
-    bucket has no gate hooks, else probes wrapped in the hooks; context() is the run's one hook session
-    (the runtime API started lazily, on first use, and shared: it holds 127.0.0.1:8080), which the
-    deploy's pre_deploy hooks use too. hosts() -> every worker's connection settings, asked only when the
-    session starts (building them reads every host's vars: a step without hooks must not pay that)."""
-    holder: dict[str, Any] = {}
-    with contextlib.ExitStack() as stack:
-        def context() -> _run.Context:
-            if "ctx" not in holder:
-                holder["ctx"] = stack.enter_context(session(bucket_dir, catalog or {}, hosts(), timeout, tail,
-                                                            plan_versions(plan), log))
-            return holder["ctx"]
-
-        if not catalog or not any_job_has(catalog, GATE_EVENTS + ("after_allocation_stopped",)):
-            yield probes, None, context
-            return
-
-        def gate(g: Mapping[str, Any]) -> list[str]:
-            if not gate_hooks(catalog, g["job"]):
-                return probes(g)
-            return run_gate_hooks(context(), g, probes)
-
-        def after(step: Mapping[str, Any] | None, ok_ops: list) -> list[tuple[str, str]]:
-            if step is None or step.get("wave") is not None:
-                return []
-            stops = [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
-                     and _commands.has_event(catalog, o["job"], "after_allocation_stopped")]
-            return after_stops(context(), stops) if stops else []
-        yield gate, after, context
+def hooked_stops(catalog: Mapping[str, Any], ok_ops: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The stops among the reconcile step's ok ops whose job registers after_allocation_stopped (after_stops
+    runs their hooks; none: no hook session is needed)."""
+    return [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
+            and _commands.has_event(catalog, o["job"], "after_allocation_stopped")]
 
 
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:

@@ -6,11 +6,11 @@ docs/reference/job-command-api.md), served with the standard library's http.serv
 
 Routes, bodies, status codes and messages are maand's: GET/PUT/DELETE ``/kv``, PUT/DELETE
 ``/kv/secret``, GET ``/kv/keys``, GET ``/demands``, POST ``/semaphore/acquire|release``, GET
-``/semaphore/status``. Reads follow maand's namespace rules (_kv.allowed_namespaces with the
+``/semaphore/status``. Reads follow maand's namespace rules (kv/functions.allowed_namespaces with the
 job's demanded upstream jobs); writes go to ``vars/job/<job>`` and ``secrets/job/<job>`` of the
 hook's own job (and ``maand/job/<job>`` ``rollout_order`` on pre_deploy and cli); no writes
 during health_check. Every write is saved at once to data/kv.json under the bucket lock
-(_kv_store.KVStore.edit), so a later hook and the deploy's templates see it.
+(kv/store.KVStore.edit), so a later hook and the deploy's templates see it.
 
 It listens where maand does, 127.0.0.1:8080 (jobcommand/runtime_api.go RuntimeAPIListenAddr), so
 a hook that calls the API itself (raw HTTP, or maand's own maand.py copied into a bucket) runs
@@ -50,6 +50,7 @@ from typing import Any, Mapping
 
 from . import peers as _peers
 from ..kv import functions as _functions, store as _store
+from ..errors import MaandError
 
 HEADER_ALLOC = "X-ALLOCATION-ID"
 HEADER_EVENT = "EVENT"
@@ -82,7 +83,7 @@ class Invocation:
     pid: int = 0  # the hook's process (set once started): its tree may call without the token
 
 
-class ApiReply(Exception):
+class ApiReply(MaandError):
     """An HTTP answer: status and maand's message (http.Error writes message + newline)."""
 
     def __init__(self, status: int, message: str):

@@ -28,15 +28,16 @@ import uuid
 from typing import Any, Callable, Iterable, Mapping
 
 from ..worker import layout as _layout
-from . import gotemplate
+from .. import gotemplate
 from ..bucket import readers as _readers
+from ..errors import MaandError
 
 KV = Mapping[str, Mapping[str, str]]
 
 BUCKET_NS = "maand/bucket"
 BUCKET_VARS_NS = "vars/bucket"
 WORKERS_NS = "maand/worker"
-PROMETHEUS_NS = "maand/prometheus"  # build's scrape catalog (_prometheus); every job may read it
+PROMETHEUS_NS = "maand/prometheus"  # build's scrape catalog (prometheus/scrape_catalog.py); every job may read it
 
 
 def worker_ns(ip: str) -> str:
@@ -91,7 +92,7 @@ def allowed_namespaces(job: str, worker_ip: str, upstream_jobs: Iterable[str] = 
     return allowed
 
 
-class KVError(Exception):
+class KVError(MaandError):
     """A read the rules refuse or a key that is not there; the message names namespace and key."""
 
 

@@ -23,6 +23,7 @@ import binascii
 import os
 
 from ..bucket import storage as _storage
+from ..errors import MaandError
 
 try:
     from cryptography.exceptions import InvalidTag
@@ -32,7 +33,7 @@ except ImportError as _exc:  # the controller lacks it (ansible-test's import ch
     AESGCM = None
     CRYPTOGRAPHY_ERROR = _exc
 
-    class InvalidTag(Exception):
+    class InvalidTag(MaandError):
         """Stands in for cryptography's exception when the package is missing."""
 
 SECRETS_DIR = "secrets"
@@ -49,7 +50,7 @@ KEY_FILE_ENV = "MAAND_KV_KEY_FILE"
 KEY_ENV = "MAAND_KV_KEY"
 
 
-class SecretError(Exception):
+class SecretError(MaandError):
     """A missing or corrupt key, or a value that does not decrypt; the message names file and fix."""
 
 

@@ -25,7 +25,7 @@ deploy and gc purge them (``drop_jobs``).
 The document is the ``kv`` document of the bucket's state store (``_storage.store``): by default
 the file, replaced atomically (temp file + os.replace); with a PostgreSQL store a row, whose save
 is refused when another controller wrote it since this store was loaded. The key (secrets/kv.key)
-never enters the store. Writers hold the bucket lock (``_storage.bucket_lock``, which build already
+never enters the store. Writers hold the bucket lock (``_locks.bucket_lock``, which build already
 takes) around load..save. No Ansible imports.
 """
 
@@ -38,8 +38,9 @@ import os
 import time
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..bucket import storage as _storage
+from ..bucket import locks as _locks, storage as _storage
 from . import secrets as _secrets
+from ..errors import MaandError
 
 KV_REL = os.path.join("data", "kv.json")
 FORMAT = 2
@@ -51,10 +52,10 @@ USER_PREFIXES = ("vars/job/", "secrets/job/")
 ROLLOUT_ORDER_KEY = "rollout_order"
 
 
-class KVStoreError(Exception):
+class KVStoreError(MaandError):
     """data/kv.json or a write to it is refused; the message names the file or namespace and a fix.
 
-    (_kv.read_kv turns it into _kv.KVError: _kv imports this module, not the other way.)"""
+    (catalog/kv_build.read_kv turns it into kv/functions.KVError.)"""
 
 
 def is_secret_ns(namespace: str) -> bool:
@@ -186,7 +187,7 @@ class KVStore:
     def edit(cls, bucket_dir: str, wait: bool = True) -> Iterator["KVStore"]:
         """Load, let the caller change, save: all under the bucket lock (for hooks and gc; build
         already holds the lock and calls load/save itself). Nothing is saved if the block raises."""
-        with _storage.bucket_lock(bucket_dir, wait=wait):
+        with _locks.bucket_lock(bucket_dir, wait=wait):
             store = cls.load(bucket_dir)
             yield store
             store.save()
@@ -273,7 +274,7 @@ class KVStore:
 
     def apply_build(self, computed: Mapping[str, Mapping[str, str]],
                     catalog_jobs: Iterable[str] | None = None) -> list[Change]:
-        """Take build's computed KV (_kv.compute_kv without previous): build-owned namespaces are
+        """Take build's computed KV (kv/functions.compute_kv without previous): build-owned namespaces are
         replaced (keys not computed any more become tombstones, whole namespaces included);
         user-owned ones get the computed keys (vars.toml) merged over what they hold.
 
@@ -417,7 +418,7 @@ def _parse(doc: Any) -> dict[str, dict[str, Entry]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("namespaces"), dict):
         raise ValueError("no namespaces object")
     spaces = doc["namespaces"]
-    if doc.get("format") == 1:  # plain {ns: {key: value}}, as _kv wrote before history existed
+    if doc.get("format") == 1:  # plain {ns: {key: value}}, as build wrote it before history existed
         return {str(ns): {str(k): Entry(str(v)) for k, v in keys.items()} for ns, keys in spaces.items()}
     if doc.get("format") != FORMAT:
         raise ValueError("format %r" % doc.get("format"))

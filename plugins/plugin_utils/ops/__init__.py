@@ -1,10 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Day-2 verbs over a built bucket (stage 6).
+"""Ops: the day-2 verbs over a built bucket.
+
+PRIVATE to the collection: it can change at any time. Do not import it from other collections or roles.
 
 status.py, cat.py, gc.py, health_check.py, run_command.py, facts.py, scaffold.py (job_create),
+job_target.py (maand.core.job's make target: the deploy_job action),
 extra_vars.py, state_move.py (maand.core.state: a bucket's state between data/ and PostgreSQL).
 
 Each verb's module is its door (ops/<verb>.py); the actions call nothing else of ops/.
 """
+
+from __future__ import annotations
+
+from ..doors import lazy
+
+# The door: the verb modules (ops.<verb>.<name>), imported when first used (None: the module itself).
+_DOOR = {"cat": None, "cert_metrics": None, "extra_vars": None, "facts": None, "gc": None,
+         "health_check": None, "info": None, "job_target": None, "logs": None, "run_command": None,
+         "scaffold": None, "state_move": None, "status": None, "worker_sync": None}
+__all__ = sorted(_DOOR)
+
+__getattr__, __dir__ = lazy(__name__, _DOOR)

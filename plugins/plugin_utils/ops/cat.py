@@ -19,12 +19,14 @@ import json
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
+from .. import prometheus as _prometheus
 from ..catalog import catalog as _catalog
 from ..deploy import record as _record, run as _run
 from ..catalog import kv_build as _kv_build
 from ..kv import functions as _functions, store as _store
 from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
+from ..errors import MaandError
 
 VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs", "job_commands", "prometheus")
 ACTIVE_VIEWS = ("deployments", "allocations")  # the views maand_active narrows
@@ -33,7 +35,7 @@ MASK = _store.MASK
 MAX_VALUE = 80
 
 
-class CatError(Exception):
+class CatError(MaandError):
     """A view or filter that cannot be shown; the message says why and what to do."""
 
 
@@ -326,7 +328,7 @@ def _job_commands_table(bucket_dir: str, catalog: Mapping[str, Any], request: Re
 # --- certs (maand cat certs: cat/certs.go, certs/catalog.go) -------------------------------------
 
 def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
-    from ..catalog import certs as _certs
+    from .. import certs as _certs
     from ..bucket import model as _model  # late: cryptography only for this view
 
     report = _model.Report()  # maand.conf problems are the build's to report; only the buffer is read here
@@ -498,23 +500,21 @@ class _Text(Table):
 
 
 def _prometheus_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
-    from ..kv import prometheus as _prometheus  # late: only this view reads _prometheus/
-
     if request.file and request.scrape:
         raise CatError("give either file (-e maand_file=PATH, one job's file) or scrape (-e maand_scrape=true)")
     try:
         if request.scrape:
-            return _prometheus_scrape(bucket_dir, catalog, request, _prometheus)
+            return _prometheus_scrape(bucket_dir, catalog, request)
         if request.file:
-            return _prometheus_file(bucket_dir, catalog, request, _prometheus)
-        return _prometheus_summary(bucket_dir, catalog, request, _prometheus)
+            return _prometheus_file(bucket_dir, catalog, request)
+        return _prometheus_summary(bucket_dir, catalog, request)
     except (_prometheus.PrometheusError, _functions.KVError) as exc:
         raise CatError(str(exc)) from None
 
 
-def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     table = Table("Prometheus of %s" % bucket_dir, ("JOB", "SCRAPE", "ALERTS", "RUNBOOKS", "DASHBOARDS"))
-    for folder in prom.collect(bucket_dir, catalog):
+    for folder in _prometheus.collect(bucket_dir, catalog):
         if request.jobs and folder.job not in request.jobs:
             continue
         runbooks = [r for r in _files_under(folder.root, "runbooks") if r.endswith(".md")]
@@ -528,7 +528,7 @@ def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Re
         raise CatError("no job%s ships a _prometheus/ folder with scrape.yaml, alerts/, runbooks/ or dashboards/"
                        " (workspace/jobs/<job>/_prometheus/, docs/templates.md)"
                        % (" of %s" % ", ".join(request.jobs) if request.jobs else ""))
-    servers = prom.server_jobs(bucket_dir, catalog)
+    servers = _prometheus.server_jobs(bucket_dir, catalog)
     table.notes.append("Prometheus server job: %s" % ", ".join(servers) if servers else
                        "no job ships prometheus.yml(.tpl): build does not check _prometheus/ and deploy ships"
                        " none of it, as maand")
@@ -556,12 +556,12 @@ def prometheus_rel_path(path: str) -> str:
     return "scrape.yaml.tpl" if path in ("scrape.yaml.tpl", "scrape.tpl") else path
 
 
-def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     if len(request.jobs) != 1:
         raise CatError("file %s: name its job, exactly one (-e maand_jobs=JOB)" % request.file)
     job = next(j for j in catalog.get("jobs", []) if j["name"] == request.jobs[0])
     rel = prometheus_rel_path(request.file)
-    folder = "%s/%s" % (job.get("path") or "workspace/jobs/%s" % job["name"], prom.FOLDER)
+    folder = "%s/%s" % (job.get("path") or "workspace/jobs/%s" % job["name"], _prometheus.FOLDER)
     root = os.path.realpath(os.path.join(bucket_dir, folder))
     target = os.path.realpath(os.path.join(root, rel))
     if not target.startswith(root + os.sep):
@@ -569,16 +569,16 @@ def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Reque
     if not os.path.isfile(target):
         raise CatError("%s/%s not found (the files: %s)" % (folder, rel, ", ".join(_files_under(root, "")) or "none"))
     with open(target, "rb") as handle:
-        text = handle.read(prom.MAX_FILE_BYTES).decode("utf-8", "replace")
+        text = handle.read(_prometheus.MAX_FILE_BYTES).decode("utf-8", "replace")
     table = _Text("%s/%s" % (folder, rel), ("LINE",))
     table.rows = [(line,) for line in text.rstrip("\n").split("\n")]
     return table
 
 
-def _prometheus_scrape(bucket_dir: str, catalog: Mapping[str, Any], request: Request, prom: Any) -> Table:
+def _prometheus_scrape(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     if request.workers:
         raise CatError("the scrape configs cover every active allocation: the workers filter does not apply")
-    text = prom.render_scrape_configs(bucket_dir, catalog, _kv_build.read_kv(bucket_dir), request.jobs)
+    text = _prometheus.render_scrape_configs(bucket_dir, catalog, _kv_build.read_kv(bucket_dir), request.jobs)
     if not text.strip():
         raise CatError("no expanded scrape configs%s: no job with _prometheus/scrape.yaml has an active"
                        " allocation, or the bucket has no Prometheus server job (build first)"

@@ -6,8 +6,8 @@
   inventory_entries(bucket, labels, hosts)   what play 1 needs: connection vars and the targets
   update_workers_file(bucket, results, ...)  merge probed facts into workers.json, all or nothing
 
-maand.conf and workspace/workers.json are read by the model's own readers (_model.load_maand_conf,
-_model.load_workers), so facts accepts and refuses exactly what build and the inventory do, with the
+maand.conf and workspace/workers.json are read by the model's own readers (bucket/model.load_maand_conf,
+bucket/model.load_workers), so facts accepts and refuses exactly what build and the inventory do, with the
 same errors. The write patches the file's text in place so the user's formatting survives.
 No Ansible imports.
 """
@@ -20,12 +20,14 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..bucket.storage import atomic_write, bucket_lock
+from ..bucket.locks import bucket_lock
+from ..bucket.storage import atomic_write
 from ..bucket.units import normalize_arch
 from ..bucket.model import MAAND_CONF, WORKERS_FILE, Bucket, load_maand_conf, load_workers
 from ..bucket.naming import group_name
 from ..bucket.problems import Report, did_you_mean
 from ..bucket.units import parse_cpu_mhz, parse_memory_mb
+from ..errors import MaandError
 
 TEMP_PREFIX = ".workers.json."
 TEMP_SUFFIX = ".tmp"
@@ -42,7 +44,7 @@ WRITTEN_FIELDS = (
 REQUIRED_FACTS = ("memory_mb", "cpu_mhz")
 
 
-class WorkersFileError(Exception):
+class WorkersFileError(MaandError):
     """Bad input or a failed write; args[0] says what and how to fix it, args[1] (optional) lists
     the failed hosts."""
 
@@ -457,7 +459,7 @@ def remove_stale_temps(path):
         try:
             os.unlink(tmp)
             removed.append(tmp)
-        except OSError:
+        except OSError:  # gone already or not removable: the write goes on, the next one tries again
             pass
     return removed
 

@@ -10,7 +10,7 @@ history. Here a deploy already drops the catalog rows it cleaned, so the worker 
 listing `/opt/worker/<bucket_id>/jobs/` on each worker (the deploy state read: `trees`, the
 promoted records `deployed` and the unpromoted starts `pending`).
 
-Inputs: the catalog (dict), the KV namespaces ({namespace: {key: _kv_store.Entry}}), one
+Inputs: the catalog (dict), the KV namespaces ({namespace: {key: kv/store.Entry}}), one
 `Listing` per worker that was read, the time and the retention. Output: a `Plan`. The rules:
 
 * a folder `jobs/<job>` on worker W is deleted only when (job, W) has no active or disabled
@@ -49,9 +49,10 @@ import re
 from typing import Any, Iterable, Mapping
 
 from ..worker import layout as _layout
-from ..bucket import storage as _storage
+from ..bucket import locks as _locks
 from ..catalog import catalog as _catalog
 from ..kv import store as _store
+from ..errors import MaandError
 
 KEEP_STATES = ("active", "disabled")
 DAY = 86400.0
@@ -63,7 +64,7 @@ _HOST = re.compile(r"^[^\s,/\\'\"`$;!*?\[\]{}()<>|&]+\Z")  # an address Ansible 
 TREE = ""  # PathDeletion.job of the whole bucket folder of a departed worker
 
 
-class GCError(Exception):
+class GCError(MaandError):
     """Bad input to gc (the message names it and the fix)."""
 
 
@@ -451,7 +452,7 @@ def _plan_namespaces(out: Plan, cat: _Catalog, namespaces: Mapping[str, Mapping[
 
 
 def _plan_history(out: Plan, namespaces: Mapping[str, Mapping[str, Any]], purged: set) -> None:
-    """As _kv_store.KVStore.prune_before(cutoff), listed instead of done."""
+    """As kv/store.KVStore.prune_before(cutoff), listed instead of done."""
     for namespace in sorted(namespaces):
         if namespace in purged:
             continue
@@ -588,7 +589,7 @@ def commit(bucket: str, planned: Plan, states: Mapping[str, Any], deleted: Mappi
     the catalog rows and KV namespaces and prune KV history. Raises GCError when the bucket changed."""
     hosts = list(hosts)
     failed, problems = deletions(deleted, planned)
-    with _storage.bucket_lock(bucket, wait=True):
+    with _locks.bucket_lock(bucket, wait=True):
         catalog, store = _inputs(bucket)
         if catalog.get("bucket_id") != planned.bucket_id:
             raise GCError("data/catalog.json now holds bucket_id %s, not %s: the catalog and KV were left as "

@@ -6,25 +6,27 @@ no Ansible imports.
 
 1. Worker health: a TCP dial to each chosen worker's SSH port.
 2. Job health, for every active allocation of every chosen job on the chosen workers: the job's
-   manifest probes (tcp / http(s) from the controller, ssh on the worker; deploy/gate.probe), then, on
+   manifest probes (tcp / http(s) from the controller, ssh on the worker; health/probes.probe), then, on
    the allocations whose probes passed, its ``health_check`` job commands (maand: "commands run after
    probes pass"). A job with neither is skipped, as maand ("no health_check config or commands").
 
 With ``wait``, what is not healthy yet is tried again, round after round, until healthy or out of
 budget: each job's own ``wait.attempts`` x ``wait.interval_seconds`` (default 30 x 1 s, maand's
 ``--wait``), or ``wait_seconds`` in all when given. The rounds wait in the deploy's own wait loop
-(deploy/waiter.Waiter, as its health gates; only the budgets differ). While it waits, a job's `make status`
-is asked on the workers whose checks still fail, as the deploy's gates ask it (deploy/gate.StatusWatch,
+(health/waiter.Waiter, as its health gates; only the budgets differ). While it waits, a job's `make status`
+is asked on the workers whose checks still fail, as the deploy's gates ask it (health/watch.StatusWatch,
 status_checker; the request as maand.core.status sends it): a job it says is not running on two checks in a
 row stops being waited for on that worker (fail fast), the other jobs and workers waiting on; the failure
-names the job, the worker and the status tail (deploy/progress.failure_notes, collect_tails). maand waits
+names the job, the worker and the status tail (health/tails.failure_notes, collect_tails). maand waits
 its whole budget there. The probes, the clock, the sleep, the status checks and the job commands are passed
-in, so tests run them for real on loopback sockets and local processes.
+in, so tests run them for real on loopback sockets and local processes; ``prober``, ``fail_fast`` and
+``command_runner`` build the real ones for the maand.core.health_check action.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import socket
@@ -32,12 +34,16 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from . import status as _status
-from ..deploy import gate as _gate, progress as _progress, remote as _remote, rsync as _rsync
-from ..deploy.gate import describe
-from ..deploy.waiter import Budget, Pending, Waiter
+from .. import health as _health
+from ..deploy import remote as _remote, rsync as _rsync
+from ..health import (STATUS_TIMEOUT, Budget, Pending, StatusWatch, Waiter, collect_tails, describe, failure_notes,
+                      in_background, not_running, status_checker)
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 from ..catalog import catalog as _catalog
+from ..errors import MaandError
+from ..hooks import points as _points, run as _run
+from ..hooks.commands import targets as _targets
 
 WORKER = "(worker)"
 PORT_TIMEOUT = 5.0
@@ -46,7 +52,7 @@ PORT_INTERVAL = DEFAULT_HEALTH["interval_seconds"]
 PARALLEL = 8  # probes at a time (maand: 4 jobs at a time)
 
 
-class HealthCheckError(Exception):
+class HealthCheckError(MaandError):
     """Bad input (an unknown job, no catalog): nothing was checked."""
 
 
@@ -201,7 +207,7 @@ def _timed(fn: Callable[[], str | None], clock: Callable[[], float]) -> tuple[st
 
 
 class _Item:
-    """One line, how to (re)check it, and its wait budget (deploy/waiter.Budget); stopped: its job is not
+    """One line, how to (re)check it, and its wait budget (health/waiter.Budget); stopped: its job is not
     running on its worker (`make status`), so it is not checked again."""
 
     def __init__(self, line: Line, check: Callable[[], str | None] | None, budget: Budget):
@@ -219,12 +225,12 @@ def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Cal
         log: Callable[[str], None] = lambda msg: None,
         status: Callable[[str, str], tuple[bool | None, str]] | None = None,
         diagnose: Callable[[str, list[str]], dict[str, list[str]]] | None = None,
-        submit: Callable[[Callable[[], None]], None] = _gate.in_background) -> Outcome:
+        submit: Callable[[Callable[[], None]], None] = in_background) -> Outcome:
     """Check the workers' SSH ports and the jobs. workers: {host: (address, ssh port)}; probe(host,
     address, check, timeout) -> None | reason; commands(job, hosts) -> {host: None | reason}.
-    The rounds wait in deploy/waiter.Waiter, on each job's own budget (the ports: the default one).
+    The rounds wait in health/waiter.Waiter, on each job's own budget (the ports: the default one).
     With wait, status(job, host) -> (running, detail) (fail_fast) is asked as a gate asks it
-    (deploy/gate.StatusWatch; submit runs a check, in the background by default); diagnose(job, hosts) ->
+    (health/watch.StatusWatch; submit runs a check, in the background by default); diagnose(job, hosts) ->
     {host: lines} gives the status tails of the workers where a job was found not running."""
     def budget(attempts: int, interval: float, timeout: float) -> Budget:
         b = Budget(attempts, interval, timeout)
@@ -275,14 +281,14 @@ def run(plans: list[JobPlan], workers: Mapping[str, tuple[str, int]], probe: Cal
 
 
 class FailFast:
-    """The jobs' `make status` while the verb waits: one deploy/gate.StatusWatch per job, asked for the
+    """The jobs' `make status` while the verb waits: one health/watch.StatusWatch per job, asked for the
     workers where the job's checks still fail; a worker where it says "not running" twice in a row stops
     that job's checks there (its items turn fatal in the wait's scope (job, worker): the rest waits on)."""
 
     def __init__(self, plans: list[JobPlan], status: Callable[[str, str], tuple[bool | None, str]],
                  clock: Callable[[], float], submit: Callable[[Callable[[], None]], None]):
         self.plans = {p.job: p for p in plans if not p.error}
-        self.watches = {job: _gate.StatusWatch(status, job, clock, submit=submit) for job in self.plans}
+        self.watches = {job: StatusWatch(status, job, clock, submit=submit) for job in self.plans}
         self.stopped: dict[tuple[str, str], str] = {}
         self.when: dict[str, tuple[int, float]] = {}  # job -> (round, elapsed) when a worker was first found dead
 
@@ -304,16 +310,16 @@ class FailFast:
                 item.line.reason = "%s; %s" % (item.line.reason, why) if item.line.reason else why
 
     def notes(self, wait_seconds: float, diagnose: Callable[[str, list[str]], dict[str, list[str]]] | None) -> list[str]:
-        """What the failure says of each job found not running, in the gate's words (deploy/gate.not_running,
-        deploy/progress.failure_notes): each worker, the attempts it stopped at, each worker's status tail."""
+        """What the failure says of each job found not running, in the gate's words (health/watch.not_running,
+        health/tails.failure_notes): each worker, the attempts it stopped at, each worker's status tail."""
         out = []
         for job, (n, elapsed) in sorted(self.when.items()):
             plan = self.plans[job]
             dead = {host: why for (j, host), why in self.stopped.items() if j == job}
-            problems = _gate.not_running(dead)
+            problems = not_running(dead)
             tails = diagnose(job, sorted(dead)) if diagnose is not None else {}
             budget = {"job": job, "attempts": None if wait_seconds > 0 else plan.attempts, "interval_seconds": plan.interval}
-            notes = _progress.failure_notes(budget, elapsed, n, problems, tails, "")
+            notes = failure_notes(budget, elapsed, n, problems, tails, "")
             out += problems + ["job %s: %s" % (job, notes[0])] + notes[1:]
         return out
 
@@ -327,21 +333,56 @@ def status_request(catalog: Mapping[str, Any], job: str, host: str) -> str | Non
     ops = _status.status_ops(catalog, host, allocs[:1], [job], _status.spec_op(records))
     if not ops or not ops[0].get("target"):
         return None
-    return _remote.step_request(catalog.get("bucket_id"), ops[:1], timeout=_gate.STATUS_TIMEOUT, tail=10)
+    return _remote.step_request(catalog.get("bucket_id"), ops[:1], timeout=STATUS_TIMEOUT, tail=10)
 
 
 def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, Mapping[str, Any]],
               python_of: Callable[[str], str]) -> tuple[Callable, Callable]:
-    """(status, diagnose) for run(): the job's `make status` through the worker agent (deploy/gate.status_checker)
-    and, for a worker where it is not running, the status tail a failed gate shows (deploy/progress.collect_tails),
+    """(status, diagnose) for run(): the job's `make status` through the worker agent (health/watch.status_checker)
+    and, for a worker where it is not running, the status tail a failed gate shows (health/tails.collect_tails),
     over the workers' connection settings (conns: {host: settings}) multiplexed as the deploy's gates'."""
-    muxed = _progress.with_mux(dict(conns), _rsync.control_dir(os.path.join(bucket_dir, "health_check")))
-    status = _gate.status_checker(lambda job, host: status_request(catalog, job, host), lambda: muxed, python_of)
+    muxed = _rsync.with_mux(dict(conns), _rsync.control_dir(os.path.join(bucket_dir, "health_check")))
+    status = status_checker(lambda job, host: status_request(catalog, job, host), lambda: muxed, python_of,
+                            agent=_remote)
     root = _remote.worker_root(catalog.get("bucket_id"))
 
     def diagnose(job: str, hosts: list[str]) -> dict[str, list[str]]:
-        return _progress.collect_tails(muxed, root, job, hosts)
+        return collect_tails(muxed, root, job, hosts)
     return status, diagnose
+
+
+def prober(bucket_dir: str, conns: Mapping[str, Mapping[str, Any]]) -> Callable[[str, str, dict, float], str | None]:
+    """probe(host, address, check, timeout) for run(): the deploy's probes (health/probes.probe), https verified
+    against the bucket CA, ssh checks over the workers' connection settings (conns: {host: settings})."""
+    by_address = _health.by_address(conns)
+    trust = _health.Trust.for_bucket(bucket_dir)
+
+    def probe(host: str, address: str, check: dict, timeout: float) -> str | None:
+        del host
+        return _health.probe(address, check, timeout, by_address, trust=trust)
+    return probe
+
+
+def command_runner(stack: contextlib.ExitStack, bucket_dir: str, catalog: Mapping[str, Any],
+                   conns: Mapping[str, Mapping[str, Any]], timeout: int, tail: int,
+                   log: Callable[[str], None] = lambda msg: None) -> Callable[[str, list[str]], dict[str, str | None]]:
+    """commands(job, hosts) -> {host: None | reason} for run(): the job's health_check commands (maand: after the
+    probes), run on the controller with the runtime API (hooks/points.session), started once, when first needed,
+    and closed with ``stack``; log: the hooks' log lines."""
+    holder = {}
+
+    def run_commands(job: str, hosts: list[str]) -> dict[str, str | None]:
+        if "ctx" not in holder:
+            holder["ctx"] = stack.enter_context(_points.session(bucket_dir, catalog, conns, timeout, tail, log=log))
+        targets = [t for t in _targets(catalog, job) if t.worker in hosts]
+        outcome = _run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
+        out = {}
+        for host in hosts:
+            failed = [r for r in outcome.results if r.worker == host and not r.ok]
+            out[host] = ("; ".join(outcome.errors) if outcome.errors else
+                         failed[0].message().replace("\n", " | ") if failed else None)
+        return out
+    return run_commands
 
 
 def _retry(item: _Item, fn: Callable[[], str | None], clock: Callable[[], float]) -> bool:

@@ -21,12 +21,13 @@ from ..bucket import storage as _storage
 from ..bucket.problems import did_you_mean
 from ..deploy import record as _record
 from . import cat as _cat
+from ..errors import MaandError
 
 FORMATS = ("table", "json")
 DEFAULT_LIMIT = 20
 
 
-class LogsError(Exception):
+class LogsError(MaandError):
     """What cannot be shown; the message names the cause and the fix."""
 
 

@@ -22,9 +22,10 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..bucket.problems import did_you_mean
+from ..errors import MaandError
 
 
-class RunCommandError(Exception):
+class RunCommandError(MaandError):
     """Bad input (the message names the extra var and the fix)."""
 
 

@@ -16,10 +16,12 @@ import json
 import os
 import re
 
+from ..errors import MaandError
+
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
 
 
-class ScaffoldError(Exception):
+class ScaffoldError(MaandError):
     """The job cannot be created; the message names the file or value and the fix."""
 
 

@@ -22,16 +22,17 @@ import dataclasses
 import json
 import os
 
-from ..bucket import state_pg as _state_pg, storage as _storage
+from ..bucket import locks as _locks, state_pg as _state_pg, storage as _storage
 from ..catalog import catalog as _catalog
-from ..deploy import lock as _lock, run as _run
+from ..deploy import run as _run
 from ..kv import store as _store
+from ..errors import MaandError
 
 FILES = "files"
 RUNS_KEPT = 20
 
 
-class MoveError(Exception):
+class MoveError(MaandError):
     """The move is refused; the message names the cause and the fix. Nothing was written."""
 
 
@@ -92,11 +93,11 @@ def move(bucket_dir, to, force=False, check_mode=False):
     target = target_store(bucket_dir, to)
     if source.kind == target.kind and source.label == target.label:
         raise MoveError("the bucket's state is already in %s: nothing to move" % target.label)
-    holder = _lock.holder(bucket_dir)
+    holder = _locks.holder(bucket_dir)
     if holder is not None:
         raise MoveError("a deploy holds the bucket's deploy lock (%s): move the state when it has finished"
-                        % (_state_pg.describe(holder) if "run_pid" in holder else _lock.describe(holder)))
-    with _storage.bucket_lock(bucket_dir, wait=True):
+                        % (_state_pg.describe(holder) if "run_pid" in holder else _locks.describe(holder)))
+    with _locks.bucket_lock(bucket_dir, wait=True):
         docs = {name: doc.text for name, doc in source.documents().items() if name in _storage.DOCUMENTS}
         if "catalog" not in docs:
             raise MoveError("%s holds no catalog: build the bucket first (there is nothing to move)" % source.label)

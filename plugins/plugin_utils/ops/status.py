@@ -18,15 +18,17 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import cat as _cat
 from ..catalog import catalog as _catalog
-from ..deploy import jobspec_deploy as _jobspec_deploy, plan as _plan
+from .. import jobspec as _jobspec
+from ..deploy import plan as _plan
 from ..hooks import commands as _commands
 from ..bucket.problems import did_you_mean
+from ..errors import MaandError
 
 FORMATS = ("table", "json")
 NO_FOLDER = "no job folder on the worker"
 
 
-class StatusError(Exception):
+class StatusError(MaandError):
     """A request that cannot be answered; the message says what to do."""
 
 
@@ -105,10 +107,10 @@ def spec_op(catalog_jobs: Mapping[str, Any] | None) -> Callable[[dict, str], dic
         spec = ((catalog_jobs or {}).get(job) or {}).get("spec")
         if not isinstance(spec, dict):
             return op
-        op["spec"] = _jobspec_deploy.op_spec(spec)
+        op["spec"] = _jobspec.op_spec(spec)
         try:
-            return _jobspec_deploy.runtime_op(op, os.environ.get)
-        except _jobspec_deploy.EnvError as exc:  # make status would not get its environment: do not run it
+            return _jobspec.runtime_op(op, os.environ.get)
+        except _jobspec.EnvError as exc:  # make status would not get its environment: do not run it
             op = {k: v for k, v in op.items() if k != "spec"}
             op.update(target=None, env_error=str(exc))
             return op

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping
 
 from .hostlist import HostlistError, expand_hostlist
 from .idset import IdsetError, parse_idset_ranges
+from ..errors import MaandError
 
 __all__ = ["ConstraintError", "Constraint", "FleetIndex", "compile_constraint",
            "worker_properties", "properties_of", "OPERATORS"]
@@ -51,7 +52,7 @@ _BAD_PROPERTY_CHARS = set("!&'\"`|()^")
 _BAD_PROPERTY_RE = re.compile(r"[!&'\"`|()^\s]")
 
 
-class ConstraintError(ValueError):
+class ConstraintError(MaandError):
     """All problems found in one constraint: .errors is [(json_path, message)]."""
 
     def __init__(self, errors: list[tuple[str, str]]):
@@ -94,7 +95,7 @@ class FleetIndex:
     should be built once per fleet and shared by all constraints.
 
     The per-worker accessors (host_of, hostname_of, _properties_at) are what a
-    subclass over other worker records overrides (_fleet.WorkerIndex reads the
+    subclass over other worker records overrides (placement/fleet.WorkerIndex reads the
     model's Worker records).
     """
 

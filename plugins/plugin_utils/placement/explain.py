@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Why a job is (not) placed on each worker: every rule that rejects it, not only the first.
 
-Computed on demand from the Trace the scheduler kept per job (_select.py), never for every
+Computed on demand from the Trace the scheduler kept per job (placement/select.py), never for every
 (job, worker) pair during a normal build:
   summary(bucket, placement, job)        one line, counts from bitsets:
                                          "api: 3/10 workers: 4 missing label prod, 2 mem < 3G, 1 disabled"

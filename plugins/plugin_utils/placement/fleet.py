@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one worker index: built once per build from the model's workers, used by selection
-(_select.Scheduler), placement (_placement.place) and the explanations (_explain).
+(placement/select.Scheduler), placement (placement/place.place) and the explanations (placement/explain.py).
 
 Sets of workers are Python int bitsets (bit i = bucket.workers[i], workers sorted by position, so
 bit i is also worker.index). What it answers:
@@ -25,7 +25,7 @@ class WorkerIndex(FleetIndex, HardwareMasks):
     """Labels, hosts, properties, ranks and hardware of the model's Worker records, as bitsets."""
 
     def __init__(self, workers):
-        self.workers = list(workers)  # _model.Worker records, in bucket order (worker.index == i)
+        self.workers = list(workers)  # bucket/model.Worker records, in bucket order (worker.index == i)
         self._setup(len(self.workers), [w.position for w in self.workers])
         self.by_host = {w.host: w for w in self.workers}
         self.index_of = {w.host: i for i, w in enumerate(self.workers)}
@@ -73,7 +73,7 @@ class WorkerIndex(FleetIndex, HardwareMasks):
         worker = self.workers[i]
         return properties_of(worker.labels, worker.tags)
 
-    # --- hardware (the HardwareIndex API used by _hardware.hardware_mask / hardware_maxima) --------
+    # --- hardware (the HardwareIndex API used by placement/hardware.hardware_mask / hardware_maxima) --------
 
     @property
     def values(self):
@@ -86,6 +86,6 @@ class WorkerIndex(FleetIndex, HardwareMasks):
         return self._values
 
     def hardware_record(self, i):
-        """workers[i]'s hardware as the mapping _hardware.hardware_shortfalls reads."""
+        """workers[i]'s hardware as the mapping placement/hardware.hardware_shortfalls reads."""
         worker = self.workers[i]
         return {attr: getattr(worker, attr) for attr in HARDWARE_FIELDS.values()}

@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping
 
 from .bits import iter_bits
 from ..bucket.units import ARCHES, normalize_arch  # noqa: F401 (re-exported in __all__: the hardware vocabulary)
+from ..errors import MaandError
 
 __all__ = ["HardwareError", "HardwareIndex", "HardwareMasks", "parse_hardware", "merge_hardware",
            "hardware_mask", "hardware_maxima", "hardware_shortfalls", "format_hardware",
@@ -56,7 +57,7 @@ _NUM = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)")
 _KNOWN = "mem (alias ram), cpu, cores, storage, arch"
 
 
-class HardwareError(ValueError):
+class HardwareError(MaandError):
     """All problems in one hardware value: .errors is [(json_path, message)]."""
 
     def __init__(self, errors: list[tuple[str, str]]):
@@ -211,7 +212,7 @@ def _bits_to_int(indices: Iterable[int], n: int) -> int:
 class HardwareMasks:
     """Cached "value == name" and "value >= threshold" masks over `self.values` (key -> list, one
     value per worker, None = unknown) and `self.size`; the class using it sets `_eq` and `_ge` to {}.
-    Shared by HardwareIndex and the one worker index (_fleet.WorkerIndex)."""
+    Shared by HardwareIndex and the one worker index (placement/fleet.WorkerIndex)."""
 
     def equal_mask(self, key: str, value: str) -> int:
         m = self._eq.get((key, value))

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..errors import MaandError
+
 __all__ = ["HostlistError", "expand_hostlist", "compress_hostlist", "MAX_RANGE"]
 
 MAX_RANGE = 1 << 20
 
 
-class HostlistError(ValueError):
+class HostlistError(MaandError):
     """A string that is not an RFC 29 hostlist; str(err) says what and where."""
 
 
@@ -115,7 +117,7 @@ def expand_hostlist(text: str) -> list[str]:
     >>> expand_hostlist("foo[0-1]-eth2,bar")
     ['foo0-eth2', 'foo1-eth2', 'bar']
 
-    Raises HostlistError (a ValueError) with a message naming the problem.
+    Raises HostlistError (a MaandError) with a message naming the problem.
     """
     if not isinstance(text, str):
         raise HostlistError(f"a hostlist must be a string such as \"node[1-3]\", got {type(text).__name__}")

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..errors import MaandError
+
 __all__ = ["IdsetError", "parse_idset", "parse_idset_ranges", "format_idset", "MAX_IDS"]
 
 # A range larger than this is almost certainly a typo, and expanding it would
@@ -31,7 +33,7 @@ MAX_IDS = 1 << 20
 _ALLOWED = frozenset("0123456789,-[]")
 
 
-class IdsetError(ValueError):
+class IdsetError(MaandError):
     """A string that is not an RFC 22 idset; str(err) says what and where."""
 
 

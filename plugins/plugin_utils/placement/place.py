@@ -8,7 +8,7 @@ selector matching for 1,000 jobs over 10,000 workers is then a handful of big-in
 instead of ten million label comparisons.
 
 Placement returns data: allocations, and Shortfalls for jobs placed on fewer workers than they ask
-for. It never words explanations: _explain.report_shortfalls does that, called by the build.
+for. It never words explanations: placement/explain.report_shortfalls does that, called by the build.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ NO_ELIGIBLE_WORKER = "rules"  # selectors match, the job's other rules leave no 
 @dataclass(frozen=True, slots=True)
 class Shortfall:
     """A job placed on fewer workers than it asks for. Placement only records it;
-    _explain.report_shortfalls words it (with the per-rule summary) into the build report."""
+    placement/explain.report_shortfalls words it (with the per-rule summary) into the build report."""
 
     job: str
     reason: str  # SHORT_OF_COUNT | NO_SELECTOR_MATCH | NO_ELIGIBLE_WORKER
@@ -85,18 +85,18 @@ class Placement:
     removed_workers: list = field(default_factory=list)  # catalog worker records of workers that left workers.json
     removed_jobs: list = field(default_factory=list)  # catalog job records of jobs that left the workspace
     shortfalls: list = field(default_factory=list)  # [Shortfall], by job name
-    scheduler: Scheduler | None = None  # traces for on-demand explanations (_explain.py)
-    index: WorkerIndex | None = None  # the one worker index (_fleet.py)
+    scheduler: Scheduler | None = None  # traces for on-demand explanations (placement/explain.py)
+    index: WorkerIndex | None = None  # the one worker index (placement/fleet.py)
 
 
 def place(bucket, previous, report, select=None):
     """Match jobs to workers. Every worker whose labels hold the job's selectors, as maand, narrowed by
-    the job's constraints, hardware and placement block (_select.py) when it has them; jobs are placed
+    the job's constraints, hardware and placement block (placement/select.py) when it has them; jobs are placed
     in an order that puts with / scale_with / avoid targets first. `select(job, index, eligible_mask)
     -> placed_mask` can narrow the result further (a hook for callers and tests).
 
     Phases: index the workers once, place each job (bitsets), turn bitsets into allocations, record
-    shortfalls (worded later by _explain.report_shortfalls), carry removed allocations, sort."""
+    shortfalls (worded later by placement/explain.report_shortfalls), carry removed allocations, sort."""
     index = WorkerIndex(bucket.workers)
     result = Placement(index=index)
     scheduler = result.scheduler = Scheduler(bucket, index, previous)

@@ -7,9 +7,9 @@
 Two halves:
   compile_rules(bucket, report)   once per build, after the model is loaded: validate and compile every
                                   job's rules into job.rules (errors name file, job, JSON path and fix)
-  Scheduler(bucket, index, previous)  used by _placement.place(): computes each job's workers as int
-                                  bitsets over the one worker index (_fleet.WorkerIndex), keeping a
-                                  Trace per job that _explain.py reads on demand (nothing per
+  Scheduler(bucket, index, previous)  used by placement/place.place(): computes each job's workers as int
+                                  bitsets over the one worker index (placement/fleet.WorkerIndex), keeping a
+                                  Trace per job that placement/explain.py reads on demand (nothing per
                                   (job, worker) pair here); placement_order orders the jobs (graphlib).
 
 A job without any of the new fields is placed on every worker whose labels hold its selectors, as maand.
@@ -27,8 +27,8 @@ from .bits import iter_bits
 from .constraints import ConstraintError, compile_constraint
 from .hardware import HardwareError, format_hardware, hardware_mask, merge_hardware, parse_hardware
 
-# The file [constraint_groups] and the bucket-wide hardware default come from (_model.MAAND_CONF; not
-# imported from there: _model imports this module, and the core's imports never form a cycle).
+# The file [constraint_groups] and the bucket-wide hardware default come from (bucket/model.MAAND_CONF; not
+# imported from there: bucket/model.py imports this module, and the core's imports never form a cycle).
 MAAND_CONF = "maand.conf"
 
 PLACEMENT_KEYS = ("avoid", "count", "scale_with", "spread_by", "strategy", "with")
@@ -42,7 +42,7 @@ _INF = math.inf
 class Rules:
     """A job's compiled placement rules. `plain` = none of the new fields: maand's rule only."""
 
-    constraint: object = None  # _constraints.Constraint or None
+    constraint: object = None  # placement/constraints.Constraint or None
     hardware: dict = field(default_factory=dict)  # effective (bucket default merged with the job's)
     count: int | None = None
     strategy: str | None = None
@@ -392,7 +392,7 @@ class Trace:
 
 class Scheduler:
     """Places jobs one after the other (placement_order), charging reservations as it goes.
-    `index` is the one worker index (_fleet.WorkerIndex) built from bucket.workers."""
+    `index` is the one worker index (placement/fleet.WorkerIndex) built from bucket.workers."""
 
     def __init__(self, bucket, index, previous=None):
         self.bucket = bucket
@@ -524,7 +524,7 @@ class Scheduler:
         for i in kept_list:
             trace.kept |= 1 << i
         trace.winners = tuple(sorted(chosen))
-        if len(chosen) < rules.count:  # a Shortfall (_placement.find_shortfalls), worded by _explain
+        if len(chosen) < rules.count:  # a Shortfall (placement/place.find_shortfalls), worded by placement/explain.py
             trace.short = (rules.count, len(kept_list) + bin(fresh).count("1"))
         return placed
 

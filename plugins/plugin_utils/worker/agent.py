@@ -5,7 +5,8 @@
 
 This file runs on the workers (Python >= 3.6, no third-party imports, no Ansible imports) and is
 imported by the controller's unit tests. The deploy copies it once per run to
-/opt/worker/.maand/agent-<sha12>.py and then calls it once per host per step:
+/opt/worker/.maand/agent-<sha12>.py, with sandbox.py (how a make target runs) beside it as
+sandbox-<sha12>.py, and then calls it once per host per step:
 
     python3 agent.py read <root>      -> the worker's promoted state (JSON on stdout)
     python3 agent.py < request.json   -> apply one step for this host (JSON on stdout)
@@ -43,20 +44,14 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
 
 from __future__ import absolute_import, division, print_function
 
-import ctypes
-import fcntl
 import glob
 import grp
 import hashlib
+import importlib.util
 import json
 import os
 import pwd
-import re
 import shutil
-import signal
-import socket
-import stat
-import struct
 import subprocess
 import sys
 import tempfile
@@ -64,16 +59,28 @@ import threading
 import time
 
 KEEP = ("data", "logs")
-MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 
 
-class OpFailed(Exception):
-    """One operation failed; the fields go into its outcome."""
+def _load_sandbox():
+    """sandbox.py, how a make target runs: the collection's module when the agent is imported (the controller,
+    its tests); on the worker the file installed beside this one (sandbox-<sha12>.py next to agent-<sha12>.py,
+    checked by its sha256 with the agent before either runs); None when the agent runs from stdin
+    (`python3 - read|files`: no step, no make). Never a path of the caller's: no sys.path lookup."""
+    if __package__:
+        from . import sandbox
+        return sandbox
+    path = globals().get("__file__") or ""  # "<stdin>" for `python3 -`
+    folder, name = os.path.split(os.path.abspath(path))
+    beside = os.path.join(folder, name.replace("agent", "sandbox", 1))
+    if not (name.startswith("agent") and name.endswith(".py")) or not os.path.isfile(beside):
+        return None
+    spec = importlib.util.spec_from_file_location("maand_sandbox", beside)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def __init__(self, msg, **fields):
-        Exception.__init__(self, msg)
-        self.msg = msg
-        self.fields = fields
+
+_sandbox = _load_sandbox()
 
 
 # --- read ------------------------------------------------------------------------------------------
@@ -275,9 +282,9 @@ def restore_previous(root, job, keep, which="previous"):
     (everything but keep and bin/ is replaced)."""
     source = os.path.join(root, HISTORY, job, which, "files")
     if not os.path.isdir(source):
-        raise OpFailed("%s: no %s version on this worker (history/%s/%s is missing); nothing to roll back to"
-                       % (job, "previous" if which == "previous" else "promoted", job, which),
-                       reason="no_previous")
+        raise _sandbox.OpFailed("%s: no %s version on this worker (history/%s/%s is missing); nothing to roll "
+                                "back to" % (job, "previous" if which == "previous" else "promoted", job, which),
+                                reason="no_previous")
     folder = os.path.join(root, "jobs", job)
     if not os.path.isdir(folder):
         os.makedirs(folder)
@@ -356,7 +363,7 @@ def _read_copies(root, wanted, which):
 
 
 def file_digest(path):
-    """The controller's digest of a shipped file (_deploy_files): sha256 of b"l" + a link's target, else of
+    """The controller's digest of a shipped file (bucket/content.py): sha256 of b"l" + a link's target, else of
     b"x" (executable) or b"-" + the bytes. A secret-bearing output's recorded digest is an HMAC: never equal."""
     if os.path.islink(path):
         return hashlib.sha256(b"l" + os.readlink(path).encode("utf-8", "surrogateescape")).hexdigest()
@@ -383,7 +390,7 @@ def atomic_write(path, text):
     except BaseException:
         try:
             os.unlink(tmp)
-        except OSError:
+        except OSError:  # never written or gone: the error that brought us here is the one to raise
             pass
         raise
 
@@ -406,7 +413,7 @@ def clean_job(folder, keep=KEEP):
             changed = True
     try:
         os.rmdir(folder)
-    except OSError:
+    except OSError:  # the kept folders (data/, logs/) are still in it: the folder stays
         pass
     return changed
 
@@ -427,246 +434,9 @@ def purge(root, keep=KEEP):
         try:
             os.rmdir(folder)
             changed = True
-        except OSError:
+        except OSError:  # kept folders (jobs/*/data, logs) are still in it: the folder stays
             pass
     return changed
-
-
-# --- make ------------------------------------------------------------------------------------------
-
-def has_makefile(folder):
-    return any(os.path.isfile(os.path.join(folder, m)) for m in MAKEFILES)
-
-
-def _kill_group(proc):
-    """Kill a timed-out make and everything it started (its own session), so its pipes close."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
-
-
-class RunAs(object):
-    """Where and as whom a make target runs (job spec: working_directory, user, group)."""
-
-    def __init__(self, cwd=None, user=None, group=None, network=None, mounts=None, read_only=False):
-        self.cwd = cwd
-        self.user = user
-        self.group = group
-        self.network = network if network in ("disabled", "loopback") else None
-        self.mounts = list(mounts or ())
-        self.read_only = bool(read_only)
-
-    def namespaces(self, folder, label):
-        """(mounts, read_only, writable) for private_mounts, or None; OpFailed when a mount point is missing."""
-        if not self.mounts and not self.read_only:
-            return None
-        for mount in self.mounts:
-            if mount.get("type") not in MOUNT_FS and mount.get("type") != "bind":
-                raise OpFailed("%s: mount type %r is not supported on the worker" % (label, mount.get("type")))
-            for key in ("mount_point", "local_path") if mount.get("type") == "bind" else ("mount_point",):
-                if not os.path.isdir(mount.get(key) or ""):
-                    raise OpFailed("%s: %s %s does not exist on the worker; create it or fix \"mounts\""
-                                   % (label, key.replace("_", " "), mount.get(key)), reason="no_mount_point")
-        return self.mounts, self.read_only, folder
-
-    def ids(self, label):
-        """(uid, gid) to switch to, or (None, None); OpFailed when the user or group does not exist."""
-        if self.user is None and self.group is None:
-            return None, None
-        uid, gid = None, None
-        if self.user is not None:
-            try:
-                entry = pwd.getpwuid(self.user) if isinstance(self.user, int) else pwd.getpwnam(self.user)
-                uid, gid = entry.pw_uid, entry.pw_gid
-            except KeyError:
-                if not isinstance(self.user, int):
-                    raise OpFailed("%s: user %r does not exist on the worker; create it or fix \"user\" in the job "
-                                   "spec" % (label, self.user), reason="no_user")
-                uid = self.user
-        if self.group is not None:
-            try:
-                gid = (grp.getgrgid(self.group) if isinstance(self.group, int) else grp.getgrnam(self.group)).gr_gid
-            except KeyError:
-                if not isinstance(self.group, int):
-                    raise OpFailed("%s: group %r does not exist on the worker; create it or fix \"group\" in the "
-                                   "job spec" % (label, self.group), reason="no_group")
-                gid = self.group
-        if os.geteuid() != 0 and (uid not in (None, os.geteuid()) or gid not in (None, os.getegid())):
-            raise OpFailed("%s: running as user %s / group %s needs root on the worker (use become)"
-                           % (label, self.user, self.group), reason="not_root")
-        return uid, gid
-
-
-def _chown(path, info, uid, gid):
-    want = (info.st_uid if uid is None else uid, info.st_gid if gid is None else gid)
-    if (info.st_uid, info.st_gid) != want:
-        os.chown(path, want[0], want[1], follow_symlinks=False)
-
-
-def hand_over(folder, uid, gid):
-    """What a job running as its own user (job spec user/group) gets of its tree, which rsync shipped owned by
-    root without group/world write: its data/ and logs/ (created when missing), and the files only their
-    owner may read (0600: rendered from a secret, a private key), so it can read them and no one else can.
-    Links are never followed; bin/ and the rest of the tree stay root's."""
-    for name in KEEP:
-        path = os.path.join(folder, name)
-        if not os.path.lexists(path):
-            os.mkdir(path, 0o755)
-        info = os.lstat(path)
-        if stat.S_ISDIR(info.st_mode):
-            _chown(path, info, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(folder):
-        if dirpath == folder:
-            dirnames[:] = [d for d in dirnames if d not in KEEP + ("bin",)]
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o077:
-                _chown(path, info, uid, gid)
-
-
-CLONE_NEWNET = 0x40000000
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-
-
-def private_network(network):
-    """In the child: a new network namespace (Maelstrom's network "disabled": no interface up;
-    "loopback": only lo up). Needs root (CAP_SYS_ADMIN)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, "unshare(CLONE_NEWNET): %s" % os.strerror(err))
-    if network == "loopback":
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            flags = struct.unpack("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sH", b"lo", 0)))[1]
-            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
-        finally:
-            sock.close()
-
-
-CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
-KEEP_FLAGS = 0x2 | 0x4 | 0x8  # ST_NOSUID/ST_NODEV/ST_NOEXEC == MS_NOSUID/MS_NODEV/MS_NOEXEC
-
-
-def _mount_points():
-    """Every mount point of this mount namespace (/proc/self/mountinfo field 5, octal escapes undone)."""
-    with open("/proc/self/mountinfo", "rb") as handle:
-        points = [line.split()[4] for line in handle if line.strip()]
-    return [re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), p) for p in points]
-
-
-MOUNT_FS = {"tmp": (b"tmpfs", b"tmpfs"), "proc": (b"proc", b"proc"), "sys": (b"sysfs", b"sysfs")}
-
-
-def _mount(libc, source, target, fstype, flags):
-    if libc.mount(source, target, fstype, flags, None) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, "mount %s: %s" % (target, os.strerror(err)))
-
-
-def private_mounts(mounts, read_only, writable):
-    """In the child: a private mount namespace; with read_only the root file system is remounted
-    read-only except the `writable` folder (the job's) and the mounts; then tmp/proc/sys/bind mounts."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, "unshare(CLONE_NEWNS): %s" % os.strerror(err))
-    _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE)
-    if read_only:
-        path = writable.encode()
-        _mount(libc, path, path, None, MS_BIND | MS_REC)
-        for point in _mount_points():
-            if point == path or point.startswith(path + b"/"):
-                continue
-            keep = os.statvfs(point).f_flag & KEEP_FLAGS  # nosuid, nodev, noexec stay as they were
-            _mount(libc, None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
-    for mount in mounts or ():
-        point = mount["mount_point"].encode()
-        if mount["type"] == "bind":
-            _mount(libc, mount["local_path"].encode(), point, None, MS_BIND | MS_REC)
-            if mount.get("read_only"):
-                _mount(libc, None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
-            continue
-        source, fstype = MOUNT_FS[mount["type"]]
-        _mount(libc, source, point, fstype, 0)
-
-
-def _switch(uid, gid, network=None, mounts=None):
-    """preexec_fn: the job's network and mount namespaces, then drop to gid/uid, in the child before make."""
-    def run():
-        if network in ("disabled", "loopback"):
-            private_network(network)
-        if mounts is not None:
-            private_mounts(*mounts)
-            os.chdir(os.getcwd())  # Popen changed directory before the new mounts: enter them
-        if gid is not None:
-            os.setgroups([gid])
-            os.setgid(gid)
-        if uid is not None:
-            os.setuid(uid)
-    return run
-
-
-def _make_argv(folder, target, run_as):
-    """make as today in the job folder; with a working directory, make runs there with -f the job's Makefile."""
-    if not run_as.cwd:
-        return ["make", target], folder
-    cwd = os.path.normpath(os.path.join(folder, run_as.cwd))
-    makefile = next(m for m in MAKEFILES if os.path.isfile(os.path.join(folder, m)))
-    return ["make", "-f", os.path.join(folder, makefile), target], cwd
-
-
-def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
-    """Run `make target` in folder; returns the output tail, raises OpFailed naming the cause."""
-    if not os.path.isdir(folder):
-        raise OpFailed("%s: job folder %s is missing on the worker" % (label, folder))
-    if not has_makefile(folder):
-        raise OpFailed("%s: no Makefile in %s; every job needs a Makefile with start/stop/restart targets"
-                       % (label, folder), reason="no_makefile")
-    run_as = run_as or RunAs()
-    argv, cwd = _make_argv(folder, target, run_as)
-    if not os.path.isdir(cwd):
-        raise OpFailed("%s: working directory %s is missing on the worker; create it in the job folder or fix "
-                       "\"working_directory\"" % (label, cwd), reason="no_cwd")
-    uid, gid = run_as.ids(label)
-    if uid is not None or gid is not None:
-        hand_over(folder, uid, gid)
-    mounts = run_as.namespaces(folder, label)
-    if (run_as.network or mounts) and os.geteuid() != 0:
-        raise OpFailed("%s: the job spec's network, mounts or read-only file system need root on the worker "
-                       "(use become)" % label, reason="not_root")
-    full = dict(os.environ)
-    full.update(env or {})
-    switch = uid is not None or gid is not None or run_as.network or mounts
-    try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_switch(uid, gid, run_as.network, mounts) if switch else None)
-    except subprocess.SubprocessError as exc:  # the preexec_fn failed (namespace or ids)
-        raise OpFailed("%s: cannot set up the job spec's user/group/network for make (%s)" % (label, exc),
-                       reason="setup")
-    except OSError as exc:
-        raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
-    try:
-        data = proc.communicate(timeout=timeout or None)[0]
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        data = proc.communicate()[0]
-        lines = data.decode("utf-8", "replace").splitlines()[-int(tail or 20):]
-        raise OpFailed("%s: make %s timed out after %s s (its process group was killed)" % (label, target, timeout),
-                       rc=-1, output_tail=lines, reason="timeout")
-    text = data.decode("utf-8", "replace")
-    lines = text.splitlines()[-int(tail or 20):]
-    if proc.returncode != 0:
-        if ("No rule to make target '%s'" % target) in text or ("No rule to make target `%s'" % target) in text:
-            raise OpFailed("%s: the Makefile has no '%s' target; add one (maand calls start, stop, restart and reload)"
-                           % (label, target), rc=proc.returncode, output_tail=lines, reason="missing_target")
-        raise OpFailed("%s: make %s failed (rc=%d)" % (label, target, proc.returncode),
-                       rc=proc.returncode, output_tail=lines)
-    return lines
 
 
 # --- one step ---------------------------------------------------------------------------------------
@@ -708,12 +478,12 @@ def _run_make(step, op, target, out, label):
     """make target with the op's environment, run fields and timeout (the op's own, 0 = none, else the
     step's); the measured seconds go into the outcome (the controller keeps them as estimates)."""
     timeout = op["timeout"] if op.get("timeout") is not None else step.timeout
-    run_as = RunAs(op.get("cwd"), op.get("user"), op.get("group"), op.get("network"), op.get("mounts"),
-                   op.get("enable_writable_file_system") is False)
+    run_as = _sandbox.RunAs(op.get("cwd"), op.get("user"), op.get("group"), op.get("network"), op.get("mounts"),
+                            op.get("enable_writable_file_system") is False)
     began = time.time()
     out["started"] = round(began - step.began, 3)
     try:
-        lines = make(step.job_dir(op["job"]), target, op.get("env"), label, timeout, step.tail, run_as)
+        lines = _sandbox.make(step.job_dir(op["job"]), target, op.get("env"), label, timeout, step.tail, run_as)
     finally:
         out["seconds"] = round(time.time() - began, 3)
     out["steps"].append("make %s" % target)
@@ -740,7 +510,7 @@ def do_run(step, op, out, label):
         if os.path.exists(step.marker(job)):
             try:
                 _run_make(step, op, "stop", out, label)
-            except OpFailed as exc:
+            except _sandbox.OpFailed as exc:
                 out["steps"].append("stop of the unpromoted start failed (ignored): %s" % exc.msg)
         atomic_write(step.marker(job), json.dumps({"alloc_id": (op.get("record") or {}).get("alloc_id")}))
     if target:
@@ -765,7 +535,7 @@ def do_meta(step, op, out):
 def do_remove(step, op, out, label):
     job = op["job"]
     folder = step.job_dir(job)
-    if op.get("target") and os.path.isdir(folder) and has_makefile(folder):
+    if op.get("target") and os.path.isdir(folder) and _sandbox.has_makefile(folder):
         _run_make(step, op, op["target"], out, label)
     if clean_job(folder, step.keep):
         out["changed"] = True
@@ -807,7 +577,7 @@ def do_status(step, op, out, label):
     try:
         _run_make(step, op, "status", out, label)
         out["running"] = True
-    except OpFailed as exc:
+    except _sandbox.OpFailed as exc:
         out["output_tail"] = exc.fields.get("output_tail") or []
         if exc.fields.get("reason") is None and isinstance(exc.fields.get("rc"), int) and exc.fields["rc"] > 0:
             out["running"] = False
@@ -837,8 +607,8 @@ def apply_op(step, op):
         elif kind == "files":  # the controller's rsync shipped them; nothing else to do here
             out["steps"].append("files")
         else:
-            raise OpFailed("unknown deploy operation %r" % (kind,))
-    except OpFailed as exc:
+            raise _sandbox.OpFailed("unknown deploy operation %r" % (kind,))
+    except _sandbox.OpFailed as exc:
         out.update(exc.fields)
         out.update(ok=False, msg=exc.msg)
     except (IOError, OSError) as exc:
@@ -968,7 +738,11 @@ def main(argv=None, stdin=None, stdout=None):
     argv = sys.argv[1:] if argv is None else argv
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    no_step = "a step needs the installed agent and its sandbox (from stdin: read and files only)"
     if argv[:1] == ["sync"]:
+        if _sandbox is None:
+            sys.stderr.write("agent sync: %s\n" % no_step)
+            return 2
         return sync_step(argv[1:], sys.stderr)
     if argv[:1] == ["read"] and len(argv) == 2:
         answer = read_state(argv[1])
@@ -989,7 +763,7 @@ def main(argv=None, stdin=None, stdout=None):
         except ValueError as exc:
             answer = {"ok": False, "msg": "bad agent request: %s" % exc}
         else:
-            answer = run_step(request)
+            answer = run_step(request) if _sandbox is not None else {"ok": False, "msg": no_step}
     else:
         answer = {"ok": False, "msg": "usage: agent.py [read <root> | sync rsync --server ...] (step request as JSON "
                                       "on stdin)"}

@@ -6,10 +6,12 @@
     /opt/worker/<bucket_id>/                    the bucket root on a worker (maand's)
     /opt/worker/<bucket_id>/jobs/<job>/         one job's tree; data/ and logs/ survive every deploy
     /opt/worker/<bucket_id>/jobs/<job>/certs/   the job's certificates (certs/<name>.crt, .key, ca.crt)
-    /opt/worker/.maand/agent-<sha12>.py         the worker agent, named by its content
+    /opt/worker/.maand/agent-<sha12>.py         the worker agent, named by its content and its sandbox's
+    /opt/worker/.maand/sandbox-<sha12>.py       beside it: how the agent runs make (the same sha12)
 
-The agent (agent.py) and the hooks' maand module (maand_helper.py) are shipped as single files and
-spell the same paths out themselves; tests/unit/plugin_utils/worker/test_layout.py checks they agree.
+The agent (agent.py, sandbox.py) and the hooks' maand module (maand_helper.py) are shipped as files of
+their own and spell the same paths out themselves; tests/unit/plugin_utils/worker/test_layout.py checks
+they agree.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ at the commit it names) is either cited by a maand.core test (its name in a test
 rows of test_parity_*.py and the tests that take maand's tables) or listed in
 tests/data/maand/go_tests_not_ported.txt with its reason. A name in neither fails here; so does a listed name
 that a test now cites (drop the line), a line naming no Go test, and a whole-file line (`<path> *`) for one
-of the build files README ("Differences from maand") says are parity rows, where each test needs its own line.
+of the build files docs/parity.md ("Differences from maand") says are parity rows, where each test needs its own line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "maand")
 TESTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 KINDS = ("n/a:", "absent:", "not ported:", "differs on purpose:")
-# The build files README names: every Go test in them is a row or has a line of its own.
+# The build files docs/parity.md names: every Go test in them is a row or has a line of its own.
 BUILD_SCOPE = re.compile(r"(tests/build_[a-z_]+|tests/init|tests/port_range|tests/healthcheck_manifest|build/[a-z_]+"
                          r"|workspace/[a-z_]+|promconfig/alerts|promconfig/scrape)_test\.go\Z")
 
@@ -87,7 +87,7 @@ def test_not_ported_lines_are_current():
             if path not in files:
                 problems.append("%s *: no such maand test file" % path)
             elif BUILD_SCOPE.match(path):
-                problems.append("%s *: a build file README names; list each test with its own reason" % path)
+                problems.append("%s *: a build file docs/parity.md names; list each test with its own reason" % path)
         elif (path, name) not in known:
             problems.append("%s %s: no such maand test" % (path, name))
         elif found[(path, name)]:
@@ -100,4 +100,4 @@ def test_the_list_is_maands():
     assert len(rows) == len(set(rows)) and len(rows) > 700  # maand 3f8043e has 790
     with open(os.path.join(DATA, "go_tests.txt"), encoding="utf-8") as handle:
         assert "maand-sh/maand 3f8043e0fc00855ce4705ed290e3754567b6160b" in handle.readline()
-    assert len([row for row in rows if BUILD_SCOPE.match(row[0])]) > 300  # the build files README names
+    assert len([row for row in rows if BUILD_SCOPE.match(row[0])]) > 300  # the build files docs/parity.md names

@@ -329,7 +329,7 @@ CASES = [
      lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["["]}', makefile="reload:\n"),
      "ErrInvalidManifest", None),
     ("ValidateRestartGlobsPatterns_ok", "workspace/restart_policy_test.go TestValidateRestartGlobsPatterns",
-     # here restart_policy reload also needs a reload target in the Makefile (README, Differences from maand)
+     # here restart_policy reload also needs a reload target in the Makefile (docs/parity.md, Differences from maand)
      lambda root: job(root, "api", '{"restart_policy":"reload","restart_globs":["Makefile","bin/**"]}', makefile="reload:\n"),
      None, None),
     ("VersionConstraint_ok", "workspace/version_test.go TestVersionConstraint (upstream 2.0.0, 1.0.0 <= v <= 2.5.0)",
@@ -441,7 +441,7 @@ def test_bucket_conf_values_must_be_strings(tmp_path):
 
 
 def test_explicit_worker_label_is_not_a_duplicate(tmp_path):
-    """maand's docs list "worker" among labels (docs/start/04-workers.md); see README Differences from maand."""
+    """maand's docs list "worker" among labels (docs/start/04-workers.md); see docs/parity.md, Differences from maand."""
     root = init_bucket(tmp_path)
     ws(root, "workers.json", '[{"host":"10.0.0.1","labels":["worker","web"]}]')
     assert _service.compute(root).report.ok

@@ -15,7 +15,9 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import certs as _certs, service as _service, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, kv_build as _kv_build
+from ansible_collections.maand.core.plugins.plugin_utils.certs import ca as _ca
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from tests.bucket_factory import write
@@ -193,7 +195,7 @@ def maand_kv_count(catalog, kv):
     """maand's `SELECT count(*) FROM cat_kv where deleted = 0` over our data/kv.json, the differences named:
     - maand/worker certs/ca.crt: maand init makes the CA, so maand's build always writes it; here the CA is made
       by the first build that issues a leaf (differs on purpose: go_tests_not_ported.txt, the InitKV test): counted as maand counts it;
-    - maand/job/<job> deploy_order: kept beside rollout_order (maand's name before June 2026; README): not counted;
+    - maand/job/<job> deploy_order: kept beside rollout_order (maand's name before June 2026; docs/parity.md): not counted;
     - maand/job/<job>/worker/<ip> version: maand writes it when the allocation is deployed (deploy/versions.go
       syncAllocationVersionKV), maand.core's build writes the catalog version: not counted."""
     count = sum(len(keys) for keys in kv.values())
@@ -558,7 +560,7 @@ CASES = [
 
 @pytest.fixture(autouse=True)
 def small_keys(monkeypatch):
-    monkeypatch.setattr(_certs, "KEY_SIZE", 1024)  # maand's test-mode size (test_certs_build.py): keeps the rows fast
+    monkeypatch.setattr(_ca, "KEY_SIZE", 1024)  # maand's test-mode size (test_certs_build.py): keeps the rows fast
 
 
 @pytest.mark.parametrize("name, source, steps", CASES, ids=[c[0] for c in CASES])
@@ -602,7 +604,7 @@ def test_maand_rebuild(tmp_path, name, source, steps):
                                          ("http_port", None)])
 def test_health_probe_port_is_a_port_name(tmp_path, port, words):
     """workspace/health_check.go (HealthCheckProbe.Port is a Go string naming a resources.ports key): a number,
-    quoted or not, is refused, as maand refuses it (README, docs/deploy.md)."""
+    quoted or not, is refused, as maand refuses it (docs/parity.md, docs/deploy.md)."""
     root = init_bucket(tmp_path)
     job(root, "a", {"resources": {"ports": {"http_port": {}}}, "health_check": {"checks": [{"type": "tcp", "port": port}]}})
     result = _service.compute(root)

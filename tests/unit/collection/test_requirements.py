@@ -14,7 +14,7 @@ PACKAGE_OF = {"markdown_it": "markdown_it_py", "google": "protobuf"}  # import n
 # Optional: imported late, only by the feature that needs it, which names the pip command when it is missing;
 # requirements.txt names each in a comment (an EE that uses the feature adds it).
 OPTIONAL = {"psycopg",  # the PostgreSQL state store (bucket/state_pg.py)
-            "google", "cramjam"}  # protobuf and snappy: the certificate expiry metrics' remote write (ops/cert_metrics.py)
+            "google", "cramjam"}  # protobuf and snappy: the certificate expiry metrics' remote write (prometheus/remote_write.py)
 
 
 def imported_top_level(root):

@@ -117,11 +117,11 @@ def test_state_read_of_a_good_worker_is_reachable():
 
 
 def test_a_crashing_finish_fails_the_run_and_still_releases_the_lock(run_dir, tmp_path, monkeypatch):
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock
+    from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
     assert not action(deploy_step.ActionModule, {"run_dir": run_dir, "step": 0}).run(task_vars={}).get("failed")
     monkeypatch.setenv(_run.FAULT_ENV, "finish")
     released = []
-    monkeypatch.setattr(_lock, "release", lambda bucket, pid: released.append(bucket))
+    monkeypatch.setattr(_locks, "release", lambda bucket, pid: released.append(bucket))
     res = action(deploy_finish.ActionModule, {"bucket": str(tmp_path), "plan": PLAN, "run_dir": run_dir}).run(
         task_vars={})
     assert res["failed"] and "the deploy finish step crashed" in res["msg"] and "InjectedFault" in res["msg"], res
@@ -153,3 +153,55 @@ def test_finish_returns_the_verdict_and_writes_the_table_to_the_screen(tmp_path,
     assert res["workers"] == {"h1": "ok", "h2": "ok", "h3": "ok"}
     assert shown[0].split() == ["JOB", "WORKER", "ACTION", "RESULT", "GATE", "VERSION"]  # default callback
     assert shown[-2:] == ["workers: 3 ok", "deploy done: 2 started, 1 unchanged"]
+
+
+def agent_request(tmp_path, ops):
+    """A run folder with h1's request of step 1; the deploy_agent task's arguments."""
+    import json as _json
+    run_dir = tmp_path / "data" / "run"
+    path = _run.request_path(str(run_dir), 1, "h1")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w", encoding="utf-8") as handle:
+        _json.dump({"host": "h1", "ops": ops, "promote": [], "bucket_id": "b1", "step": 1}, handle)
+    return {"bucket": str(tmp_path), "run_dir": str(run_dir), "step": 1, "host": "h1"}
+
+
+def test_the_agent_action_needs_the_ssh_connection_to_sync_and_says_so(tmp_path):
+    from ansible_collections.maand.core.plugins.action import deploy_agent
+    args = agent_request(tmp_path, [{"id": "api@h1", "kind": "files", "job": "api", "host": "h1", "sync": True,
+                                     "src": "workspace/jobs/api"}])
+    act = action(deploy_agent.ActionModule, args)
+    act._connection.transport = "local"
+    res = act.run(task_vars={})
+    assert not res.get("failed") and res["msg"] == (
+        "no answer from h1: AnsibleError: maand.core.deploy_agent needs the ssh connection plugin (got local)"), res
+    assert _run.read_results(args["run_dir"], 1, ["h1"])[1]["h1"].startswith("AnsibleError: ")
+
+
+def test_the_agent_action_is_the_transport_of_the_step(tmp_path):
+    """Ansible's ssh command and the host's address reach the rsync, become makes it sudo; the agent's answer
+    of the folded rsync is the task's."""
+    import json as _json
+    from ansible_collections.maand.core.plugins.action import deploy_agent
+    from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
+    (tmp_path / "workspace" / "jobs" / "api").mkdir(parents=True)
+    args = agent_request(tmp_path, [{"id": "api@h1", "kind": "start", "job": "api", "host": "h1", "sync": True,
+                                     "src": "workspace/jobs/api"}])
+    act = action(deploy_agent.ActionModule, args)
+    conn = act._connection
+    conn.transport = "ssh"
+    conn._build_command.return_value = ["ssh", "-o", "ControlPath=/cp/%C"]
+    conn.get_option.side_effect = {"password": None, "ssh_executable": None, "host": "10.0.0.9"}.get
+    act._play_context.become = True
+    rsyncs = []
+    answer = {"ok": True, "ops": [{"id": "api@h1", "ok": True, "changed": True}], "promotions": []}
+
+    def rsync(argv, stdin=None, timeout=None):
+        rsyncs.append(argv)
+        return 0, "", "%s\n%s%s\n" % (_agent.SYNCED_MARK, _agent.ANSWER_MARK, _json.dumps(answer))
+    with mock.patch.object(deploy_agent.ActionModule, "rsync", staticmethod(rsync)):
+        res = act.run(task_vars={})
+    assert not res.get("failed") and res["ops"] == ["api@h1"] and res["msg"] == "ok" and res["changed"], res
+    argv, = rsyncs
+    assert argv[argv.index("-e") + 1] == "ssh -o ControlPath=/cp/%C" and argv[-1] == "10.0.0.9:/opt/worker/b1/jobs/"
+    assert [a for a in argv if a.startswith("--rsync-path=")][0].startswith("--rsync-path=sudo sh -c ")

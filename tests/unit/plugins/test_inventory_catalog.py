@@ -7,6 +7,7 @@ from ansible.inventory.data import InventoryData
 
 from ansible_collections.maand.core.plugins.inventory import workspace
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import fingerprint as _fingerprint
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
 
 W1 = {"host": "10.0.0.1", "labels": ["worker"], "memory": "4096 mb", "cpu": "4000 mhz"}
@@ -70,7 +71,7 @@ def test_an_invalid_maand_conf_in_a_current_catalog_is_still_an_error(tmp_path):
     bucket = built(tmp_path)
     catalog = _catalog.read_catalog(bucket)
     write(os.path.join(bucket, "maand.conf"), "ssh_port = 'x'\n")
-    catalog["inputs"] = workspace._fingerprint.compute(bucket)  # a catalog that claims to be current
+    catalog["inputs"] = _fingerprint.compute(bucket)  # a catalog that claims to be current
     _catalog.write_catalog(bucket, catalog)
     assert "ErrInvalidMaandConf" in only_error(workspace.load_from_catalog(bucket))
 

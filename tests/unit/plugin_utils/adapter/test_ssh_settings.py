@@ -6,8 +6,8 @@ plugin does), then the host's common/extra args; the same argv for probes and di
 from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import support as _support
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress
+from ansible_collections.maand.core.plugins.plugin_utils import health
+from ansible_collections.maand.core.plugins.plugin_utils.health import tails as _tails
 
 
 class Config:
@@ -43,7 +43,7 @@ def test_a_hosts_own_host_key_checking_false_is_honoured():
 def test_probes_and_diagnostics_use_one_ssh_command_line():
     conn = {"address": "10.0.0.1", "port": 2222, "user": "agent", "key": "/k", "sudo": True,
             "options": ["-o", "UserKnownHostsFile=/tmp/kh", "-o", "StrictHostKeyChecking=no"]}
-    tail = _progress.ssh_argv(conn, "tail logs/x", connect_timeout=7)
-    assert tail[:-1] == _gate.ssh_argv(conn, 7) and tail[-1] == _gate.ssh_remote("tail logs/x", sudo=True)
+    tail = _tails.ssh_argv(conn, "tail logs/x", connect_timeout=7)
+    assert tail[:-1] == health.ssh_argv(conn, 7) and tail[-1] == health.ssh_remote("tail logs/x", sudo=True)
     # the run's policy comes before the probes' own accept-new: ssh keeps the first value of an option
     assert tail.index("StrictHostKeyChecking=no") < tail.index("StrictHostKeyChecking=accept-new")

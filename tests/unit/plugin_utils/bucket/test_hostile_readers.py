@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import readers as _readers
-from ansible_collections.maand.core.plugins.plugin_utils.bucket.jobspec import SpecError, read_oci_layout
+from ansible_collections.maand.core.plugins.plugin_utils.jobspec import SpecError, read_oci_layout
 from tests.maand_init import init_bucket, job
 
 DEEP = "a = " + "[" * 200000 + "]" * 200000 + "\n"

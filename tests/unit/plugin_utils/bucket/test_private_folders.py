@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress, rsync as _rsync
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _rsync
 
 OTHER_UID = 54321
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
@@ -87,17 +87,17 @@ def test_the_runs_ssh_multiplexing_refuses_a_control_folder_someone_else_made(tm
     with pytest.raises(storage.UnsafeFolder, match="belongs to uid %d" % OTHER_UID):
         _rsync.ssh_command(["ssh", "-o", "Port=2222"], control_dir=str(folder))
     with pytest.raises(storage.UnsafeFolder, match="belongs to uid %d" % OTHER_UID):
-        _progress.with_mux({"h1": {"address": "10.0.0.1", "options": []}}, str(folder))
+        _rsync.with_mux({"h1": {"address": "10.0.0.1", "options": []}}, str(folder))
     # Ansible's own ControlPath in the argv: the run's folder is neither used nor made
     unused = tmp_path / "unused"
     ssh = ["ssh", "-o", "ControlPath=/root/.ansible/cp/%C"]
     assert _rsync.ssh_command(ssh, control_dir=str(unused)).endswith("ControlPath=/root/.ansible/cp/%C")
-    assert _progress.with_mux({"h1": {"address": "10.0.0.1", "options": ssh[1:]}}, str(unused))["h1"]["options"] == ssh[1:]
+    assert _rsync.with_mux({"h1": {"address": "10.0.0.1", "options": ssh[1:]}}, str(unused))["h1"]["options"] == ssh[1:]
     assert not unused.exists()
 
 
 def test_the_runs_ssh_multiplexing_makes_its_control_folder(tmp_path):
     folder = tmp_path / "maand-cm-0123456789"
-    conns = _progress.with_mux({"h1": {"address": "10.0.0.1", "options": ["-o", "Port=22"]}}, str(folder))
+    conns = _rsync.with_mux({"h1": {"address": "10.0.0.1", "options": ["-o", "Port=22"]}}, str(folder))
     assert conns["h1"]["options"][-2:] == ["-o", "ControlPath=%s/%%C" % folder]
     assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700

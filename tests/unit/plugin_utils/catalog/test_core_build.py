@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks, storage as _storage
 from ansible_collections.maand.core.plugins.plugin_utils.placement.place import alloc_id
 from tests.bucket_factory import make_bucket, set_job, set_workers, write
 
@@ -331,8 +331,8 @@ def test_catalog_shape(tmp_path):
 
 def test_lock_refuses_a_second_run(tmp_path):
     make_bucket(tmp_path, [W1], {})
-    with _storage.bucket_lock(str(tmp_path)):
-        with pytest.raises(_storage.LockBusy):
+    with _locks.bucket_lock(str(tmp_path)):
+        with pytest.raises(_locks.LockBusy):
             _service.build(str(tmp_path))
     assert _service.build(str(tmp_path)).report.ok
 

@@ -75,8 +75,7 @@ def test_rebuild_drops_stale_build_keys_and_keeps_hook_keys(tmp_path):
 
 def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(tmp_path):
     import shutil
-    from ansible_collections.maand.core.plugins.plugin_utils.deploy import service as _deploy_service
-    from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, prune as _prune
     from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
     root = bucket(tmp_path)
     job(root, "web", {"version": "1.0.0", "selectors": ["worker"]})
@@ -95,7 +94,7 @@ def test_a_removed_job_keeps_its_user_kv_until_cleaned_up_then_it_is_tombstoned(
     cleaned = [{"job": a["job"], "worker": a["worker"]} for a in catalog["allocations"] if a["job"] == "api"]
     pruned = _plan.prune_catalog(catalog, cleaned)
     assert "api" not in [j["name"] for j in pruned["jobs"]]
-    _deploy_service.drop_job_kv(root, catalog, pruned)  # what the deploy does after it cleaned them up
+    _prune.drop_job_kv(root, catalog, pruned)  # what the deploy does after it cleaned them up
     kv = _kv_build.read_kv(root, reveal_secrets=True)
     assert "vars/job/api" not in kv and "secrets/job/api" not in kv
     assert kv["vars/job/web"] == {"kept": "yes"}

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, certs as _certs, maand_db as _maand_db
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, maand_db as _maand_db
+from ansible_collections.maand.core.plugins.plugin_utils.certs import ca as _ca
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store, secrets as _secrets
 from ansible_collections.maand.core.plugins.plugin_utils.placement import place as _place
 from tests.maand_init import init_bucket, job, ws
@@ -100,7 +102,7 @@ def test_first_build_takes_over(tmp_path):
 
 
 def test_maands_certs_are_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(_certs, "KEY_SIZE", 1024)
+    monkeypatch.setattr(_ca, "KEY_SIZE", 1024)
     root = bucket(tmp_path, {"version": "1.0.0", "selectors": ["worker"],
                              "certs": {"tls": {"subject": {"common_name": "api"}}}})
     ca = _certs.load_or_create_ca(root, BUCKET_ID, key_size=1024)  # maand init made it

@@ -44,7 +44,7 @@ HEALTH_CASES = [
     ("interval_1s", "workspace/health_check.go HealthCheckWait.IntervalSeconds int (issue 9)",
      health([{"type": "tcp", "port": "api_port"}], wait={"attempts": 3, "interval_seconds": "1s"}),
      "health_check.wait.interval_seconds", "of type int"),
-    # maand: int; maand.core's gate honours fractions of a second (README, Differences from maand)
+    # maand: int; maand.core's gate honours fractions of a second (docs/parity.md, Differences from maand)
     ("timeout_fraction", "workspace/health_check.go ManifestHealthCheck.TimeoutSeconds int",
      health([{"type": "tcp", "port": "api_port"}], timeout_seconds=1.5, wait={"interval_seconds": 0.5}), None, None),
     ("timeout_string", "workspace/health_check.go ManifestHealthCheck.TimeoutSeconds int",

@@ -107,7 +107,7 @@ def test_wave_picture_from_deployment_seq_and_demands():
         "job": "api", "command": "command_ready", "config": {"min_version": "1.0"}}}})
     cat = catalog([job("api"), job("web"), poller, job("gone", removed=True, deployment_seq=3)], [])
     assert _pin.wave_picture(cat) == ["waves: wave 0 api, web; wave 1 poller",
-                                     "  wave 0 api --(command_ready >= 1.0)--> wave 1 poller"]
+                                      "  wave 0 api --(command_ready >= 1.0)--> wave 1 poller"]
 
 
 def test_wave_picture_is_empty_for_one_wave_and_bounds_both_ways():
@@ -182,7 +182,7 @@ def test_the_workers_side_is_shown_only_when_it_is_the_promoted_content(tmp_path
     plain = _pin.checked_before(got["plain.conf"], recorded["plain.conf"])
     assert "-port=1\n+port=2\n" in _pin.render_diff("api", "h1", "plain.conf", plain, {"text": "port=2\n"})
     hidden = _pin.render_diff("api", "h1", "secret.conf", _pin.checked_before(got["secret.conf"], recorded["secret.conf"]),
-                             {"text": "password=other\n"})
+                              {"text": "password=other\n"})
     assert "hunter2" not in hidden and "not shown" in hidden
     assert _pin.checked_before(got["new.conf"], None) == {"missing": True}
 

@@ -104,7 +104,7 @@ def _rollback_states(cat, hosts, v1, v2):
     for h in hosts:
         st[h]["deployed"]["api"]["version"] = "1.2.0"
         st[h]["previous"] = {"api": _plan.state_record("api", "api-%s" % h, content("api", files=v1)["api"],
-                                                   "1.1.0", True, 1)}
+                                                       "1.1.0", True, 1)}
     return st
 
 
@@ -190,7 +190,7 @@ def rendered():
               "deployed": {"api": _plan.state_record("api", "api-%s" % h, _rendered(old, {}), "1.0.0", True, 1)}}
           for h in H3}
     st["h1"]["deployed"]["env"] = _plan.state_record("env", "env-h1", _rendered({"Makefile": "m", ".maand-env/KEY": "1"},
-                                                                            {}), "1.0.0", True, 1)
+                                                                                {}), "1.0.0", True, 1)
     return cat, cont, st, H3, None
 
 

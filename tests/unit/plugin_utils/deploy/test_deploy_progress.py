@@ -1,6 +1,6 @@
 """Progress records of a deploy (plugins/plugin_utils/deploy/progress.py): written by the health
 gates, followed by the maand.core.deploy callback, read back for gate times; and what a failed gate
-adds to its message."""
+adds to its message (deploy/gate.GateRunner, health/tails.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import subprocess
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import progress as _progress
+from ansible_collections.maand.core.plugins.plugin_utils.health import tails as _tails
 
 GATE = {"job": "api", "hosts": ["h1", "h2"], "attempts": 5, "interval_seconds": 0.5, "timeout_seconds": 1,
         "checks": [{"type": "http", "scheme": "http", "port": 30000, "path": "/health", "expect_status": 200}]}
@@ -79,14 +80,14 @@ def test_gate_runner_adds_elapsed_status_tail_and_listen_hint_on_a_first_start(t
 
     def run(gate, watch):
         return _gate.run_gate(gate, {}, sleep=clock.sleep, clock=clock, watch=watch,
-                          probe_fn=lambda a, c, t: "http %s:30000: [Errno 111] Connection refused" % a)
+                              probe_fn=lambda a, c, t: "http %s:30000: [Errno 111] Connection refused" % a)
     seen = []
 
     def diagnose(job, hosts):
         seen.append((job, hosts))
         return {h: ["--- make status (exit 2):", "stopped"] for h in hosts}
-    go = _progress.gate_runner(run, _progress.Writer(str(tmp_path), clock=clock), PLAN, {"api": {"api_http_port": 30000}},
-                       diagnose=diagnose, clock=clock)
+    go = _gate.GateRunner(run, _progress.Writer(str(tmp_path), clock=clock), PLAN, {"api": {"api_http_port": 30000}},
+                          diagnose=diagnose, clock=clock)
     problems = go(GATE)
     assert problems[:2] == ["h1: http h1:30000: [Errno 111] Connection refused",
                             "h2: http h2:30000: [Errno 111] Connection refused"]
@@ -101,24 +102,24 @@ def test_gate_runner_adds_elapsed_status_tail_and_listen_hint_on_a_first_start(t
 
 def test_listen_hint_only_for_a_refused_named_port_at_first_deploy():
     refused = ["h1: tcp h1:30000: [Errno 111] Connection refused"]
-    assert _progress.listen_hint("api", [30000], {"p": 30000}, refused, True)
-    assert _progress.listen_hint("api", [30000], {"p": 30000}, refused, False) == ""          # an upgrade
-    assert _progress.listen_hint("api", [30000], {"p": 30000}, ["h1: http returned 500"], True) == ""
-    assert _progress.listen_hint("api", [30000], {"p": 31000}, refused, True) == ""           # not one of its ports
-    assert _progress.first_deploy(PLAN, "api", ["h1"]) is True
-    assert _progress.first_deploy(dict(PLAN, rows=[dict(PLAN["rows"][0], from_version="1.0.0")]), "api", ["h1"]) is False
-    assert _progress.first_deploy(PLAN, "web", ["h1"]) is False
+    assert _gate.listen_hint("api", [30000], {"p": 30000}, refused, True)
+    assert _gate.listen_hint("api", [30000], {"p": 30000}, refused, False) == ""          # an upgrade
+    assert _gate.listen_hint("api", [30000], {"p": 30000}, ["h1: http returned 500"], True) == ""
+    assert _gate.listen_hint("api", [30000], {"p": 31000}, refused, True) == ""           # not one of its ports
+    assert _gate.first_deploy(PLAN, "api", ["h1"]) is True
+    assert _gate.first_deploy(dict(PLAN, rows=[dict(PLAN["rows"][0], from_version="1.0.0")]), "api", ["h1"]) is False
+    assert _gate.first_deploy(PLAN, "web", ["h1"]) is False
 
 
 def test_passed_gate_calls_on_pass_and_adds_nothing(tmp_path):
     passed = []
-    go = _progress.gate_runner(lambda gate, watch: [], _progress.Writer(str(tmp_path)), PLAN, on_pass=passed.append)
+    go = _gate.GateRunner(lambda gate, watch: [], _progress.Writer(str(tmp_path)), PLAN, on_pass=passed.append)
     assert go(GATE) == [] and passed == [GATE]
 
 
 def test_ssh_argv_uses_the_connection_settings():
-    argv = _progress.ssh_argv({"address": "10.0.0.1", "port": 2222, "user": "agent", "key": "/k", "options": ["-o", "A=b"],
-                       "sudo": True}, "echo hi")
+    argv = _tails.ssh_argv({"address": "10.0.0.1", "port": 2222, "user": "agent", "key": "/k", "options": ["-o", "A=b"],
+                            "sudo": True}, "echo hi")
     assert argv[:3] == ["ssh", "-o", "A=b"] and argv[-2] == "agent@10.0.0.1"
     assert ["-i", "/k"] == argv[argv.index("-i"):argv.index("-i") + 2] and "2222" in argv
     assert argv[-1] == "sudo -n sh -c 'echo hi'"
@@ -127,6 +128,6 @@ def test_ssh_argv_uses_the_connection_settings():
 def test_collect_tails_reports_an_unreachable_worker():
     def run(argv, **kwargs):
         return subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host 10.0.0.1 port 22: No route to host")
-    tails = _progress.collect_tails({"h1": {"address": "10.0.0.1"}}, "/opt/worker/b", "api", ["h1", "h9"], run=run)
+    tails = _tails.collect_tails({"h1": {"address": "10.0.0.1"}}, "/opt/worker/b", "api", ["h1", "h9"], run=run)
     assert tails == {"h1": ["(could not reach the worker: ssh: connect to host 10.0.0.1 port 22: No route to host)"]}
     json.dumps(tails)

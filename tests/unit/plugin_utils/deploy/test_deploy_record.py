@@ -14,7 +14,8 @@ import time
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import storage as _storage
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock, record as R
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import record as R
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run, service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 from tests.unit.plugin_utils.deploy.test_service import HOSTS, Screen, bucket, request  # noqa: F401  # pylint: disable=unused-import
@@ -38,7 +39,7 @@ def timed_answer(req):
 
 
 def run_deploy(root, ctl=None, answer=timed_answer, **kw):
-    assert _service.lock(root, os.getpid())["taken"]
+    assert _service.lock(root, os.getpid()).as_result()["taken"]
     prepared = _service.prepare(request(root, **kw), ctl or Screen().ctl)
     assert not prepared.failed, prepared.msg
     for seg in prepared.segments:
@@ -47,7 +48,7 @@ def run_deploy(root, ctl=None, answer=timed_answer, **kw):
         for host in stepped.hosts:
             req = _run.read_request(prepared.run_dir, stepped.key, host)
             _run.write_result(prepared.run_dir, stepped.key, host,
-                            answer(_run_state.AgentRequest(host=host, ops=req["ops"], promote=req["promote"])))
+                              answer(_run_state.AgentRequest(host=host, ops=req["ops"], promote=req["promote"])))
     finished = _service.finish(_service.FinishRequest(root, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()), ctl)
     return prepared, finished
 
@@ -102,7 +103,7 @@ def test_a_corrupt_result_file_is_left_out_of_the_record_and_refused_by_the_depl
 
 
 def test_a_failed_run_is_recorded_failed_with_its_problems(bucket, run_ids):
-    assert _service.lock(bucket, os.getpid())["taken"]
+    assert _service.lock(bucket, os.getpid()).as_result()["taken"]
     prepared = _service.prepare(request(bucket))
     first = _service.step(prepared.run_dir, prepared.segments[0]["step"])
     assert not first.error and first.hosts  # no worker ever answers
@@ -128,7 +129,7 @@ def test_a_store_that_fails_is_a_warning_and_the_lock_is_still_released(bucket, 
     monkeypatch.setattr(_storage.FileStore, "write_record", broken)
     screen = Screen()
     dummy, finished = run_deploy(bucket, screen.ctl)
-    assert finished.problems == [] and _lock.read_lock(bucket) is None
+    assert finished.problems == [] and _locks.read_lock(bucket) is None
     assert screen.warnings == ["the deploy record of run %s was not kept (maand.core.logs will not list it): "
                                "StateStoreError: state store down" % run_ids[0]]
 

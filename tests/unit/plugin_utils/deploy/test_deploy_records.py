@@ -1,6 +1,6 @@
 """The plan's typed records (plugins/plugin_utils/deploy/records.py): Plan.from_json(plan.to_json()) gives the
 same plan, for the plans the fixtures build (the golden scenarios under other options and --limit) and
-after the stages of building a run's plan (pin.stamp, pre_deploy.attach, jobspec_deploy.attach)."""
+after the stages of building a run's plan (pin.stamp, pre_deploy.attach, plan.with_job_specs)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import jobspec_deploy as _jobspec_deploy
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import pin as _pin
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import pre_deploy as _pre_deploy
@@ -53,7 +52,7 @@ def plans(draw):
     if draw(st.booleans()):
         specs = {j: {"priority": draw(st.integers(0, 3)), "working_directory": "bin"} for j in jobs if draw(st.booleans())}
         workers = {w["host"]: w for w in cat["workers"]}
-        plan = _jobspec_deploy.attach(plan, specs, workers, {}, draw(st.integers(0, 4)))
+        plan = _plan.with_job_specs(plan, specs, workers, {}, draw(st.integers(0, 4)))
     return plan
 
 
@@ -68,7 +67,7 @@ def test_the_stages_return_new_plans_and_edit_none():
     plan = _plan.build(cat, cont, states, hosts, opts)
     before = json.dumps(plan.to_json(), sort_keys=True)
     stamped = _pin.stamp(plan, cat)
-    attached = _jobspec_deploy.attach(stamped, {"web": {"priority": 2}}, {}, {}, 3)
+    attached = _plan.with_job_specs(stamped, {"web": {"priority": 2}}, {}, {}, 3)
     pre = _pre_deploy.attach(attached, _pre_deploy.entry(["ord"], plan.job_waves, cont, {}, 1, False, {}), False, {})
     assert json.dumps(plan.to_json(), sort_keys=True) == before
     assert plan.plan_hash is ABSENT and "plan_hash" not in plan.to_json() and stamped.plan_hash == attached.plan_hash

@@ -6,12 +6,22 @@ import json
 import subprocess
 
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
 
 def sh(cmd, data, env_root):
-    # the commands use /opt/worker paths: run them with the paths pointed at a temp folder
-    cmd = cmd.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
-    return subprocess.run(["/bin/sh", "-c", cmd], input=data, capture_output=True, check=False)
+    # the commands use /opt/worker paths: run them with the paths pointed at a temp folder (not inside the
+    # sandbox's source, the here-document the install writes as it is)
+    sandbox = _remote.sandbox_source().decode("utf-8")
+    parts = [p.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
+             for p in cmd.split(sandbox)]
+    return subprocess.run(["/bin/sh", "-c", sandbox.join(parts)], input=data, capture_output=True, check=False)
+
+
+def installed(env_root):
+    """The agent and the sandbox beside it, as the install names them under env_root/.maand."""
+    return (env_root / ".maand" / _remote.agent_path().rsplit("/", 1)[1],
+            env_root / ".maand" / _remote.sandbox_path().rsplit("/", 1)[1])
 
 
 def test_read_command_installs_the_agent_once_and_reads(tmp_path):
@@ -20,10 +30,11 @@ def test_read_command_installs_the_agent_once_and_reads(tmp_path):
     proc = sh(_remote.read_command("python3", "bid"), _remote.agent_source(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "read")
     assert err is None and data["deployed"] == {"api": {"format": 1}}
-    installed = tmp_path / ".maand" / _remote.agent_path().rsplit("/", 1)[1]
-    assert installed.read_bytes() == _remote.agent_source()
+    agent, sandbox = installed(tmp_path)
+    assert agent.read_bytes() == _remote.agent_source() and sandbox.read_bytes() == _remote.sandbox_source()
     proc = sh(_remote.read_command("python3", "bid"), b"garbage that must not be installed", tmp_path)
-    assert proc.returncode == 0 and installed.read_bytes() == _remote.agent_source()
+    assert proc.returncode == 0 and agent.read_bytes() == _remote.agent_source()
+    assert sandbox.read_bytes() == _remote.sandbox_source()
 
 
 def test_read_without_install_writes_nothing(tmp_path):
@@ -62,6 +73,72 @@ def test_a_tampered_agent_file_is_never_run_and_is_replaced(tmp_path):
 
 def test_agent_path_is_content_addressed():
     assert _remote.agent_path().startswith(_remote.AGENT_DIR + "/agent-") and len(_remote.agent_path().rsplit("-", 1)[1]) == len("0123456789ab.py")
+    # the sandbox beside it carries the same sha12: one version of the pair
+    assert _remote.sandbox_path() == _remote.agent_path().replace("/agent-", "/sandbox-")
+
+
+def test_the_sandbox_rides_in_the_install_command_as_a_quoted_here_document():
+    source = _remote.sandbox_source().decode("utf-8")
+    assert source.endswith("\n") and _remote.SANDBOX_END not in source.splitlines()
+    prefix = _remote.install_prefix()
+    assert "<<'%s'" % _remote.SANDBOX_END in prefix and prefix.endswith("\n" + source + _remote.SANDBOX_END + "\n")
+    assert _remote.agent_source() not in prefix.encode()  # the agent comes on stdin
+
+
+def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path):
+    """The agent loads its sandbox (run as root) from beside itself: the same whole-sha256 check covers it."""
+    req = _remote.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
+    req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
+    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    agent, sandbox = installed(tmp_path)
+    sandbox.unlink()
+    assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
+    marker = tmp_path / "ran"
+    sandbox.write_text("open(%r, 'w').write('planted code ran')\n" % str(marker))
+    assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
+    assert not marker.exists() and not (tmp_path / "bid" / "worker.json").exists()
+    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sandbox.read_bytes() == _remote.sandbox_source() and agent.read_bytes() == _remote.agent_source()
+    assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0 and not marker.exists()
+
+
+def test_the_installed_agent_runs_make_with_the_sandbox_beside_it(tmp_path):
+    job = tmp_path / "bid" / "jobs" / "api"
+    job.mkdir(parents=True)
+    (job / "Makefile").write_text("start:\n\t@echo started > out\n")
+    req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
+                                        "env": {}, "promote_now": False, "record": None}])
+    req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
+    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
+    data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
+    assert err is None and data["ops"][0]["ok"], data
+    assert (job / "out").read_text() == "started\n"
+
+
+def test_the_agent_from_stdin_reads_but_runs_no_step(tmp_path):
+    """`python3 -` (check mode, --diff) has the agent alone: it reads, and refuses a step (no sandbox beside it,
+    and never one of the working folder's)."""
+    job = tmp_path / "bid" / "jobs" / "api"
+    job.mkdir(parents=True)
+    (job / "Makefile").write_text("start:\n\t@echo started > out\n")
+    (tmp_path / "sandbox.py").write_text("raise SystemExit('a sandbox.py in the working folder ran')\n")
+    (tmp_path / "sandbox-x.py").write_text("raise SystemExit('a sandbox in the working folder ran')\n")
+    # as `python3 -` runs it (__file__ "<stdin>"), with the step request on stdin (a real `python3 -` has
+    # consumed stdin as its program: the request cannot even arrive)
+    driver = ("import sys; sys.argv = ['-']; exec(compile(open(%r).read(), '<stdin>', 'exec'), "
+              "{'__name__': '__main__', '__file__': '<stdin>', '__package__': None})" % _agent.__file__)
+    req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
+                                        "env": {}, "promote_now": False, "record": None}])
+    req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
+    proc = subprocess.run(["python3", "-c", driver], input=req.encode(), capture_output=True, check=False,
+                          cwd=str(tmp_path))
+    assert json.loads(proc.stdout) == {"ok": False, "msg": "a step needs the installed agent and its sandbox "
+                                                           "(from stdin: read and files only)"}, proc.stderr
+    assert not (job / "out").exists()
+    proc = subprocess.run(["python3", "-", "read", str(tmp_path / "bid")], input=_remote.agent_source(),
+                          capture_output=True, check=False, cwd=str(tmp_path))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["trees"] == ["api"], proc.stderr
 
 
 def test_interpreter_prefers_delegated_host_vars():

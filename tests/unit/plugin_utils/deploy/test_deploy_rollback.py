@@ -114,8 +114,8 @@ def test_rollback_op_restores_the_previous_tree_keeps_runtime_dirs_and_swaps_his
 def test_rollback_without_a_previous_tree_fails_the_op_and_changes_nothing(root):
     _ship(root, "v1", "1.0.0")
     ans = _agent.run_step({"root": str(root), "ops": [{"id": "api@h", "kind": "run", "job": "api", "host": "h",
-                                                  "target": "restart", "restore": True, "promote_now": True,
-                                                  "record": _rec("0.9.0", "v0")}]})
+                                                       "target": "restart", "restore": True, "promote_now": True,
+                                                       "record": _rec("0.9.0", "v0")}]})
     out = ans["ops"][0]
     assert not out["ok"] and out["reason"] == "no_previous" and "nothing to roll back to" in out["msg"]
     assert (root / "jobs/api/conf/a.conf").read_text() == "v1"
@@ -161,7 +161,7 @@ def _states_with_previous(cat, hosts, previous=True):
         st[h]["deployed"]["api"]["version"] = "1.2.0"
         if previous:
             st[h]["previous"] = {"api": _plan.state_record("api", "api-%s" % h, content("api", files=V1)["api"],
-                                                       "1.1.0", True, 1)}
+                                                           "1.1.0", True, 1)}
     return st
 
 
@@ -173,7 +173,7 @@ def _cat():
 def test_rollback_plans_the_previous_version_through_rolling_batches():
     cat = _cat()
     plan = _plan.compute_plan(cat, content("api", "web", files=V2), _states_with_previous(cat, HOSTS), HOSTS,
-                          {"rollback": "api"})
+                              {"rollback": "api"})
     assert not plan["errors"], plan["errors"]
     rows = {(r["job"], r["worker"]): r for r in plan["rows"]}
     assert set(rows) == {("api", "h1"), ("api", "h2")}  # only the rolled back job
@@ -325,7 +325,7 @@ def _failed_upgrade_states(kept=True):
         if kept:
             st[h]["kept"] = ["api"]
     st["h1"]["attempts"] = {"api": dict(_plan.state_record("api", "api-h1", content("api", files=V2)["api"], "2.0.0",
-                                                       True, 2), attempt={"target": "restart", "ok": False})}
+                                                           True, 2), attempt={"target": "restart", "ok": False})}
     return cat, st
 
 

@@ -3,7 +3,7 @@ is a visible decision. bench/bench_deploy.py measures the same counts on a real 
 bucket is the one below: api, web, job2 on every worker, half1 and half2 on every other one, job2 and
 half2 in the second wave.
 
-How a green run spends sessions on a worker (roles/deploy/tasks/main.yml, plugins/action/deploy_agent.py):
+How a green run spends sessions on a worker (roles/deploy/tasks/main.yml, deploy/agent_step.py):
 one state read (maand.core.deploy_state, every host of the play), then in every step where the worker has
 a request (run_state.requests_for_step) one session: "sync+agent" when an op syncs files and ops other than
 files shipped early, or promotions, remain (the agent is the rsync's remote command: the files, then the

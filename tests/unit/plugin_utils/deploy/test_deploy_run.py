@@ -18,6 +18,31 @@ def no_gates(gate):
     return []
 
 
+class Callbacks:
+    """run.Callbacks from plain functions (a deploy's own are deploy/callbacks.StepCallbacks)."""
+
+    def __init__(self, gate=no_gates, after_results=None, before=None):
+        self._gate, self._after, self._before = gate, after_results, before
+
+    def gate(self, g):
+        return self._gate(g)
+
+    def after_results(self, step, ok_ops):
+        return self._after(step, ok_ops) if self._after else []
+
+    def before(self, plan, state, step):
+        return self._before(plan, state, step) if self._before else ([], False)
+
+
+def advance(run_dir, key, gate=no_gates, before=None):
+    """One step task: the run read once (RunContext), then run.advance."""
+    return _run.advance(_run.RunContext.read(run_dir), key, Callbacks(gate, before=before))
+
+
+def finish(run_dir, gate=no_gates, before=None):
+    return _run.finish(_run.RunContext.read(run_dir), Callbacks(gate, before=before))
+
+
 @pytest.fixture
 def bucket(tmp_path):
     (tmp_path / "data").mkdir()
@@ -34,9 +59,9 @@ def answer_all(run_dir, key, hosts, answer_for=None):
 def drive(run_dir, plan, answer_for=None, gate=no_gates):
     for seg in _run.segments(plan, 4):
         key = _run.step_key(seg["step"])
-        hosts, dummy = _run.advance(run_dir, key, gate)
+        hosts, dummy = advance(run_dir, key, gate)
         answer_all(run_dir, key, hosts, answer_for)
-    return _run.finish(run_dir, gate)
+    return finish(run_dir, gate)
 
 
 def test_a_full_run_through_files_is_green_and_removes_earlier_runs(bucket):
@@ -73,26 +98,26 @@ def test_a_run_that_skips_the_final_pass_of_a_gated_step_fails(bucket):
     gated = dict(PLAN, steps=PLAN["steps"][:3], job_waves={"api": 0, "db": 0})
     run_dir = _run.new_run(str(bucket), gated)
     for key in (0, 1, 2):
-        hosts, dummy = _run.advance(run_dir, key, no_gates)
+        hosts, dummy = advance(run_dir, key, no_gates)
         answer_all(run_dir, key, hosts)
-    dummy, dummy, report = _run.finish(run_dir, no_gates)
+    dummy, dummy, report = finish(run_dir, no_gates)
     assert report.failed and any("not promoted: api@h2" in p for p in report.problems), report.problems
 
 
 def test_missing_result_file_fails_that_hosts_ops(bucket):
     run_dir = _run.new_run(str(bucket), PLAN)
-    _run.advance(run_dir, 0, no_gates)
-    hosts, dummy = _run.advance(run_dir, 1, no_gates)
+    advance(run_dir, 0, no_gates)
+    hosts, dummy = advance(run_dir, 1, no_gates)
     answer_all(run_dir, 1, [h for h in hosts if h != "h2"])
-    hosts, failures = _run.advance(run_dir, 2, no_gates)
+    hosts, failures = advance(run_dir, 2, no_gates)
     assert any("db@h2" in f and "agent task did not run" in f for f in failures)
 
 
 def test_a_result_without_answer_keeps_its_reason(bucket):
     run_dir = _run.new_run(str(bucket), PLAN)
-    _run.advance(run_dir, 0, no_gates)
+    advance(run_dir, 0, no_gates)
     _run.write_result(run_dir, 0, "h1", None, "AnsibleConnectionFailure: host vanished")
-    dummy, failures = _run.advance(run_dir, 1, no_gates)
+    dummy, failures = advance(run_dir, 1, no_gates)
     assert "host vanished" in failures[0]
 
 
@@ -109,35 +134,35 @@ def test_gate_runner_sees_only_gates_of_successful_batches(bucket):
 
 def test_an_interrupted_run_is_not_green(bucket):
     run_dir = _run.new_run(str(bucket), PLAN)
-    _run.advance(run_dir, 0, no_gates)     # its agents never answer, later steps never run
-    plan, state, report = _run.finish(run_dir, no_gates)
+    advance(run_dir, 0, no_gates)     # its agents never answer, later steps never run
+    plan, state, report = finish(run_dir, no_gates)
     assert report.failed and any("stopped before step(s) 1, 2, 3" in p for p in report.problems)
 
 
 def test_a_crashing_gate_propagates_and_leaves_the_step_unfolded(bucket):
     run_dir = _run.new_run(str(bucket), PLAN)
-    _run.advance(run_dir, 0, no_gates)
+    advance(run_dir, 0, no_gates)
     answer_all(run_dir, 0, ["h1"])
-    hosts, dummy = _run.advance(run_dir, 1, no_gates)
+    hosts, dummy = advance(run_dir, 1, no_gates)
     answer_all(run_dir, 1, hosts)
 
     def boom(gate):
         raise RuntimeError("injected")
     with pytest.raises(RuntimeError):
-        _run.advance(run_dir, 2, boom)
+        advance(run_dir, 2, boom)
     state = _run.load_state(run_dir)
     assert state.in_flight == 1 and 1 not in state.steps_completed
-    assert _run.finish(run_dir, no_gates)[2].failed
+    assert finish(run_dir, no_gates)[2].failed
 
 
 def test_steps_cannot_run_twice_or_out_of_plan(bucket):
     run_dir = _run.new_run(str(bucket), PLAN)
-    _run.advance(run_dir, 0, no_gates)
-    _run.advance(run_dir, 1, no_gates)
+    advance(run_dir, 0, no_gates)
+    advance(run_dir, 1, no_gates)
     with pytest.raises(_run.RunError, match="already ran"):
-        _run.advance(run_dir, 0, no_gates)
+        advance(run_dir, 0, no_gates)
     with pytest.raises(_run.RunError, match="not in the plan"):
-        _run.advance(run_dir, 42, no_gates)
+        advance(run_dir, 42, no_gates)
 
 
 def test_broken_or_missing_state_names_the_file(bucket):
@@ -148,7 +173,7 @@ def test_broken_or_missing_state_names_the_file(bucket):
         _run.load_state(run_dir)
     os.unlink(os.path.join(run_dir, "state.json"))
     with pytest.raises(_run.RunError, match="state.json is missing"):
-        _run.finish(run_dir, no_gates)
+        finish(run_dir, no_gates)
     with pytest.raises(_run.RunError, match="plan.json is missing"):
         _run.load_plan(str(bucket / "nope"))
 
@@ -169,7 +194,7 @@ def test_segments_wide_for_many_acting_hosts_narrow_otherwise():
                      {"index": 1, "ops": {"h2": []}, "gates": [{"job": "a", "hosts": ["h2"]}]}]}
     assert _run.segments(two, 2)[0]["kind"] == "wide"
     assert _run.segments(two, 3) == [{"kind": "narrow", "step": 0}, {"kind": "wide", "step": 1},
-                                   {"kind": "narrow", "step": "final"}]
+                                     {"kind": "narrow", "step": "final"}]
     assert _run.step_key("3") == 3 and _run.step_key("final") == _run.FINAL
 
 
@@ -197,14 +222,14 @@ def test_injected_fault_points(monkeypatch):
 
 def test_a_fault_injected_after_the_fold_leaves_the_step_unfolded_and_the_run_failed(bucket, monkeypatch):
     run_dir = _run.new_run(str(bucket), PLAN)
-    _run.advance(run_dir, 0, no_gates)
+    advance(run_dir, 0, no_gates)
     answer_all(run_dir, 0, ["h1"])
     monkeypatch.setenv(_run.FAULT_ENV, "step:1")
     with pytest.raises(_run.InjectedFault):
-        _run.advance(run_dir, 1, no_gates)
+        advance(run_dir, 1, no_gates)
     state = _run.load_state(run_dir)
     assert state.in_flight is None and state.steps_completed == [0]  # step 0 folded, step 1 never planned
     assert not os.path.exists(os.path.dirname(_run.request_path(run_dir, 1, "h1")))
     monkeypatch.delenv(_run.FAULT_ENV)
-    report = _run.finish(run_dir, no_gates)[2]
+    report = finish(run_dir, no_gates)[2]
     assert report.failed and any("stopped before step(s) 1" in p for p in report.problems), report.problems

@@ -70,7 +70,7 @@ def test_two_templates_rendering_the_same_file_are_refused(tmp_path):
     write(str(tmp_path / "a.conf.tpl"), "1")
     write(str(tmp_path / "a.conf.j2"), "2")
     with pytest.raises(_content.ContentError, match="a.conf.j2 and a.conf.tpl both render a.conf|"
-                                                         "a.conf.tpl and a.conf.j2 both render a.conf"):
+                       "a.conf.tpl and a.conf.j2 both render a.conf"):
         _stage.read_job("api", str(tmp_path))
 
 

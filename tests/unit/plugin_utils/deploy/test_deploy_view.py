@@ -1,9 +1,11 @@
 """What the maand.core.deploy callback shows (plugins/plugin_utils/deploy/view.py): the plan line,
-progress lines, the verdict per allocation, its table and the final line."""
+progress lines, the verdict per allocation, its table and the final line; and one worker's --diff."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import view as _view
+import json
+
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote, view as _view
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 
 
@@ -32,7 +34,7 @@ PLAN = {
 
 def test_plan_summary_counts_actions_and_names_gated_jobs():
     assert _view.plan_summary(PLAN) == ("plan: 2 restart, 1 stop, 1 remove, 1 unreachable, 3 unchanged; gates: api; "
-                                    "1 allocation(s) cannot be deployed")
+                                        "1 allocation(s) cannot be deployed")
     assert _view.plan_summary({"rows": [], "steps": []}) == "plan: nothing to do"
     assert _view.plan_summary({"rows": [row("a", "h", "start")], "steps": []}) == "plan: 1 start"
 
@@ -41,7 +43,7 @@ def test_progress_lines():
     wait = {"kind": "gate", "state": "wait", "job": "api", "batch": "api upgrade batch 1/3", "host": "10.0.0.1",
             "check": "http :30000/health", "attempt": 4, "attempts": 30, "elapsed": 3.14}
     assert _view.progress_line(wait) == ("api upgrade batch 1/3: waiting for 10.0.0.1 http :30000/health "
-                                     "(attempt 4/30, 3.1 s)")
+                                         "(attempt 4/30, 3.1 s)")
     done = {"kind": "gate", "state": "pass", "job": "api", "batch": "api upgrade batch 1/3", "hosts": ["10.0.0.1"],
             "elapsed": 3.4, "attempts": 5}
     assert _view.progress_line(done) == "api upgrade batch 1/3: health gate passed on 10.0.0.1 (3.4 s)"
@@ -114,3 +116,57 @@ def test_a_rollback_reads_rolled_back_and_a_revert_names_both_versions():
     assert table[2].split()[3:] == ["reverted", "-", "1.0.0", "(1.1.0", "reverted)"]
     assert _view.done_line(rows) == "deploy done: 1 rolled back, 1 reverted, 1 not run"
     assert _view.worker_results(rows) == {"h1": "failed", "h2": "ok"}
+
+
+# --- --diff on one worker (view.host_diff, the deploy_diff action's core) over a fake shell ----------------
+
+class FilesShell:
+    """A worker whose agent answers the files command with `answer` (or whose connection raises `error`)."""
+
+    def __init__(self, answer=None, error=None):
+        self.answer, self.error, self.calls = answer, error, []
+
+    def exec(self, cmd, stdin=None):
+        self.calls.append((cmd, stdin))
+        if self.error:
+            raise self.error
+        return 0, json.dumps(self.answer), ""
+
+
+SPEC = {"hosts": ["h1"], "wanted": {"h1": {"api": ["a.conf"]}},
+        "notes": {"h1": ["api/key.pem: secret-bearing, not shown"]},
+        "after": {"h1": {"api": {"a.conf": "k1"}}}, "blobs": {"k1": {"text": "port=2\n"}},
+        "promoted": {"h1": {"api": {"a.conf": "d1"}}}, "previous": {}, "live": {}}
+
+
+def test_a_worker_s_diff_reads_its_promoted_copies_in_one_round_trip():
+    shell = FilesShell({"files": {"api": {"a.conf": {"text": "port=1\n", "digest": "d1"}}}})
+    shown = _view.host_diff(SPEC, "h1", shell, "python3", "bid")
+    assert shell.calls == [(_remote.files_command("python3", "bid", {"current": {"api": ["a.conf"]}, "previous": {},
+                                                                     "live": {}}), _remote.agent_source())]
+    result = shown.as_result()
+    assert result["changed"] and result["files"] == 1 and "warnings" not in result
+    assert "-port=1\n+port=2\n" in result["diff"][0]["prepared"]
+    assert result["diff"][1] == {"prepared": "api/key.pem: secret-bearing, not shown\n"}
+
+
+def test_a_worker_that_cannot_be_read_is_a_warning_and_its_side_shows_as_absent():
+    shown = _view.host_diff(SPEC, "h1", FilesShell(error=OSError("connection reset")), "python3", "bid")
+    assert shown.warning == "--diff: cannot read the promoted files of h1: OSError: connection reset"
+    assert "/dev/null" in shown.diffs[0]["prepared"] and shown.as_result()["warnings"] == [shown.warning]
+
+
+def test_a_rollback_diff_sets_the_workers_copy_against_its_previous_one():
+    spec = dict(SPEC, notes={}, after={}, previous={"h1": {"api": {"a.conf": "d0"}}})
+    shell = FilesShell({"files": {"api": {"a.conf": {"text": "v=2\n", "digest": "d1"}}},
+                        "previous": {"api": {"a.conf": {"text": "v=1\n", "digest": "d0"}}}})
+    shown = _view.host_diff(spec, "h1", shell, "python3", "bid")
+    assert "-v=2\n+v=1\n" in shown.diffs[0]["prepared"] and "(previous)" in shown.diffs[0]["prepared"]
+
+
+def test_a_worker_with_only_notes_is_not_asked():
+    shell = FilesShell()
+    shown = _view.host_diff(dict(SPEC, wanted={}), "h1", shell, "python3", "bid")
+    assert shell.calls == [] and shown.as_result() == {"changed": True, "files": 0, "diff": [
+        {"prepared": "api/key.pem: secret-bearing, not shown\n"}]}
+    assert _view.host_diff(SPEC, "h2", shell, "python3", "bid").as_result() == {"changed": False, "files": 0}

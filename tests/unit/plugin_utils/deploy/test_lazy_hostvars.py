@@ -4,8 +4,8 @@ from Ansible's hostvars, an Ansible variable pass per host)."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate, progress as _progress
-from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points
+from ansible_collections.maand.core.plugins.plugin_utils import health
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import callbacks as _callbacks, gate as _gate, run as _run, service as _service
 
 
 class CountingHostvars(dict):
@@ -43,13 +43,13 @@ def test_connections_are_built_per_host_and_all_only_when_iterated(tmp_path):
         return {h: {"address": "10.0.0.%s" % h[1:], "options": []} for h in names}
 
     folder = tmp_path / "cm"
-    lazy = _progress.LazyConnections(connections, lambda: str(folder))
+    lazy = _callbacks.LazyConnections(connections, lambda: str(folder))
     assert asked == [] and not folder.exists()
     conn = lazy["h5"]
     assert conn["address"] == "10.0.0.5" and any("ControlPath=" in o for o in conn["options"])  # with_mux
     assert lazy.get("x1") is None and lazy.get("h5") is conn
     assert asked == [["h5"], ["x1"]]
-    assert sorted(_gate.by_address(lazy)) == sorted("10.0.0.%d" % i for i in range(64))  # ssh probes: all, once
+    assert sorted(health.by_address(lazy)) == sorted("10.0.0.%d" % i for i in range(64))  # ssh probes: all, once
     assert len(lazy) == 64 and asked[-1] is None and asked.count(None) == 1
 
 
@@ -61,6 +61,9 @@ def test_a_step_without_hooks_never_builds_the_connections(tmp_path):
         return {}
 
     catalog = {"jobs": [{"name": "api"}], "allocations": []}
-    with _points.deploy_callbacks(str(tmp_path), catalog, {"steps": []}, hosts, lambda gate: []) as (gate, after, ctx):
-        assert gate({"job": "api", "hosts": ["h1"]}) == [] and after is None
+    run = _run.RunContext(str(tmp_path), str(tmp_path), {"steps": [], "rows": []}, None, catalog)
+    ctl = _service.Controller(connections=lambda hosts_=None: hosts())
+    with _callbacks.StepCallbacks.opened(run, ctl, rerender=None) as cbs:
+        assert not cbs.hooked and cbs.after_results({"wave": None}, [{"job": "api", "target": "stop"}]) == []
+        assert cbs.gate({"job": "api", "hosts": ["h1"], "checks": []}) == []
     assert calls == []

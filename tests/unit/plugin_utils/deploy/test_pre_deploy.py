@@ -24,8 +24,8 @@ def with_hooks(plan, jobs, waves, rendered=None, pinned=False, globs=None):
     plan = copy.deepcopy(plan)
     plan["job_waves"] = dict(plan["job_waves"], **waves)
     plan[_pre_deploy.KEY] = _pre_deploy.entry(jobs, plan["job_waves"], {j: {"allocations": {h: {"hash": x} for h, x in r.items()}}
-                                                      for j, r in (rendered or {}).items()},
-                            {}, 3, pinned, globs or {}).to_json()
+                                                                        for j, r in (rendered or {}).items()},
+                                              {}, 3, pinned, globs or {}).to_json()
     return plan
 
 
@@ -47,6 +47,9 @@ class Recorder:
         self.events.append("render %s" % job)
         return self.renders.get(job, ({}, []))
 
+    def after_results(self, step, ok_ops):
+        return []
+
     def before(self, plan, state, step):
         messages, changes = _pre_deploy.run_due(plan, state, step, self.run_hooks, self.render)
         if step is not None or messages:
@@ -59,10 +62,10 @@ def drive(run_dir, plan, rec):
     failures = []
     for seg in _run.segments(plan, 4):
         key = _run.step_key(seg["step"])
-        hosts, new = _run.advance(run_dir, key, rec.gate, before=rec.before)
+        hosts, new = _run.advance(_run.RunContext.read(run_dir), key, rec)
         failures += new
         answer_all(run_dir, key, hosts)
-    plan, state, report = _run.finish(run_dir, rec.gate, before=rec.before)
+    plan, state, report = _run.finish(_run.RunContext.read(run_dir), rec)
     return failures, state, report
 
 

@@ -96,7 +96,7 @@ def test_unreachable_host_fails_its_ops_and_promotions():
     state = _run_state.new_state("r1", PLAN)
     state.pending = {"h1": [{"id": "api@h1", "job": "api", "host": "h1", "record": {}, "step": 1}]}
     state = _run_state.fold_step(state, PLAN["steps"][3], {"h1": None, "h3": ok_answer(_run_state.requests_for_step(state, PLAN["steps"][3])["h3"])},
-                         {}, reasons={"h1": "ssh: connection refused"})
+                                 {}, reasons={"h1": "ssh: connection refused"})
     assert state.pending == {}
     assert any("api@h1: promote failed: no answer" in m for m in state.failed_by_job["api"])
     assert "connection refused" in state.failed_by_job["web"][0]
@@ -104,7 +104,8 @@ def test_unreachable_host_fails_its_ops_and_promotions():
 
 
 def test_missing_answer_counts_as_no_result():
-    state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1], {"h2": ok_answer(_run_state.AgentRequest("h2", PLAN["steps"][1]["ops"]["h2"]))}, {"api": None})
+    answer = ok_answer(_run_state.AgentRequest("h2", PLAN["steps"][1]["ops"]["h2"]))
+    state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1], {"h2": answer}, {"api": None})
     assert "no result from the worker" in state.failed_by_job["api"][0]
 
 
@@ -128,7 +129,7 @@ def test_failed_health_gate_fails_job_without_promotion():
 
 def test_gate_not_run_is_a_failure():
     state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1],
-                         {h: ok_answer(r) for h, r in _run_state.requests_for_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1]).items()}, {})
+                                 {h: ok_answer(r) for h, r in _run_state.requests_for_step(_run_state.new_state("r1", PLAN), PLAN["steps"][1]).items()}, {})
     assert "was not run" in state.failed_by_job["api"][0]
 
 
@@ -147,7 +148,7 @@ def test_failure_in_earlier_wave_blocks_later_waves_only_when_wave_is_over():
     state = _run_state.fold_step(state, PLAN["steps"][1], answers, {"api": None})
     assert state.blocked == ["db"]                       # wave 0 not over yet
     state = _run_state.fold_step(state, PLAN["steps"][2], {"h1": ok_answer(_run_state.requests_for_step(state, PLAN["steps"][2])["h1"]),
-                                                   "h2": ok_answer(_run_state.requests_for_step(state, PLAN["steps"][2])["h2"])}, {"api": None})
+                                                           "h2": ok_answer(_run_state.requests_for_step(state, PLAN["steps"][2])["h2"])}, {"api": None})
     assert state.blocked == ["db", "web"]                # wave 0 over: wave 1 blocked
     assert _run_state.requests_for_step(state, PLAN["steps"][3]).keys() == {"h2"}  # only api@h2's promotion
 
@@ -164,7 +165,7 @@ def test_late_promotion_failure_blocks_later_waves():
 
 def test_reconcile_failure_is_a_run_error():
     state = _run_state.fold_step(_run_state.new_state("r1", PLAN), PLAN["steps"][0],
-                         {"h1": {"ok": True, "ops": [{"id": "meta@h1", "ok": False, "msg": "disk full"}]}}, {})
+                                 {"h1": {"ok": True, "ops": [{"id": "meta@h1", "ok": False, "msg": "disk full"}]}}, {})
     assert state.errors and not state.failed_by_job and _run_state.final_report(state, PLAN).failed
 
 

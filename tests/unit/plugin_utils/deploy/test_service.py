@@ -11,7 +11,8 @@ import tempfile
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog, kv_build as _kv_build, service as _service
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import lock as _lock, run as _run, service as S
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run, service as S
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import rsync as _rsync, stage as _stage
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.maand_init import init_bucket, job, ws
@@ -66,11 +67,11 @@ def deploy(root, prepared, ctl=None):
 
 def test_prepare_refuses_a_bucket_without_catalog_and_releases_the_lock(tmp_path):
     root = init_bucket(tmp_path)
-    assert S.lock(root, os.getpid())["taken"]
+    assert S.lock(root, os.getpid()).as_result()["taken"]
     out = S.prepare(request(root))
     assert out.failed and "data/catalog.json does not exist" in out.msg and "maand.core.build" in out.msg
     assert out.as_result() == {"failed": True, "changed": False, "msg": out.msg}
-    assert _lock.read_lock(root) is None
+    assert _locks.read_lock(root) is None
 
 
 def test_prepare_refuses_a_stale_catalog_and_changes_nothing(bucket):
@@ -112,11 +113,11 @@ def test_a_pinned_plan_hash_that_differs_refuses_and_names_the_change(bucket):
     checked = S.prepare(request(bucket, check_mode=True))
     assert ("plan hash matches the pinned plan %s" % checked.plan_hash[:16]
             in S.prepare(request(bucket, check_mode=True, plan_hash=checked.plan_hash[:16])).plan["lines"])
-    assert S.lock(bucket, os.getpid())["taken"]
+    assert S.lock(bucket, os.getpid()).as_result()["taken"]
     out = S.prepare(request(bucket, plan_hash=checked.plan_hash[:16], force=True))
     assert out.failed and "not the pinned plan %s" % checked.plan_hash[:16] in out.msg, out.msg
     assert out.plan is not None and out.as_result()["plan"] is out.plan
-    assert _lock.read_lock(bucket) is None  # a refused deploy does not keep the bucket locked
+    assert _locks.read_lock(bucket) is None  # a refused deploy does not keep the bucket locked
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
@@ -144,7 +145,7 @@ def test_check_mode_refuses_a_pins_folder_someone_else_made_and_a_deploy_never_r
 
 
 def test_prepare_step_finish_deploys_and_cleans_up(bucket):
-    assert S.lock(bucket, os.getpid())["taken"]
+    assert S.lock(bucket, os.getpid()).as_result()["taken"]
     screen = Screen()
     prepared = S.prepare(request(bucket), screen.ctl)
     assert not prepared.failed, prepared.msg
@@ -159,7 +160,7 @@ def test_prepare_step_finish_deploys_and_cleans_up(bucket):
     assert screen.lines[-1] == "deploy done: 4 started"
     assert not os.path.exists(prepared.run_dir) and not os.path.exists(_stage.stage_root(bucket))
     assert not os.path.exists(control_dir)
-    assert _lock.read_lock(bucket) is None
+    assert _locks.read_lock(bucket) is None
 
 
 def test_finish_prunes_cleaned_removed_jobs_and_drops_their_kv(bucket):
@@ -185,7 +186,7 @@ def test_finish_prunes_cleaned_removed_jobs_and_drops_their_kv(bucket):
 
 
 def test_finish_of_a_run_whose_workers_never_answered_fails_keeps_the_folder_and_unlocks(bucket):
-    assert S.lock(bucket, os.getpid())["taken"]
+    assert S.lock(bucket, os.getpid()).as_result()["taken"]
     prepared = S.prepare(request(bucket))
     first = S.step(prepared.run_dir, prepared.segments[0]["step"])
     assert not first.error and first.hosts
@@ -194,7 +195,7 @@ def test_finish_of_a_run_whose_workers_never_answered_fails_keeps_the_folder_and
     result = finished.as_result()
     assert result["failed"] and result["msg"].startswith("deploy finished with 6 problem(s) (start 4):"), result
     assert "api@10.0.0.1: start failed: no result from the worker" in result["msg"]
-    assert os.path.isdir(prepared.run_dir) and _lock.read_lock(bucket) is None
+    assert os.path.isdir(prepared.run_dir) and _locks.read_lock(bucket) is None
     assert not os.path.exists(_rsync.control_dir(prepared.run_dir))  # its ssh folder goes all the same
 
 
@@ -205,18 +206,44 @@ def test_a_step_of_a_missing_run_folder_is_an_error_of_the_step(tmp_path):
 
 
 def test_lock_is_refused_while_another_live_run_holds_it(bucket):
-    assert S.lock(bucket, os.getppid())["taken"]  # a live process that is not this one
-    refused = S.lock(bucket, os.getpid())
+    assert S.lock(bucket, os.getppid()).as_result()["taken"]  # a live process that is not this one
+    refused = S.lock(bucket, os.getpid()).as_result()
     assert refused["failed"] and refused["msg"].startswith("deploy refused: ")
-    assert S.unlock(bucket, os.getpid())["released"] is False
-    assert S.unlock(bucket, os.getppid())["released"] is True
-    assert S.unlock(bucket, os.getppid(), check_mode=True)["msg"] == "check mode: lock untouched"
+    assert S.unlock(bucket, os.getpid()).as_result()["released"] is False
+    assert S.unlock(bucket, os.getppid()).as_result()["released"] is True
+    assert S.unlock(bucket, os.getppid(), check_mode=True).as_result()["msg"] == "check mode: lock untouched"
+
+
+def test_lock_and_unlock_are_records_whose_result_is_the_task_s(bucket, tmp_path):
+    missing = str(tmp_path / "missing")
+    for locking in (S.lock(missing, 1), S.unlock(missing, 1)):
+        assert locking.failed and locking.as_result() == {
+            "failed": True, "msg": "bucket folder %s does not exist (maand_bucket_dir)" % missing}
+    taken = S.lock(bucket, os.getpid())
+    assert taken.as_result() == {"changed": False, "pid": os.getpid(), "lock": _locks.lock_path(bucket), "taken": True,
+                                 "msg": taken.msg}
+    released = S.unlock(bucket, os.getpid())
+    assert released.as_result() == {"changed": False, "pid": os.getpid(), "lock": _locks.lock_path(bucket),
+                                    "released": True, "msg": "deploy lock released"}
+
+
+def connections_of(conns):
+    """connections(hosts=None) over a fixed {host: connection settings}: a Controller's connections in tests."""
+    def connections(hosts=None):
+        return dict(conns) if hosts is None else {h: conns[h] for h in hosts if h in conns}
+    return connections
+
+
+def test_a_controller_s_connections_over_fixed_settings():
+    ctl = S.Controller(connections=connections_of({"h1": {"address": "10.0.0.1"}, "h2": {"address": "10.0.0.2"}}))
+    assert ctl.connections(["h2", "h3"]) == {"h2": {"address": "10.0.0.2"}}
+    assert sorted(ctl.connections()) == ["h1", "h2"]
 
 
 def test_a_step_s_gates_and_hooks_read_the_plan_and_the_catalog_once(bucket, monkeypatch):
     """callbacks (one per deploy_step task) reads plan.json and catalog.json once for the gate runner and the
     hook callbacks both (they were read twice each): counting readers over the real ones."""
-    assert S.lock(bucket, os.getpid())["taken"]
+    assert S.lock(bucket, os.getpid()).as_result()["taken"]
     prepared = S.prepare(request(bucket), Screen().ctl)
     assert not prepared.failed, prepared.msg
     reads = {"plan": 0, "catalog": 0}
@@ -231,14 +258,14 @@ def test_a_step_s_gates_and_hooks_read_the_plan_and_the_catalog_once(bucket, mon
         return read_catalog(bucket_dir)
     monkeypatch.setattr(_run, "load_plan", counting_plan)
     monkeypatch.setattr(_catalog, "read_catalog", counting_catalog)
-    with S.callbacks(prepared.run_dir, Screen().ctl) as (gate, after, before):
-        assert callable(gate)
+    with S.callbacks(prepared.run_dir, Screen().ctl) as cbs:
+        assert callable(cbs.gate) and cbs.run.plan["bucket_id"] == prepared.plan["bucket_id"]
     assert reads == {"plan": 1, "catalog": 1}
-    for seg in prepared.segments:  # the whole run, for real: each step reads the catalog once
-        before_step = reads["catalog"]
+    for seg in prepared.segments:  # the whole run, for real: each step reads the plan and the catalog once
+        before_step = dict(reads)
         stepped = S.step(prepared.run_dir, seg["step"])
         assert not stepped.error, stepped.error
-        assert reads["catalog"] - before_step == 1
+        assert reads["catalog"] - before_step["catalog"] == 1 and reads["plan"] - before_step["plan"] == 1
         answer_all(prepared.run_dir, stepped.key, stepped.hosts)
     finished = S.finish(S.FinishRequest(bucket, prepared.plan, run_dir=prepared.run_dir, run_pid=os.getpid()))
     assert not finished.as_result().get("failed"), finished.problems

@@ -76,7 +76,7 @@ def test_resolve_script_exactly_one_implementation(tmp_path, files, runtime, nam
 
 def test_resolve_script_errors_are_maands(tmp_path):
     with pytest.raises(_commands.HookError, match=r"job api command command_x: job command file not found: "
-                                               r"expected command_x.py, command_x.ts, or command_x.js under"):
+                       r"expected command_x.py, command_x.ts, or command_x.js under"):
         _commands.resolve_script(str(tmp_path), "api", "command_x")
     (tmp_path / "command_x.py").write_text("")
     (tmp_path / "command_x.ts").write_text("")
@@ -99,7 +99,7 @@ def test_python_prefers_the_jobs_venv(tmp_path):
 def test_argv_names_a_missing_runtime(tmp_path):
     ts = _commands.Script("api", "command_x", str(tmp_path / "command_x.ts"), "bun")
     with pytest.raises(_commands.HookError, match=r"job api command command_x: command_x.ts needs bun on the controller"
-                                               r".*install bun.*or rewrite the command as command_x.py"):
+                       r".*install bun.*or rewrite the command as command_x.py"):
         _commands.argv_for(ts, str(tmp_path), which=lambda name: None)
     assert _commands.argv_for(ts, str(tmp_path), which=lambda name: "/usr/bin/bun") == ["/usr/bin/bun", "run", "command_x.ts"]
     py = _commands.Script("api", "command_x", str(tmp_path / "command_x.py"), "python")
@@ -112,8 +112,8 @@ def test_command_env_is_maands_and_allocation_values_win():
     target = _commands.Target("api", "10.0.0.4", "a4", 2, False)
     api = _commands.ApiEndpoint(4321, "tok", "/run/hosts.json")
     env = _commands.command_env(target, "command_migrate", "pre_deploy", api, "", "2.0.0",
-                             extra={"JOB": "spoofed", "NEW_ALLOCATIONS": "10.0.0.4"},
-                             base={"PATH": "/bin", "PYTHONHOME": "/x", "ALLOCATION_ID": "old"})
+                                extra={"JOB": "spoofed", "NEW_ALLOCATIONS": "10.0.0.4"},
+                                base={"PATH": "/bin", "PYTHONHOME": "/x", "ALLOCATION_ID": "old"})
     assert env == {
         "PATH": "/bin", "NEW_ALLOCATIONS": "10.0.0.4",
         "ALLOCATION_ID": "a4", "ALLOCATION_IP": "10.0.0.4", "ALLOCATION_INDEX": "2", "DISABLED": "0",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.kv import gotemplate as _gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import functions as _functions
 
@@ -322,7 +322,7 @@ def test_namespaces_md_end_to_end_render_per_worker(tmp_path):
     for ip, peer in (("10.0.0.1", "10.0.0.2"), ("10.0.0.2", "10.0.0.1")):
         data = _functions.allocation_data(catalog, "api", ip)
         out = _functions.render_allocation(NAMESPACES_E2E, "config.json.tpl", data, kv,
-                                    _functions.upstream_jobs(catalog, "api"))
+                                           _functions.upstream_jobs(catalog, "api"))
         assert out == ('{\n  "env": "staging",\n  "service": "api-gateway",\n  "listen": "%s",\n'
                        '  "peers": "%s",\n  "version": "1.2.0"\n}' % (port, peer))
 

@@ -7,7 +7,7 @@ Each row replays the Go test on a `maand init` bucket: a list of steps (workspac
 a full build that writes data/catalog.json and data/kv.json), then checks the keys the Go test reads with
 GetKey / store.Get (here: data/kv.json, secrets revealed). maand's Go unit tests that poke one internal
 function over a hand-made SQLite database are replayed through the whole build with the workspace that
-produces the same rows. Rows where maand.core differs on purpose are xfail with the reason (README,
+produces the same rows. Rows where maand.core differs on purpose are xfail with the reason (docs/parity.md,
 Differences from maand).
 """
 
@@ -19,7 +19,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog, certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service, catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils.hooks import points as _points
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import kv_build as _kv_build
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store

@@ -97,9 +97,10 @@ def test_load_key_missing_create_and_corrupt(tmp_path):
 
 
 def test_missing_cryptography_is_named_with_the_fix(monkeypatch):
-    from plugins.plugin_utils.catalog import certs as _certs
+    from plugins.plugin_utils import certs as _certs
+    from plugins.plugin_utils.certs import ca as _ca
     monkeypatch.setattr(_secrets, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
-    monkeypatch.setattr(_certs, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
+    monkeypatch.setattr(_ca, "CRYPTOGRAPHY_ERROR", ImportError("No module named 'cryptography'"))
     with pytest.raises(_secrets.SecretError, match="pip install cryptography"):
         _secrets.encrypt(b"k" * 32, "x")
     with pytest.raises(_certs.CertError, match="pip install cryptography"):

@@ -85,8 +85,8 @@ def test_catalog_views(built):
 
 def record(run_id, allocations, rollout, outcome="ok"):
     return _record.DeployRecord(run_id=run_id, bucket_id="b", outcome=outcome, started="s", finished="f",
-                                       seconds=1.0, user="u", controller="c", pid=1, allocations=allocations,
-                                       rollout=rollout)
+                                seconds=1.0, user="u", controller="c", pid=1, allocations=allocations,
+                                rollout=rollout)
 
 
 def test_deployments_rollout_states_from_the_records(built):

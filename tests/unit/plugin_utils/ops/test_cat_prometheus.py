@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cat as _cat
 from tests.maand_init import job, ws
-from tests.unit.plugin_utils.kv.test_prometheus import ALERT, bucket, built
+from tests.unit.plugin_utils.prometheus.test_prometheus_scrape_catalog import ALERT, bucket, built
 
 RULE = "groups:\n  - name: %s\n    rules:\n      - alert: %s\n        expr: up == 0\n"
 SCRAPE = "- job_name: maand:job\n  static_configs:\n    - targets:\n        - maand:port/api_metrics_port\n"

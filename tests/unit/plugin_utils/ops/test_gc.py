@@ -29,7 +29,7 @@ def catalog(allocs, jobs=None, workers=None, removed_jobs=(), removed_workers=()
 
 def entry(value="v", modified=NOW, deleted=False, history=()):
     return _store.Entry(value, 1 + len(history), deleted, modified,
-                           [_store.Revision(i + 1, "old", t) for i, t in enumerate(history)])
+                        [_store.Revision(i + 1, "old", t) for i, t in enumerate(history)])
 
 
 def listing(host, trees=(), deployed=(), pending=()):

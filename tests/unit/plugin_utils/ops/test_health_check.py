@@ -9,7 +9,8 @@ import socket
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.deploy import gate as _gate, remote as _remote
+from ansible_collections.maand.core.plugins.plugin_utils import health
+from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 from ansible_collections.maand.core.plugins.plugin_utils.ops import health_check as _health_check, status as _status
 from tests.unit.plugin_utils.deploy.test_deploy_plan import catalog, job
 
@@ -49,7 +50,7 @@ class Clock:
 
 
 def real_probe(host, address, check, timeout):
-    return _gate.probe(address, check, timeout)
+    return health.probe(address, check, timeout)
 
 
 def test_select_jobs_refuses_unknown_names_with_did_you_mean():
@@ -152,11 +153,11 @@ def test_many_probes_all_get_their_own_line_in_order(listener):
     bad = closed_port()
     hosts = ["h%d" % i for i in range(12)]
     plans = [_health_check.JobPlan("api", hosts, [{"type": "tcp", "port": listener}, {"type": "tcp", "port": bad}], [])]
-    out = _health_check.run(plans, {}, lambda h, a, c, t: _gate.probe("127.0.0.1", c, t))
+    out = _health_check.run(plans, {}, lambda h, a, c, t: health.probe("127.0.0.1", c, t))
     assert [(x.worker, x.ok) for x in out.lines] == [(h, ok) for h in hosts for ok in (True, False)]
 
 
-# --- fail fast: `make status` while the verb waits (deploy/gate.StatusWatch, as the deploy's gates) -----------
+# --- fail fast: `make status` while the verb waits (health/watch.StatusWatch, as the deploy's gates) -----------
 
 def call(fn):
     """submit: the status check right away (the verb's default runs it in a background thread)."""
@@ -184,7 +185,7 @@ def test_wait_stops_on_a_worker_where_make_status_says_the_job_is_not_running():
                 for h in hosts}
     plans = [_health_check.JobPlan("api", ["h1", "h2"], [{"type": "tcp", "port": 1}], ["command_health"], attempts=30, interval=1.0)]
     out = _health_check.run(plans, {}, counting_probe(counts), lambda job, hosts: {}, wait=True, clock=clock, sleep=clock.sleep,
-                status=status, diagnose=diagnose, submit=call)
+                            status=status, diagnose=diagnose, submit=call)
     # h1: not running at rounds 1 and 2 -> not probed again; h2 runs (its probe fails): its whole budget
     assert counts == {"h1": 2, "h2": 30} and out.rounds == 30
     assert set(out.stopped) == {("api", "h1")}
@@ -223,7 +224,7 @@ def test_with_wait_seconds_the_note_counts_attempts_without_a_budget_count():
     clock = Clock()
     plans = [_health_check.JobPlan("api", ["h1"], [{"type": "tcp", "port": 1}], [], attempts=30, interval=1.0)]
     out = _health_check.run(plans, {}, counting_probe({}), wait=True, wait_seconds=120, clock=clock, sleep=clock.sleep,
-                status=lambda job, host: (False, ""), submit=call)
+                            status=lambda job, host: (False, ""), submit=call)
     assert out.rounds == 2
     assert "job api: stopped waiting after 1.0 s (2 attempt(s), 1.0 s apart): `make status` says the job is not running" \
         in out.notes
@@ -240,7 +241,7 @@ def test_status_is_not_asked_without_wait_or_when_healthy():
     assert out.rounds == 1 and not out.stopped and asked == []
     clock = Clock()
     out = _health_check.run(plans, {}, counting_probe({}, healthy=("h1",)), wait=True, clock=clock, sleep=clock.sleep,
-                status=status, submit=call)
+                            status=status, submit=call)
     assert not out.failed and asked == []
 
 
@@ -249,7 +250,7 @@ def test_status_request_is_maand_core_status_s_request():
                    job("ctl", commands={"command_ctl": {"executed_on": ["job_control"]}})],
                   [("api", "h1", "active"), ("ctl", "h1", "active")])
     req = json.loads(_health_check.status_request(cat, "api", "h1"))
-    assert req["root"] == _remote.worker_root(cat["bucket_id"]) and req["timeout"] == _gate.STATUS_TIMEOUT
+    assert req["root"] == _remote.worker_root(cat["bucket_id"]) and req["timeout"] == health.STATUS_TIMEOUT
     [op] = req["ops"]
     assert (op["kind"], op["job"], op["host"], op["target"]) == ("status", "api", "h1", "status")
     assert op["env"]["MODE"] == "prod" and op["env"]["API_PORT"] == "31000" and op["env"]["ALLOCATION_IP"] == "h1"
@@ -260,13 +261,43 @@ def test_status_request_is_maand_core_status_s_request():
 
 
 def test_fail_fast_asks_through_the_gate_s_status_checker(tmp_path):
-    """status from fail_fast is deploy/gate.status_checker over the muxed connection with the agent's command."""
+    """status from fail_fast is health/watch.status_checker over the muxed connection with the agent's command."""
     cat = catalog([job("api")], [("api", "h1", "active")])
     calls = []
-    status = _gate.status_checker(lambda j, h: _health_check.status_request(cat, j, h), lambda: {"h1": {"address": "10.0.0.1"}},
-                                         lambda host: "/usr/bin/python3",
-                                         probe=lambda conn, cmd, req: calls.append((conn, cmd, req)) or (False, "down"))
+    status = health.status_checker(lambda j, h: _health_check.status_request(cat, j, h), lambda: {"h1": {"address": "10.0.0.1"}},
+                                   lambda host: "/usr/bin/python3",
+                                   probe=lambda conn, cmd, req: calls.append((conn, cmd, req)) or (False, "down"), agent=_remote)
     assert status("api", "h1") == (False, "down") and status("api", "h2") == (None, "no status to ask")
     assert calls[0][1] == _remote.step_command("/usr/bin/python3") and json.loads(calls[0][2])["ops"][0]["job"] == "api"
     st, diag = _health_check.fail_fast(str(tmp_path), cat, {"h1": {"address": "10.0.0.1", "options": []}}, lambda host: "python3")
     assert callable(st) and callable(diag)
+
+
+def test_the_command_runner_runs_the_job_s_health_check_commands_once_per_session(tmp_path, monkeypatch):
+    """ops/health_check.command_runner over a built bucket: the job's health_check command on the controller
+    (hooks/points.session, started when first needed, closed with the stack), one reason per failed worker."""
+    import contextlib
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import catalog as _catalog
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
+    from tests.maand_init import init_bucket, job as write_job, ws
+    root = init_bucket(tmp_path)
+    ws(root, "workers.json", [{"host": h, "labels": ["worker"]} for h in ("10.0.0.1", "10.0.0.2")])
+    write_job(root, "api", {"version": "1.0.0", "selectors": ["worker"],
+                            "commands": {"command_health": {"executed_on": ["health_check"]}}})
+    ws(root, "jobs/api/_modules/command_health.py",
+       "import os, sys\nip = os.environ['ALLOCATION_IP']\nsys.exit(0 if ip == '10.0.0.1' else 'not ready on ' + ip)\n")
+    assert _build.build(root).report.ok
+    catalog = _catalog.read_catalog(root)
+    sessions, session = [], _health_check._points.session
+
+    def counted(*args, **kwargs):
+        sessions.append(args[0])
+        return session(*args, **kwargs)
+    monkeypatch.setattr(_health_check._points, "session", counted)
+    with contextlib.ExitStack() as stack:
+        run = _health_check.command_runner(stack, root, catalog, {}, 30, 5)
+        assert sessions == []  # nothing started before the first job asks
+        out = run("api", ["10.0.0.1", "10.0.0.2"])
+        assert out["10.0.0.1"] is None and "not ready on 10.0.0.2" in out["10.0.0.2"] and "\n" not in out["10.0.0.2"]
+        assert run("api", ["10.0.0.1"]) == {"10.0.0.1": None}
+        assert sessions == [root]  # one runtime-API session for both

@@ -115,7 +115,7 @@ def test_probe_from_cpuinfo(tmp_path):
     proc, sys_root = make_proc(tmp_path)
     (tmp_path / "opt").mkdir()
     facts = _worker_facts.probe(proc, sys_root, [str(tmp_path / "opt" / "worker"), str(tmp_path / "opt")],
-                     lscpu=lambda: pytest.fail("lscpu must not run when cpuinfo has MHz"))
+                                lscpu=lambda: pytest.fail("lscpu must not run when cpuinfo has MHz"))
     assert facts["memory_mb"] == 7936
     assert facts["cores"] == nproc()
     assert facts["cpu_mhz_per_core"] == 2800
@@ -216,13 +216,3 @@ def test_module_on_this_machine_matches_proc():
 def test_module_source_parses_as_python36():
     """Workers may run old Pythons: no syntax newer than 3.6 in the module."""
     ast.parse(MODULE.read_text(), feature_version=(3, 6))
-
-
-def test_ansible_doc_renders():
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS))
-    for name in ("maand.core.worker_facts", "maand.core.workers_file"):
-        proc = subprocess.run(["ansible-doc", "--json", name], capture_output=True, text=True, env=env,
-                              timeout=120, check=False)
-        assert proc.returncode == 0, proc.stderr
-        doc = json.loads(proc.stdout)[name]
-        assert doc["doc"]["options"] and doc["examples"] and doc["return"], name

@@ -183,7 +183,7 @@ def test_label_groups_are_the_inventorys_label_groups():
 def test_change_lines_and_values():
     workers = json.loads(WORKERS)
     new, lines = _facts.plan_update(workers, {"10.231.1.10": facts(storage=None),
-                                             "10.231.1.11": facts(memory=2048, cpu=3000, storage=500)})
+                                              "10.231.1.11": facts(memory=2048, cpu=3000, storage=500)})
     assert lines == [
         "10.231.1.10: memory 4096 MB -> 7936 MB, cpu 2000 MHz -> 5600 MHz, cores unset -> 4",
         "10.231.1.11: memory unset -> 2048 MB, cpu unset -> 3000 MHz, cores unset -> 4, storage unset -> 500 MB",
@@ -236,7 +236,7 @@ def test_classify_results():
 def test_render_patches_only_changed_values():
     workers = json.loads(WORKERS)
     new, _lines = _facts.plan_update(workers, {"10.231.1.10": facts(storage=None),
-                                              "w3.example": facts()})
+                                               "w3.example": facts()})
     text = _facts.render(new, WORKERS)
     assert json.loads(text) == new
     assert text == WORKERS.replace('"4096 mb"', '"7936 mb"').replace('"2000 mhz"', '"5600 mhz"').replace(
@@ -404,40 +404,6 @@ def test_write_takes_the_bucket_lock(bucket):
         os.close(lock)
     assert proc.wait(timeout=60) == 0
     assert json.loads(workers_path(bucket).read_text())[1]["memory"] == "7936 mb"
-
-
-# --------------------------------------------------------------------------- through ansible-playbook
-
-
-def run_playbook(bucket, tmp_path, *args):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
-    return subprocess.run(["ansible-playbook", "maand.core.facts", "-e", "maand_bucket=%s" % bucket, *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
-
-
-@pytest.mark.parametrize("content, expected", [
-    ("[{\"host\": \"a\"}, {\"host\": \"a\"}]", "[1].host: duplicate host a (also at [0])"),
-    ("not json", "workspace/workers.json: invalid JSON"),
-    ("[{\"labels\": []}]", "$[0]: 'host' is a required property"),
-])
-def test_playbook_bad_input_fails_cleanly(bucket, tmp_path, content, expected):
-    workers_path(bucket).write_text(content)
-    proc = run_playbook(bucket, tmp_path)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0
-    assert expected in out
-    assert str(workers_path(bucket)) in out
-    assert "Traceback" not in out
-    assert workers_path(bucket).read_text() == content
-
-
-def test_playbook_requires_the_bucket(tmp_path):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run(["ansible-playbook", "maand.core.facts"], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=300, check=False)
-    assert proc.returncode != 0
-    assert "-e maand_bucket=DIR" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("probed, old, want, line", [

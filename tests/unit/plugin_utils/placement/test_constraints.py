@@ -6,6 +6,7 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ansible_collections.maand.core.plugins.plugin_utils.errors import MaandError
 from ansible_collections.maand.core.plugins.plugin_utils.placement.constraints import ConstraintError, FleetIndex, compile_constraint, worker_properties
 from ansible_collections.maand.core.plugins.plugin_utils.placement.hostlist import expand_hostlist
 from ansible_collections.maand.core.plugins.plugin_utils.placement.idset import parse_idset
@@ -124,7 +125,7 @@ def test_lists_may_be_tuples(index):
 def errors_of(expr, path="constraints"):
     with pytest.raises(ConstraintError) as ei:
         compile_constraint(expr, path)
-    assert isinstance(ei.value, ValueError)
+    assert isinstance(ei.value, MaandError)  # the core's one error family
     assert str(ei.value) == "\n".join(f"{p}: {m}" for p, m in ei.value.errors)
     return ei.value.errors
 

@@ -1,17 +1,15 @@
 """Explanations: every rule that rejects a worker, the one-line summary, the build output and the playbook."""
 
-import os
 from pathlib import Path
-import subprocess
 
 import pytest
+
 
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
 from ansible_collections.maand.core.plugins.plugin_utils.placement import explain as _explain
 from tests.bucket_factory import make_bucket
 
 CONF = 'ssh_user = "agent"\nssh_key = "worker.key"\nssh_port = 22\nuse_sudo = false\n'
-REPO = str(Path(__file__).resolve().parents[4])
 
 # 10 workers: 1-3 have everything; 4-7 lack the prod label; 8-9 have only 2 GB; 10 is disabled
 FLEET = [{"host": "10.0.0.%d" % i, "labels": ["worker"] + ([] if 4 <= i <= 7 else ["prod"]),
@@ -152,46 +150,6 @@ def test_no_explanations_computed_for_a_healthy_build(tmp_path, monkeypatch):
     monkeypatch.setattr(_explain, "explain_worker", lambda *a, **k: calls.append(a))
     result = compute(tmp_path, {"api": {"selectors": ["prod"], "placement": {"count": 2}}})
     assert result.report.ok and _service.explain_short_jobs(result) == {} and calls == []
-
-
-def _playbook(*extra, name="maand.core.explain"):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_STDOUT_CALLBACK="default")
-    return subprocess.run(["ansible-playbook", name, *extra], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
-
-
-@pytest.mark.slow
-def test_explain_playbook_on_an_invalid_capacity_bucket(tmp_path):
-    jobs = {"a": {"selectors": ["prod"], "resources": {"memory": {"max": "6 gb"}}},
-            "b": {"selectors": ["prod"], "resources": {"memory": {"max": "6 gb"}}, "hardware": "mem=3G"}}
-    make_bucket(tmp_path, FLEET, jobs, maand_conf=CONF, disabled=DISABLED)
-    proc = _playbook("-e", "maand_bucket=%s" % tmp_path, "-e", "job=b", "-e", "show=rejected")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    assert "ErrInsufficientResource" in out  # the build's errors come first
-    assert "b: 3/10 workers: 4 missing label prod, 2 mem < 3G, 1 disabled" in out
-    assert "  10.0.0.8 (position 7): not placed\n      - hardware: mem 2048 MB < 3072 MB" in out
-    proc = _playbook("-e", "maand_bucket=%s" % tmp_path)
-    assert "a: 5/10 workers: 4 missing label prod, 1 disabled" in proc.stdout
-    proc = _playbook("-e", "maand_bucket=%s" % tmp_path, "-e", "job=nope")
-    assert proc.returncode != 0 and "unknown job 'nope'" in proc.stdout
-    assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
-
-
-@pytest.mark.slow
-def test_build_playbook_prints_the_explanation_of_a_short_job(tmp_path):
-    jobs = {"api": {"selectors": ["prod"], "placement": {"count": 8}}, "gpu": {"selectors": ["gpu"]}}
-    make_bucket(tmp_path, FLEET, jobs, maand_conf=CONF, disabled=DISABLED)
-    proc = _playbook("-e", "maand_bucket=%s" % tmp_path, name="maand.core.build")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0
-    assert "job api needs 8 workers (placement.count), only 5 eligible" in out
-    assert "api: 5/10 workers (count 8): 4 missing label prod, 1 disabled" in out
-    assert "  10.0.0.4 (position 3): not placed" in out and "missing label prod (selectors)" in out
-    assert "job gpu matches no worker (selectors: gpu): gpu: 0/10 workers: 10 missing label gpu" in out
-    assert not os.path.exists(os.path.join(str(tmp_path), "data", "catalog.json"))
 
 
 def test_explain_action_names_unknown_jobs_and_workers_with_did_you_mean(tmp_path):

@@ -6,6 +6,7 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ansible_collections.maand.core.plugins.plugin_utils.errors import MaandError
 from ansible_collections.maand.core.plugins.plugin_utils.placement.hardware import (
     HardwareError, HardwareIndex, format_hardware, hardware_mask, hardware_maxima, hardware_shortfalls, merge_hardware,
     parse_hardware,
@@ -61,7 +62,7 @@ def test_alias_zero_max_and_empty():
 def hw_errors(value, path="hardware"):
     with pytest.raises(HardwareError) as ei:
         parse_hardware(value, path)
-    assert isinstance(ei.value, ValueError)
+    assert isinstance(ei.value, MaandError)  # the core's one error family
     assert str(ei.value) == "\n".join(f"{p}: {m}" for p, m in ei.value.errors)
     return ei.value.errors
 

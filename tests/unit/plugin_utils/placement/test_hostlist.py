@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
+from ansible_collections.maand.core.plugins.plugin_utils.errors import MaandError
 from ansible_collections.maand.core.plugins.plugin_utils.placement.hostlist import MAX_RANGE, HostlistError, compress_hostlist, expand_hostlist
 
 
@@ -80,7 +81,7 @@ def test_expand_errors(text, fragment):
     with pytest.raises(HostlistError) as ei:
         expand_hostlist(text)
     assert fragment in str(ei.value)
-    assert isinstance(ei.value, ValueError)
+    assert isinstance(ei.value, MaandError)  # the core's one error family
 
 
 def test_expand_rejects_non_strings():

@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
+from ansible_collections.maand.core.plugins.plugin_utils.errors import MaandError
 from ansible_collections.maand.core.plugins.plugin_utils.placement.idset import MAX_IDS, IdsetError, format_idset, parse_idset, parse_idset_ranges
 
 
@@ -48,7 +49,7 @@ def test_parse_errors(text, fragment):
     with pytest.raises(IdsetError) as ei:
         parse_idset(text)
     assert fragment in str(ei.value)
-    assert isinstance(ei.value, ValueError)
+    assert isinstance(ei.value, MaandError)  # the core's one error family
 
 
 def test_parse_rejects_non_strings():

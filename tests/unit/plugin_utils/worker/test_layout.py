@@ -1,5 +1,5 @@
-"""One worker layout: the controller's paths (worker/layout.py) agree with what the single-file agent
-and the hooks' maand module spell out themselves (they are shipped alone and import nothing)."""
+"""One worker layout: the controller's paths (worker/layout.py) agree with what the agent, its sandbox
+and the hooks' maand module spell out themselves (they are shipped alone and import nothing of the rest)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from ansible_collections.maand.core.plugins.plugin_utils.worker import agent, layout, maand_helper
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent, layout, maand_helper, sandbox
 
 CORE = Path(layout.__file__).resolve().parents[1]
 
@@ -19,11 +19,15 @@ def test_paths():
 
 
 def test_the_shipped_files_spell_the_same_root():
-    for module in (agent, maand_helper):
+    for module in (agent, sandbox, maand_helper):
         text = Path(module.__file__).read_text(encoding="utf-8")
         roots = set(re.findall(r'"(/opt/[a-z]+)/', text))
         assert roots <= {layout.WORKER_ROOT}, (module.__name__, roots)
     assert '"/opt/worker/%s/jobs/%s"' in Path(maand_helper.__file__).read_text(encoding="utf-8")
+
+
+def test_the_agent_and_its_sandbox_keep_the_same_folders():
+    assert sandbox.KEEP == agent.KEEP == layout.KEEP == ("data", "logs")
 
 
 def test_no_core_module_outside_worker_spells_the_worker_root():

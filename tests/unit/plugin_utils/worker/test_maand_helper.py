@@ -63,10 +63,10 @@ def test_context_from_env(monkeypatch):
         monkeypatch.setenv(k, v)
     assert (_maand_helper.allocation_id(), _maand_helper.allocation_ip(), _maand_helper.allocation_index(), _maand_helper.is_allocation_disabled(),
             _maand_helper.command_event(), _maand_helper.command_name(), _maand_helper.job_name()) == ("a1", "10.0.0.2", "3", True, "cli",
-                                                                               "command_x", "api")
+                                                                                                       "command_x", "api")
     assert _maand_helper._runtime_api_base_url() == "http://127.0.0.1:5555"
     assert _maand_helper._runtime_request_headers() == {"X-ALLOCATION-ID": "a1", "COMMAND": "command_x", "EVENT": "cli",
-                                                "X-MAAND-TOKEN": "t0k"}
+                                                        "X-MAAND-TOKEN": "t0k"}
     assert _maand_helper.job()["name"] == "api" and _maand_helper.worker() == {"worker_ip": "10.0.0.2"}
 
 

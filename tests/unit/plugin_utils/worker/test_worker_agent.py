@@ -1,4 +1,5 @@
-"""The worker agent (plugins/plugin_utils/worker/agent.py), imported on the controller against temp trees."""
+"""The worker agent (plugins/plugin_utils/worker/agent.py, with sandbox.py beside it), imported on the
+controller against temp trees."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent, sandbox as _sandbox
 
 MAKEFILE = ("start:\n\techo started >> data/s\nstop:\n\techo stopped >> data/s\n"
             "restart:\n\t@echo line1; echo boom >&2; exit 4\nslow:\n\tsleep 5\n")
@@ -28,7 +29,7 @@ def root(tmp_path):
 
 def step(root, ops=(), promote=(), timeout=30):
     return _agent.run_step({"root": str(root), "keep": ["data", "logs"], "timeout": timeout, "tail": 5,
-                       "ops": list(ops), "promote": list(promote)})
+                            "ops": list(ops), "promote": list(promote)})
 
 
 def run_op(target, promote_now=True, record=None, **kw):
@@ -193,14 +194,15 @@ def test_job_playbook_start_leaves_no_pending_marker(root):
     assert not (root / "deploy/api.pending").exists()
 
 
-def test_python36_syntax_of_the_agent():
-    # the agent runs on workers with Python >= 3.6: no f-strings with =, no walrus, no dataclasses imports
+@pytest.mark.parametrize("module", [_agent, _sandbox], ids=["agent", "sandbox"])
+def test_python36_syntax_of_the_agent(module):
+    # the agent and its sandbox run on workers with Python >= 3.6: no f-strings with =, no walrus, no dataclasses
     import ast
-    source = open(_agent.__file__.replace(".pyc", ".py")).read()
+    source = open(module.__file__.replace(".pyc", ".py")).read()
     tree = ast.parse(source, feature_version=(3, 6))
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
-    assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "json", "os", "pwd", "re", "shutil", "signal", "socket", "stat",
-                     "struct", "subprocess", "sys", "tempfile", "threading", "time"}
+    assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "importlib.util", "json", "os", "pwd", "re", "shutil",
+                     "signal", "socket", "stat", "struct", "subprocess", "sys", "tempfile", "threading", "time"}
 
 
 def test_files_op_changes_nothing_on_the_worker(root):
@@ -230,7 +232,7 @@ def test_hand_over_gives_the_jobs_user_its_runtime_folders_and_private_files_onl
     outside.write_text("root's")
     os.chmod(outside, 0o600)
     os.symlink(str(outside), str(job / "conf" / "link"))
-    _agent.hand_over(str(job), 65534, 65534)
+    _sandbox.hand_over(str(job), 65534, 65534)
     assert os.lstat(job / "conf" / "db.conf").st_uid == 65534 and os.lstat(job / "conf" / "db.conf").st_gid == 65534
     assert os.lstat(job / "conf" / "plain.conf").st_uid == 0 and os.lstat(job / "conf").st_uid == 0
     assert os.lstat(outside).st_uid == 0  # the link was not followed

@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, maand.core developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a failed health check adds to its message (no Ansible imports): the time it waited (and, when
+`make status` ended it early, that it did not wait out its budget: failure_notes) and each failing worker's
+status tail, the last lines of `make status` and of the job's newest log, read over ssh (collect_tails).
+The deploy's gates (deploy/gate.GateRunner) and the `health_check` verb (ops/health_check) say it alike.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from . import probes as _probes
+from .watch import NOT_RUNNING
+
+
+def status_command(worker_root, job, lines=10):
+    """The shell command run on a worker after a failed gate: the tail of `make status` and of the
+    newest file in the job's logs/. The command may run as root in a folder the job's user writes: a
+    symlink (logs/ itself or the newest entry) is named, never followed, so it cannot leak other files."""
+    folder = shlex.quote("%s/jobs/%s" % (worker_root, job))
+    n = int(lines)
+    return ("cd %s 2>/dev/null || { echo '(no job folder %s)'; exit 0; }; "
+            "out=$(timeout 10 make -s status 2>&1); rc=$?; echo \"--- make status (exit $rc):\"; "
+            "printf '%%s\\n' \"$out\" | tail -n %d; "
+            "if [ -L logs ]; then echo '--- logs: a symlink, not read'; else f=$(ls -t logs 2>/dev/null | head -n 1); "
+            "if [ -n \"$f\" ] && [ -L \"logs/$f\" ]; then echo \"--- logs/$f: a symlink, not read\"; "
+            "elif [ -n \"$f\" ] && [ -f \"logs/$f\" ]; then echo \"--- logs/$f:\"; tail -n %d \"logs/$f\"; fi; fi"
+            % (folder, folder, n, n))
+
+
+def ssh_argv(host_info, command, connect_timeout=5):
+    """ssh argv for one worker from adapter/support.hosts_from_hostvars()'s entry: the same command line as
+    the gate's own probes (health/probes.ssh_argv: the run's ssh args and host-key policy, user, key, port),
+    the command under sudo -n when the run becomes root."""
+    return _probes.ssh_argv(host_info, connect_timeout) + [_probes.ssh_remote(command, bool(host_info.get("sudo")))]
+
+
+def failure_notes(gate, elapsed, attempts, problems, tails, hint):
+    """The lines a failed gate adds to its problems: elapsed time (and, when `make status` ended it
+    early, that it did not wait out its budget), each worker's status tail, the hint. gate: {job, attempts,
+    interval_seconds} (attempts None: a budget in seconds, maand_wait_seconds of the health_check verb)."""
+    if any(NOT_RUNNING in p for p in problems):
+        of = " of %s" % gate["attempts"] if gate.get("attempts") is not None else ""
+        notes = ["stopped waiting after %.1f s (%d%s attempt(s), %s s apart): `make status` says the job is not "
+                 "running" % (elapsed, attempts, of, gate.get("interval_seconds"))]
+    else:
+        notes = ["gave up after %.1f s (%d attempt(s), %s s apart)" % (elapsed, attempts, gate.get("interval_seconds"))]
+    for host in sorted(tails):
+        if tails[host]:
+            notes.append("%s: last lines of job %s:\n%s" % (host, gate["job"], "\n".join("    " + l for l in tails[host])))
+    if hint:
+        notes.append(hint)
+    return notes
+
+
+def collect_tails(host_infos, worker_root, job, hosts, lines=10, run=None):
+    """{host: last lines of `make status` and logs/} of job on hosts, over ssh ([] when unreachable)."""
+    import subprocess  # late: only a failed gate needs it
+
+    run = run or subprocess.run
+    out = {}
+    for host in hosts:
+        info = host_infos.get(host)
+        if not info:
+            continue
+        try:
+            proc = run(ssh_argv(info, status_command(worker_root, job, lines)), capture_output=True, text=True,
+                       timeout=40, check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as exc:
+            out[host] = ["(could not read the job's status: %s)" % exc]
+            continue
+        text = (proc.stdout or "").rstrip("\n")
+        if proc.returncode == 255:
+            text = "(could not reach the worker: %s)" % (proc.stderr or "").strip()[-200:]
+        out[host] = text.splitlines()[-(2 * lines + 4):] if text else []
+    return out
