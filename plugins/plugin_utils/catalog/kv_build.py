@@ -9,7 +9,7 @@
   job's ``vars.toml`` (ErrInvalidJobVars). Returns the vars for ``write``.
 * ``write(bucket_dir, catalog, job_vars)`` (under the bucket lock build holds, not in check
   mode): computes the KV from the catalog (kv/functions.compute_kv) and applies it to data/kv.json
-  (_kv_store): build-owned namespaces replaced, vars.toml merged into vars/job/<job>, keys hooks
+  (kv/store.py): build-owned namespaces replaced, vars.toml merged into vars/job/<job>, keys hooks
   wrote kept, secrets untouched.
 
 No Ansible imports.
@@ -25,7 +25,7 @@ from typing import Any
 from . import catalog as _catalog
 from .. import gotemplate as _gotemplate
 from .. import prometheus as _prometheus
-from ..kv import functions as _functions, store as _kv_store
+from ..kv import functions as _functions, store as _store
 
 # Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
 # read by maand's Prometheus assembly (scrape.yaml.tpl has its own function map).
@@ -144,7 +144,7 @@ def check_prometheus(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prep
         report.error("ErrInvalidJob", exc.file or "workspace/jobs", "", str(exc),
                      "fix the scrape file (maand's _prometheus/ rules: docs/templates.md, Prometheus)")
         return False
-    except (_functions.KVError, _kv_store.KVStoreError) as exc:
+    except (_functions.KVError, _store.KVStoreError) as exc:
         report.error("ErrInvalidJob", KV_FILE, "", "scrape.yaml.tpl needs the KV: %s" % exc,
                      "restore data/kv.json (and secrets/kv.key) or remove the template's reads")
         return False
@@ -172,7 +172,7 @@ class _LazySecrets(Mapping):
 
 def _kv_view(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared) -> dict:
     """The KV as this build will write it (build-owned keys recomputed, hooks' keys kept), secrets lazy."""
-    store = _kv_store.KVStore.load(bucket_dir) if _kv_store.KVStore.exists(bucket_dir) else None
+    store = _store.KVStore.load(bucket_dir) if _store.KVStore.exists(bucket_dir) else None
     previous = store.snapshot() if store is not None else {}
     view: dict = _functions.compute_kv(catalog, prepared.job_vars, previous=previous, ca_cert=_ca_cert(bucket_dir))
     if store is not None:
@@ -194,7 +194,7 @@ def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
     computed = _functions.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
     for ns, keys in list(prepared.prometheus.items()) + list((extra or {}).items()):
         computed.setdefault(ns, {}).update(keys)
-    store = _kv_store.KVStore.load(bucket_dir)
+    store = _store.KVStore.load(bucket_dir)
     changes = store.apply_build(computed, catalog_jobs=[j["name"] for j in catalog.get("jobs", [])])
     if purge_job_kv:
         for ns in _functions.purged_job_namespaces(catalog, list(store.namespaces)):
@@ -220,16 +220,16 @@ def _ca_cert(bucket_dir: str) -> str | None:
 
 def read_kv(bucket_dir: str, reveal_secrets: bool = False,
             mask: str | None = None) -> dict[str, dict[str, str]]:
-    """The bucket's KV: the store build keeps in data/kv.json (_kv_store), else computed from the
+    """The bucket's KV: the store build keeps in data/kv.json (kv/store.py), else computed from the
     catalog (a bucket built before the store existed; it has no secrets then).
 
     secrets/ namespaces are decrypted only with reveal_secrets (which needs secrets/kv.key);
     otherwise their values read as mask when one is given, else they are left out.
     """
-    if _kv_store.KVStore.exists(bucket_dir):
+    if _store.KVStore.exists(bucket_dir):
         try:
-            return _kv_store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
-        except _kv_store.KVStoreError as exc:
+            return _store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
+        except _store.KVStoreError as exc:
             raise _functions.KVError(str(exc)) from None
     try:
         catalog = _catalog.read_catalog(bucket_dir)

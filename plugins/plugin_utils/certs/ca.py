@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
-import secrets as _random
+import secrets
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -171,4 +171,4 @@ def _write_new(path: str, data: bytes, mode: int) -> None:
 
 
 def serial_number() -> int:
-    return _random.randbits(127) | 1
+    return secrets.randbits(127) | 1

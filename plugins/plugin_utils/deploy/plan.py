@@ -38,7 +38,6 @@ import copy
 import dataclasses
 
 from .. import jobspec as _jobspec
-from ..bucket import content as _content  # noqa: F401  pylint: disable=unused-import  (tests hash trees through it)
 from . import reconcile as _reconcile
 from . import schedule as _schedule
 from .records import ABSENT, ACTIONS, PRE_DEPLOY, STATE_FORMAT, ZERO_VERSION, Failure, Op, Plan, PlanError, PlanRow

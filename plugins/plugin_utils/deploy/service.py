@@ -32,16 +32,17 @@ from typing import Any, Callable, Mapping
 from .. import jobspec as _jobspec
 from ..bucket import locks as _locks
 from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db, prune as _prune
-from ..hooks import commands as _commands, points as _points, run as _run
+from .. import hooks as _hooks
+from ..hooks import commands as _commands, points as _points
 from . import adopt as _adopt, certs as _certs
-from . import pin as _pin, plan as _deploy_plan, pre_deploy as _pre_deploy
+from . import pin as _pin, plan as _plan, pre_deploy as _pre_deploy
 from . import callbacks as _callbacks, progress as _progress, record as _record
-from . import rsync as _rsync, run as _deploy_run, stage as _deploy_stage
+from . import rsync as _rsync, run as _run, stage as _stage
 from . import view as _view
 from ..errors import MaandError
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
-# plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [_deploy_stage.Overlay];
+# plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [deploy/stage.Overlay];
 # their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
 OVERLAY_PROVIDERS = (_certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
 WIDE_FACTOR_ENV = "MAAND_DEPLOY_WIDE_FACTOR"  # a test-only knob, so that a 3-host fleet exercises narrow steps
@@ -67,8 +68,8 @@ class Controller:
     show: Callable[..., None] = _quiet
     warn: Callable[[str], None] = _quiet
     watched: bool = False
-    hook_timeout: int = _run.DEFAULT_TIMEOUT
-    output_tail: int = _run.DEFAULT_TAIL
+    hook_timeout: int = _hooks.DEFAULT_TIMEOUT
+    output_tail: int = _hooks.DEFAULT_TAIL
     python_of: Callable[[str], str] = lambda host: "python3"  # the worker's python (gates' `make status`)
 
 
@@ -117,7 +118,7 @@ class Prepared:
             return out
         out = {"changed": self.changed, "plan": self.plan, "bucket": self.bucket, "msg": self.msg,
                "run_dir": self.run_dir, "segments": self.segments,
-               "segment_groups": _deploy_run.segment_groups(self.segments), "summary": self.summary,
+               "segment_groups": _run.segment_groups(self.segments), "summary": self.summary,
                "plan_hash": self.plan_hash, "content_diff": self.content_diff}
         if self.diff is not None:
             out["diff"] = self.diff
@@ -277,14 +278,14 @@ def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False,
     layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
     whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec.LayerError, OSError."""
     with _jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
-        return _deploy_stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
+        return _stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
                                      [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
 
 
-def _stage(req, catalog, in_scope, hooked):
+def _stage_jobs(req, catalog, in_scope, hooked):
     try:
-        return render(req.bucket, catalog, in_scope, req.hosts, _deploy_plan.current_versions(req.states),
-                      _deploy_plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
+        return render(req.bucket, catalog, in_scope, req.hosts, _plan.current_versions(req.states),
+                      _plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
     except (_jobspec.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
 
@@ -298,24 +299,24 @@ def _with_pre_deploy(req, catalog, plan, hooked, staging):
     jobs = {j["name"]: j for j in catalog.get("jobs", [])}
     globs = {j: jobs[j].get("restart_globs") or [] for j in hooked if jobs[j].get("restart_policy") == "reload"}
     record = _pre_deploy.entry(
-        hooked, plan.job_waves, staging.content, _deploy_plan.current_versions(req.states),
-        _deploy_plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs,
+        hooked, plan.job_waves, staging.content, _plan.current_versions(req.states),
+        _plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs,
         _points.rollout_orders(req.bucket, hooked))
     return _pre_deploy.attach(plan, record, req.check_mode, staging.missing)
 
 
-def _plan(req, catalog, jobs_filter, in_scope, staging, ctl):
+def _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl):
     """The deploy plan (a records.Plan: deploy/plan.build, reconcile then schedule); a refusal when it has errors."""
     adopted, adopt_warning = _maand_db.adopted_versions(req.bucket, catalog["bucket_id"])  # takeover from maand
     if adopt_warning:
         ctl.warn(adopt_warning)
     try:
-        plan = _deploy_plan.build(catalog, staging.content, req.states, req.hosts,
+        plan = _plan.build(catalog, staging.content, req.states, req.hosts,
                                   {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
                                    "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
                                    "rollout_orders": _points.rollout_orders(req.bucket, in_scope),
                                    "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
-    except _deploy_plan.PlanError as exc:
+    except _plan.PlanError as exc:
         raise _Refused(str(exc)) from None
     if plan.errors:
         raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(plan.errors), plan.to_json())
@@ -326,7 +327,7 @@ def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
     """The run's plan, stage by stage (each a new records.Plan): planned, stamped with its hash and the wave
     picture, checked against -e maand_plan, with the pre_deploy record, with the job specs' worker order, slots
     and run fields."""
-    plan = _plan(req, catalog, jobs_filter, in_scope, staging, ctl)
+    plan = _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl)
     plan = _pin.stamp(plan, catalog)  # before the pre_deploy record and estimates join the plan
     try:
         plan = _pin.check_pin(req.plan_hash, plan, req.check_mode)
@@ -334,7 +335,7 @@ def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
         raise _Refused(str(exc), plan.to_json()) from None
     plan = _with_pre_deploy(req, catalog, plan, hooked, staging)
     workers = {w["host"]: w for w in catalog.get("workers", [])}
-    return _deploy_plan.with_job_specs(plan, _jobspec.specs_of(catalog), workers, _jobspec.load_history(req.bucket),
+    return _plan.with_job_specs(plan, _jobspec.specs_of(catalog), workers, _jobspec.load_history(req.bucket),
                                        req.slots)
 
 
@@ -344,20 +345,20 @@ def _new_run(req, plan, staging):
         staging.stage_plan(req.bucket, plan)
     except OSError as exc:
         raise _Refused("cannot stage the job trees under %s: %s; nothing was changed"
-                       % (_deploy_stage.stage_root(req.bucket), exc)) from None
+                       % (_stage.stage_root(req.bucket), exc)) from None
     try:
-        run_dir = _deploy_run.new_run(req.bucket, plan)
-    except (OSError, _deploy_run.RunError) as exc:
+        run_dir = _run.new_run(req.bucket, plan)
+    except (OSError, _run.RunError) as exc:
         raise _Refused("cannot create the deploy run folder under %s/data: %s" % (req.bucket, exc)) from None
-    factor = int(os.environ.get(WIDE_FACTOR_ENV) or _deploy_run.WIDE_FACTOR)
-    return run_dir, _deploy_run.segments(plan, len(req.hosts), factor)
+    factor = int(os.environ.get(WIDE_FACTOR_ENV) or _run.WIDE_FACTOR)
+    return run_dir, _run.segments(plan, len(req.hosts), factor)
 
 
 def _prepare(req, ctl):
     catalog = _read_catalog(req.bucket)
     if req.adopt_bucket_id:  # written by maand.core.deploy_lock (not in check mode)
         catalog = dict(catalog, bucket_id=req.adopt_bucket_id)
-    jobs_filter, errors = _deploy_plan.parse_jobs_filter(req.jobs, [j["name"] for j in catalog.get("jobs", [])])
+    jobs_filter, errors = _plan.parse_jobs_filter(req.jobs, [j["name"] for j in catalog.get("jobs", [])])
     if errors:
         raise _Refused("; ".join(errors))
     in_scope = [j["name"] for j in catalog.get("jobs", [])
@@ -367,7 +368,7 @@ def _prepare(req, ctl):
     _refuse_on(_jobspec.check_env(catalog, in_scope, os.environ.get)
                + _jobspec.check_ids(catalog, req.states, in_scope))
     hooked = _hooked(catalog, in_scope)
-    staging = _stage(req, catalog, in_scope, hooked)
+    staging = _stage_jobs(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content))
     typed = _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl)
     plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
@@ -376,7 +377,7 @@ def _prepare(req, ctl):
     summary = _view.plan_summary(plan)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=typed.plan_hash,
-                   content_diff=_view.content_diff(plan, staging, req.states, _deploy_plan.failed_attempt) if req.diff
+                   content_diff=_view.content_diff(plan, staging, req.states, _plan.failed_attempt) if req.diff
                    else {"hosts": []})
     if req.diff:
         out.diff = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
@@ -412,7 +413,7 @@ def callbacks(run_dir, ctl):
     """The callbacks of one step task (deploy/callbacks.StepCallbacks: its gates with the bucket's job commands,
     the pre_deploy hooks due before a step, all in one hook session) over the run's RunContext: its plan, state
     and catalog read once, for the callbacks and for run.advance/finish (cbs.run)."""
-    with _callbacks.StepCallbacks.opened(_deploy_run.RunContext.read(run_dir), ctl, rerender) as cbs:
+    with _callbacks.StepCallbacks.opened(_run.RunContext.read(run_dir), ctl, rerender) as cbs:
         yield cbs
 
 
@@ -447,10 +448,10 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     A broken run folder is an error of the step; any other exception propagates (and fails the run)."""
     ctl = ctl or Controller()
     try:
-        key = _deploy_run.step_key(step_value)
+        key = _run.step_key(step_value)
         with callbacks(run_dir, ctl) as cbs:
-            hosts, failures = _deploy_run.advance(cbs.run, key, cbs)
-    except (_deploy_run.RunError, ValueError, OSError) as exc:
+            hosts, failures = _run.advance(cbs.run, key, cbs)
+    except (_run.RunError, ValueError, OSError) as exc:
         return Stepped(error="deploy step %s: %s" % (step_value, exc))
     if not ctl.watched:  # the callback prints new_failures from the result
         for msg in failures:
@@ -505,8 +506,8 @@ def run_outcome(run_dir, plan, ctl):
         return plan, [f["msg"] for f in plan.get("failures") or []], [], _view.verdict(plan, [], {})
     try:
         with callbacks(run_dir, ctl) as cbs:
-            plan, state, report = _deploy_run.finish(cbs.run, cbs)
-    except (_deploy_run.RunError, OSError, ValueError) as exc:
+            plan, state, report = _run.finish(cbs.run, cbs)
+    except (_run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
         rows = _view.verdict(plan, state.done, state.failed_ops,
@@ -528,7 +529,7 @@ def _drop_cleaned(bucket, plan, done, problems, show):
     if not (cleaned or dead or purged) or not plan.get("bucket_id"):
         return False, []
     out = _prune.prune(bucket, plan["bucket_id"],
-                       lambda catalog: _deploy_plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
+                       lambda catalog: _plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
     if out.problem:
         problems.append(out.problem)
     return out.changed, out.pruned
@@ -549,10 +550,10 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
         changed, pruned = _drop_cleaned(req.bucket, plan, done, problems, ctl.show)
         # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
         try:
-            _deploy_stage.remove_tree(_deploy_stage.stage_root(req.bucket))
+            _stage.remove_tree(_stage.stage_root(req.bucket))
         except OSError as exc:
             problems.append("could not remove %s (it may hold rendered secrets): %s"
-                            % (_deploy_stage.stage_root(req.bucket), exc))
+                            % (_stage.stage_root(req.bucket), exc))
     if before_release is not None:
         before_release()
     if req.release and not req.check_mode:

@@ -580,13 +580,13 @@ class _SecretNamespace(Mapping):
         self._keys = sorted(k for k, e in (store.namespaces.get(ns) or {}).items() if not e.deleted)
 
     def __getitem__(self, key: str) -> str:
-        from ..kv import store as _kv_store
+        from ..kv import store as _store
 
         if key not in self._keys:
             raise KeyError(key)
         try:
             return self._store.get(self._ns, key, reveal_secrets=True)
-        except _kv_store.KVStoreError as exc:
+        except _store.KVStoreError as exc:
             raise _functions.KVError(str(exc)) from None
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -604,13 +604,13 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
 
     A bucket built before data/kv.json existed renders from the KV computed from its catalog
     (catalog/kv_build.read_kv). Raises kv/functions.KVError naming the file and the fix."""
-    from ..kv import store as _kv_store
+    from ..kv import store as _store
 
-    if not _kv_store.KVStore.exists(bucket_dir):
+    if not _store.KVStore.exists(bucket_dir):
         return dict(_kv_build.read_kv(bucket_dir)), digest_loader(bucket_dir)
     try:
-        store = _kv_store.KVStore.load(bucket_dir)
-    except _kv_store.KVStoreError as exc:
+        store = _store.KVStore.load(bucket_dir)
+    except _store.KVStoreError as exc:
         raise _functions.KVError(str(exc)) from None
     kv: dict = dict(store.snapshot())
     for ns in store.namespaces:

@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from ansible_collections.maand.core.plugins.plugin_utils.bucket import content as _content
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _plan
 from tests.unit.plugin_utils.deploy.test_deploy_plan import _settle, catalog, content, job, record, states
 
@@ -173,7 +174,7 @@ def adopt():
 
 
 def _rendered(files, origins):
-    return {"hash": _plan._content.tree_hash(files), "files": files, "origins": origins}
+    return {"hash": _content.tree_hash(files), "files": files, "origins": origins}
 
 
 def rendered():
