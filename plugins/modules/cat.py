@@ -50,7 +50,8 @@ options:
     elements: str
     default: []
   reveal:
-    description: Decrypt and show secrets in the C(kv) view (needs C(secrets/kv.key)).
+    description: Decrypt and show secrets in the C(kv) view, and the scrape configs that read a secret with
+      O(scrape) (needs C(secrets/kv.key)).
     type: bool
     default: false
   deleted:
@@ -79,7 +80,8 @@ options:
   scrape:
     description:
       - In the C(prometheus) view, print the scrape configs with C(maand:port/...) and C(maand:job) expanded, as a
-        deploy renders C({{ scrapeConfigs }}) (only the jobs in O(jobs) when given).
+        deploy renders C({{ scrapeConfigs }}) (only the jobs in O(jobs) when given); the configs of a
+        C(scrape.yaml.tpl) that read a secret (sealed in C(secrets/prometheus)) only with O(reveal=true).
     type: bool
     default: false
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,

@@ -111,7 +111,7 @@ class Run(Env):
 
     def __init__(self, fleet, bucket):
         super().__init__(fleet, bucket)
-        self.env.update(JS_DB_URL=SECRET, MAAND_JS_HOOK_MARK=str(bucket.parent / "pre_deploy.log"))
+        self.env.update(JS_DB_URL=SECRET, MAAND_HOOK_JS_MARK=str(bucket.parent / "pre_deploy.log"))
 
     def playbook(self, name, *args, **kwargs):
         proc = super().playbook(name, *args, **kwargs)
@@ -129,7 +129,7 @@ def run(fleet_factory, tmp_path_factory):
     root = add_job(bucket, "envjob", makefile=ENV_MAKEFILE, parent={"container": "base"},
                    commands={"command_mark": {"executed_on": ["pre_deploy"]}})
     write(root / "_modules" / "command_mark.py",  # a pre_deploy hook: one line per run and worker
-          'import os\nwith open(os.environ["MAAND_JS_HOOK_MARK"], "a") as f:\n    f.write(os.environ["ALLOCATION_IP"] + "\\n")\n')
+          'import os\nwith open(os.environ["MAAND_HOOK_JS_MARK"], "a") as f:\n    f.write(os.environ["ALLOCATION_IP"] + "\\n")\n')
     (root / "run").mkdir()
     os.chmod(root / "run", 0o777)  # shipped without group/world write: the job's user writes in data/ only
     write(root / "conf" / "db.conf.tpl", 'password={{ getSecret "db_password" }}\n')  # read by nobody only
@@ -274,7 +274,7 @@ def test_04b_job_playbook_runs_targets_with_the_spec(run):
 
 
 def test_05_unknown_variable_refuses_before_touching_workers(run):
-    hooks = Path(run.env["MAAND_JS_HOOK_MARK"]).read_text()
+    hooks = Path(run.env["MAAND_HOOK_JS_MARK"]).read_text()
     assert hooks, "the pre_deploy hook ran in the deploys before"
     outs = {h: (run.job(h, "envjob") / "data" / "out.txt").read_text() for h in run.fleet.addresses}
     run.env["JS_DB_URL"] = None  # unset
@@ -282,7 +282,7 @@ def test_05_unknown_variable_refuses_before_touching_workers(run):
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
         "'JS_DB_URL'" in out and "nothing was changed" in out, out
-    assert Path(run.env["MAAND_JS_HOOK_MARK"]).read_text() == hooks  # refused before the pre_deploy hook ran
+    assert Path(run.env["MAAND_HOOK_JS_MARK"]).read_text() == hooks  # refused before the pre_deploy hook ran
     rc, out = run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart", check=False)
     assert rc != 0 and "unknown variable 'JS_DB_URL'" in out and "nothing was run" in out, out
     assert {h: (run.job(h, "envjob") / "data" / "out.txt").read_text() for h in run.fleet.addresses} == outs
@@ -296,12 +296,12 @@ def test_05b_unknown_user_refuses_the_plan(run):
     base.write_text(good.replace('"nobody"', '"no-such-user-zz"'))
     run.play("build")
     before = (run.job(run.fleet.addresses[0], "envjob") / "data" / "out.txt").read_text()
-    hooks = Path(run.env["MAAND_JS_HOOK_MARK"]).read_text()
+    hooks = Path(run.env["MAAND_HOOK_JS_MARK"]).read_text()
     assert hooks, "the pre_deploy hook ran in the deploys before"
     rc, out = run.play("deploy", check=False)
     assert rc != 0 and "user 'no-such-user-zz' does not exist on worker" in out and "nothing was changed" in out, out
     assert (run.job(run.fleet.addresses[0], "envjob") / "data" / "out.txt").read_text() == before
-    assert Path(run.env["MAAND_JS_HOOK_MARK"]).read_text() == hooks  # refused before pre_deploy hooks ran
+    assert Path(run.env["MAAND_HOOK_JS_MARK"]).read_text() == hooks  # refused before pre_deploy hooks ran
     base.write_text(good)
 
 

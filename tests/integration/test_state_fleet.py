@@ -38,8 +38,8 @@ PAINT_HOOK = """\
 import os
 import maand
 
-if os.environ.get("MAAND_PAINT"):
-    maand.put_job_variable("painted_by", os.environ["MAAND_PAINT"]).raise_for_status()
+if os.environ.get("MAAND_HOOK_PAINT"):
+    maand.put_job_variable("painted_by", os.environ["MAAND_HOOK_PAINT"]).raise_for_status()
 """
 
 
@@ -116,7 +116,7 @@ def pair(fleet_factory, pg_server, tmp_path_factory):
 def test_01_a_hook_variable_written_by_a_deploy_from_one_controller_is_rendered_by_a_deploy_from_the_other(pair):
     a, b = pair
     a.build()
-    a.deploy(env={"MAAND_PAINT": "controller-a"})  # hooks see MAAND_* of the controller (allow-list)
+    a.deploy(env={"MAAND_HOOK_PAINT": "controller-a"})  # hooks see MAAND_HOOK_* of the controller (allow-list)
     for host in a.hosts:  # rendered before the post_deploy hook wrote it
         assert (a.job(host, "paint") / "paint.txt").read_text() == "painted_by=\n"
     for ctl in (a, b):

@@ -7,8 +7,9 @@ database, for several controllers (a team, AWX jobs, CI) deploying one bucket.
 Chosen by ``state_url = "postgresql://..."`` in maand.conf or the ``MAAND_STATE_URL`` environment
 variable (``_storage.state_url``). One bucket per database, or per schema (libpq's
 ``options=-csearch_path%3D<schema>`` in the URL); the password comes from libpq's own means
-(``PGPASSWORD``, ``~/.pgpass``, a service file) and is never printed: messages name the URL
-without it.
+(``PGPASSWORD``, ``~/.pgpass``, a service file; a URL holding one is refused: ``has_password``,
+``_storage.check_url``) and is never printed: messages name the URL without it (``redact``), and libpq's
+messages, which may echo a part of the URL, are scrubbed of its secrets (``scrub``).
 
 * Tables are created and migrated here (``maand_schema`` holds the version, ``MIGRATIONS``).
 * Documents (``maand_documents``: the catalog, ``bucket_id``, the KV document) carry a generation
@@ -109,28 +110,89 @@ class Doc:
     source: str = ""
 
 
+SECRET_KEYS = ("password", "sslpassword")  # libpq URL parameters that hold a secret
+_SEEN_SECRETS = set()  # the secrets of every URL this process connected with: scrubbed from libpq's messages
+
+
+def _query_pairs(query):
+    """[(raw pair, key percent-decoded and lower-cased, value)] of a URL query (libpq decodes keys too)."""
+    out = []
+    for pair in query.split("&"):
+        if pair:
+            key, _sep, value = pair.partition("=")
+            out.append((pair, urllib.parse.unquote(key).strip().lower(), value))
+    return out
+
+
+def _split(url, libpq=False):
+    """(scheme://, userinfo or None, rest): the userinfo ends at the last '@' before the first '/' (what any reader
+    may take as userinfo: urlsplit's ends at '?' or '#' too), or with libpq at the first one (as libpq reads it)."""
+    head, sep, rest = url.partition("://")
+    if not sep:
+        return "", None, url
+    end = rest.index("/") if "/" in rest else len(rest)
+    at = rest.find("@", 0, end) if libpq else rest.rfind("@", 0, end)
+    if at < 0:
+        return head + sep, None, rest
+    return head + sep, rest[:at], rest[at + 1:]
+
+
+def secrets_in(url):
+    """Every password the URL holds (user:password@, password=, sslpassword=), raw and percent-decoded, as
+    libpq and as urllib read it: what no message may show."""
+    found = set()
+    if not isinstance(url, str):
+        return found
+    candidates = []
+    for libpq in (False, True):
+        _prefix, userinfo, rest = _split(url, libpq)
+        if userinfo is not None and ":" in userinfo:
+            candidates.append(userinfo.split(":", 1)[1])
+    query = rest.split("?", 1)[1] if "?" in rest else ""
+    candidates += [value for _pair, key, value in _query_pairs(query.split("#", 1)[0]) if key in SECRET_KEYS]
+    for value in candidates:
+        for form in (value, urllib.parse.unquote(value)):
+            if form:
+                found.add(form)
+    return found
+
+
+def scrub(text, secrets=None):
+    """text with every secret (secrets_in of the URLs connected with, and `secrets`) replaced by ***; one of
+    fewer than 4 characters only where it is quoted, as libpq quotes the tokens it echoes."""
+    for value in sorted(set(secrets or ()) | _SEEN_SECRETS, key=len, reverse=True):
+        text = text.replace(value, "***") if len(value) >= 4 else text.replace('"%s"' % value, '"***"')
+    return text
+
+
 def redact(url):
-    """The URL without its password (for every message)."""
+    """The URL without its password (for every message): no user:password@, no password= or sslpassword= query
+    parameter (its key percent-decoded first: %70assword= is password=), and nothing left that secrets_in finds."""
     try:
-        parts = urllib.parse.urlsplit(url)
+        urllib.parse.urlsplit(url)
     except ValueError:
         return "postgresql://(unparsable URL)"
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        netloc = "%s@%s" % (user.split(":", 1)[0], host)
-    query = "&".join(p for p in parts.query.split("&") if p and not p.lower().startswith("password="))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    prefix, userinfo, rest = _split(url)
+    if userinfo is not None:
+        rest = "%s@%s" % (userinfo.split(":", 1)[0], rest)
+    rest = rest.split("#", 1)[0]
+    if "?" in rest:
+        base, query = rest.split("?", 1)
+        kept = "&".join(pair for pair, key, _value in _query_pairs(query) if key not in SECRET_KEYS)
+        rest = "%s?%s" % (base, kept) if kept else base
+    return scrub(prefix + rest, secrets_in(url))
 
 
 def has_password(url):
-    """True when the URL itself carries a password (user:password@ or password=)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
+    """True when the URL itself carries a password (user:password@, password= or sslpassword=, the key
+    percent-encoded or not)."""
+    if not isinstance(url, str):
         return False
-    userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
-    return ":" in userinfo or any(p.lower().startswith("password=") for p in parts.query.split("&"))
+    _prefix, userinfo, rest = _split(url)
+    if userinfo is not None and ":" in userinfo:
+        return True
+    return bool(secrets_in(url)) or any(key in SECRET_KEYS for _pair, key, _value in _query_pairs(
+        rest.split("?", 1)[1].split("#", 1)[0] if "?" in rest else ""))
 
 
 def is_url(url):
@@ -152,8 +214,11 @@ def _psycopg():
 
 
 def connect(url):
-    """A new autocommit session (keepalives on, so a dead controller's session ends)."""
+    """A new autocommit session (keepalives on, so a dead controller's session ends). libpq's messages may echo
+    a part of the URL (an invalid %-escape: `invalid percent-encoded token: "<password>"`): every message of this
+    module goes through _first_line, which scrubs the URL's secrets."""
     psycopg = _psycopg()
+    _SEEN_SECRETS.update(secrets_in(url))
     try:
         return psycopg.connect(url, autocommit=True, application_name="%s %s" % (APP, whoami())[:63],
                                connect_timeout=10, keepalives=1, keepalives_idle=10, keepalives_interval=5,
@@ -164,7 +229,7 @@ def connect(url):
 
 
 def _first_line(exc):
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return scrub((str(exc).strip().splitlines() or [type(exc).__name__])[0])
 
 
 def migrate(conn, label):

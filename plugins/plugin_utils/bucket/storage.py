@@ -101,11 +101,15 @@ def state_url(bucket_dir, environ=None):
 
 
 def check_url(url, origin):
-    """StateStoreError unless url is '' (the bucket folder) or a postgresql:// URL."""
+    """StateStoreError unless url is '' (the bucket folder) or a postgresql:// URL without a password (as
+    maand.conf refuses one: MAAND_STATE_URL shows in process listings, CI logs and AWX job settings)."""
     if url and not _state_pg.is_url(url):
         raise StateStoreError("%s %r is not a state store URL: use postgresql://[user@]host[:port]/database (the "
                               "password through PGPASSWORD, ~/.pgpass or a service file), or leave it unset to keep "
                               "the state in the bucket's data/ folder" % (origin, _state_pg.redact(url)))
+    if url and _state_pg.has_password(url):
+        raise StateStoreError("%s %s holds a password, which is refused as in maand.conf: remove it from the URL and "
+                              "give it through PGPASSWORD, ~/.pgpass or a service file" % (origin, _state_pg.redact(url)))
     return url
 
 

@@ -47,14 +47,15 @@ def _reject_constant(name):
 
 def loads(text):
     """Parse catalog text. Raises CatalogError naming the problem: invalid JSON, NaN or Infinity
-    (Python's json accepts them, JSON does not), nesting too deep, or a schema violation."""
+    (Python's json accepts them, JSON does not), nesting too deep, a schema violation, or a name or job
+    path build would not write (_catalog_schema.name_problems: a catalog from a shared store is input)."""
     try:
         catalog = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise CatalogError("%s is nested too deeply to be a catalog" % CATALOG_REL)
     except ValueError as exc:
         raise CatalogError("%s is not valid JSON: %s" % (CATALOG_REL, exc))
-    problems = _schemas.check(catalog, _catalog_schema.CATALOG)
+    problems = _schemas.check(catalog, _catalog_schema.CATALOG) or _catalog_schema.name_problems(catalog)
     if problems:
         shown = "; ".join("%s: %s" % (path, message) for path, message in problems[:5])
         more = " (and %d more)" % (len(problems) - 5) if len(problems) > 5 else ""

@@ -7,9 +7,17 @@
 allowed (a newer build may add some; readers ignore what they do not know); the keys it names must
 have the documented type. `inputs` is optional so that a catalog written before the fingerprint
 existed still reads (the inventory then asks for a build).
+
+A catalog is input (a shared PostgreSQL store is written by whoever holds its credentials), so
+``name_problems`` also checks what the controller turns into paths, as build makes them: job names
+(bucket/model.py ``JOB_NAME``), each job's ``path`` (``workspace/jobs/<name>`` or none: never absolute,
+never ``..``, never another folder) and the hosts of workers, allocations and departed workers
+(``HOST_NAME``).
 """
 
 from __future__ import annotations
+
+from .. import bucket as _bucket
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
@@ -111,3 +119,32 @@ CATALOG = {
         "update_seq_floor": {"type": "integer", "minimum": 1},  # maand.db's update_seq, after a takeover
     },
 }
+
+
+def job_path(name):
+    """The only path build records for a job (bucket/model.py load_job): workspace/jobs/<name>."""
+    return "%s/%s" % (_bucket.JOBS_DIR, name)
+
+
+def name_problems(catalog):
+    """[(JSON path, message)] for names and paths a catalog (already valid against CATALOG) may not hold."""
+    problems = []
+
+    def check(where, value, pattern, what):
+        if not pattern.match(value):
+            problems.append((where, "%s %r is not one build accepts" % (what, value)))
+    for i, job in enumerate(catalog.get("jobs") or ()):
+        check("$.jobs[%d].name" % i, job["name"], _bucket.JOB_NAME, "job name")
+        path = job.get("path")
+        if path is not None and path != job_path(job["name"]):
+            problems.append(("$.jobs[%d].path" % i, "job %s: path %r is not %s (build records no other: an absolute"
+                                                    " path, '..' or another folder would make the controller ship and"
+                                                    " run files from outside the job)" % (job["name"], path,
+                                                                                          job_path(job["name"]))))
+    for i, alloc in enumerate(catalog.get("allocations") or ()):
+        check("$.allocations[%d].job" % i, alloc["job"], _bucket.JOB_NAME, "job name")
+        check("$.allocations[%d].worker" % i, alloc["worker"], _bucket.HOST_NAME, "worker host")
+    for key in ("workers", "departed"):
+        for i, worker in enumerate(catalog.get(key) or ()):
+            check("$.%s[%d].host" % (key, i), worker["host"], _bucket.HOST_NAME, "worker host")
+    return problems

@@ -113,6 +113,25 @@ def changes(recorded, current):
     return lines or ["the input fingerprint differs"]
 
 
+def job_mismatch(bucket_dir, catalog):
+    """[(job, line)] for every job where the catalog and the checkout's workspace/jobs disagree ([] when they
+    agree): a job of the catalog (not removed) without its folder, a job folder (with manifest.json) the
+    catalog lacks, a job the catalog holds as removed whose folder is back. The catalog's `inputs` are the
+    word of whoever wrote the store, so the jobs are compared with the checkout itself (issue 32 N4)."""
+    here = {e.name for e in _job_dirs(bucket_dir) if os.path.isfile(os.path.join(e.path, "manifest.json"))}
+    live = {j["name"] for j in catalog.get("jobs") or () if not j.get("removed")}
+    removed = {j["name"] for j in catalog.get("jobs") or () if j.get("removed")} - live
+    out = [(n, "job %s is in the catalog but %s/%s is not in this checkout" % (n, JOBS_DIR, n)) for n in live - here]
+    out += [(n, "%s/%s is not a job of the catalog" % (JOBS_DIR, n)) for n in here - live - removed]
+    out += [(n, "job %s is removed in the catalog but %s/%s is in this checkout" % (n, JOBS_DIR, n))
+            for n in here & removed]
+    return sorted(out)
+
+
 def stale(bucket_dir, catalog):
-    """What changed in the workspace since `catalog` was built ([] when the catalog is current)."""
-    return changes(catalog.get("inputs"), compute(bucket_dir))
+    """What changed in the workspace since `catalog` was built, and where its jobs and the checkout's disagree
+    ([] when the catalog is current)."""
+    lines = changes(catalog.get("inputs"), compute(bucket_dir))
+    told = {line.split(" ", 1)[0] for line in lines}  # "workspace/jobs/<name>/" of a job tree already named
+    return lines + [line for name, line in job_mismatch(bucket_dir, catalog)
+                    if "%s/%s/" % (JOBS_DIR, name) not in told]

@@ -275,54 +275,15 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
                              tuple(sorted(outputs, key=lambda o: o.rel)))
 
 
-class _Tracker:
-    """Notes whether a render read a secret (its output is then secret-bearing)."""
-
-    def __init__(self) -> None:
-        self.secret = False
-        self.values: set[str] = set()  # the secret values read, to keep them out of error messages
-
-    def saw(self, value: Any) -> Any:
-        self.secret = True
-        if isinstance(value, str) and value:
-            self.values.add(value)
-        return value
-
-    def funcs(self, reader: _functions.KVReader) -> dict[str, Callable]:
-        funcs = _functions.template_funcs(reader)
-        for name in ("get", "getOptional", "keys"):
-            funcs[name] = self._watch_ns(funcs[name])
-        plain_secret = funcs["getSecret"]
-
-        def get_secret(key: str) -> str:
-            self.secret = True
-            return self.saw(plain_secret(key))
-        funcs["getSecret"] = get_secret
-        return funcs
-
-    def _watch_ns(self, func: Callable) -> Callable:
-        def watched(ns: str, *rest: Any) -> Any:
-            if isinstance(ns, str) and (_functions.is_secret_ns(ns) or (rest and _functions.is_private_key(ns, rest[0]))):
-                self.secret = True
-                return self.saw(func(ns, *rest))
-            return func(ns, *rest)
-        return watched
-
-    def redact(self, text: str) -> str:
-        for value in sorted(self.values, key=len, reverse=True):
-            text = text.replace(value, "***")
-        return text
-
-
 def _reader(context: Context) -> _functions.KVReader:
     return _functions.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
                                missing=context.missing)
 
 
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
-    tracker = _Tracker()
+    tracker = _functions.SecretTracker()
     funcs = tracker.funcs(_reader(context))
-    funcs.update(context.funcs)
+    funcs.update(tracker.watch(context.funcs))  # scrapeConfigs of a scrape template that read a secret
     try:
         if tmpl.kind == "go":
             text = _render_go(source, tmpl, context, funcs)
@@ -369,7 +330,7 @@ def fix_for(cause: str, job: str) -> str:
 class _NamespaceView(Mapping):
     """One namespace as Jinja sees it: a missing key is an error naming the key, as Go's get."""
 
-    def __init__(self, reader: _functions.KVReader, tracker: _Tracker, ns: str) -> None:
+    def __init__(self, reader: _functions.KVReader, tracker: _functions.SecretTracker, ns: str) -> None:
         self._reader, self._tracker, self._ns = reader, tracker, ns
 
     def __getitem__(self, key: str) -> str:
@@ -395,7 +356,7 @@ class _NamespaceView(Mapping):
 class _KVView(Mapping):
     """kv[namespace] in a .j2: only the namespaces the job may read (maand's rules)."""
 
-    def __init__(self, reader: _functions.KVReader, tracker: _Tracker) -> None:
+    def __init__(self, reader: _functions.KVReader, tracker: _functions.SecretTracker) -> None:
         self._reader, self._tracker = reader, tracker
 
     def __getitem__(self, ns: str) -> _NamespaceView:
@@ -412,7 +373,8 @@ class _KVView(Mapping):
         return len(self._reader.allowed)
 
 
-def jinja_variables(context: Context, funcs: Mapping[str, Callable], tracker: _Tracker) -> dict[str, Any]:
+def jinja_variables(context: Context, funcs: Mapping[str, Callable],
+                    tracker: _functions.SecretTracker) -> dict[str, Any]:
     """A .j2's variables: the dot fields by name, `kv`, and maand's functions."""
     variables: dict[str, Any] = dataclasses.asdict(context.data)
     variables.update(funcs)
@@ -464,7 +426,8 @@ JINJA_FILTERS = {
 }
 
 
-def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: dict, tracker: _Tracker) -> str:
+def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: dict,
+                  tracker: _functions.SecretTracker) -> str:
     import jinja2
 
     env = _jinja_env(tuple((t.rel, t.text) for t in source.templates if t.kind == "jinja"))

@@ -18,8 +18,12 @@ maand.core adds MAAND_RUNTIME_API_PORT and MAAND_RUNTIME_API_TOKEN (the API's po
 another run holds it, and the hook's own token) and MAAND_HOSTS_FILE (how ``run_ssh`` reaches each
 worker: Ansible's connection settings). Of the controller's environment a hook gets only an
 allow-list (PATH, HOME, the locale, TZ, the ssh agent, proxies, CA bundles: ``INHERITED_ENV``) and
-the variables named ``MAAND_*`` (how an operator hands a value to hooks on purpose), never the
-controller's credentials or Ansible's settings (maand passes its whole environment).
+the variables named ``MAAND_HOOK_*`` (``HOOK_PREFIX``: how an operator hands a value to hooks on
+purpose), never the controller's credentials or Ansible's settings (maand passes its whole
+environment). The collection's own variables (``MAAND_KV_KEY``, ``MAAND_KV_KEY_FILE``,
+``MAAND_STATE_URL``, ``MAAND_CONF``...) and libpq's (``PGPASSWORD``, ``PGPASSFILE``) never reach a
+hook: the KV master key would let any hook decrypt every job's secrets, and the store URL would let
+it bypass the runtime API's per-job rules.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ INHERITED_ENV = frozenset((
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "SSH_AUTH_SOCK",
     "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"))
+# the operator's own variables for hooks (passed through); no other MAAND_* is (the KV key, the store URL)
+HOOK_PREFIX = "MAAND_HOOK_"
 _PLUGIN_UTILS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPER_PY = os.path.join(_PLUGIN_UTILS, "worker", "maand_helper.py")
 # maand's maand.ts for Bun commands (the collection's files/hooks/maand.ts)
@@ -215,8 +221,9 @@ def command_env(target: Target, command: str, event: str, api: ApiEndpoint, curr
 
 
 def inherited_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The part of the controller's environment a hook sees (INHERITED_ENV, the LC_* locale, MAAND_*)."""
-    return {k: v for k, v in base.items() if k in INHERITED_ENV or k.startswith(("LC_", "MAAND_"))}
+    """The part of the controller's environment a hook sees (INHERITED_ENV, the LC_* locale,
+    MAAND_HOOK_*); never MAAND_KV_KEY*, MAAND_STATE_URL or libpq's PGPASSWORD/PGPASSFILE."""
+    return {k: v for k, v in base.items() if k in INHERITED_ENV or k.startswith(("LC_", HOOK_PREFIX))}
 
 
 def job_control_env(new: Iterable[str], updated: Iterable[str]) -> dict[str, str]:

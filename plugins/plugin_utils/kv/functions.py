@@ -268,6 +268,68 @@ def template_funcs(reader: KVReader) -> dict[str, Callable]:
 TEMPLATE_FUNC_NAMES = frozenset(template_funcs(KVReader({}, "", "")))
 
 
+class SecretTracker:
+    """Notes whether a render read a secret (its output is then secret-bearing): getSecret, get/getOptional/keys
+    of a secrets/ namespace or of a TLS private key, and a deploy function whose output carries one
+    (``reads_secret``: scrapeConfigs of a scrape template that read a secret). The deploy's renders
+    (deploy/stage.py) and build's scrape templates (prometheus/scrape_template.py) use it."""
+
+    def __init__(self) -> None:
+        self.secret = False
+        self.values: set[str] = set()  # the secret values read, to keep them out of error messages
+
+    def saw(self, value: Any) -> Any:
+        self.secret = True
+        if isinstance(value, str) and value:
+            self.values.add(value)
+        return value
+
+    def funcs(self, reader: KVReader) -> dict[str, Callable]:
+        """template_funcs(reader) with every secret read noted."""
+        funcs = template_funcs(reader)
+        for name in ("get", "getOptional", "keys"):
+            funcs[name] = self._watch_ns(funcs[name])
+        plain_secret = funcs["getSecret"]
+
+        def get_secret(key: str) -> str:
+            self.secret = True
+            return self.saw(plain_secret(key))
+        funcs["getSecret"] = get_secret
+        return funcs
+
+    def watch(self, funcs: Mapping[str, Callable]) -> dict[str, Callable]:
+        """funcs, where one with a ``reads_secret`` probe (true once its output carried a secret) marks this
+        render secret-bearing when it is called."""
+        out = dict(funcs)
+        for name, func in funcs.items():
+            probe = getattr(func, "reads_secret", None)
+            if probe is not None:
+                out[name] = self._watch_call(func, probe)
+        return out
+
+    def _watch_call(self, func: Callable[[], str], probe: Callable[[], bool]) -> Callable[[], str]:
+        def watched() -> str:
+            value = func()
+            if probe():
+                self.saw(value)
+            return value
+        watched.__name__ = getattr(func, "__name__", "watched")
+        return watched
+
+    def _watch_ns(self, func: Callable) -> Callable:
+        def watched(ns: str, *rest: Any) -> Any:
+            if isinstance(ns, str) and (is_secret_ns(ns) or (rest and is_private_key(ns, rest[0]))):
+                self.secret = True
+                return self.saw(func(ns, *rest))
+            return func(ns, *rest)
+        return watched
+
+    def redact(self, text: str) -> str:
+        for value in sorted(self.values, key=len, reverse=True):
+            text = text.replace(value, "***")
+        return text
+
+
 @dataclasses.dataclass
 class AllocationData:
     """The dot of a job's .tpl (maand deploy/types.go AllocationData with WorkerData embedded)."""

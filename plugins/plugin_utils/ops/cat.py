@@ -496,7 +496,7 @@ class _Text(Table):
     """A file or a YAML fragment printed as it is: one row per line, no title, header or rule."""
 
     def lines(self) -> list[str]:
-        return [row[0] for row in self.rows]
+        return [row[0] for row in self.rows] + self.notes
 
 
 def _prometheus_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
@@ -578,13 +578,18 @@ def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Reque
 def _prometheus_scrape(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     if request.workers:
         raise CatError("the scrape configs cover every active allocation: the workers filter does not apply")
-    text = _prometheus.render_scrape_configs(bucket_dir, catalog, _kv_build.read_kv(bucket_dir), request.jobs)
-    if not text.strip():
+    kv = _kv_build.read_kv(bucket_dir, reveal_secrets=request.reveal, mask=None if request.reveal else MASK)
+    rendered = _prometheus.render_scrape(bucket_dir, catalog, kv, request.jobs, reveal=request.reveal)
+    text = rendered.text
+    if not text.strip() and not rendered.hidden:
         raise CatError("no expanded scrape configs%s: no job with _prometheus/scrape.yaml has an active"
                        " allocation, or the bucket has no Prometheus server job (build first)"
                        % (" for %s" % ", ".join(request.jobs) if request.jobs else ""))
     table = _Text("Scrape configs of %s" % bucket_dir, ("LINE",))
-    table.rows = [(line,) for line in text.lstrip("\n").rstrip("\n").split("\n")]
+    table.rows = [(line,) for line in text.lstrip("\n").rstrip("\n").split("\n")] if text.strip() else []
+    if rendered.hidden:
+        table.notes.append("the scrape configs of %s read a secret and are left out (-e maand_reveal=true shows them)"
+                           % ", ".join(rendered.hidden))
     return table
 
 

@@ -17,7 +17,8 @@ What maand does after every deploy (best effort: a failure is logged, the deploy
   (1 or 0), labelled ``scope``, ``job``, ``worker``, ``cert``, ``common_name``, ``status`` (sorted by
   name; a label whose value is empty, such as the CA's ``job``, is left out: Prometheus treats an empty
   label as absent and stores none);
-* the request: remote write with Basic auth from ``secrets/job/prometheus`` and retries.
+* the request: remote write with Basic auth from ``secrets/job/prometheus`` and retries; with that auth over
+  https only, verified against the bucket CA (maand sends it over plain http).
 
 The target, the wire format (a protobuf WriteRequest, snappy) and the request with its retries are
 Prometheus remote write (prometheus/remote_write.py); this module gathers the certificates, turns them into
@@ -168,6 +169,8 @@ def push(bucket_dir: str, catalog: Mapping[str, Any], check_mode: bool = False,
     items = series(metrics, int(clock() * 1000))
     body = _prometheus.encode(items)  # in check mode too: a missing library shows in the preview
     username, password = _prometheus.store_credentials(bucket_dir)
+    target = _prometheus.secure_target(url, username, password, _certs.ca_paths(bucket_dir)[0])
+    url = target.url  # https with credentials, verified against the bucket CA
     what = "%d series (%d certificate%s) to %s%s" % (len(items), len(metrics), "" if len(metrics) == 1 else "s",
                                                      url, " with Basic auth" if username else "")
     if check_mode:
@@ -178,5 +181,5 @@ def push(bucket_dir: str, catalog: Mapping[str, Any], check_mode: bool = False,
         lines.append(line)
         if log is not None:
             log(line)
-    attempt = _prometheus.send_with_retry(_prometheus.Target(url, username, password), body, note, **retry)
+    attempt = _prometheus.send_with_retry(target, body, note, **retry)
     return Outcome("pushed", "cert metrics: pushed %s" % what, url, len(metrics), items, attempt, lines)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import PrometheusError
 from .rules import render_rule_files
-from .scrape_catalog import render_scrape_configs
+from .scrape_catalog import render_scrape
 
 FUNC_NAMES = ("scrapeConfigs", "ruleFiles")
 
@@ -35,16 +35,21 @@ PARSE_FUNCS: dict[str, Callable] = {name: _not_at_build(name) for name in FUNC_N
 
 def template_funcs(bucket_dir: str, catalog: Mapping[str, Any],
                    kv: Mapping[str, Mapping[str, str]]) -> dict[str, Callable[[], str]]:
-    """maand's scrapeConfigs and ruleFiles for the job templates of one deploy (each computed once)."""
-    cache: dict[str, str] = {}
+    """maand's scrapeConfigs and ruleFiles for the job templates of one deploy (each computed once).
+    scrapeConfigs has a ``reads_secret()`` probe, true once its output carries the configs of a scrape
+    template that read a secret: the deploy's render (kv/functions.py SecretTracker.watch) then makes the
+    output secret-bearing (0600, an HMAC digest, hidden from --diff)."""
+    cache: dict[str, Any] = {}
 
-    def once(name: str, make: Callable[[], str]) -> Callable[[], str]:
+    def once(name: str, make: Callable[[], Any]) -> Callable[[], str]:
         def func() -> str:
             if name not in cache:
                 cache[name] = make()
-            return cache[name]
+            value = cache[name]
+            return value if isinstance(value, str) else value.text
         func.__name__ = name
         return func
 
-    return {"scrapeConfigs": once("scrapeConfigs", lambda: render_scrape_configs(bucket_dir, catalog, kv)),
-            "ruleFiles": once("ruleFiles", lambda: render_rule_files(bucket_dir, catalog))}
+    scrape = once("scrapeConfigs", lambda: render_scrape(bucket_dir, catalog, kv))
+    scrape.reads_secret = lambda: bool(getattr(cache.get("scrapeConfigs"), "secret", False))  # type: ignore[attr-defined]
+    return {"scrapeConfigs": scrape, "ruleFiles": once("ruleFiles", lambda: render_rule_files(bucket_dir, catalog))}

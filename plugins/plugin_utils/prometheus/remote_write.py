@@ -12,7 +12,11 @@ remoteWriteMetrics, discoverPrometheusRemoteWriteURL, prometheusRemoteWriteAuth)
   snappy block-compressed, POSTed with remote write 0.1.0's headers; HTTP Basic auth when
   ``secrets/job/prometheus`` holds both ``admin_username`` and ``admin_password`` (one alone is an error,
   ``credentials``); 5 attempts, retrying network errors, 429 and 5xx after 2 s, 4 s, 8 s, 15 s; 15 s per
-  attempt.
+  attempt;
+* Basic auth never goes over plain http (maand sends it so): a push with credentials goes to
+  ``https://<worker>:<port>/api/v1/write`` (``secure_target``), its certificate verified against the bucket
+  CA (``secrets/ca.crt``, the CA build issues the job's leaves with) and the address dialled; ``send``
+  refuses credentials over ``http`` (``InsecureCredentials``, naming the fix).
 
 The WriteRequest is a ``protobuf`` message built at run time from the four messages of Prometheus'
 ``prompb/types.proto`` and ``remote.proto`` (no generated code to keep in step with the protobuf
@@ -29,6 +33,8 @@ import base64
 import dataclasses
 import functools
 import http.client
+import os
+import ssl
 import time
 import urllib.parse
 from typing import Any, Callable, Mapping, Sequence
@@ -57,6 +63,10 @@ class PushError(MaandError):
 
 class MissingLibrary(PushError):
     """protobuf or cramjam is not installed on the controller; the message names the install command."""
+
+
+class InsecureCredentials(PushError):
+    """Basic auth would go over plain http; the message names the fix (serve Prometheus over TLS)."""
 
 
 class RemoteWriteError(PushError):
@@ -90,11 +100,24 @@ class Series:
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """Where the metrics go: the write URL and the Basic auth credentials (both empty: none)."""
+    """Where the metrics go: the write URL, the Basic auth credentials (both empty: none) and, for https, the CA
+    file its certificate is verified against (empty: the system's CAs)."""
 
     url: str
     username: str = ""
     password: str = dataclasses.field(default="", repr=False)
+    ca_file: str = ""
+
+
+def secure_target(url: str, username: str, password: str, ca_file: str) -> Target:
+    """The Target of a push: with credentials over https (the discovered http URL's host and port), verified
+    against ca_file (the bucket CA) when it exists; without credentials the URL as discovered (maand's)."""
+    if not username:
+        return Target(url)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "http":
+        url = urllib.parse.urlunsplit(("https",) + tuple(parts[1:]))
+    return Target(url, username, password, ca_file if ca_file and os.path.isfile(ca_file) else "")
 
 
 # --- the wire format: protobuf WriteRequest, snappy ----------------------------------------------
@@ -217,15 +240,36 @@ def _phrase(status: int, reason: str) -> str:
         return reason
 
 
-def send(target: Target, body: bytes, connect: Connect = http.client.HTTPConnection) -> None:
+def tls_context(ca_file: str) -> ssl.SSLContext:
+    """Verifying TLS: the bucket CA (or the system's CAs without one), the host name or address checked."""
+    ctx = ssl.create_default_context(cafile=ca_file or None)
+    # maand's leaves (an empty subject with a non-critical SAN) are valid for OpenSSL and Go but not for the
+    # RFC 5280 strict mode some Python versions turn on (as the deploy's https probes: deploy/gate.py)
+    ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
+    return ctx
+
+
+def send(target: Target, body: bytes, connect: Connect | None = None) -> None:
     """One POST (stdlib http.client, as the deploy's http gate); RemoteWriteError for a non-2xx answer,
-    OSError or http.client.HTTPException for a network failure."""
+    OSError or http.client.HTTPException for a network failure (ssl.SSLError among them), InsecureCredentials
+    for credentials over http (nothing is sent)."""
     url = urllib.parse.urlsplit(target.url)
     headers = dict(HEADERS)
     if target.username:
+        if url.scheme != "https":
+            raise InsecureCredentials(
+                "remote write to %s: %s holds %s and %s, and Basic auth is never sent over plain http; serve"
+                " Prometheus over TLS with a certificate of the bucket CA (tls_server_config in its"
+                " --web.config.file, a leaf from the prometheus job's manifest \"certs\"): the push then goes to"
+                " https://, verified against secrets/ca.crt; or remove both keys for an unauthenticated push"
+                % (target.url, SECRETS_NS, USER_KEY, PASSWORD_KEY))
         token = base64.b64encode(("%s:%s" % (target.username, target.password)).encode("utf-8")).decode("ascii")
         headers["Authorization"] = "Basic %s" % token
-    conn = connect(url.hostname, url.port or 80, timeout=TIMEOUT)
+    if url.scheme == "https":
+        conn = (connect or http.client.HTTPSConnection)(url.hostname, url.port or 443, timeout=TIMEOUT,
+                                                        context=tls_context(target.ca_file))
+    else:
+        conn = (connect or http.client.HTTPConnection)(url.hostname, url.port or 80, timeout=TIMEOUT)
     try:
         conn.request("POST", url.path or "/", body=body, headers=headers)
         response = conn.getresponse()
@@ -237,7 +281,7 @@ def send(target: Target, body: bytes, connect: Connect = http.client.HTTPConnect
 
 
 def send_with_retry(target: Target, body: bytes, log: Callable[[str], None],
-                    connect: Connect = http.client.HTTPConnection,
+                    connect: Connect | None = None,
                     sleep: Callable[[float], None] = time.sleep, attempts: int = ATTEMPTS,
                     backoff: float = BACKOFF) -> int:
     """POST until accepted; network errors, 429 and 5xx are tried again (attempts in all, the wait doubling
@@ -245,6 +289,8 @@ def send_with_retry(target: Target, body: bytes, log: Callable[[str], None],
     for attempt in range(1, attempts + 1):
         try:
             send(target, body, connect)
+        except ssl.SSLError as exc:  # not a passing failure: the server speaks no TLS, or another CA signed it
+            raise _tls_error(target, exc) from None
         except (RemoteWriteError, OSError, http.client.HTTPException) as exc:
             error = exc if isinstance(exc, RemoteWriteError) else _network_error(exc)
             if attempt == attempts or (isinstance(exc, RemoteWriteError) and not exc.retryable):
@@ -257,6 +303,18 @@ def send_with_retry(target: Target, body: bytes, log: Callable[[str], None],
             log("cert metrics: push succeeded on attempt %d/%d" % (attempt, attempts))
         return attempt
     raise PushError("no attempt made")  # attempts < 1
+
+
+def _tls_error(target: Target, exc: ssl.SSLError) -> PushError:
+    why = "Basic auth goes over https only (%s holds %s and %s), " % (SECRETS_NS, USER_KEY, PASSWORD_KEY) \
+        if target.username else ""
+    return PushError("remote write to %s: TLS: %s; %sthe server's certificate is verified against %s and must name"
+                     " %s: serve Prometheus over TLS with a leaf of the bucket CA (tls_server_config in its"
+                     " --web.config.file)%s"
+                     % (target.url, getattr(exc, "verify_message", "") or exc, why,
+                        "secrets/ca.crt" if target.ca_file else "the system's CAs (the bucket has no secrets/ca.crt)",
+                        urllib.parse.urlsplit(target.url).hostname,
+                        ", or remove both keys for an unauthenticated push over http" if target.username else ""))
 
 
 def _network_error(exc: Exception) -> PushError:

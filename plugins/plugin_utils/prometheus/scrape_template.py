@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """``scrape.yaml.tpl``: a job's scrape configs as a Go template, rendered at build (maand
 promconfig/scrape_template.go), and ``job_scrape_configs``, a job's scrape configs as written or rendered.
-No Ansible imports.
+A render notes its secret reads (``kv/functions.py`` SecretTracker, as the deploy's renders do): configs
+that read a secret are kept sealed (scrape_catalog.py). No Ansible imports.
 """
 
 from __future__ import annotations
@@ -55,30 +56,36 @@ class ScrapeTemplateData:
 
 
 def render_scrape_template(text: str, job: str, version: str, kv: Mapping[str, Mapping[str, str]],
-                           upstream_jobs: Iterable[str] = ()) -> str:
-    """Render scrape.yaml.tpl as maand's build does; raises _gotemplate.TemplateError."""
+                           upstream_jobs: Iterable[str] = (),
+                           tracker: _functions.SecretTracker | None = None) -> str:
+    """Render scrape.yaml.tpl as maand's build does; raises _gotemplate.TemplateError. tracker notes a
+    secret read (getSecret, get of secrets/job/<job>): the result is then secret-bearing."""
     reader = _ScrapeReader(kv, job, "", tuple(upstream_jobs))
-    funcs = {name: func for name, func in _functions.template_funcs(reader).items() if name in SCRAPE_TEMPLATE_FUNCS}
+    tracker = tracker or _functions.SecretTracker()
+    funcs = {name: func for name, func in tracker.funcs(reader).items() if name in SCRAPE_TEMPLATE_FUNCS}
     funcs["int"] = _functions._atoi  # scrape_template.go's int does not trim, unlike deploy's templateInt
     data = ScrapeTemplateData(job, version or "0.0.0", version or "0.0.0")
     return _gotemplate.parse(text, SCRAPE_TPL, funcs).execute(data, funcs=funcs)
 
 
 def job_scrape_configs(folder: JobFolder, job: Mapping[str, Any], kv: Mapping[str, Mapping[str, str]],
-                       upstream_jobs: Iterable[str] = ()) -> list[dict]:
-    """The job's scrape configs as written (scrape.yaml) or rendered (scrape.yaml.tpl), unexpanded."""
+                       upstream_jobs: Iterable[str] = (),
+                       tracker: _functions.SecretTracker | None = None) -> list[dict]:
+    """The job's scrape configs as written (scrape.yaml) or rendered (scrape.yaml.tpl), unexpanded.
+    tracker (one per job) notes whether the template read a secret; an error never shows a value read."""
     folder.check()
+    tracker = tracker or _functions.SecretTracker()
     rel = "%s/%s" % (folder.rel, folder.scrape_file)
     text = read_text(os.path.join(folder.root, folder.scrape_file), rel)
     if folder.scrape_file == SCRAPE_TPL:
         try:
-            text = render_scrape_template(text, folder.job, str(job.get("version") or ""), kv, upstream_jobs)
+            text = render_scrape_template(text, folder.job, str(job.get("version") or ""), kv, upstream_jobs, tracker)
         except _gotemplate.TemplateError as exc:
-            raise PrometheusError("job %s %s: %s" % (folder.job, SCRAPE_TPL, exc), rel) from None
+            raise PrometheusError(tracker.redact("job %s %s: %s" % (folder.job, SCRAPE_TPL, exc)), rel) from None
     try:
         configs = parse_scrape(text, folder.scrape_file)
         validate_configs(folder.job, folder.scrape_file, configs, (job.get("ports") or {}).keys())
     except PrometheusError as exc:
-        raise PrometheusError("job %s: %s" % (folder.job, exc) if not str(exc).startswith("job ") else str(exc),
-                              rel) from None
+        raise PrometheusError(tracker.redact("job %s: %s" % (folder.job, exc) if not str(exc).startswith("job ")
+                                             else str(exc)), rel) from None
     return configs

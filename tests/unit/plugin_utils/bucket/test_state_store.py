@@ -68,6 +68,39 @@ def test_redact_and_has_password():
     assert not state_pg.has_password(URL)
 
 
+@pytest.mark.parametrize("url, shown", [
+    ("postgresql://u:s3cretpw@h/db", "postgresql://u@h/db"),
+    ("postgresql://u:ab%zzs3cretpw@h/db", "postgresql://u@h/db"),
+    ("postgresql://u:p@ss-word@h/db", "postgresql://u@h/db"),  # libpq: password p, host ss-word@h; urllib: p@ss-word
+    ("postgresql://u:pa?ss-word@h/db", "postgresql://u@h/db"),  # urllib ends the authority at ?, libpq does not
+    ("postgresql://u@h/db?%70assword=s3cretpw&sslmode=disable", "postgresql://u@h/db?sslmode=disable"),
+    ("postgresql://u@h/db?PASSWORD=s3cretpw", "postgresql://u@h/db"),
+    ("postgresql://u@h/db?sslpassword=s3cretpw#x", "postgresql://u@h/db"),
+    ("postgresql://u@h/db?sslmode=require", "postgresql://u@h/db?sslmode=require"),
+])
+def test_redact_removes_every_password_libpq_reads(url, shown):
+    """Issue 32 N7: a %-encoded key (libpq decodes keys), sslpassword, and the readings of libpq and urllib."""
+    assert state_pg.redact(url) == shown
+    assert state_pg.has_password(url) == (shown != url)
+
+
+def test_scrub_removes_the_secrets_of_a_url_from_a_message():
+    url = "postgresql://u:ab%zzs3cretpw@h/db"
+    assert state_pg.secrets_in(url) == {"ab%zzs3cretpw"}
+    assert state_pg.scrub('invalid percent-encoded token: "ab%zzs3cretpw"', state_pg.secrets_in(url)) == \
+        'invalid percent-encoded token: "***"'
+    assert state_pg.secrets_in("postgresql://u@h/db?password=p%40ss") == {"p%40ss", "p@ss"}
+    assert state_pg.scrub('port "ab" and ab', {"ab"}) == 'port "***" and ab'  # a short one only where quoted
+
+
+def test_a_password_in_the_environment_url_is_refused_as_in_maand_conf():
+    with pytest.raises(storage.StateStoreError) as info:
+        storage.check_url("postgresql://u@h/db?%70assword=s3cretpw", "MAAND_STATE_URL")
+    assert "MAAND_STATE_URL postgresql://u@h/db holds a password, which is refused as in maand.conf" in str(info.value)
+    assert "s3cretpw" not in str(info.value) and "PGPASSWORD" in str(info.value)
+    assert storage.check_url(URL, "MAAND_STATE_URL") == URL
+
+
 def load_conf(bucket):
     model, report = Bucket(bucket), Report()
     load_maand_conf(model, report)

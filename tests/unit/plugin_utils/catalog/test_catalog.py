@@ -236,3 +236,48 @@ def test_read_built_refuses_a_missing_or_stale_catalog_naming_the_fix(tmp_path):
     (tmp_path / "workspace" / "jobs" / "api" / "Makefile").write_text("start:\n\ttrue\n")
     with pytest.raises(_catalog.CatalogError, match=r"ErrStaleCatalog: .*workspace changed since the last build \(.*api"):
         _catalog.read_built(bucket)
+
+
+# --- issue 32 N4: a catalog is input (a shared store is written by whoever holds its credentials) ----------
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda c: c["jobs"][0].update(path="/etc"), "$.jobs[0].path: job api: path '/etc' is not workspace/jobs/api"),
+    (lambda c: c["jobs"][0].update(path="workspace/jobs/../../.."), "path 'workspace/jobs/../../..' is not"),
+    (lambda c: c["jobs"][0].update(path="workspace/jobs/web"), "path 'workspace/jobs/web' is not workspace/jobs/api"),
+    (lambda c: c["jobs"][0].update(path="workspace/jobs/api/"), "is not workspace/jobs/api"),
+    (lambda c: c["jobs"][0].update(name="../api"), "$.jobs[0].name: job name '../api' is not one build accepts"),
+    (lambda c: c["jobs"][0].update(name="-x"), "job name '-x'"),
+    (lambda c: c["allocations"][0].update(job="a/b"), "$.allocations[0].job: job name 'a/b'"),
+    (lambda c: c["allocations"][0].update(worker="../h"), "$.allocations[0].worker: worker host '../h'"),
+    (lambda c: c["workers"][0].update(host="h/../x"), "$.workers[0].host: worker host 'h/../x'"),
+    (lambda c: c.update(departed=[{"host": "-oProxyCommand=x"}]), "$.departed[0].host: worker host"),
+])
+def test_paths_and_names_build_would_not_write_are_refused(mutate, words):
+    catalog = minimal()
+    mutate(catalog)
+    with pytest.raises(_catalog.CatalogError) as err:
+        _catalog.loads(json.dumps(catalog))
+    assert words in str(err.value) and "data/catalog.json" in str(err.value)
+
+
+def test_the_path_build_writes_reads_back():
+    catalog = minimal()
+    catalog["jobs"][0]["path"] = "workspace/jobs/api"
+    assert _catalog.loads(json.dumps(catalog))["jobs"][0]["path"] == _catalog_schema.job_path("api")
+    catalog["jobs"][0]["path"] = None
+    assert _catalog.loads(json.dumps(catalog))["jobs"][0]["path"] is None
+
+
+def test_the_catalogs_jobs_are_compared_with_the_checkout_whatever_its_inputs_say(tmp_path):
+    catalog = built(tmp_path, {"api": {"selectors": ["worker"]}, "web": {"selectors": ["worker"]}})
+    forged = json.loads(json.dumps(catalog))  # the inputs stay as the build wrote them
+    forged["jobs"].append(dict(forged["jobs"][0], name="ghost", path="workspace/jobs/ghost"))
+    assert _fingerprint.stale(str(tmp_path), forged) == [
+        "job ghost is in the catalog but workspace/jobs/ghost is not in this checkout"]
+    forged["jobs"] = [j for j in forged["jobs"] if j["name"] != "web"]
+    assert "workspace/jobs/web is not a job of the catalog" in _fingerprint.stale(str(tmp_path), forged)
+    back = json.loads(json.dumps(catalog))
+    next(j for j in back["jobs"] if j["name"] == "web")["removed"] = True
+    assert _fingerprint.stale(str(tmp_path), back) == [
+        "job web is removed in the catalog but workspace/jobs/web is in this checkout"]
+    assert _fingerprint.stale(str(tmp_path), catalog) == []

@@ -138,6 +138,18 @@ def test_hooks_inherit_an_allow_list_of_the_controllers_environment():
     assert env["MAAND_RUNTIME_API_TOKEN"] == "t"  # the hook's own, never the controller's
 
 
+def test_hooks_never_get_the_kv_key_or_the_state_store():
+    """Issue 32 N3: of the controller's MAAND_* variables only MAAND_HOOK_* (the operator's prefix) reaches a hook;
+    the KV master key, the store URL and libpq's password never do."""
+    base = {"MAAND_KV_KEY": "a2V5", "MAAND_KV_KEY_FILE": "/k", "MAAND_STATE_URL": "postgresql://u@db/m",
+            "MAAND_CONF": "/c", "PGPASSWORD": "pw", "PGPASSFILE": "/p", "PGSERVICEFILE": "/s",
+            "MAAND_VAULT_ADDR": "https://v", "MAAND_HOOK_X": "1", "MAAND_HOOK_": "empty-suffix"}
+    env = _commands.command_env(_commands.Target("api", "h", "x", 0, False), "c", "cli", _commands.ApiEndpoint(1, "t"),
+                                "", "", base=base)
+    assert {k for k in env if k in base} == {"MAAND_HOOK_X", "MAAND_HOOK_"}
+    assert _commands.inherited_env(base) == {"MAAND_HOOK_X": "1", "MAAND_HOOK_": "empty-suffix"}
+
+
 def test_batch_and_job_control_env():
     assert _commands.batch_env("api", ["h2", "h3"], 1, 3, "update", ["h1", "h2", "h3"], "kv") == {
         "BATCH_ALLOCATIONS": "h2,h3", "BATCH_INDEX": "1", "BATCH_COUNT": "3", "DEPLOY_PHASE": "update",

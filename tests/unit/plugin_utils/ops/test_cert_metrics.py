@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import datetime
 import http.server
+import ssl
 import threading
 
 import pytest
@@ -17,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ansible_collections.maand.core.plugins.plugin_utils import prometheus as _prometheus
+from ansible_collections.maand.core.plugins.plugin_utils import certs as _certs
 from ansible_collections.maand.core.plugins.plugin_utils.ops import cert_metrics as _cert_metrics
 from ansible_collections.maand.core.plugins.plugin_utils.prometheus import remote_write as _remote_write
 from tests.maand_init import init_bucket
@@ -43,9 +45,10 @@ def pem(common_name, not_after, not_before=None):
 # --- the receiver ---------------------------------------------------------------------------------
 
 class Receiver:
-    """A real HTTP server on 127.0.0.1 answering statuses in turn (the last one repeats), keeping requests."""
+    """A real HTTP server on 127.0.0.1 answering statuses in turn (the last one repeats), keeping requests;
+    with tls=(cert_file, key_file) an HTTPS one; port 0: a free one."""
 
-    def __init__(self, statuses=(204,), body=b""):
+    def __init__(self, statuses=(204,), body=b"", tls=None, port=0):
         self.statuses, self.body, self.requests = list(statuses), body, []
         receiver = self
 
@@ -63,8 +66,23 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d/api/v1/write" % self.server.server_address[1]
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.handshake_errors = []
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            plain_get_request = self.server.get_request
+
+            def get_request():
+                sock, addr = plain_get_request()
+                try:
+                    return ctx.wrap_socket(sock, server_side=True), addr
+                except (ssl.SSLError, OSError) as exc:  # the client refused our certificate
+                    self.handshake_errors.append(exc)
+                    sock.close()
+                    raise
+            self.server.get_request = get_request
+        self.url = "%s://127.0.0.1:%d/api/v1/write" % ("https" if tls else "http", self.server.server_address[1])
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
 
@@ -77,8 +95,8 @@ class Receiver:
 def receiver():
     made = []
 
-    def make(statuses=(204,), body=b""):
-        made.append(Receiver(statuses, body))
+    def make(statuses=(204,), body=b"", tls=None):
+        made.append(Receiver(statuses, body, tls))
         return made[-1]
     yield make
     for r in made:
@@ -103,11 +121,32 @@ def test_remote_write_metrics_as_maands_test(receiver):
                                               _cert_metrics.METRIC_EXPIRING: 0.0, _cert_metrics.METRIC_EXPIRED: 0.0}
 
 
-def test_basic_auth_as_maands_test(receiver):
-    rx = receiver()
-    _prometheus.send_with_retry(_prometheus.Target(rx.url, "promadmin", "s3cret"), _prometheus.encode(_cert_metrics.series([OK_METRIC], 1)), log=print)
+def tls_files(tmp_path, bucket_dir, ips=("127.0.0.1",)):
+    """(cert file, key file) of a leaf for ips issued by the bucket's CA (secrets/ca.crt, made when absent)."""
+    ca = _certs.load_or_create_ca(str(bucket_dir), "bucket-under-test", key_size=2048)
+    leaf = _certs.issue_leaf(ca, "prometheus", list(ips), 30, pkcs8=True, key_size=2048)
+    cert, key = tmp_path / ("%s.crt" % id(leaf)), tmp_path / ("%s.key" % id(leaf))
+    cert.write_text(leaf.cert_pem)
+    key.write_text(leaf.key_pem)
+    return str(cert), str(key)
+
+
+def test_basic_auth_as_maands_test_but_over_https_verified_against_the_bucket_ca(tmp_path, receiver):
+    """maand's TestRemoteWriteMetricsBasicAuth, over https (issue 32 N8: maand sends the credentials in clear)."""
+    rx = receiver(tls=tls_files(tmp_path, tmp_path))
+    target = _prometheus.Target(rx.url, "promadmin", "s3cret", str(tmp_path / "secrets" / "ca.crt"))
+    _prometheus.send_with_retry(target, _prometheus.encode(_cert_metrics.series([OK_METRIC], 1)), log=print)
     auth = rx.requests[0][2]["Authorization"]
     assert auth.startswith("Basic ") and base64.b64decode(auth[6:]) == b"promadmin:s3cret"
+
+
+def test_basic_auth_is_never_sent_over_plain_http(receiver):
+    """Issue 32 N8: credentials over http are refused before anything is sent, naming the fix."""
+    rx = receiver()
+    with pytest.raises(_prometheus.InsecureCredentials, match=r"Basic auth is never sent over plain http; serve"
+                                                              r" Prometheus over TLS .*or remove both keys"):
+        _prometheus.send_with_retry(_prometheus.Target(rx.url, "promadmin", "s3cret"), b"x", log=pytest.fail)
+    assert rx.requests == []
 
 
 def test_a_503_is_tried_again_as_maand(receiver):
@@ -196,3 +235,57 @@ def test_push_sends_the_bucket_metrics_and_check_mode_sends_nothing(tmp_path, re
     assert _remote_write.decode(rx.requests[0][3]) == checked.series and checked.series[0].timestamp_ms == 1_000_000
     assert _cert_metrics.push(root, catalog, kv={}).state == "skipped"  # no certificate, no CA: nothing to send
     assert len(rx.requests) == 1
+
+
+# --- issue 32 N8: the push with credentials goes over https, verified against the bucket CA ------------------
+
+def _with_credentials(root):
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
+    with _store.KVStore.edit(root) as store:
+        store.put("secrets/job/prometheus", "admin_username", "promadmin")
+        store.put("secrets/job/prometheus", "admin_password", "pr0m-s3cret")
+
+
+def _port(url):
+    return int(url.split(":")[2].split("/")[0])
+
+
+def test_a_push_with_credentials_goes_over_https_verified_against_the_bucket_ca(tmp_path, receiver):
+    rx = receiver(tls=tls_files(tmp_path, tmp_path))  # the bucket's CA: secrets/ca.crt of the bucket at tmp_path
+    root, catalog = server_bucket(tmp_path, [("127.0.0.1", "active")], ports={"prometheus_port_http": _port(rx.url)})
+    _with_credentials(root)
+    kv = {"maand/job/api/worker/10.0.0.1": {"certs/tls.crt": pem("api.internal", NOT_AFTER)}}
+    checked = _cert_metrics.push(root, catalog, check_mode=True, kv=kv)
+    assert checked.message.endswith("to %s with Basic auth" % rx.url) and rx.url.startswith("https://")
+    done = _cert_metrics.push(root, catalog, kv=kv)
+    assert done.state == "pushed" and done.url == rx.url
+    auth = rx.requests[0][2]["Authorization"]
+    assert base64.b64decode(auth[6:]) == b"promadmin:pr0m-s3cret"
+
+
+def test_a_push_with_credentials_to_a_plain_http_server_sends_them_nowhere(tmp_path, receiver):
+    """Before issue 32 this POSTed Basic auth over http (maand's push): now the TLS handshake fails first and the
+    error names the fix; the http server never gets a request."""
+    rx = receiver()
+    root, catalog = server_bucket(tmp_path, [("127.0.0.1", "active")], ports={"prometheus_port_http": _port(rx.url)})
+    _certs.load_or_create_ca(root, "bucket-under-test", key_size=2048)
+    _with_credentials(root)
+    kv = {"maand/job/api/worker/10.0.0.1": {"certs/tls.crt": pem("api.internal", NOT_AFTER)}}
+    with pytest.raises(_prometheus.PushError) as info:
+        _cert_metrics.push(root, catalog, kv=kv, sleep=pytest.fail)
+    message = str(info.value)
+    assert message.startswith("remote write to https://127.0.0.1:%d/api/v1/write: TLS: " % _port(rx.url)), message
+    assert "serve Prometheus over TLS with a leaf of the bucket CA" in message and "secrets/ca.crt" in message
+    assert "pr0m-s3cret" not in message and rx.requests == []
+
+
+def test_a_push_with_credentials_refuses_a_server_the_bucket_ca_did_not_sign(tmp_path, receiver):
+    other = tmp_path / "other"
+    rx = receiver(tls=tls_files(tmp_path, other))  # another bucket's CA
+    root, catalog = server_bucket(tmp_path / "b", [("127.0.0.1", "active")], ports={"prometheus_port_http": _port(rx.url)})
+    _certs.load_or_create_ca(root, "bucket-under-test", key_size=2048)
+    _with_credentials(root)
+    kv = {"maand/job/api/worker/10.0.0.1": {"certs/tls.crt": pem("api.internal", NOT_AFTER)}}
+    with pytest.raises(_prometheus.PushError, match=r"TLS: .*certificate.*verified against secrets/ca.crt"):
+        _cert_metrics.push(root, catalog, kv=kv, sleep=pytest.fail)
+    assert rx.requests == []

@@ -193,3 +193,62 @@ def test_build_reads_alert_and_scrape_files_as_maand(tmp_path):
     ws(root, "jobs/api/_prometheus/alerts/a.yaml", alerts.replace("alert: B", "alert: A"))
     result = _service.build(root)
     assert "duplicate alert name 'A'" in " ".join(str(p) for p in result.report.errors)
+
+
+# --- issue 32 N2: a scrape template's secrets stay sealed ---------------------------------------------
+
+SECRET_SCRAPE = ("- job_name: maand:job\n  basic_auth:\n    username: u\n    password: {{ getSecret \"pw\" }}\n"
+                 "  static_configs:\n    - targets: [maand:port/_implicit]\n")
+
+
+def _with_secret(root, value="s3cret-scrape-pw"):
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
+    with _store.KVStore.edit(root) as store:
+        store.put("secrets/job/api", "pw", value)
+
+
+def test_a_scrape_template_that_reads_a_secret_is_kept_in_the_sealed_namespace(tmp_path):
+    root = bucket(tmp_path, jobs={"api": (["api_metrics_port"], {"scrape.yaml.tpl": SECRET_SCRAPE}),
+                                  "web": (["web_metrics_port"], {"scrape.yaml": API_SCRAPE.replace("api", "web")})})
+    _with_secret(root)
+    catalog, kv = built(root)
+    assert "scrape/api" not in kv["maand/prometheus"] and "s3cret-scrape-pw" not in json.dumps(kv)
+    assert _prometheus.SEALED_NAMESPACE not in kv  # read_kv leaves secrets out unless masked or revealed
+    assert _kv_build.read_kv(root, mask="***")[_prometheus.SEALED_NAMESPACE] == {"scrape/api": "***",
+                                                                              "scrape_configs": "***"}
+    sealed = _kv_build.read_kv(root, reveal_secrets=True)
+    assert "s3cret-scrape-pw" in sealed[_prometheus.SEALED_NAMESPACE]["scrape/api"]
+    assert "web_metrics_port" in sealed[_prometheus.SEALED_NAMESPACE]["scrape_configs"]
+    assert "s3cret-scrape-pw" not in sealed["maand/prometheus"]["scrape_configs"]
+    assert sealed["maand/prometheus"]["scrape_jobs"] == "api,web"
+    rendered = _prometheus.render_scrape(root, catalog, sealed)
+    assert rendered.secret and "s3cret-scrape-pw" in rendered.text and "web_metrics_port" not in rendered.text
+    masked = _kv_build.read_kv(root, mask="***")
+    hidden = _prometheus.render_scrape(root, catalog, masked, reveal=False)
+    assert hidden.hidden == ("api",) and "s3cret-scrape-pw" not in hidden.text and "10.0.0.1:" in hidden.text
+    plain = _prometheus.render_scrape(root, catalog, sealed, only=["web"])
+    assert not plain.secret
+
+
+def test_scrape_configs_mark_the_deploys_render_secret_bearing(tmp_path):
+    root = bucket(tmp_path, jobs={"api": (["api_metrics_port"], {"scrape.yaml.tpl": SECRET_SCRAPE})})
+    _with_secret(root)
+    catalog, _kv = built(root)
+    kv = _kv_build.read_kv(root, reveal_secrets=True)
+    funcs = _funcs.template_funcs(root, catalog, kv)
+    assert funcs["scrapeConfigs"].reads_secret() is False  # not computed yet
+    tracker = _functions.SecretTracker()
+    watched = tracker.watch(funcs)
+    assert "s3cret-scrape-pw" in watched["scrapeConfigs"]() and tracker.secret
+    other = _functions.SecretTracker()
+    other.watch(funcs)["ruleFiles"]()
+    assert not other.secret
+
+
+def test_a_scrape_template_error_never_shows_the_secret_it_read(tmp_path):
+    root = bucket(tmp_path, jobs={"api": (["api_metrics_port"], {
+        "scrape.yaml.tpl": "- job_name: x{{ int (getSecret \"pw\") }}\n"})})
+    _with_secret(root, "not-a-number-s3cret")
+    result = _service.build(root)
+    text = " ".join(str(p) for p in result.report.errors)
+    assert "strconv.Atoi" in text and "not-a-number-s3cret" not in text and "***" in text, text
