@@ -15,8 +15,8 @@ more for each other: deploy/rsync.commands) and applies the step with the worker
   (deploy/remote.call_agent, which reinstalls a missing agent).
 
 Ops whose rsync failed fail; files shipped for a later step are done once their rsync is. The answer (or
-why there is none) goes into the run folder, the measured make targets into data/job_history.json; the
-next deploy_step folds them.
+why there is none) goes into the run folder; the next deploy_step folds it, and writes the measured make
+targets of the whole step into data/job_history.json once (deploy/run.fold_in_flight).
 
 The worker is reached through a ``Transport`` (the deploy_agent action implements it with Ansible's
 connection and the controller's rsync; tests with a fake).
