@@ -83,4 +83,3 @@ def test_02_a_scrape_secret_lands_0600_and_the_diff_never_shows_it(env):
     assert OLD not in plan and NEW not in plan, plan
     env.deploy()
     assert "password: %s" % NEW in config.read_text() and stat.S_IMODE(config.stat().st_mode) == 0o600
-

@@ -279,7 +279,7 @@ def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False,
     whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec.LayerError, OSError."""
     with _jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
         return _stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
-                                     [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
+                              [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
 
 
 def _stage_jobs(req, catalog, in_scope, hooked):
@@ -312,10 +312,10 @@ def _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl):
         ctl.warn(adopt_warning)
     try:
         plan = _plan.build(catalog, staging.content, req.states, req.hosts,
-                                  {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
-                                   "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
-                                   "rollout_orders": _points.rollout_orders(req.bucket, in_scope),
-                                   "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
+                           {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
+                            "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
+                            "rollout_orders": _points.rollout_orders(req.bucket, in_scope),
+                            "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
     except _plan.PlanError as exc:
         raise _Refused(str(exc)) from None
     if plan.errors:
@@ -336,7 +336,7 @@ def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
     plan = _with_pre_deploy(req, catalog, plan, hooked, staging)
     workers = {w["host"]: w for w in catalog.get("workers", [])}
     return _plan.with_job_specs(plan, _jobspec.specs_of(catalog), workers, _jobspec.load_history(req.bucket),
-                                       req.slots)
+                                req.slots)
 
 
 def _new_run(req, plan, staging):
@@ -511,7 +511,7 @@ def run_outcome(run_dir, plan, ctl):
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
         rows = _view.verdict(plan, state.done, state.failed_ops,
-                                    _progress.gate_times(_progress.read_all(run_dir)))
+                             _progress.gate_times(_progress.read_all(run_dir)))
     except (KeyError, TypeError, ValueError) as exc:
         ctl.warn("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
         rows = None

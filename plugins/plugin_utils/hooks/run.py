@@ -148,7 +148,7 @@ def run_one(ctx: Context, target: _commands.Target, command: str, event: str, ex
         return HookResult(target.job, command, event, target.worker, False, None, [], ctx.api.refusal)
     try:
         modules = _commands.stage(ctx.bucket_dir, job.get("path") or "workspace/jobs/%s" % target.job, target.job,
-                               target.worker, os.path.join(ctx.stage_root, "%s-%s" % (event, command)))
+                                  target.worker, os.path.join(ctx.stage_root, "%s-%s" % (event, command)))
         _stage_certs(ctx, modules, target)
         script = _commands.resolve_script(modules, target.job, command)
         argv = _commands.argv_for(script, os.path.join(ctx.bucket_dir, job.get("path") or "", "_modules"))
@@ -157,8 +157,8 @@ def run_one(ctx: Context, target: _commands.Target, command: str, event: str, ex
     token, inv = ctx.api.open_session(target.job, target.worker, target.alloc_id, event, command)
     try:
         env = _commands.command_env(target, command, event, _commands.ApiEndpoint(ctx.api.port, token, ctx.hosts_file),
-                                 ctx.current_versions.get((target.job, target.worker), ""),
-                                 str(job.get("version") or ""), extra)
+                                    ctx.current_versions.get((target.job, target.worker), ""),
+                                    str(job.get("version") or ""), extra)
         rc, output, error = run_process(argv, modules, env, ctx.timeout, ctx.tail,
                                         lambda pid: ctx.api.set_pid(token, pid))
     finally:

@@ -235,7 +235,7 @@ def _markdown() -> Any:
         from markdown_it import MarkdownIt
     except ImportError:
         raise PrometheusError("runbooks need the Python package markdown-it-py on the controller:"
-                                          " pip install markdown-it-py (requirements.txt)") from None
+                              " pip install markdown-it-py (requirements.txt)") from None
     md = MarkdownIt("commonmark", {"html": True, "xhtmlOut": False}).enable(["table", "strikethrough"])
     md.add_render_rule("html_block", lambda self, tokens, idx, options, env: "<!-- raw HTML omitted -->\n")
     md.add_render_rule("html_inline", lambda self, tokens, idx, options, env: "<!-- raw HTML omitted -->")

@@ -319,4 +319,3 @@ def _tls_error(target: Target, exc: ssl.SSLError) -> PushError:
 
 def _network_error(exc: Exception) -> PushError:
     return PushError("remote write request: %s" % (str(exc) or type(exc).__name__))
-

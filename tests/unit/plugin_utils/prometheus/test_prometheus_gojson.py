@@ -4,6 +4,7 @@ import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.prometheus import gojson as _gojson
 
+
 @pytest.mark.parametrize("value, text", [
     (1.0, "1"), (0.5, "0.5"), (1e21, "1e+21"), (1e20, "100000000000000000000"), (1e-7, "1e-7"),
     (0.000001, "0.000001"), (-0.001, "-0.001"), (0.0, "0"),

@@ -106,4 +106,3 @@ def test_credentials_both_or_neither():
     assert _remote_write.credentials(Secrets({"admin_username": "u", "admin_password": "p"})) == ("u", "p")
     with pytest.raises(_prometheus.PushError, match="requires both admin_username and admin_password"):
         _remote_write.credentials(Secrets({"admin_username": "u"}))
-

@@ -28,7 +28,7 @@ def run_catalog(case):
     for item in case["jobs"]:
         parsed = _scrape.parse_scrape(item["scrape"])
         job_ = _scrape.ScrapeJob(item["name"], tuple(parsed), {k: item["port_numbers"].get(k) for k in item["ports"]},
-                              tuple(item["workers"]))
+                                 tuple(item["workers"]))
         try:
             configs.extend(_scrape.expand_scrape_configs(job_))
         except _errors.NoActiveTargets:
@@ -88,9 +88,9 @@ def test_resolve_metrics_port_key(job_name, ports, expected):
 def test_expand_scrape_configs_targets_in_order():
     """TestExpandScrapeConfigs."""
     configs = _scrape.parse_scrape("- job_name: api\n  metrics_path: /metrics\n  static_configs:\n    - targets:\n"
-                                "        - maand:port/api_metrics_port\n      labels:\n        maand_job: api\n")
+                                   "        - maand:port/api_metrics_port\n      labels:\n        maand_job: api\n")
     [out] = _scrape.expand_scrape_configs(_scrape.ScrapeJob("api", tuple(configs), {"api_metrics_port": 30421},
-                                                      ("10.0.0.1", "10.0.0.2")))
+                                                            ("10.0.0.1", "10.0.0.2")))
     assert out["static_configs"][0]["targets"] == ["10.0.0.1:30421", "10.0.0.2:30421"]
     assert configs[0]["static_configs"][0]["targets"] == ["maand:port/api_metrics_port"]  # a copy was expanded
 
@@ -98,7 +98,7 @@ def test_expand_scrape_configs_targets_in_order():
 def test_maand_job_placeholder_and_resolve_job_name():
     """TestExpandScrapeConfigs_maandJobPlaceholder, TestResolveScrapeJobName."""
     configs = _scrape.parse_scrape("- job_name: maand:job\n  static_configs:\n    - targets:\n        - 127.0.0.1:9090\n"
-                                "      labels:\n        maand_job: maand:job\n")
+                                   "      labels:\n        maand_job: maand:job\n")
     [out] = _scrape.expand_scrape_configs(_scrape.ScrapeJob("clickhouse_keeper", tuple(configs), {}, ("10.0.0.1",)))
     assert out["job_name"] == "clickhouse_keeper"
     assert out["static_configs"][0]["labels"]["maand_job"] == "clickhouse_keeper"
@@ -108,7 +108,7 @@ def test_maand_job_placeholder_and_resolve_job_name():
 def test_scrape_configs_yaml_starts_with_a_newline():
     """TestScrapeConfigsYAML."""
     text = _scrape.scrape_configs_yaml(_scrape.parse_scrape("- job_name: api\n  static_configs:\n    - targets:\n"
-                                                      "        - 10.0.0.1:9090\n"))
+                                                            "        - 10.0.0.1:9090\n"))
     assert text.startswith("\n") and "job_name: api" in text
     assert _scrape.scrape_configs_yaml([]) == ""
 

@@ -215,7 +215,7 @@ def test_a_scrape_template_that_reads_a_secret_is_kept_in_the_sealed_namespace(t
     assert "scrape/api" not in kv["maand/prometheus"] and "s3cret-scrape-pw" not in json.dumps(kv)
     assert _prometheus.SEALED_NAMESPACE not in kv  # read_kv leaves secrets out unless masked or revealed
     assert _kv_build.read_kv(root, mask="***")[_prometheus.SEALED_NAMESPACE] == {"scrape/api": "***",
-                                                                              "scrape_configs": "***"}
+                                                                                 "scrape_configs": "***"}
     sealed = _kv_build.read_kv(root, reveal_secrets=True)
     assert "s3cret-scrape-pw" in sealed[_prometheus.SEALED_NAMESPACE]["scrape/api"]
     assert "web_metrics_port" in sealed[_prometheus.SEALED_NAMESPACE]["scrape_configs"]
