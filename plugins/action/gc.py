@@ -16,11 +16,9 @@ from ansible_collections.maand.core.plugins.plugin_utils import catalog as _cata
 from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 from ansible_collections.maand.core.plugins.plugin_utils import kv as _kv
 
-ARGUMENT_SPEC = _adapter.spec_for("gc")
-
 
 class ActionModule(ControllerAction):
-    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_SPEC = _adapter.spec_for("gc")
 
     def act(self, result, args, task_vars):
         result["changed"] = False

@@ -16,11 +16,9 @@ from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("status")
-
 
 class ActionModule(ControllerAction):
-    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_SPEC = _adapter.spec_for("status")
 
     def act(self, result, args, task_vars):
         result["changed"] = False

@@ -10,11 +10,9 @@ from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adap
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
-ARGUMENT_SPEC = _adapter.spec_for("worker_sync")
-
 
 class ActionModule(ControllerAction):
-    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_SPEC = _adapter.spec_for("worker_sync")
 
     def act(self, result, args, task_vars):
         result["changed"] = False

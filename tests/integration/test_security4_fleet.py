@@ -20,19 +20,11 @@ import pytest
 from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
 from tests.integration.deploy.bucket import add_job, fleet_bucket
 from tests.integration.deploy.env import Env
+from tests.integration.test_security4_scrape_secrets import SCRAPE_TPL
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
 OLD, NEW = "Scrape-pw-0ld-value", "Scrape-pw-n3w-value"
-SCRAPE_TPL = """\
-- job_name: maand:job
-  basic_auth:
-    username: scraper
-    password: {{ getSecret "metrics_password" }}
-  static_configs:
-    - targets:
-        - maand:port/app_metrics_port
-"""
 PROM_TPL = "global:\n  scrape_interval: 15s\nscrape_configs:\n{{ scrapeConfigs }}\n"
 DUMP = "import json, os\njson.dump(dict(os.environ), open(os.environ['MAAND_HOOK_ENV_OUT'], 'w'))\n"
 

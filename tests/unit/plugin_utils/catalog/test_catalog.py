@@ -30,6 +30,15 @@ def minimal():
             "allocations": [{"job": "api", "worker": "h", "alloc_id": alloc_id("api", "h"), "state": "active"}]}
 
 
+def assert_refused(mutate, words):
+    """A minimal catalog changed by mutate is refused, the error naming words and data/catalog.json."""
+    catalog = minimal()
+    mutate(catalog)
+    with pytest.raises(_catalog.CatalogError) as err:
+        _catalog.loads(json.dumps(catalog))
+    assert words in str(err.value) and "data/catalog.json" in str(err.value)
+
+
 def messages(result, severity="errors"):
     return [str(p) for p in getattr(result.report, severity)]
 
@@ -59,11 +68,7 @@ def test_minimal_catalog_is_valid():
     (lambda c: c.update(inputs={"digest": "x"}), "'files' is a required property"),
 ])
 def test_schema_violations_name_the_field(mutate, words):
-    catalog = minimal()
-    mutate(catalog)
-    with pytest.raises(_catalog.CatalogError) as err:
-        _catalog.loads(json.dumps(catalog))
-    assert words in str(err.value) and "data/catalog.json" in str(err.value)
+    assert_refused(mutate, words)
 
 
 @pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity"])
@@ -253,11 +258,7 @@ def test_read_built_refuses_a_missing_or_stale_catalog_naming_the_fix(tmp_path):
     (lambda c: c.update(departed=[{"host": "-oProxyCommand=x"}]), "$.departed[0].host: worker host"),
 ])
 def test_paths_and_names_build_would_not_write_are_refused(mutate, words):
-    catalog = minimal()
-    mutate(catalog)
-    with pytest.raises(_catalog.CatalogError) as err:
-        _catalog.loads(json.dumps(catalog))
-    assert words in str(err.value) and "data/catalog.json" in str(err.value)
+    assert_refused(mutate, words)
 
 
 def test_the_path_build_writes_reads_back():
