@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.bucket_factory import make_bucket
-from tests.unit.plugin_utils.ops.test_workers_file import bucket, workers_path  # noqa: F401 (bucket is a fixture)
+from tests.unit.plugin_utils.ops.test_workers_file import bucket, workers_path  # noqa: F401 (bucket is a fixture); pylint: disable=unused-import
 from tests.unit.plugin_utils.placement.test_explain import CONF, DISABLED, FLEET
 
 REPO = str(Path(__file__).resolve().parents[2])

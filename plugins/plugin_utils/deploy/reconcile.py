@@ -167,7 +167,7 @@ class ReconcileResult:
                    {h: Op.from_json(o) for h, o in data["meta"].items()},
                    {j: Rollout.from_json(r) for j, r in data["rollout"].items()},
                    {i: Op.from_json(o) for i, o in data["reverts"].items()},
-                   {(j, h) for j, h in data["fresh"]}, set(data["canaries"]), list(data["notes"]),
+                   set(map(tuple, data["fresh"])), set(data["canaries"]), list(data["notes"]),
                    data["update_seq"], data["seen_seq"])
 
 

@@ -162,7 +162,7 @@ class Scheduler:
         if "job_control" in hook_events(job):
             return [self._job_control_batch(name, rollout)]
         seq, sources, started = self._sequence(name, job, rollout)
-        total = {phase: sum(1 for p, _ in seq if p == phase) for phase in ("start", "upgrade")}
+        total = {phase: sum(1 for entry in seq if entry[0] == phase) for phase in ("start", "upgrade")}
         total["sync"] = 1
         once = job.get("start_gate", START_GATES[0]) != "every_batch" and total["start"] > 1
         counter = {"start": 0, "upgrade": 0, "sync": 0}

@@ -92,7 +92,7 @@ def test_canaries_hold_the_upgrades_beyond_n_until_promoted():
     st = _settle(cat, content("api"), H3)
     out = decided(cat, content("api", files=NEW), st, H3)
     assert [o.host for o in out.rollout["api"].upgrade] == ["h1"] and out.canaries == {"api"}
-    assert [a for a, _ in (actions(out)[("api", h)] for h in ("h2", "h3"))] == ["hold", "hold"]
+    assert [actions(out)[("api", h)][0] for h in ("h2", "h3")] == ["hold", "hold"]
     assert any("canary 1" in n for n in out.notes)
     promoted = decided(cat, content("api", files=NEW), st, H3, {"promote": "api"})
     assert [o.host for o in promoted.rollout["api"].upgrade] == H3 and not promoted.canaries

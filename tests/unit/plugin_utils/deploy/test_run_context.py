@@ -17,7 +17,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.catalog import service 
 from ansible_collections.maand.core.plugins.plugin_utils import jobspec as _jobspec
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import agent_step as _agent_step, run as _run, service as S
 from tests.maand_init import job
-from tests.unit.plugin_utils.deploy.test_service import HOSTS, MAKEFILE, bucket, request  # noqa: F401 (fixture)
+from tests.unit.plugin_utils.deploy.test_service import HOSTS, MAKEFILE, bucket, request  # noqa: F401 (fixtures); pylint: disable=unused-import
 
 
 class Counter:

@@ -1,7 +1,5 @@
 """Explanations: every rule that rejects a worker, the one-line summary, the build output and the playbook."""
 
-from pathlib import Path
-
 import pytest
 
 
