@@ -333,13 +333,19 @@ class _NamespaceView(Mapping):
     def __init__(self, reader: _functions.KVReader, tracker: _functions.SecretTracker, ns: str) -> None:
         self._reader, self._tracker, self._ns = reader, tracker, ns
 
+    def _secret(self, key: str) -> bool:
+        """A secrets/ namespace or a TLS private key (certs/<n>.key of maand/job/<job>/worker/<ip>), as the Go
+        functions' tracker has it: the output that reads one is secret-bearing (0600, HMAC digest, no --diff).
+        ``.items()`` and ``.values()`` read every key through __getitem__, so they are tracked too."""
+        return _functions.is_secret_ns(self._ns) or _functions.is_private_key(self._ns, key)
+
     def __getitem__(self, key: str) -> str:
         value = self._reader.get(self._ns, str(key))
-        return self._tracker.saw(value) if _functions.is_secret_ns(self._ns) else value
+        return self._tracker.saw(value) if self._secret(str(key)) else value
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._reader.lookup(self._ns, str(key))
-        if value is not None and _functions.is_secret_ns(self._ns):
+        if value is not None and self._secret(str(key)):
             self._tracker.saw(value)
         return default if value is None else value
 
