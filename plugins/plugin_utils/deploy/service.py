@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import shutil
 import time
@@ -41,7 +40,6 @@ from . import callbacks as _callbacks, progress as _progress, record as _record
 from . import rsync as _rsync, run as _run, stage as _stage
 from . import view as _view
 from ..errors import MaandError
-from ..kv import secrets as _secrets
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [deploy/stage.Overlay];
@@ -208,27 +206,11 @@ def unlock(bucket, pid, check_mode=False) -> Locking:
 
 # --- prepare: catalog -> plan -> run folder -----------------------------------------------------------
 
-def env_key_loader(bucket, check_mode):
-    """The loader of the environment digests' HMAC key (jobspec.env_digest_key of the bucket's KV key,
-    secrets/kv.key made when missing, as the first secret would). In check mode nothing is written: with no
-    key yet (no deploy has digested an environment) a fixed key stands in, as every value is new anyway."""
-    @functools.lru_cache(maxsize=1)
-    def key():
-        try:
-            return _jobspec.env_digest_key(_secrets.load_key(bucket, create=not check_mode))
-        except _secrets.SecretError:
-            if check_mode and not os.environ.get(_secrets.KEY_ENV, "").strip() \
-                    and not os.path.lexists(_secrets.key_path(bucket)):
-                return _jobspec.env_digest_key(b"maand.core: check mode, no secrets/kv.key yet")
-            raise
-    return key
-
-
 def _with_environments(catalog, content, bucket, check_mode=False):
     """Expand every job spec's environment against the controller's environment and fold its
     digests into the job's content (a changed value restarts the job); errors name job and variable."""
     errors = []
-    digest_key = env_key_loader(bucket, check_mode)
+    digest_key = _stage.env_key_loader(bucket, check_mode)
     for name, spec in sorted(_jobspec.specs_of(catalog).items()):
         if name not in content:
             continue
@@ -239,7 +221,7 @@ def _with_environments(catalog, content, bucket, check_mode=False):
             continue
         try:
             content[name] = _with_env(content[name], catalog["bucket_id"], name, env, digest_key)
-        except (OSError, _secrets.SecretError) as exc:
+        except (OSError, MaandError) as exc:  # kv.SecretError: the key file is missing or unreadable
             errors.append("job %s: the environment digests need the bucket's KV key: %s" % (name, exc))
     return errors
 
