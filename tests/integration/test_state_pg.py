@@ -191,6 +191,33 @@ def test_a_killed_holder_frees_the_lock_and_the_next_run_says_it_took_over(bucke
         _gone(second)
 
 
+@pytest.mark.parametrize("holder", ["init", "sleeper"])
+def test_a_stale_lock_row_naming_this_run_is_not_the_lock(bucket, url, pg_server, holder):
+    """Security review 4, N6: a row naming this host and run with some live process as its holder (SIGKILL, a
+    reboot, reused pids) while no session holds the advisory lock: the run takes the lock instead of deploying
+    unlocked, and a second controller then finds it held."""
+    import socket  # pylint: disable=import-outside-toplevel
+    run, other, fake = _sleeper(), _sleeper(), _sleeper()
+    try:
+        _locks.acquire(bucket, run.pid)  # makes the tables; then a stale row replaces the real one
+        _locks.release(bucket, run.pid)
+        _wait_free(bucket)
+        holder_pid = 1 if holder == "init" else fake.pid
+        sql(pg_server, url, "INSERT INTO maand_deploy_lock (id, host, run_pid, run_start, holder_pid, owner) VALUES "
+            "(1, '%s', %d, %d, %d, 'stale')" % (socket.gethostname(), run.pid, _locks.process_start(run.pid),
+                                                 holder_pid))
+        assert fresh(url).deploy_holder() is None  # no session holds the advisory lock
+        taken, note = _locks.acquire(bucket, run.pid)
+        assert taken and "took over a stale deploy lock" in note, note
+        assert _locks.acquire(bucket, run.pid) == (False, "deploy lock already held by this run")  # now truly
+        with pytest.raises(_locks.DeployLocked):
+            _locks.acquire(bucket, other.pid)
+        assert _locks.release(bucket, run.pid) is True
+    finally:
+        for proc in (run, other, fake):
+            _gone(proc)
+
+
 def test_a_second_deploy_waits_for_the_lock_with_maand_lock_wait(bucket, url):
     first, second = _sleeper(), _sleeper()
     try:

@@ -44,7 +44,11 @@ import sys
 import time
 import urllib.parse
 
-from ..errors import MaandError
+if __package__:
+    from ..errors import MaandError
+else:  # run alone as the deploy lock holder (python3 state_pg.py hold ...): the errors package by its path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    MaandError = __import__("errors").MaandError
 
 SCHEMA_VERSION = 2
 APP = "maand.core"
@@ -433,9 +437,7 @@ class PgStore:
     def lock_deploy(self, run_pid, run_start, wait=0.0, check_only=False):
         """Take the deploy lock for the run run_pid: (taken, note). Raises StateLocked naming the holder
         (after waiting up to `wait` seconds)."""
-        row = self._run("reading the deploy lock", _lock_row)
-        if (row and row["host"] == socket.gethostname() and row["run_pid"] == run_pid
-                and pid_alive(row["holder_pid"])):
+        if self._run("reading the deploy lock", lambda c: _held_for(c, run_pid, run_start)):
             return False, "deploy lock already held by this run"
         if check_only:
             deadline = time.monotonic() + max(0.0, float(wait))
@@ -507,6 +509,32 @@ def _num(value):
 def describe(row):
     return "%s on %s, ansible-playbook pid %s, since %s" % (
         row.get("owner") or "a controller", row.get("host", "?"), row.get("run_pid"), row.get("started", "?"))
+
+
+def holder_name(host, holder_pid, holder_start):
+    """The application_name a holder sets on its session: host, pid and start time of the holder process,
+    so a lock row alone (stale: the holder SIGKILLed, a reboot, a fixed hostname with reused pids) never
+    passes for a lock this run holds (security review 4, N6)."""
+    return ("maand.core holder %s %s %s" % (holder_pid, holder_start, host))[:63]
+
+
+def _held_for(conn, run_pid, run_start):
+    """True when this run holds the deploy lock: the row names this host and run (and the run's start time),
+    its holder process is alive and the same process that took it (start time), and the advisory lock is
+    granted to that holder's session (pg_locks, by the session's application_name)."""
+    row = _lock_row(conn)
+    if not row or row["host"] != socket.gethostname() or row["run_pid"] != run_pid:
+        return False
+    if run_start and row.get("run_start") and row["run_start"] != run_start:
+        return False
+    start = process_start(row["holder_pid"]) if isinstance(row["holder_pid"], int) else None
+    if start is None or not pid_alive(row["holder_pid"], start):
+        return False
+    return bool(conn.execute(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
+        "AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND "
+        "((l.classid::bigint << 32) | l.objid::bigint) = (" + DEPLOY_KEY + ") AND a.application_name = %s",
+        (holder_name(row["host"], row["holder_pid"], start),)).fetchone()[0])
 
 
 def _lock_row(conn):
@@ -587,6 +615,8 @@ def hold(url, run_pid, run_start, wait):
     label = redact(url)
     try:
         conn = connect(url)
+        conn.execute("SELECT set_config('application_name', %s, false)",
+                     (holder_name(socket.gethostname(), os.getpid(), process_start(os.getpid())),))
         migrate(conn, label)
         deadline = time.monotonic() + wait
         while not conn.execute("SELECT pg_try_advisory_lock(%s)" % DEPLOY_KEY).fetchone()[0]:

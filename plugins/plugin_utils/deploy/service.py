@@ -206,10 +206,11 @@ def unlock(bucket, pid, check_mode=False) -> Locking:
 
 # --- prepare: catalog -> plan -> run folder -----------------------------------------------------------
 
-def _with_environments(catalog, content):
+def _with_environments(catalog, content, bucket, check_mode=False):
     """Expand every job spec's environment against the controller's environment and fold its
     digests into the job's content (a changed value restarts the job); errors name job and variable."""
     errors = []
+    digest_key = _stage.env_key_loader(bucket, check_mode)
     for name, spec in sorted(_jobspec.specs_of(catalog).items()):
         if name not in content:
             continue
@@ -218,17 +219,21 @@ def _with_environments(catalog, content):
         except _jobspec.EnvError as exc:
             errors.append(str(exc))
             continue
-        content[name] = _with_env(content[name], catalog["bucket_id"], name, env)
+        try:
+            content[name] = _with_env(content[name], catalog["bucket_id"], name, env, digest_key)
+        except (OSError, MaandError) as exc:  # kv.SecretError: the key file is missing or unreadable
+            errors.append("job %s: the environment digests need the bucket's KV key: %s" % (name, exc))
     return errors
 
 
-def _with_env(entry, bucket_id, name, env):
+def _with_env(entry, bucket_id, name, env, digest_key):
     """with_env on a job's content and on each of its rendered allocations (their origins kept)."""
     if entry.get("error"):
         return entry
-    out = dict(entry, **_jobspec.with_env(entry, bucket_id, name, env))
+    out = dict(entry, **_jobspec.with_env(entry, bucket_id, name, env, digest_key))
     if entry.get("allocations"):
-        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec.with_env(a, bucket_id, name, env))
+        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec.with_env(a, bucket_id, name, env,
+                                                                                        digest_key))
                               for host, a in entry["allocations"].items()}
     return out
 
@@ -369,7 +374,7 @@ def _prepare(req, ctl):
                + _jobspec.check_ids(catalog, req.states, in_scope))
     hooked = _hooked(catalog, in_scope)
     staging = _stage_jobs(req, catalog, in_scope, hooked)
-    _refuse_on(_with_environments(catalog, staging.content))
+    _refuse_on(_with_environments(catalog, staging.content, req.bucket, req.check_mode))
     typed = _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl)
     plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
     work = plan["has_work"] or bool(plan["prune"])
@@ -424,7 +429,7 @@ def rerender(bucket, catalog, job, hosts, versions, update_seq):
         staging = render(bucket, catalog, [job], hosts, versions, update_seq)
     except (_jobspec.LayerError, OSError) as exc:
         return None, [str(exc)]
-    return staging, list(staging.errors) + _with_environments(catalog, staging.content)
+    return staging, list(staging.errors) + _with_environments(catalog, staging.content, bucket)
 
 
 @dataclasses.dataclass

@@ -48,6 +48,7 @@ from ..worker import layout as _layout
 from ..bucket import content as _content, storage as _storage
 from ..catalog import kv_build as _kv_build
 from .. import gotemplate as _gotemplate
+from .. import jobspec as _jobspec
 from .. import prometheus as _prometheus
 from ..kv import functions as _functions, secrets as _secrets
 from ..errors import MaandError
@@ -333,13 +334,19 @@ class _NamespaceView(Mapping):
     def __init__(self, reader: _functions.KVReader, tracker: _functions.SecretTracker, ns: str) -> None:
         self._reader, self._tracker, self._ns = reader, tracker, ns
 
+    def _secret(self, key: str) -> bool:
+        """A secrets/ namespace or a TLS private key (certs/<n>.key of maand/job/<job>/worker/<ip>), as the Go
+        functions' tracker has it: the output that reads one is secret-bearing (0600, HMAC digest, no --diff).
+        ``.items()`` and ``.values()`` read every key through __getitem__, so they are tracked too."""
+        return _functions.is_secret_ns(self._ns) or _functions.is_private_key(self._ns, key)
+
     def __getitem__(self, key: str) -> str:
         value = self._reader.get(self._ns, str(key))
-        return self._tracker.saw(value) if _functions.is_secret_ns(self._ns) else value
+        return self._tracker.saw(value) if self._secret(str(key)) else value
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._reader.lookup(self._ns, str(key))
-        if value is not None and _functions.is_secret_ns(self._ns):
+        if value is not None and self._secret(str(key)):
             self._tracker.saw(value)
         return default if value is None else value
 
@@ -588,6 +595,22 @@ def digest_loader(bucket_dir: str) -> Callable[[], bytes]:
     def digest_key() -> bytes:
         return derive_digest_key(_secrets.load_key(bucket_dir))
     return digest_key
+
+
+def env_key_loader(bucket_dir: str, check_mode: bool = False) -> Callable[[], bytes]:
+    """The loader of the job specs' environment digests' HMAC key (jobspec.env_digest_key of the bucket's KV
+    key; secrets/kv.key made when missing, as the first secret would be). In check mode nothing is written:
+    with no key yet (no deploy has digested an environment) a fixed key stands in, as every value is new."""
+    @functools.lru_cache(maxsize=1)
+    def key() -> bytes:
+        try:
+            return _jobspec.env_digest_key(_secrets.load_key(bucket_dir, create=not check_mode))
+        except _secrets.SecretError:
+            if check_mode and not os.environ.get(_secrets.KEY_ENV, "").strip() \
+                    and not os.path.lexists(_secrets.key_path(bucket_dir)):
+                return _jobspec.env_digest_key(b"maand.core: check mode, no secrets/kv.key yet")
+            raise
+    return key
 
 
 # --- every allocation of a deploy ------------------------------------------------------------

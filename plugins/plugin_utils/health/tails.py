@@ -15,19 +15,67 @@ from . import probes as _probes
 from .watch import NOT_RUNNING
 
 
+# The newest entry of logs/ (as `ls -t`: lstat's mtime, no dot files), read without following a link at any
+# step: logs/ opened O_DIRECTORY|O_NOFOLLOW, the entry O_NOFOLLOW relative to it, then fstat'ed (a regular
+# file with one link only), so a link the job's user swaps in between a check and the read is never followed
+# (security review 4, L4). Python 3 is on every worker (the deploy agent runs on it); -I: no cwd on sys.path.
+READ_NEWEST_LOG = r"""
+import errno, os, stat, sys
+n = int(sys.argv[1])
+try:
+    d = os.open("logs", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+except OSError:
+    if os.path.islink("logs"):
+        print("--- logs: a symlink, not read")
+    sys.exit(0)
+entries = []
+for e in os.scandir(d):
+    if not e.name.startswith("."):
+        try:
+            entries.append((-e.stat(follow_symlinks=False).st_mtime_ns, e.name))
+        except OSError:
+            pass
+if not entries:
+    sys.exit(0)
+f = min(entries)[1]
+try:
+    fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=d)
+except OSError as exc:
+    if exc.errno == errno.ELOOP or stat.S_ISLNK(os.lstat(f, dir_fd=d).st_mode):
+        print("--- logs/%s: a symlink, not read" % f)
+    sys.exit(0)
+st = os.fstat(fd)
+if not stat.S_ISREG(st.st_mode):
+    sys.exit(0)
+if st.st_nlink > 1:
+    print("--- logs/%s: a hard link, not read" % f)
+    sys.exit(0)
+os.lseek(fd, max(0, st.st_size - 65536), 0)
+data = b""
+while len(data) < 65536:
+    chunk = os.read(fd, 65536 - len(data))
+    if not chunk:
+        break
+    data += chunk
+print("--- logs/%s:" % f)
+for line in data.decode("utf-8", "replace").splitlines()[-n:] if n > 0 else []:
+    print(line)
+"""
+
+
 def status_command(worker_root, job, lines=10):
     """The shell command run on a worker after a failed gate: the tail of `make status` and of the
-    newest file in the job's logs/. The command may run as root in a folder the job's user writes: a
-    symlink (logs/ itself or the newest entry) is named, never followed, so it cannot leak other files."""
+    newest file in the job's logs/. The command may run as root in a folder the job's user writes: the log
+    is read by READ_NEWEST_LOG, which never follows a link (logs/ itself or the newest entry, even one swapped
+    in while it runs) and names a symlink or a hard link instead of reading it, so it cannot leak other files."""
     folder = shlex.quote("%s/jobs/%s" % (worker_root, job))
     n = int(lines)
     return ("cd %s 2>/dev/null || { echo '(no job folder %s)'; exit 0; }; "
             "out=$(timeout 10 make -s status 2>&1); rc=$?; echo \"--- make status (exit $rc):\"; "
             "printf '%%s\\n' \"$out\" | tail -n %d; "
-            "if [ -L logs ]; then echo '--- logs: a symlink, not read'; else f=$(ls -t logs 2>/dev/null | head -n 1); "
-            "if [ -n \"$f\" ] && [ -L \"logs/$f\" ]; then echo \"--- logs/$f: a symlink, not read\"; "
-            "elif [ -n \"$f\" ] && [ -f \"logs/$f\" ]; then echo \"--- logs/$f:\"; tail -n %d \"logs/$f\"; fi; fi"
-            % (folder, folder, n, n))
+            "if command -v python3 >/dev/null 2>&1; then python3 -I -c %s %d; "
+            "else echo '--- logs: not read (no python3 on the worker)'; fi"
+            % (folder, folder, n, shlex.quote(READ_NEWEST_LOG), n))
 
 
 def ssh_argv(host_info, command, connect_timeout=5):

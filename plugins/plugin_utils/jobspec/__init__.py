@@ -25,8 +25,8 @@ from .schedule import (PRIORITY_MAX, PRIORITY_MIN, HistoryHint, QueuedJob, SlotR
 from .validate import JOB_SPEC_FIELDS, FieldProblem, validate_container, validate_job_spec
 from .build import check
 from .layers import LayerError, stacked
-from .deploy import (HISTORY_FILE, WORKER_ORDER, EnvError, check_env, check_ids, expand, load_history, op_spec,
-                     record_history, runtime_op, slots_for, specs_of, with_env, worker_order)
+from .deploy import (HISTORY_FILE, WORKER_ORDER, EnvError, check_env, check_ids, env_digest_key, expand, load_history,
+                     op_spec, record_history, runtime_op, slots_for, specs_of, with_env, worker_order)
 
 __all__ = [
     # environment.py
@@ -45,6 +45,6 @@ __all__ = [
     # layers.py
     "LayerError", "stacked",
     # deploy.py
-    "HISTORY_FILE", "WORKER_ORDER", "EnvError", "check_env", "check_ids", "expand", "load_history", "op_spec",
-    "record_history", "runtime_op", "slots_for", "specs_of", "with_env", "worker_order",
+    "HISTORY_FILE", "WORKER_ORDER", "EnvError", "check_env", "check_ids", "env_digest_key", "expand", "load_history",
+    "op_spec", "record_history", "runtime_op", "slots_for", "specs_of", "with_env", "worker_order",
 ]

@@ -10,8 +10,10 @@ On the controller, at plan time (``maand.core.deploy_plan``):
   ``check_env`` does that for every in-scope job before the pre_deploy hooks run;
 - ``with_env`` folds one digest per variable into the job's content map as ``.maand-env/<KEY>``
   pseudo-paths, so a changed value restarts or reloads per restart_policy and the plan says
-  "environment changed: KEY". The digests are salted, slow PBKDF2 hashes: the values themselves
-  never land in the catalog, the plan, the run folder or the worker's records;
+  "environment changed: KEY". The digests are HMACs keyed from the bucket's KV key (``env_digest_key``:
+  derived from secrets/kv.key, never the key itself; security review 4, L8), so a digest in the plan
+  cannot be tested against guessed values without the key; the values themselves never land in the
+  catalog, the plan, the run folder or the worker's records;
 - ``worker_order`` orders one worker's ops of a wave step in Maelstrom's order (priority, then longest
   estimate first; estimates from the manifest, else the mean of the allocation's last 3 measured runs in
   ``data/job_history.json``, else the job's mean over its workers; an allocation that failed last time or
@@ -30,8 +32,10 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import hashlib
+import hmac
 import json
 import os
+from typing import Callable
 
 from .. import jobspec as _jobspec  # the package's door (this module's own siblings), read at call time
 from ..bucket import storage as _storage
@@ -41,7 +45,7 @@ from ..worker import agent as _agent
 
 ENV_PREFIX = _agent.ENV_PREFIX  # a job spec's environment in a record's files
 HISTORY_FILE = "job_history.json"
-DIGEST_ROUNDS = 2000
+ENV_DIGEST_CONTEXT = b"maand.core env digest v2"
 DEFAULT_SLOTS = 2
 LIFECYCLE_TARGETS = ("start", "restart", "reload")
 
@@ -84,17 +88,25 @@ def check_env(catalog: dict, jobs: list, lookup) -> list:
     return errors
 
 
-def env_digest(bucket_id: str, job: str, key: str, value: str) -> str:
-    salt = ("maand.core env\0%s\0%s\0%s" % (bucket_id, job, key)).encode("utf-8")
-    return hashlib.pbkdf2_hmac("sha256", value.encode("utf-8", "surrogateescape"), salt, DIGEST_ROUNDS).hex()[:32]
+def env_digest_key(kv_key: bytes) -> bytes:
+    """The HMAC key of environment digests, derived from the bucket's KV key (never the key itself)."""
+    return hmac.new(kv_key, ENV_DIGEST_CONTEXT, hashlib.sha256).digest()
 
 
-def with_env(content: dict, bucket_id: str, job: str, env: dict) -> dict:
-    """The content map of a job with one ``.maand-env/KEY`` digest per variable (hash recomputed)."""
+def env_digest(digest_key: bytes, bucket_id: str, job: str, key: str, value: str) -> str:
+    """One variable's digest: an HMAC (keyed by env_digest_key) of bucket, job, name and value."""
+    message = ("%s\0%s\0%s\0" % (bucket_id, job, key)).encode("utf-8") + value.encode("utf-8", "surrogateescape")
+    return hmac.new(digest_key, message, hashlib.sha256).hexdigest()[:32]
+
+
+def with_env(content: dict, bucket_id: str, job: str, env: dict, digest_key: Callable[[], bytes]) -> dict:
+    """The content map of a job with one ``.maand-env/KEY`` digest per variable (hash recomputed);
+    digest_key() gives env_digest_key's key (called only when there is an environment)."""
     if not env or content.get("error"):
         return content
     files = dict(content.get("files") or {})
-    files.update({ENV_PREFIX + key: env_digest(bucket_id, job, key, value) for key, value in env.items()})
+    dkey = digest_key()
+    files.update({ENV_PREFIX + key: env_digest(dkey, bucket_id, job, key, value) for key, value in env.items()})
     return {"hash": _content.tree_hash(files), "files": files}
 
 

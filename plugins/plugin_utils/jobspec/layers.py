@@ -12,13 +12,18 @@ parent (``workspace/images/<name>/blobs/...``, gzip or plain), extracted with OC
 folders (data/, logs/, bin/ at the top) are never taken from a layer, as from the job folder.
 
 Image layers are third-party content, so extraction trusts nothing in them: every member's parent
-folder is resolved (links followed) before anything is written, removed or linked, and must lie in
-the tree; a member whose name, symlink target or hard-link source leaves the tree (``..``, an
-absolute link, a link through an earlier symlink), a device node or a fifo is refused (LayerError
-naming the image, the layer and the member, never skipped silently); setuid, setgid and sticky bits
-and group/world write are dropped. Python's tarfile ``data_filter`` (3.11.4+) vets each member as
-well. After each layer no link in the tree may resolve outside it. Under ``--check`` the tree is
-built in a temporary folder of the run's own. No Ansible imports.
+folder is resolved (links followed, by ``_resolve``: component by component inside the tree, so the
+answer holds wherever the tree sits, on the controller or a worker) before anything is written,
+removed or linked, and must lie in the tree; a member whose name, symlink target or hard-link source
+leaves the tree (``..``, an absolute link, a link through an earlier symlink), a device node or a
+fifo is refused (LayerError naming the image, the layer and the member, never skipped silently);
+setuid, setgid and sticky bits and group/world write are dropped. A directory member never follows
+what it finds at its path: a symlink there is replaced by the folder, and modes are set through a
+descriptor opened without following links (security review 4, N1). These checks are the
+collection's own: Python's tarfile ``data_filter`` (3.11.4+, absent from Debian 12's 3.11.2) vets
+each member as well where it exists, but nothing depends on it. After each layer no link in the tree
+may resolve outside it. Under ``--check`` the tree is built in a temporary folder of the run's own.
+No Ansible imports.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import contextlib
 import os
 import posixpath
 import shutil
+import stat
 import tarfile
 import tempfile
 
@@ -84,8 +90,8 @@ def _copy_tree(src: str, dest: str) -> None:
             dirnames[:] = [d for d in dirnames if d not in RUNTIME_DIRS]
             filenames = [f for f in filenames if f not in RUNTIME_DIRS]
         out_dir = dest if rel == "." else os.path.join(dest, rel)
-        if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
-            _replace(out_dir)
+        if os.path.islink(out_dir) or (os.path.lexists(out_dir) and not os.path.isdir(out_dir)):
+            _replace(out_dir)  # a folder replaces a link found at its path, never writes through it
         os.makedirs(out_dir, exist_ok=True)
         for name in list(dirnames):
             if os.path.islink(os.path.join(dirpath, name)):
@@ -122,10 +128,48 @@ def _member_path(member: tarfile.TarInfo, where: _Where) -> str:
     return name
 
 
-def _inside(root_real: str, path: str) -> bool:
-    """path, every link in it followed, lies in root_real (itself a realpath)."""
-    real = os.path.realpath(path)
-    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+MAX_HOPS = 40
+
+
+def _resolve(dest: str, rel: str):
+    """rel (a tree-relative path) with every symlink in it followed, each step inside the tree: the
+    components it resolves to (none of them a link; missing ones taken as named), or None when a step
+    leaves the tree (``..`` above the top, an absolute link, too many links). Unlike realpath this
+    does not depend on where dest sits, so a link cannot leave and come back in through dest's own name."""
+    parts = []
+    todo = [p for p in rel.split("/") if p not in ("", ".")]
+    hops = 0
+    while todo:
+        name = todo.pop(0)
+        if name == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        here = os.path.join(dest, *parts, name)
+        if os.path.islink(here):
+            hops += 1
+            target = os.readlink(here)
+            if hops > MAX_HOPS or target.startswith("/"):
+                return None
+            todo = [p for p in target.split("/") if p not in ("", ".")] + todo
+            continue
+        parts.append(name)
+    return parts
+
+
+def _inside(dest: str, rel: str) -> bool:
+    """rel, every link in it followed, lies in the tree dest."""
+    return _resolve(dest, rel) is not None
+
+
+def _set_dir_mode(path: str, mode: int) -> None:
+    """chmod a folder through a descriptor opened without following a link at path."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _extract(path: str, dest: str, job: str, layer: str) -> None:
@@ -157,9 +201,8 @@ def _extract_member(archive, member, dest, where):
         return
     if not (member.isdir() or member.issym() or member.islnk() or member.isfile()):
         raise where.refuse(member.name, "is a device or fifo, which a job tree cannot hold")
-    root = os.path.realpath(dest)
     parent, base = posixpath.split(rel)
-    if not _inside(root, os.path.join(dest, parent)):
+    if not _inside(dest, parent):
         raise where.refuse(member.name, "leaves the tree through a symlink in %s" % (parent or "."))
     target = os.path.join(dest, rel)
     if base == OPAQUE:
@@ -173,23 +216,24 @@ def _extract_member(archive, member, dest, where):
     os.makedirs(os.path.join(dest, parent), exist_ok=True)
     if member.isdir():
         _vet(member, dest, where)
-        if os.path.lexists(target) and not os.path.isdir(target):
-            _replace(target)
-        os.makedirs(target, exist_ok=True)
-        os.chmod(target, 0o755)
+        if os.path.islink(target) or (os.path.lexists(target) and not os.path.isdir(target)):
+            _replace(target)  # a link at a folder's path is replaced, never followed (N1)
+        if not os.path.lexists(target):
+            os.mkdir(target, 0o700)
+        _set_dir_mode(target, 0o755)
     elif member.issym():
-        if posixpath.isabs(member.linkname) or not _inside(root, os.path.join(dest, parent, member.linkname)):
+        if posixpath.isabs(member.linkname) or not _inside(dest, posixpath.join(parent, member.linkname)):
             raise where.refuse(member.name, "is a symlink to %s, outside the tree" % member.linkname,
                                "make the link relative to a file in the image, or rebuild the image without it")
         _vet(member, dest, where)
         _replace(target)
         os.symlink(member.linkname, target)
     elif member.islnk():
-        source = os.path.join(dest, posixpath.normpath(member.linkname.lstrip("/")))
-        if posixpath.isabs(member.linkname) or not _inside(root, source):
+        parts = None if posixpath.isabs(member.linkname) else _resolve(dest, member.linkname)
+        if parts is None:
             raise where.refuse(member.name, "is a hard link to %s, outside the tree" % member.linkname)
-        source = os.path.realpath(source)
-        if not os.path.isfile(source):
+        source = os.path.join(dest, *parts)
+        if not parts or not stat.S_ISREG(os.lstat(source).st_mode if os.path.lexists(source) else 0):
             raise where.refuse(member.name, "is a hard link to %s, which is not a file of the tree" % member.linkname)
         _vet(member, dest, where)
         _replace(target)
@@ -197,10 +241,10 @@ def _extract_member(archive, member, dest, where):
     else:
         mode = _safe_mode(_vet(member, dest, where).mode)
         _replace(target)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with archive.extractfile(member) as src, os.fdopen(fd, "wb") as out:
             shutil.copyfileobj(src, out)
-        os.chmod(target, mode)
+            os.fchmod(out.fileno(), mode)
 
 
 def _safe_mode(mode):
@@ -209,12 +253,12 @@ def _safe_mode(mode):
 
 
 def _check_links(dest: str, where: _Where) -> None:
-    """No link in the tree resolves outside it (a later member may have moved what an earlier link points through)."""
-    root = os.path.realpath(dest)
+    """No link in the tree resolves outside it (a later member may have moved what an earlier link points
+    through), followed step by step inside the tree (``_resolve``), as it will be wherever the tree is shipped."""
     for dirpath, dirnames, filenames in os.walk(dest):
         for name in dirnames + filenames:
             path = os.path.join(dirpath, name)
-            if os.path.islink(path) and not _inside(root, path):
+            if os.path.islink(path) and not _inside(dest, os.path.relpath(path, dest).replace(os.sep, "/")):
                 raise where.refuse(os.path.relpath(path, dest), "is a symlink to %s, which leads outside the tree"
                                    % os.readlink(path), "make the link relative to a file in the image, or rebuild "
                                    "the image without it")

@@ -218,6 +218,33 @@ def test_an_output_that_reads_a_private_key_is_secret_bearing(tmp_path):
     assert entry["files"]["crt.pem"] == hashlib.sha256(b"-PUBLIC").hexdigest()   # a certificate is public
 
 
+@pytest.mark.parametrize("text", [
+    "{{ kv['maand/job/api/worker/' ~ WorkerIP]['certs/tls.key'] }}",
+    "{{ kv['maand/job/api/worker/' ~ WorkerIP].get('certs/tls.key') }}",
+    "{% for k, v in kv['maand/job/api/worker/' ~ WorkerIP].items() %}{{ k }}={{ v }}\n{% endfor %}",
+    "{% for v in kv['maand/job/api/worker/' ~ WorkerIP].values() %}{{ v }}{% endfor %}",
+])
+def test_a_j2_that_reads_a_private_key_is_secret_bearing(tmp_path, text):
+    """Security review 4, N5: the Jinja KV view tracks TLS keys as the Go functions do: 0600, no --diff, HMAC."""
+    root, catalog, kv = e2e(tmp_path, {"key.pem.j2": text,
+                                       "crt.pem.j2": "{{ kv['maand/job/api/worker/' ~ WorkerIP]['certs/tls.crt'] }}"})
+    for host in HOSTS:
+        kv["maand/job/api/worker/" + host] = dict(kv.get("maand/job/api/worker/" + host) or {},
+                                                  **{"certs/tls.key": "PRIVATE", "certs/tls.crt": "PUBLIC"})
+    key = _stage.derive_digest_key(b"k" * 32)
+    staging = compute(root, catalog, kv, digest_key=lambda: key)
+    assert not staging.errors, staging.errors
+    entry = staging.content["api"]["allocations"]["10.0.0.1"]
+    body = rendered(staging, "10.0.0.1", "key.pem").encode()
+    assert b"PRIVATE" in body
+    assert entry["files"]["key.pem"] == _stage.output_digest(body, False, True, lambda: key)
+    assert staging.is_secret("api", "10.0.0.1", "key.pem") and not staging.is_secret("api", "10.0.0.1", "crt.pem")
+    assert entry["files"]["crt.pem"] == hashlib.sha256(b"-PUBLIC").hexdigest()  # a certificate is public
+    out = next(o for o in staging.allocations[("api", "10.0.0.1")].outputs if o.rel == "key.pem")
+    _stage._write_output(str(tmp_path / "key.pem"), out)
+    assert os.stat(str(tmp_path / "key.pem")).st_mode & 0o777 == 0o600
+
+
 def test_secrets_decrypt_lazily_from_the_store(tmp_path):
     from ansible_collections.maand.core.plugins.plugin_utils.kv import store as _store
     root, catalog, computed = e2e(tmp_path, {"pw.tpl": "{{ getSecret \"db_password\" }}"})
