@@ -205,7 +205,7 @@ def test_a_stale_lock_row_naming_this_run_is_not_the_lock(bucket, url, pg_server
         holder_pid = 1 if holder == "init" else fake.pid
         sql(pg_server, url, "INSERT INTO maand_deploy_lock (id, host, run_pid, run_start, holder_pid, owner) VALUES "
             "(1, '%s', %d, %d, %d, 'stale')" % (socket.gethostname(), run.pid, _locks.process_start(run.pid),
-                                                 holder_pid))
+                                                holder_pid))
         assert fresh(url).deploy_holder() is None  # no session holds the advisory lock
         taken, note = _locks.acquire(bucket, run.pid)
         assert taken and "took over a stale deploy lock" in note, note

@@ -233,7 +233,7 @@ def _with_env(entry, bucket_id, name, env, digest_key):
     out = dict(entry, **_jobspec.with_env(entry, bucket_id, name, env, digest_key))
     if entry.get("allocations"):
         out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec.with_env(a, bucket_id, name, env,
-                                                                                        digest_key))
+                                                                                         digest_key))
                               for host, a in entry["allocations"].items()}
     return out
 

@@ -11,7 +11,10 @@ from ansible_collections.maand.core.plugins.plugin_utils.deploy import plan as _
 from ansible_collections.maand.core.plugins.plugin_utils.jobspec import deploy as _deploy
 from tests.unit.plugin_utils.deploy.test_deploy_plan import BID, _settle, catalog, content, job, states
 
-KEY = lambda: _deploy.env_digest_key(b"k" * 32)  # noqa: E731
+
+def digest_key():
+    return _deploy.env_digest_key(b"k" * 32)
+
 
 SPEC = {"environment": [{"vars": {"DB": "$env{DB_URL}", "LOG": "$env{LOG_LEVEL:-info}"}, "extend": True}],
         "initial_environment": {}, "working_directory": "bin", "user": "nobody", "timeout": 5, "priority": 0}
