@@ -48,17 +48,17 @@ def test_check_env_names_every_in_scope_job_and_no_value():
 
 def test_env_digests_hide_values_and_change_with_them():
     cont = content("api")["api"]
-    one = _deploy.with_env(cont, BID, "api", {"DB": "secret-1"}, KEY)
-    two = _deploy.with_env(cont, BID, "api", {"DB": "secret-2"}, KEY)
+    one = _deploy.with_env(cont, BID, "api", {"DB": "secret-1"}, digest_key)
+    two = _deploy.with_env(cont, BID, "api", {"DB": "secret-2"}, digest_key)
     assert one["hash"] != two["hash"] != cont["hash"]
     assert "secret" not in json.dumps(one)
-    assert _deploy.with_env(cont, BID, "api", {}, KEY) is cont  # no environment: the hash a bucket had before
+    assert _deploy.with_env(cont, BID, "api", {}, digest_key) is cont  # no environment: the hash a bucket had before
 
 
 def test_env_digests_are_hmacs_keyed_from_the_kv_key():
     """L8: not a public-salt hash anyone can test guesses against: another KV key gives another digest."""
     cont = content("api")["api"]
-    one = _deploy.with_env(cont, BID, "api", {"DB": "secret-1"}, KEY)
+    one = _deploy.with_env(cont, BID, "api", {"DB": "secret-1"}, digest_key)
     other = _deploy.with_env(cont, BID, "api", {"DB": "secret-1"}, lambda: _deploy.env_digest_key(b"o" * 32))
     assert one["files"][".maand-env/DB"] != other["files"][".maand-env/DB"]
     assert _deploy.env_digest_key(b"k" * 32) != b"k" * 32
@@ -69,9 +69,9 @@ def test_env_digests_are_hmacs_keyed_from_the_kv_key():
 
 def test_changed_environment_restarts_and_says_which_key():
     cat = catalog([job("api")], [("api", "h1", "active")])
-    old = {"api": _deploy.with_env(content("api")["api"], BID, "api", {"DB": "a", "LOG": "info"}, KEY)}
+    old = {"api": _deploy.with_env(content("api")["api"], BID, "api", {"DB": "a", "LOG": "info"}, digest_key)}
     st = _settle(cat, old, ["h1"])
-    new = {"api": _deploy.with_env(content("api")["api"], BID, "api", {"DB": "b", "LOG": "info"}, KEY)}
+    new = {"api": _deploy.with_env(content("api")["api"], BID, "api", {"DB": "b", "LOG": "info"}, digest_key)}
     plan = _plan.compute_plan(cat, new, st, ["h1"])
     row = plan["rows"][0]
     assert row["action"] == "restart" and row["reason"] == "environment changed: DB"
