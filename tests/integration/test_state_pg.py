@@ -289,6 +289,42 @@ def test_a_newer_schema_is_refused_and_a_wrong_password_is_never_printed(bucket,
     assert "inline-pass-xyz" not in str(info.value)
 
 
+def test_a_table_pre_created_by_another_role_refuses_the_store_naming_its_owner(pg_server, monkeypatch):
+    """Security review 4, N9: a role that can create in the shared schema pre-creates maand_documents (to read the
+    state or steer it); the store refuses, naming the table, its owner and the fix, and writes nothing."""
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    url = pg_server.database()
+    db = url.rsplit("/", 1)[1]
+    pg_server.psql("DO $$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'intruder') THEN "
+                   "CREATE ROLE intruder; END IF; END$$")
+    pg_server.psql("CREATE TABLE maand_documents (name text PRIMARY KEY, body text NOT NULL, generation bigint NOT NULL, "
+                   "written_at timestamptz NOT NULL DEFAULT now(), written_by text NOT NULL DEFAULT '', "
+                   "source text NOT NULL DEFAULT ''); ALTER TABLE maand_documents OWNER TO intruder; "
+                   "GRANT ALL ON maand_documents TO PUBLIC", db=db)
+    with pytest.raises(state_pg.StateStoreError) as info:
+        fresh(url).read("catalog")
+    message = str(info.value)
+    assert "table public.maand_documents is owned by role intruder, not by maand" in message
+    assert "REVOKE CREATE ON SCHEMA public FROM PUBLIC" in message and "dedicated database or schema" in message
+    assert "maand-test-password" not in message
+    assert pg_server.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'maand_%' AND tableowner = 'maand'",
+                          db=db) == "0"  # the migration was rolled back: nothing of maand's was created
+    with pytest.raises(state_pg.StateStoreError, match="owned by role intruder"):  # the holder refuses as well
+        state_pg.PgStore(url).lock_deploy(os.getpid(), None)
+    # once the table is the store role's, the store works (the fix for a table that is in fact one's own)
+    pg_server.psql("ALTER TABLE maand_documents OWNER TO maand", db=db)
+    store = fresh(url)
+    store.write("catalog", "{}")
+    assert fresh(url).read("catalog").text == "{}"
+
+
+def test_the_search_path_is_pinned_to_the_schema_maand_creates_in(bucket, url):
+    conn = fresh(url).conn()
+    assert conn.execute("SHOW search_path").fetchone()[0] == "public, pg_temp"
+    assert conn.execute("SELECT current_schema()").fetchone()[0] == "public"
+
+
 def _state_playbook(bucket, to, env, *extra):
     full = dict(os.environ, **env)
     full.pop(storage.URL_ENV, None)
