@@ -176,6 +176,44 @@ def test_the_deploy_lock_refuses_a_second_run_naming_the_holder_and_is_freed_whe
         _gone(second)
 
 
+def test_a_writing_build_refuses_while_a_deploy_holds_the_store_and_a_deploy_waits_for_a_build(
+        tmp_path, pg_server, monkeypatch):
+    """Security review 4, N10: a build on one controller never interleaves with a deploy on another: while a
+    deploy's holder has the store's deploy lock a writing build refuses naming it (a --check build reads on);
+    while a build holds it a deploy refuses (or waits); after the deploy the build writes."""
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+    from tests.bucket_factory import make_bucket
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    url = pg_server.database()  # its own: the build writes a catalog
+    monkeypatch.setenv(storage.URL_ENV, url)
+    make_bucket(tmp_path, [{"host": "10.0.0.1", "labels": ["worker"]}], {})
+    bucket = str(tmp_path)
+    deploy, other = _sleeper(), _sleeper()
+    try:
+        assert _locks.acquire(bucket, deploy.pid)[0]
+        with pytest.raises(_locks.DeployInProgress) as info:
+            _service.build(bucket)
+        message = str(info.value)
+        assert "a deploy of this bucket is running" in message and "ansible-playbook pid %d" % deploy.pid in message
+        assert "wait for the deploy to finish" in message and "maand-test-password" not in message
+        assert fresh(url).read("catalog") is None  # nothing was written
+        assert _service.build(bucket, check_mode=True).report.ok
+        assert _locks.release(bucket, deploy.pid)
+        _wait_free(bucket)
+        with storage.store(bucket).deploy_lock_for_build():  # a build in progress: a deploy does not start beside it
+            with pytest.raises(_locks.DeployLocked, match="a build or a starting deploy"):
+                _locks.acquire(bucket, other.pid)
+        result = _service.build(bucket)
+        assert result.report.ok and result.written
+        assert fresh(url).read("catalog") is not None
+        assert _locks.acquire(bucket, other.pid)[0]  # the build let the lock go
+        assert _locks.release(bucket, other.pid)
+    finally:
+        _gone(deploy)
+        _gone(other)
+
+
 def test_a_killed_holder_frees_the_lock_and_the_next_run_says_it_took_over(bucket, url):
     first, second = _sleeper(), _sleeper()
     try:

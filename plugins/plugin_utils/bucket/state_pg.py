@@ -514,7 +514,7 @@ class PgStore:
         if answer.get("error"):
             proc.wait()
             raise StateStoreError(answer["error"])
-        if answer.get("busy") is not None:
+        if "busy" in answer:  # its row may be null: the lock held without a row (a writing build)
             proc.wait()
             raise StateLocked(self._busy(answer["busy"] or {}, wait))
         previous = answer.get("previous")
@@ -524,9 +524,30 @@ class PgStore:
 
     def _busy(self, row, wait=0.0):
         waited = " after waiting %ss (-e maand_lock_wait)" % _num(wait) if wait else ""
+        if not row:  # the lock without a holder row: a writing build (deploy_lock_for_build), or a deploy starting
+            row = {"owner": "a build or a starting deploy", "host": "a controller (no lock row)"}
         return ("another deploy holds the deploy lock in the state store %s (%s)%s; wait for it to finish, or let "
                 "this deploy wait for it with -e maand_lock_wait=SECONDS. A controller that dies frees it."
                 % (self.label, describe(row), waited))
+
+    @contextlib.contextmanager
+    def deploy_lock_for_build(self):
+        """Hold the advisory deploy lock for a writing build (this session, no holder row): refuses
+        (StateLocked, naming the deploy) while a deploy holds it; a deploy starting meanwhile waits or
+        refuses as beside another deploy (security review 4, N10)."""
+        conn = self.conn()
+        if not self._run("taking the deploy lock", lambda c: c.execute(
+                "SELECT pg_try_advisory_lock(%s)" % DEPLOY_KEY).fetchone()[0]):
+            row = self._run("reading the deploy lock", _lock_row) or {}
+            raise StateLocked(
+                "a deploy of this bucket is running (the deploy lock in the state store %s: %s); a build now would "
+                "change the catalog and KV it deploys from: wait for the deploy to finish, then build again (--check "
+                "builds are not refused)" % (self.label, describe(row) if row else "a session without a lock row"))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(%s)" % DEPLOY_KEY)
 
     def release_deploy(self, run_pid):
         """Stop this run's holder (it unlocks and deletes its row). True when one was stopped."""
