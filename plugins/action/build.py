@@ -54,6 +54,9 @@ class ActionModule(ControllerAction):
         try:
             outcome = _catalog.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
                                      purge_job_kv=purge_job_kv)
+        except _bucket.DeployInProgress as exc:
+            result.update(failed=True, msg="ErrLocked: %s: build refused: %s" % (bucket_dir, exc))
+            return result
         except _bucket.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result

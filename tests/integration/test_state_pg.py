@@ -176,6 +176,44 @@ def test_the_deploy_lock_refuses_a_second_run_naming_the_holder_and_is_freed_whe
         _gone(second)
 
 
+def test_a_writing_build_refuses_while_a_deploy_holds_the_store_and_a_deploy_waits_for_a_build(
+        tmp_path, pg_server, monkeypatch):
+    """Security review 4, N10: a build on one controller never interleaves with a deploy on another: while a
+    deploy's holder has the store's deploy lock a writing build refuses naming it (a --check build reads on);
+    while a build holds it a deploy refuses (or waits); after the deploy the build writes."""
+    from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _service
+    from tests.bucket_factory import make_bucket
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    url = pg_server.database()  # its own: the build writes a catalog
+    monkeypatch.setenv(storage.URL_ENV, url)
+    make_bucket(tmp_path, [{"host": "10.0.0.1", "labels": ["worker"]}], {})
+    bucket = str(tmp_path)
+    deploy, other = _sleeper(), _sleeper()
+    try:
+        assert _locks.acquire(bucket, deploy.pid)[0]
+        with pytest.raises(_locks.DeployInProgress) as info:
+            _service.build(bucket)
+        message = str(info.value)
+        assert "a deploy of this bucket is running" in message and "ansible-playbook pid %d" % deploy.pid in message
+        assert "wait for the deploy to finish" in message and "maand-test-password" not in message
+        assert fresh(url).read("catalog") is None  # nothing was written
+        assert _service.build(bucket, check_mode=True).report.ok
+        assert _locks.release(bucket, deploy.pid)
+        _wait_free(bucket)
+        with storage.store(bucket).deploy_lock_for_build():  # a build in progress: a deploy does not start beside it
+            with pytest.raises(_locks.DeployLocked, match="a build or a starting deploy"):
+                _locks.acquire(bucket, other.pid)
+        result = _service.build(bucket)
+        assert result.report.ok and result.written
+        assert fresh(url).read("catalog") is not None
+        assert _locks.acquire(bucket, other.pid)[0]  # the build let the lock go
+        assert _locks.release(bucket, other.pid)
+    finally:
+        _gone(deploy)
+        _gone(other)
+
+
 def test_a_killed_holder_frees_the_lock_and_the_next_run_says_it_took_over(bucket, url):
     first, second = _sleeper(), _sleeper()
     try:
@@ -287,6 +325,42 @@ def test_a_newer_schema_is_refused_and_a_wrong_password_is_never_printed(bucket,
     with pytest.raises(state_pg.StateStoreError) as info:
         fresh(with_password.replace("/maand_", "/nodb_")).read("catalog")
     assert "inline-pass-xyz" not in str(info.value)
+
+
+def test_a_table_pre_created_by_another_role_refuses_the_store_naming_its_owner(pg_server, monkeypatch):
+    """Security review 4, N9: a role that can create in the shared schema pre-creates maand_documents (to read the
+    state or steer it); the store refuses, naming the table, its owner and the fix, and writes nothing."""
+    for key, value in pg_server.env.items():
+        monkeypatch.setenv(key, value)
+    url = pg_server.database()
+    db = url.rsplit("/", 1)[1]
+    pg_server.psql("DO $$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'intruder') THEN "
+                   "CREATE ROLE intruder; END IF; END$$")
+    pg_server.psql("CREATE TABLE maand_documents (name text PRIMARY KEY, body text NOT NULL, generation bigint NOT NULL, "
+                   "written_at timestamptz NOT NULL DEFAULT now(), written_by text NOT NULL DEFAULT '', "
+                   "source text NOT NULL DEFAULT ''); ALTER TABLE maand_documents OWNER TO intruder; "
+                   "GRANT ALL ON maand_documents TO PUBLIC", db=db)
+    with pytest.raises(state_pg.StateStoreError) as info:
+        fresh(url).read("catalog")
+    message = str(info.value)
+    assert "table public.maand_documents is owned by role intruder, not by maand" in message
+    assert "REVOKE CREATE ON SCHEMA public FROM PUBLIC" in message and "dedicated database or schema" in message
+    assert "maand-test-password" not in message
+    assert pg_server.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'maand_%' AND tableowner = 'maand'",
+                          db=db) == "0"  # the migration was rolled back: nothing of maand's was created
+    with pytest.raises(state_pg.StateStoreError, match="owned by role intruder"):  # the holder refuses as well
+        state_pg.PgStore(url).lock_deploy(os.getpid(), None)
+    # once the table is the store role's, the store works (the fix for a table that is in fact one's own)
+    pg_server.psql("ALTER TABLE maand_documents OWNER TO maand", db=db)
+    store = fresh(url)
+    store.write("catalog", "{}")
+    assert fresh(url).read("catalog").text == "{}"
+
+
+def test_the_search_path_is_pinned_to_the_schema_maand_creates_in(bucket, url):
+    conn = fresh(url).conn()
+    assert conn.execute("SHOW search_path").fetchone()[0] == "public, pg_temp"
+    assert conn.execute("SELECT current_schema()").fetchone()[0] == "public"
 
 
 def _state_playbook(bucket, to, env, *extra):

@@ -23,7 +23,7 @@ from ..doors import lazy
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "model", "load_maand_conf": "model",
          "group_name": "naming", "Report": "problems", "did_you_mean": "problems", "redact": "state_pg",
-         "LockBusy": "locks", "StateStoreError": "storage",
+         "LockBusy": "locks", "DeployInProgress": "locks", "StateStoreError": "storage",
          "JOB_NAME": "model", "HOST_NAME": "model", "JOBS_DIR": "model"}  # the names build accepts (catalog_schema)
 __all__ = sorted(_DOOR)
 

@@ -20,7 +20,8 @@ With a PostgreSQL state store (state_url / MAAND_STATE_URL) the deploy lock is t
 advisory lock that a holder process keeps for the whole run (state_pg.PgStore.lock_deploy; state_pg.py
 runs alone as that holder, so its side of both locks stays in it), shared by every controller of the
 bucket and freed by PostgreSQL when the controller dies. Either way a second deploy refuses
-(``DeployLocked``), naming the holder, or waits up to `wait` seconds (-e maand_lock_wait).
+(``DeployLocked``), naming the holder, or waits up to `wait` seconds (-e maand_lock_wait), and a
+writing build refuses while a deploy runs (``no_deploy_running``, ``DeployInProgress``).
 Nothing here imports ansible.
 """
 
@@ -162,6 +163,37 @@ def _acquire_file(bucket_dir, pid, check_only):
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         _storage.atomic_write(lock_path(bucket_dir), json.dumps(record, sort_keys=True) + "\n")
         return True, note
+
+
+# --- a writing build beside a running deploy (security review 4, N10) -------------------------------
+
+class DeployInProgress(LockBusy):
+    """A writing build was refused: a live deploy holds the bucket's deploy lock."""
+
+
+@contextlib.contextmanager
+def no_deploy_running(bucket_dir):
+    """Refuse (DeployInProgress, naming the holder) while a live deploy holds the bucket's deploy lock; the
+    caller holds the bucket lock. With the bucket folder, a deploy that starts meanwhile waits for that
+    bucket lock (_acquire_file); with PostgreSQL the store's advisory deploy lock is held until the block
+    ends (PgStore.deploy_lock_for_build), so a deploy on any controller starts after it, never beside it.
+    A deploy never runs a writing build itself (the deploy role has no build step)."""
+    store = _storage.store(bucket_dir)
+    with contextlib.ExitStack() as stack:
+        if store.kind != "file":
+            try:
+                stack.enter_context(store.deploy_lock_for_build())
+            except _state_pg.StateLocked as exc:
+                raise DeployInProgress(str(exc)) from None
+        else:
+            live = holder(bucket_dir)
+            if live is not None:
+                raise DeployInProgress(
+                    "a deploy of this bucket is running (%s/%s: %s); a build now would change the catalog and KV it "
+                    "deploys from: wait for the deploy to finish, then build again (--check builds are not refused). "
+                    "If that process is gone from another machine, delete the file."
+                    % (_storage.DATA_DIR, LOCK_NAME, describe(live)))
+        yield
 
 
 def release(bucket_dir, pid):

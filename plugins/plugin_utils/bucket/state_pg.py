@@ -11,7 +11,9 @@ variable (``_storage.state_url``). One bucket per database, or per schema (libpq
 ``_storage.check_url``) and is never printed: messages name the URL without it (``redact``), and libpq's
 messages, which may echo a part of the URL, are scrubbed of its secrets (``scrub``).
 
-* Tables are created and migrated here (``maand_schema`` holds the version, ``MIGRATIONS``).
+* Tables are created and migrated here (``maand_schema`` holds the version, ``MIGRATIONS``), with the
+  session's search_path pinned to its schema (``pin_search_path``); a table owned by another role than
+  current_user refuses the store (``check_owners``: another role may have pre-created it in a shared schema).
 * Documents (``maand_documents``: the catalog, ``bucket_id``, the KV document) carry a generation
   that every write bumps, in a transaction; a write that names the generation it read is refused
   (``StaleState``) when another writer moved it, naming that writer, its time and the generation.
@@ -89,6 +91,9 @@ MIGRATIONS = {
                written_by text NOT NULL DEFAULT '')""",
     ],
 }
+
+
+TABLES = ("maand_schema", "maand_documents", "maand_deploy_lock", "maand_runs", "maand_deploy_records")
 
 
 class StateStoreError(MaandError):
@@ -236,12 +241,45 @@ def _first_line(exc):
     return scrub((str(exc).strip().splitlines() or [type(exc).__name__])[0])
 
 
+def pin_search_path(conn):
+    """Pin the session's search_path to the schema it creates in today (current_schema(): the URL's
+    options=-csearch_path%3D<schema>, else the server's default, usually public) followed by pg_temp, so
+    pg_catalog is searched first, no other schema of the default path is searched, and session temporary
+    tables come last (security review 4, N9). The default schema, and so the advisory lock keys, stay
+    what they were. Nothing is pinned when no schema of the path exists (creating then fails as before)."""
+    row = conn.execute("SELECT current_schema()").fetchone()
+    if row and row[0]:
+        conn.execute("SELECT set_config('search_path', quote_ident(%s) || ', pg_temp', false)", (row[0],))
+
+
+def check_owners(conn, label):
+    """Refuse the store when one of maand's tables, as this session's search_path finds it, is owned by
+    another role than current_user: a role that can create in a shared schema (public before
+    PostgreSQL 15) may pre-create maand_documents to read the state or steer it (security review 4, N9)."""
+    rows = conn.execute(
+        "SELECT t.name, n.nspname, pg_get_userbyid(c.relowner), current_user FROM unnest(%s::text[]) AS t(name) "
+        "JOIN pg_class c ON c.oid = to_regclass(t.name) JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE pg_get_userbyid(c.relowner) <> current_user ORDER BY t.name", (list(TABLES),)).fetchall()
+    if rows:
+        name, schema, owner, me = rows[0]
+        others = "" if len(rows) == 1 else " (and %s)" % ", ".join("%s.%s" % (r[1], r[0]) for r in rows[1:])
+        raise StateStoreError(
+            "the state store %s is refused: table %s.%s is owned by role %s, not by %s, the role maand.core connects "
+            "as%s; another role may read or steer the bucket's state through it. Give maand.core a dedicated "
+            "database or schema that only its role can create in (for the public schema: REVOKE CREATE ON SCHEMA "
+            "public FROM PUBLIC), and drop that table or, if it is yours, ALTER TABLE %s.%s OWNER TO %s (see "
+            "docs/security.md)" % (label, schema, name, owner, me, others, schema, name, me))
+
+
 def migrate(conn, label):
-    """Create or upgrade the tables to SCHEMA_VERSION, once, under a transaction advisory lock (a store
-    already at SCHEMA_VERSION costs one query)."""
+    """Pin the search_path, create or upgrade the tables to SCHEMA_VERSION, once, under a transaction
+    advisory lock, and check that current_user owns them (a store already at SCHEMA_VERSION costs
+    four small queries)."""
+    pin_search_path(conn)
     try:
         row = conn.execute("SELECT max(version) FROM maand_schema").fetchone()
         if row and row[0] == SCHEMA_VERSION:
+            check_owners(conn, label)
             return
     except _psycopg().errors.UndefinedTable:
         pass  # a new store: created below
@@ -259,6 +297,7 @@ def migrate(conn, label):
         if have < SCHEMA_VERSION:
             conn.execute("DELETE FROM maand_schema")
             conn.execute("INSERT INTO maand_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+        check_owners(conn, label)  # CREATE TABLE IF NOT EXISTS kept any table another role made first
 
 
 def _stamp(value):
@@ -286,6 +325,9 @@ class PgStore:
             conn = connect(self.url)
             try:
                 migrate(conn, self.label)
+            except StateStoreError:
+                conn.close()
+                raise
             except _psycopg().Error as exc:
                 conn.close()
                 raise StateStoreError("cannot prepare the tables of the state store %s: %s" % (
@@ -472,7 +514,7 @@ class PgStore:
         if answer.get("error"):
             proc.wait()
             raise StateStoreError(answer["error"])
-        if answer.get("busy") is not None:
+        if "busy" in answer:  # its row may be null: the lock held without a row (a writing build)
             proc.wait()
             raise StateLocked(self._busy(answer["busy"] or {}, wait))
         previous = answer.get("previous")
@@ -482,9 +524,30 @@ class PgStore:
 
     def _busy(self, row, wait=0.0):
         waited = " after waiting %ss (-e maand_lock_wait)" % _num(wait) if wait else ""
+        if not row:  # the lock without a holder row: a writing build (deploy_lock_for_build), or a deploy starting
+            row = {"owner": "a build or a starting deploy", "host": "a controller (no lock row)"}
         return ("another deploy holds the deploy lock in the state store %s (%s)%s; wait for it to finish, or let "
                 "this deploy wait for it with -e maand_lock_wait=SECONDS. A controller that dies frees it."
                 % (self.label, describe(row), waited))
+
+    @contextlib.contextmanager
+    def deploy_lock_for_build(self):
+        """Hold the advisory deploy lock for a writing build (this session, no holder row): refuses
+        (StateLocked, naming the deploy) while a deploy holds it; a deploy starting meanwhile waits or
+        refuses as beside another deploy (security review 4, N10)."""
+        conn = self.conn()
+        if not self._run("taking the deploy lock", lambda c: c.execute(
+                "SELECT pg_try_advisory_lock(%s)" % DEPLOY_KEY).fetchone()[0]):
+            row = self._run("reading the deploy lock", _lock_row) or {}
+            raise StateLocked(
+                "a deploy of this bucket is running (the deploy lock in the state store %s: %s); a build now would "
+                "change the catalog and KV it deploys from: wait for the deploy to finish, then build again (--check "
+                "builds are not refused)" % (self.label, describe(row) if row else "a session without a lock row"))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(%s)" % DEPLOY_KEY)
 
     def release_deploy(self, run_pid):
         """Stop this run's holder (it unlocks and deletes its row). True when one was stopped."""

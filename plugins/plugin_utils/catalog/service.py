@@ -4,7 +4,7 @@
 """Build: workspace files -> model -> placement -> validation -> catalog.
 
 `compute()` is read-only (the inventory plugin uses it); `build()` also writes the catalog, under
-the bucket lock, only when there is no error.
+the bucket lock and never beside a running deploy (the deploy lock), only when there is no error.
 """
 
 from __future__ import annotations
@@ -219,14 +219,16 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
 
 def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
-    written when result.report has errors. Raises _locks.LockBusy if another run holds the lock.
+    written when result.report has errors. Raises _locks.LockBusy if another run holds the lock, and
+    _locks.DeployInProgress (a LockBusy) while a deploy of the bucket runs (a check-mode build is not refused).
     purge_job_kv: maand build --purge-job-kv (_kv_build.write)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
                          inputs=_fingerprint.compute(bucket_dir), strict=strict)
         _finish(result)
         return result
-    with _locks.bucket_lock(bucket_dir):
+    # a running deploy (of any controller) holds the deploy lock: a writing build waits its turn (review 4, N10)
+    with _locks.bucket_lock(bucket_dir), _locks.no_deploy_running(bucket_dir):
         # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
         inputs = _fingerprint.compute(bucket_dir)
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,

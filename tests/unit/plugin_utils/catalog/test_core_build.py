@@ -337,6 +337,33 @@ def test_lock_refuses_a_second_run(tmp_path):
     assert _service.build(str(tmp_path)).report.ok
 
 
+def test_a_writing_build_refuses_while_a_deploy_holds_the_bucket(tmp_path):
+    """Security review 4, N10: a build must not change the catalog and KV a running deploy reads; the deploy lock
+    held by another live process (an ansible-playbook deploying) refuses a writing build, naming the holder and the
+    fix; --check still builds; after the deploy releases the lock the build writes."""
+    import subprocess
+    import sys
+    make_bucket(tmp_path, [W1], {})
+    bucket = str(tmp_path)
+    deploy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert _locks.acquire(bucket, deploy.pid)[0]
+        with pytest.raises(_locks.DeployInProgress) as info:
+            _service.build(bucket)
+        message = str(info.value)
+        assert "a deploy of this bucket is running (data/deploy.lock: pid %d on " % deploy.pid in message
+        assert "wait for the deploy to finish, then build again" in message
+        assert isinstance(info.value, _locks.LockBusy)  # the build action's ErrLocked
+        assert not os.path.exists(_catalog.catalog_path(bucket))  # nothing was written
+        assert _service.build(bucket, check_mode=True).report.ok  # a check build reads only
+        assert _locks.release(bucket, deploy.pid)
+        result = _service.build(bucket)
+        assert result.report.ok and result.written
+    finally:
+        deploy.kill()
+        deploy.wait()
+
+
 def test_corrupt_catalog_is_an_error_not_a_traceback(tmp_path):
     make_bucket(tmp_path, [W1], {})
     write(_catalog.catalog_path(str(tmp_path)), "{not json")
