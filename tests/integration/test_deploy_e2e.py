@@ -219,10 +219,12 @@ def test_09_deploy_lock_refuses_while_held_and_stale_lock_is_taken_over(env):
     try:
         sys.path.insert(0, str(REPO / ".collections"))
         from ansible_collections.maand.core.plugins.plugin_utils.bucket import locks as _locks
-        assert _locks.acquire(str(env.bucket), holder.pid)[0]
         web = env.bucket / "workspace" / "jobs" / "web"
         (web / "static" / "index.html").write_text("<h1>v4</h1>\n")
         env.build()
+        assert _locks.acquire(str(env.bucket), holder.pid)[0]
+        rc, out = env.play("build", check=False)  # a writing build beside a running deploy is refused (N10)
+        assert rc != 0 and "build refused: a deploy of this bucket is running" in out and "pid %d" % holder.pid in out
         rc, out = env.deploy(check=False)
         assert rc != 0 and "another deploy holds data/deploy.lock" in out and "pid %d" % holder.pid in out
         assert (env.job(env.hosts[0], "web") / "static" / "index.html").read_text() == "<h1>v3</h1>\n"
