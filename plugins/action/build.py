@@ -9,15 +9,15 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
-from ansible_collections.maand.core.plugins.plugin_utils import hooks as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils import bucket
+from ansible_collections.maand.core.plugins.plugin_utils import hooks
 
 display = Display()
 
 
-ARGUMENT_SPEC = _adapter.spec_for("build")
+ARGUMENT_SPEC = adapter.spec_for("build")
 
 
 class ActionModule(ControllerAction):
@@ -25,17 +25,17 @@ class ActionModule(ControllerAction):
 
     def _post_build(self, bucket_dir, catalog, outcome, check_mode, task_vars):
         """maand runs post_build after the catalog commit, jobs in deployment_seq order; failures fail the build."""
-        if not _hooks.jobs_with(catalog, "post_build"):
+        if not hooks.jobs_with(catalog, "post_build"):
             return []
         if check_mode:
             display.display("check mode: post_build job commands not run")
             return []
         try:
-            with _hooks.session(bucket_dir, catalog, None,
-                                _adapter.int_var(self._templar, task_vars, "maand_hook_timeout", _hooks.DEFAULT_TIMEOUT),
-                                _adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", _hooks.DEFAULT_TAIL),
+            with hooks.session(bucket_dir, catalog, None,
+                                adapter.int_var(self._templar, task_vars, "maand_hook_timeout", hooks.DEFAULT_TIMEOUT),
+                                adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", hooks.DEFAULT_TAIL),
                                 log=lambda msg: display.display("hook: " + msg)) as ctx:
-                return _hooks.post_build(ctx)
+                return hooks.post_build(ctx)
         except OSError as exc:
             return ["post_build: cannot run the job commands: %s" % exc]
 
@@ -54,10 +54,10 @@ class ActionModule(ControllerAction):
         try:
             outcome = _catalog.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
                                      purge_job_kv=purge_job_kv)
-        except _bucket.DeployInProgress as exc:
+        except bucket.DeployInProgress as exc:
             result.update(failed=True, msg="ErrLocked: %s: build refused: %s" % (bucket_dir, exc))
             return result
-        except _bucket.LockBusy as exc:
+        except bucket.LockBusy as exc:
             result.update(failed=True, msg="ErrLocked: %s/data/.lock: %s" % (bucket_dir, exc))
             return result
 

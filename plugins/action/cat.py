@@ -10,12 +10,12 @@ import dataclasses
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("cat")
+ARGUMENT_SPEC = adapter.spec_for("cat")
 
 
 class ActionModule(ControllerAction):
@@ -23,19 +23,19 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         bucket_dir = args["bucket"]
-        request = _ops.cat.Request(view=args["view"], jobs=_ops.cat.split_names(args["jobs"]),
-                                   workers=_ops.cat.split_names(args["workers"]), reveal=args["reveal"],
+        request = ops.cat.Request(view=args["view"], jobs=ops.cat.split_names(args["jobs"]),
+                                   workers=ops.cat.split_names(args["workers"]), reveal=args["reveal"],
                                    deleted=args["deleted"], active=args["active"], namespace=args["namespace"].strip(),
                                    key=args["key"].strip(), file=args["file"], scrape=args["scrape"])
         try:
-            table = _ops.cat.cat(bucket_dir, request)
-        except _ops.cat.CatError as exc:
+            table = ops.cat.cat(bucket_dir, request)
+        except ops.cat.CatError as exc:
             result.update(failed=True, changed=False, msg="maand.core.cat %s: %s" % (request.view, exc))
             return result
         for line in table.lines():
             display.display(line)
         if request.reveal:  # decrypted values go to the screen only, never into the result (-v, callbacks, AWX)
-            table = _ops.cat.cat(bucket_dir, dataclasses.replace(request, reveal=False))
+            table = ops.cat.cat(bucket_dir, dataclasses.replace(request, reveal=False))
         lines = table.lines()
         result.update(changed=False, bucket=bucket_dir, table=lines, header=list(table.header),
                       rows=table.as_dicts(), msg="%d row%s%s" % (

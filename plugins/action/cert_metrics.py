@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from ansible.utils.display import Display
 
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
-from ansible_collections.maand.core.plugins.plugin_utils import prometheus as _prometheus
+from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils import prometheus
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("cert_metrics")
+ARGUMENT_SPEC = adapter.spec_for("cert_metrics")
 
 
 class ActionModule(ControllerAction):
@@ -26,12 +26,12 @@ class ActionModule(ControllerAction):
         try:
             catalog = _catalog.read_catalog(bucket_dir)
             if catalog is None:
-                raise _ops.cert_metrics.CertMetricsError(
+                raise ops.cert_metrics.CertMetricsError(
                     "%s has no data/catalog.json; build the bucket first (ansible-playbook maand.core.build"
                     " -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
-            outcome = _ops.cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
+            outcome = ops.cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
                                              log=display.display)
-        except (_prometheus.PushError, _catalog.CatalogError) as exc:  # CertMetricsError is one
+        except (prometheus.PushError, _catalog.CatalogError) as exc:  # CertMetricsError is one
             msg = "cert metrics: %s" % exc
             if not best_effort:
                 result.update(failed=True, changed=False, state="failed", msg=msg)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_agent")
+ARGUMENT_SPEC = adapter.spec_for("deploy_agent")
 
 
 class ActionModule(MaandAction):
@@ -23,7 +23,7 @@ class ActionModule(MaandAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
     _supports_check_mode = False
 
-    rsync = staticmethod(_deploy.run_rsync)
+    rsync = staticmethod(deploy.run_rsync)
 
     def rsync_target(self):
         conn = self._connection
@@ -36,8 +36,8 @@ class ActionModule(MaandAction):
         return conn.get_option("host") or conn.host, argv, bool(self._play_context.become)
 
     def act(self, result, args, task_vars):
-        call = _deploy.AgentCall(args["bucket"], args["run_dir"], args["host"], args["step"],
+        call = deploy.AgentCall(args["bucket"], args["run_dir"], args["host"], args["step"],
                                  timeout=args["timeout"], tail=args["tail"], verify_host=args["verify_host"],
                                  python=self.worker_python(task_vars, args["host"]))
-        result.update(_deploy.apply(call, self).as_result())
+        result.update(deploy.apply(call, self).as_result())
         return result

@@ -7,10 +7,10 @@ docs: plugins/modules/deploy_diff.py)."""
 from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_diff")
+ARGUMENT_SPEC = adapter.spec_for("deploy_diff")
 
 
 class ActionModule(MaandAction):
@@ -19,6 +19,6 @@ class ActionModule(MaandAction):
 
     def act(self, result, args, task_vars):
         host = args["host"]  # the delegated worker (run_once, looping over the workers with changes)
-        shown = _deploy.host_diff(args["content_diff"], host, self, self.worker_python(task_vars, host), args["bucket_id"])
+        shown = deploy.host_diff(args["content_diff"], host, self, self.worker_python(task_vars, host), args["bucket_id"])
         result.update(shown.as_result())
         return result

@@ -7,19 +7,19 @@
 from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_finish")
+ARGUMENT_SPEC = adapter.spec_for("deploy_finish")
 
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, result, args, task_vars):
-        request = _deploy.FinishRequest(args["bucket"], args["plan"], run_dir=args["run_dir"],
+        request = deploy.FinishRequest(args["bucket"], args["plan"], run_dir=args["run_dir"],
                                         release=args["release"], check_mode=bool(self._task.check_mode),
-                                        run_pid=_adapter.run_pid())
-        result.update(_deploy.finish(request, _adapter.deploy_controller(self._templar, task_vars)).as_result())
+                                        run_pid=adapter.run_pid())
+        result.update(deploy.finish(request, adapter.deploy_controller(self._templar, task_vars)).as_result())
         return result

@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_job")
+ARGUMENT_SPEC = adapter.spec_for("deploy_job")
 
 
 class ActionModule(MaandAction):
@@ -17,11 +17,11 @@ class ActionModule(MaandAction):
     _supports_check_mode = True
 
     def act(self, result, args, task_vars):
-        request = _ops.job_target.TargetRequest(
+        request = ops.job_target.TargetRequest(
             args["bucket_id"], args["job"], args["target"], task_vars.get("inventory_hostname"), args["version"],
             bucket=task_vars.get("maand_bucket_dir"),
             spec=((task_vars.get("maand_catalog_jobs") or {}).get(args["job"]) or {}).get("spec"),
             timeout=args["timeout"], tail=args["tail"], check_mode=bool(self._task.check_mode),
             python=self.worker_python(task_vars))
-        result.update(_ops.job_target.run(request, self))  # first contact installs the agent
+        result.update(ops.job_target.run(request, self))  # first contact installs the agent
         return result

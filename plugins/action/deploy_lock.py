@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_lock")
+ARGUMENT_SPEC = adapter.spec_for("deploy_lock")
 
 
 class ActionModule(ControllerAction):
@@ -18,9 +18,9 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         check_mode = bool(self._task.check_mode)
         if args["state"] == "present":
-            locking = _deploy.lock(args["bucket"], _adapter.run_pid(), args["adopt_bucket_id"], check_mode,
+            locking = deploy.lock(args["bucket"], adapter.run_pid(), args["adopt_bucket_id"], check_mode,
                                    args["wait"])
         else:
-            locking = _deploy.unlock(args["bucket"], _adapter.run_pid(), check_mode)
+            locking = deploy.unlock(args["bucket"], adapter.run_pid(), check_mode)
         result.update(locking.as_result())
         return result

@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import warn_unknown_extra_vars
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_plan")
+ARGUMENT_SPEC = adapter.spec_for("deploy_plan")
 
 
 class ActionModule(ControllerAction):
@@ -20,11 +20,11 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         warn_unknown_extra_vars(self._loader)
         hostvars = task_vars.get("hostvars") or {}
-        states = {h: _adapter.worker_state(hostvars, h, args["state_var"]) for h in args["hosts"]}
-        request = _deploy.PlanRequest(
+        states = {h: adapter.worker_state(hostvars, h, args["state_var"]) for h in args["hosts"]}
+        request = deploy.PlanRequest(
             args["bucket"], args["hosts"], states, jobs=args["jobs"], force=args["force"],
             sync_only=args["sync_only"], adopt_bucket_id=args["adopt_bucket_id"], slots=args["slots"],
             rollback=args["rollback"], promote=args["promote"], plan_hash=args["plan_hash"], check_mode=bool(self._task.check_mode),
-            diff=bool(self._task.diff), run_pid=_adapter.run_pid())
-        result.update(_deploy.prepare(request, _adapter.deploy_controller(self._templar, task_vars)).as_result())
+            diff=bool(self._task.diff), run_pid=adapter.run_pid())
+        result.update(deploy.prepare(request, adapter.deploy_controller(self._templar, task_vars)).as_result())
         return result

@@ -9,10 +9,10 @@ from __future__ import annotations
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_state")
+ARGUMENT_SPEC = adapter.spec_for("deploy_state")
 
 
 class ActionModule(MaandAction):
@@ -25,7 +25,7 @@ class ActionModule(MaandAction):
                           % args["bucket_id"])
             return result
         try:  # check mode: nothing is written on the worker, not even the agent file
-            data, err = _deploy.read_state(self, self.worker_python(task_vars), args["bucket_id"],
+            data, err = deploy.read_state(self, self.worker_python(task_vars), args["bucket_id"],
                                            bool(self._task.check_mode))
         except Exception as exc:  # unreachable, vanished, broken ssh: reported in the state, never a failed task
             data, err = None, "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-500:])

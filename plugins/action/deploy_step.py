@@ -7,11 +7,11 @@ step's agent requests (docs: plugins/modules/deploy_step.py)."""
 from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
 
-ARGUMENT_SPEC = _adapter.spec_for("deploy_step")
+ARGUMENT_SPEC = adapter.spec_for("deploy_step")
 
 
 class ActionModule(ControllerAction):
@@ -21,6 +21,6 @@ class ActionModule(ControllerAction):
     _supports_check_mode = False
 
     def act(self, result, args, task_vars):
-        stepped = _deploy.step(args["run_dir"], args["step"], _adapter.deploy_controller(self._templar, task_vars))
+        stepped = deploy.step(args["run_dir"], args["step"], adapter.deploy_controller(self._templar, task_vars))
         result.update(stepped.as_result())
         return result

@@ -10,15 +10,15 @@ import os
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import catalog
 from ansible_collections.maand.core.plugins.plugin_utils import placement as _placement
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import WORKERS_FILE
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import did_you_mean
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("explain")
+ARGUMENT_SPEC = adapter.spec_for("explain")
 
 # The extra vars of playbooks/explain.yml before every user-facing extra var took the maand_ prefix.
 RENAMED_VARS = {"job": "maand_job", "worker": "maand_job_workers", "show": "maand_show", "limit": "maand_limit"}
@@ -43,7 +43,7 @@ class ActionModule(ControllerAction):
             return result
         # compute() never writes; placement runs even when validation fails (e.g. a worker over
         # capacity), so an invalid bucket can still be explained
-        outcome = _catalog.compute(bucket_dir)
+        outcome = catalog.compute(bucket_dir)
         report = outcome.report
         result.update(changed=False, bucket=bucket_dir, build_ok=report.ok,
                       build_errors=[p.as_dict() for p in report.errors],

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import deploy_extra_vars
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
-ARGUMENT_SPEC = _adapter.spec_for("extra_vars")
+ARGUMENT_SPEC = adapter.spec_for("extra_vars")
 
 
 class ActionModule(ControllerAction):
@@ -20,13 +20,13 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         if args["known"] is None:
-            args["known"] = list(_ops.extra_vars.PLAYBOOK_VARS.get(args["playbook"]) or ())
+            args["known"] = list(ops.extra_vars.PLAYBOOK_VARS.get(args["playbook"]) or ())
         extra = load_extra_vars(self._loader)
-        messages = _ops.extra_vars.unknown_extra_vars(extra, args["known"], args["playbook"])
+        messages = ops.extra_vars.unknown_extra_vars(extra, args["known"], args["playbook"])
         # a var another maand.core playbook reads is only warned about, never refused: an AWX workflow
         # passes its extra vars to every node
-        others = _ops.extra_vars.other_playbooks_vars(args["playbook"], deploy_extra_vars()) - set(args["known"])
-        refused = _ops.extra_vars.unknown_extra_vars(extra, args["known"], args["playbook"], others)
+        others = ops.extra_vars.other_playbooks_vars(args["playbook"], deploy_extra_vars()) - set(args["known"])
+        refused = ops.extra_vars.unknown_extra_vars(extra, args["known"], args["playbook"], others)
         result.update(changed=False, unknown=messages)
         if refused and args["refuse"]:
             result.update(failed=True, msg="nothing was run: " + "; ".join(refused))

@@ -11,48 +11,48 @@ from __future__ import annotations
 import time
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
-from ansible_collections.maand.core.plugins.plugin_utils import kv as _kv
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import catalog
+from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils import kv
 
 
 class ActionModule(ControllerAction):
-    ARGUMENT_SPEC = _adapter.spec_for("gc")
+    ARGUMENT_SPEC = adapter.spec_for("gc")
 
     def act(self, result, args, task_vars):
         result["changed"] = False
         try:
             if args["step"] == "targets":
-                named, forget = _ops.gc.targets(args["bucket"], args["departed"], args["forget"])
+                named, forget = ops.gc.targets(args["bucket"], args["departed"], args["forget"])
                 result.update(departed=list(named), forget=list(forget))
             elif args["step"] == "plan":
                 self._plan(args, result)
             else:
                 self._commit(args, result)
-        except (_ops.gc.GCError, _catalog.CatalogError, _kv.KVStoreError, OSError) as exc:
+        except (ops.gc.GCError, catalog.CatalogError, kv.KVStoreError, OSError) as exc:
             result.update(failed=True, msg="maand.core.gc: %s" % exc)
         return result
 
     def _plan(self, args, result):
-        plan = _ops.gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"],
+        plan = ops.gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"],
                                    args["departed"], args["forget"])
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
-        _adapter.show("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
+        adapter.show("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
         result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), trees=plan.trees(), lines=lines)
 
     def _commit(self, args, result):
-        planned = _ops.gc.Plan.from_dict(args["plan"] or {})
+        planned = ops.gc.Plan.from_dict(args["plan"] or {})
         if self._task.check_mode:
             result.update(plan=planned.as_dict(), problems=list(planned.problems))
-            _finish(result, planned.problems, "check mode: nothing was deleted (%d item(s) would be)" % _ops.gc.count(planned))
+            _finish(result, planned.problems, "check mode: nothing was deleted (%d item(s) would be)" % ops.gc.count(planned))
             return
-        outcome = _ops.gc.commit(args["bucket"], planned, args["states"], args["deleted"], args["hosts"])
+        outcome = ops.gc.commit(args["bucket"], planned, args["states"], args["deleted"], args["hosts"])
         lines = outcome.done.lines(done=True)
-        _adapter.show("gc done, bucket %s:\n  %s" % (outcome.done.bucket_id, "\n  ".join(lines)))
+        adapter.show("gc done, bucket %s:\n  %s" % (outcome.done.bucket_id, "\n  ".join(lines)))
         result.update(changed=outcome.changed, plan=outcome.done.as_dict(), lines=lines, problems=outcome.problems)
-        _finish(result, outcome.problems, "gc: %d item(s) deleted" % _ops.gc.count(outcome.done))
+        _finish(result, outcome.problems, "gc: %d item(s) deleted" % ops.gc.count(outcome.done))
 
 
 def _finish(result, problems, summary):
@@ -62,4 +62,4 @@ def _finish(result, problems, summary):
             summary, len(problems), "\n  ".join(problems)))
     else:
         result["msg"] = summary
-        _adapter.show(summary)
+        adapter.show(summary)

@@ -10,12 +10,12 @@ import contextlib
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("health_check")
+ARGUMENT_SPEC = adapter.spec_for("health_check")
 
 
 class ActionModule(ControllerAction):
@@ -25,23 +25,23 @@ class ActionModule(ControllerAction):
         bucket = args["bucket"]
         result["changed"] = False
         try:
-            catalog, jobs = _ops.health_check.load(bucket, args["jobs"])
-        except _ops.health_check.HealthCheckError as exc:
+            catalog, jobs = ops.health_check.load(bucket, args["jobs"])
+        except ops.health_check.HealthCheckError as exc:
             result.update(failed=True, msg="maand.core.health_check: %s; nothing was checked" % exc)
             return result
         live = {w["host"] for w in catalog.get("workers") or [] if not w.get("removed")}
         hosts = [h for h in args["hosts"] if h in live]
-        conns = _adapter.connections(task_vars, hosts)
+        conns = adapter.connections(task_vars, hosts)
         workers = {h: (conns[h]["address"], int(conns[h].get("port") or 22)) for h in hosts if h in conns}
-        plans, skipped = _ops.health_check.plan_jobs(catalog, jobs, hosts)
+        plans, skipped = ops.health_check.plan_jobs(catalog, jobs, hosts)
         # fail fast: the jobs' `make status` while it waits, as the deploy's gates ask it
-        status, diagnose = (_ops.health_check.fail_fast(bucket, catalog, conns, _adapter.python_of(task_vars))
+        status, diagnose = (ops.health_check.fail_fast(bucket, catalog, conns, adapter.python_of(task_vars))
                             if args["wait"] else (None, None))
         with contextlib.ExitStack() as stack:
-            commands = _ops.health_check.command_runner(stack, bucket, catalog, conns, args["timeout"], args["tail"],
+            commands = ops.health_check.command_runner(stack, bucket, catalog, conns, args["timeout"], args["tail"],
                                                         log=lambda msg: display.vvv("hook: " + msg))
-            outcome = _ops.health_check.run(
-                plans, workers if args["workers_check"] else {}, _ops.health_check.prober(bucket, conns), commands,
+            outcome = ops.health_check.run(
+                plans, workers if args["workers_check"] else {}, ops.health_check.prober(bucket, conns), commands,
                 wait=args["wait"], wait_seconds=args["wait_seconds"], skipped=skipped,
                 log=lambda msg: display.display("health_check: " + msg), status=status, diagnose=diagnose)
         lines = [line.text() for line in outcome.lines]

@@ -10,12 +10,12 @@ import json
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("info")
+ARGUMENT_SPEC = adapter.spec_for("info")
 
 
 class ActionModule(ControllerAction):
@@ -23,8 +23,8 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         try:
-            found = _ops.info.info(args["bucket"])
-        except _ops.cat.CatError as exc:
+            found = ops.info.info(args["bucket"])
+        except ops.cat.CatError as exc:
             result.update(failed=True, changed=False, msg="maand.core.info: %s" % exc)
             return result
         data = found.to_dict()

@@ -8,13 +8,13 @@ from __future__ import annotations
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import hooks as _hooks
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import hooks
 
 display = Display()
 
 
-ARGUMENT_SPEC = _adapter.spec_for("job_command")
+ARGUMENT_SPEC = adapter.spec_for("job_command")
 
 
 class ActionModule(ControllerAction):
@@ -29,9 +29,9 @@ class ActionModule(ControllerAction):
             result.update(msg="check mode: job_control of %s not run" % args["job"])
             return result
         try:
-            with _hooks.built_session(bucket, lambda: _adapter.connections(task_vars), args["timeout"],
+            with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
                                       args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
-                handled, failures = _hooks.job_control_target(ctx, args["job"], args["target"], args["workers"])
+                handled, failures = hooks.job_control_target(ctx, args["job"], args["target"], args["workers"])
         except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result
@@ -56,9 +56,9 @@ class ActionModule(ControllerAction):
             result.update(skipped=True, msg="check mode: job command %s not run" % command)
             return result
         try:
-            with _hooks.built_session(bucket, lambda: _adapter.connections(task_vars), args["timeout"],
+            with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
                                       args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
-                jobs, failures = _hooks.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
+                jobs, failures = hooks.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
         except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
             return result

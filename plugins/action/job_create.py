@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
-ARGUMENT_SPEC = _adapter.spec_for("job_create")
+ARGUMENT_SPEC = adapter.spec_for("job_create")
 
 
 class ActionModule(ControllerAction):
@@ -22,11 +22,11 @@ class ActionModule(ControllerAction):
         job = args["job"].strip()
         try:
             if self._task.check_mode:
-                folder = _ops.scaffold.check(bucket, job)
-                paths = [os.path.join(folder, rel) for rel in _ops.scaffold.files(job)]
+                folder = ops.scaffold.check(bucket, job)
+                paths = [os.path.join(folder, rel) for rel in ops.scaffold.files(job)]
             else:
-                paths = _ops.scaffold.create(bucket, job)
-        except _ops.scaffold.ScaffoldError as exc:
+                paths = ops.scaffold.create(bucket, job)
+        except ops.scaffold.ScaffoldError as exc:
             result.update(failed=True, changed=False, msg="maand.core.job_create: %s" % exc)
             return result
         except OSError as exc:
@@ -34,7 +34,7 @@ class ActionModule(ControllerAction):
                           % (job, bucket, exc))
             return result
         result.update(changed=True, job=job, path=os.path.dirname(paths[0]), files=paths,
-                      port=_ops.scaffold.port_name(job),
+                      port=ops.scaffold.port_name(job),
                       msg="created job %s in %s (%s)" % (job, os.path.dirname(paths[0]),
                                                          ", ".join(os.path.basename(p) for p in paths)))
         return result

@@ -8,23 +8,23 @@ from __future__ import annotations
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("logs")
+ARGUMENT_SPEC = adapter.spec_for("logs")
 
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, result, args, task_vars):
-        request = _ops.logs.Request(run=args["run"].strip(), jobs=_ops.cat.split_names(args["jobs"]),
-                                    workers=_ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
+        request = ops.logs.Request(run=args["run"].strip(), jobs=ops.cat.split_names(args["jobs"]),
+                                    workers=ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
         try:
-            shown = _ops.logs.logs(args["bucket"], request)
-        except _ops.logs.LogsError as exc:
+            shown = ops.logs.logs(args["bucket"], request)
+        except ops.logs.LogsError as exc:
             result.update(failed=True, changed=False, msg="maand.core.logs: %s" % exc)
             return result
         for line in shown.lines:

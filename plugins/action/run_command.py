@@ -10,12 +10,12 @@ from ansible import context
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
 
-ARGUMENT_SPEC = _adapter.spec_for("run_command")
+ARGUMENT_SPEC = adapter.spec_for("run_command")
 
 
 def _labels(hostvars, host):
@@ -29,7 +29,7 @@ def _labels(hostvars, host):
 
 def _size(args):
     """The batch size the select step returned (0 = one batch of all)."""
-    return _ops.run_command.check_batch(args["batch"]) if args["batch"] not in (None, "", 0, "0") else 0
+    return ops.run_command.check_batch(args["batch"]) if args["batch"] not in (None, "", 0, "0") else 0
 
 
 class ActionModule(ControllerAction):
@@ -39,21 +39,21 @@ class ActionModule(ControllerAction):
         result["changed"] = False
         try:
             return getattr(self, "_" + args["step"])(result, args, task_vars or {})
-        except _ops.run_command.RunCommandError as exc:
+        except ops.run_command.RunCommandError as exc:
             result.update(failed=True, msg="maand.core.run_command: %s" % exc)
             return result
 
     def _select(self, result, args, task_vars):
         """The command (maand_cmd, else workspace/command.sh), the workers and their batches."""
         hostvars = task_vars.get("hostvars") or {}
-        _ops.run_command.check_split(context.CLIARGS.get("extra_vars") or ())
-        size = _ops.run_command.check_batch(args["batch"])
-        delay = _ops.run_command.check_delay(args["health_check_delay"])
-        command = _ops.run_command.load_command(args["cmd"], args["bucket"])
+        ops.run_command.check_split(context.CLIARGS.get("extra_vars") or ())
+        size = ops.run_command.check_batch(args["batch"])
+        delay = ops.run_command.check_delay(args["health_check_delay"])
+        command = ops.run_command.load_command(args["cmd"], args["bucket"])
         workers = {h: _labels(hostvars, h) for h in args["catalog_workers"]}
-        chosen = _ops.run_command.select(workers, args["hosts"], _ops.run_command.split_names(args["workers"]),
-                                         _ops.run_command.split_names(args["labels"]))
-        cut = _ops.run_command.batches(chosen, size)
+        chosen = ops.run_command.select(workers, args["hosts"], ops.run_command.split_names(args["workers"]),
+                                         ops.run_command.split_names(args["labels"]))
+        cut = ops.run_command.batches(chosen, size)
         result.update(hosts=chosen, script=command.script, label=command.label, batch=size, batches=cut,
                       health_check_delay=delay, health_hosts=list(args["hosts"]),
                       msg="running %s on %s%s" % (command.label, ", ".join(chosen), "" if len(cut) < 2 else
@@ -65,9 +65,9 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result["msg"] = "check mode: %s was not run" % (args["label"] or "the command")
             return result
-        batch = _ops.run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
-        outcomes = [_ops.run_command.outcome(h, args["answers"].get(h)) for h in batch.hosts]
-        lines, problems = _ops.run_command.report(outcomes, args["label"] or "the command", batch)
+        batch = ops.run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
+        outcomes = [ops.run_command.outcome(h, args["answers"].get(h)) for h in batch.hosts]
+        lines, problems = ops.run_command.report(outcomes, args["label"] or "the command", batch)
         display.display("\n".join(lines))
         result.update(changed=any(o.status != "not run" for o in outcomes), lines=lines, problems=problems,
                       outcomes=[o.__dict__ for o in outcomes], batch_number=batch.number, batch_total=batch.total)
@@ -81,8 +81,8 @@ class ActionModule(ControllerAction):
 
     def _health(self, result, args, task_vars):
         """The verdict of the health check that ran after this batch (maand.core.health_check's result)."""
-        batch = _ops.run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
-        problem = _ops.run_command.health_problem(batch, args["health"])
+        batch = ops.run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
+        problem = ops.run_command.health_problem(batch, args["health"])
         if problem:
             result.update(failed=True, msg="run_command: %s" % problem)
         else:

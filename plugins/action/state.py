@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import bucket
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
-ARGUMENT_SPEC = _adapter.spec_for("state")
+ARGUMENT_SPEC = adapter.spec_for("state")
 
 
 class ActionModule(ControllerAction):
@@ -18,16 +18,16 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         target = args["to"].strip()
-        shown = target if target == _ops.state_move.FILES else _bucket.redact(target)
+        shown = target if target == ops.state_move.FILES else bucket.redact(target)
         try:
-            moved = _ops.state_move.move(args["bucket"], target, force=args["force"], check_mode=bool(self._task.check_mode))
-        except _ops.state_move.MoveError as exc:
+            moved = ops.state_move.move(args["bucket"], target, force=args["force"], check_mode=bool(self._task.check_mode))
+        except ops.state_move.MoveError as exc:
             result.update(failed=True, changed=False, msg="state not moved: %s" % exc)
             return result
         verb = "copied" if moved.written else "check mode: would copy"
         next_step = ("now set state_url = \"%s\" in maand.conf (or MAAND_STATE_URL) on every controller; data/ keeps "
                      "the old files: remove them (and any data/ files from git)" % shown
-                     if target != _ops.state_move.FILES else
+                     if target != ops.state_move.FILES else
                      "now remove state_url from maand.conf (and unset MAAND_STATE_URL): the bucket folder is the store")
         result.update(changed=moved.written, source=moved.source, target=shown, documents=moved.documents,
                       runs=moved.runs, records=moved.records, msg="%s %s from %s to %s (%s)%s" % (

@@ -10,33 +10,33 @@ import json
 from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
 
 
 class ActionModule(ControllerAction):
-    ARGUMENT_SPEC = _adapter.spec_for("status")
+    ARGUMENT_SPEC = adapter.spec_for("status")
 
     def act(self, result, args, task_vars):
         result["changed"] = False
         try:
-            fmt = _ops.status.check_format(args["format"])
-            jobs = _ops.status.split_jobs(args["jobs"])
-            catalog = _ops.status.load_catalog(args["bucket"])
-            _ops.status.check_jobs(catalog, jobs)
-        except (_ops.status.StatusError, _catalog.CatalogError) as exc:
+            fmt = ops.status.check_format(args["format"])
+            jobs = ops.status.split_jobs(args["jobs"])
+            catalog = ops.status.load_catalog(args["bucket"])
+            ops.status.check_jobs(catalog, jobs)
+        except (ops.status.StatusError, _catalog.CatalogError) as exc:
             result.update(failed=True, msg="maand.core.status: %s" % exc)
             return result
         answers = {h: (a if isinstance(a, dict) else {}) for h, a in args["answers"].items()}
-        table_rows = _ops.status.rows(catalog, answers, jobs)
-        data = _ops.status.as_json(table_rows, answers)
+        table_rows = ops.status.rows(catalog, answers, jobs)
+        data = ops.status.as_json(table_rows, answers)
         if fmt == "json":
             display.display(json.dumps(data, indent=2, sort_keys=True))
         else:
-            for line in _ops.status.table_lines(table_rows, answers):
+            for line in ops.status.table_lines(table_rows, answers):
                 display.display(line)
         result.update(status=data, msg=data["summary"])
         bad = data["unreachable"] + data["failed"]

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
 
-ARGUMENT_SPEC = _adapter.spec_for("status_worker")
+ARGUMENT_SPEC = adapter.spec_for("status_worker")
 
 
 class ActionModule(MaandAction):
@@ -27,10 +27,10 @@ class ActionModule(MaandAction):
             result.update(answered=True, jobs={}, msg="no allocation on %s" % host)
             return result
         env_errors = {op["job"]: op.pop("env_error") for op in ops if "env_error" in op}
-        data = _deploy.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
+        data = deploy.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
                                     slots=args["slots"])
         res = self.call_agent(self.worker_python(task_vars), data)
-        answer, err = _deploy.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
+        answer, err = deploy.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
                                            "status of %s" % host)
         if err:
             result.update(failed=True, msg=err)

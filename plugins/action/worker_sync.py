@@ -6,20 +6,20 @@ ValidateBucketUpdateSeq; docs: plugins/modules/worker_sync.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.maand.core.plugins.plugin_utils import adapter as _adapter
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 
 class ActionModule(ControllerAction):
-    ARGUMENT_SPEC = _adapter.spec_for("worker_sync")
+    ARGUMENT_SPEC = adapter.spec_for("worker_sync")
 
     def act(self, result, args, task_vars):
         result["changed"] = False
         try:
-            verdict = _ops.worker_sync.check(args["bucket"], args["job"], args["hosts"], args["workers"], args["answers"],
+            verdict = ops.worker_sync.check(args["bucket"], args["job"], args["hosts"], args["workers"], args["answers"],
                                              args["verb"])
-        except _ops.worker_sync.CatalogError as exc:
+        except ops.worker_sync.CatalogError as exc:
             result.update(failed=True, msg="%s: %s; nothing was run" % (args["verb"], exc))
             return result
         result.update(hosts=verdict.hosts, stale=[{"worker": s.host, "reason": s.reason} for s in verdict.stale],

@@ -86,7 +86,7 @@ from ansible import constants as C, context
 from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
-from ansible_collections.maand.core.plugins.plugin_utils import deploy as _deploy
+from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
 DEPLOY = "maand.core.deploy_"
 QUIET_ACTIONS = ("validate_argument_spec", "assert", "include_tasks", "import_tasks",
@@ -105,8 +105,8 @@ class Follower(threading.Thread):
 
     def __init__(self, run_dir, on_record):
         super().__init__(daemon=True)
-        self.reader = _deploy.Reader(_deploy.progress_path(run_dir))
-        self.reader.offset = _deploy.mark(run_dir)
+        self.reader = deploy.Reader(deploy.progress_path(run_dir))
+        self.reader.offset = deploy.mark(run_dir)
         self.on_record = on_record
         self.halt = threading.Event()
         self.count = 0
@@ -185,7 +185,7 @@ class CallbackModule(DefaultCallback):
     # --- progress records -------------------------------------------------------------------------
 
     def _on_record(self, record):
-        line = _deploy.progress_line(record)
+        line = deploy.progress_line(record)
         if line is None:
             return
         if record.get("kind") == "say":
@@ -314,14 +314,14 @@ class CallbackModule(DefaultCallback):
             for line in self._plan.get("lines") or []:
                 self._emit(line)
             self._said.update(f.get("msg") for f in self._plan.get("failures") or [])
-            self._emit(res.get("summary") or _deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
+            self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
         elif action == DEPLOY + "step":
             self._unfollow(res)
             for msg in res.get("new_failures") or []:
                 self._failure(msg)
             step = self._find_step(res.get("step"))
             if res.get("hosts") or step is not None:
-                self._emit(_deploy.step_line(step, list(res.get("hosts") or [])))
+                self._emit(deploy.step_line(step, list(res.get("hosts") or [])))
         elif action == DEPLOY + "finish":
             self._unfollow(res)
             self._finish(res)
@@ -339,8 +339,8 @@ class CallbackModule(DefaultCallback):
 
     def _finish(self, res):
         if res.get("verdict") is not None:
-            self._verdict = [_deploy.Verdict(**v) for v in res["verdict"]]
-            self._verdict_line = res.get("verdict_line") or _deploy.done_line(self._verdict)
+            self._verdict = [deploy.Verdict(**v) for v in res["verdict"]]
+            self._verdict_line = res.get("verdict_line") or deploy.done_line(self._verdict)
 
     # --- the end --------------------------------------------------------------------------------------
 
@@ -358,9 +358,9 @@ class CallbackModule(DefaultCallback):
             super().v2_playbook_on_stats(stats)
             return
         self._display.display("")
-        for line in _deploy.verdict_table(self._verdict):
+        for line in deploy.verdict_table(self._verdict):
             self._display.display(line)
-        workers = _deploy.workers_line(self._verdict)
+        workers = deploy.workers_line(self._verdict)
         if workers:
             self._display.display(workers)
         bad = any(stats.summarize(h)["failures"] or stats.summarize(h)["unreachable"] for h in stats.processed)

@@ -89,9 +89,9 @@ _raw:
 from ansible.errors import AnsibleLookupError  # noqa: E402
 from ansible.plugins.lookup import LookupBase  # noqa: E402
 
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils import catalog  # noqa: E402
 
-from ansible_collections.maand.core.plugins.plugin_utils import kv as _kv  # noqa: E402
+from ansible_collections.maand.core.plugins.plugin_utils import kv  # noqa: E402
 
 _UNSET = object()
 
@@ -103,17 +103,17 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError("maand.core.kv: give a namespace, then keys")
         namespace, keys = str(terms[0]), [str(k) for k in terms[1:]]
         reveal = bool(self.get_option("reveal"))
-        if _kv.is_secret_ns(namespace) and not reveal:
+        if kv.is_secret_ns(namespace) and not reveal:
             raise AnsibleLookupError("maand.core.kv: %s is a secrets namespace; pass reveal=true to"
                                      " decrypt it (and mark the task no_log)" % namespace)
-        if not reveal and any(_kv.is_private_key(namespace, key) for key in keys):
+        if not reveal and any(kv.is_private_key(namespace, key) for key in keys):
             raise AnsibleLookupError("maand.core.kv: %s of %s is a private key; pass reveal=true to read it (and mark"
-                                     " the task no_log)" % (", ".join(k for k in keys if _kv.is_private_key(namespace, k)),
+                                     " the task no_log)" % (", ".join(k for k in keys if kv.is_private_key(namespace, k)),
                                                             namespace))
         try:
-            store = _catalog.read_kv(self.get_option("bucket"), reveal_secrets=reveal and _kv.is_secret_ns(namespace))
+            store = catalog.read_kv(self.get_option("bucket"), reveal_secrets=reveal and kv.is_secret_ns(namespace))
             self._check_rules(namespace)
-        except _kv.KVError as exc:
+        except kv.KVError as exc:
             raise AnsibleLookupError("maand.core.kv: %s" % exc) from None
         default = self.get_option("default") if "default" in kwargs else _UNSET
         values = store.get(namespace)
@@ -123,7 +123,7 @@ class LookupModule(LookupBase):
                                          % namespace)
             if values is None:
                 return [default]
-            return [{k: "***" if _kv.is_private_key(namespace, k) and not reveal else v for k, v in values.items()}]
+            return [{k: "***" if kv.is_private_key(namespace, k) and not reveal else v for k, v in values.items()}]
         return [self._value(values or {}, namespace, key, default) for key in keys]
 
     def _check_rules(self, namespace):
@@ -131,8 +131,8 @@ class LookupModule(LookupBase):
         if job is None:
             return
         if not worker_ip:
-            raise _kv.KVError("job= needs worker_ip= (a job's read rules depend on its worker)")
-        reader = _kv.KVReader({}, job, worker_ip, tuple(self.get_option("upstream_jobs") or ()))
+            raise kv.KVError("job= needs worker_ip= (a job's read rules depend on its worker)")
+        reader = kv.KVReader({}, job, worker_ip, tuple(self.get_option("upstream_jobs") or ()))
         reader.check(namespace)
 
     @staticmethod

@@ -17,7 +17,7 @@ import os
 from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
-from ..deploy import remote as _remote
+from ..deploy import remote
 from ..errors import MaandError
 
 
@@ -46,7 +46,7 @@ class MaandAction(ActionBase):
     def worker_python(task_vars, host=None):
         """The python the worker agent runs with: the host's ansible_python_interpreter, else Ansible's
         interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
-        return _remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+        return remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
 
     def exec(self, cmd, stdin=None):
         """deploy/remote.Shell over this task's connection: (rc, stdout, stderr) of one command on the host
@@ -57,7 +57,7 @@ class MaandAction(ActionBase):
     def call_agent(self, python, data):
         """One round trip to the worker agent (request ``data`` on its stdin; deploy/remote.call_agent installs
         a missing agent and sends it again): {rc, stdout, stderr}."""
-        rc, stdout, stderr = _remote.call_agent(self, python, data)
+        rc, stdout, stderr = remote.call_agent(self, python, data)
         return {"rc": rc, "stdout": stdout, "stderr": stderr}
 
 

@@ -13,9 +13,9 @@ import os
 from ansible import constants as C
 from ansible.utils.display import Display
 
-from ..deploy import gate as _gate, remote as _remote, service as _service
-from ..hooks import run as _run
-from . import support as _support
+from ..deploy import gate, remote, service
+from ..hooks import run
+from . import support
 
 display = Display()
 
@@ -40,13 +40,13 @@ def run_pid():
 
 
 def ssh_args(task_vars):
-    return _support.ssh_args(C.config, task_vars)
+    return support.ssh_args(C.config, task_vars)
 
 
 def connections(task_vars, hosts=None):
     """{host: connection settings} of hosts (None: every host of the inventory) from their hostvars."""
     hostvars = (task_vars or {}).get("hostvars") or {}
-    return _support.hosts_from_hostvars(hostvars, list(hostvars) if hosts is None else hosts, ssh_args(task_vars))
+    return support.hosts_from_hostvars(hostvars, list(hostvars) if hosts is None else hosts, ssh_args(task_vars))
 
 
 def python_of(task_vars):
@@ -54,7 +54,7 @@ def python_of(task_vars):
     setting, else python3), for the controller's own ssh calls to the worker agent (gates' and health_check's
     `make status`)."""
     hostvars = (task_vars or {}).get("hostvars") or {}
-    return lambda host: _remote.interpreter(
+    return lambda host: remote.interpreter(
         {"ansible_python_interpreter": (hostvars.get(host) or {}).get("ansible_python_interpreter")},
         None, C.config.get_config_value("INTERPRETER_PYTHON"))
 
@@ -63,13 +63,13 @@ def deploy_controller(templar, task_vars):
     """The service.Controller of a task: connection settings and addresses read from hostvars when the
     deploy needs them, the screen, the maand_hook_timeout / maand_deploy_output_tail budgets."""
     task_vars = task_vars or {}
-    return _service.Controller(
+    return service.Controller(
         connections=lambda hosts=None: connections(task_vars, hosts),
-        addresses=lambda: _gate.host_addresses(task_vars.get("hostvars") or {}),
+        addresses=lambda: gate.host_addresses(task_vars.get("hostvars") or {}),
         show=show, warn=warn, watched=watched(),
         python_of=python_of(task_vars),
-        hook_timeout=_support.int_var(templar, task_vars, "maand_hook_timeout", _run.DEFAULT_TIMEOUT),
-        output_tail=_support.int_var(templar, task_vars, "maand_deploy_output_tail", _run.DEFAULT_TAIL))
+        hook_timeout=support.int_var(templar, task_vars, "maand_hook_timeout", run.DEFAULT_TIMEOUT),
+        output_tail=support.int_var(templar, task_vars, "maand_deploy_output_tail", run.DEFAULT_TAIL))
 
 
 def worker_state(hostvars, host, var):

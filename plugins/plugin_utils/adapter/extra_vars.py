@@ -13,7 +13,7 @@ import yaml
 from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
-from ..ops import extra_vars as _extra_vars
+from ..ops import extra_vars
 
 display = Display()
 
@@ -37,9 +37,9 @@ def warn_unknown_extra_vars(loader):
     except Exception as exc:  # pylint: disable=broad-exception-caught
         display.warning("could not check the maand_ extra vars: %s" % exc)
         return []
-    messages = _extra_vars.unknown_extra_vars(extra, known, "maand.core.deploy")
+    messages = extra_vars.unknown_extra_vars(extra, known, "maand.core.deploy")
     for message in messages:
         display.warning(message)
-    for message in _extra_vars.deprecated_extra_vars(extra, _extra_vars.DEPLOY_RENAMED):
+    for message in extra_vars.deprecated_extra_vars(extra, extra_vars.DEPLOY_RENAMED):
         display.deprecated(message, version="2.0.0", collection_name="maand.core")
     return messages

@@ -36,7 +36,7 @@ import socket
 import time
 
 from ..errors import MaandError
-from . import state_pg as _state_pg, storage as _storage
+from . import state_pg, storage
 
 POLL = 0.25  # seconds between attempts while waiting for the deploy lock
 LOCK_FILE = ".lock"  # data/.lock: the bucket lock's flock
@@ -54,17 +54,17 @@ def bucket_lock(bucket_dir, wait=False):
     lock, shared by every controller). Raises LockBusy when another run holds it."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(_flock(bucket_dir, wait))
-        if _storage.is_shared(bucket_dir):
+        if storage.is_shared(bucket_dir):
             try:
-                stack.enter_context(_storage.store(bucket_dir).shared_lock(wait))
-            except _state_pg.StateLocked as exc:
+                stack.enter_context(storage.store(bucket_dir).shared_lock(wait))
+            except state_pg.StateLocked as exc:
                 raise LockBusy(str(exc)) from None
         yield
 
 
 @contextlib.contextmanager
 def _flock(bucket_dir, wait):
-    path = os.path.join(_storage.ensure_data_dir(bucket_dir), LOCK_FILE)
+    path = os.path.join(storage.ensure_data_dir(bucket_dir), LOCK_FILE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -72,7 +72,7 @@ def _flock(bucket_dir, wait):
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
                 raise LockBusy("another maand.core run holds %s/%s on this bucket; wait for it to finish" % (
-                    _storage.DATA_DIR, LOCK_FILE))
+                    storage.DATA_DIR, LOCK_FILE))
             raise
         yield
     finally:
@@ -89,11 +89,11 @@ class DeployLocked(MaandError):
 
 
 def lock_path(bucket_dir):
-    return os.path.join(bucket_dir, _storage.DATA_DIR, LOCK_NAME)
+    return os.path.join(bucket_dir, storage.DATA_DIR, LOCK_NAME)
 
 
-process_start = _state_pg.process_start  # /proc/<pid>/stat start time, shared with the PostgreSQL lock holder
-pid_alive = _state_pg.pid_alive
+process_start = state_pg.process_start  # /proc/<pid>/stat start time, shared with the PostgreSQL lock holder
+pid_alive = state_pg.pid_alive
 
 
 def read_lock(bucket_dir):
@@ -112,7 +112,7 @@ def describe(owner):
 
 def holder(bucket_dir):
     """The live owner of the lock (a dict), or None when free or stale."""
-    store = _storage.store(bucket_dir)
+    store = storage.store(bucket_dir)
     if store.kind != "file":
         return store.deploy_holder()
     owner = read_lock(bucket_dir)
@@ -129,11 +129,11 @@ def acquire(bucket_dir, pid, check_only=False, wait=0.0):
     Re-acquiring a lock this pid already holds is a no-op (taken False). check_only verifies that the
     lock is free without writing anything (check mode). wait: seconds to wait for a busy lock.
     """
-    store = _storage.store(bucket_dir)
+    store = storage.store(bucket_dir)
     if store.kind != "file":
         try:
             return store.lock_deploy(pid, process_start(pid), wait=wait, check_only=check_only)
-        except _storage.StateLocked as exc:
+        except storage.StateLocked as exc:
             raise DeployLocked(str(exc)) from None
     deadline = time.monotonic() + max(0.0, float(wait or 0))
     while True:
@@ -155,13 +155,13 @@ def _acquire_file(bucket_dir, pid, check_only):
         live = holder(bucket_dir)
         if live is not None:
             raise DeployLocked("another deploy holds %s/%s (%s); wait for it to finish. If that process is gone "
-                               "from another machine, delete the file." % (_storage.DATA_DIR, LOCK_NAME, describe(live)))
+                               "from another machine, delete the file." % (storage.DATA_DIR, LOCK_NAME, describe(live)))
         note = ("took over a stale deploy lock (%s, no longer running)" % describe(owner)) if owner else "deploy lock taken"
         if check_only:
             return False, "check mode: deploy lock is free (not taken)"
         record = {"pid": pid, "start": process_start(pid), "host": socket.gethostname(),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        _storage.atomic_write(lock_path(bucket_dir), json.dumps(record, sort_keys=True) + "\n")
+        storage.atomic_write(lock_path(bucket_dir), json.dumps(record, sort_keys=True) + "\n")
         return True, note
 
 
@@ -178,12 +178,12 @@ def no_deploy_running(bucket_dir):
     bucket lock (_acquire_file); with PostgreSQL the store's advisory deploy lock is held until the block
     ends (PgStore.deploy_lock_for_build), so a deploy on any controller starts after it, never beside it.
     A deploy never runs a writing build itself (the deploy role has no build step)."""
-    store = _storage.store(bucket_dir)
+    store = storage.store(bucket_dir)
     with contextlib.ExitStack() as stack:
         if store.kind != "file":
             try:
                 stack.enter_context(store.deploy_lock_for_build())
-            except _state_pg.StateLocked as exc:
+            except state_pg.StateLocked as exc:
                 raise DeployInProgress(str(exc)) from None
         else:
             live = holder(bucket_dir)
@@ -192,13 +192,13 @@ def no_deploy_running(bucket_dir):
                     "a deploy of this bucket is running (%s/%s: %s); a build now would change the catalog and KV it "
                     "deploys from: wait for the deploy to finish, then build again (--check builds are not refused). "
                     "If that process is gone from another machine, delete the file."
-                    % (_storage.DATA_DIR, LOCK_NAME, describe(live)))
+                    % (storage.DATA_DIR, LOCK_NAME, describe(live)))
         yield
 
 
 def release(bucket_dir, pid):
     """Remove the lock if pid owns it. Returns True when a file was removed (a store's holder stopped)."""
-    store = _storage.store(bucket_dir)
+    store = storage.store(bucket_dir)
     if store.kind != "file":
         return store.release_deploy(pid)
     with bucket_lock(bucket_dir, wait=True):

@@ -23,8 +23,8 @@ import re
 import tomllib
 from typing import Any, Optional
 
-from . import job_checks as _job_checks
-from . import readers as _readers, schemas as _schemas, state_pg as _state_pg, storage as _storage
+from . import job_checks
+from . import readers, schemas, state_pg, storage
 from .units import ARCHES, normalize_arch
 from .problems import Report, did_you_mean
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
@@ -126,7 +126,7 @@ class Job:
     rules: Any  # placement/select.Rules, compiled once every job is loaded
     top_entries: frozenset  # names directly in the job folder
     template_files: dict  # {".tpl": files, ".j2": files} from the one walk of the job folder
-    certs: tuple  # _job_checks.CertSpec of the manifest's certs map
+    certs: tuple  # job_checks.CertSpec of the manifest's certs map
 
 
 @dataclasses.dataclass(slots=True, eq=False, init=False)
@@ -171,8 +171,8 @@ class Bucket:
 def _read_text(bucket, rel, report, kind, required):
     full = os.path.join(bucket.path, rel)
     try:
-        raw = _readers.read_bytes(full)
-    except _readers.InputError as exc:
+        raw = readers.read_bytes(full)
+    except readers.InputError as exc:
         report.error(kind, rel, "", exc.message, exc.fix)
         return None
     except FileNotFoundError:
@@ -194,10 +194,10 @@ def _read_toml(bucket, rel, report, kind, required=False):
     if text is None:
         return None
     try:
-        return _readers.parse_toml(text)
+        return readers.parse_toml(text)
     except tomllib.TOMLDecodeError as exc:
         report.error(kind, rel, "", "invalid TOML: %s" % exc, "fix the TOML syntax at that line")
-    except _readers.InputError as exc:
+    except readers.InputError as exc:
         report.error(kind, rel, exc.field, exc.message, exc.fix)
     return None
 
@@ -209,12 +209,12 @@ def _read_json(bucket, rel, report, kind, required=False, check_depth=True, what
     if text is None:
         return None
     try:
-        return _readers.parse_json(text, check_depth=check_depth)
-    except _readers.InputError as exc:
+        return readers.parse_json(text, check_depth=check_depth)
+    except readers.InputError as exc:
         report.error(kind, rel, exc.field, exc.message, exc.fix)
         return None
     except json.JSONDecodeError as exc:
-        found = _readers.go_json_error(text)
+        found = readers.go_json_error(text)
         if found is None:  # Python refuses what Go accepts: Python's words
             reason, line, column = exc.msg, exc.lineno, exc.colno
         else:
@@ -232,15 +232,15 @@ def _too_deep(document, known, rel, report):
         for key in (set(item) - known) if isinstance(item, dict) else ():
             try:
                 # levels counted from the worker's entry, as a manifest's from its object: the value is level 2
-                _readers.check_nesting(item[key], prefix="[%d].%s" % (index, key), start=2)
-            except _readers.InputError as exc:
+                readers.check_nesting(item[key], prefix="[%d].%s" % (index, key), start=2)
+            except readers.InputError as exc:
                 report.error("ErrInvalidWorkerJSON", rel, exc.field, exc.message, exc.fix)
                 return True
     return False
 
 
 def _schema_errors(document, schema, rel, kind, report, prefix=""):
-    problems = _schemas.check(document, schema)
+    problems = schemas.check(document, schema)
     for path, message in problems:
         report.error(kind, rel, prefix + path[1:] if prefix else path, message,
                      "correct the value's type or shape (see the maand.core README, bucket format)")
@@ -284,17 +284,17 @@ def load_maand_conf(bucket, report):
                      "put the key in <bucket>/secrets/ and give only its file name")
         conf.pop("ssh_key")
     url = conf.get("state_url")
-    if isinstance(url, str) and url and not _state_pg.is_url(url):
-        report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "%r is not a postgresql:// URL" % _state_pg.redact(url),
+    if isinstance(url, str) and url and not state_pg.is_url(url):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "%r is not a postgresql:// URL" % state_pg.redact(url),
                      "set state_url = \"postgresql://[user@]host[:port]/database\" (password through PGPASSWORD, "
                      "~/.pgpass or a service file, never in maand.conf), or remove it to keep the state in data/")
         conf.pop("state_url")
-    elif isinstance(url, str) and _state_pg.has_password(url):
+    elif isinstance(url, str) and state_pg.has_password(url):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "state_url", "the URL holds a password, and maand.conf is "
                      "committed", "remove the password from the URL: set PGPASSWORD, ~/.pgpass or a service file")
         conf.pop("state_url")
     key_rel = "secrets/%s" % (conf.get("ssh_key") or MAAND_CONF_DEFAULTS["ssh_key"])
-    problem = _storage.key_mode_problem(os.path.join(bucket.path, key_rel), key_rel, with_fix=False)
+    problem = storage.key_mode_problem(os.path.join(bucket.path, key_rel), key_rel, with_fix=False)
     if problem:  # ssh refuses such a key too; kv.key and ca.key are refused where they are read
         report.warn("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", problem, "chmod 600 %s" % key_rel)
     selector = conf.get("job_config_selector", "")
@@ -383,11 +383,11 @@ def load_workers(bucket, report):
                     "create %s (ansible-playbook maand.core.facts fills in capacity)" % rel)
         return
     document = _read_json(bucket, rel, report, "ErrInvalidWorkerJSON", required=True, check_depth=False)
-    if document is None or _too_deep(document, frozenset(_schemas.WORKER_KEYS), rel, report):
+    if document is None or _too_deep(document, frozenset(schemas.WORKER_KEYS), rel, report):
         return
-    if _schema_errors(document, _schemas.WORKERS, rel, "ErrInvalidWorkerJSON", report):
+    if _schema_errors(document, schemas.WORKERS, rel, "ErrInvalidWorkerJSON", report):
         return
-    known = frozenset(_schemas.WORKER_KEYS)
+    known = frozenset(schemas.WORKER_KEYS)
     seen = {}
     positions = {}
     workers = []
@@ -660,7 +660,7 @@ def _load_version(job, manifest, rel, report):
 
 
 def _report_unknown_keys(document, known, kind, rel, report):
-    for path, key, keys in _schemas.unknown_keys(document, known):
+    for path, key, keys in schemas.unknown_keys(document, known):
         field = "%s.%s" % (path, key) if path else str(key)
         report.unhonoured(kind, rel, field, "unknown key %r is ignored%s" % (key, did_you_mean(key, keys)),
                           "remove it or fix its spelling (known here: %s)" % ", ".join(keys))
@@ -693,9 +693,9 @@ def load_job(bucket, name, report):
         report.error("ErrInvalidManifest", rel, "$", "expected a JSON object, got %s" % type(manifest).__name__,
                      "wrap the manifest in { }")
         return None
-    if _schema_errors(manifest, _schemas.MANIFEST, rel, "ErrInvalidManifest", report):
+    if _schema_errors(manifest, schemas.MANIFEST, rel, "ErrInvalidManifest", report):
         return None
-    _report_unknown_keys(manifest, _schemas.MANIFEST_KNOWN, "ErrInvalidManifest", rel, report)
+    _report_unknown_keys(manifest, schemas.MANIFEST_KNOWN, "ErrInvalidManifest", rel, report)
     job = Job()
     job.name = name
     job.file = rel
@@ -752,12 +752,12 @@ def load_job(bucket, name, report):
         report.error("ErrInvalidManifest", rel, "restart_globs", "job %s restart_globs requires restart_policy reload "
                      "(it is %s)" % (name, job.restart_policy),
                      "set restart_policy to \"reload\" or remove restart_globs")
-    _job_checks.check_restart_globs(job, rel, report)
-    _job_checks.check_reload_target(bucket.path, job, report)
+    job_checks.check_restart_globs(job, rel, report)
+    job_checks.check_reload_target(bucket.path, job, report)
     job.commands = _load_commands(bucket, job, manifest, rel, report)
-    _job_checks.check_health(job, manifest, rel, report)
+    job_checks.check_health(job, manifest, rel, report)
     job.health_check = manifest.get("health_check") or {}
-    job.certs = _job_checks.read_certs(name, manifest, rel, report)  # TLS leaves from the bucket CA (certs/build.py)
+    job.certs = job_checks.read_certs(name, manifest, rel, report)  # TLS leaves from the bucket CA (certs/build.py)
     job.constraints = manifest.get("constraints")
     job.hardware = manifest.get("hardware")
     job.placement = manifest.get("placement")
@@ -816,9 +816,9 @@ def load_disabled(bucket, report):
     document = _read_json(bucket, rel, report, "ErrInvalidDisabledJSON")
     if document is None:
         return
-    if _schema_errors(document, _schemas.DISABLED, rel, "ErrInvalidDisabledJSON", report):
+    if _schema_errors(document, schemas.DISABLED, rel, "ErrInvalidDisabledJSON", report):
         return
-    _report_unknown_keys(document, _schemas.DISABLED_KNOWN, "ErrInvalidDisabledJSON", rel, report)
+    _report_unknown_keys(document, schemas.DISABLED_KNOWN, "ErrInvalidDisabledJSON", rel, report)
     hosts = {w.host for w in bucket.workers}
     for host in document.get("workers") or ():
         if host not in hosts:

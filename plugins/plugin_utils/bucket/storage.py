@@ -45,22 +45,22 @@ import shutil
 import stat
 import tempfile
 
-from . import readers as _readers, state_pg as _state_pg
+from . import readers, state_pg
 from ..errors import MaandError
 
 DATA_DIR = "data"
 SECRETS_DIR = "secrets"
 MAAND_CONF = "maand.conf"
-URL_ENV = _state_pg.URL_ENV
+URL_ENV = state_pg.URL_ENV
 # document name -> (file under data/, mode of a new file)
 DOCUMENTS = {"catalog": ("catalog.json", 0o600), "bucket_id": ("bucket_id", 0o600), "kv": ("kv.json", 0o600)}
 RECORDS_DIR = "deploys"  # data/deploys/<run_id>.json: the deploy records of a FileStore
 RECORDS_KEPT = 50  # deploy records a store keeps (the newest; older ones are dropped when one is written)
 
-Doc = _state_pg.Doc
-StateStoreError = _state_pg.StateStoreError
-StaleState = _state_pg.StaleState
-StateLocked = _state_pg.StateLocked
+Doc = state_pg.Doc
+StateStoreError = state_pg.StateStoreError
+StaleState = state_pg.StaleState
+StateLocked = state_pg.StateLocked
 LAYER_FIX = 'give a folder inside the bucket that is not secrets/ or data/, e.g. "layers/common"'
 
 
@@ -86,8 +86,8 @@ def conf_state_url(bucket_dir):
         return cached[1]
     try:
         with open(path, "rb") as handle:
-            url = _readers.parse_toml(handle.read(_readers.MAX_FILE_BYTES).decode("utf-8")).get("state_url", "")
-    except (OSError, ValueError, RecursionError, _readers.InputError):
+            url = readers.parse_toml(handle.read(readers.MAX_FILE_BYTES).decode("utf-8")).get("state_url", "")
+    except (OSError, ValueError, RecursionError, readers.InputError):
         url = ""
     url = url if isinstance(url, str) else ""
     _CONF_CACHE[path] = (stamp, url)
@@ -103,13 +103,13 @@ def state_url(bucket_dir, environ=None):
 def check_url(url, origin):
     """StateStoreError unless url is '' (the bucket folder) or a postgresql:// URL without a password (as
     maand.conf refuses one: MAAND_STATE_URL shows in process listings, CI logs and AWX job settings)."""
-    if url and not _state_pg.is_url(url):
+    if url and not state_pg.is_url(url):
         raise StateStoreError("%s %r is not a state store URL: use postgresql://[user@]host[:port]/database (the "
                               "password through PGPASSWORD, ~/.pgpass or a service file), or leave it unset to keep "
-                              "the state in the bucket's data/ folder" % (origin, _state_pg.redact(url)))
-    if url and _state_pg.has_password(url):
+                              "the state in the bucket's data/ folder" % (origin, state_pg.redact(url)))
+    if url and state_pg.has_password(url):
         raise StateStoreError("%s %s holds a password, which is refused as in maand.conf: remove it from the URL and "
-                              "give it through PGPASSWORD, ~/.pgpass or a service file" % (origin, _state_pg.redact(url)))
+                              "give it through PGPASSWORD, ~/.pgpass or a service file" % (origin, state_pg.redact(url)))
     return url
 
 
@@ -125,7 +125,7 @@ def store(bucket_dir):
         if len(_STORES) > 64 or any(k[0] != key[0] for k in _STORES):
             _STORES.clear()  # a forked child never reuses its parent's connections
         origin = URL_ENV if os.environ.get(URL_ENV, "").strip() else "%s/%s state_url" % (bucket_dir, MAAND_CONF)
-        found = _state_pg.PgStore(check_url(url, origin)) if url else FileStore(bucket_dir)
+        found = state_pg.PgStore(check_url(url, origin)) if url else FileStore(bucket_dir)
         _STORES[key] = found
     return found
 

@@ -20,10 +20,10 @@ import os
 import re
 import subprocess
 
-from ..worker import layout as _layout
-from . import catalog_schema as _catalog_schema, fingerprint as _fingerprint
-from ..bucket import schemas as _schemas
-from ..bucket import storage as _storage
+from ..worker import layout
+from . import catalog_schema, fingerprint
+from ..bucket import schemas
+from ..bucket import storage
 from ..bucket.storage import DATA_DIR
 from ..errors import MaandError
 
@@ -48,14 +48,14 @@ def _reject_constant(name):
 def loads(text):
     """Parse catalog text. Raises CatalogError naming the problem: invalid JSON, NaN or Infinity
     (Python's json accepts them, JSON does not), nesting too deep, a schema violation, or a name or job
-    path build would not write (_catalog_schema.name_problems: a catalog from a shared store is input)."""
+    path build would not write (catalog_schema.name_problems: a catalog from a shared store is input)."""
     try:
         catalog = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise CatalogError("%s is nested too deeply to be a catalog" % CATALOG_REL)
     except ValueError as exc:
         raise CatalogError("%s is not valid JSON: %s" % (CATALOG_REL, exc))
-    problems = _schemas.check(catalog, _catalog_schema.CATALOG) or _catalog_schema.name_problems(catalog)
+    problems = schemas.check(catalog, catalog_schema.CATALOG) or catalog_schema.name_problems(catalog)
     if problems:
         shown = "; ".join("%s: %s" % (path, message) for path, message in problems[:5])
         more = " (and %d more)" % (len(problems) - 5) if len(problems) > 5 else ""
@@ -65,8 +65,8 @@ def loads(text):
 
 def read_catalog(bucket_dir):
     """The previous catalog, or None before the first build. Raises CatalogError if it is unreadable,
-    not valid JSON or not a valid catalog (see _catalog_schema)."""
-    store = _storage.store(bucket_dir)
+    not valid JSON or not a valid catalog (see catalog_schema)."""
+    store = storage.store(bucket_dir)
     try:
         doc = store.read("catalog")
     except (OSError, ValueError) as exc:
@@ -88,7 +88,7 @@ def read_built(bucket_dir):
     if catalog is None:
         raise CatalogError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build -e "
                            "maand_bucket=%s first" % (bucket_dir, bucket_dir))
-    changed = _fingerprint.stale(bucket_dir, catalog)
+    changed = fingerprint.stale(bucket_dir, catalog)
     if changed:
         raise CatalogError("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); run "
                            "ansible-playbook maand.core.build -e maand_bucket=%s"
@@ -126,7 +126,7 @@ def previous_for_build(bucket_dir, report, new_bucket_id):
     if new_bucket_id:
         report.warn("ErrMissingCatalog", rel, "", "missing; a new bucket_id replaces %s (maand_new_bucket_id=true): "
                     "deploy refuses workers that hold the old id" % recorded,
-                    "stop and remove %s on the workers" % _layout.bucket_root(recorded))
+                    "stop and remove %s on the workers" % layout.bucket_root(recorded))
         return None, None
     report.warn("ErrMissingCatalog", rel, "", "missing, but this bucket was built before: bucket_id %s (from %s/%s) "
                 "is kept; allocations removed since the last build are forgotten and stay on their workers"
@@ -146,7 +146,7 @@ def write_catalog(bucket_dir, catalog, source=None):
     In a PostgreSQL store the write is refused (_storage.StaleState) when another controller wrote the
     catalog since this process read it; `source` (a build: the checkout's git commit) is recorded
     with it, for check_checkout."""
-    store = _storage.store(bucket_dir)
+    store = storage.store(bucket_dir)
     store.write("catalog", dumps(catalog), expect=store.seen.get("catalog"),
                 source=checkout_commit(bucket_dir) if source is None and store.kind != "file" else (source or ""))
     if recorded_bucket_id(bucket_dir) != catalog["bucket_id"]:
@@ -156,11 +156,11 @@ def write_catalog(bucket_dir, catalog, source=None):
 def recorded_bucket_id(bucket_dir):
     """The bucket_id the last written catalog held (data/bucket_id), or None if unknown or not a UUID."""
     try:
-        doc = _storage.store(bucket_dir).read("bucket_id")
+        doc = storage.store(bucket_dir).read("bucket_id")
     except (OSError, ValueError):
         return None
     text = doc.text[:100].strip() if doc is not None else ""
-    return text if re.match(_catalog_schema.UUID_PATTERN, text) else None
+    return text if re.match(catalog_schema.UUID_PATTERN, text) else None
 
 
 # --- a build from a stale checkout (shared state store only) -----------------------------------------
@@ -183,7 +183,7 @@ def check_checkout(bucket_dir):
     """None, or why a build from this checkout is refused: the shared store's catalog was built from a
     git commit this checkout does not contain (it is behind: a build would undo the newer workspace).
     Nothing to check for the bucket folder store, outside git, or before the first build."""
-    store = _storage.store(bucket_dir)
+    store = storage.store(bucket_dir)
     if store.kind == "file":
         return None
     doc = store.read("catalog")

@@ -17,7 +17,7 @@ never ``..``, never another folder) and the hosts of workers, allocations and de
 
 from __future__ import annotations
 
-from .. import bucket as _bucket
+from .. import bucket
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
@@ -123,7 +123,7 @@ CATALOG = {
 
 def job_path(name):
     """The only path build records for a job (bucket/model.py load_job): workspace/jobs/<name>."""
-    return "%s/%s" % (_bucket.JOBS_DIR, name)
+    return "%s/%s" % (bucket.JOBS_DIR, name)
 
 
 def name_problems(catalog):
@@ -134,7 +134,7 @@ def name_problems(catalog):
         if not pattern.match(value):
             problems.append((where, "%s %r is not one build accepts" % (what, value)))
     for i, job in enumerate(catalog.get("jobs") or ()):
-        check("$.jobs[%d].name" % i, job["name"], _bucket.JOB_NAME, "job name")
+        check("$.jobs[%d].name" % i, job["name"], bucket.JOB_NAME, "job name")
         path = job.get("path")
         if path is not None and path != job_path(job["name"]):
             problems.append(("$.jobs[%d].path" % i, "job %s: path %r is not %s (build records no other: an absolute"
@@ -142,9 +142,9 @@ def name_problems(catalog):
                                                     " run files from outside the job)" % (job["name"], path,
                                                                                           job_path(job["name"]))))
     for i, alloc in enumerate(catalog.get("allocations") or ()):
-        check("$.allocations[%d].job" % i, alloc["job"], _bucket.JOB_NAME, "job name")
-        check("$.allocations[%d].worker" % i, alloc["worker"], _bucket.HOST_NAME, "worker host")
+        check("$.allocations[%d].job" % i, alloc["job"], bucket.JOB_NAME, "job name")
+        check("$.allocations[%d].worker" % i, alloc["worker"], bucket.HOST_NAME, "worker host")
     for key in ("workers", "departed"):
         for i, worker in enumerate(catalog.get(key) or ()):
-            check("$.%s[%d].host" % (key, i), worker["host"], _bucket.HOST_NAME, "worker host")
+            check("$.%s[%d].host" % (key, i), worker["host"], bucket.HOST_NAME, "worker host")
     return problems

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from ..bucket import content as _content
+from ..bucket import content
 
 TOP_FILES = ("maand.conf", "workspace/bucket.conf", "workspace/workers.json", "workspace/disabled.json")
 JOBS_DIR = "workspace/jobs"
@@ -83,16 +83,16 @@ def compute(bucket_dir):
     for entry in _job_dirs(bucket_dir):
         rel = "%s/%s/" % (JOBS_DIR, entry.name)
         try:
-            files[rel] = _content.hash_tree(entry.path)["hash"]
-        except _content.ContentError as exc:
+            files[rel] = content.hash_tree(entry.path)["hash"]
+        except content.ContentError as exc:
             files[rel] = _unreadable(exc)
     for entry in _job_dirs(bucket_dir, IMAGES_DIR):  # local OCI image layouts named by job specs
         rel = "%s/%s/" % (IMAGES_DIR, entry.name)
         try:
-            files[rel] = _content.hash_tree(entry.path)["hash"]
-        except _content.ContentError as exc:
+            files[rel] = content.hash_tree(entry.path)["hash"]
+        except content.ContentError as exc:
             files[rel] = _unreadable(exc)
-    return {"digest": _content.tree_hash(files), "files": files}
+    return {"digest": content.tree_hash(files), "files": files}
 
 
 def changes(recorded, current):

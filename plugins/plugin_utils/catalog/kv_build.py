@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import catalog as _catalog
-from .. import gotemplate as _gotemplate
+from .. import gotemplate
 from .. import prometheus as _prometheus
-from ..kv import functions as _functions, store as _store
+from ..kv import functions, store as _store
 
 # Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
 # read by maand's Prometheus assembly (scrape.yaml.tpl has its own function map).
@@ -71,8 +71,8 @@ def check(bucket: Any, report: Any) -> Prepared:
         vars_path = os.path.join(root, "vars.toml")
         if os.path.isfile(vars_path):
             try:
-                prepared.job_vars[name] = _functions.load_vars_toml(vars_path)
-            except (OSError, ValueError, _functions.KVError) as exc:
+                prepared.job_vars[name] = functions.load_vars_toml(vars_path)
+            except (OSError, ValueError, functions.KVError) as exc:
                 report.error("ErrInvalidJobVars", os.path.join(job.path, "vars.toml"), "",
                              "job %s: %s" % (name, _short(exc, vars_path)),
                              "write vars.toml as key = value lines of strings, numbers or booleans")
@@ -86,8 +86,8 @@ def _short(exc: Exception, path: str) -> str:
 def _go_syntax(text: str, rel: str) -> tuple[str, str, str] | None:
     """A .tpl's syntax error as (where, what, fix), None when it parses."""
     try:
-        _functions.parse_template(text, rel, _prometheus.PARSE_FUNCS)
-    except _gotemplate.TemplateError as exc:
+        functions.parse_template(text, rel, _prometheus.PARSE_FUNCS)
+    except gotemplate.TemplateError as exc:
         where = "line %s, column %s" % (exc.line, exc.column) if exc.line else ""  # no line: nested too deeply
         return where, "does not parse: %s" % exc.cause, _fix(exc.cause)
     return None
@@ -127,8 +127,8 @@ def _check_syntax(job: str, job_rel: str, root: str, rel: str, report: Any, synt
 def _fix(cause: str) -> str:
     if "not defined" in cause and cause.startswith("function"):
         return ("use maand's functions (%s) or Go's built-ins (%s)"
-                % (" ".join(sorted(_functions.TEMPLATE_FUNC_NAMES | set(_prometheus.FUNC_NAMES))),
-                   " ".join(sorted(_gotemplate.BUILTINS))))
+                % (" ".join(sorted(functions.TEMPLATE_FUNC_NAMES | set(_prometheus.FUNC_NAMES))),
+                   " ".join(sorted(gotemplate.BUILTINS))))
     return "fix the template syntax (Go text/template, see docs/templates.md)"
 
 
@@ -144,7 +144,7 @@ def check_prometheus(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prep
         report.error("ErrInvalidJob", exc.file or "workspace/jobs", "", str(exc),
                      "fix the scrape file (maand's _prometheus/ rules: docs/templates.md, Prometheus)")
         return False
-    except (_functions.KVError, _store.KVStoreError) as exc:
+    except (functions.KVError, _store.KVStoreError) as exc:
         report.error("ErrInvalidJob", KV_FILE, "", "scrape.yaml.tpl needs the KV: %s" % exc,
                      "restore data/kv.json (and secrets/kv.key) or remove the template's reads")
         return False
@@ -174,11 +174,11 @@ def _kv_view(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared) ->
     """The KV as this build will write it (build-owned keys recomputed, hooks' keys kept), secrets lazy."""
     store = _store.KVStore.load(bucket_dir) if _store.KVStore.exists(bucket_dir) else None
     previous = store.snapshot() if store is not None else {}
-    view: dict = _functions.compute_kv(catalog, prepared.job_vars, previous=previous, ca_cert=_ca_cert(bucket_dir))
+    view: dict = functions.compute_kv(catalog, prepared.job_vars, previous=previous, ca_cert=_ca_cert(bucket_dir))
     if store is not None:
         masked = store.snapshot(mask="*")
         for ns, keys in masked.items():
-            if _functions.is_secret_ns(ns):
+            if functions.is_secret_ns(ns):
                 view[ns] = _LazySecrets(store, ns, sorted(keys))
     return view
 
@@ -191,13 +191,13 @@ def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
     purge_job_kv: also mark deleted vars/job/<job> and secrets/job/<job> of jobs whose allocations are
     all removed or that left the workspace (maand build --purge-job-kv; kv/functions.purged_job_namespaces).
     """
-    computed = _functions.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
+    computed = functions.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
     for ns, keys in list(prepared.prometheus.items()) + list((extra or {}).items()):
         computed.setdefault(ns, {}).update(keys)
     store = _store.KVStore.load(bucket_dir)
     changes = store.apply_build(computed, catalog_jobs=[j["name"] for j in catalog.get("jobs", [])])
     if purge_job_kv:
-        for ns in _functions.purged_job_namespaces(catalog, list(store.namespaces)):
+        for ns in functions.purged_job_namespaces(catalog, list(store.namespaces)):
             changes += store.delete_namespace(ns)
     written = store.save()
     if not changes:
@@ -230,13 +230,13 @@ def read_kv(bucket_dir: str, reveal_secrets: bool = False,
         try:
             return _store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
         except _store.KVStoreError as exc:
-            raise _functions.KVError(str(exc)) from None
+            raise functions.KVError(str(exc)) from None
     try:
         catalog = _catalog.read_catalog(bucket_dir)
     except _catalog.CatalogError as exc:
-        raise _functions.KVError(str(exc)) from None
+        raise functions.KVError(str(exc)) from None
     if catalog is None:
-        raise _functions.KVError("%s has no data/catalog.json; build the bucket first"
+        raise functions.KVError("%s has no data/catalog.json; build the bucket first"
                                  " (ansible-playbook maand.core.build -e maand_bucket=%s)"
                                  % (bucket_dir, bucket_dir))
-    return _functions.compute_kv(catalog, _functions.load_job_vars(bucket_dir, catalog))
+    return functions.compute_kv(catalog, functions.load_job_vars(bucket_dir, catalog))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..bucket import locks as _locks
+from ..bucket import locks
 from ..kv import store as _store
 from . import catalog as _catalog
 
@@ -35,7 +35,7 @@ def prune(bucket, bucket_id, pruned_catalog, show=_quiet):
     left it, under the bucket lock; a catalog of another bucket_id (or none) is left alone."""
     out = Pruned()
     try:
-        with _locks.bucket_lock(bucket, wait=True):
+        with locks.bucket_lock(bucket, wait=True):
             catalog = _catalog.read_catalog(bucket)
             if catalog is None or catalog.get("bucket_id") != bucket_id:
                 return out

@@ -13,12 +13,12 @@ import contextlib
 import gc
 import uuid
 
-from .. import certs as _certs, jobspec as _jobspec
-from .. import prometheus as _prometheus
-from ..bucket import locks as _locks
+from .. import certs, jobspec
+from .. import prometheus
+from ..bucket import locks
 from . import (
-    catalog as _catalog, fingerprint as _fingerprint,
-    kv_build as _kv_build, maand_db as _maand_db,
+    catalog as _catalog, fingerprint,
+    kv_build, maand_db,
 )
 from ..placement.explain import report_shortfalls
 from ..bucket.job_checks import resolve_health
@@ -43,8 +43,8 @@ class BuildResult:
         self.changed = False
         self.written = False
         self.explanations = {}  # job -> explanation lines, for jobs with fewer allocations than asked for
-        self.kv = None  # _kv_build.Prepared: what build writes into data/kv.json
-        self.maand = None  # _maand_db.MaandDB when this build takes the bucket over from maand
+        self.kv = None  # kv_build.Prepared: what build writes into data/kv.json
+        self.maand = None  # maand_db.MaandDB when this build takes the bucket over from maand
 
 
 @contextlib.contextmanager
@@ -71,7 +71,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
     `bucket_id` is used only when there is no previous catalog and no recorded id (None: leave it
     unset); `new_bucket_id` lets a build replace an invalid catalog (_catalog.previous_for_build);
-    `inputs` (the _fingerprint of the workspace, taken before reading it) goes into the catalog;
+    `inputs` (the fingerprint of the workspace, taken before reading it) goes into the catalog;
     `strict` (maand_strict): whatever maand.core does not honour is an error, not a warning."""
     result = BuildResult()
     report = result.report = Report()
@@ -80,18 +80,18 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
     if result.previous is None and kept_id is None:
         result.maand = _take_over(bucket_dir, report)
         bucket_id = result.maand.bucket_id if result.maand else bucket_id
-    elif _maand_db.exists(bucket_dir):
-        report.warn("ErrInvalidMaandDB", _maand_db.DB_REL, "", "not read: this bucket was taken over (maand.core keeps"
+    elif maand_db.exists(bucket_dir):
+        report.warn("ErrInvalidMaandDB", maand_db.DB_REL, "", "not read: this bucket was taken over (maand.core keeps"
                     " %s); maand's database no longer follows the bucket" % _catalog.CATALOG_REL,
                     "move data/maand.db out of data/ (keep it as a backup) and stop using maand on this bucket")
-    bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(_prometheus.check_prometheus,))
+    bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(prometheus.check_prometheus,))
     compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
     result.bucket = bucket
-    result.kv = _kv_build.check(bucket, report)  # templates parse, vars.toml reads
-    specs = _jobspec.check(bucket, report)  # job specs (seed 004): containers, parents, environment
+    result.kv = kv_build.check(bucket, report)  # templates parse, vars.toml reads
+    specs = jobspec.check(bucket, report)  # job specs (seed 004): containers, parents, environment
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)
-    report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; _explain words them
+    report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; explain words them
     ports = assign_ports(bucket, result.previous, report)
     seq = deployment_sequence(bucket, report)
     for alloc in placement.allocations:
@@ -109,9 +109,9 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         _catalog.keep_departed(result.catalog, result.previous)
         if inputs is not None:
             result.catalog["inputs"] = inputs
-        if not _kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
+        if not kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
             result.catalog = None  # scrape.yaml.tpl failed: nothing is written
-        elif not _certs.check(bucket_dir, result.catalog, bucket.conf, report):
+        elif not certs.check(bucket_dir, result.catalog, bucket.conf, report):
             result.catalog = None  # a corrupt or half-present CA: nothing is written
     return result
 
@@ -119,13 +119,13 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
 def _take_over(bucket_dir, report):
     """maand's database when there is one and no catalog yet (docs/certs.md, README: taking over)."""
     try:
-        db = _maand_db.read(bucket_dir)
-    except _maand_db.MaandDBError as exc:
-        report.error("ErrInvalidMaandDB", _maand_db.DB_REL, "", str(exc),
+        db = maand_db.read(bucket_dir)
+    except maand_db.MaandDBError as exc:
+        report.error("ErrInvalidMaandDB", maand_db.DB_REL, "", str(exc),
                      "see the README, Taking over a bucket from maand")
         return None
     if db is not None:
-        report.warn("ErrTakeover", _maand_db.DB_REL, "", "taking the bucket over from maand: bucket_id %s, update_seq"
+        report.warn("ErrTakeover", maand_db.DB_REL, "", "taking the bucket over from maand: bucket_id %s, update_seq"
                     " %d, %d KV keys, %d deployed allocations kept" % (
                         db.bucket_id, db.update_seq, sum(len(k) for k in db.kv.values()), len(db.deployed)),
                     "deploy next: allocations maand runs are adopted without a restart")
@@ -154,13 +154,13 @@ def _keep_update_seq(catalog, previous, maand):
 def explain_short_jobs(result, limit=20):
     """Explanation text for every job that got fewer active allocations than it asked for
     (placement.count or min_allocations_count); only those, so a normal build pays nothing."""
-    from ..placement import explain as _explain
+    from ..placement import explain
 
     if result.placement is None or result.placement.scheduler is None:
         return {}
     out = {}
-    for name in _explain.short_jobs(result.bucket, result.placement):
-        out[name] = _explain.explain_lines(result.bucket, result.placement, name, show="rejected", limit=limit)
+    for name in explain.short_jobs(result.bucket, result.placement):
+        out[name] = explain.explain_lines(result.bucket, result.placement, name, show="rejected", limit=limit)
     result.explanations = out
     return out
 
@@ -221,16 +221,16 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _locks.LockBusy if another run holds the lock, and
     _locks.DeployInProgress (a LockBusy) while a deploy of the bucket runs (a check-mode build is not refused).
-    purge_job_kv: maand build --purge-job-kv (_kv_build.write)."""
+    purge_job_kv: maand build --purge-job-kv (kv_build.write)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
-                         inputs=_fingerprint.compute(bucket_dir), strict=strict)
+                         inputs=fingerprint.compute(bucket_dir), strict=strict)
         _finish(result)
         return result
     # a running deploy (of any controller) holds the deploy lock: a writing build waits its turn (review 4, N10)
-    with _locks.bucket_lock(bucket_dir), _locks.no_deploy_running(bucket_dir):
+    with locks.bucket_lock(bucket_dir), locks.no_deploy_running(bucket_dir):
         # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
-        inputs = _fingerprint.compute(bucket_dir)
+        inputs = fingerprint.compute(bucket_dir)
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,
                          strict=strict)
         _finish(result)
@@ -241,7 +241,7 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
             result.written = True
         if result.catalog is not None:
             result.changes.extend(issued.lines)
-            kv_lines = _kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv, purge_job_kv=purge_job_kv)
+            kv_lines = kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv, purge_job_kv=purge_job_kv)
             result.changes.extend(kv_lines)
             result.changed = result.changed or bool(kv_lines)
     return result
@@ -249,28 +249,28 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
 
 def _import_maand_kv(bucket_dir, result):
     """On takeover, data/kv.json starts as maand's key_value table (latest versions, values as stored)."""
-    from ..kv import store as _store  # late: only a writing build
+    from ..kv import store  # late: only a writing build
 
-    if result.catalog is None or result.maand is None or _store.KVStore.exists(bucket_dir):
+    if result.catalog is None or result.maand is None or store.KVStore.exists(bucket_dir):
         return
-    spaces = {ns: {k: _store.Entry(v, ver) for k, (v, ver) in keys.items()} for ns, keys in result.maand.kv.items()}
-    _store.KVStore(bucket_dir, spaces).save()
-    result.changes.append("takeover: data/kv.json from %s (%d namespaces)" % (_maand_db.DB_REL, len(spaces)))
+    spaces = {ns: {k: store.Entry(v, ver) for k, (v, ver) in keys.items()} for ns, keys in result.maand.kv.items()}
+    store.KVStore(bucket_dir, spaces).save()
+    result.changes.append("takeover: data/kv.json from %s (%d namespaces)" % (maand_db.DB_REL, len(spaces)))
 
 
 def _issue_certs(bucket_dir, result):
     """Keep or issue the jobs' leaf certificates (certs/build.py) before anything is written."""
     if result.catalog is None:
-        return _certs.Issued()
-    from ..kv import store as _store  # late: only a writing build reads the store
+        return certs.Issued()
+    from ..kv import store  # late: only a writing build reads the store
 
     try:
-        previous = _store.KVStore.load(bucket_dir).snapshot() if _store.KVStore.exists(bucket_dir) else {}
-        return _certs.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
-    except (_certs.CertError, _store.KVStoreError) as exc:
-        result.report.error("ErrInvalidCA", _certs.CA_CERT_REL, "", str(exc), "see docs/certs.md")
+        previous = store.KVStore.load(bucket_dir).snapshot() if store.KVStore.exists(bucket_dir) else {}
+        return certs.issue(bucket_dir, result.catalog, result.bucket.conf, previous)
+    except (certs.CertError, store.KVStoreError) as exc:
+        result.report.error("ErrInvalidCA", certs.CA_CERT_REL, "", str(exc), "see docs/certs.md")
         result.catalog = None
-        return _certs.Issued()
+        return certs.Issued()
 
 
 def _finish(result):

@@ -28,11 +28,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..worker import layout as _layout
-from . import ca as _ca, leaves as _leaves
-from ..kv import functions as _functions
+from ..worker import layout
+from . import ca as _ca, leaves
+from ..kv import functions
 
-CERTS_DIR = _layout.CERTS_DIR
+CERTS_DIR = layout.CERTS_DIR
 
 
 @dataclasses.dataclass
@@ -61,7 +61,7 @@ def _holders(catalog: Mapping[str, Any], jobs: Any) -> dict[str, list[str]]:
 def settings(conf: Mapping[str, Any]) -> tuple[int, int]:
     """(certs_ttl days, certs_renewal_buffer days) as maand reads maand.conf."""
     buffer = conf.get("certs_renewal_buffer")
-    return _leaves.ttl_days(conf.get("certs_ttl")), buffer if isinstance(buffer, int) and buffer > 0 else 0
+    return leaves.ttl_days(conf.get("certs_ttl")), buffer if isinstance(buffer, int) and buffer > 0 else 0
 
 
 def check(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any], report: Any) -> bool:
@@ -107,7 +107,7 @@ def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
     bucket_id = str(catalog.get("bucket_id") or "")
     for job, entries in specs.items():
         for host in holders[job]:
-            out.kv.setdefault(_functions.allocation_ns(job, host), {}).update(_path_keys(bucket_id, job, entries))
+            out.kv.setdefault(functions.allocation_ns(job, host), {}).update(_path_keys(bucket_id, job, entries))
     if counts["issued"]:
         out.lines.insert(0, "certs: %d leaf certificate%s issued, %d kept (CA %s)" % (
             counts["issued"], "" if counts["issued"] == 1 else "s", counts["kept"], _ca.CA_CERT_REL))
@@ -125,39 +125,39 @@ def _one_spec(ca: _ca.CA, job: str, spec: Mapping[str, Any], hosts: list[str],
         return 0, []
     if spec.get("one"):  # one pair for every allocation, SANs 127.0.0.1 + every holder's IP
         first = stored[hosts[0]]
-        why = _leaves.leaf_problem(ca, first[0], first[1], cn, hosts, pkcs8, buffer)
+        why = leaves.leaf_problem(ca, first[0], first[1], cn, hosts, pkcs8, buffer)
         if why is None and any(stored[h] != first for h in hosts):
             why = "not the same on every allocation"
-        pair = first if why is None else _pair(_leaves.issue_leaf(ca, cn, hosts, ttl, pkcs8))
+        pair = first if why is None else _pair(leaves.issue_leaf(ca, cn, hosts, ttl, pkcs8))
         for host in hosts:
             _put(kv, job, host, name, pair)
         return (len(hosts), [("all %d allocations (one: true)" % len(hosts), why)]) if why else (0, [])
     made = []
     for host in hosts:
-        why = _leaves.leaf_problem(ca, stored[host][0], stored[host][1], cn, [host], pkcs8, buffer)
-        pair = stored[host] if why is None else _pair(_leaves.issue_leaf(ca, cn, [host], ttl, pkcs8))
+        why = leaves.leaf_problem(ca, stored[host][0], stored[host][1], cn, [host], pkcs8, buffer)
+        pair = stored[host] if why is None else _pair(leaves.issue_leaf(ca, cn, [host], ttl, pkcs8))
         _put(kv, job, host, name, pair)
         if why:
             made.append((host, why))
     return len(made), made
 
 
-def _pair(leaf: _leaves.Leaf) -> tuple[str, str]:
+def _pair(leaf: leaves.Leaf) -> tuple[str, str]:
     return leaf.cert_pem, leaf.key_pem
 
 
 def _stored(previous: Mapping[str, Mapping[str, str]], job: str, host: str, name: str) -> tuple:
-    ns = previous.get(_functions.allocation_ns(job, host)) or {}
+    ns = previous.get(functions.allocation_ns(job, host)) or {}
     return ns.get("certs/%s.crt" % name), ns.get("certs/%s.key" % name)
 
 
 def _put(kv: dict[str, dict[str, str]], job: str, host: str, name: str, pair: tuple) -> None:
-    ns = kv.setdefault(_functions.allocation_ns(job, host), {})
+    ns = kv.setdefault(functions.allocation_ns(job, host), {})
     ns["certs/%s.crt" % name], ns["certs/%s.key" % name] = pair
 
 
 def _path_keys(bucket_id: str, job: str, entries: list[dict]) -> dict[str, str]:
-    base = "%s/%s" % (_layout.job_root(bucket_id, job), CERTS_DIR)
+    base = "%s/%s" % (layout.job_root(bucket_id, job), CERTS_DIR)
     out = {"certs/ca.crt_path": base + "/ca.crt"}
     for spec in entries:
         out["certs/%s.crt_path" % spec["name"]] = "%s/%s.crt" % (base, spec["name"])

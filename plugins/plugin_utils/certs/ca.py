@@ -21,7 +21,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 from ..errors import MaandError
 
 try:
@@ -96,7 +96,7 @@ def load_ca(bucket_dir: str) -> CA:
     cert_path, key_path = ca_paths(bucket_dir)
     cert_bytes = _read(cert_path, CA_CERT_REL)
     key_bytes = _read(key_path, CA_KEY_REL)
-    problem = _storage.key_mode_problem(key_path, CA_KEY_REL)
+    problem = storage.key_mode_problem(key_path, CA_KEY_REL)
     if problem:
         raise CertError(problem)
     cert = _parse_ca_cert(cert_bytes)

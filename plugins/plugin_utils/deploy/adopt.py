@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..bucket import locks as _locks
+from ..bucket import locks
 from ..catalog import catalog as _catalog
 from ..errors import MaandError
 
@@ -29,7 +29,7 @@ def adopt(bucket, bucket_id, write=True):
     if not ID_RE.match(bucket_id or "") or bucket_id in (".", ".."):
         raise AdoptError("maand_adopt_bucket_id: %r is not a bucket id (the name of a folder under /opt/worker/ "
                          "holding a worker.json)" % (bucket_id,))
-    with _locks.bucket_lock(bucket, wait=True):
+    with locks.bucket_lock(bucket, wait=True):
         catalog = _catalog.read_catalog(bucket)
         if catalog is None:
             raise AdoptError("%s/data/catalog.json does not exist: run maand.core.build first, then adopt" % bucket)

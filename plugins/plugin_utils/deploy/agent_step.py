@@ -28,11 +28,11 @@ import dataclasses
 import os
 from typing import Any, Protocol
 
-from .. import jobspec as _jobspec
-from . import remote as _remote, rsync as _rsync, run as _run
+from .. import jobspec
+from . import remote, rsync as _rsync, run
 
 
-class Transport(_remote.Shell, Protocol):
+class Transport(remote.Shell, Protocol):
     """How the controller reaches one worker in a step: exec (deploy/remote.Shell), rsync, rsync_target."""
 
     def rsync(self, argv: list[str], stdin: bytes | None = None,
@@ -102,8 +102,8 @@ def expanded_ops(ops: list, outcomes: list) -> list:
     out = []
     for op in ops:
         try:
-            out.append(_jobspec.runtime_op(op, os.environ.get))
-        except _jobspec.EnvError as exc:
+            out.append(jobspec.runtime_op(op, os.environ.get))
+        except jobspec.EnvError as exc:
             outcomes.append({"id": op["id"], "ok": False, "msg": str(exc)})
     return out
 
@@ -112,15 +112,15 @@ def payload(request: dict, timeout: int | None, tail: int) -> str:
     """The agent's stdin for a worker's request of a step (its ops expanded already: expanded_ops), with the
     worker's slots (how many run ops of different jobs the agent runs side by side)."""
     slots = max([int(op.get("slots") or 1) for op in request["ops"]] or [1])
-    return _remote.step_request(request["bucket_id"], request["ops"], request["promote"], timeout=timeout, tail=tail,
+    return remote.step_request(request["bucket_id"], request["ops"], request["promote"], timeout=timeout, tail=tail,
                                 slots=slots)
 
 
 def apply(call: AgentCall, transport: Transport) -> Applied:
     """The worker's part of step call.step: sync, apply, record (module docstring). Whatever goes wrong on the
     way (unreachable, vanished, broken ssh) leaves no answer: the host's ops fail, the play goes on."""
-    key = _run.step_key(call.step)
-    request = _run.read_request(call.run_dir, key, call.host)
+    key = run.step_key(call.step)
+    request = run.read_request(call.run_dir, key, call.host)
     if request is None:
         return Applied(call.host, key, skipped=True)
     outcomes = []
@@ -131,8 +131,8 @@ def apply(call: AgentCall, transport: Transport) -> Applied:
         if answer is None and reason is None:
             if request["ops"] or request["promote"]:
                 data = payload(request, call.timeout, call.tail)
-                rc, stdout, stderr = _remote.call_agent(transport, call.python, data)
-                answer, reason = _remote.parse_output(stdout, stderr, rc, "agent on %s, step %s" % (call.host, key))
+                rc, stdout, stderr = remote.call_agent(transport, call.python, data)
+                answer, reason = remote.parse_output(stdout, stderr, rc, "agent on %s, step %s" % (call.host, key))
             else:
                 answer = {"ok": True, "ops": [], "promotions": []}
     except Exception as exc:  # pylint: disable=broad-exception-caught
@@ -155,7 +155,7 @@ def _sync(call, transport, request, outcomes):
     control_dir = _rsync.control_dir(call.run_dir)
     address, ssh_argv, sudo = transport.rsync_target()
     ssh = _rsync.ssh_command(ssh_argv, call.verify_host, control_dir)
-    root = _remote.worker_root(request["bucket_id"])
+    root = remote.worker_root(request["bucket_id"])
     cmds = _rsync.commands(call.bucket, syncs, root, address, ssh, sudo=sudo)
     shipped = {op["id"] for op in syncs if op["kind"] == "files"}
     changed, failed = False, set()
@@ -185,14 +185,14 @@ def _folded(call, transport, request, argv, sudo):
     """The last rsync of the step with the agent as its remote command: the files, then the step, in one SSH
     session. (changed, answer, reason) once the agent saw the files arrive, else None (nothing ran after the
     files: the caller syncs and calls the agent apart, as without the fold)."""
-    path = _remote.sync_step_path(call.python, _rsync.destination(argv), sudo)
+    path = remote.sync_step_path(call.python, _rsync.destination(argv), sudo)
     data = payload(request, call.timeout, call.tail)
     argv = _rsync.with_rsync_path(argv, path)
-    rc, stdout, stderr = transport.rsync(argv, _remote.request_header(data))
-    synced, line = _remote.parse_folded(stderr)
+    rc, stdout, stderr = transport.rsync(argv, remote.request_header(data))
+    synced, line = remote.parse_folded(stderr)
     if not synced:
         return None
-    answer, reason = _remote.parse_output(line, stderr, 0 if line else rc,
+    answer, reason = remote.parse_output(line, stderr, 0 if line else rc,
                                           "agent on %s, step %s" % (call.host, call.step))
     return bool(stdout.strip()), answer, reason
 
@@ -202,4 +202,4 @@ def done(run_dir: str, bucket: str, key: Any, host: str, request: dict, answer: 
     """A worker's answer (or why there is none) into the run folder. Its timings reach the job history when the
     step is folded (deploy/run.fold_in_flight: one write of data/job_history.json per step, not per host)."""
     del bucket, request
-    _run.write_result(run_dir, key, host, answer, reason)
+    run.write_result(run_dir, key, host, answer, reason)

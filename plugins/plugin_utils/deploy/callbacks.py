@@ -33,8 +33,8 @@ from .. import health
 from ..catalog import catalog as _catalog
 from ..hooks import points
 from ..hooks.run import DEFAULT_TAIL, DEFAULT_TIMEOUT
-from . import gate as _gate, pre_deploy as _pre_deploy, progress as _progress, remote as _remote
-from . import rsync as _rsync, run as _run, run_state as _run_state
+from . import gate as _gate, pre_deploy, progress, remote
+from . import rsync, run as _run, run_state
 from .records import PreDeploy
 
 # rerender(bucket, catalog, job, hosts, versions, update_seq) -> (staging or None, errors): a job rendered again
@@ -56,7 +56,7 @@ class LazyConnections(Mapping):
     def _add(self, conns):
         fresh = {h: c for h, c in conns.items() if h not in self._seen}
         if fresh:
-            self._seen.update(_rsync.with_mux(fresh, self._control_dir()))
+            self._seen.update(rsync.with_mux(fresh, self._control_dir()))
 
     def __getitem__(self, host):
         if host not in self._seen and not self._all:
@@ -83,12 +83,12 @@ class StepCallbacks:
         self._session: Any = None
         catalog = run.catalog or {}
         self.hooked = bool(run.catalog) and points.any_job_has(catalog, points.GATE_EVENTS + ("after_allocation_stopped",))
-        self.writer = _progress.Writer(run.run_dir)
-        self.connections = LazyConnections(ctl.connections, functools.partial(_rsync.control_dir, run.run_dir))
+        self.writer = progress.Writer(run.run_dir)
+        self.connections = LazyConnections(ctl.connections, functools.partial(rsync.control_dir, run.run_dir))
         self.addresses = ctl.addresses()
         self.probe_fn = health.prober(self.connections, trust=health.Trust.for_bucket(run.bucket))
         self.status = health.status_checker(functools.partial(_gate.status_request, run), self._connections,
-                                            ctl.python_of, agent=_remote)
+                                            ctl.python_of, agent=remote)
         job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
         self.probes = _gate.GateRunner(self._probe, self.writer, run.plan, job_ports, self._passed, self._tails)
 
@@ -112,13 +112,13 @@ class StepCallbacks:
         stops = points.hooked_stops(self.run.catalog, ok_ops)
         return points.after_stops(self.session(), stops) if stops else []
 
-    def before(self, plan: dict, state: _run_state.RunState, step: Mapping[str, Any] | None) -> tuple[list[str], list]:
-        if not _pre_deploy.due(plan, state, step):
+    def before(self, plan: dict, state: run_state.RunState, step: Mapping[str, Any] | None) -> tuple[list[str], list]:
+        if not pre_deploy.due(plan, state, step):
             return [], []
-        info = PreDeploy.from_json(plan[_pre_deploy.KEY])
+        info = PreDeploy.from_json(plan[pre_deploy.KEY])
         catalog = self.run.catalog if self.run.catalog is not None else (_catalog.read_catalog(self.run.bucket) or {})
         stagings: dict[str, Any] = {}
-        messages, changes = _pre_deploy.run_due(plan, state, step, functools.partial(self._pre_deploy, info),
+        messages, changes = pre_deploy.run_due(plan, state, step, functools.partial(self._pre_deploy, info),
                                                 functools.partial(self._rerender, catalog, info, stagings))
         return messages, [dataclasses.replace(c, src=stagings[c.job].stage(self.run.bucket, c.job, c.host))
                           for c in changes]
@@ -135,7 +135,7 @@ class StepCallbacks:
                 points.plan_versions(self.run.plan), self._hook_log))
         return self._session
 
-    def _pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
+    def pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
         problems = points.pre_deploy(self.session(), [job]).get(job, [])
         order = points.rollout_orders(self.run.bucket, [job]).get(job)
         if not problems and order != info.rollout_orders.get(job):
@@ -155,14 +155,14 @@ class StepCallbacks:
 
     # --- the gates' probes, screen and tails ---------------------------------------------------------------
 
-    def _probe(self, gate: Mapping[str, Any], watch: _progress.GateWatch) -> list[str]:
+    def _probe(self, gate: Mapping[str, Any], watch: progress.GateWatch) -> list[str]:
         return _gate.run_gate(gate, self.addresses, probe_fn=self.probe_fn, watch=watch, status=self.status)
 
     def _connections(self) -> LazyConnections:
         return self.connections
 
     def _tails(self, job: str, hosts: list[str]) -> dict[str, list[str]]:
-        return health.collect_tails(self.connections, _remote.worker_root(self.run.plan.get("bucket_id")), job, hosts)
+        return health.collect_tails(self.connections, remote.worker_root(self.run.plan.get("bucket_id")), job, hosts)
 
     def _passed(self, gate: Mapping[str, Any]) -> None:
         if not self.ctl.watched:  # the callback shows the pass from the progress record

@@ -16,8 +16,8 @@ import time
 from collections.abc import Mapping
 
 from .. import health
-from .. import jobspec as _jobspec
-from . import progress as _progress, remote as _remote, run as _run
+from .. import jobspec
+from . import progress, remote, run as _run
 
 
 # --- the gate ------------------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ class GateRunner:
 
     def __call__(self, gate):
         start = self.clock()
-        watch = _progress.GateWatch(self.writer, gate, _progress.batch_label(self.plan, gate))
+        watch = progress.GateWatch(self.writer, gate, progress.batch_label(self.plan, gate))
         problems = self.probe(gate, watch)
         if not problems:
             if self.on_pass is not None:
@@ -138,14 +138,14 @@ def status_request(run, job, host):
     if not ops:
         return None
     try:
-        op = _jobspec.runtime_op(ops[0], os.environ.get)
-    except (_jobspec.EnvError, AttributeError, KeyError, TypeError, ValueError):
+        op = jobspec.runtime_op(ops[0], os.environ.get)
+    except (jobspec.EnvError, AttributeError, KeyError, TypeError, ValueError):
         return None  # the deploy's own agent call failed this op the same way: nothing to ask
     status = {"id": job, "kind": "status", "job": job, "host": host, "target": "status", "env": op.get("env") or {}}
     for key in ("cwd", "user", "group", "network", "mounts", "enable_writable_file_system"):
         if op.get(key) is not None:
             status[key] = op[key]
-    return _remote.step_request(run.plan.get("bucket_id"), [status], timeout=health.STATUS_TIMEOUT, tail=10)
+    return remote.step_request(run.plan.get("bucket_id"), [status], timeout=health.STATUS_TIMEOUT, tail=10)
 
 
 # --- where the probes dial ------------------------------------------------------------------------------

@@ -27,18 +27,18 @@ import json
 import os
 import tempfile
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 from ..errors import MaandError
-from ..worker import agent as _agent
+from ..worker import agent
 
 DIGEST_FORMAT = 1
 SHORT = 16          # hex digits printed
 MIN_PIN = 12        # shortest prefix -e maand_plan accepts
 MAX_FILES = 10      # changed files shown per allocation
 MAX_LINES = 120     # diff lines shown per file
-MAX_BYTES = _agent.MAX_FILE_BYTES  # the same limit on both sides of a diff
+MAX_BYTES = agent.MAX_FILE_BYTES  # the same limit on both sides of a diff
 MAX_TOTAL = 4 * 1024 * 1024  # new content a --diff carries per run (distinct texts, all workers together)
-ENV_PREFIX = _agent.ENV_PREFIX
+ENV_PREFIX = agent.ENV_PREFIX
 
 
 # --- plan hash -------------------------------------------------------------------------------------
@@ -154,8 +154,8 @@ def keep_summary(bucket_id, digest, summary):
     (UnsafeFolder, naming it and the fix), a file system that refuses the write only loses a message."""
     folder = pins_dir(bucket_id)
     try:
-        _storage.own_private_dir(os.path.dirname(folder))
-        _storage.own_private_dir(folder)
+        storage.own_private_dir(os.path.dirname(folder))
+        storage.own_private_dir(folder)
         with open(os.path.join(folder, digest + ".json"), "w", encoding="utf-8") as handle:
             json.dump(summary, handle, sort_keys=True)
     except OSError:
@@ -168,7 +168,7 @@ def pinned_summary(bucket_id, given):
     folder = pins_dir(bucket_id)
     try:
         for path in (os.path.dirname(folder), folder):
-            if _storage.folder_problem(os.lstat(path)):
+            if storage.folder_problem(os.lstat(path)):
                 return None
         names = [n for n in os.listdir(folder) if n.startswith(given) and n.endswith(".json")]
         if len(names) != 1:
@@ -188,7 +188,7 @@ def check_pin(given, plan, check_mode):
     if check_mode:
         try:
             keep_summary(plan.bucket_id, digest, plan_summary(plan.to_json()))
-        except _storage.UnsafeFolder as exc:
+        except storage.UnsafeFolder as exc:
             raise PinRefused("the plan's summary (for a later -e maand_plan) cannot be kept: %s" % exc) from None
     if not given:
         return plan
@@ -294,7 +294,7 @@ def text_of(data, limit=MAX_BYTES):
         return {"missing": True}
     if len(data) > limit:
         return {"too_large": len(data)}
-    return _agent.text_or_binary(data)
+    return agent.text_or_binary(data)
 
 
 def checked_before(before, promoted_digest):

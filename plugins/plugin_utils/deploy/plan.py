@@ -37,9 +37,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from .. import jobspec as _jobspec
-from . import reconcile as _reconcile
-from . import schedule as _schedule
+from .. import jobspec
+from . import reconcile
+from . import schedule
 from .records import ABSENT, ACTIONS, PRE_DEPLOY, STATE_FORMAT, ZERO_VERSION, Failure, Op, Plan, PlanError, PlanRow
 from .records import Prune, Step
 from .reconcile import lifecycle_action
@@ -76,9 +76,9 @@ def build(catalog, content, states, hosts, options=None):
         "promote", "adopt_bucket_id", "adopted": {(job, host): maand's version}, "rollout_orders": {job: str}}.
     """
     options = options or {}
-    decided = _reconcile.reconcile(catalog, content, states, hosts, options)
+    decided = reconcile.reconcile(catalog, content, states, hosts, options)
     jobs = {j["name"]: j for j in catalog.get("jobs", [])}
-    return assemble(decided, _schedule.schedule(decided, jobs, options.get("rollout_orders")))
+    return assemble(decided, schedule.schedule(decided, jobs, options.get("rollout_orders")))
 
 
 def compute_plan(catalog, content, states, hosts, options=None):
@@ -167,26 +167,26 @@ def with_job_specs(plan, specs, workers, history, override=0):
     for step in plan.steps:
         ops = dict(step.ops)
         for host, host_ops in sorted(step.ops.items()):
-            slots = _jobspec.slots_for(workers.get(host), override)
+            slots = jobspec.slots_for(workers.get(host), override)
             if step.wave is not None:
                 host_ops, line = _worker_order(host_ops, specs, history, slots)
                 if line:
                     lines.append("  step %d on %s: %s" % (step.index, host, line))
             ops[host] = [op.but(slots=slots, **_run_fields(specs, op.job)) for op in host_ops]
         steps.append(dataclasses.replace(step, ops=ops))
-    return plan.replace(steps=steps, lines=plan.lines + ([_jobspec.WORKER_ORDER] + lines if lines else []))
+    return plan.replace(steps=steps, lines=plan.lines + ([jobspec.WORKER_ORDER] + lines if lines else []))
 
 
 def _worker_order(ops, specs, history, slots):
     """jobspec.worker_order over records.Op: (the ops reordered, the text of their "worker order" line or None)."""
     by_id = {op.id: op for op in ops}
-    order, line = _jobspec.worker_order([{"id": op.id, "job": op.job, "host": op.host, "target": op.target}
+    order, line = jobspec.worker_order([{"id": op.id, "job": op.job, "host": op.host, "target": op.target}
                                          for op in ops], specs, history, slots)
     return [by_id[i] for i in order], line
 
 
 def _run_fields(specs, job):
-    fields = _jobspec.op_spec(specs.get(job) or {})
+    fields = jobspec.op_spec(specs.get(job) or {})
     return {"spec": fields} if fields else {}
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import content as _content
-from . import run_state as _run_state
+from . import run_state
 from .records import PRE_DEPLOY, PreDeploy, Rerender
 
 KEY = PRE_DEPLOY
@@ -69,7 +69,7 @@ def _info(plan: Mapping[str, Any]) -> PreDeploy:
     return PreDeploy.from_json(plan.get(KEY))
 
 
-def due(plan: Mapping[str, Any], state: _run_state.RunState, step: Mapping[str, Any] | None) -> list[int]:
+def due(plan: Mapping[str, Any], state: run_state.RunState, step: Mapping[str, Any] | None) -> list[int]:
     """The waves whose pre_deploy hooks run before step, ascending: those up to the step's wave not run yet
     (step None: the final pass, every wave left; the reconcile step: none)."""
     info = _info(plan)
@@ -85,7 +85,7 @@ def wave_jobs(plan: Mapping[str, Any], wave: int) -> list[str]:
     return [j for j in info.jobs if info.waves.get(j) == wave]
 
 
-def run_due(plan: Mapping[str, Any], state: _run_state.RunState, step: Mapping[str, Any] | None,
+def run_due(plan: Mapping[str, Any], state: run_state.RunState, step: Mapping[str, Any] | None,
             run_hooks: Callable[[str], list[str]],
             render: Callable[[str], tuple[dict, list[str]]]) -> tuple[list[str], list[Rerender]]:
     """Run the waves due before step in maand's order: per wave, per job (hook order), run_hooks(job) ->
@@ -109,7 +109,7 @@ def run_due(plan: Mapping[str, Any], state: _run_state.RunState, step: Mapping[s
                     changes += changed
             if problems:
                 msg = failure(job, wave, problems)
-                _run_state.fail_before_wave(state, job, wave, msg)
+                run_state.fail_before_wave(state, job, wave, msg)
                 messages.append(msg)
         state.pre_deploy_waves.append(wave)
     return messages, changes

@@ -27,12 +27,12 @@ import os
 import socket
 from typing import Any, Iterable, Mapping
 
-from ..bucket import storage as _storage
-from . import run as _run, view as _view
+from ..bucket import storage
+from . import run as _run, view
 from ..errors import MaandError
 
 FORMAT = 1
-KEEP = _storage.RECORDS_KEPT
+KEEP = storage.RECORDS_KEPT
 
 # the rollout state a verdict result leaves an allocation in (maand's cat deployments words where they exist)
 PROMOTED = ("unchanged", "started", "restarted", "reloaded", "synced")
@@ -234,7 +234,7 @@ def build(run_id: str, plan: Mapping[str, Any], verdict: list | None, problems: 
         counts[a.result] = counts.get(a.result, 0) + 1
     began = started_at(run_dir, now)
     finished = stamp(now)
-    summary = _view.count_words(counts)
+    summary = view.count_words(counts)
     return DeployRecord(
         run_id=run_id, bucket_id=str(plan.get("bucket_id") or ""), outcome="failed" if problems else "ok",
         started=stamp(began), finished=finished, seconds=round(max(0.0, now - began), 3), user=who(),
@@ -249,13 +249,13 @@ def build(run_id: str, plan: Mapping[str, Any], verdict: list | None, problems: 
 
 def write(bucket: str, record: DeployRecord, keep: int = KEEP) -> None:
     """Store the record (the state store keeps the newest `keep`). StateStoreError, OSError."""
-    _storage.store(bucket).write_record(record.run_id, json.dumps(record.to_dict(), sort_keys=True), keep)
+    storage.store(bucket).write_record(record.run_id, json.dumps(record.to_dict(), sort_keys=True), keep)
 
 
 def read_all(bucket: str, limit: int | None = None) -> tuple[list, list]:
     """([DeployRecord] oldest first, [a sentence per record that cannot be read])."""
     records, bad = [], []
-    for run_id, text in _storage.store(bucket).records(limit):
+    for run_id, text in storage.store(bucket).records(limit):
         try:
             records.append(DeployRecord.from_dict(json.loads(text)))
         except (ValueError, RecordError) as exc:
@@ -265,7 +265,7 @@ def read_all(bucket: str, limit: int | None = None) -> tuple[list, list]:
 
 def latest(bucket: str) -> DeployRecord | None:
     """The newest readable record, or None."""
-    for dummy, text in reversed(_storage.store(bucket).records(3)):
+    for dummy, text in reversed(storage.store(bucket).records(3)):
         try:
             return DeployRecord.from_dict(json.loads(text))
         except (ValueError, RecordError):

@@ -36,12 +36,12 @@ import posixpath
 import shlex
 from typing import Protocol
 
-from ..worker import layout as _layout
+from ..worker import layout
 from ..worker import agent as _agent
-from ..worker import sandbox as _sandbox
+from ..worker import sandbox
 
-WORKER_ROOT = _layout.WORKER_ROOT
-AGENT_DIR = _layout.AGENT_DIR
+WORKER_ROOT = layout.WORKER_ROOT
+AGENT_DIR = layout.AGENT_DIR
 KEEP = _agent.KEEP
 MISSING_AGENT_RC = 86
 
@@ -71,7 +71,7 @@ def agent_source():
 
 def sandbox_source():
     """The sandbox's source (bytes), installed beside the agent (install_prefix)."""
-    return _source(_sandbox)
+    return _source(sandbox)
 
 
 def agent_sha256():
@@ -106,7 +106,7 @@ def sandbox_path(agent=None):
 
 
 def worker_root(bucket_id):
-    return _layout.bucket_root(bucket_id)
+    return layout.bucket_root(bucket_id)
 
 
 def interpreter(task_vars, host=None, configured=None):

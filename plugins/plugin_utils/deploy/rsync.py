@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 
 WORKER_OWNED = ("data", "logs", "bin")
 # what --archive would carry from the controller but must not reach a tree root runs make in
@@ -45,7 +45,7 @@ def mux_options(folder):
     """ssh options for multiplexing with a ControlPath in folder, made 0700 or refused when it is not
     this user's own 0700 folder (bucket/storage.own_private_dir: UnsafeFolder): whoever controls that
     folder controls where ssh finds the master connection."""
-    _storage.own_private_dir(folder)
+    storage.own_private_dir(folder)
     return list(OWN_MUX) + ["-o", "ControlPath=%s/%%C" % folder]
 
 
@@ -72,7 +72,7 @@ def close_control_dir(folder, run=subprocess.run, sleep=time.sleep, polls=40):
     is not touched; one still holding an entry after polls * 0.05 s (a master that would not stop, or was
     made meanwhile) is left. Returns whether the folder is gone."""
     try:
-        if _storage.folder_problem(os.lstat(folder)):
+        if storage.folder_problem(os.lstat(folder)):
             return False
         names = sorted(os.listdir(folder))
     except FileNotFoundError:

@@ -6,7 +6,7 @@
     <bucket>/data/.deploy-run/<run_id>/
         plan.json                   the plan of this run (write_plan: when the run starts, and again when
                                     pre_deploy hooks changed files, before_step)
-        state.json                  the RunState (_run_state), rewritten atomically after every fold
+        state.json                  the RunState (run_state), rewritten atomically after every fold
         requests/<step>/<host>.json what the agent of <host> does in <step>
         results/<step>/<host>.json  {"answer": agent answer or null, "reason": why there is none}
 
@@ -32,14 +32,14 @@ import shutil
 import time
 from typing import Any, Mapping, Protocol
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 from ..catalog import catalog as _catalog
-from .. import jobspec as _jobspec
-from . import plan as _plan, run_state as _run_state
+from .. import jobspec
+from . import plan as _plan, run_state
 from ..errors import MaandError
 
 RUN_DIR = ".deploy-run"
-FINAL = _run_state.FINAL
+FINAL = run_state.FINAL
 WIDE_FACTOR = 8
 NARROW_MAX = 2  # a step in which at most this many hosts act loops over them (no skipped hosts)
 # Test-only fault injection (tests/integration/test_deploy_faults.py): a comma list of points
@@ -64,12 +64,12 @@ def inject_fault(point, environ=None):
 
 
 def runs_root(bucket):
-    return os.path.join(bucket, _storage.DATA_DIR, RUN_DIR)
+    return os.path.join(bucket, storage.DATA_DIR, RUN_DIR)
 
 
 def _write_json(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _storage.atomic_write(path, json.dumps(data, sort_keys=True))
+    storage.atomic_write(path, json.dumps(data, sort_keys=True))
 
 
 def _read_json(path, strict=True):
@@ -168,11 +168,11 @@ def new_run(bucket, plan, run_id=None):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
     run_id = run_id or new_run_id()
     run_dir = os.path.join(root, run_id)
-    _storage.ensure_data_dir(bucket)
-    _storage.private_dir(root)
+    storage.ensure_data_dir(bucket)
+    storage.private_dir(root)
     os.makedirs(run_dir, mode=0o700)
     write_plan(run_dir, plan)
-    state = _run_state.new_state(run_id, plan)
+    state = run_state.new_state(run_id, plan)
     save_state(run_dir, state)
     publish(run_dir, plan, state)
     return run_dir
@@ -186,7 +186,7 @@ def bucket_of(run_dir):
 def publish(run_dir, plan, state):
     """Copy the run's plan and state to a shared state store as its run record (the bucket folder's
     own record is the run folder itself)."""
-    store = _storage.store(bucket_of(run_dir))
+    store = storage.store(bucket_of(run_dir))
     if store.kind != "file":
         store.write_run(os.path.basename(run_dir), json.dumps(plan, sort_keys=True),
                         json.dumps(state.to_dict(), sort_keys=True))
@@ -213,8 +213,8 @@ def load_state(run_dir):
     if data is None:
         raise RunError("%s/state.json is missing: the run folder was removed while the deploy ran; deploy again" % run_dir)
     try:
-        return _run_state.RunState.from_dict(data)
-    except _run_state.StateError as exc:
+        return run_state.RunState.from_dict(data)
+    except run_state.StateError as exc:
         raise RunError("%s/state.json: %s; deploy again" % (run_dir, exc)) from exc
 
 
@@ -291,7 +291,7 @@ class RunContext:
     run_dir: str
     bucket: str
     plan: dict
-    state: _run_state.RunState
+    state: run_state.RunState
     catalog: dict | None = None
 
     @classmethod
@@ -318,7 +318,7 @@ class Callbacks(Protocol):
         """After the agents' results, before the gates: [(job, message)] that fail their job as a failed op does
         (the reconcile step's after_allocation_stopped hooks)."""
 
-    def before(self, plan: dict, state: _run_state.RunState,
+    def before(self, plan: dict, state: run_state.RunState,
                step: Mapping[str, Any] | None) -> tuple[list[str], list]:
         """Before the requests of step (None: the final pass and finish): (failure messages, what changed: a
         [records.Rerender], for deploy/plan.rerendered); the pre_deploy hooks of the waves due (deploy/pre_deploy)."""
@@ -335,17 +335,17 @@ def fold_in_flight(run, state, callbacks):
     key = state.in_flight
     step = find_step(run.plan, key)
     before = _messages(state)
-    requests = _run_state.requests_for_step(state, step)
+    requests = run_state.requests_for_step(state, step)
     answers, reasons = read_results(run.run_dir, key, sorted(requests))
     try:
-        _jobspec.record_history(run.bucket, _run_state.measured(requests, answers))
+        jobspec.record_history(run.bucket, run_state.measured(requests, answers))
     except OSError:
         pass  # estimates only: a read-only data/ must not fail the deploy
-    state, ok_ops = _run_state.fold_results(state, step, answers, reasons)
+    state, ok_ops = run_state.fold_results(state, step, answers, reasons)
     for job, msg in callbacks.after_results(step, ok_ops):
-        _run_state.record_failure(state, step, job, msg)
-    outcomes = {g["job"]: callbacks.gate(g) for g in _run_state.gates_to_run(state, step)}
-    state = _run_state.fold_gates(state, step, ok_ops, outcomes)
+        run_state.record_failure(state, step, job, msg)
+    outcomes = {g["job"]: callbacks.gate(g) for g in run_state.gates_to_run(state, step)}
+    state = run_state.fold_gates(state, step, ok_ops, outcomes)
     state.in_flight = None
     return state, [m for m in _messages(state) if m not in before]
 
@@ -393,7 +393,7 @@ def advance(run, key, callbacks):
         messages, plan = _before(run, state, step, callbacks)
         failures, step = failures + messages, find_step(plan, key)  # the step as the hooks left the plan
         kept = dataclasses.replace(state, in_flight=None)  # saved: the fold and what ran before the step
-        requests = _run_state.requests_for_step(state, step)
+        requests = run_state.requests_for_step(state, step)
         for host, request in requests.items():
             _write_json(request_path(run.run_dir, key, host),
                         dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
@@ -429,4 +429,4 @@ def finish(run, callbacks):
         raise
     inject_fault("finish")
     publish(run.run_dir, plan, state)
-    return plan, state, _run_state.final_report(state, plan)
+    return plan, state, run_state.final_report(state, plan)

@@ -13,13 +13,13 @@ deploy/schedule.py schedules with it. deploy/plan.py re-exports the helpers othe
 from __future__ import annotations
 
 from ..bucket import did_you_mean
-from ..kv import functions as _functions
-from ..worker import agent as _agent
-from ..worker import layout as _layout
+from ..kv import functions
+from ..worker import agent
+from ..worker import layout
 from .records import STATE_FORMAT, PlanError
 
 POLICIES = ("always", "reload", "never")
-ENV_PREFIX = _agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (jobspec/deploy.py)
+ENV_PREFIX = agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (jobspec/deploy.py)
 HOOK_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
 HOOK_ONLY_GATE = {"checks": [], "timeout_seconds": 0, "attempts": 1, "interval_seconds": 0}
 
@@ -135,7 +135,7 @@ def foreign_buckets(bucket_id, states, hosts, adopt=None):
                 "worker %s already holds bucket %s (%s), but data/catalog.json has bucket_id %s: the catalog was lost "
                 "or rebuilt. Restore the data/catalog.json that has bucket_id %s, or adopt that id with "
                 "-e maand_adopt_bucket_id=%s (the catalog then takes it and the deploy continues that tree)"
-                % (host, other_id, other.get("path") or _layout.bucket_root(other_id), bucket_id, other_id, other_id))
+                % (host, other_id, other.get("path") or layout.bucket_root(other_id), bucket_id, other_id, other_id))
     return errors
 
 
@@ -153,7 +153,7 @@ def current_versions(states):
 def worker_id(worker, host):
     """The worker_id a deploy writes into the worker's worker.json: the catalog's (maand's, kept by a
     takeover), else maand's stable UUID of the host."""
-    return str((worker or {}).get("worker_id") or _functions.stable_uuid(host))
+    return str((worker or {}).get("worker_id") or functions.stable_uuid(host))
 
 
 def seen_update_seq(states, catalog=None):
@@ -225,7 +225,7 @@ class Scope:
             raise PlanError("the catalog has no bucket_id: run the maand.core.build playbook first")
         self.catalog, self.content, self.states = catalog, content, states
         self.bucket_id = catalog["bucket_id"]
-        self.root = _layout.bucket_root(self.bucket_id)  # the bucket's folder on every worker
+        self.root = layout.bucket_root(self.bucket_id)  # the bucket's folder on every worker
         self.jobs = {j["name"]: j for j in catalog.get("jobs", [])}
         self.workers = {w["host"]: w for w in catalog.get("workers", [])}
         self.allocs = {(a.get("job"), a.get("worker")): a for a in catalog.get("allocations", [])}

@@ -29,22 +29,22 @@ import shutil
 import time
 from typing import Any, Callable, Mapping
 
-from .. import jobspec as _jobspec
-from ..bucket import locks as _locks
-from ..catalog import catalog as _catalog, fingerprint as _fingerprint, maand_db as _maand_db, prune as _prune
-from .. import hooks as _hooks
-from ..hooks import commands as _commands, points as _points
-from . import adopt as _adopt, certs as _certs
-from . import pin as _pin, plan as _plan, pre_deploy as _pre_deploy
+from .. import jobspec
+from ..bucket import locks
+from ..catalog import catalog as _catalog, fingerprint, maand_db, prune
+from .. import hooks
+from ..hooks import commands, points
+from . import adopt, certs
+from . import pin, plan as _plan, pre_deploy
 from . import callbacks as _callbacks, progress as _progress, record as _record
-from . import rsync as _rsync, run as _run, stage as _stage
-from . import view as _view
+from . import rsync, run, stage
+from . import view
 from ..errors import MaandError
 
 # Providers of generated files added to allocation trees (e.g. certificates): each is called once per
 # plan as provider(bucket_dir, catalog) and returns a function (job, host) -> [deploy/stage.Overlay];
 # their files are hashed with the allocation, shipped, and named in the plan ("certs changed: ...").
-OVERLAY_PROVIDERS = (_certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
+OVERLAY_PROVIDERS = (certs.overlay_provider,)  # certs/<name>.crt, .key (0600), ca.crt
 WIDE_FACTOR_ENV = "MAAND_DEPLOY_WIDE_FACTOR"  # a test-only knob, so that a 3-host fleet exercises narrow steps
 
 
@@ -68,8 +68,8 @@ class Controller:
     show: Callable[..., None] = _quiet
     warn: Callable[[str], None] = _quiet
     watched: bool = False
-    hook_timeout: int = _hooks.DEFAULT_TIMEOUT
-    output_tail: int = _hooks.DEFAULT_TAIL
+    hook_timeout: int = hooks.DEFAULT_TIMEOUT
+    output_tail: int = hooks.DEFAULT_TAIL
     python_of: Callable[[str], str] = lambda host: "python3"  # the worker's python (gates' `make status`)
 
 
@@ -118,7 +118,7 @@ class Prepared:
             return out
         out = {"changed": self.changed, "plan": self.plan, "bucket": self.bucket, "msg": self.msg,
                "run_dir": self.run_dir, "segments": self.segments,
-               "segment_groups": _run.segment_groups(self.segments), "summary": self.summary,
+               "segment_groups": run.segment_groups(self.segments), "summary": self.summary,
                "plan_hash": self.plan_hash, "content_diff": self.content_diff}
         if self.diff is not None:
             out["diff"] = self.diff
@@ -167,20 +167,20 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0) -> Locking
     bucket_id/changed when adopting."""
     if not os.path.isdir(bucket):
         return _no_bucket(bucket, pid)
-    out = Locking(pid, _locks.lock_path(bucket))
+    out = Locking(pid, locks.lock_path(bucket))
     try:
-        out.taken, out.msg = _locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
+        out.taken, out.msg = locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
         if out.msg.startswith("took over"):  # a deploy that was killed or crashed: say so
             out.warnings = ["%s: the previous deploy did not finish; this run redoes what it left undone" % out.msg]
         if adopt_bucket_id:
-            out.bucket_id, out.changed = _adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
+            out.bucket_id, out.changed = adopt.adopt(bucket, adopt_bucket_id, write=not check_mode)
             if out.changed:
                 out.msg += "; data/catalog.json adopts bucket_id %s" % out.bucket_id
-    except _locks.DeployLocked as exc:
+    except locks.DeployLocked as exc:
         out.failed, out.msg = True, "deploy refused: %s" % exc
-    except (_adopt.AdoptError, _catalog.CatalogError) as exc:
+    except (adopt.AdoptError, _catalog.CatalogError) as exc:
         if not check_mode:
-            _locks.release(bucket, pid)
+            locks.release(bucket, pid)
         out.failed, out.msg = True, "deploy refused: %s" % exc
     except OSError as exc:
         out.failed, out.msg = True, "cannot use the deploy lock in %s/data: %s" % (bucket, exc)
@@ -191,12 +191,12 @@ def unlock(bucket, pid, check_mode=False) -> Locking:
     """Release the deploy lock of the run pid (check mode: untouched)."""
     if not os.path.isdir(bucket):
         return _no_bucket(bucket, pid)
-    out = Locking(pid, _locks.lock_path(bucket))
+    out = Locking(pid, locks.lock_path(bucket))
     if check_mode:
         out.msg = "check mode: lock untouched"
         return out
     try:
-        out.released = _locks.release(bucket, pid)
+        out.released = locks.release(bucket, pid)
     except OSError as exc:
         out.failed, out.msg = True, "cannot use the deploy lock in %s/data: %s" % (bucket, exc)
         return out
@@ -210,13 +210,13 @@ def _with_environments(catalog, content, bucket, check_mode=False):
     """Expand every job spec's environment against the controller's environment and fold its
     digests into the job's content (a changed value restarts the job); errors name job and variable."""
     errors = []
-    digest_key = _stage.env_key_loader(bucket, check_mode)
-    for name, spec in sorted(_jobspec.specs_of(catalog).items()):
+    digest_key = stage.env_key_loader(bucket, check_mode)
+    for name, spec in sorted(jobspec.specs_of(catalog).items()):
         if name not in content:
             continue
         try:
-            env = _jobspec.expand(name, spec, os.environ.get)
-        except _jobspec.EnvError as exc:
+            env = jobspec.expand(name, spec, os.environ.get)
+        except jobspec.EnvError as exc:
             errors.append(str(exc))
             continue
         try:
@@ -230,9 +230,9 @@ def _with_env(entry, bucket_id, name, env, digest_key):
     """with_env on a job's content and on each of its rendered allocations (their origins kept)."""
     if entry.get("error"):
         return entry
-    out = dict(entry, **_jobspec.with_env(entry, bucket_id, name, env, digest_key))
+    out = dict(entry, **jobspec.with_env(entry, bucket_id, name, env, digest_key))
     if entry.get("allocations"):
-        out["allocations"] = {host: a if a.get("error") else dict(a, **_jobspec.with_env(a, bucket_id, name, env,
+        out["allocations"] = {host: a if a.get("error") else dict(a, **jobspec.with_env(a, bucket_id, name, env,
                                                                                          digest_key))
                               for host, a in entry["allocations"].items()}
     return out
@@ -256,7 +256,7 @@ def _read_catalog(bucket):
         raise _Refused("%s/data/catalog.json does not exist: run `ansible-playbook -i %s/maand.yml "
                        "maand.core.build` first" % (bucket, bucket))
     try:  # the inventory refuses a stale catalog too, but preview: true or a cached inventory gets past it
-        changed = _fingerprint.stale(bucket, catalog)
+        changed = fingerprint.stale(bucket, catalog)
     except OSError as exc:
         raise _Refused("%s: cannot read the workspace to compare it with the catalog: %s" % (bucket, exc)) from None
     if changed:
@@ -270,7 +270,7 @@ def _hooked(catalog, in_scope):
     """The jobs in scope with pre_deploy hooks, in the order maand runs them (deployment_seq, name): they run at
     their wave (deploy/pre_deploy), so the plan renders them first with the KV as it is."""
     scope = set(in_scope)
-    return [j for j in _commands.jobs_with(catalog, "pre_deploy") if j in scope]
+    return [j for j in commands.jobs_with(catalog, "pre_deploy") if j in scope]
 
 
 def _refuse_on(errors):
@@ -281,9 +281,9 @@ def _refuse_on(errors):
 def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False, pending=()):
     """Every job tree read once, every active allocation's templates rendered and hashed in memory (job specs'
     layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
-    whose pre_deploy runs later (a missing KV key reads as ""). Raises _jobspec.LayerError, OSError."""
-    with _jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
-        return _stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
+    whose pre_deploy runs later (a missing KV key reads as ""). Raises jobspec.LayerError, OSError."""
+    with jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
+        return stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
                               [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
 
 
@@ -291,7 +291,7 @@ def _stage_jobs(req, catalog, in_scope, hooked):
     try:
         return render(req.bucket, catalog, in_scope, req.hosts, _plan.current_versions(req.states),
                       _plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
-    except (_jobspec.LayerError, OSError) as exc:
+    except (jobspec.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
 
 
@@ -303,23 +303,23 @@ def _with_pre_deploy(req, catalog, plan, hooked, staging):
         return plan
     jobs = {j["name"]: j for j in catalog.get("jobs", [])}
     globs = {j: jobs[j].get("restart_globs") or [] for j in hooked if jobs[j].get("restart_policy") == "reload"}
-    record = _pre_deploy.entry(
+    record = pre_deploy.entry(
         hooked, plan.job_waves, staging.content, _plan.current_versions(req.states),
         _plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs,
-        _points.rollout_orders(req.bucket, hooked))
-    return _pre_deploy.attach(plan, record, req.check_mode, staging.missing)
+        points.rollout_orders(req.bucket, hooked))
+    return pre_deploy.attach(plan, record, req.check_mode, staging.missing)
 
 
 def _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl):
     """The deploy plan (a records.Plan: deploy/plan.build, reconcile then schedule); a refusal when it has errors."""
-    adopted, adopt_warning = _maand_db.adopted_versions(req.bucket, catalog["bucket_id"])  # takeover from maand
+    adopted, adopt_warning = maand_db.adopted_versions(req.bucket, catalog["bucket_id"])  # takeover from maand
     if adopt_warning:
         ctl.warn(adopt_warning)
     try:
         plan = _plan.build(catalog, staging.content, req.states, req.hosts,
                            {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
                             "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
-                            "rollout_orders": _points.rollout_orders(req.bucket, in_scope),
+                            "rollout_orders": points.rollout_orders(req.bucket, in_scope),
                             "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
     except _plan.PlanError as exc:
         raise _Refused(str(exc)) from None
@@ -333,14 +333,14 @@ def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
     picture, checked against -e maand_plan, with the pre_deploy record, with the job specs' worker order, slots
     and run fields."""
     plan = _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl)
-    plan = _pin.stamp(plan, catalog)  # before the pre_deploy record and estimates join the plan
+    plan = pin.stamp(plan, catalog)  # before the pre_deploy record and estimates join the plan
     try:
-        plan = _pin.check_pin(req.plan_hash, plan, req.check_mode)
-    except _pin.PinRefused as exc:
+        plan = pin.check_pin(req.plan_hash, plan, req.check_mode)
+    except pin.PinRefused as exc:
         raise _Refused(str(exc), plan.to_json()) from None
     plan = _with_pre_deploy(req, catalog, plan, hooked, staging)
     workers = {w["host"]: w for w in catalog.get("workers", [])}
-    return _plan.with_job_specs(plan, _jobspec.specs_of(catalog), workers, _jobspec.load_history(req.bucket),
+    return _plan.with_job_specs(plan, jobspec.specs_of(catalog), workers, jobspec.load_history(req.bucket),
                                 req.slots)
 
 
@@ -350,13 +350,13 @@ def _new_run(req, plan, staging):
         staging.stage_plan(req.bucket, plan)
     except OSError as exc:
         raise _Refused("cannot stage the job trees under %s: %s; nothing was changed"
-                       % (_stage.stage_root(req.bucket), exc)) from None
+                       % (stage.stage_root(req.bucket), exc)) from None
     try:
-        run_dir = _run.new_run(req.bucket, plan)
-    except (OSError, _run.RunError) as exc:
+        run_dir = run.new_run(req.bucket, plan)
+    except (OSError, run.RunError) as exc:
         raise _Refused("cannot create the deploy run folder under %s/data: %s" % (req.bucket, exc)) from None
-    factor = int(os.environ.get(WIDE_FACTOR_ENV) or _run.WIDE_FACTOR)
-    return run_dir, _run.segments(plan, len(req.hosts), factor)
+    factor = int(os.environ.get(WIDE_FACTOR_ENV) or run.WIDE_FACTOR)
+    return run_dir, run.segments(plan, len(req.hosts), factor)
 
 
 def _prepare(req, ctl):
@@ -370,8 +370,8 @@ def _prepare(req, ctl):
                 if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
     # job specs' environments (against the controller's), users, groups and root needs checked before
     # pre_deploy hooks run on any worker
-    _refuse_on(_jobspec.check_env(catalog, in_scope, os.environ.get)
-               + _jobspec.check_ids(catalog, req.states, in_scope))
+    _refuse_on(jobspec.check_env(catalog, in_scope, os.environ.get)
+               + jobspec.check_ids(catalog, req.states, in_scope))
     hooked = _hooked(catalog, in_scope)
     staging = _stage_jobs(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content, req.bucket, req.check_mode))
@@ -379,10 +379,10 @@ def _prepare(req, ctl):
     plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
     work = plan["has_work"] or bool(plan["prune"])
     run_dir, segments = _new_run(req, plan, staging) if not req.check_mode else ("", [])
-    summary = _view.plan_summary(plan)
+    summary = view.plan_summary(plan)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=typed.plan_hash,
-                   content_diff=_view.content_diff(plan, staging, req.states, _plan.failed_attempt) if req.diff
+                   content_diff=view.content_diff(plan, staging, req.states, _plan.failed_attempt) if req.diff
                    else {"hosts": []})
     if req.diff:
         out.diff = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
@@ -402,7 +402,7 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
     except _Refused as exc:
         if not req.check_mode:
             try:
-                _locks.release(req.bucket, req.run_pid)
+                locks.release(req.bucket, req.run_pid)
             except OSError:  # the refusal is the message; a lock left behind names a dead run: the next takes it
                 pass
         if exc.plan is not None:
@@ -418,7 +418,7 @@ def callbacks(run_dir, ctl):
     """The callbacks of one step task (deploy/callbacks.StepCallbacks: its gates with the bucket's job commands,
     the pre_deploy hooks due before a step, all in one hook session) over the run's RunContext: its plan, state
     and catalog read once, for the callbacks and for run.advance/finish (cbs.run)."""
-    with _callbacks.StepCallbacks.opened(_run.RunContext.read(run_dir), ctl, rerender) as cbs:
+    with _callbacks.StepCallbacks.opened(run.RunContext.read(run_dir), ctl, rerender) as cbs:
         yield cbs
 
 
@@ -427,7 +427,7 @@ def rerender(bucket, catalog, job, hosts, versions, update_seq):
     (its staging, errors), the staging None when it cannot be rendered."""
     try:
         staging = render(bucket, catalog, [job], hosts, versions, update_seq)
-    except (_jobspec.LayerError, OSError) as exc:
+    except (jobspec.LayerError, OSError) as exc:
         return None, [str(exc)]
     return staging, list(staging.errors) + _with_environments(catalog, staging.content, bucket)
 
@@ -453,10 +453,10 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     A broken run folder is an error of the step; any other exception propagates (and fails the run)."""
     ctl = ctl or Controller()
     try:
-        key = _run.step_key(step_value)
+        key = run.step_key(step_value)
         with callbacks(run_dir, ctl) as cbs:
-            hosts, failures = _run.advance(cbs.run, key, cbs)
-    except (_run.RunError, ValueError, OSError) as exc:
+            hosts, failures = run.advance(cbs.run, key, cbs)
+    except (run.RunError, ValueError, OSError) as exc:
         return Stepped(error="deploy step %s: %s" % (step_value, exc))
     if not ctl.watched:  # the callback prints new_failures from the result
         for msg in failures:
@@ -495,8 +495,8 @@ class Finished:
         out.update(problems=self.problems, summary=self.summary)
         if self.rows is not None and not self.check_mode:
             out["verdict"] = [v.to_dict() for v in self.rows]
-            out["verdict_line"] = _view.done_line(self.rows, len(self.problems))
-            out["workers"] = _view.worker_results(self.rows)
+            out["verdict_line"] = view.done_line(self.rows, len(self.problems))
+            out["workers"] = view.worker_results(self.rows)
         if self.problems:
             out.update(failed=True, msg="deploy finished with %d problem(s) (%s):\n  %s" % (
                 len(self.problems), self.summary, "\n  ".join(self.problems)))
@@ -508,14 +508,14 @@ class Finished:
 def run_outcome(run_dir, plan, ctl):
     """(plan, problems, done, verdict) of the run; a run folder that cannot be read is itself a problem."""
     if not run_dir:
-        return plan, [f["msg"] for f in plan.get("failures") or []], [], _view.verdict(plan, [], {})
+        return plan, [f["msg"] for f in plan.get("failures") or []], [], view.verdict(plan, [], {})
     try:
         with callbacks(run_dir, ctl) as cbs:
-            plan, state, report = _run.finish(cbs.run, cbs)
-    except (_run.RunError, OSError, ValueError) as exc:
+            plan, state, report = run.finish(cbs.run, cbs)
+    except (run.RunError, OSError, ValueError) as exc:
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
-        rows = _view.verdict(plan, state.done, state.failed_ops,
+        rows = view.verdict(plan, state.done, state.failed_ops,
                              _progress.gate_times(_progress.read_all(run_dir)))
     except (KeyError, TypeError, ValueError) as exc:
         ctl.warn("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
@@ -533,7 +533,7 @@ def _drop_cleaned(bucket, plan, done, problems, show):
     dead = set(plan.get("dead_workers") or [])
     if not (cleaned or dead or purged) or not plan.get("bucket_id"):
         return False, []
-    out = _prune.prune(bucket, plan["bucket_id"],
+    out = prune.prune(bucket, plan["bucket_id"],
                        lambda catalog: _plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
     if out.problem:
         problems.append(out.problem)
@@ -555,15 +555,15 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
         changed, pruned = _drop_cleaned(req.bucket, plan, done, problems, ctl.show)
         # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
         try:
-            _stage.remove_tree(_stage.stage_root(req.bucket))
+            stage.remove_tree(stage.stage_root(req.bucket))
         except OSError as exc:
             problems.append("could not remove %s (it may hold rendered secrets): %s"
-                            % (_stage.stage_root(req.bucket), exc))
+                            % (stage.stage_root(req.bucket), exc))
     if before_release is not None:
         before_release()
     if req.release and not req.check_mode:
         try:
-            _locks.release(req.bucket, req.run_pid)
+            locks.release(req.bucket, req.run_pid)
         except OSError as exc:
             problems.append("could not release the deploy lock: %s" % exc)
     return changed, pruned
@@ -600,13 +600,13 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     if ctl.watched:  # the records this task wrote: the callback may not have read them before the folder goes
         progress = _progress.read_since(run_dir, progress_mark)
     if run_dir:  # after the run's last ssh call (the gates and status tails above): its own masters stop
-        _rsync.close_control_dir(_rsync.control_dir(run_dir))
+        rsync.close_control_dir(rsync.control_dir(run_dir))
     if run_dir and not problems:
         shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
     out = Finished(req.check_mode, problems, _summary(plan), changed, pruned, rows, progress)
     if rows is not None and not req.check_mode and not ctl.watched:  # the callback prints the verdict
-        verdict_line = _view.done_line(rows, len(problems))
-        for line in _view.verdict_table(rows) + [_view.workers_line(rows), verdict_line]:
+        verdict_line = view.done_line(rows, len(problems))
+        for line in view.verdict_table(rows) + [view.workers_line(rows), verdict_line]:
             if line:
                 ctl.show(line)
     return out

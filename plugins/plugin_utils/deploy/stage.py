@@ -44,13 +44,13 @@ import traceback
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
-from ..worker import layout as _layout
-from ..bucket import content as _content, storage as _storage
-from ..catalog import kv_build as _kv_build
-from .. import gotemplate as _gotemplate
-from .. import jobspec as _jobspec
-from .. import prometheus as _prometheus
-from ..kv import functions as _functions, secrets as _secrets
+from ..worker import layout
+from ..bucket import content as _content, storage
+from ..catalog import kv_build
+from .. import gotemplate
+from .. import jobspec
+from .. import prometheus
+from ..kv import functions, secrets
 from ..errors import MaandError
 
 GO_SUFFIX = ".tpl"
@@ -215,7 +215,7 @@ class Context:
     """What one allocation's templates see: the KV (secrets may be lazy), the dot, the rules."""
 
     kv: Mapping[str, Mapping[str, str]]
-    data: _functions.AllocationData
+    data: functions.AllocationData
     upstream_jobs: tuple[str, ...] = ()
     digest_key: Callable[[], bytes] | None = None  # for secret-bearing outputs (secrets/kv.key)
     funcs: Mapping[str, Callable] = dataclasses.field(default_factory=dict)  # scrapeConfigs, ruleFiles of the deploy
@@ -269,20 +269,20 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
     for out in outputs:
         try:
             files[out.rel] = output_digest(out.content, out.executable, out.secret, context.digest_key)
-        except (OSError, ValueError, _secrets.SecretError) as exc:  # the key file is missing or unreadable
+        except (OSError, ValueError, secrets.SecretError) as exc:  # the key file is missing or unreadable
             raise RenderError(source.name, host, out.source or out.rel, "cannot digest a secret-bearing output: %s"
                               % exc, "restore secrets/kv.key (it decrypts the secrets the output reads)") from None
     return AllocationContent(source.name, host, files, _content.tree_hash(files),
                              tuple(sorted(outputs, key=lambda o: o.rel)))
 
 
-def _reader(context: Context) -> _functions.KVReader:
-    return _functions.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
+def _reader(context: Context) -> functions.KVReader:
+    return functions.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
                                missing=context.missing)
 
 
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
-    tracker = _functions.SecretTracker()
+    tracker = functions.SecretTracker()
     funcs = tracker.funcs(_reader(context))
     funcs.update(tracker.watch(context.funcs))  # scrapeConfigs of a scrape template that read a secret
     try:
@@ -299,8 +299,8 @@ def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:
 
 def _render_go(source: JobSource, tmpl: Template, context: Context, funcs: dict) -> str:
     try:
-        return _functions.parse_template(tmpl.text, tmpl.rel, _prometheus.PARSE_FUNCS).execute(context.data, funcs=funcs)
-    except _gotemplate.TemplateError as exc:
+        return functions.parse_template(tmpl.text, tmpl.rel, prometheus.PARSE_FUNCS).execute(context.data, funcs=funcs)
+    except gotemplate.TemplateError as exc:
         raise RenderError(source.name, context.data.WorkerIP, tmpl.rel, _cause(exc.cause), fix_for(exc.cause, source.name),
                           exc.line or None, exc.column) from None
     except RecursionError:
@@ -331,14 +331,14 @@ def fix_for(cause: str, job: str) -> str:
 class _NamespaceView(Mapping):
     """One namespace as Jinja sees it: a missing key is an error naming the key, as Go's get."""
 
-    def __init__(self, reader: _functions.KVReader, tracker: _functions.SecretTracker, ns: str) -> None:
+    def __init__(self, reader: functions.KVReader, tracker: functions.SecretTracker, ns: str) -> None:
         self._reader, self._tracker, self._ns = reader, tracker, ns
 
     def _secret(self, key: str) -> bool:
         """A secrets/ namespace or a TLS private key (certs/<n>.key of maand/job/<job>/worker/<ip>), as the Go
         functions' tracker has it: the output that reads one is secret-bearing (0600, HMAC digest, no --diff).
         ``.items()`` and ``.values()`` read every key through __getitem__, so they are tracked too."""
-        return _functions.is_secret_ns(self._ns) or _functions.is_private_key(self._ns, key)
+        return functions.is_secret_ns(self._ns) or functions.is_private_key(self._ns, key)
 
     def __getitem__(self, key: str) -> str:
         value = self._reader.get(self._ns, str(key))
@@ -363,7 +363,7 @@ class _NamespaceView(Mapping):
 class _KVView(Mapping):
     """kv[namespace] in a .j2: only the namespaces the job may read (maand's rules)."""
 
-    def __init__(self, reader: _functions.KVReader, tracker: _functions.SecretTracker) -> None:
+    def __init__(self, reader: functions.KVReader, tracker: functions.SecretTracker) -> None:
         self._reader, self._tracker = reader, tracker
 
     def __getitem__(self, ns: str) -> _NamespaceView:
@@ -381,7 +381,7 @@ class _KVView(Mapping):
 
 
 def jinja_variables(context: Context, funcs: Mapping[str, Callable],
-                    tracker: _functions.SecretTracker) -> dict[str, Any]:
+                    tracker: functions.SecretTracker) -> dict[str, Any]:
     """A .j2's variables: the dot fields by name, `kv`, and maand's functions."""
     variables: dict[str, Any] = dataclasses.asdict(context.data)
     variables.update(funcs)
@@ -405,8 +405,8 @@ def _jinja_env(texts: tuple) -> Any:
             if operator == "*":
                 for seq, times in ((left, right), (right, left)):
                     if isinstance(seq, (str, list, tuple)) and isinstance(times, int) and \
-                            len(seq) * times > _gotemplate.MAX_OUTPUT:
-                        raise SecurityError("a repetition of over %d MiB" % (_gotemplate.MAX_OUTPUT >> 20))
+                            len(seq) * times > gotemplate.MAX_OUTPUT:
+                        raise SecurityError("a repetition of over %d MiB" % (gotemplate.MAX_OUTPUT >> 20))
             if operator == "**" and isinstance(right, (int, float)) and abs(right) > 10000:
                 raise SecurityError("a power with an exponent over 10000")
             return super().call_binop(context, operator, left, right)
@@ -434,7 +434,7 @@ JINJA_FILTERS = {
 
 
 def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: dict,
-                  tracker: _functions.SecretTracker) -> str:
+                  tracker: functions.SecretTracker) -> str:
     import jinja2
 
     env = _jinja_env(tuple((t.rel, t.text) for t in source.templates if t.kind == "jinja"))
@@ -447,7 +447,7 @@ def _render_jinja(source: JobSource, tmpl: Template, context: Context, funcs: di
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(source.name, host, exc.filename or tmpl.rel, "does not parse: %s" % exc.message,
                           "fix the Jinja2 syntax", exc.lineno) from None
-    except (jinja2.TemplateError, _functions.KVError, _gotemplate.TemplateError, _prometheus.PrometheusError, ArithmeticError,
+    except (jinja2.TemplateError, functions.KVError, gotemplate.TemplateError, prometheus.PrometheusError, ArithmeticError,
             TypeError, ValueError, LookupError, AttributeError) as exc:
         file, line = _jinja_frame(exc, tmpl.rel, {t.rel for t in source.templates})
         cause = getattr(exc, "message", None) or str(exc)
@@ -458,14 +458,14 @@ def _bounded(chunks: Iterable[str]) -> str:
     """The rendered text, within the Go engine's limits: MAX_OUTPUT characters, MAX_SECONDS."""
     from jinja2.sandbox import SecurityError
 
-    out, size, deadline = [], 0, time.monotonic() + _gotemplate.MAX_SECONDS
+    out, size, deadline = [], 0, time.monotonic() + gotemplate.MAX_SECONDS
     for chunk in chunks:
         size += len(chunk)
-        if size > _gotemplate.MAX_OUTPUT:
+        if size > gotemplate.MAX_OUTPUT:
             raise SecurityError("output exceeds %d MiB; a template renders a configuration file, not bulk data"
-                                % (_gotemplate.MAX_OUTPUT >> 20))
+                                % (gotemplate.MAX_OUTPUT >> 20))
         if time.monotonic() > deadline:
-            raise SecurityError("rendering took over %d seconds" % _gotemplate.MAX_SECONDS)
+            raise SecurityError("rendering took over %d seconds" % gotemplate.MAX_SECONDS)
         out.append(chunk)
     return "".join(out)
 
@@ -496,7 +496,7 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
         if rel in generated:
             _write_output(target, generated[rel])
         else:
-            _storage.link_or_copy(os.path.join(source.root, rel), target)
+            storage.link_or_copy(os.path.join(source.root, rel), target)
     # folders keep their modes, as rsync --archive carries them; set last, deepest first
     for rel in sorted(source.dirs, key=lambda r: r.count("/"), reverse=True) + [""]:
         mode = os.stat(os.path.join(source.root, rel) if rel else source.root).st_mode
@@ -557,7 +557,7 @@ class _SecretNamespace(Mapping):
         try:
             return self._store.get(self._ns, key, reveal_secrets=True)
         except _store.KVStoreError as exc:
-            raise _functions.KVError(str(exc)) from None
+            raise functions.KVError(str(exc)) from None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self._keys else default
@@ -577,14 +577,14 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
     from ..kv import store as _store
 
     if not _store.KVStore.exists(bucket_dir):
-        return dict(_kv_build.read_kv(bucket_dir)), digest_loader(bucket_dir)
+        return dict(kv_build.read_kv(bucket_dir)), digest_loader(bucket_dir)
     try:
         store = _store.KVStore.load(bucket_dir)
     except _store.KVStoreError as exc:
-        raise _functions.KVError(str(exc)) from None
+        raise functions.KVError(str(exc)) from None
     kv: dict = dict(store.snapshot())
     for ns in store.namespaces:
-        if _functions.is_secret_ns(ns):
+        if functions.is_secret_ns(ns):
             kv[ns] = _SecretNamespace(store, ns)
     return kv, digest_loader(bucket_dir)
 
@@ -593,7 +593,7 @@ def digest_loader(bucket_dir: str) -> Callable[[], bytes]:
     """A loader of the digest key of secret-bearing outputs (secrets/kv.key is read on first use)."""
     @functools.lru_cache(maxsize=1)
     def digest_key() -> bytes:
-        return derive_digest_key(_secrets.load_key(bucket_dir))
+        return derive_digest_key(secrets.load_key(bucket_dir))
     return digest_key
 
 
@@ -604,11 +604,11 @@ def env_key_loader(bucket_dir: str, check_mode: bool = False) -> Callable[[], by
     @functools.lru_cache(maxsize=1)
     def key() -> bytes:
         try:
-            return _jobspec.env_digest_key(_secrets.load_key(bucket_dir, create=not check_mode))
-        except _secrets.SecretError:
-            if check_mode and not os.environ.get(_secrets.KEY_ENV, "").strip() \
-                    and not os.path.lexists(_secrets.key_path(bucket_dir)):
-                return _jobspec.env_digest_key(b"maand.core: check mode, no secrets/kv.key yet")
+            return jobspec.env_digest_key(secrets.load_key(bucket_dir, create=not check_mode))
+        except secrets.SecretError:
+            if check_mode and not os.environ.get(secrets.KEY_ENV, "").strip() \
+                    and not os.path.lexists(secrets.key_path(bucket_dir)):
+                return jobspec.env_digest_key(b"maand.core: check mode, no secrets/kv.key yet")
             raise
     return key
 
@@ -714,13 +714,13 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
     if kv is None and any(out.sources[a["job"]].templates for a in todo):
         try:
             kv = load_kv(bucket_dir)
-        except _functions.KVError as exc:
+        except functions.KVError as exc:
             out.errors.append("cannot read the KV store to render templates: %s" % exc)
             return out
     elif kv is None:
         kv = ({}, digest_loader(bucket_dir))
     overlays = tuple(overlays or ()) + (prometheus_overlays(bucket_dir, catalog),)
-    funcs = _prometheus.template_funcs(bucket_dir, catalog, kv[0])
+    funcs = prometheus.template_funcs(bucket_dir, catalog, kv[0])
     _render_all(out, catalog, todo, kv, current_versions or {}, update_seq, overlays, funcs, frozenset(pending))
     return out
 
@@ -732,7 +732,7 @@ def _pending_key(digest_key: Callable[[], bytes]) -> Callable[[], bytes]:
     def key() -> bytes:
         try:
             return digest_key()
-        except (OSError, _secrets.SecretError):
+        except (OSError, secrets.SecretError):
             return derive_digest_key(b"maand.core: rendered before pre_deploy, no secrets/kv.key yet")
     return key
 
@@ -740,16 +740,16 @@ def _pending_key(digest_key: Callable[[], bytes]) -> Callable[[], bytes]:
 def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayFn:
     """maand's Prometheus server staging as overlays: rules/, consoles/runbooks/, consoles/dashboards/ on
     every allocation of a job that ships prometheus.yml(.tpl) (prometheus/consoles.py); origin "prometheus"."""
-    files_for = _prometheus.server_files_provider(bucket_dir, catalog)
+    files_for = prometheus.server_files_provider(bucket_dir, catalog)
 
     def provide(job: str, host: str) -> list[Overlay]:
         try:
             files = files_for(job, host)
-        except _prometheus.PrometheusError as exc:
+        except prometheus.PrometheusError as exc:
             raise RenderError(job, host, exc.file or "rules/", str(exc),
                               "fix the file named (maand's _prometheus/ rules: docs/templates.md, Prometheus)"
                               " and build again") from None
-        return [Overlay(rel, content, origin=_prometheus.ORIGIN) for rel, content in sorted(files.items())]
+        return [Overlay(rel, content, origin=prometheus.ORIGIN) for rel, content in sorted(files.items())]
     return provide
 
 
@@ -757,7 +757,7 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
                 current_versions: Mapping[tuple, str], update_seq: int, overlays: tuple,
                 funcs: Mapping[str, Callable], pending: frozenset = frozenset()) -> None:
     failed: dict[tuple, tuple[RenderError, list]] = {}
-    upstream = {name: tuple(_functions.upstream_jobs(catalog, name)) for name in out.sources}
+    upstream = {name: tuple(functions.upstream_jobs(catalog, name)) for name in out.sources}
     workers = {w["host"]: w for w in catalog.get("workers", [])}
     versions = {j["name"]: str(j.get("version") or "") for j in catalog.get("jobs", [])}
     bucket_id = str(catalog.get("bucket_id") or "")
@@ -773,12 +773,12 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
         if not source.templates and not extra:
             continue
         worker = workers.get(host) or {}
-        data = _functions.AllocationData(
+        data = functions.AllocationData(
             AllocationID=str(alloc.get("alloc_id") or ""), Job=job,
             CurrentVersion=current_versions.get((job, host)) or "0.0.0", NewVersion=versions.get(job, ""),
-            BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or _functions.stable_uuid(host)), WorkerIP=host,
+            BucketID=bucket_id, WorkerID=str(worker.get("worker_id") or functions.stable_uuid(host)), WorkerIP=host,
             Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
-            BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
+            BucketPath=layout.bucket_root(bucket_id), JobPath=layout.job_root(bucket_id, job))
         context = Context(kv[0], data, upstream[job], _pending_key(kv[1]) if job in pending else kv[1], funcs,
                           out.missing.setdefault(job, []) if job in pending else None)
         try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from . import pin as _pin, remote as _remote
+from . import pin, remote
 
 # plan actions in the order the plan line names them ("skip" reads "unchanged")
 PLAN_ORDER = ("start", "restart", "reload", "sync", "hold", "stop", "remove", "purge", "unreachable", "skip")
@@ -257,9 +257,9 @@ def content_diff(plan, staging, states, failed_attempt):
     failed attempt, the attempt's tree in the job folder ("live") is the worker's side and the promoted copy the
     other. failed_attempt(attempt, record): whether the worker's latest attempt is not its promoted version
     (the planner's rule)."""
-    wanted, notes = _pin.diff_requests(plan, staging.is_secret)
+    wanted, notes = pin.diff_requests(plan, staging.is_secret)
     rollback = {(r["job"], r["worker"]) for r in plan.get("rows") or [] if r.get("action") == "rollback"}
-    after, blobs, promoted, previous, live = {}, _pin.Blobs(), {}, {}, {}
+    after, blobs, promoted, previous, live = {}, pin.Blobs(), {}, {}, {}
     for host, jobs in wanted.items():
         st = states.get(host) or {}
         for job, rels in jobs.items():
@@ -274,7 +274,7 @@ def content_diff(plan, staging, states, failed_attempt):
                 previous.setdefault(host, {})[job] = {rel: (old.get("files") or {}).get(rel) for rel in rels}
                 continue
             for rel in rels:
-                key = blobs.add(_pin.text_of(staging.shipped_bytes(job, host, rel)))
+                key = blobs.add(pin.text_of(staging.shipped_bytes(job, host, rel)))
                 after.setdefault(host, {}).setdefault(job, {})[rel] = key
     return {"hosts": sorted(set(wanted) | set(notes)), "wanted": wanted, "notes": notes, "after": after,
             "blobs": blobs.texts,
@@ -312,7 +312,7 @@ def host_diff(spec, host, shell, python, bucket_id):
         try:
             request = {"current": wanted, "previous": {job: wanted[job] for job in previous if job in wanted},
                        "live": {job: wanted[job] for job in live if job in wanted}}
-            data, err = _remote.read_files(shell, python, bucket_id, request)
+            data, err = remote.read_files(shell, python, bucket_id, request)
         # a diff must never fail the deploy
         except Exception as exc:  # pylint: disable=broad-exception-caught
             err = "%s: %s" % (type(exc).__name__, str(exc).strip()[-300:])
@@ -334,15 +334,15 @@ def _diffs(spec, host, wanted, before, older, tried):
     diffs = []
     for job in sorted(wanted):
         for rel in wanted[job]:
-            old = _pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
+            old = pin.checked_before((before.get(job) or {}).get(rel), (promoted.get(job) or {}).get(rel))
             if job in live:  # the failed attempt on the worker -> its promoted copy
-                failed = _pin.checked_before((tried.get(job) or {}).get(rel), live[job].get(rel))
-                diffs.append({"prepared": _pin.render_diff(job, host, rel, failed, old, after_label="promoted")})
+                failed = pin.checked_before((tried.get(job) or {}).get(rel), live[job].get(rel))
+                diffs.append({"prepared": pin.render_diff(job, host, rel, failed, old, after_label="promoted")})
                 continue
             if job in previous:
-                new = _pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
-                diffs.append({"prepared": _pin.render_diff(job, host, rel, old, new, after_label="previous")})
+                new = pin.checked_before((older.get(job) or {}).get(rel), previous[job].get(rel))
+                diffs.append({"prepared": pin.render_diff(job, host, rel, old, new, after_label="previous")})
                 continue
             new = blobs.get((after.get(job) or {}).get(rel)) or {"missing": True}
-            diffs.append({"prepared": _pin.render_diff(job, host, rel, old, new)})
+            diffs.append({"prepared": pin.render_diff(job, host, rel, old, new)})
     return diffs

@@ -85,9 +85,9 @@ class Trust:
 
     @classmethod
     def for_bucket(cls, bucket_dir):
-        from ..certs import ca as _ca  # late: only https probes need the path
+        from ..certs import ca  # late: only https probes need the path
 
-        return cls(_ca.ca_paths(bucket_dir)[0])
+        return cls(ca.ca_paths(bucket_dir)[0])
 
     @property
     def has_ca(self):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from . import probes as _probes
+from . import probes
 from .watch import NOT_RUNNING
 
 
@@ -82,7 +82,7 @@ def ssh_argv(host_info, command, connect_timeout=5):
     """ssh argv for one worker from adapter/support.hosts_from_hostvars()'s entry: the same command line as
     the gate's own probes (health/probes.ssh_argv: the run's ssh args and host-key policy, user, key, port),
     the command under sudo -n when the run becomes root."""
-    return _probes.ssh_argv(host_info, connect_timeout) + [_probes.ssh_remote(command, bool(host_info.get("sudo")))]
+    return probes.ssh_argv(host_info, connect_timeout) + [probes.ssh_remote(command, bool(host_info.get("sudo")))]
 
 
 def failure_notes(gate, elapsed, attempts, problems, tails, hint):

@@ -32,8 +32,8 @@ import shutil
 import tempfile
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import run as _run, commands as _commands
-from ..bucket import storage as _storage
+from . import run, commands as _commands
+from ..bucket import storage
 from ..catalog import catalog as _catalog
 from .runtime_api import RuntimeAPI
 from ..errors import MaandError
@@ -50,20 +50,20 @@ class HookFailed(MaandError):
 
 @contextlib.contextmanager
 def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]] | None = None,
-            timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
+            timeout: int = run.DEFAULT_TIMEOUT, tail: int = run.DEFAULT_TAIL,
             current_versions: Mapping[tuple[str, str], str] | None = None,
-            log: Callable[[str], None] = lambda msg: None) -> Iterator[_run.Context]:
+            log: Callable[[str], None] = lambda msg: None) -> Iterator[run.Context]:
     """The runtime API and a private staging folder for the hooks of one task. hosts: {host: {address,
     port, user, key, options, sudo}} for the maand module's run_ssh (built on the Ansible side:
     adapter/support.hosts_from_hostvars)."""
-    _storage.ensure_data_dir(bucket_dir)
+    storage.ensure_data_dir(bucket_dir)
     stage = tempfile.mkdtemp(prefix=".hooks-", dir=os.path.join(bucket_dir, "data"))
     try:
-        hosts_file = _run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
+        hosts_file = run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
         with RuntimeAPI(bucket_dir, catalog) as api:
             if api.notice:
                 log(api.notice)
-            yield _run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
+            yield run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
                                current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -71,8 +71,8 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
 
 @contextlib.contextmanager
 def built_session(bucket_dir: str, connections: Callable[[], Mapping[str, Mapping[str, Any]]],
-                  timeout: int = _run.DEFAULT_TIMEOUT, tail: int = _run.DEFAULT_TAIL,
-                  log: Callable[[str], None] = lambda msg: None) -> Iterator[_run.Context]:
+                  timeout: int = run.DEFAULT_TIMEOUT, tail: int = run.DEFAULT_TAIL,
+                  log: Callable[[str], None] = lambda msg: None) -> Iterator[run.Context]:
     """session() over the bucket's built catalog (build.catalog.CatalogError when it is missing or stale)
     and the workers' connection settings (connections(), read once the catalog is good): the
     maand.core.job_command task's job commands."""
@@ -89,17 +89,17 @@ def any_job_has(catalog: Mapping[str, Any], events: Iterable[str], jobs: Iterabl
 
 # --- build and cli --------------------------------------------------------------------------------
 
-def post_build(ctx: _run.Context) -> list[str]:
+def post_build(ctx: run.Context) -> list[str]:
     """post_build of every job registering it, deployment_seq order; failures (all jobs run), each headed
     by maand's error kind: "ErrJobCommandFailed: post_build: job <job> command <command> ..."."""
     failures = []
     for job in _commands.jobs_with(ctx.catalog, "post_build"):
         failures += ["%s: post_build: %s" % (JOB_COMMAND_FAILED, failure)
-                     for failure in _run.run_event(ctx, job, "post_build").failures()]
+                     for failure in run.run_event(ctx, job, "post_build").failures()]
     return failures
 
 
-def cli(ctx: _run.Context, command: str, job: str | None, concurrency: int = 1) -> tuple[list[str], list[str]]:
+def cli(ctx: run.Context, command: str, job: str | None, concurrency: int = 1) -> tuple[list[str], list[str]]:
     """maand job_command: (jobs run, failures). A job that does not register the command for cli
     is maand's NotFoundError."""
     if job:
@@ -119,18 +119,18 @@ def cli(ctx: _run.Context, command: str, job: str | None, concurrency: int = 1) 
                              % (command, ", ".join(known) or "none"))
     failures = []
     for name in jobs:
-        failures += _run.run_event(ctx, name, "cli", concurrency=concurrency, commands=[command]).failures()
+        failures += run.run_event(ctx, name, "cli", concurrency=concurrency, commands=[command]).failures()
     return jobs, failures
 
 
 # --- deploy ---------------------------------------------------------------------------------------
 
-def pre_deploy(ctx: _run.Context, jobs: Iterable[str]) -> dict[str, list[str]]:
+def pre_deploy(ctx: run.Context, jobs: Iterable[str]) -> dict[str, list[str]]:
     """pre_deploy of the given jobs in deployment_seq order: {failed job: messages}."""
     order = {j: i for i, j in enumerate(_commands.jobs_with(ctx.catalog, "pre_deploy"))}
     failed = {}
     for job in sorted((j for j in jobs if j in order), key=order.get):
-        problems = _run.run_event(ctx, job, "pre_deploy").failures()
+        problems = run.run_event(ctx, job, "pre_deploy").failures()
         if problems:
             failed[job] = problems
     return failed
@@ -146,7 +146,7 @@ def gate_hooks(catalog: Mapping[str, Any], job: str) -> list[str]:
     return [e for e in GATE_EVENTS if _commands.has_event(catalog, job, e)]
 
 
-def run_gate_hooks(ctx: _run.Context, gate: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
+def run_gate_hooks(ctx: run.Context, gate: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
     """One batch's gate with its hooks, in maand's order; the problems ([] = passed)."""
     job, info = gate["job"], gate.get("hooks") or {}
     # the batch's allocations (the last start batch's gate probes every start, its hooks run for the batch)
@@ -154,12 +154,12 @@ def run_gate_hooks(ctx: _run.Context, gate: Mapping[str, Any], probes: Callable[
     if info.get("job_control"):
         env = _commands.job_control_env(info.get("new") or [], info.get("updated") or [])
         targets = _commands.targets(ctx.catalog, job)
-        problems = _run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
+        problems = run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
     else:
         env = _commands.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
                                   info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
         targets = _commands.targets(ctx.catalog, job, workers=hosts)
-        problems = _run.run_event(ctx, job, "after_allocation_started", targets, env,
+        problems = run.run_event(ctx, job, "after_allocation_started", targets, env,
                                   concurrency=max(1, len(targets))).failures()
     if problems or info.get("health") is False:  # a start batch before the last: maand checks health after all
         return problems
@@ -167,13 +167,13 @@ def run_gate_hooks(ctx: _run.Context, gate: Mapping[str, Any], probes: Callable[
         problems = probes(gate)
         if problems:
             return problems
-    problems = _run.run_event(ctx, job, "health_check", concurrency=HEALTH_CHECK_CONCURRENCY).failures()
+    problems = run.run_event(ctx, job, "health_check", concurrency=HEALTH_CHECK_CONCURRENCY).failures()
     if problems or not info.get("last"):
         return problems
-    return _run.run_event(ctx, job, "post_deploy").failures()
+    return run.run_event(ctx, job, "post_deploy").failures()
 
 
-def after_stops(ctx: _run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+def after_stops(ctx: run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """after_allocation_stopped for every stopped allocation of the reconcile step: [(job, message)]."""
     out = []
     for op in ok_ops:
@@ -186,7 +186,7 @@ def after_stops(ctx: _run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[
         if not targets:  # a removed allocation: no longer in the catalog's live rows
             targets = [_commands.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
                                         0, True)]
-        for msg in _run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
+        for msg in run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
             out.append((op["job"], msg))
     return out
 
@@ -220,7 +220,7 @@ def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def job_control_target(ctx: _run.Context, job: str, target: str,
+def job_control_target(ctx: run.Context, job: str, target: str,
                        workers: Iterable[str] | None = None) -> tuple[bool, list[str]]:
     """maand job start|stop|restart|reload|status for a job with job_control commands (maand
     jobcontrol/commands.go): the commands run with TARGET=<target> on the job's active allocations
@@ -233,5 +233,5 @@ def job_control_target(ctx: _run.Context, job: str, target: str,
         chosen = [t for t in chosen if t.worker in wanted]
     if not chosen:
         return True, []
-    outcome = _run.run_event(ctx, job, "job_control", chosen, {"TARGET": target}, concurrency=len(chosen))
+    outcome = run.run_event(ctx, job, "job_control", chosen, {"TARGET": target}, concurrency=len(chosen))
     return True, outcome.failures()

@@ -24,7 +24,7 @@ import tempfile
 from typing import Any, Callable, Iterable, Mapping
 
 from . import commands as _commands
-from ..kv import functions as _functions, store as _store
+from ..kv import functions, store as _store
 from .runtime_api import RuntimeAPI
 
 DEFAULT_TIMEOUT = 600
@@ -136,10 +136,10 @@ def _stage_certs(ctx: Context, modules: str, target: _commands.Target) -> None:
         store = _store.KVStore.load(ctx.bucket_dir)
     except _store.KVStoreError:
         return
-    ns = {k: e.value for k, e in (store.namespaces.get(_functions.allocation_ns(target.job, target.worker)) or {}).items()
+    ns = {k: e.value for k, e in (store.namespaces.get(functions.allocation_ns(target.job, target.worker)) or {}).items()
           if not e.deleted}
     if any(k.startswith("certs/") for k in ns):
-        _commands.write_certs(modules, ns, store.get(_functions.WORKERS_NS, "certs/ca.crt"))
+        _commands.write_certs(modules, ns, store.get(functions.WORKERS_NS, "certs/ca.crt"))
 
 
 def run_one(ctx: Context, target: _commands.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:

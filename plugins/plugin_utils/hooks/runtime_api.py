@@ -48,8 +48,8 @@ import time
 import urllib.parse
 from typing import Any, Mapping
 
-from . import peers as _peers
-from ..kv import functions as _functions, store as _store
+from . import peers
+from ..kv import functions, store as _store
 from ..errors import MaandError
 
 HEADER_ALLOC = "X-ALLOCATION-ID"
@@ -205,7 +205,7 @@ class RuntimeAPI:
         except OSError as exc:
             if port != MAAND_PORT:
                 raise
-            uid, who = _peers.listener(port)
+            uid, who = peers.listener(port)
             if uid is None or uid != os.geteuid():
                 self.refusal = (
                     "the runtime API cannot listen on 127.0.0.1:%d (%s): it is held by %s, which is not this "
@@ -296,7 +296,7 @@ class RuntimeAPI:
         if client_port is None or self._server is None:
             return "", None
         by_pid = {inv.pid: (token, inv) for token, inv in sessions if inv.pid}
-        root = _peers.peer_root(client_port, self.port, by_pid)
+        root = peers.peer_root(client_port, self.port, by_pid)
         return by_pid[root] if root is not None else ("", None)
 
     def _authorize(self, inv: Invocation, headers: Mapping[str, str]) -> Invocation:
@@ -343,7 +343,7 @@ class RuntimeAPI:
         return ns, key, value if isinstance(value, str) else ""
 
     def _readable(self, inv: Invocation) -> list[str]:
-        return _functions.allowed_namespaces(inv.job, inv.worker, _functions.upstream_jobs(self.catalog, inv.job))
+        return functions.allowed_namespaces(inv.job, inv.worker, functions.upstream_jobs(self.catalog, inv.job))
 
     def _check_write(self, inv: Invocation, key: str) -> None:
         if inv.event == "health_check":
@@ -368,8 +368,8 @@ class RuntimeAPI:
     def kv_put(self, inv, token, body, headers, query):
         ns, key, value = self._ns_key(self._payload(body, headers), need_value=True)
         # deploy_order: the key's name in maand before June 2026 (its older put_deploy_order helpers)
-        rollout = ns == _functions.job_ns(inv.job) and key in (_store.ROLLOUT_ORDER_KEY, "deploy_order")
-        if ns != _functions.job_vars_ns(inv.job) and not (rollout and inv.event in ROLLOUT_ORDER_EVENTS):
+        rollout = ns == functions.job_ns(inv.job) and key in (_store.ROLLOUT_ORDER_KEY, "deploy_order")
+        if ns != functions.job_vars_ns(inv.job) and not (rollout and inv.event in ROLLOUT_ORDER_EVENTS):
             raise _err("namespace")
         self._check_write(inv, key)
         self._edit(lambda store: store.put_rollout_order(inv.job, value) if rollout else store.put(ns, key, value))
@@ -377,11 +377,11 @@ class RuntimeAPI:
         return 200, ""
 
     def kv_delete(self, inv, token, body, headers, query):
-        return self._delete(inv, body, headers, _functions.job_vars_ns(inv.job))
+        return self._delete(inv, body, headers, functions.job_vars_ns(inv.job))
 
     def secret_put(self, inv, token, body, headers, query):
         ns, key, value = self._ns_key(self._payload(body, headers), need_value=True)
-        if ns != _functions.job_secrets_ns(inv.job):
+        if ns != functions.job_secrets_ns(inv.job):
             raise _err("namespace")
         self._check_write(inv, key)
         self._edit(lambda store: store.put(ns, key, value))
@@ -389,7 +389,7 @@ class RuntimeAPI:
         return 200, ""
 
     def secret_delete(self, inv, token, body, headers, query):
-        return self._delete(inv, body, headers, _functions.job_secrets_ns(inv.job))
+        return self._delete(inv, body, headers, functions.job_secrets_ns(inv.job))
 
     def _delete(self, inv, body, headers, allowed_ns):
         ns, key, _x = self._ns_key(self._payload(body, headers))
@@ -411,7 +411,7 @@ class RuntimeAPI:
 
     def kv_keys(self, inv, token, body, headers, query):
         data = self._read_payload(body, headers, query, required=False)
-        own = [_functions.job_vars_ns(inv.job), _functions.job_secrets_ns(inv.job)]
+        own = [functions.job_vars_ns(inv.job), functions.job_secrets_ns(inv.job)]
         wanted = data.get("namespace") or ""
         if wanted and wanted not in own:
             raise _err("namespace")

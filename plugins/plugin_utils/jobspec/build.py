@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 from ..bucket.model import _read_json
 from .environment import SpecError, environment_check
 from .image import integrate_image, read_oci_layout
@@ -117,9 +117,9 @@ def _check_layers(bucket: Any, job: Any, layers: list, report: Any) -> None:
     holds no link out of the bucket (deploy stacks it under the job's own files, on every worker)."""
     for i, layer in enumerate(layers):
         real = os.path.realpath(os.path.join(bucket.path, layer))
-        problem = _storage.layer_problem(bucket.path, layer)
+        problem = storage.layer_problem(bucket.path, layer)
         if problem:
-            report.error(KIND, job.file, "layers", "job %s: %s" % (job.name, problem), _storage.LAYER_FIX)
+            report.error(KIND, job.file, "layers", "job %s: %s" % (job.name, problem), storage.LAYER_FIX)
         elif not os.path.isdir(real):
             report.error(KIND, job.file, "layers", "job %s: layer %s is not a folder of the bucket (layer %d of the "
                          "collapsed chain)" % (job.name, layer, i), "create %s or fix \"layers\"" % layer)

@@ -37,13 +37,13 @@ import json
 import os
 from typing import Callable
 
-from .. import jobspec as _jobspec  # the package's door (this module's own siblings), read at call time
-from ..bucket import storage as _storage
+from .. import jobspec  # the package's door (this module's own siblings), read at call time
+from ..bucket import storage
 from ..bucket import content as _content
 from ..errors import MaandError
-from ..worker import agent as _agent
+from ..worker import agent
 
-ENV_PREFIX = _agent.ENV_PREFIX  # a job spec's environment in a record's files
+ENV_PREFIX = agent.ENV_PREFIX  # a job spec's environment in a record's files
 HISTORY_FILE = "job_history.json"
 ENV_DIGEST_CONTEXT = b"maand.core env digest v2"
 DEFAULT_SLOTS = 2
@@ -65,12 +65,12 @@ def expand(job: str, spec: dict, lookup) -> dict:
     if not elements and not spec.get("initial_environment"):
         return {}
     try:
-        parsed = [dataclasses.replace(_jobspec.parse_environment([{"vars": e.get("vars"), "extend": e.get("extend", True)}])[0],
+        parsed = [dataclasses.replace(jobspec.parse_environment([{"vars": e.get("vars"), "extend": e.get("extend", True)}])[0],
                                       origin=e.get("origin") or "workspace/jobs/%s/manifest.json: environment[%d]" % (job, i))
                   for i, e in enumerate(elements)]
-        integrated = _jobspec.IntegratedSpec(_jobspec.CollapsedSpec(environment=parsed), dict(spec.get("initial_environment") or {}))
-        return _jobspec.job_environment_of(integrated, lookup)
-    except _jobspec.SpecError as exc:
+        integrated = jobspec.IntegratedSpec(jobspec.CollapsedSpec(environment=parsed), dict(spec.get("initial_environment") or {}))
+        return jobspec.job_environment_of(integrated, lookup)
+    except jobspec.SpecError as exc:
         raise EnvError("job %s: %s" % (job, exc)) from None
 
 
@@ -209,7 +209,7 @@ def slots_for(worker: dict, override: int = 0) -> int:
 
 
 def history_path(bucket: str) -> str:
-    return os.path.join(bucket, _storage.DATA_DIR, HISTORY_FILE)
+    return os.path.join(bucket, storage.DATA_DIR, HISTORY_FILE)
 
 
 def load_history(bucket: str) -> dict:
@@ -233,8 +233,8 @@ def record_history(bucket: str, runs: list) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         history = load_history(bucket)
         for job, target, seconds, failed, worker in runs:
-            history = _jobspec.history_record(history, job, target, seconds, failed, worker)
-        _storage.atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
+            history = jobspec.history_record(history, job, target, seconds, failed, worker)
+        storage.atomic_write(path, json.dumps(history, indent=1, sort_keys=True) + "\n")
 
 
 def order_host_ops(ops: list, specs: dict, history: dict, slots: int) -> tuple:
@@ -243,17 +243,17 @@ def order_host_ops(ops: list, specs: dict, history: dict, slots: int) -> tuple:
     quiet = [o for o in ops if not o.get("target")]
     busy = [o for o in ops if o.get("target")]
     by_id = {o["id"]: o for o in busy}
-    runs = _jobspec.lpt_plan([_queued(op, specs, history) for op in busy], slots)
+    runs = jobspec.lpt_plan([_queued(op, specs, history) for op in busy], slots)
     return quiet + [by_id[r.name] for r in runs], runs
 
 
 def _queued(op: dict, specs: dict, history: dict):
     spec = specs.get(op.get("job")) or {}
-    hint = _jobspec.history_lookup(history, op["job"], op["target"], op.get("host"))
+    hint = jobspec.history_lookup(history, op["job"], op["target"], op.get("host"))
     estimate = spec.get("estimated_duration")
     estimate = hint.estimated_duration if estimate is None else estimate
-    priority = max(_jobspec.PRIORITY_MIN, min(_jobspec.PRIORITY_MAX, int(spec.get("priority") or 0) + hint.priority_bump))
-    return _jobspec.QueuedJob(op["id"], priority, estimate)
+    priority = max(jobspec.PRIORITY_MIN, min(jobspec.PRIORITY_MAX, int(spec.get("priority") or 0) + hint.priority_bump))
+    return jobspec.QueuedJob(op["id"], priority, estimate)
 
 
 WORKER_ORDER = "worker order (priority, longest estimate first; slots in parallel):"  # the plan lines' head

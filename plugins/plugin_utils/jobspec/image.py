@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Mapping, Optional
 
-from ..bucket import readers as _readers
+from ..bucket import readers
 from .environment import Lookup, SpecError, environment_eval
 from .spec import CONTAINER_USES, CollapsedSpec
 
@@ -102,11 +102,11 @@ def _blob(root: PurePosixPath, descriptor: Mapping, name: str) -> PurePosixPath:
 
 
 def _read_json(path: PurePosixPath, name: str):
-    """An image's JSON file through the bucket's one JSON reader (_readers: size and nesting bounded,
+    """An image's JSON file through the bucket's one JSON reader (readers: size and nesting bounded,
     NaN refused), never a traceback."""
     try:
-        return _readers.parse_json(_readers.read_bytes(str(path)).decode("utf-8"))
-    except _readers.InputError as exc:
+        return readers.parse_json(readers.read_bytes(str(path)).decode("utf-8"))
+    except readers.InputError as exc:
         raise SpecError(f"image {name}: {path}: {exc.field + ': ' if exc.field else ''}{exc.message} "
                         f"(fix: {exc.fix})") from None
     except FileNotFoundError:

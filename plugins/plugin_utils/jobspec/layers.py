@@ -36,7 +36,7 @@ import stat
 import tarfile
 import tempfile
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 from ..bucket.content import RUNTIME_DIRS
 from ..errors import MaandError
 
@@ -50,7 +50,7 @@ class LayerError(MaandError):
 
 
 def stage_dir(bucket: str, job: str) -> str:
-    return os.path.join(bucket, _storage.DATA_DIR, STAGE_DIR, job)
+    return os.path.join(bucket, storage.DATA_DIR, STAGE_DIR, job)
 
 
 def stage(bucket: str, job: str, job_dir: str, layers: list, dest: str) -> str:
@@ -61,7 +61,7 @@ def stage(bucket: str, job: str, job_dir: str, layers: list, dest: str) -> str:
     for layer in layers:
         path = os.path.join(bucket, layer)
         if os.path.isdir(path):
-            problem = _storage.layer_problem(bucket, layer)
+            problem = storage.layer_problem(bucket, layer)
             if problem:
                 raise LayerError("job %s: %s" % (job, problem))
             _copy_tree(path, dest)
@@ -103,7 +103,7 @@ def _copy_tree(src: str, dest: str) -> None:
 
 def _place(src: str, target: str) -> None:
     _replace(target)
-    _storage.link_or_copy(src, target)
+    storage.link_or_copy(src, target)
 
 
 class _Where:

@@ -27,9 +27,9 @@ import os
 import uuid
 from typing import Any, Callable, Iterable, Mapping
 
-from ..worker import layout as _layout
+from ..worker import layout
 from .. import gotemplate
-from ..bucket import readers as _readers
+from ..bucket import readers
 from ..errors import MaandError
 
 KV = Mapping[str, Mapping[str, str]]
@@ -364,9 +364,9 @@ class AllocationData:
                 values[name] = "" if values[name] is None else str(values[name])
         out = cls(**values)
         if out.BucketID and not out.BucketPath:
-            out.BucketPath = _layout.bucket_root(out.BucketID)
+            out.BucketPath = layout.bucket_root(out.BucketID)
         if out.BucketID and out.Job and not out.JobPath:
-            out.JobPath = _layout.job_root(out.BucketID, out.Job)
+            out.JobPath = layout.job_root(out.BucketID, out.Job)
         return out
 
 
@@ -421,11 +421,11 @@ def _by_position(workers: list[dict]) -> list[dict]:
 
 def load_vars_toml(path: str) -> dict[str, str]:
     """A job's vars.toml as KV strings (nested tables are refused: the KV holds strings). Read by the
-    bucket's one TOML reader (_readers): size and nesting bounded, NaN/infinities and 64-bit overflow
+    bucket's one TOML reader (readers): size and nesting bounded, NaN/infinities and 64-bit overflow
     refused naming the key, never a traceback."""
     try:
-        data = _readers.parse_toml(_readers.read_bytes(path).decode("utf-8"))
-    except _readers.InputError as exc:
+        data = readers.parse_toml(readers.read_bytes(path).decode("utf-8"))
+    except readers.InputError as exc:
         raise KVError("%s: %s%s (fix: %s)" % (path, "%s: " % exc.field if exc.field else "", exc.message,
                                               exc.fix)) from None
     except UnicodeDecodeError as exc:
@@ -638,4 +638,4 @@ def allocation_data(catalog: Mapping[str, Any], job: str, worker_ip: str,
         NewVersion=str(view.jobs[job].get("version") or ""), BucketID=bucket_id,
         WorkerID=str(worker.get("worker_id") or stable_uuid(worker_ip)), WorkerIP=worker_ip,
         Labels=sorted(worker.get("labels") or []), UpdateSeq=update_seq,
-        BucketPath=_layout.bucket_root(bucket_id), JobPath=_layout.job_root(bucket_id, job))
+        BucketPath=layout.bucket_root(bucket_id), JobPath=layout.job_root(bucket_id, job))

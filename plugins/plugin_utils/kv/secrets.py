@@ -22,7 +22,7 @@ import base64
 import binascii
 import os
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 from ..errors import MaandError
 
 try:
@@ -77,7 +77,7 @@ def load_key(bucket_dir: str, create: bool = False) -> bytes:
     except OSError as exc:
         raise SecretError("%s is unreadable: %s; fix its permissions (0600, owned by the user"
                           " running the playbook)" % (KEY_REL, exc.strerror)) from None
-    problem = _storage.key_mode_problem(path, KEY_REL)
+    problem = storage.key_mode_problem(path, KEY_REL)
     if problem:
         raise SecretError(problem)
     if len(key) != KEY_SIZE:

@@ -13,7 +13,7 @@ maand keeps its KV in maand.db's ``key_value`` table, one row per (namespace, ke
   than an age loses its history beyond ``MAX_HISTORY``, and goes whole when that version is a tombstone;
 * non-secret values are trimmed on put, as maand's ``Store.Put``;
 * ``secrets/job/<job>`` values are stored encrypted, current value and history alike
-  (``_secrets``: AES-256-GCM with ``secrets/kv.key``, maand's format), never as plaintext.
+  (``secrets``: AES-256-GCM with ``secrets/kv.key``, maand's format), never as plaintext.
 
 Who owns what (maand build/build_variables.go): build owns ``maand/*``, ``vars/bucket`` and
 ``vars/bucket/job/*`` and replaces them on every build (stale keys become tombstones);
@@ -38,8 +38,8 @@ import os
 import time
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..bucket import locks as _locks, storage as _storage
-from . import secrets as _secrets
+from ..bucket import locks, storage
+from . import secrets
 from ..errors import MaandError
 
 KV_REL = os.path.join("data", "kv.json")
@@ -154,12 +154,12 @@ class KVStore:
 
     @classmethod
     def exists(cls, bucket_dir: str) -> bool:
-        return _storage.store(bucket_dir).exists("kv")
+        return storage.store(bucket_dir).exists("kv")
 
     @classmethod
     def load(cls, bucket_dir: str, clock: Callable[[], float] = time.time) -> "KVStore":
         """The store of data/kv.json; an empty store when the file is not there yet."""
-        state = _storage.store(bucket_dir)
+        state = storage.store(bucket_dir)
         where = KV_REL if state.kind == "file" else state.where("kv")
         try:
             stored = state.read("kv")
@@ -187,7 +187,7 @@ class KVStore:
     def edit(cls, bucket_dir: str, wait: bool = True) -> Iterator["KVStore"]:
         """Load, let the caller change, save: all under the bucket lock (for hooks and gc; build
         already holds the lock and calls load/save itself). Nothing is saved if the block raises."""
-        with _locks.bucket_lock(bucket_dir, wait=wait):
+        with locks.bucket_lock(bucket_dir, wait=wait):
             store = cls.load(bucket_dir)
             yield store
             store.save()
@@ -202,7 +202,7 @@ class KVStore:
         if not self.dirty and self.exists(self.bucket_dir):
             return False
         text = json.dumps(self.as_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        written = _storage.store(self.bucket_dir).write("kv", text, expect=self.generation)
+        written = storage.store(self.bucket_dir).write("kv", text, expect=self.generation)
         if written is not None:
             self.generation = written
         self.dirty = False
@@ -363,7 +363,7 @@ class KVStore:
         if is_secret_ns(ns):
             if entry is not None and not entry.deleted and self._same_secret(ns, key, entry.value, value):
                 return False
-            stored = _secrets.encrypt(self._secret_key(create=True), value, _secrets.place(ns, key))
+            stored = secrets.encrypt(self._secret_key(create=True), value, secrets.place(ns, key))
         else:
             stored = value.strip()  # maand's Store.Put trims
             if entry is not None and not entry.deleted and entry.value == stored:
@@ -394,13 +394,13 @@ class KVStore:
     def _secret_key(self, create: bool = False) -> bytes:
         if self._key is None:
             try:
-                self._key = _secrets.load_key(self.bucket_dir, create=create)
-            except _secrets.SecretError as exc:
+                self._key = secrets.load_key(self.bucket_dir, create=create)
+            except secrets.SecretError as exc:
                 raise KVStoreError(str(exc)) from None
         return self._key
 
     def _same_secret(self, ns: str, key: str, stored: str, value: str) -> bool:
-        if stored.startswith(_secrets.PREFIX):  # a v1 value is sealed again, bound to its place
+        if stored.startswith(secrets.PREFIX):  # a v1 value is sealed again, bound to its place
             return False
         try:
             return self._reveal(ns, key, stored) == value
@@ -409,8 +409,8 @@ class KVStore:
 
     def _reveal(self, ns: str, key: str, stored: str) -> str:
         try:
-            return _secrets.decrypt(self._secret_key(), stored, _secrets.place(ns, key))
-        except _secrets.SecretError as exc:
+            return secrets.decrypt(self._secret_key(), stored, secrets.place(ns, key))
+        except secrets.SecretError as exc:
             raise KVStoreError("%s: %s key %s: %s" % (KV_REL, ns, key, exc)) from None
 
 

@@ -19,12 +19,12 @@ import json
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import prometheus as _prometheus
+from .. import prometheus
 from ..catalog import catalog as _catalog
-from ..deploy import record as _record, run as _run
-from ..catalog import kv_build as _kv_build
-from ..kv import functions as _functions, store as _store
-from ..bucket import storage as _storage
+from ..deploy import record, run as _run
+from ..catalog import kv_build
+from ..kv import functions, store as _store
+from ..bucket import storage
 from ..bucket.problems import did_you_mean
 from ..errors import MaandError
 
@@ -186,7 +186,7 @@ def shown_value(namespace: str, key: str, value: str | None, reveal: bool) -> st
     """A value as the table shows it: secrets masked, certificates and long text cut to a line."""
     if value is None:
         return "(deleted)"
-    if _functions.is_secret_ns(namespace) and not reveal:
+    if functions.is_secret_ns(namespace) and not reveal:
         return MASK
     first = value.split("\n", 1)[0]
     if key.startswith("certs/") or first != value:
@@ -197,7 +197,7 @@ def shown_value(namespace: str, key: str, value: str | None, reveal: bool) -> st
 def _kv_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     table = Table("KV of %s" % bucket_dir, ("NAMESPACE", "KEY", "VALUE", "VERSION", "MODIFIED"))
     if not _store.KVStore.exists(bucket_dir):
-        kv = _functions.compute_kv(catalog, _functions.load_job_vars(bucket_dir, catalog))
+        kv = functions.compute_kv(catalog, functions.load_job_vars(bucket_dir, catalog))
         for ns in sorted(n for n in kv if _kv_keep(request, n)):
             table.rows += [(ns, k, shown_value(ns, k, v, request.reveal), "-", "-") for k, v in sorted(kv[ns].items())]
         table.notes.append("computed from data/catalog.json: build has not written data/kv.json yet (rebuild)")
@@ -213,7 +213,7 @@ def _kv_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> 
                                    _when(entry.modified)))
     except _store.KVStoreError as exc:
         raise CatError(str(exc)) from None
-    if not request.reveal and any(_functions.is_secret_ns(r[0]) for r in table.rows):
+    if not request.reveal and any(functions.is_secret_ns(r[0]) for r in table.rows):
         table.notes.append("secrets are shown as %s (-e maand_reveal=true decrypts them)" % MASK)
     return table
 
@@ -238,7 +238,7 @@ def _kv_get(bucket_dir: str, request: Request) -> Table:
         value = store.get(ns, key, reveal_secrets=request.reveal)
     except _store.KVStoreError as exc:
         raise CatError(str(exc)) from None
-    secret = _functions.is_secret_ns(ns) and not request.reveal
+    secret = functions.is_secret_ns(ns) and not request.reveal
     table = Table("KV key %s %s of %s" % (ns, key, bucket_dir), ("FIELD", "VALUE"),
                   [("namespace", ns), ("key", key), ("value", MASK if secret else value),
                    ("version", str(entry.version)), ("modified", _when(entry.modified))])
@@ -328,22 +328,22 @@ def _job_commands_table(bucket_dir: str, catalog: Mapping[str, Any], request: Re
 # --- certs (maand cat certs: cat/certs.go, certs/catalog.go) -------------------------------------
 
 def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
-    from .. import certs as _certs
-    from ..bucket import model as _model  # late: cryptography only for this view
+    from .. import certs
+    from ..bucket import model  # late: cryptography only for this view
 
-    report = _model.Report()  # maand.conf problems are the build's to report; only the buffer is read here
-    bucket = _model.Bucket(bucket_dir)
-    _model.load_maand_conf(bucket, report)
+    report = model.Report()  # maand.conf problems are the build's to report; only the buffer is read here
+    bucket = model.Bucket(bucket_dir)
+    model.load_maand_conf(bucket, report)
     buffer = bucket.conf.get("certs_renewal_buffer") if isinstance(bucket.conf.get("certs_renewal_buffer"), int) else 0
     table = Table("Certificates of %s" % bucket_dir, ("SCOPE", "JOB", "WORKER", "CERT", "COMMON_NAME", "NOT_AFTER",
                                                       "DAYS_LEFT", "STATUS"))
-    ca_path = os.path.join(bucket_dir, _certs.CA_CERT_REL)
+    ca_path = os.path.join(bucket_dir, certs.CA_CERT_REL)
     if os.path.isfile(ca_path) and not request.jobs and not request.workers:
         with open(ca_path, encoding="utf-8", errors="replace") as handle:
-            table.rows.append(_cert_row("ca", "", "", "ca", _certs.cert_status(handle.read(), buffer)))
+            table.rows.append(_cert_row("ca", "", "", "ca", certs.cert_status(handle.read(), buffer)))
     try:
-        snapshot = _kv_build.read_kv(bucket_dir)
-    except _functions.KVError as exc:
+        snapshot = kv_build.read_kv(bucket_dir)
+    except functions.KVError as exc:
         raise CatError(str(exc)) from None
     for ns, keys in sorted(snapshot.items()):
         job, worker = namespace_owner(ns)
@@ -351,7 +351,7 @@ def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) 
             continue
         for key in sorted(k for k in keys if k.startswith("certs/") and k.endswith(".crt")):
             name = key[len("certs/"):-len(".crt")]
-            table.rows.append(_cert_row("job", job, worker, name, _certs.cert_status(keys[key], buffer)))
+            table.rows.append(_cert_row("job", job, worker, name, certs.cert_status(keys[key], buffer)))
     table.notes.append("expiring: inside certs_renewal_buffer (%d days); the next build issues it again" % buffer)
     return table
 
@@ -375,7 +375,7 @@ class RunRecord:
 def last_run(bucket_dir: str) -> RunRecord | None:
     """The newest run's plan rows and per-allocation outcome, or None when there is none: the run
     folder's, or with a shared state store the newest run record there (any controller's run)."""
-    store = _storage.store(bucket_dir)
+    store = storage.store(bucket_dir)
     if store.kind != "file":
         records = store.runs(limit=1)
         if not records:
@@ -459,8 +459,8 @@ def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Req
                                                      "CURRENT_VERSION", "NEW_VERSION", "LAST_RUN", "RESULT"))
     versions = {j["name"]: str(j.get("version") or "0.0.0") for j in catalog.get("jobs", [])}
     try:
-        latest = _record.latest(bucket_dir)
-    except _storage.StateStoreError as exc:
+        latest = record.latest(bucket_dir)
+    except storage.StateStoreError as exc:
         raise CatError(str(exc)) from None
     rollout = latest.rollout if latest else {}
     unfinished = _unfinished(bucket_dir, latest)
@@ -508,13 +508,13 @@ def _prometheus_table(bucket_dir: str, catalog: Mapping[str, Any], request: Requ
         if request.file:
             return _prometheus_file(bucket_dir, catalog, request)
         return _prometheus_summary(bucket_dir, catalog, request)
-    except (_prometheus.PrometheusError, _functions.KVError) as exc:
+    except (prometheus.PrometheusError, functions.KVError) as exc:
         raise CatError(str(exc)) from None
 
 
 def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     table = Table("Prometheus of %s" % bucket_dir, ("JOB", "SCRAPE", "ALERTS", "RUNBOOKS", "DASHBOARDS"))
-    for folder in _prometheus.collect(bucket_dir, catalog):
+    for folder in prometheus.collect(bucket_dir, catalog):
         if request.jobs and folder.job not in request.jobs:
             continue
         runbooks = [r for r in _files_under(folder.root, "runbooks") if r.endswith(".md")]
@@ -528,7 +528,7 @@ def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Re
         raise CatError("no job%s ships a _prometheus/ folder with scrape.yaml, alerts/, runbooks/ or dashboards/"
                        " (workspace/jobs/<job>/_prometheus/, docs/templates.md)"
                        % (" of %s" % ", ".join(request.jobs) if request.jobs else ""))
-    servers = _prometheus.server_jobs(bucket_dir, catalog)
+    servers = prometheus.server_jobs(bucket_dir, catalog)
     table.notes.append("Prometheus server job: %s" % ", ".join(servers) if servers else
                        "no job ships prometheus.yml(.tpl): build does not check _prometheus/ and deploy ships"
                        " none of it, as maand")
@@ -561,7 +561,7 @@ def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Reque
         raise CatError("file %s: name its job, exactly one (-e maand_jobs=JOB)" % request.file)
     job = next(j for j in catalog.get("jobs", []) if j["name"] == request.jobs[0])
     rel = prometheus_rel_path(request.file)
-    folder = "%s/%s" % (job.get("path") or "workspace/jobs/%s" % job["name"], _prometheus.FOLDER)
+    folder = "%s/%s" % (job.get("path") or "workspace/jobs/%s" % job["name"], prometheus.FOLDER)
     root = os.path.realpath(os.path.join(bucket_dir, folder))
     target = os.path.realpath(os.path.join(root, rel))
     if not target.startswith(root + os.sep):
@@ -569,7 +569,7 @@ def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Reque
     if not os.path.isfile(target):
         raise CatError("%s/%s not found (the files: %s)" % (folder, rel, ", ".join(_files_under(root, "")) or "none"))
     with open(target, "rb") as handle:
-        text = handle.read(_prometheus.MAX_FILE_BYTES).decode("utf-8", "replace")
+        text = handle.read(prometheus.MAX_FILE_BYTES).decode("utf-8", "replace")
     table = _Text("%s/%s" % (folder, rel), ("LINE",))
     table.rows = [(line,) for line in text.rstrip("\n").split("\n")]
     return table
@@ -578,8 +578,8 @@ def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Reque
 def _prometheus_scrape(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
     if request.workers:
         raise CatError("the scrape configs cover every active allocation: the workers filter does not apply")
-    kv = _kv_build.read_kv(bucket_dir, reveal_secrets=request.reveal, mask=None if request.reveal else MASK)
-    rendered = _prometheus.render_scrape(bucket_dir, catalog, kv, request.jobs, reveal=request.reveal)
+    kv = kv_build.read_kv(bucket_dir, reveal_secrets=request.reveal, mask=None if request.reveal else MASK)
+    rendered = prometheus.render_scrape(bucket_dir, catalog, kv, request.jobs, reveal=request.reveal)
     text = rendered.text
     if not text.strip() and not rendered.hidden:
         raise CatError("no expanded scrape configs%s: no job with _prometheus/scrape.yaml has an active"

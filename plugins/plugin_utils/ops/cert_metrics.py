@@ -36,18 +36,18 @@ import os
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from .. import prometheus as _prometheus
-from ..bucket import model as _model
-from .. import certs as _certs
-from ..catalog import kv_build as _kv_build
-from ..kv import functions as _functions
+from .. import prometheus
+from ..bucket import model
+from .. import certs
+from ..catalog import kv_build
+from ..kv import functions
 
 METRIC_NOT_AFTER = "maand_cert_not_after_seconds"
 METRIC_EXPIRING = "maand_cert_expiring"
 METRIC_EXPIRED = "maand_cert_expired"
 
 
-class CertMetricsError(_prometheus.PushError):
+class CertMetricsError(prometheus.PushError):
     """The metrics cannot be gathered (the KV, a certificate) or pushed; the message says why and what to do."""
 
 
@@ -73,7 +73,7 @@ class Outcome:
     message: str
     url: str = ""
     metrics: int = 0
-    series: list[_prometheus.Series] = dataclasses.field(default_factory=list)
+    series: list[prometheus.Series] = dataclasses.field(default_factory=list)
     attempts: int = 0
     log: list[str] = dataclasses.field(default_factory=list)
     problem: str = ""
@@ -87,13 +87,13 @@ class Outcome:
 
 def renewal_buffer(bucket_dir: str) -> int:
     """maand.conf certs_renewal_buffer (days) as maand reads it for the metrics; 0 when unset or unreadable."""
-    bucket = _model.Bucket(bucket_dir)
-    _model.load_maand_conf(bucket, _model.Report())  # maand.conf problems are the build's to report
-    return _certs.settings(bucket.conf)[1]
+    bucket = model.Bucket(bucket_dir)
+    model.load_maand_conf(bucket, model.Report())  # maand.conf problems are the build's to report
+    return certs.settings(bucket.conf)[1]
 
 
 def _metric(scope: str, job: str, worker: str, cert: str, pem: str, buffer_days: int, now: Any) -> Metric:
-    status = _certs.cert_status(pem, buffer_days, now)
+    status = certs.cert_status(pem, buffer_days, now)
     return Metric(scope, job, worker, cert, status.common_name, status.not_after_seconds, status.status)
 
 
@@ -102,7 +102,7 @@ def list_metrics(bucket_dir: str, kv: Mapping[str, Mapping[str, str]], buffer_da
     """The CA (when secrets/ca.crt can be read) then every job leaf of the KV, by namespace and key."""
     out = []
     try:
-        with open(os.path.join(bucket_dir, _certs.CA_CERT_REL), encoding="utf-8", errors="replace") as handle:
+        with open(os.path.join(bucket_dir, certs.CA_CERT_REL), encoding="utf-8", errors="replace") as handle:
             out.append(_metric("ca", "", "", "ca", handle.read(), buffer_days, now))
     except OSError:
         pass  # no bucket CA (no job asks for certs): only the leaves are reported
@@ -127,7 +127,7 @@ def _job_worker(namespace: str) -> tuple[str, str]:
 
 # --- the series (certs/push.go remoteWriteMetrics) -------------------------------------------------
 
-def series(metrics: Iterable[Metric], timestamp_ms: int) -> list[_prometheus.Series]:
+def series(metrics: Iterable[Metric], timestamp_ms: int) -> list[prometheus.Series]:
     """Per certificate: not_after (unless invalid or unknown), expiring and expired, at one timestamp."""
     out = []
     for metric in metrics:
@@ -140,9 +140,9 @@ def series(metrics: Iterable[Metric], timestamp_ms: int) -> list[_prometheus.Ser
     return out
 
 
-def _series(base: Mapping[str, str], name: str, value: float, timestamp_ms: int) -> _prometheus.Series:
+def _series(base: Mapping[str, str], name: str, value: float, timestamp_ms: int) -> prometheus.Series:
     labels = dict(base, __name__=name)
-    return _prometheus.Series(tuple(sorted((k, v) for k, v in labels.items() if v != "")), value, timestamp_ms)
+    return prometheus.Series(tuple(sorted((k, v) for k, v in labels.items() if v != "")), value, timestamp_ms)
 
 
 # --- the whole push (PushMetrics) -----------------------------------------------------------------
@@ -153,23 +153,23 @@ def push(bucket_dir: str, catalog: Mapping[str, Any], check_mode: bool = False,
     """maand's PushMetrics for a built bucket: the outcome; a PushError (CertMetricsError, MissingLibrary
     among them) when the metrics cannot be gathered or pushed. check_mode sends nothing and says what it would send;
     log gets maand's retry lines as they happen; kv: the bucket's KV (default: read it)."""
-    url, why = _prometheus.discover(bucket_dir, catalog)
+    url, why = prometheus.discover(bucket_dir, catalog)
     if not url:
         return Outcome("skipped", "cert metrics: nothing pushed: %s" % why)
     try:
-        kv = _kv_build.read_kv(bucket_dir) if kv is None else kv
-    except _functions.KVError as exc:
+        kv = kv_build.read_kv(bucket_dir) if kv is None else kv
+    except functions.KVError as exc:
         raise CertMetricsError(str(exc)) from None
     try:
         metrics = list_metrics(bucket_dir, kv, renewal_buffer(bucket_dir))
-    except _certs.CertError as exc:
+    except certs.CertError as exc:
         raise CertMetricsError(str(exc)) from None
     if not metrics:
         return Outcome("skipped", "cert metrics: nothing pushed: the bucket has no certificate", url)
     items = series(metrics, int(clock() * 1000))
-    body = _prometheus.encode(items)  # in check mode too: a missing library shows in the preview
-    username, password = _prometheus.store_credentials(bucket_dir)
-    target = _prometheus.secure_target(url, username, password, _certs.ca_paths(bucket_dir)[0])
+    body = prometheus.encode(items)  # in check mode too: a missing library shows in the preview
+    username, password = prometheus.store_credentials(bucket_dir)
+    target = prometheus.secure_target(url, username, password, certs.ca_paths(bucket_dir)[0])
     url = target.url  # https with credentials, verified against the bucket CA
     what = "%d series (%d certificate%s) to %s%s" % (len(items), len(metrics), "" if len(metrics) == 1 else "s",
                                                      url, " with Basic auth" if username else "")
@@ -181,5 +181,5 @@ def push(bucket_dir: str, catalog: Mapping[str, Any], check_mode: bool = False,
         lines.append(line)
         if log is not None:
             log(line)
-    attempt = _prometheus.send_with_retry(target, body, note, **retry)
+    attempt = prometheus.send_with_retry(target, body, note, **retry)
     return Outcome("pushed", "cert metrics: pushed %s" % what, url, len(metrics), items, attempt, lines)

@@ -48,8 +48,8 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
-from ..worker import layout as _layout
-from ..bucket import locks as _locks
+from ..worker import layout
+from ..bucket import locks
 from ..catalog import catalog as _catalog
 from ..kv import store as _store
 from ..errors import MaandError
@@ -303,7 +303,7 @@ def _read_catalog(catalog: Mapping[str, Any]) -> _Catalog:
 
 
 def job_root(bucket_id: str, job: str) -> str:
-    return _layout.job_root(bucket_id, job)
+    return layout.job_root(bucket_id, job)
 
 
 def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]],
@@ -327,7 +327,7 @@ def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]]
         dropped |= _plan_worker(out, cat, listing)
         if listing.host in (cat.departed | set(departed)) and listing.host in cat.holding:
             out.skipped.append("departed worker %s: its bucket folder %s goes once a deploy has stopped its "
-                               "allocations; run maand.core.deploy first" % (listing.host, _layout.bucket_root(bucket_id)))
+                               "allocations; run maand.core.deploy first" % (listing.host, layout.bucket_root(bucket_id)))
     for host in forget:
         out.rows.append(RowDeletion("departed", host, "forgotten with maand_departed_forget: nothing on it was "
                                     "deleted; whatever it holds of the bucket stays there"))
@@ -371,7 +371,7 @@ def _plan_worker(out: Plan, cat: _Catalog, listing: Listing) -> set:
 
 def _plan_departed(out: Plan, cat: _Catalog, listing: Listing) -> None:
     """A worker that left workers.json and holds no allocation row: its whole bucket folder, then its row."""
-    host, root = listing.host, _layout.bucket_root(out.bucket_id)
+    host, root = listing.host, layout.bucket_root(out.bucket_id)
     if not listing.reachable:
         out.problems.append(
             "departed worker %s could not be read (%s): its bucket folder %s (data/ and logs/ included) is left on it "
@@ -589,7 +589,7 @@ def commit(bucket: str, planned: Plan, states: Mapping[str, Any], deleted: Mappi
     the catalog rows and KV namespaces and prune KV history. Raises GCError when the bucket changed."""
     hosts = list(hosts)
     failed, problems = deletions(deleted, planned)
-    with _locks.bucket_lock(bucket, wait=True):
+    with locks.bucket_lock(bucket, wait=True):
         catalog, store = _inputs(bucket)
         if catalog.get("bucket_id") != planned.bucket_id:
             raise GCError("data/catalog.json now holds bucket_id %s, not %s: the catalog and KV were left as "

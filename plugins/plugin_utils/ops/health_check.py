@@ -34,15 +34,15 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from . import status as _status
-from .. import health as _health
-from ..deploy import remote as _remote, rsync as _rsync
+from .. import health
+from ..deploy import remote, rsync
 from ..health import (STATUS_TIMEOUT, Budget, Pending, StatusWatch, Waiter, collect_tails, describe, failure_notes,
                       in_background, not_running, status_checker)
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 from ..catalog import catalog as _catalog
 from ..errors import MaandError
-from ..hooks import points as _points, run as _run
+from ..hooks import points, run as _run
 from ..hooks.commands import targets as _targets
 
 WORKER = "(worker)"
@@ -333,7 +333,7 @@ def status_request(catalog: Mapping[str, Any], job: str, host: str) -> str | Non
     ops = _status.status_ops(catalog, host, allocs[:1], [job], _status.spec_op(records))
     if not ops or not ops[0].get("target"):
         return None
-    return _remote.step_request(catalog.get("bucket_id"), ops[:1], timeout=STATUS_TIMEOUT, tail=10)
+    return remote.step_request(catalog.get("bucket_id"), ops[:1], timeout=STATUS_TIMEOUT, tail=10)
 
 
 def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, Mapping[str, Any]],
@@ -341,10 +341,10 @@ def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, M
     """(status, diagnose) for run(): the job's `make status` through the worker agent (health/watch.status_checker)
     and, for a worker where it is not running, the status tail a failed gate shows (health/tails.collect_tails),
     over the workers' connection settings (conns: {host: settings}) multiplexed as the deploy's gates'."""
-    muxed = _rsync.with_mux(dict(conns), _rsync.control_dir(os.path.join(bucket_dir, "health_check")))
+    muxed = rsync.with_mux(dict(conns), rsync.control_dir(os.path.join(bucket_dir, "health_check")))
     status = status_checker(lambda job, host: status_request(catalog, job, host), lambda: muxed, python_of,
-                            agent=_remote)
-    root = _remote.worker_root(catalog.get("bucket_id"))
+                            agent=remote)
+    root = remote.worker_root(catalog.get("bucket_id"))
 
     def diagnose(job: str, hosts: list[str]) -> dict[str, list[str]]:
         return collect_tails(muxed, root, job, hosts)
@@ -354,12 +354,12 @@ def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, M
 def prober(bucket_dir: str, conns: Mapping[str, Mapping[str, Any]]) -> Callable[[str, str, dict, float], str | None]:
     """probe(host, address, check, timeout) for run(): the deploy's probes (health/probes.probe), https verified
     against the bucket CA, ssh checks over the workers' connection settings (conns: {host: settings})."""
-    by_address = _health.by_address(conns)
-    trust = _health.Trust.for_bucket(bucket_dir)
+    by_address = health.by_address(conns)
+    trust = health.Trust.for_bucket(bucket_dir)
 
     def probe(host: str, address: str, check: dict, timeout: float) -> str | None:
         del host
-        return _health.probe(address, check, timeout, by_address, trust=trust)
+        return health.probe(address, check, timeout, by_address, trust=trust)
     return probe
 
 
@@ -373,7 +373,7 @@ def command_runner(stack: contextlib.ExitStack, bucket_dir: str, catalog: Mappin
 
     def run_commands(job: str, hosts: list[str]) -> dict[str, str | None]:
         if "ctx" not in holder:
-            holder["ctx"] = stack.enter_context(_points.session(bucket_dir, catalog, conns, timeout, tail, log=log))
+            holder["ctx"] = stack.enter_context(points.session(bucket_dir, catalog, conns, timeout, tail, log=log))
         targets = [t for t in _targets(catalog, job) if t.worker in hosts]
         outcome = _run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
         out = {}

@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from ..bucket import storage as _storage
-from ..deploy import record as _record
-from . import cat as _cat
+from ..bucket import storage
+from ..deploy import record
+from . import cat
 
 
 @dataclasses.dataclass
@@ -37,7 +37,7 @@ class Info:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def table(self) -> _cat.Table:
+    def table(self) -> cat.Table:
         allocs = self.allocations
         last = self.last_deploy
         rows = [("Bucket ID", self.bucket_id),
@@ -47,10 +47,10 @@ class Info:
                 ("Number of Allocations", "%d (%d active, %d disabled, %d removed)" % (
                     allocs["total"], allocs["active"], allocs["disabled"], allocs["removed"])),
                 ("State Store", self.state_store),
-                ("Deploy Records", "%d kept (the newest %d are kept)" % (self.records_kept, _record.KEEP)),
+                ("Deploy Records", "%d kept (the newest %d are kept)" % (self.records_kept, record.KEEP)),
                 ("Last Deploy", "%s: %s, finished %s by %s (%s)" % (last["run_id"], last["outcome"], last["finished"],
                                                                     last["by"], last["summary"]) if last else "-")]
-        table = _cat.Table("Bucket %s" % self.bucket, ("DESCRIPTION", "VALUE"), rows)
+        table = cat.Table("Bucket %s" % self.bucket, ("DESCRIPTION", "VALUE"), rows)
         table.notes.append("details: maand.core.cat -e maand_cat=workers|jobs|allocations|deployments; past runs: "
                            "maand.core.logs")
         return table
@@ -61,13 +61,13 @@ def _count(live: int, removed: int) -> str:
 
 
 def info(bucket_dir: str) -> Info:
-    """The summary of the bucket; _cat.CatError when it has no catalog or its store cannot be read."""
-    catalog = _cat.read_catalog(bucket_dir)
+    """The summary of the bucket; cat.CatError when it has no catalog or its store cannot be read."""
+    catalog = cat.read_catalog(bucket_dir)
     try:
-        records, dummy = _record.read_all(bucket_dir)
-        store = _storage.store(bucket_dir)
-    except _storage.StateStoreError as exc:
-        raise _cat.CatError(str(exc)) from None
+        records, dummy = record.read_all(bucket_dir)
+        store = storage.store(bucket_dir)
+    except storage.StateStoreError as exc:
+        raise cat.CatError(str(exc)) from None
     last = records[-1] if records else None
     seq, where = _update_seq(catalog, last)
     states = [a.get("state") for a in catalog.get("allocations", [])]

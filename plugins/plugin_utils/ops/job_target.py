@@ -17,8 +17,8 @@ from typing import Any
 
 from ..bucket.job_checks import target_problem
 from ..catalog import catalog as _catalog
-from .. import jobspec as _jobspec
-from ..deploy import plan as _plan, remote as _remote
+from .. import jobspec
+from ..deploy import plan, remote
 
 
 @dataclasses.dataclass
@@ -49,14 +49,14 @@ def allocation_env(bucket, job, host, version):
         return None, "%s: %s" % (bucket, exc)
     if catalog is None:
         return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
-    return _plan.catalog_allocation_env(catalog, job, host, version, version), None
+    return plan.catalog_allocation_env(catalog, job, host, version, version), None
 
 
 def _refused(msg):
     return {"failed": True, "msg": "%s; nothing was run" % msg}
 
 
-def run(req: TargetRequest, shell: _remote.Shell) -> dict:
+def run(req: TargetRequest, shell: remote.Shell) -> dict:
     """The task's result of make req.target for req.job on req.host (check mode: only ``status`` runs)."""
     target = req.target
     problem = target_problem(target, None)
@@ -65,8 +65,8 @@ def run(req: TargetRequest, shell: _remote.Shell) -> dict:
     spec = req.spec if isinstance(req.spec, dict) else None
     if spec is not None:
         try:
-            _jobspec.expand(req.job, spec, os.environ.get)
-        except _jobspec.EnvError as exc:
+            jobspec.expand(req.job, spec, os.environ.get)
+        except jobspec.EnvError as exc:
             return _refused(exc)
     if req.check_mode and target != "status":
         return {"changed": True, "skipped": False, "msg": "check mode: would run make %s" % target}
@@ -76,14 +76,14 @@ def run(req: TargetRequest, shell: _remote.Shell) -> dict:
     op = {"id": "%s@%s" % (req.job, req.host), "kind": "run", "job": req.job,
           "host": req.host, "target": target, "env": env, "promote_now": False}
     if spec is not None:  # the job spec's environment and run fields, as the deploy runs them
-        op["spec"] = _jobspec.op_spec(spec)
+        op["spec"] = jobspec.op_spec(spec)
         try:
-            op = _jobspec.runtime_op(op, os.environ.get)
-        except _jobspec.EnvError as exc:
+            op = jobspec.runtime_op(op, os.environ.get)
+        except jobspec.EnvError as exc:
             return _refused(exc)
-    data = _remote.step_request(req.bucket_id, [op], timeout=req.timeout, tail=req.tail)
-    rc, stdout, stderr = _remote.call_agent(shell, req.python, data)
-    answer, err = _remote.parse_output(stdout, stderr, rc, "make %s for %s" % (target, op["id"]))
+    data = remote.step_request(req.bucket_id, [op], timeout=req.timeout, tail=req.tail)
+    rc, stdout, stderr = remote.call_agent(shell, req.python, data)
+    answer, err = remote.parse_output(stdout, stderr, rc, "make %s for %s" % (target, op["id"]))
     if err:
         return {"failed": True, "msg": err}
     answer = (answer.get("ops") or [{"ok": False, "msg": answer.get("msg") or "no answer for the operation"}])[0]

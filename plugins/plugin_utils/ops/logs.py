@@ -17,10 +17,10 @@ import dataclasses
 import json
 from typing import Any
 
-from ..bucket import storage as _storage
+from ..bucket import storage
 from ..bucket.problems import did_you_mean
 from ..deploy import record as _record
-from . import cat as _cat
+from . import cat
 from ..errors import MaandError
 
 FORMATS = ("table", "json")
@@ -72,7 +72,7 @@ def logs(bucket_dir: str, request: Request) -> Shown:
     _check(request)
     try:
         records, bad = _record.read_all(bucket_dir)
-    except _storage.StateStoreError as exc:
+    except storage.StateStoreError as exc:
         raise LogsError(str(exc)) from None
     _check_names(records, request)
     if request.run:
@@ -104,7 +104,7 @@ def _list(bucket_dir: str, records: list, request: Request, bad: list) -> Shown:
     chosen = [r for r in records if not filtered or _changed(r, request)]
     shown = chosen[-request.limit:] if request.limit else chosen
     header = ("RUN", "STARTED", "SECONDS", "BY", "OUTCOME", "UPDATE_SEQ", "PLAN_HASH", "RESULTS")
-    table = _cat.Table("Deploy runs of %s" % bucket_dir, header)
+    table = cat.Table("Deploy runs of %s" % bucket_dir, header)
     for r in shown:
         table.rows.append((r.run_id, r.started, "%.1f" % r.seconds, _by(r), r.outcome, _seq(r),
                            r.plan_hash[:16] or "-", r.summary))
@@ -141,10 +141,10 @@ def _show(record: _record.DeployRecord, request: Request, bad: list) -> Shown:
              "plan hash %s; update_seq %s; options: %s"
              % (record.plan_hash[:16] or "-", _seq(record), _options(record.options)),
              "results: %s" % record.summary]
-    table = _cat.Table("", ("JOB", "WORKER", "ACTION", "RESULT", "HASH", "VERSION", "GATE", "SECONDS", "REASON"))
+    table = cat.Table("", ("JOB", "WORKER", "ACTION", "RESULT", "HASH", "VERSION", "GATE", "SECONDS", "REASON"))
     for a in rows:
         version = a.to_version if a.from_version == a.to_version else "%s -> %s" % (a.from_version, a.to_version)
-        table.rows.append((a.job, a.worker, a.action, a.result, (a.hash or "-")[:_cat.HASH_CHARS], version,
+        table.rows.append((a.job, a.worker, a.action, a.result, (a.hash or "-")[:cat.HASH_CHARS], version,
                            _seconds(a.gate_seconds), _seconds(a.seconds), _cut(a.reason)))
     lines += table.lines()[1:]
     if record.problems:

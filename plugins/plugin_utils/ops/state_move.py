@@ -22,10 +22,10 @@ import dataclasses
 import json
 import os
 
-from ..bucket import locks as _locks, state_pg as _state_pg, storage as _storage
-from ..catalog import catalog as _catalog
-from ..deploy import run as _run
-from ..kv import store as _store
+from ..bucket import locks, state_pg, storage
+from ..catalog import catalog
+from ..deploy import run
+from ..kv import store
 from ..errors import MaandError
 
 FILES = "files"
@@ -49,32 +49,32 @@ class Moved:
 
 def target_store(bucket_dir, to):
     if to == FILES:
-        return _storage.FileStore(bucket_dir)
+        return storage.FileStore(bucket_dir)
     try:
-        _storage.check_url(to, "maand_state_to")
-    except _storage.StateStoreError as exc:
+        storage.check_url(to, "maand_state_to")
+    except storage.StateStoreError as exc:
         raise MoveError("%s; or maand_state_to=files to move the state back into %s/data" % (exc, bucket_dir)) from None
     if not to:
         raise MoveError("maand_state_to is required: a postgresql://[user@]host[:port]/database URL, or files")
-    return _state_pg.PgStore(to)
+    return state_pg.PgStore(to)
 
 
 def _check(bucket_dir, docs):
     """MoveError unless every document reads as its reader reads it."""
     if "catalog" in docs:
         try:
-            _catalog.loads(docs["catalog"])
-        except _catalog.CatalogError as exc:
+            catalog.loads(docs["catalog"])
+        except catalog.CatalogError as exc:
             raise MoveError("the source catalog is not valid: %s; fix or rebuild it before moving" % exc) from None
     if "kv" in docs:
         try:
-            _store._parse(json.loads(docs["kv"]))  # pylint: disable=protected-access
+            store._parse(json.loads(docs["kv"]))  # pylint: disable=protected-access
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MoveError("the source KV document is not valid: %s; restore it before moving" % exc) from None
 
 
 def _file_runs(bucket_dir):
-    root = _run.runs_root(bucket_dir)
+    root = run.runs_root(bucket_dir)
     out = []
     with contextlib.suppress(OSError):
         for name in sorted(os.listdir(root))[-RUNS_KEPT:]:
@@ -89,16 +89,16 @@ def _file_runs(bucket_dir):
 
 def move(bucket_dir, to, force=False, check_mode=False):
     """Copy the bucket's state from its current store to `to`. Returns Moved; raises MoveError."""
-    source = _storage.store(bucket_dir)
+    source = storage.store(bucket_dir)
     target = target_store(bucket_dir, to)
     if source.kind == target.kind and source.label == target.label:
         raise MoveError("the bucket's state is already in %s: nothing to move" % target.label)
-    holder = _locks.holder(bucket_dir)
+    holder = locks.holder(bucket_dir)
     if holder is not None:
         raise MoveError("a deploy holds the bucket's deploy lock (%s): move the state when it has finished"
-                        % (_state_pg.describe(holder) if "run_pid" in holder else _locks.describe(holder)))
-    with _locks.bucket_lock(bucket_dir, wait=True):
-        docs = {name: doc.text for name, doc in source.documents().items() if name in _storage.DOCUMENTS}
+                        % (state_pg.describe(holder) if "run_pid" in holder else locks.describe(holder)))
+    with locks.bucket_lock(bucket_dir, wait=True):
+        docs = {name: doc.text for name, doc in source.documents().items() if name in storage.DOCUMENTS}
         if "catalog" not in docs:
             raise MoveError("%s holds no catalog: build the bucket first (there is nothing to move)" % source.label)
         _check(bucket_dir, docs)
@@ -118,7 +118,7 @@ def move(bucket_dir, to, force=False, check_mode=False):
         if target.kind == "file":
             _write_files(bucket_dir, docs)
             for run_id, text in records:
-                target.write_record(run_id, text, max(_storage.RECORDS_KEPT, len(records)))
+                target.write_record(run_id, text, max(storage.RECORDS_KEPT, len(records)))
         else:
             target.replace_all(docs, runs, records)
         after = {name: doc.text for name, doc in target.documents().items() if name in docs}
@@ -137,14 +137,14 @@ def _bucket_id(text):
 
 def _write_files(bucket_dir, docs):
     """All the files or none: temp files first, then the renames (and back on failure)."""
-    data = _storage.data_dir(bucket_dir)
+    data = storage.data_dir(bucket_dir)
     os.makedirs(data, exist_ok=True)
     staged = {}
     try:
         for name, text in docs.items():
-            path = os.path.join(data, _storage.DOCUMENTS[name][0])
+            path = os.path.join(data, storage.DOCUMENTS[name][0])
             tmp = path + ".moving"
-            _storage.atomic_write(tmp, text, mode=_storage.DOCUMENTS[name][1])
+            storage.atomic_write(tmp, text, mode=storage.DOCUMENTS[name][1])
             staged[path] = tmp
         backups = {}
         for path in staged:

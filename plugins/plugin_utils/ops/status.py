@@ -16,11 +16,11 @@ import datetime
 import os
 from typing import Any, Callable, Iterable, Mapping
 
-from . import cat as _cat
+from . import cat
 from ..catalog import catalog as _catalog
-from .. import jobspec as _jobspec
-from ..deploy import plan as _plan
-from ..hooks import commands as _commands
+from .. import jobspec
+from ..deploy import plan
+from ..hooks import commands
 from ..bucket.problems import did_you_mean
 from ..errors import MaandError
 
@@ -55,7 +55,7 @@ HEADER = ("JOB", "WORKER", "STATE", "VERSION", "DEPLOYED", "RUNNING", "LAST DEPL
 
 def split_jobs(value: Any) -> tuple[str, ...]:
     """maand_jobs as a tuple of names ("api,web", a list, or empty)."""
-    return _cat.split_names(value)
+    return cat.split_names(value)
 
 
 def check_format(value: Any) -> str:
@@ -86,9 +86,9 @@ def status_ops(catalog: Mapping[str, Any], host: str, allocations: Iterable[Mapp
         if wanted and job not in wanted:
             continue
         version = (records.get(job) or {}).get("version") or alloc.get("version") or "0.0.0"
-        control = _commands.has_event(catalog, job, "job_control")
+        control = commands.has_event(catalog, job, "job_control")
         op = {"id": job, "kind": "status", "job": job, "host": host, "target": None if control else "status",
-              "env": _plan.catalog_allocation_env(catalog, job, host, version, version)}
+              "env": plan.catalog_allocation_env(catalog, job, host, version, version)}
         ops.append(spec_op(op, job) if spec_op else op)
     return ops
 
@@ -107,10 +107,10 @@ def spec_op(catalog_jobs: Mapping[str, Any] | None) -> Callable[[dict, str], dic
         spec = ((catalog_jobs or {}).get(job) or {}).get("spec")
         if not isinstance(spec, dict):
             return op
-        op["spec"] = _jobspec.op_spec(spec)
+        op["spec"] = jobspec.op_spec(spec)
         try:
-            return _jobspec.runtime_op(op, os.environ.get)
-        except _jobspec.EnvError as exc:  # make status would not get its environment: do not run it
+            return jobspec.runtime_op(op, os.environ.get)
+        except jobspec.EnvError as exc:  # make status would not get its environment: do not run it
             op = {k: v for k, v in op.items() if k != "spec"}
             op.update(target=None, env_error=str(exc))
             return op
@@ -176,7 +176,7 @@ def rows(catalog: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], j
             else:
                 row.deployed = outcome.get("version")
                 row.last_deploy = when(outcome.get("deployed_at"))
-                row.running, row.note = _running(outcome, _commands.has_event(catalog, job, "job_control"))
+                row.running, row.note = _running(outcome, commands.has_event(catalog, job, "job_control"))
                 if outcome.get("pending"):
                     row.note = ("start not promoted yet; " + row.note).rstrip("; ")
                 row.note = "; ".join(n for n in history_notes(outcome) + [row.note] if n)
@@ -233,7 +233,7 @@ def summary(table_rows: list[Row], answers: Mapping[str, Mapping[str, Any]]) -> 
 
 def table_lines(table_rows: list[Row], answers: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The status table (aligned text), then the summary line."""
-    table = _cat.Table("maand status", HEADER, [r.cells() for r in table_rows])
+    table = cat.Table("maand status", HEADER, [r.cells() for r in table_rows])
     return table.lines() + [summary(table_rows, answers)]
 
 

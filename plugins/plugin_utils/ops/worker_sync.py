@@ -22,8 +22,8 @@ import dataclasses
 from typing import Any, Iterable, Mapping
 
 from ..catalog import catalog as _catalog
-from ..deploy import plan as _plan
-from ..worker import layout as _layout
+from ..deploy import plan
+from ..worker import layout
 
 CatalogError = _catalog.CatalogError
 
@@ -66,7 +66,7 @@ def _jobs_entry(state: Mapping[str, Any], job: str) -> Mapping[str, Any] | None:
 def stale(catalog: Mapping[str, Any], bucket_id: str, worker_states: Mapping[str, Mapping[str, Any]],
           targets: Iterable[str], job: str | None = None) -> list[Stale]:
     """The targets that are out of sync with the catalog, in targets' order (see the module's doc)."""
-    seq = _plan.seen_update_seq(worker_states, catalog)
+    seq = plan.seen_update_seq(worker_states, catalog)
     workers = {w.get("host"): w for w in catalog.get("workers") or [] if isinstance(w, Mapping)}
     out = []
     for host in targets:
@@ -80,13 +80,13 @@ def stale(catalog: Mapping[str, Any], bucket_id: str, worker_states: Mapping[str
         meta = state.get("worker")
         if not isinstance(meta, Mapping):
             out.append(Stale(host, "no worker.json in %s: the bucket was never deployed on this worker"
-                             % _layout.bucket_root(bucket_id)))
+                             % layout.bucket_root(bucket_id)))
             continue
         if meta.get("bucket_id") != bucket_id:
             out.append(Stale(host, "bucket id mismatch (its worker.json names bucket %s, the catalog %s)"
                              % (meta.get("bucket_id"), bucket_id)))
             continue
-        want_id = _plan.worker_id(workers.get(host), host)
+        want_id = plan.worker_id(workers.get(host), host)
         if meta.get("worker_id") != want_id:
             out.append(Stale(host, "worker id mismatch (its worker.json has worker_id %s, the catalog %s)"
                              % (meta.get("worker_id"), want_id)))

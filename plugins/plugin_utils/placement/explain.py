@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from . import constraints as _constraints
+from . import constraints
 from .hardware import FIELDS, KEYS, hardware_maxima, hardware_shortfalls
 from .place import NO_SELECTOR_MATCH, SHORT_OF_COUNT
 from .select import selectors_of
@@ -45,20 +45,20 @@ def _fmt(key, value):
 
 def _constraint_parts(node, index):
     """Top-level conjuncts of a compiled constraint as (label, mask of workers that pass)."""
-    if isinstance(node, _constraints._And):
+    if isinstance(node, constraints._And):
         return [part for child in node.children for part in _constraint_parts(child, index)]
-    if isinstance(node, _constraints._Properties):
+    if isinstance(node, constraints._Properties):
         out = []
         for dummy, name, neg in node.items:
             m = index.property_mask(name)
             out.append(("has excluded property %s" % name, index.all_mask ^ m) if neg else
                        ("missing property %s" % name, m))
         return out
-    if isinstance(node, _constraints._Group):
+    if isinstance(node, constraints._Group):
         return [("not in group %s" % name, index.group_mask(name, group)) for dummy, name, group in node.items]
-    if isinstance(node, _constraints._Hostlist):
+    if isinstance(node, constraints._Hostlist):
         return [("not in hostlist %s" % ",".join(node.texts), node.mask(index))]
-    if isinstance(node, _constraints._Ranks):
+    if isinstance(node, constraints._Ranks):
         return [("not in ranks %s" % ",".join(node.texts), node.mask(index))]
     return [("fails %s" % node.path, node.mask(index))]
 

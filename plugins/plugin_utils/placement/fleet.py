@@ -17,7 +17,7 @@ No Ansible imports.
 from __future__ import annotations
 
 from .constraints import FleetIndex, _bits_to_int, properties_of
-from . import hardware as _hardware  # _hardware.FIELDS: hardware key -> Worker attribute (memory_mb, ...)
+from . import hardware  # hardware.FIELDS: hardware key -> Worker attribute (memory_mb, ...)
 from .hardware import HardwareMasks, worker_arch
 
 
@@ -80,7 +80,7 @@ class WorkerIndex(FleetIndex, HardwareMasks):
         """hardware key -> [value of workers[i] or None (unknown)]."""
         if self._values is None:
             self._values = {key: [getattr(w, attr, None) for w in self.workers]
-                            for key, attr in _hardware.FIELDS.items()}
+                            for key, attr in hardware.FIELDS.items()}
             if "arch" in self._values:
                 self._values["arch"] = [worker_arch(v) for v in self._values["arch"]]
         return self._values
@@ -88,4 +88,4 @@ class WorkerIndex(FleetIndex, HardwareMasks):
     def hardware_record(self, i):
         """workers[i]'s hardware as the mapping placement/hardware.hardware_shortfalls reads."""
         worker = self.workers[i]
-        return {attr: getattr(worker, attr) for attr in _hardware.FIELDS.values()}
+        return {attr: getattr(worker, attr) for attr in hardware.FIELDS.values()}

@@ -30,7 +30,7 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 from ..bucket import content as _content
-from ..kv import functions as _functions
+from ..kv import functions
 from .errors import PrometheusError
 from .files import MAX_FILE_BYTES, JobFolder, collect, server_jobs
 from .rules import rule_files
@@ -332,7 +332,7 @@ def runbook_index(entries: Iterable[tuple[str, str]]) -> str:
 def dashboard_label(rel: str, content: str) -> str:
     """maand's LinkLabel: the page's <title>, else the file name."""
     match = _TITLE.search(content)
-    title = _functions.go_trim_space(match.group(1)) if match else ""
+    title = functions.go_trim_space(match.group(1)) if match else ""
     return title or posixpath.basename(rel) or rel
 
 

@@ -16,7 +16,7 @@ import dataclasses
 import json
 from typing import Any, Iterable, Mapping
 
-from .. import gotemplate as _gotemplate
+from .. import gotemplate
 from .errors import NoActiveTargets, PrometheusError
 from .files import SCRAPE_FILE
 from .goyaml import load_yaml, marshal, v3_copy
@@ -141,19 +141,19 @@ def _expand_target(job: ScrapeJob, target: str) -> list[str]:
     parts = target[len(PORT_PREFIX):].split("/")
     key = parts[0]
     if not key:
-        raise PrometheusError("invalid maand port placeholder %s" % _gotemplate.go_quote(target))
+        raise PrometheusError("invalid maand port placeholder %s" % gotemplate.go_quote(target))
     if key == IMPLICIT_PORT:
         key = resolve_metrics_port_key(job.name, job.ports)
     if key not in job.ports:
-        raise PrometheusError("port %s is not declared in manifest resources.ports" % _gotemplate.go_quote(key))
+        raise PrometheusError("port %s is not declared in manifest resources.ports" % gotemplate.go_quote(key))
     number = job.ports[key]
     if number is None:
-        raise PrometheusError("port %s has no assigned number (run maand build)" % _gotemplate.go_quote(key))
+        raise PrometheusError("port %s has no assigned number (run maand build)" % gotemplate.go_quote(key))
     workers = list(job.active_workers)
     if len(parts) > 1 and parts[1]:
         if parts[1] not in workers:
             raise PrometheusError("worker %s is not an active allocation for job %s"
-                                  % (_gotemplate.go_quote(parts[1]), job.name))
+                                  % (gotemplate.go_quote(parts[1]), job.name))
         workers = [parts[1]]
     return ["%s:%d" % (ip, int(number)) for ip in workers]
 
@@ -200,7 +200,7 @@ def validate_configs(job: str, what: str, configs: list[dict], ports: Iterable[s
 def _check_placeholder(job: str, where: str, target: str, ports: set) -> None:
     key = target[len(PORT_PREFIX):].split("/")[0]
     if not key:
-        raise PrometheusError("job %s %s invalid placeholder %s" % (job, where, _gotemplate.go_quote(target)))
+        raise PrometheusError("job %s %s invalid placeholder %s" % (job, where, gotemplate.go_quote(target)))
     if key == IMPLICIT_PORT:
         key = resolve_metrics_port_key(job, ports)
     if key not in ports:

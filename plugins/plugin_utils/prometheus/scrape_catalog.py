@@ -17,7 +17,7 @@ import dataclasses
 import json
 from typing import Any, Callable, Iterable, Mapping
 
-from ..kv import functions as _functions
+from ..kv import functions
 from .errors import NoActiveTargets, PrometheusError
 from .files import collect, job_record, server_jobs
 from .gojson import go_json
@@ -50,7 +50,7 @@ def compute_kv(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, Map
     scrape_jobs_length} and maand/job/<job> job_name; raises PrometheusError (file named)."""
     if not server_jobs(bucket_dir, catalog):
         return {KV_NAMESPACE: {"scrape_configs": "[]", "scrape_jobs": "", "scrape_jobs_length": "0"}}
-    upstream = upstream or (lambda name: _functions.upstream_jobs(catalog, name))
+    upstream = upstream or (lambda name: functions.upstream_jobs(catalog, name))
     prom: dict[str, str] = {}
     sealed: dict[str, str] = {}
     out: dict[str, dict[str, str]] = {KV_NAMESPACE: prom}
@@ -61,7 +61,7 @@ def compute_kv(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, Map
     for folder in collect(bucket_dir, catalog):
         if folder.scrape_file is None:
             continue
-        tracker = _functions.SecretTracker()
+        tracker = functions.SecretTracker()
         configs = job_scrape_configs(folder, job_record(catalog, folder.job), kv, upstream(folder.job), tracker)
         for config in configs:
             resolved = resolve_job_name(folder.job, as_text(config.get("job_name")))
@@ -69,7 +69,7 @@ def compute_kv(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, Map
             if owner != folder.job:
                 raise PrometheusError("duplicate prometheus job_name '%s' (jobs %s and %s)" % (resolved, owner, folder.job),
                                       "%s/%s" % (folder.rel, folder.scrape_file))
-        out[_functions.job_ns(folder.job)] = {"job_name": resolve_job_name(folder.job, as_text(configs[0].get("job_name")))}
+        out[functions.job_ns(folder.job)] = {"job_name": resolve_job_name(folder.job, as_text(configs[0].get("job_name")))}
         (sealed if tracker.secret else prom)["scrape/%s" % folder.job] = go_json(configs)
         job = scrape_job(catalog, folder.job, configs)
         if requires_active_allocations(configs) and not job.active_workers:
@@ -136,9 +136,9 @@ def render_scrape(bucket_dir: str, catalog: Mapping[str, Any], kv: Mapping[str, 
     jobs = []
     for folder in collect(bucket_dir, catalog):
         if folder.scrape_file and (not only or folder.job in only):
-            tracker = _functions.SecretTracker()
+            tracker = functions.SecretTracker()
             configs = job_scrape_configs(folder, job_record(catalog, folder.job), kv,
-                                         _functions.upstream_jobs(catalog, folder.job), tracker)
+                                         functions.upstream_jobs(catalog, folder.job), tracker)
             secret = secret or tracker.secret
             jobs.append(scrape_job(catalog, folder.job, configs))
     return RenderedScrape(_expand_all(jobs), secret)

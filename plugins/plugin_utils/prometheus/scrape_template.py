@@ -13,8 +13,8 @@ import dataclasses
 import os
 from typing import Any, Iterable, Mapping
 
-from .. import gotemplate as _gotemplate
-from ..kv import functions as _functions
+from .. import gotemplate
+from ..kv import functions
 from .errors import PrometheusError
 from .files import SCRAPE_TPL, JobFolder, read_text
 from .scrape import parse_scrape, validate_configs
@@ -28,22 +28,22 @@ SCRAPE_TEMPLATE_FUNCS = ("get", "keys", "getSecret", "split", "upper", "lower", 
 
 def scrape_template_namespaces(job: str, upstream_jobs: Iterable[str] = ()) -> list[str]:
     """maand's BuildScrapeTemplateNamespaces: bucket, the job's own and those of the jobs it demands."""
-    out = [_functions.BUCKET_NS, _functions.BUCKET_VARS_NS, _functions.job_ns(job), _functions.job_bucket_vars_ns(job), _functions.job_vars_ns(job),
-           _functions.job_secrets_ns(job)]
+    out = [functions.BUCKET_NS, functions.BUCKET_VARS_NS, functions.job_ns(job), functions.job_bucket_vars_ns(job), functions.job_vars_ns(job),
+           functions.job_secrets_ns(job)]
     for up in upstream_jobs:
-        out.extend(ns for ns in (_functions.job_ns(up), _functions.job_vars_ns(up), _functions.job_secrets_ns(up)) if ns not in out)
+        out.extend(ns for ns in (functions.job_ns(up), functions.job_vars_ns(up), functions.job_secrets_ns(up)) if ns not in out)
     return out
 
 
 @dataclasses.dataclass(frozen=True)
-class _ScrapeReader(_functions.KVReader):
+class _ScrapeReader(functions.KVReader):
     @property
     def allowed(self) -> frozenset:  # type: ignore[override]
         return frozenset(scrape_template_namespaces(self.job, self.upstream_jobs))
 
     def check(self, namespace: str) -> None:
         if namespace not in self.allowed:
-            raise _functions.KVError("%s namespace is not available for job %s scrape template" % (namespace, self.job))
+            raise functions.KVError("%s namespace is not available for job %s scrape template" % (namespace, self.job))
 
 
 @dataclasses.dataclass
@@ -57,30 +57,30 @@ class ScrapeTemplateData:
 
 def render_scrape_template(text: str, job: str, version: str, kv: Mapping[str, Mapping[str, str]],
                            upstream_jobs: Iterable[str] = (),
-                           tracker: _functions.SecretTracker | None = None) -> str:
-    """Render scrape.yaml.tpl as maand's build does; raises _gotemplate.TemplateError. tracker notes a
+                           tracker: functions.SecretTracker | None = None) -> str:
+    """Render scrape.yaml.tpl as maand's build does; raises gotemplate.TemplateError. tracker notes a
     secret read (getSecret, get of secrets/job/<job>): the result is then secret-bearing."""
     reader = _ScrapeReader(kv, job, "", tuple(upstream_jobs))
-    tracker = tracker or _functions.SecretTracker()
+    tracker = tracker or functions.SecretTracker()
     funcs = {name: func for name, func in tracker.funcs(reader).items() if name in SCRAPE_TEMPLATE_FUNCS}
-    funcs["int"] = _functions._atoi  # scrape_template.go's int does not trim, unlike deploy's templateInt
+    funcs["int"] = functions._atoi  # scrape_template.go's int does not trim, unlike deploy's templateInt
     data = ScrapeTemplateData(job, version or "0.0.0", version or "0.0.0")
-    return _gotemplate.parse(text, SCRAPE_TPL, funcs).execute(data, funcs=funcs)
+    return gotemplate.parse(text, SCRAPE_TPL, funcs).execute(data, funcs=funcs)
 
 
 def job_scrape_configs(folder: JobFolder, job: Mapping[str, Any], kv: Mapping[str, Mapping[str, str]],
                        upstream_jobs: Iterable[str] = (),
-                       tracker: _functions.SecretTracker | None = None) -> list[dict]:
+                       tracker: functions.SecretTracker | None = None) -> list[dict]:
     """The job's scrape configs as written (scrape.yaml) or rendered (scrape.yaml.tpl), unexpanded.
     tracker (one per job) notes whether the template read a secret; an error never shows a value read."""
     folder.check()
-    tracker = tracker or _functions.SecretTracker()
+    tracker = tracker or functions.SecretTracker()
     rel = "%s/%s" % (folder.rel, folder.scrape_file)
     text = read_text(os.path.join(folder.root, folder.scrape_file), rel)
     if folder.scrape_file == SCRAPE_TPL:
         try:
             text = render_scrape_template(text, folder.job, str(job.get("version") or ""), kv, upstream_jobs, tracker)
-        except _gotemplate.TemplateError as exc:
+        except gotemplate.TemplateError as exc:
             raise PrometheusError(tracker.redact("job %s %s: %s" % (folder.job, SCRAPE_TPL, exc)), rel) from None
     try:
         configs = parse_scrape(text, folder.scrape_file)

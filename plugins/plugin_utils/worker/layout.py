@@ -16,14 +16,14 @@ they agree.
 
 from __future__ import annotations
 
-from . import agent as _agent
+from . import agent
 
 WORKER_ROOT = "/opt/worker"
 AGENT_DIR = WORKER_ROOT + "/.maand"
 CERTS_DIR = "certs"
-KEEP = _agent.KEEP  # a job's folders no deploy deletes: data/, logs/
-ENV_PREFIX = _agent.ENV_PREFIX
-MAX_FILE_BYTES = _agent.MAX_FILE_BYTES
+KEEP = agent.KEEP  # a job's folders no deploy deletes: data/, logs/
+ENV_PREFIX = agent.ENV_PREFIX
+MAX_FILE_BYTES = agent.MAX_FILE_BYTES
 
 
 def bucket_root(bucket_id: str) -> str:

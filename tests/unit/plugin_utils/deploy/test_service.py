@@ -94,9 +94,9 @@ def test_check_mode_plans_and_shows_without_writing_the_bucket(bucket):
     assert starts == [(j, h) for j in ("api", "web") for h in HOSTS]
     assert screen.lines == out.plan["lines"] + [out.summary]
     assert not os.path.exists(_run.runs_root(bucket)) and not os.path.exists(_stage.stage_root(bucket))
-    kept = os.path.join(S._pin.pins_dir(out.plan["bucket_id"]), out.plan_hash + ".json")
+    kept = os.path.join(S.pin.pins_dir(out.plan["bucket_id"]), out.plan_hash + ".json")
     assert kept.startswith(os.path.join(bucket, "tmp") + os.sep)  # the test's own temp folder (the fixture)
-    assert json.load(open(kept, encoding="utf-8")) == json.loads(json.dumps(S._pin.plan_summary(out.plan)))
+    assert json.load(open(kept, encoding="utf-8")) == json.loads(json.dumps(S.pin.plan_summary(out.plan)))
     result = out.as_result()
     assert result["segment_groups"] == [] and result["content_diff"] == {"hosts": []} and "diff" not in result
 
@@ -122,7 +122,7 @@ def test_a_pinned_plan_hash_that_differs_refuses_and_names_the_change(bucket):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 def test_check_mode_refuses_a_pins_folder_someone_else_made_and_a_deploy_never_reads_it(bucket, tmp_path, monkeypatch):
-    monkeypatch.setattr(S._pin.tempfile, "tempdir", str(tmp_path / "shared"))
+    monkeypatch.setattr(S.pin.tempfile, "tempdir", str(tmp_path / "shared"))
     os.mkdir(tmp_path / "shared")
     planted = tmp_path / "shared" / ("maand-plans-%d" % os.getuid())
     planted.mkdir(0o700)
@@ -133,13 +133,13 @@ def test_check_mode_refuses_a_pins_folder_someone_else_made_and_a_deploy_never_r
     # a summary someone else left there is not read: the refusal says only that the hash differs
     os.rmdir(planted)
     checked = S.prepare(request(bucket, check_mode=True))
-    kept = os.path.join(S._pin.pins_dir(checked.plan["bucket_id"]), checked.plan_hash + ".json")
+    kept = os.path.join(S.pin.pins_dir(checked.plan["bucket_id"]), checked.plan_hash + ".json")
     assert not checked.failed and os.path.isfile(kept)
     given = checked.plan_hash[:12] + "0000"
     os.rename(kept, os.path.join(os.path.dirname(kept), given + ".json"))
-    assert S._pin.pinned_summary(checked.plan["bucket_id"], given) is not None
+    assert S.pin.pinned_summary(checked.plan["bucket_id"], given) is not None
     os.chmod(planted, 0o770)
-    assert S._pin.pinned_summary(checked.plan["bucket_id"], given) is None
+    assert S.pin.pinned_summary(checked.plan["bucket_id"], given) is None
     out = S.prepare(request(bucket, plan_hash=given, force=True))
     assert out.failed and "summary is not on this controller" in out.msg, out.msg
 

@@ -288,12 +288,12 @@ def test_the_command_runner_runs_the_job_s_health_check_commands_once_per_sessio
        "import os, sys\nip = os.environ['ALLOCATION_IP']\nsys.exit(0 if ip == '10.0.0.1' else 'not ready on ' + ip)\n")
     assert _build.build(root).report.ok
     catalog = _catalog.read_catalog(root)
-    sessions, session = [], _health_check._points.session
+    sessions, session = [], _health_check.points.session
 
     def counted(*args, **kwargs):
         sessions.append(args[0])
         return session(*args, **kwargs)
-    monkeypatch.setattr(_health_check._points, "session", counted)
+    monkeypatch.setattr(_health_check.points, "session", counted)
     with contextlib.ExitStack() as stack:
         run = _health_check.command_runner(stack, root, catalog, {}, 30, 5)
         assert sessions == []  # nothing started before the first job asks
