@@ -32,9 +32,9 @@ class ActionModule(ControllerAction):
             return []
         try:
             with hooks.session(bucket_dir, catalog, None,
-                                adapter.int_var(self._templar, task_vars, "maand_hook_timeout", hooks.DEFAULT_TIMEOUT),
-                                adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", hooks.DEFAULT_TAIL),
-                                log=lambda msg: display.display("hook: " + msg)) as ctx:
+                               adapter.int_var(self._templar, task_vars, "maand_hook_timeout", hooks.DEFAULT_TIMEOUT),
+                               adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", hooks.DEFAULT_TAIL),
+                               log=lambda msg: display.display("hook: " + msg)) as ctx:
                 return hooks.post_build(ctx)
         except OSError as exc:
             return ["post_build: cannot run the job commands: %s" % exc]

@@ -24,9 +24,9 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         bucket_dir = args["bucket"]
         request = ops.cat.Request(view=args["view"], jobs=ops.cat.split_names(args["jobs"]),
-                                   workers=ops.cat.split_names(args["workers"]), reveal=args["reveal"],
-                                   deleted=args["deleted"], active=args["active"], namespace=args["namespace"].strip(),
-                                   key=args["key"].strip(), file=args["file"], scrape=args["scrape"])
+                                  workers=ops.cat.split_names(args["workers"]), reveal=args["reveal"],
+                                  deleted=args["deleted"], active=args["active"], namespace=args["namespace"].strip(),
+                                  key=args["key"].strip(), file=args["file"], scrape=args["scrape"])
         try:
             table = ops.cat.cat(bucket_dir, request)
         except ops.cat.CatError as exc:

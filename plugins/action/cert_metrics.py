@@ -30,7 +30,7 @@ class ActionModule(ControllerAction):
                     "%s has no data/catalog.json; build the bucket first (ansible-playbook maand.core.build"
                     " -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
             outcome = ops.cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
-                                             log=display.display)
+                                            log=display.display)
         except (prometheus.PushError, _catalog.CatalogError) as exc:  # CertMetricsError is one
             msg = "cert metrics: %s" % exc
             if not best_effort:

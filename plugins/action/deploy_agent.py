@@ -37,7 +37,7 @@ class ActionModule(MaandAction):
 
     def act(self, result, args, task_vars):
         call = deploy.AgentCall(args["bucket"], args["run_dir"], args["host"], args["step"],
-                                 timeout=args["timeout"], tail=args["tail"], verify_host=args["verify_host"],
-                                 python=self.worker_python(task_vars, args["host"]))
+                                timeout=args["timeout"], tail=args["tail"], verify_host=args["verify_host"],
+                                python=self.worker_python(task_vars, args["host"]))
         result.update(deploy.apply(call, self).as_result())
         return result

@@ -19,7 +19,7 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         request = deploy.FinishRequest(args["bucket"], args["plan"], run_dir=args["run_dir"],
-                                        release=args["release"], check_mode=bool(self._task.check_mode),
-                                        run_pid=adapter.run_pid())
+                                       release=args["release"], check_mode=bool(self._task.check_mode),
+                                       run_pid=adapter.run_pid())
         result.update(deploy.finish(request, adapter.deploy_controller(self._templar, task_vars)).as_result())
         return result

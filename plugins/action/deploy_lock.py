@@ -19,7 +19,7 @@ class ActionModule(ControllerAction):
         check_mode = bool(self._task.check_mode)
         if args["state"] == "present":
             locking = deploy.lock(args["bucket"], adapter.run_pid(), args["adopt_bucket_id"], check_mode,
-                                   args["wait"])
+                                  args["wait"])
         else:
             locking = deploy.unlock(args["bucket"], adapter.run_pid(), check_mode)
         result.update(locking.as_result())

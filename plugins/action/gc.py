@@ -36,7 +36,7 @@ class ActionModule(ControllerAction):
 
     def _plan(self, args, result):
         plan = ops.gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"],
-                                   args["departed"], args["forget"])
+                                  args["departed"], args["forget"])
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
         adapter.show("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))

@@ -39,7 +39,7 @@ class ActionModule(ControllerAction):
                             if args["wait"] else (None, None))
         with contextlib.ExitStack() as stack:
             commands = ops.health_check.command_runner(stack, bucket, catalog, conns, args["timeout"], args["tail"],
-                                                        log=lambda msg: display.vvv("hook: " + msg))
+                                                       log=lambda msg: display.vvv("hook: " + msg))
             outcome = ops.health_check.run(
                 plans, workers if args["workers_check"] else {}, ops.health_check.prober(bucket, conns), commands,
                 wait=args["wait"], wait_seconds=args["wait_seconds"], skipped=skipped,

@@ -30,7 +30,7 @@ class ActionModule(ControllerAction):
             return result
         try:
             with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
-                                      args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
+                                     args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 handled, failures = hooks.job_control_target(ctx, args["job"], args["target"], args["workers"])
         except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
@@ -57,7 +57,7 @@ class ActionModule(ControllerAction):
             return result
         try:
             with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
-                                      args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
+                                     args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
                 jobs, failures = hooks.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
         except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))

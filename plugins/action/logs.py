@@ -21,7 +21,7 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         request = ops.logs.Request(run=args["run"].strip(), jobs=ops.cat.split_names(args["jobs"]),
-                                    workers=ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
+                                   workers=ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
         try:
             shown = ops.logs.logs(args["bucket"], request)
         except ops.logs.LogsError as exc:

@@ -52,7 +52,7 @@ class ActionModule(ControllerAction):
         command = ops.run_command.load_command(args["cmd"], args["bucket"])
         workers = {h: _labels(hostvars, h) for h in args["catalog_workers"]}
         chosen = ops.run_command.select(workers, args["hosts"], ops.run_command.split_names(args["workers"]),
-                                         ops.run_command.split_names(args["labels"]))
+                                        ops.run_command.split_names(args["labels"]))
         cut = ops.run_command.batches(chosen, size)
         result.update(hosts=chosen, script=command.script, label=command.label, batch=size, batches=cut,
                       health_check_delay=delay, health_hosts=list(args["hosts"]),

@@ -18,7 +18,7 @@ class ActionModule(ControllerAction):
         result["changed"] = False
         try:
             verdict = ops.worker_sync.check(args["bucket"], args["job"], args["hosts"], args["workers"], args["answers"],
-                                             args["verb"])
+                                            args["verb"])
         except ops.worker_sync.CatalogError as exc:
             result.update(failed=True, msg="%s: %s; nothing was run" % (args["verb"], exc))
             return result

@@ -44,4 +44,4 @@ class ActionModule(ActionBase):
         if args["results"] is None and not args["failed"]:
             raise ops.facts.WorkersFileError("operation=write needs results (host -> worker_facts result)")
         return ops.facts.update_workers_file(args["bucket"], args["results"] or {}, args["failed"],
-                                              check_mode=bool(self._task.check_mode))
+                                             check_mode=bool(self._task.check_mode))

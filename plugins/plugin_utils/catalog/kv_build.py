@@ -237,6 +237,6 @@ def read_kv(bucket_dir: str, reveal_secrets: bool = False,
         raise functions.KVError(str(exc)) from None
     if catalog is None:
         raise functions.KVError("%s has no data/catalog.json; build the bucket first"
-                                 " (ansible-playbook maand.core.build -e maand_bucket=%s)"
-                                 % (bucket_dir, bucket_dir))
+                                " (ansible-playbook maand.core.build -e maand_bucket=%s)"
+                                % (bucket_dir, bucket_dir))
     return functions.compute_kv(catalog, functions.load_job_vars(bucket_dir, catalog))

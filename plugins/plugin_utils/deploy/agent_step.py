@@ -113,7 +113,7 @@ def payload(request: dict, timeout: int | None, tail: int) -> str:
     worker's slots (how many run ops of different jobs the agent runs side by side)."""
     slots = max([int(op.get("slots") or 1) for op in request["ops"]] or [1])
     return remote.step_request(request["bucket_id"], request["ops"], request["promote"], timeout=timeout, tail=tail,
-                                slots=slots)
+                               slots=slots)
 
 
 def apply(call: AgentCall, transport: Transport) -> Applied:
@@ -193,7 +193,7 @@ def _folded(call, transport, request, argv, sudo):
     if not synced:
         return None
     answer, reason = remote.parse_output(line, stderr, 0 if line else rc,
-                                          "agent on %s, step %s" % (call.host, call.step))
+                                         "agent on %s, step %s" % (call.host, call.step))
     return bool(stdout.strip()), answer, reason
 
 

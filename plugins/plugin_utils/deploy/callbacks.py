@@ -119,7 +119,7 @@ class StepCallbacks:
         catalog = self.run.catalog if self.run.catalog is not None else (_catalog.read_catalog(self.run.bucket) or {})
         stagings: dict[str, Any] = {}
         messages, changes = pre_deploy.run_due(plan, state, step, functools.partial(self._pre_deploy, info),
-                                                functools.partial(self._rerender, catalog, info, stagings))
+                                               functools.partial(self._rerender, catalog, info, stagings))
         return messages, [dataclasses.replace(c, src=stagings[c.job].stage(self.run.bucket, c.job, c.host))
                           for c in changes]
 

@@ -38,7 +38,7 @@ def overlay_provider(bucket_dir: str, catalog: Mapping[str, Any]) -> Callable[[s
                     "build the bucket again (ansible-playbook maand.core.build -e maand_bucket=%s)" % bucket_dir)
             files.append(stage.Overlay("%s/%s.crt" % (certs.CERTS_DIR, spec["name"]), crt.encode(), origin="certs"))
             files.append(stage.Overlay("%s/%s.key" % (certs.CERTS_DIR, spec["name"]), key.encode(),
-                                        origin="certs", private=True))
+                                       origin="certs", private=True))
         files.append(stage.Overlay("%s/ca.crt" % certs.CERTS_DIR, ca.encode(), origin="certs"))
         return files
     return provide

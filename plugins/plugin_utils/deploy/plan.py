@@ -181,7 +181,7 @@ def _worker_order(ops, specs, history, slots):
     """jobspec.worker_order over records.Op: (the ops reordered, the text of their "worker order" line or None)."""
     by_id = {op.id: op for op in ops}
     order, line = jobspec.worker_order([{"id": op.id, "job": op.job, "host": op.host, "target": op.target}
-                                         for op in ops], specs, history, slots)
+                                        for op in ops], specs, history, slots)
     return [by_id[i] for i in order], line
 
 

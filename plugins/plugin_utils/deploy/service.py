@@ -233,7 +233,7 @@ def _with_env(entry, bucket_id, name, env, digest_key):
     out = dict(entry, **jobspec.with_env(entry, bucket_id, name, env, digest_key))
     if entry.get("allocations"):
         out["allocations"] = {host: a if a.get("error") else dict(a, **jobspec.with_env(a, bucket_id, name, env,
-                                                                                         digest_key))
+                                                                                        digest_key))
                               for host, a in entry["allocations"].items()}
     return out
 
@@ -284,7 +284,7 @@ def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False,
     whose pre_deploy runs later (a missing KV key reads as ""). Raises jobspec.LayerError, OSError."""
     with jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
         return stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
-                              [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
+                             [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
 
 
 def _stage_jobs(req, catalog, in_scope, hooked):
@@ -516,7 +516,7 @@ def run_outcome(run_dir, plan, ctl):
         return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
         rows = view.verdict(plan, state.done, state.failed_ops,
-                             _progress.gate_times(_progress.read_all(run_dir)))
+                            _progress.gate_times(_progress.read_all(run_dir)))
     except (KeyError, TypeError, ValueError) as exc:
         ctl.warn("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
         rows = None
@@ -534,7 +534,7 @@ def _drop_cleaned(bucket, plan, done, problems, show):
     if not (cleaned or dead or purged) or not plan.get("bucket_id"):
         return False, []
     out = prune.prune(bucket, plan["bucket_id"],
-                       lambda catalog: _plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
+                      lambda catalog: _plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
     if out.problem:
         problems.append(out.problem)
     return out.changed, out.pruned

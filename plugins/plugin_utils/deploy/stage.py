@@ -278,7 +278,7 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
 
 def _reader(context: Context) -> functions.KVReader:
     return functions.KVReader(context.kv, context.data.Job, context.data.WorkerIP, tuple(context.upstream_jobs),
-                               missing=context.missing)
+                              missing=context.missing)
 
 
 def _render_one(source: JobSource, tmpl: Template, context: Context) -> Output:

@@ -64,7 +64,7 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
             if api.notice:
                 log(api.notice)
             yield run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
-                               current_versions or {}, log)
+                              current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -160,7 +160,7 @@ def run_gate_hooks(ctx: run.Context, gate: Mapping[str, Any], probes: Callable[[
                                   info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
         targets = _commands.targets(ctx.catalog, job, workers=hosts)
         problems = run.run_event(ctx, job, "after_allocation_started", targets, env,
-                                  concurrency=max(1, len(targets))).failures()
+                                 concurrency=max(1, len(targets))).failures()
     if problems or info.get("health") is False:  # a start batch before the last: maand checks health after all
         return problems
     if gate.get("checks"):
