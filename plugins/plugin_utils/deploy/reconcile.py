@@ -21,7 +21,7 @@ import itertools
 
 from ..bucket import content as _content
 from ..bucket.job_checks import resolve_health
-from .records import ABSENT, STATE_FORMAT, ZERO_VERSION, Failure, Op, PlanOptions, PlanRow, Prune
+from .records import ABSENT, GATE_TIMING, STATE_FORMAT, ZERO_VERSION, Failure, Op, PlanOptions, PlanRow, Prune
 from .scope import ENV_PREFIX, HOOK_ONLY_GATE, POLICIES, Scope, hook_events, promoted, seen_update_seq, state_record
 from .scope import worker_id
 
@@ -209,7 +209,7 @@ def check_jobs(scope, out):
         if not spec and not gate_errors and hook_events(job):
             spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (hooks/points.py)
         if spec:
-            out.gates[name] = spec
+            out.gates[name] = dict(spec, **{k: job[k] for k in GATE_TIMING if job.get(k)})  # min_healthy_time, ...
         policy = job.get("restart_policy") or "always"
         if policy not in POLICIES:
             out.errors.append("jobs/%s/manifest.json restart_policy: %r is not one of %s"
