@@ -178,15 +178,21 @@ def first_deploy(plan, job, hosts):
 
 def status_request(run, job, host):
     """The worker agent's request for the `make status` of job on host in the step whose gates run (its
-    run op's environment and job spec run fields, as the deploy ran `make start`), or None when the
-    allocation has no such op (a job_control job: its status is not its Makefile's). run: the step's
-    deploy/run.RunContext (its state names the step in flight)."""
-    try:
-        key = run.state.in_flight
-        request = _run.read_request(run.run_dir, key, host) if key is not None else None
-    except (_run.RunError, OSError, ValueError):
-        return None
-    ops = [o for o in (request or {}).get("ops") or [] if o.get("kind") == "run" and o.get("job") == job and o.get("target")]
+    run op's environment and job spec run fields, as the deploy ran `make start`; that of an earlier step of
+    this run when the host's batch ran there), or None when the allocation has no such op (a job_control job:
+    its status is not its Makefile's). run: the step's deploy/run.RunContext (its state names the step in
+    flight)."""
+    ops = []
+    # the step in flight first; a gate after a job's last start batch covers hosts started in earlier steps
+    for key in [run.state.in_flight] + list(reversed(run.state.steps_completed)):
+        if key is None or ops:
+            continue
+        try:
+            request = _run.read_request(run.run_dir, key, host)
+        except (_run.RunError, OSError, ValueError):
+            return None
+        ops = [o for o in (request or {}).get("ops") or []
+               if o.get("kind") == "run" and o.get("job") == job and o.get("target")]
     if not ops:
         return None
     try:

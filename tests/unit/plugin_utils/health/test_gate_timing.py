@@ -148,3 +148,19 @@ def test_the_deadline_inside_min_healthy_time_names_the_window():
                               probe_fn=lambda a, c, t: None)
     assert problems == ["progress_deadline 12 s passed: job api made no progress for 12.0 s; it was waiting for "
                         "min_healthy_time 10 s on h1, h2 (healthy for 4.0 s)"]
+
+
+def test_the_status_of_a_host_started_in_an_earlier_step_comes_from_that_steps_request(tmp_path):
+    """The gate after a job's last start batch covers hosts started in earlier steps: StatusConfirm asks them too."""
+    import json
+    from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _run, run_state as _run_state
+    run_dir = tmp_path / "run"
+    state = _run_state.new_state("r1", {"bucket_id": "b1"})
+    state.steps_completed, state.in_flight = [0, 1], 2
+    for key, host in ((0, "h1"), (2, "h3")):
+        _run._write_json(_run.request_path(str(run_dir), key, host), {"host": host, "promote": [], "ops": [
+            {"id": "api@%s" % host, "kind": "run", "job": "api", "host": host, "target": "start", "env": {"S": str(key)}}]})
+    run = _run.RunContext(str(run_dir), str(tmp_path), {"bucket_id": "b1"}, state)
+    assert json.loads(_gate.status_request(run, "api", "h1"))["ops"][0]["env"] == {"S": "0"}
+    assert json.loads(_gate.status_request(run, "api", "h3"))["ops"][0]["env"] == {"S": "2"}
+    assert _gate.status_request(run, "api", "h2") is None
