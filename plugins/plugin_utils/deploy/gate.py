@@ -76,8 +76,8 @@ def run_gate(gate, addresses, sleep=time.sleep, probe_fn=health.probe, watch=Non
     def recheck(n):  # min_healthy_time: every probe of every host, again
         if watch is not None and not said:
             said.append(n)
-            watch.writer.say("%s: health gate passed on %s; min_healthy_time: probing %g s more before the next "
-                             "batch" % (watch.batch, ", ".join(hosts), hold_for))
+            watch.writer.say("%s: healthy on %s; min_healthy_time: probing %g s more before the gate passes"
+                             % (watch.batch, ", ".join(hosts), hold_for))
         flaps.clear()
         for host in hosts:
             for i, check in enumerate(checks):
