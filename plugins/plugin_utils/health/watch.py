@@ -129,6 +129,7 @@ def ask_status(status, job, hosts, parallel=STATUS_PARALLEL):
         try:
             return status(job, host)
         except Exception as exc:  # pylint: disable=broad-exception-caught
+            # advice only: a check that breaks cannot tell, and the probes alone decide there
             return None, "cannot ask: %s" % exc
     hosts = list(hosts)
     if len(hosts) <= 1:
