@@ -358,6 +358,8 @@ def fold_gates(state, step, ok_ops, gate_outcomes, now=None):
             text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
             if gate.get("hooks"):  # the job's commands ran in this gate (hooks/points.py); they name themselves
                 _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), text))
+            elif str(problems[0]).startswith("progress_deadline"):  # its budget did not end it (deploy/gate.py)
+                _fail(state, step, job, "health gate of job %s failed after %s: %s" % (job, step.get("label"), text))
             else:
                 _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (
                     job, step.get("label"), gate.get("attempts", 0), text))

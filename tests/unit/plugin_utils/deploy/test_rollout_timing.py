@@ -120,3 +120,17 @@ def test_a_revert_gate_gets_its_whole_budget():
     state, ok_ops = _run_state.fold_results(state, step, answers_for(requests))
     gates = _run_state.gates_to_run(state, step)
     assert [g.get("revert_of") for g in gates] == [0] and "deadline_at" not in gates[0]
+
+
+def test_a_gate_the_deadline_stopped_does_not_claim_its_whole_attempt_count():
+    plan = upgrade_plan(progress_deadline=60)
+    state = _run_state.new_state("r", plan)
+    step = plan["steps"][0]
+    requests = _run_state.requests_for_step(state, step)
+    state, ok_ops = _run_state.fold_results(state, step, answers_for(requests))
+    state = _run_state.fold_gates(state, step, ok_ops, {"api": [
+        "progress_deadline 60 s passed: job api made no progress for 60.0 s; it was waiting for h1 tcp :30000 (x)",
+        "h1: x"]})
+    assert state.failed_by_job["api"] == ["health gate of job api failed after wave 0: api upgrade batch 1/3: "
+                                          "progress_deadline 60 s passed: job api made no progress for 60.0 s; it "
+                                          "was waiting for h1 tcp :30000 (x); h1: x"]
