@@ -59,7 +59,7 @@ RESERVED_JOB_DIRS = ("data", "logs", "bin")
 MAKEFILES = ("Makefile", "Makefile.tpl", "Makefile.j2")
 COMMAND_EVENTS = frozenset(
     {"post_build", "pre_deploy", "post_deploy", "job_control", "health_check", "cli",
-     "after_allocation_started", "after_allocation_stopped"}
+     "after_allocation_started", "after_allocation_stopped", "before_allocation_stopped"}
 )
 
 
@@ -113,6 +113,7 @@ class Job:
     start_gate: str  # "last_batch" (maand: one gate after the last start batch) or "every_batch"
     auto_revert: bool  # a failed upgrade batch gets the last promoted version back
     canary: int  # an upgrade rolls out to this many allocations first; the rest waits for maand_promote
+    shutdown_delay: float  # seconds between before_allocation_stopped and a stop or restart (deploy/drain.py)
     restart_policy: str
     restart_globs: list
     commands: dict  # name -> Command
@@ -746,6 +747,7 @@ def load_job(bucket, name, report):
     job.start_gate = manifest.get("start_gate") or "last_batch"  # the schema checked the value
     job.auto_revert = manifest.get("auto_revert") is True
     job.canary = manifest.get("canary") or 0
+    job.shutdown_delay = job_checks.read_shutdown_delay(job, manifest, rel, report)
     job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":

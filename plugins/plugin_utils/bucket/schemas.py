@@ -44,6 +44,7 @@ MANIFEST_KEYS = (
     "max_concurrent_upgrades", "deploy_parallel_count", "update_parallel_count", "restart_policy",
     "restart_globs", "commands", "health_check", "certs", "constraints", "hardware", "placement",
     "description", "start_gate", "auto_revert", "canary",
+    "shutdown_delay",  # checked by bucket/job_checks.read_shutdown_delay (its own fix)
     # job specs after Maelstrom (seed 004; checked by jobspec/build.py)
     "environment", "parent", "layers", "working_directory", "user", "group", "network", "mounts",
     "enable_writable_file_system", "timeout", "estimated_duration", "priority",

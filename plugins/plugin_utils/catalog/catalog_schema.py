@@ -61,6 +61,7 @@ JOB = {
         "start_gate": {"enum": ["last_batch", "every_batch"]},  # rollout options, only when set (docs/deploy.md)
         "auto_revert": {"type": "boolean"},
         "canary": {"type": "integer", "minimum": 0},
+        "shutdown_delay": {"type": "number", "minimum": 0},  # only when set (deploy/drain.py)
         "vars": {"type": "object"},
     },
 }

@@ -199,6 +199,8 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
             jobs[-1]["auto_revert"] = True
         if job.canary:
             jobs[-1]["canary"] = job.canary
+        if job.shutdown_delay:
+            jobs[-1]["shutdown_delay"] = job.shutdown_delay
         if specs and name in specs:
             jobs[-1]["spec"] = specs[name]  # only jobs that use job-spec fields (docs/jobspec.md)
     jobs.extend(placement.removed_jobs)
