@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable, Mapping
 
-from ..hooks import commands
+from .. import hooks
 
 EVENT = "before_allocation_stopped"
 STOPPING = ("restart", "reload")  # the make targets of a run op that stop the running process (or reload it)
@@ -82,7 +82,7 @@ def due(catalog: Mapping[str, Any], plan: Mapping[str, Any], blocked: Iterable[s
         ops = by_job[name]
         ids = {o["host"]: str((o.get("env") or {}).get("ALLOCATION_ID") or "") for o in ops}
         if step.get("wave") is None:  # step 0: each stop on its own, as after_allocation_stopped
-            out += [Drain(name, (o["host"],), commands.stop_env(name, o["host"]), "stop of %s on %s" % (name, o["host"]),
+            out += [Drain(name, (o["host"],), hooks.stop_env(name, o["host"]), "stop of %s on %s" % (name, o["host"]),
                           delay, hooked, ids) for o in ops]
             continue
         hosts = [o["host"] for o in ops]
@@ -98,10 +98,10 @@ def _hooks_of(step: Mapping[str, Any], job: str) -> Mapping[str, Any]:
     return {}
 
 
-def _batch_env(job: str, hosts: list, hooks: Mapping[str, Any]) -> dict:
-    phase = hooks.get("phase") if hooks.get("phase") in ("new", "update") else "update"
-    return commands.batch_env(job, hosts, int(hooks.get("batch_index") or 0), int(hooks.get("batch_count") or 1),
-                              phase, hooks.get("order") or hosts, hooks.get("order_source") or "default")
+def _batch_env(job: str, hosts: list, info: Mapping[str, Any]) -> dict:
+    phase = info.get("phase") if info.get("phase") in ("new", "update") else "update"
+    return hooks.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
+                           phase, info.get("order") or hosts, info.get("order_source") or "default")
 
 
 def run(drains: list[Drain], hook: Callable[[Drain], list[str]], say: Callable[[str], None],
