@@ -41,8 +41,8 @@ def test_each_upgrade_batch_drains_with_the_batch_variables_and_the_plan_says_so
     assert [[(d.job, d.hosts, d.label, d.delay, d.hooked) for d in ds] for ds in drains] == [
         [("web", (h,), "web upgrade batch %d/3" % (i + 1), 2.0, True)] for i, h in enumerate(HOSTS)]
     env = drains[1][0].env
-    assert (env["BATCH_ALLOCATIONS"], env["BATCH_INDEX"], env["BATCH_COUNT"], env["DEPLOY_PHASE"]) == ("h2", "1", "3",
-                                                                                                        "update")
+    batch = (env["BATCH_ALLOCATIONS"], env["BATCH_INDEX"], env["BATCH_COUNT"], env["DEPLOY_PHASE"])
+    assert batch == ("h2", "1", "3", "update")
     assert (env["ROLLOUT_ORDER"], env["ROLLOUT_ORDER_SOURCE"], env["JOB"]) == ("h1,h2,h3", "default", "web")
     assert ("note: job web: before each of its restart, reload or stop batches (3 allocation(s) in this plan): "
             "before_allocation_stopped (command_drain) then shutdown_delay 2 s") in plan["lines"]
