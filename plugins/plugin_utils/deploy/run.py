@@ -418,7 +418,7 @@ def _drain(run, state, step, callbacks):
         return []
     failed = before_stops(state, step)
     for job, msg in failed:
-        run_state.fail_untouched(state, job, msg)
+        run_state.fail_untouched(state, step, job, msg)
     if failed:
         save_state(run.run_dir, state)
     return [msg for _job, msg in failed]

@@ -141,8 +141,8 @@ def test_a_failed_drain_leaves_its_batch_untouched_and_fails_the_job(tmp_path, a
     assert report.failed and any("command_drain (event before_allocation_stopped) on h2" in p for p in report.problems)
     assert state.failed_by_job["web"][0].startswith("job web: before_allocation_stopped failed before web upgrade")
     assert "web" not in state.failed_at and "web" in state.blocked
-    # the first batch passed its gate: promoted
-    assert "web@h1" not in state.failed_ops and not any(state.pending.values())
+    # the first batch passed its gate and was promoted; the batch that was not touched is the one failed
+    assert state.failed_ops == {"web@h2": "failed"} and not any(state.pending.values())
 
 
 @pytest.mark.parametrize("value, said", [(-1, "-1 (negative)"), ("5", "'5' (a string)"), (True, "True (a boolean)")])
