@@ -352,3 +352,20 @@ def test_04_a_failing_before_allocation_stopped_leaves_its_batch_untouched_and_f
         assert env.pid(host) == pids[host] and env.served(host) == "v3.0.0", host
         assert env.record(host, "web")["version"] == "3.0.0"
     assert env.servers() == {server_name(h): "UP" for h in env.backends}
+
+
+def test_05_disabling_a_backend_drains_it_before_its_stop(env):
+    last = env.backends[-1]
+    env.set_web("3.0.0", drain=True)  # back to what runs: only the disabled allocation changes
+    (env.bucket / "workspace" / "disabled.json").write_text(json.dumps({"jobs": {"web": {"allocations": [last]}}}))
+    env.build()
+    rc, out, clients = env.upgrade()
+    capture("drain-stop.log", out)
+    ok, failed, errors = totals(clients)
+    print("disabling a backend: %d ok, %d failed %s" % (ok, failed, errors))
+    assert "drained: web stop on %s (before_allocation_stopped passed)" % last in out, out
+    assert "shutdown_delay: waiting 1 s before the stop or restart of web stop on %s" % last in out, out
+    assert ok > 20 and failed == 0, (ok, failed, errors, out)
+    assert env.servers()[server_name(last)] != "UP"  # drained, then stopped: haproxy sends it nothing
+    with pytest.raises(OSError):
+        env.served(last)

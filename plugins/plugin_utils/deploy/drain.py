@@ -82,7 +82,7 @@ def due(catalog: Mapping[str, Any], plan: Mapping[str, Any], blocked: Iterable[s
         ops = by_job[name]
         ids = {o["host"]: str((o.get("env") or {}).get("ALLOCATION_ID") or "") for o in ops}
         if step.get("wave") is None:  # step 0: each stop on its own, as after_allocation_stopped
-            out += [Drain(name, (o["host"],), hooks.stop_env(name, o["host"]), "stop of %s on %s" % (name, o["host"]),
+            out += [Drain(name, (o["host"],), hooks.stop_env(name, o["host"]), "%s stop" % name,
                           delay, hooked, ids) for o in ops]
             continue
         hosts = [o["host"] for o in ops]

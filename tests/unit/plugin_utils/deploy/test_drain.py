@@ -70,7 +70,7 @@ def test_a_stop_of_a_disabled_allocation_drains_it_alone_with_phase_stop():
     assert step0["wave"] is None
     (d,) = _drain.due(cat, plan, [], step0)
     assert (d.job, d.hosts, d.label, d.env["DEPLOY_PHASE"], d.env["BATCH_ALLOCATIONS"]) == (
-        "web", ("h2",), "stop of web on h2", "stop", "h2")
+        "web", ("h2",), "web stop", "stop", "h2")
     assert d.alloc_ids == {"h2": "web-h2"}
 
 
