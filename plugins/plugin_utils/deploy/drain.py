@@ -68,7 +68,7 @@ def due(catalog: Mapping[str, Any], plan: Mapping[str, Any], blocked: Iterable[s
     blocked = set(blocked)
     jobs = {j.get("name"): j for j in catalog.get("jobs") or []}
     by_job: dict[str, list] = {}
-    for host, ops in sorted((step.get("ops") or {}).items()):
+    for _host, ops in sorted((step.get("ops") or {}).items()):
         for op in ops:
             if stopping(op, blocked):
                 by_job.setdefault(op["job"], []).append(op)
