@@ -132,19 +132,19 @@ def run(drains: list[Drain], hook: Callable[[Drain], list[str]], say: Callable[[
 
 
 def _seconds(value: float) -> str:
-    return ("%g" % value) if value == int(value) or value >= 10 else ("%.1f" % value)
+    return "%g" % value
 
 
 def plan_notes(jobs: Mapping[str, Mapping[str, Any]], steps: Iterable[Any]) -> list[str]:
     """The plan's notes (what --check prints) for the jobs a drain applies to in this plan: their command and
     shutdown_delay before which batches."""
     seen: dict[str, list] = {}
-    for step in steps:
-        data = step.to_json() if hasattr(step, "to_json") else step
-        for ops in (data.get("ops") or {}).values():
+    for step in steps:  # records.Step of the schedule (its ops records.Op), read without their JSON
+        for ops in step.ops.values():
             for op in ops:
-                if stopping(op, ()):
-                    seen.setdefault(op["job"], []).append(op["host"])
+                fields = {"job": op.job, "kind": op.kind, "target": op.target, "revert_of": op.revert_of}
+                if stopping(fields, ()):
+                    seen.setdefault(op.job, []).append(op.host)
     notes = []
     for name in sorted(seen):
         job = jobs.get(name) or {}

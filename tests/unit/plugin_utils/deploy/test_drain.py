@@ -99,6 +99,11 @@ def test_one_wait_of_the_longest_delay_per_step_and_only_for_batches_that_go_on(
     cat, plan = upgrade_plan([job("d", commands=DRAIN)])
     assert _drain.run(_drain.due(cat, plan, [], wave_steps(plan)[0]), lambda d: [], lines.append, waits.append) == []
     assert waits == [3.0]  # no shutdown_delay: no wait
+    cat, plan = upgrade_plan([job("e", shutdown_delay=0.25)])
+    assert _drain.run(_drain.due(cat, plan, [], wave_steps(plan)[0]), lambda d: ["not called"], lines.append,
+                      waits.append) == []  # a delay alone runs no command
+    assert waits == [3.0, 0.25] and lines[-1] == ("shutdown_delay: waiting 0.25 s before the stop or restart of e "
+                                                  "upgrade batch 1/3 on h1")
 
 
 class Draining(Callbacks):
