@@ -5,7 +5,8 @@
 # Go text/template engine renders the same templates with real Go), Prometheus (Debian's 2.42: a real
 # server deployed as a bucket's server job loads the shipped rules, tests/integration/test_prometheus_fleet.py),
 # PostgreSQL (the state store tests start a server of their own: tests/fleet/pg.py),
-# etcd (the quorum service of the rollout fleet test, tests/integration/test_rollout_fleet.py),
+# etcd (the quorum service of the rollout fleet test, tests/integration/test_rollout_fleet.py), haproxy (the load
+# balancer of the zero-drop rolling upgrade, tests/integration/test_drain_haproxy_fleet.py),
 # and the Python tooling from requirements-dev.txt (ansible-core 2.19, ansible, ansible-lint, molecule,
 # pytest, hypothesis, jsonschema, fastjsonschema, ansible-runner, ansible-builder, psycopg, and protobuf + cramjam for
 # the certificate expiry metrics' remote write to Prometheus).
@@ -14,7 +15,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python3}"
 
 packages=(openssh-server openssh-client rsync make iproute2 python3 util-linux git shellcheck golang-go prometheus postgresql
-          etcd-server etcd-client)
+          etcd-server etcd-client haproxy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

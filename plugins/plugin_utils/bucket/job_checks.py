@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build-time checks of a job beyond its placement: health_check, restart_globs, the Makefile targets
-the restart_policy needs, and the certs map (the `_prometheus/` folder: prometheus/checks.py). maand's rules and words, cited per check.
+the restart_policy needs, shutdown_delay, and the certs map (the `_prometheus/` folder: prometheus/checks.py). maand's rules and words, cited per check.
 
 Pure Python (PyYAML for the Prometheus files, as ansible-core ships it); no Ansible imports. Every
 problem goes into the Report with the file, the field, maand's wording and a fix.
@@ -11,6 +11,7 @@ problem goes into the Report with the file, the field, maand's wording and a fix
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 
@@ -428,3 +429,19 @@ def _rollout_seconds(manifest, field, floor, name, rel, report, checks, meaning)
                      "add health_check.checks (a tcp, http or ssh probe), or remove %s" % field)
         return 0
     return value
+
+
+# --- shutdown_delay (maand.core's, Nomad's shutdown_delay: deploy/drain.py) ---------------------------
+
+def read_shutdown_delay(job, manifest, rel, report):
+    """The manifest's shutdown_delay in seconds (a number >= 0, default 0): the wait between a job's
+    before_allocation_stopped commands and the stop or restart of its batch."""
+    value = manifest.get("shutdown_delay", 0)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return value
+    got = "%r (%s)" % (value, "a string" if isinstance(value, str) else "a boolean" if isinstance(value, bool)
+                       else "negative" if isinstance(value, (int, float)) and value < 0 else type(value).__name__)
+    report.error("ErrInvalidManifest", rel, "shutdown_delay",
+                 "job %s shutdown_delay must be a number of seconds >= 0, got %s" % (job.name, got),
+                 'set "shutdown_delay" to a number of seconds such as 5 (0 or absent: no wait before a stop)')
+    return 0

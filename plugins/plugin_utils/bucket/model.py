@@ -59,7 +59,7 @@ RESERVED_JOB_DIRS = ("data", "logs", "bin")
 MAKEFILES = ("Makefile", "Makefile.tpl", "Makefile.j2")
 COMMAND_EVENTS = frozenset(
     {"post_build", "pre_deploy", "post_deploy", "job_control", "health_check", "cli",
-     "after_allocation_started", "after_allocation_stopped"}
+     "after_allocation_started", "after_allocation_stopped", "before_allocation_stopped"}
 )
 
 
@@ -116,6 +116,7 @@ class Job:
     min_healthy_time: float  # seconds a batch stays healthy after its gate passed (0: none)
     progress_deadline: float  # seconds a batch may take to make progress (0: none)
     auto_promote: bool  # with canary: the rest rolls out in the same deploy once the canaries are healthy
+    shutdown_delay: float  # seconds between before_allocation_stopped and a stop or restart (deploy/drain.py)
     restart_policy: str
     restart_globs: list
     commands: dict  # name -> Command
@@ -750,6 +751,7 @@ def load_job(bucket, name, report):
     job.auto_revert = manifest.get("auto_revert") is True
     job.canary = manifest.get("canary") or 0
     job.min_healthy_time, job.progress_deadline, job.auto_promote = job_checks.read_rollout(job, manifest, rel, report)
+    job.shutdown_delay = job_checks.read_shutdown_delay(job, manifest, rel, report)
     job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":

@@ -64,6 +64,7 @@ JOB = {
         "min_healthy_time": {"type": "number", "minimum": 0},
         "progress_deadline": {"type": "number", "exclusiveMinimum": 0},
         "auto_promote": {"type": "boolean"},
+        "shutdown_delay": {"type": "number", "minimum": 0},  # only when set (deploy/drain.py)
         "vars": {"type": "object"},
     },
 }

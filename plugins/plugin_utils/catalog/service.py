@@ -202,6 +202,8 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
         for key in ("min_healthy_time", "progress_deadline", "auto_promote"):
             if getattr(job, key):
                 jobs[-1][key] = getattr(job, key)
+        if job.shutdown_delay:
+            jobs[-1]["shutdown_delay"] = job.shutdown_delay
         if specs and name in specs:
             jobs[-1]["spec"] = specs[name]  # only jobs that use job-spec fields (docs/jobspec.md)
     jobs.extend(placement.removed_jobs)

@@ -12,6 +12,8 @@ state and catalog, read once) and call back a run.Callbacks; StepCallbacks is th
   trusting the bucket CA), with the job's `make status` while it waits (fail fast: health/watch.py), progress
   records in the run folder and, when it fails, the workers' status tails;
 * after_results(step, ok_ops): the after_allocation_stopped hooks of the reconcile step's stops;
+* before_stops(state, step): right before a step's requests, the before_allocation_stopped hooks and the
+  shutdown_delay of its restart, reload and stop batches (deploy/drain.py);
 * before(plan, state, step): the pre_deploy hooks of the waves due (deploy/pre_deploy), each job rendered
   again after its hooks (rerender: deploy/service.rerender) and its changed files staged.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import time
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
@@ -33,7 +36,7 @@ from .. import health
 from ..catalog import catalog as _catalog
 from ..hooks import points
 from ..hooks.run import DEFAULT_TAIL, DEFAULT_TIMEOUT
-from . import gate as _gate, pre_deploy, progress, remote
+from . import drain, gate as _gate, pre_deploy, progress, remote
 from . import rsync, run as _run, run_state
 from .records import PreDeploy
 
@@ -80,9 +83,11 @@ class StepCallbacks:
 
     def __init__(self, run: _run.RunContext, ctl: Any, rerender: Rerender, stack: contextlib.ExitStack):
         self.run, self.ctl, self.rerender, self._stack = run, ctl, rerender, stack
+        self.sleep = time.sleep  # shutdown_delay's wait (tests replace it)
         self._session: Any = None
         catalog = run.catalog or {}
-        self.hooked = bool(run.catalog) and points.any_job_has(catalog, points.GATE_EVENTS + ("after_allocation_stopped",))
+        events = points.GATE_EVENTS + ("after_allocation_stopped", drain.EVENT)
+        self.hooked = bool(run.catalog) and points.any_job_has(catalog, events)
         self.writer = progress.Writer(run.run_dir)
         self.connections = LazyConnections(ctl.connections, functools.partial(rsync.control_dir, run.run_dir))
         self.addresses = ctl.addresses()
@@ -112,6 +117,13 @@ class StepCallbacks:
         stops = points.hooked_stops(self.run.catalog, ok_ops)
         return points.after_stops(self.session(), stops) if stops else []
 
+    def before_stops(self, state: run_state.RunState, step: Mapping[str, Any]) -> list[tuple[str, str]]:
+        todo = drain.due(self.run.catalog or {}, self.run.plan, state.blocked, step)
+        return drain.run(todo, self._drain, self.say, self.sleep) if todo else []
+
+    def _drain(self, batch: drain.Drain) -> list[str]:
+        return points.before_stops(self.session(), batch.job, list(batch.hosts), batch.env, batch.alloc_ids)
+
     def before(self, plan: dict, state: run_state.RunState, step: Mapping[str, Any] | None) -> tuple[list[str], list]:
         if not pre_deploy.due(plan, state, step):
             return [], []
@@ -135,7 +147,7 @@ class StepCallbacks:
                 points.plan_versions(self.run.plan), self._hook_log))
         return self._session
 
-    def pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
+    def _pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
         problems = points.pre_deploy(self.session(), [job]).get(job, [])
         order = points.rollout_orders(self.run.bucket, [job]).get(job)
         if not problems and order != info.rollout_orders.get(job):

@@ -38,6 +38,7 @@ import copy
 import dataclasses
 
 from .. import jobspec
+from . import drain
 from . import reconcile
 from . import schedule
 from .records import ABSENT, ACTIONS, PRE_DEPLOY, STATE_FORMAT, ZERO_VERSION, Failure, Op, Plan, PlanError, PlanRow
@@ -78,7 +79,9 @@ def build(catalog, content, states, hosts, options=None):
     options = options or {}
     decided = reconcile.reconcile(catalog, content, states, hosts, options)
     jobs = {j["name"]: j for j in catalog.get("jobs", [])}
-    return assemble(decided, schedule.schedule(decided, jobs, options.get("rollout_orders")))
+    scheduled = schedule.schedule(decided, jobs, options.get("rollout_orders"))
+    scheduled.notes += drain.plan_notes(jobs, scheduled.steps)  # before_allocation_stopped, shutdown_delay
+    return assemble(decided, scheduled)
 
 
 def compute_plan(catalog, content, states, hosts, options=None):

@@ -323,6 +323,10 @@ class Callbacks(Protocol):
         """Before the requests of step (None: the final pass and finish): (failure messages, what changed: a
         [records.Rerender], for deploy/plan.rerendered); the pre_deploy hooks of the waves due (deploy/pre_deploy)."""
 
+    def before_stops(self, state: run_state.RunState, step: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """After before, just before the requests of step: [(job, message)] of the jobs whose batch must not run
+        (their before_allocation_stopped failed: deploy/drain.py); optional (advance skips what lacks it)."""
+
 
 def fold_in_flight(run, state, callbacks):
     """Fold the step whose agents ran (results, then health gates) in memory. Returns (state, new failure
@@ -393,6 +397,7 @@ def advance(run, key, callbacks):
         run_state.start_clocks(state, step)  # progress_deadline: a job's clock starts with its first batch
         messages, plan = _before(run, state, step, callbacks)
         failures, step = failures + messages, find_step(plan, key)  # the step as the hooks left the plan
+        failures += _drain(run, state, step, callbacks)
         kept = dataclasses.replace(state, in_flight=None)  # saved: the fold and what ran before the step
         requests = run_state.requests_for_step(state, step)
         for host, request in requests.items():
@@ -403,6 +408,21 @@ def advance(run, key, callbacks):
             save_state(run.run_dir, kept)
         raise
     return sorted(requests), failures
+
+
+def _drain(run, state, step, callbacks):
+    """callbacks.before_stops(state, step) (deploy/drain.py: the before_allocation_stopped commands and the
+    shutdown_delay of the step's restart, reload and stop batches); a job whose command failed is failed and
+    blocked before the requests are written (state.json saved again). The failure messages."""
+    before_stops = getattr(callbacks, "before_stops", None)
+    if before_stops is None or step is None:
+        return []
+    failed = before_stops(state, step)
+    for job, msg in failed:
+        run_state.fail_untouched(state, step, job, msg)
+    if failed:
+        save_state(run.run_dir, state)
+    return [msg for _job, msg in failed]
 
 
 def _before(run, state, step, callbacks):

@@ -196,6 +196,18 @@ def fail_before_wave(state, job, wave, msg):
     state.blocked = sorted(set(state.blocked) | {job} | later)
 
 
+def fail_untouched(state, step, job, msg):
+    """A job whose batch must not run (its before_allocation_stopped failed: deploy/drain.py), failed and blocked
+    before the step's requests are written, so none of its ops of the step run; the batch's verdict is "failed"
+    (no failed_at: nothing of the batch ran, so auto_revert has nothing to put back)."""
+    state.failed_by_job.setdefault(job, []).append(msg)
+    state.blocked = sorted(set(state.blocked) | {job})
+    for ops in (step.get("ops") or {}).values():
+        for op in ops:
+            if op.get("job") == job and op.get("kind") in ("run", "stop") and op.get("revert_of") is None:
+                state.failed_ops.setdefault(op["id"], "failed")
+
+
 def record_failure(state, step, job, msg):
     """A failure found outside the agent's answers (a hook after a stop) fails its job like a failed op."""
     _fail(state, step, job, msg)

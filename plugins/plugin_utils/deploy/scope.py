@@ -20,7 +20,8 @@ from .records import STATE_FORMAT, PlanError
 
 POLICIES = ("always", "reload", "never")
 ENV_PREFIX = agent.ENV_PREFIX  # content pseudo-paths of a job spec's environment (jobspec/deploy.py)
-HOOK_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy")
+HOOK_EVENTS = ("job_control", "after_allocation_started", "health_check", "post_deploy",
+               "before_allocation_stopped")  # its batch variables ride in the gate's hooks (deploy/drain.py)
 HOOK_ONLY_GATE = {"checks": [], "timeout_seconds": 0, "attempts": 1, "interval_seconds": 0}
 
 

@@ -17,6 +17,7 @@ from ..doors import lazy
 
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"HookError": "commands", "jobs_with": "commands", "targets": "commands", "HookFailed": "points",
+         "batch_env": "commands", "stop_env": "commands",
          "built_session": "points", "cli": "points", "job_control_target": "points", "post_build": "points",
          "session": "points", "DEFAULT_TAIL": "run", "DEFAULT_TIMEOUT": "run", "run_event": "run"}
 __all__ = sorted(_DOOR)

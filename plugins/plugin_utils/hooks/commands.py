@@ -12,7 +12,8 @@ these variables (jobcommand/run.go buildCommandEnv, allocation_env.go):
 ALLOCATION_ID, ALLOCATION_IP, ALLOCATION_INDEX, DISABLED, JOB, EVENT, COMMAND,
 JOB_COMMAND_API_HOST, CURRENT_VERSION, NEW_VERSION, plus per event NEW_/UPDATED_ALLOCATIONS
 (job_control) and BATCH_ALLOCATIONS/BATCH_INDEX/BATCH_COUNT/DEPLOY_PHASE/ROLLOUT_ORDER/
-ROLLOUT_ORDER_SOURCE (after_allocation_started/stopped).
+ROLLOUT_ORDER_SOURCE (after_allocation_started/stopped, and maand.core's before_allocation_stopped:
+the same variables before a restart, reload or stop batch, so a hook can drain it first).
 
 maand.core adds MAAND_RUNTIME_API_PORT and MAAND_RUNTIME_API_TOKEN (the API's port, 8080 unless
 another run holds it, and the hook's own token) and MAAND_HOSTS_FILE (how ``run_ssh`` reaches each
@@ -36,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import MaandError
 
 EVENTS = ("post_build", "pre_deploy", "post_deploy", "job_control", "health_check", "cli",
-          "after_allocation_started", "after_allocation_stopped")
+          "after_allocation_started", "after_allocation_stopped", "before_allocation_stopped")
 SCRIPT_SUFFIXES = ((".py", "python"), (".ts", "bun"), (".js", "bun"))
 VENV_DIRS = (".venv", "venv")
 STAGE_SKIP = (".venv", "venv", "node_modules", "__pycache__")

@@ -19,6 +19,9 @@ build/, jobcommand/execute.go). No Ansible imports.
   gate: no promotion, the job fails, the deploy never ends green.
 * deploy, reconcile: ``after_allocation_stopped`` after each stop of a disabled or removed
   allocation (DEPLOY_PHASE=stop).
+* deploy, before the agents of a step (maand.core's own event, deploy/drain.py): ``before_allocation_stopped``
+  for each restart or reload batch (the batch variables of its gate) and before each stop of a disabled or
+  removed allocation (DEPLOY_PHASE=stop); a failure leaves that batch untouched and fails the job.
 * ``maand.core.job_command``: a ``cli`` command on one job or on every job that registers it.
 
 KV writes of hooks are saved to data/kv.json at once, so templates rendered later see them.
@@ -189,6 +192,18 @@ def after_stops(ctx: run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[t
         for msg in run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
             out.append((op["job"], msg))
     return out
+
+
+def before_stops(ctx: run.Context, job: str, hosts: list[str], env: Mapping[str, str],
+                 alloc_ids: Mapping[str, str] | None = None) -> list[str]:
+    """before_allocation_stopped of job on hosts (one batch, all at once) with the batch variables env:
+    the failures ([] = drained). A removed allocation (no longer a live row of the catalog) runs with its
+    alloc_ids entry, DISABLED=1, as after_stops does."""
+    targets = _commands.targets(ctx.catalog, job, workers=hosts)
+    found = {t.worker for t in targets}
+    targets += [_commands.Target(job, h, str((alloc_ids or {}).get(h) or ""), 0, True) for h in hosts if h not in found]
+    return run.run_event(ctx, job, "before_allocation_stopped", targets, env,
+                         concurrency=max(1, len(targets))).failures()
 
 
 def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
