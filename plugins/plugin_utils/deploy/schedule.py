@@ -195,12 +195,21 @@ class Scheduler:
         upgrade_size = job.get("max_concurrent_upgrades")
         upgrade_b = batches(upgrades, 1 if upgrade_size is None else max(int(upgrade_size), 1))
         seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
+        self._note_percent(name, job, {"max_concurrent_starts": start_b, "max_concurrent_upgrades": upgrade_b})
         if rollout.sync:
             if seq:
                 seq[0] = (seq[0][0], rollout.sync + seq[0][1])
             else:
                 seq = [("sync", list(rollout.sync))]
         return seq, {"start": start_src, "upgrade": upgrade_src}, [o.host for o in starts]
+
+    def _note_percent(self, name, job, used):
+        """A batch size written as a percentage: the plan names the number build resolved it to."""
+        percents = job.get("batch_percent") or {}
+        for field in ("max_concurrent_starts", "max_concurrent_upgrades"):
+            if field in percents and used[field]:
+                self.out.notes.append("job %s: %s %s of %s active allocation(s) = batches of %s" % (
+                    name, field, percents[field], percents.get("of", "?"), job.get(field)))
 
     def _shown(self, name, phase, ops):
         """The phase as a batch label shows it: rollback (every op restores), canary, or the phase itself."""
