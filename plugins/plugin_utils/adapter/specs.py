@@ -68,7 +68,7 @@ SPECS = {
                            sync_only=opt("bool", default=False), state_var=opt("str", default="deploy_state_read"),
                            adopt_bucket_id=opt("str", default=""), slots=opt("int", default=0), rollback=opt("raw"), promote=opt("raw"),
                            plan_hash=opt("str", default="")),
-    "deploy_state": compose(BUCKET_ID),
+    "deploy_state": compose(BUCKET_ID, status=opt("bool", default=False)),
     "deploy_step": compose(DEPLOY_RUN),
     "explain": compose(BUCKET_CWD, job=opt("str"), workers=str_list(),
                        show=opt("str", default="all", choices=["all", "placed", "rejected"]),

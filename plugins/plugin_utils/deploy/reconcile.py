@@ -342,12 +342,26 @@ class Reconciler:
         if deployed is None or not deployed.get("running"):
             self._decide_start(row, op, rollout, st, deployed, reasons)
             return
+        dead = self._not_running(name, job, st)
+        if dead:  # the worker's `make status` says so (the state read): start it again, new files if any
+            reasons.insert(0, dead)
+            self._decide_start(row, op, rollout, st, None, reasons)
+            return
         if not hash_changed and not version_changed and not self.scope.force:
             row.decide("skip", "unchanged (hash %s, version %s)" % (_short(deployed.get("hash")), cur_version))
             return
         if not hash_changed and not version_changed:
             reasons.append("forced (maand_force)")
         self._decide_upgrade(row, op, rollout, job, changed, hash_changed, version_changed, reasons)
+
+    def _not_running(self, name, job, st):
+        """Why a promoted running allocation is not running (its `make status`, asked by the state read: a
+        job with a status target that a deploy started), or None. Not for job_control jobs (their status is
+        not their Makefile's), nor under maand_sync_only (which starts nothing)."""
+        answer = (st.get("status") or {}).get(name) or {}
+        if answer.get("running") is not False or self.scope.sync_only or "job_control" in hook_events(job):
+            return None
+        return "not running (`make status` exit %s on the worker)" % answer.get("rc")
 
     def _adopt(self, row, op, rollout, st, new_version):
         """An allocation maand deployed and runs (data/maand.db, its tree on the worker, no maand.core record):
