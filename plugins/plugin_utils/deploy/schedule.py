@@ -215,6 +215,8 @@ class Scheduler:
         """The phase as a batch label shows it: rollback (every op restores), canary, or the phase itself."""
         if phase == "upgrade" and all(o.restore for o in ops):
             return "rollback"
+        if phase == "upgrade" and isinstance(self.decided.options.target, str):  # maand.core.job's rolling restart
+            return self.decided.options.target
         if phase == "upgrade" and name in self.decided.canaries:
             return "canary"
         return phase
