@@ -18,7 +18,8 @@ class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, result, args, task_vars):
-        warn_unknown_extra_vars(self._loader)
+        if not (args["target"] and task_vars.get("maand_job")):  # maand.core.job checked its own extra vars
+            warn_unknown_extra_vars(self._loader)
         hostvars = task_vars.get("hostvars") or {}
         states = {h: adapter.worker_state(hostvars, h, args["state_var"]) for h in args["hosts"]}
         request = deploy.PlanRequest(

@@ -183,7 +183,7 @@ def test_05_a_rolling_job_restart_goes_one_batch_at_a_time_behind_its_gate(env):
     rc, out = env.play("job", "-e", "maand_job=web", "-e", "maand_target=restart")
     capture("converge-job-restart.log", out)
     assert "web restart batch 1/2: health gate passed" in out and "web restart batch 2/2: health gate passed" in out, out
-    assert "deploy done: 3 restarted" in out, out
+    assert "deploy done: 3 restarted" in out and "is not read by maand.core.deploy" not in out, out
     first, second = env.hosts[:2], env.hosts[2]
     for h in env.hosts:
         assert len(env.times(h, "restart")) == before[h] + 1 and env.alive(h)
@@ -197,6 +197,6 @@ def test_05_a_rolling_job_restart_goes_one_batch_at_a_time_behind_its_gate(env):
 def test_06_all_at_once_keeps_maands_behaviour(env):
     before = {h: len(env.times(h, "restart")) for h in env.hosts}
     rc, out = env.play("job", "-e", "maand_job=web", "-e", "maand_target=restart", "-e", "maand_job_all_at_once=true")
-    assert "batch 1/" not in out and "health gate" not in out, out
+    assert "restart batch" not in out and "health gate passed" not in out, out  # maand's way: no batches, no gate
     for h in env.hosts:
         assert len(env.times(h, "restart")) == before[h] + 1
