@@ -53,8 +53,8 @@ def test_changes_are_not_shipped_and_the_plan_says_so():
 def test_disabled_and_unnamed_workers_are_left_alone():
     cat, cont, states = _fleet()
     cat["allocations"][0]["state"] = "disabled"  # api@h1
-    plan = _plan.compute_plan(cat, cont, states, HOSTS, {"jobs": ["api"], "target": "start",
-                                                          "target_workers": "h2"})
+    options = {"jobs": ["api"], "target": "start", "target_workers": "h2"}
+    plan = _plan.compute_plan(cat, cont, states, HOSTS, options)
     assert actions(plan) == {("api", "h1"): "skip", ("api", "h2"): "start", ("api", "h3"): "skip"}
 
 
