@@ -406,3 +406,58 @@ def _cert_type_error(report, rel, field, value, job, want, example):
     """maand decodes certs into typed Go structs: a wrong JSON type fails the manifest there too."""
     report.error("ErrInvalidManifest", rel, field, "job %s: expected %s, got %s" % (job, want, json.dumps(value)),
                  "write %s as %s, e.g. %s" % (field, want, example))
+
+
+# --- rollout timing and promotion (docs/deploy.md: min_healthy_time, progress_deadline, auto_promote) ----
+
+def _seconds(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # not NaN
+
+
+def read_rollout(job, manifest, rel, report):
+    """(min_healthy_time, progress_deadline, auto_promote) of a manifest, 0 / 0 / False when unset: seconds a
+    batch must stay healthy after its gate passed (>= 0), seconds a batch may take to make progress (> 0), and
+    whether a canary rollout goes on by itself once its canaries are healthy (needs canary). A bad value is
+    reported with the field and the fix, and read as unset. job: the model's Job (name, canary set)."""
+    name, checks = job.name, ((manifest.get("health_check") or {}) if isinstance(manifest.get("health_check"), dict)
+                              else {}).get("checks")
+    hold = _rollout_seconds(manifest, "min_healthy_time", 0, name, rel, report, checks,
+                            "seconds every allocation of a batch must stay healthy after its gate passed, "
+                            "before the next batch, e.g. 10")
+    deadline = _rollout_seconds(manifest, "progress_deadline", None, name, rel, report, checks,
+                                "seconds a batch may take, from the previous batch's progress, to pass its gate, "
+                                "e.g. 600 (remove it for no deadline)")
+    if hold and deadline and deadline <= hold:
+        report.error("ErrInvalidManifest", rel, "progress_deadline", "job %s: progress_deadline (%g s) must be longer "
+                     "than min_healthy_time (%g s): a batch could never make progress in time" % (name, deadline, hold),
+                     "raise progress_deadline above %g, or lower min_healthy_time" % hold)
+        deadline = 0
+    promote = manifest.get("auto_promote", False)
+    if not isinstance(promote, bool):
+        report.error("ErrInvalidManifest", rel, "auto_promote", "job %s: auto_promote must be true or false, got %s"
+                     % (name, json.dumps(promote)), "write \"auto_promote\": true (or remove it)")
+        promote = False
+    elif promote and not job.canary:
+        report.error("ErrInvalidManifest", rel, "auto_promote", "job %s: auto_promote promotes a canary rollout, "
+                     "but the job has no canary" % name,
+                     "add \"canary\": 1 (the allocations upgraded first), or remove auto_promote")
+        promote = False
+    return float(hold or 0), float(deadline or 0), promote
+
+
+def _rollout_seconds(manifest, field, floor, name, rel, report, checks, meaning):
+    """A rollout duration: a number of seconds (>= 0; > 0 when floor is None), which needs health_check.checks."""
+    if field not in manifest:
+        return 0
+    value = manifest[field]
+    low = "> 0" if floor is None else ">= 0"
+    if not _seconds(value) or (value <= 0 if floor is None else value < 0):
+        report.error("ErrInvalidManifest", rel, field, "job %s: %s must be a number of seconds %s, got %s"
+                     % (name, field, low, json.dumps(value)), "write \"%s\": <%s>" % (field, meaning))
+        return 0
+    if value and not checks:
+        report.error("ErrInvalidManifest", rel, field, "job %s: %s needs the job's health gate, but the job has no "
+                     "health_check.checks (the probes a batch's gate runs)" % (name, field),
+                     "add health_check.checks (a tcp, http or ssh probe), or remove %s" % field)
+        return 0
+    return value

@@ -113,6 +113,9 @@ class Job:
     start_gate: str  # "last_batch" (maand: one gate after the last start batch) or "every_batch"
     auto_revert: bool  # a failed upgrade batch gets the last promoted version back
     canary: int  # an upgrade rolls out to this many allocations first; the rest waits for maand_promote
+    min_healthy_time: float  # seconds a batch stays healthy after its gate passed (0: none)
+    progress_deadline: float  # seconds a batch may take to make progress (0: none)
+    auto_promote: bool  # with canary: the rest rolls out in the same deploy once the canaries are healthy
     restart_policy: str
     restart_globs: list
     commands: dict  # name -> Command
@@ -751,6 +754,7 @@ def load_job(bucket, name, report):
     job.start_gate = manifest.get("start_gate") or "last_batch"  # the schema checked the value
     job.auto_revert = manifest.get("auto_revert") is True
     job.canary = manifest.get("canary") or 0
+    job.min_healthy_time, job.progress_deadline, job.auto_promote = job_checks.read_rollout(job, manifest, rel, report)
     job.restart_policy = manifest.get("restart_policy") or "always"  # maand: "" means always
     job.restart_globs = list(manifest.get("restart_globs") or [])
     if job.restart_globs and job.restart_policy != "reload":

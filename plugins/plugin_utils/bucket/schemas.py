@@ -45,6 +45,7 @@ MANIFEST_KEYS = (
     "max_concurrent_upgrades", "deploy_parallel_count", "update_parallel_count", "restart_policy",
     "restart_globs", "commands", "health_check", "certs", "constraints", "hardware", "placement",
     "description", "start_gate", "auto_revert", "canary",
+    "min_healthy_time", "progress_deadline", "auto_promote",  # checked by bucket/job_checks.read_rollout
     # job specs after Maelstrom (seed 004; checked by jobspec/build.py)
     "environment", "parent", "layers", "working_directory", "user", "group", "network", "mounts",
     "enable_writable_file_system", "timeout", "estimated_duration", "priority",

@@ -62,6 +62,9 @@ JOB = {
         "auto_revert": {"type": "boolean"},
         "canary": {"type": "integer", "minimum": 0},
         "batch_percent": {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},  # "25%", "of": n
+        "min_healthy_time": {"type": "number", "minimum": 0},
+        "progress_deadline": {"type": "number", "exclusiveMinimum": 0},
+        "auto_promote": {"type": "boolean"},
         "vars": {"type": "object"},
     },
 }

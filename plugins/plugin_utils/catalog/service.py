@@ -220,6 +220,9 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
             jobs[-1]["canary"] = job.canary
         if percents:
             jobs[-1]["batch_percent"] = percents  # {"max_concurrent_upgrades": "34%", "of": 3}: resolved above
+        for key in ("min_healthy_time", "progress_deadline", "auto_promote"):
+            if getattr(job, key):
+                jobs[-1][key] = getattr(job, key)
         if specs and name in specs:
             jobs[-1]["spec"] = specs[name]  # only jobs that use job-spec fields (docs/jobspec.md)
     jobs.extend(placement.removed_jobs)

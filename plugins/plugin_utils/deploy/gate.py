@@ -11,6 +11,7 @@ budgets. deploy/callbacks.StepCallbacks wires a step's gates (addresses, connect
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping
@@ -23,20 +24,30 @@ from . import progress, remote, run as _run
 # --- the gate ------------------------------------------------------------------------------------------
 
 def run_gate(gate, addresses, sleep=time.sleep, probe_fn=health.probe, watch=None, clock=time.monotonic, status=None,
-             submit=health.in_background):
+             submit=health.in_background, wall=time.time):
     """Probe every check on every host until all pass or the gate's budget is spent (health/waiter.py).
     Returns the problems ([] = passed).
 
     watch (optional, deploy/progress.GateWatch): waiting(host, check, attempt, elapsed, error) after
     each attempt that left a probe failing (the first one), ended(passed, elapsed, attempts) at the end.
-    status (optional): status(job, host) -> (running, detail), the job's `make status` (health/watch.StatusWatch):
-    a host whose job is not running on two checks in a row ends the gate at once (fail fast); submit(fn)
-    runs a check (in the background; tests pass a plain call)."""
+    status (optional): status(job, host) -> (running, detail), the job's `make status` (health/watch.py): a host
+    whose job is not running on two checks in a row while its probes fail ends the gate at once (fail fast,
+    StatusWatch), and a host whose probes all passed is asked once more, so the gate passes only where the job
+    runs (StatusConfirm); submit(fn) runs a fail-fast check (in the background; tests pass a plain call).
+    The gate's min_healthy_time keeps probing every host that long after all passed (a failure fails the
+    gate); its deadline_at (wall-clock seconds, deploy/run_state.gates_to_run: the job's progress_deadline)
+    stops the wait when it comes, naming what it waited for."""
     budget = health.Budget.of(gate)
-    checks = gate["checks"]
-    pending = {(h, i) for h in gate["hosts"] for i in range(len(checks))}
-    last, dead = {}, {}
+    left = None if gate.get("deadline_at") is None else float(gate["deadline_at"]) - wall()
+    if left is not None:
+        if left <= 0:
+            return [deadline_problem(gate, 0.0, left, ["its batch's make targets (they took the whole deadline)"])]
+        budget = budget.capped(left)
+    checks, hosts = gate["checks"], list(gate["hosts"])
+    pending = {(h, i) for h in hosts for i in range(len(checks))}
+    last, dead, down, flaps = {}, {}, {}, {}
     watch_status = health.StatusWatch(status, gate["job"], clock, submit=submit) if status is not None else None
+    confirm = health.StatusConfirm(status, gate["job"]) if status is not None and checks else None
 
     def attempt(n):
         for key in sorted(pending):
@@ -48,20 +59,61 @@ def run_gate(gate, addresses, sleep=time.sleep, probe_fn=health.probe, watch=Non
                 last[key] = err
         if watch_status is not None and pending:
             dead.update(watch_status.dead(sorted({h for h, dummy in pending})))
-        return [health.Pending(key, budget, last.get(key, "failed"), key[0] in dead) for key in sorted(pending)]
+        if confirm is not None:  # the hosts whose probes all passed: does the job run there?
+            probing = {h for h, dummy in pending}
+            down.clear()
+            down.update(confirm.check([h for h in hosts if h not in probing]))
+        items = [health.Pending(key, budget, last.get(key, "failed"), key[0] in dead) for key in sorted(pending)]
+        return items + [health.Pending((h, -1), budget, down[h], confirm.failed(h)) for h in sorted(down)]
 
     def on_round(n, elapsed, still, retrying):
-        if watch is not None:
+        if watch is not None and pending:
             host, i = min(pending)
             watch.waiting(host, checks[i], n, elapsed, last.get((host, i)))
 
-    waited = health.Waiter(sleep, clock).wait(attempt, on_round)
+    said = []
+
+    def recheck(n):  # min_healthy_time: every probe of every host, again
+        if watch is not None and not said:
+            said.append(n)
+            watch.writer.say("%s: healthy on %s; min_healthy_time: probing %g s more before the gate passes"
+                             % (watch.batch, ", ".join(hosts), hold_for))
+        flaps.clear()
+        for host in hosts:
+            for i, check in enumerate(checks):
+                err = probe_fn(addresses.get(host, host), check, gate["timeout_seconds"])
+                if err is not None:
+                    flaps[(host, i)] = err
+        return [health.Pending(key, budget, err, True) for key, err in sorted(flaps.items())]
+
+    hold_for = float(gate.get("min_healthy_time") or 0)
+    hold = dataclasses.replace(budget, seconds=hold_for) if hold_for > 0 and checks else None
+    waited = health.Waiter(sleep, clock).wait(attempt, on_round, hold, recheck)
     if watch is not None:
         watch.ended(waited.passed, waited.elapsed, waited.rounds)
     if waited.passed:
         return []
+    if waited.flapped:
+        return ["%s: %s (%.1f s into min_healthy_time %g s: the gate had passed, then this probe failed)"
+                % (host, err, waited.held, hold_for) for (host, i), err in sorted(flaps.items())]
     problems = ["%s: %s" % (host, last.get((host, i), "failed")) for host, i in sorted(pending)]
+    problems += ["%s: %s" % (host, down[host]) for host in sorted(down)]
+    if waited.deadline:
+        waits = ["%s %s (%s)" % (h, progress.check_label(checks[i]), last.get((h, i), "failed")) for h, i in sorted(pending)]
+        waits += ["%s `make status` (not running)" % h for h in sorted(down)]
+        problems.insert(0, deadline_problem(gate, waited.elapsed, left, waits or [
+            "min_healthy_time %g s on %s (healthy for %.1f s)" % (hold_for, ", ".join(hosts), waited.held)]))
     return problems + health.not_running(dead)
+
+
+def deadline_problem(gate, elapsed, left, waits):
+    """The line a gate stopped by the job's progress_deadline starts with: since when there was no progress and
+    what the gate waited for (at most 3 of them)."""
+    total = float(gate.get("progress_deadline") or 0)
+    since = total - left + elapsed if left is not None else elapsed
+    more = " and %d more" % (len(waits) - 3) if len(waits) > 3 else ""
+    return ("progress_deadline %g s passed: job %s made no progress for %.1f s; it was waiting for %s%s"
+            % (total, gate["job"], since, "; ".join(waits[:3]), more))
 
 
 class GateRunner:
@@ -126,15 +178,21 @@ def first_deploy(plan, job, hosts):
 
 def status_request(run, job, host):
     """The worker agent's request for the `make status` of job on host in the step whose gates run (its
-    run op's environment and job spec run fields, as the deploy ran `make start`), or None when the
-    allocation has no such op (a job_control job: its status is not its Makefile's). run: the step's
-    deploy/run.RunContext (its state names the step in flight)."""
-    try:
-        key = run.state.in_flight
-        request = _run.read_request(run.run_dir, key, host) if key is not None else None
-    except (_run.RunError, OSError, ValueError):
-        return None
-    ops = [o for o in (request or {}).get("ops") or [] if o.get("kind") == "run" and o.get("job") == job and o.get("target")]
+    run op's environment and job spec run fields, as the deploy ran `make start`; that of an earlier step of
+    this run when the host's batch ran there), or None when the allocation has no such op (a job_control job:
+    its status is not its Makefile's). run: the step's deploy/run.RunContext (its state names the step in
+    flight)."""
+    ops = []
+    # the step in flight first; a gate after a job's last start batch covers hosts started in earlier steps
+    for key in [run.state.in_flight] + list(reversed(run.state.steps_completed)):
+        if key is None or ops:
+            continue
+        try:
+            request = _run.read_request(run.run_dir, key, host)
+        except (_run.RunError, OSError, ValueError):
+            return None
+        ops = [o for o in (request or {}).get("ops") or []
+               if o.get("kind") == "run" and o.get("job") == job and o.get("target")]
     if not ops:
         return None
     try:

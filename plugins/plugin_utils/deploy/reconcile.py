@@ -21,7 +21,7 @@ import itertools
 
 from ..bucket import content as _content
 from ..bucket.job_checks import resolve_health
-from .records import ABSENT, STATE_FORMAT, ZERO_VERSION, Failure, Op, PlanOptions, PlanRow, Prune
+from .records import ABSENT, GATE_TIMING, STATE_FORMAT, ZERO_VERSION, Failure, Op, PlanOptions, PlanRow, Prune
 from .scope import ENV_PREFIX, HOOK_ONLY_GATE, POLICIES, Scope, hook_events, promoted, seen_update_seq, state_record
 from .scope import worker_id
 
@@ -135,6 +135,7 @@ class ReconcileResult:
     reverts: dict = dataclasses.field(default_factory=dict)  # upgrade op id -> its auto_revert Op
     fresh: set = dataclasses.field(default_factory=set)  # (job, host) starts with nothing of the job on the worker
     canaries: set = dataclasses.field(default_factory=set)  # jobs whose upgrade this deploy is a canary batch
+    auto_promote: dict = dataclasses.field(default_factory=dict)  # job -> [hosts of its canaries]; the rest follows
     notes: list = dataclasses.field(default_factory=list)
     update_seq: int = 0
     seen_seq: int = 0
@@ -155,6 +156,7 @@ class ReconcileResult:
                 "rollout": {j: r.to_json() for j, r in self.rollout.items()},
                 "reverts": {i: o.to_json() for i, o in self.reverts.items()},
                 "fresh": sorted([j, h] for j, h in self.fresh), "canaries": sorted(self.canaries),
+                "auto_promote": {j: list(h) for j, h in self.auto_promote.items()},
                 "notes": list(self.notes), "update_seq": self.update_seq, "seen_seq": self.seen_seq}
 
     @classmethod
@@ -167,7 +169,8 @@ class ReconcileResult:
                    {h: Op.from_json(o) for h, o in data["meta"].items()},
                    {j: Rollout.from_json(r) for j, r in data["rollout"].items()},
                    {i: Op.from_json(o) for i, o in data["reverts"].items()},
-                   set(map(tuple, data["fresh"])), set(data["canaries"]), list(data["notes"]),
+                   set(map(tuple, data["fresh"])), set(data["canaries"]),
+                   {j: list(h) for j, h in (data.get("auto_promote") or {}).items()}, list(data["notes"]),
                    data["update_seq"], data["seen_seq"])
 
 
@@ -214,7 +217,7 @@ def check_jobs(scope, out):
         if not spec and not gate_errors and hook_events(job):
             spec = dict(HOOK_ONLY_GATE, job=name)  # the batch's hooks run in its gate (hooks/points.py)
         if spec:
-            out.gates[name] = spec
+            out.gates[name] = dict(spec, **{k: job[k] for k in GATE_TIMING if job.get(k)})  # min_healthy_time, ...
         policy = job.get("restart_policy") or "always"
         if policy not in POLICIES:
             out.errors.append("jobs/%s/manifest.json restart_policy: %r is not one of %s"
@@ -619,12 +622,30 @@ def hold_for_canaries(scope, out):
         if not held:
             continue
         out.canaries.add(name)
+        if (scope.jobs.get(name) or {}).get("auto_promote"):
+            _auto_promote(out, name, size, keep, held, rows)
+            continue
         for o in held:
             rollout.upgrade.remove(o)
             row = rows[(name, o.host)]
             row.decide("hold", "canary: waits for -e maand_promote=%s (%s)" % (name, row.reason))
         out.notes.append("job %s: canary %d: %d allocation(s) on %s after this deploy, %d held until a deploy with "
                          "-e maand_promote=%s" % (name, size, done + len(keep), version, len(held), name))
+
+
+def _auto_promote(out, name, size, keep, held, rows):
+    """`auto_promote: true`: the canaries roll out first (their own batches, gated, with min_healthy_time), then the
+    held allocations in the job's upgrade batches of the same deploy; a canary that fails stops the rest."""
+    out.auto_promote[name] = [o.host for o in keep]
+    for o in held:
+        row = rows[(name, o.host)]
+        row.reason = "%s; after the canary (auto_promote)" % row.reason
+    if keep:
+        out.notes.append("job %s: canary %d, auto_promote: %d canary allocation(s) first, then the other %d in this "
+                         "deploy once the canaries passed their gate" % (name, size, len(keep), len(held)))
+    else:
+        out.notes.append("job %s: canary %d, auto_promote: the canaries already run this version; the other %d roll "
+                         "out" % (name, size, len(held)))
 
 
 # --- phase 3: workers that left workers.json ---

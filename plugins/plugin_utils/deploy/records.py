@@ -212,6 +212,7 @@ class Op:
 
 
 GATE_SPEC = ("job", "checks", "timeout_seconds", "attempts", "interval_seconds")  # bucket/job_checks.resolve_health
+GATE_TIMING = ("min_healthy_time", "progress_deadline")  # the manifest's, only when set (deploy/reconcile.check_jobs)
 
 
 @dataclasses.dataclass(slots=True)
@@ -225,6 +226,8 @@ class Gate:
     timeout_seconds: Any = ABSENT
     attempts: Any = ABSENT
     interval_seconds: Any = ABSENT
+    min_healthy_time: Any = ABSENT  # seconds every probe must keep passing after the gate passed
+    progress_deadline: Any = ABSENT  # seconds a batch of the job may take to make progress (deploy/run_state.py)
     hosts: list = dataclasses.field(default_factory=list)  # the hosts probed (and whose hooks run)
     label: Any = ABSENT  # the batch it follows, when hosts span several (maand's gate after the last start batch)
     hooks: Any = ABSENT  # {"phase", "batch_index", ...} or {"job_control": True, ...}: the job's commands
@@ -242,7 +245,7 @@ class Gate:
 
     def to_json(self):
         out = dict(self.more)
-        for name in GATE_SPEC:
+        for name in GATE_SPEC + GATE_TIMING:
             _put(out, name, getattr(self, name))
         out["hosts"] = self.hosts
         for name in ("label", "hooks", "revert", "revert_of"):
@@ -251,7 +254,7 @@ class Gate:
 
     @classmethod
     def from_json(cls, data):
-        known = GATE_SPEC + ("hosts", "label", "hooks", "revert", "revert_of")
+        known = GATE_SPEC + GATE_TIMING + ("hosts", "label", "hooks", "revert", "revert_of")
         gate = cls(**{k: data[k] for k in known if k in data and k != "hosts"})
         gate.hosts = data.get("hosts") or []
         gate.more = {k: v for k, v in data.items() if k not in known}

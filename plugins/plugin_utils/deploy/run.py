@@ -390,6 +390,7 @@ def advance(run, key, callbacks):
         if kept is not None:
             kept = copy.deepcopy(state)  # the hooks of before_step change state
         state.in_flight = key
+        run_state.start_clocks(state, step)  # progress_deadline: a job's clock starts with its first batch
         messages, plan = _before(run, state, step, callbacks)
         failures, step = failures + messages, find_step(plan, key)  # the step as the hooks left the plan
         kept = dataclasses.replace(state, in_flight=None)  # saved: the fold and what ran before the step

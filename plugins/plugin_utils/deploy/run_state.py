@@ -21,6 +21,7 @@ any failure, or any planned step that did not complete.
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import asdict, dataclass, field
 
 from . import plan as _plan
@@ -64,6 +65,8 @@ class RunState:
     #                                                     the job's last start batch (maand's start semantics)
     failed_at: dict = field(default_factory=dict)       # job -> index of the step where it first failed (auto_revert)
     pre_deploy_waves: list = field(default_factory=list)  # waves whose pre_deploy hooks ran (deploy/pre_deploy)
+    deadlines: dict = field(default_factory=dict)       # job -> its progress_deadline (seconds; from the plan's gates)
+    progress_at: dict = field(default_factory=dict)     # job -> when it last made progress (wall clock, seconds)
 
     def to_dict(self):
         data = asdict(self)
@@ -96,7 +99,43 @@ class Report:
 
 
 def new_state(run_id, plan):
-    return RunState(run_id=run_id, bucket_id=plan["bucket_id"], job_waves=dict(plan.get("job_waves") or {}))
+    deadlines = {g["job"]: g["progress_deadline"] for s in plan.get("steps") or [] for g in s.get("gates") or []
+                 if g.get("progress_deadline")}
+    return RunState(run_id=run_id, bucket_id=plan["bucket_id"], job_waves=dict(plan.get("job_waves") or {}),
+                    deadlines=deadlines)
+
+
+# --- progress_deadline: "progress" is a batch of the job completing (its targets ran and its gate, with
+# min_healthy_time, passed); the clock starts when the job's first batch is sent, and every progress restarts it.
+
+def start_clocks(state, step, now=None):
+    """The step's requests go out: the clock of each job with a progress_deadline starts at its first step."""
+    for job in (step or {}).get("jobs") or []:
+        if job in state.deadlines and job not in state.progress_at and job not in state.blocked:
+            state.progress_at[job] = time.time() if now is None else now
+
+
+def deadline_at(state, job):
+    """When the job's progress_deadline comes (wall clock), or None (no deadline, or its clock has not started)."""
+    if job not in state.deadlines or job not in state.progress_at:
+        return None
+    return float(state.progress_at[job]) + float(state.deadlines[job])
+
+
+def _progress(state, step, gated, now):
+    """After a step's gates: each job of the step that did not fail made progress (its clock restarts); one
+    whose batch had no gate of its own (a start batch before the last) but took longer than its deadline fails."""
+    now = time.time() if now is None else now
+    for job in (step or {}).get("jobs") or []:
+        at = deadline_at(state, job)
+        if at is None or job in state.failed_by_job or job in state.blocked:
+            continue
+        if job not in gated and now > at:
+            since = now - state.progress_at[job]
+            _fail(state, step, job, "job %s: progress_deadline %g s passed: no progress for %.1f s; it was waiting "
+                  "for the make targets of %s" % (job, float(state.deadlines[job]), since, step.get("label")))
+            continue
+        state.progress_at[job] = now
 
 
 def requests_for_step(state, step):
@@ -255,7 +294,8 @@ def gates_to_run(state, step):
     for gate in step.get("gates") or []:
         if gate.get("revert_of") is None:
             if gate["job"] not in skip:
-                out.append(gate)
+                at = deadline_at(state, gate["job"])  # the job's progress_deadline (a revert gets its whole budget)
+                out.append(gate if at is None else dict(gate, deadline_at=at))
         elif state.failed_at.get(gate["job"]) == gate["revert_of"]:
             hosts = [h for h in gate.get("hosts") or [] if "%s@%s/revert" % (gate["job"], h) in done]
             if hosts:
@@ -290,13 +330,15 @@ def _promotion(op, step):
     return {"id": op["id"], "job": op["job"], "host": op["host"], "record": op["record"], "step": step.get("index")}
 
 
-def fold_gates(state, step, ok_ops, gate_outcomes):
+def fold_gates(state, step, ok_ops, gate_outcomes, now=None):
     """Record the health gates of a step: passed jobs' gated starts become pending promotions (with the
     start batches that waited for this gate); a start batch before the job's last (ops "held") waits for
-    that gate; a passed revert gate (auto_revert) promotes the reverted records."""
+    that gate; a passed revert gate (auto_revert) promotes the reverted records; the jobs that made progress
+    restart their progress_deadline's clock (now: the wall clock)."""
     state = copy.deepcopy(state)
     passed, reverts = set(), {}
-    for gate in gates_to_run(state, step):
+    gates = gates_to_run(state, step)
+    for gate in gates:
         job = gate["job"]
         if job not in gate_outcomes:
             _fail(state, step, job, "health gate of job %s after %s was not run" % (job, step.get("label")))
@@ -316,6 +358,8 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
             text = ("\n  " if any("\n" in str(p) for p in problems) else "; ").join(str(p) for p in problems)
             if gate.get("hooks"):  # the job's commands ran in this gate (hooks/points.py); they name themselves
                 _fail(state, step, job, "job %s failed after %s: %s" % (job, step.get("label"), text))
+            elif str(problems[0]).startswith("progress_deadline"):  # its budget did not end it (deploy/gate.py)
+                _fail(state, step, job, "health gate of job %s failed after %s: %s" % (job, step.get("label"), text))
             else:
                 _fail(state, step, job, "health gate of job %s failed after %s (%d attempts): %s" % (
                     job, step.get("label"), gate.get("attempts", 0), text))
@@ -339,6 +383,7 @@ def fold_gates(state, step, ok_ops, gate_outcomes):
             state.pending.setdefault(promo["host"], []).append(promo)
     for job in sorted(reverts):
         _reverted(state, step, job, [op for op in reverted if op["job"] == job])
+    _progress(state, step, {g["job"] for g in gates if g.get("revert_of") is None}, now)
     for job in sorted(set(state.awaiting) & set(state.failed_by_job)):  # never gated: not promoted
         for promo in state.awaiting.pop(job):
             state.failed_ops.setdefault(promo["id"], "unpromoted")

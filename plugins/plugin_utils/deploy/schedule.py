@@ -166,10 +166,13 @@ class Scheduler:
         total["sync"] = 1
         once = job.get("start_gate", START_GATES[0]) != "every_batch" and total["start"] > 1
         counter = {"start": 0, "upgrade": 0, "sync": 0}
+        promoted = self._promoted(name, seq)  # auto_promote: canary and upgrade batches counted apart
         out = []
         for pos, (phase, ops) in enumerate(seq):
             counter[phase] += 1
             label = "%s %s batch %d/%d" % (name, self._shown(name, phase, ops), counter[phase], total[phase])
+            if promoted is not None and phase == "upgrade":
+                label = promoted[pos]
             deferred = once and phase == "start"  # maand: one gate after the last start batch
             last_start = deferred and counter["start"] == total["start"]
             where = {"seq": seq, "phase": phase, "index": counter[phase] - 1, "count": total[phase],
@@ -193,7 +196,10 @@ class Scheduler:
             upgrades = sorted(upgrades, key=lambda o: o.restore != "current")
         start_b = batches(starts, int(job.get("max_concurrent_starts") or 0))
         upgrade_size = job.get("max_concurrent_upgrades")
-        upgrade_b = batches(upgrades, 1 if upgrade_size is None else max(int(upgrade_size), 1))
+        size = 1 if upgrade_size is None else max(int(upgrade_size), 1)
+        canaries = set(self.decided.auto_promote.get(name) or ())  # auto_promote: the canaries' batches first
+        upgrade_b = (batches([o for o in upgrades if o.host in canaries], size)
+                     + batches([o for o in upgrades if o.host not in canaries], size))
         seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
         self._note_percent(name, job, {"max_concurrent_starts": start_b, "max_concurrent_upgrades": upgrade_b})
         if rollout.sync:
@@ -218,8 +224,24 @@ class Scheduler:
         if phase == "upgrade" and isinstance(self.decided.options.target, str):  # maand.core.job's rolling restart
             return self.decided.options.target
         if phase == "upgrade" and name in self.decided.canaries:
-            return "canary"
+            canaries = self.decided.auto_promote.get(name)
+            if canaries is None or {o.host for o in ops} <= set(canaries):
+                return "canary"
+            return "upgrade"
         return phase
+
+    def _promoted(self, name, seq):
+        """auto_promote: {position in seq: label} of the job's upgrade batches, the canaries' counted apart
+        ("api canary batch 1/1", then "api upgrade batch 1/2", ...); None for any other job."""
+        if self.decided.auto_promote.get(name) is None:
+            return None
+        kinds = {pos: self._shown(name, phase, ops) for pos, (phase, ops) in enumerate(seq) if phase == "upgrade"}
+        count, out = {}, {}
+        for pos in sorted(kinds):
+            count[kinds[pos]] = count.get(kinds[pos], 0) + 1
+            out[pos] = "%s %s batch %d/%d" % (name, kinds[pos], count[kinds[pos]],
+                                              sum(1 for k in kinds.values() if k == kinds[pos]))
+        return out
 
     def _batch_gate(self, name, ops, label, deferred, last_start, started, where):
         """The gate after one batch of a job (None: no gate): its probes on the batch's hosts (for maand's

@@ -8,7 +8,8 @@ ops/health_check.py), which both wait here on their own budgets.
 
 waiter.py (Budget, Waiter.wait: the one wait loop, as kubernetes.core's k8s/waiter.py), probes.py (one
 predicate per probe type: tcp, http(s), ssh, and the job's `make status` through the worker agent),
-watch.py (StatusWatch: fail fast on `make status` while a check waits), tails.py (what a failed check adds
+watch.py (StatusWatch: fail fast on `make status` while a check waits; StatusConfirm: a gate passes only
+where `make status` agrees), tails.py (what a failed check adds
 to its message: the time it waited, the workers' status tails).
 
 The door: this package (``from ..health import Waiter, probe, StatusWatch``).
@@ -20,12 +21,12 @@ from .probes import (PROBES, STATUS_TIMEOUT, Agent, Trust, by_address, describe,
                      ssh_argv, ssh_probe, ssh_remote, status_probe, tcp_probe)
 from .tails import collect_tails, failure_notes, status_command
 from .waiter import Budget, Pending, Waited, Waiter
-from .watch import (NOT_RUNNING, STATUS_PARALLEL, STATUS_SPACING, STATUS_STRIKES, StatusWatch, in_background,
-                    not_running, status_checker)
+from .watch import (NOT_RUNNING, STATUS_PARALLEL, STATUS_SPACING, STATUS_STRIKES, StatusConfirm, StatusWatch,
+                    ask_status, in_background, not_running, status_checker)
 
 __all__ = [
     "Agent", "Budget", "NOT_RUNNING", "PROBES", "Pending", "STATUS_PARALLEL", "STATUS_SPACING", "STATUS_STRIKES",
-    "STATUS_TIMEOUT", "StatusWatch", "Trust", "Waited", "Waiter", "by_address", "collect_tails", "describe",
-    "failure_notes", "http_probe", "in_background", "not_running", "probe", "prober", "ssh_argv", "ssh_probe",
-    "ssh_remote", "status_checker", "status_command", "status_probe", "tcp_probe",
+    "STATUS_TIMEOUT", "StatusConfirm", "StatusWatch", "Trust", "Waited", "Waiter", "ask_status", "by_address",
+    "collect_tails", "describe", "failure_notes", "http_probe", "in_background", "not_running", "probe", "prober",
+    "ssh_argv", "ssh_probe", "ssh_remote", "status_checker", "status_command", "status_probe", "tcp_probe",
 ]

@@ -20,6 +20,12 @@ retried (out of budget), or at once when an item says it is fatal (a job whose `
 it not running: fail fast, there is nothing left to wait for). A fatal item ends the wait of its scope:
 every item when it has none (a gate: one job, one batch), else only the items of its scope (the verb: one
 job on one worker), the others waiting on.
+
+Two more ends, for the deploy's gates: a budget's `limit` (the job's progress_deadline, what is left of it
+when the gate begins) stops retrying at that many seconds into the wait whatever the count allows
+(`Waited.deadline`); and a `hold` (the job's min_healthy_time) keeps the wait going after everything passed:
+`recheck` runs every interval until the hold's seconds went by with nothing failing (passed), or something
+fails inside it (`Waited.flapped`, not passed).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ class Budget:
     interval: float = DEFAULT_HEALTH["interval_seconds"]
     timeout: float = DEFAULT_HEALTH["timeout_seconds"]
     seconds: float = 0.0
+    limit: float = 0.0  # > 0: no try starts this many seconds into the wait (a deadline over the count)
 
     @classmethod
     def of(cls, spec: Mapping[str, Any] | None) -> "Budget":
@@ -58,8 +65,18 @@ class Budget:
         """This budget with a deadline instead of a count (maand_wait_seconds)."""
         return dataclasses.replace(self, seconds=float(seconds))
 
+    def capped(self, limit: float) -> "Budget":
+        """This budget, stopped limit seconds into the wait (progress_deadline) whatever its count allows."""
+        return dataclasses.replace(self, limit=max(float(limit), 1e-9))
+
+    def cut(self, elapsed: float) -> bool:
+        """Whether its limit has come, elapsed seconds into the wait."""
+        return self.limit > 0 and elapsed >= self.limit
+
     def allows(self, tries: int, elapsed: float) -> bool:
         """Whether something that failed `tries` times, `elapsed` seconds into the wait, is tried again."""
+        if self.cut(elapsed):
+            return False
         if self.seconds > 0:
             return elapsed < self.seconds
         return tries < self.attempts
@@ -87,6 +104,9 @@ class Waited:
     elapsed: float
     pending: list
     fatal: list
+    deadline: bool = False  # it ended because a budget's limit came (not its count, not a fatal item)
+    held: float = 0.0  # seconds it stayed healthy after passing (a hold)
+    flapped: bool = False  # something failed inside the hold
 
     @property
     def stopped_early(self) -> bool:
@@ -107,11 +127,13 @@ class Waiter:
         self.sleep = sleep
         self.clock = clock
 
-    def wait(self, attempt: RoundFn, on_round: OnRound | None = None) -> Waited:
+    def wait(self, attempt: RoundFn, on_round: OnRound | None = None, hold: Budget | None = None,
+             recheck: RoundFn | None = None) -> Waited:
         """attempt(round) -> the items still pending after that round (round counts from 1).
 
         on_round(round, elapsed, pending, retrying) is called after every round that left something
-        pending, retrying telling whether another round follows."""
+        pending, retrying telling whether another round follows. hold (a Budget: seconds, interval, limit) with
+        recheck(round) -> the items failing now: after everything passed, stay healthy that long (_hold)."""
         start = self.clock()
         tries: dict = {}
         rounds = 0
@@ -120,6 +142,8 @@ class Waiter:
             pending = list(attempt(rounds))
             elapsed = self.clock() - start
             if not pending:
+                if hold is not None and hold.seconds > 0 and recheck is not None:
+                    return self._hold(start, rounds, hold, recheck)
                 return Waited(True, rounds, elapsed, [], [])
             fatal = [p for p in pending if p.fatal]
             ended = {p.scope for p in fatal}
@@ -130,5 +154,31 @@ class Waiter:
             if on_round is not None:
                 on_round(rounds, elapsed, pending, bool(left))
             if not left:
-                return Waited(False, rounds, elapsed, pending, fatal)
-            self.sleep(min(p.budget.interval for p in left))
+                cut = not fatal and any(p.budget.cut(elapsed) for p in pending)
+                return Waited(False, rounds, elapsed, pending, fatal, deadline=cut)
+            self.sleep(_nap([p.budget for p in left], elapsed))
+
+    def _hold(self, start: float, rounds: int, hold: Budget, recheck: RoundFn) -> Waited:
+        """After a pass: recheck every hold.interval until hold.seconds went by with nothing failing (passed), a
+        recheck finds something failing (flapped) or hold.limit, seconds into the whole wait, comes (deadline)."""
+        passed_at = self.clock()
+        while True:
+            now = self.clock()
+            held, elapsed = now - passed_at, now - start
+            if held >= hold.seconds:
+                return Waited(True, rounds, elapsed, [], [], held=held)
+            if hold.cut(elapsed):
+                return Waited(False, rounds, elapsed, [], [], deadline=True, held=held)
+            self.sleep(max(0.0, min(_nap([hold], elapsed), hold.seconds - held)))
+            rounds += 1
+            failing = list(recheck(rounds))
+            if failing:
+                now = self.clock()
+                return Waited(False, rounds, now - start, failing, failing, held=now - passed_at, flapped=True)
+
+
+def _nap(budgets: Sequence[Budget], elapsed: float) -> float:
+    """The sleep before the next round: the shortest interval, not past the nearest limit."""
+    nap = min(b.interval for b in budgets)
+    limits = [b.limit - elapsed for b in budgets if b.limit > 0]
+    return max(0.0, min([nap] + limits))

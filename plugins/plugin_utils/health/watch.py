@@ -9,6 +9,7 @@ running on two checks in a row stops being waited for there (StatusWatch). The d
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import threading
 import time
@@ -119,3 +120,53 @@ class StatusWatch:
         return "job %s %s: `make status` said so %d times in a row, %.1f s apart%s" % (
             self.job, NOT_RUNNING, self.count[host], self.last[host] - self.first[host],
             (" (%s)" % self.detail[host]) if self.detail.get(host) else "")
+
+
+def ask_status(status, job, hosts, parallel=STATUS_PARALLEL):
+    """{host: (running, detail)}: status(job, host) for each host, side by side (at most parallel at a time); a
+    check that breaks answers (None, why)."""
+    def one(host):
+        try:
+            return status(job, host)
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            # advice only: a check that breaks cannot tell, and the probes alone decide there
+            return None, "cannot ask: %s" % exc
+    hosts = list(hosts)
+    if len(hosts) <= 1:
+        return {h: one(h) for h in hosts}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(parallel, len(hosts))) as pool:
+        return dict(zip(hosts, pool.map(one, hosts)))
+
+
+class StatusConfirm:
+    """A gate that tells the truth: status(job, host) -> (True | False | None, detail) is asked of each host once
+    its probes all passed, one call per host and gate, the hosts of one round side by side. Running, or None (no
+    status target, a job_control job, no answer: the probes alone decide), confirms the host; "not running" is
+    asked again at the next round, and strikes answers in a row fail it (failed)."""
+
+    def __init__(self, status, job, strikes=STATUS_STRIKES):
+        self.status, self.job, self.strikes = status, job, strikes
+        self.confirmed = set()
+        self.count = {}   # host -> consecutive "not running" after its probes passed
+        self.detail = {}
+        self.calls = 0
+
+    def check(self, hosts):
+        """Ask the hosts not confirmed yet; returns {host: why} of those whose job is not running."""
+        todo = [h for h in hosts if h not in self.confirmed]
+        self.calls += len(todo)
+        for host, (running, detail) in sorted(ask_status(self.status, self.job, todo).items()):
+            if running is False:
+                self.count[host] = self.count.get(host, 0) + 1
+                self.detail[host] = detail
+            else:
+                self.confirmed.add(host)
+                self.count.pop(host, None)
+        return {h: self._why(h) for h in todo if h not in self.confirmed}
+
+    def failed(self, host):
+        return self.count.get(host, 0) >= self.strikes
+
+    def _why(self, host):
+        return "status: its probes pass, but job %s %s there: `make status` said so %d time(s) in a row%s" % (
+            self.job, NOT_RUNNING, self.count[host], (" (%s)" % self.detail[host]) if self.detail.get(host) else "")

@@ -178,11 +178,16 @@ def test_a_slow_status_check_does_not_hold_up_the_probes():
     assert problems[-1].startswith("h1: job api is not running")
 
 
-def test_a_passing_gate_asks_no_status():
+def test_a_passing_gate_asks_status_once_per_host_and_never_while_probing():
     calls = []
-    assert _gate.run_gate(GATE, {}, sleep=lambda s: None, status=statuses({}, calls), probe_fn=lambda a, c, t: None,
-                          submit=call) == []
-    assert calls == []
+    tries = {"h1": 3, "h2": 0}  # h1's probe fails twice: no status call for it then (its probes decide first)
+
+    def probe(address, check, timeout):
+        tries[address] -= 1
+        return None if tries[address] <= 0 else "refused"
+    status = statuses({"h1": [(True, "")], "h2": [(True, "")]}, calls)
+    assert _gate.run_gate(GATE, {}, sleep=lambda s: None, status=status, probe_fn=probe, submit=lambda fn: None) == []
+    assert sorted(calls) == [("api", "h1"), ("api", "h2")]  # issue 30: one call per allocation and gate pass
 
 
 def test_gate_runner_says_it_stopped_early_with_the_elapsed_time_and_the_tail(tmp_path):
