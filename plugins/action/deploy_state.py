@@ -26,7 +26,7 @@ class ActionModule(MaandAction):
             return result
         try:  # check mode: nothing is written on the worker, not even the agent file
             data, err = deploy.read_state(self, self.worker_python(task_vars), args["bucket_id"],
-                                          bool(self._task.check_mode))
+                                          bool(self._task.check_mode), args["status"])
         except Exception as exc:  # unreachable, vanished, broken ssh: reported in the state, never a failed task
             data, err = None, "%s: %s" % (type(exc).__name__, to_text(exc).strip()[-500:])
         if err:

@@ -70,6 +70,18 @@ options:
       - Jobs with C(canary) in their manifest whose held allocations this deploy rolls out (C(maand_promote));
         a list or a comma-separated string. Refused for a job without C(canary).
     type: raw
+  target:
+    description:
+      - A rolling restart (C(maand_rolling_target), which C(maand.core.job) sets), one of C(start), C(restart),
+        C(reload); empty for a deploy. Every active allocation of the jobs in scope runs C(make <target>) on its
+        promoted tree (no files shipped), through the job's upgrade batches and health gate; nothing else changes.
+    type: str
+    default: ""
+  target_workers:
+    description:
+      - With O(target), only these workers (C(maand_rolling_workers); a list or a comma-separated string); the job's
+        other allocations are left alone.
+    type: raw
   plan_hash:
     description:
       - A plan hash (C(maand_plan), at least 12 hex digits). The task fails, before any worker is touched, when the

@@ -247,6 +247,39 @@ def check_restart_globs(job, rel, report):
                          "use path.Match syntax (* ? [..]) with optional **/ prefixes")
 
 
+# --- batch sizes: a count, or a percentage of the job's allocations (Ansible's serial, maxUnavailable) ---
+
+_PERCENT = re.compile(r"^([0-9]{1,3})%\Z")
+
+
+def batch_percent(value):
+    """The percentage of a batch size written as "25%" (an int 1-100), or None for a count."""
+    match = _PERCENT.match(value) if isinstance(value, str) else None
+    return int(match.group(1)) if match else None
+
+
+def batch_problem(value):
+    """Why a max_concurrent_* value is not a batch size (None when it is): a count (an int), or "N%" with
+    N from 1 to 100. A negative count is refused by the caller (its own words)."""
+    if not isinstance(value, str):
+        return None
+    percent = batch_percent(value.strip())
+    if percent is None:
+        return "%r is neither a count nor a percentage such as \"25%%\"" % value
+    if not 0 < percent <= 100:
+        return "%r is out of range: a percentage must be from 1%% to 100%%" % value
+    return None
+
+
+def resolve_batch_size(value, count):
+    """The batch size a max_concurrent_* value gives a job with `count` allocations: a count as it is, a
+    percentage of count rounded up, at least 1 (Ansible's serial and Kubernetes' maxUnavailable)."""
+    percent = batch_percent(value)
+    if percent is None:
+        return value
+    return max(1, -(-count * percent // 100))
+
+
 # --- Makefile targets the restart_policy needs --------------------------------------------------------
 
 _TARGET_LINE = re.compile(r"^([^\s:#=][^:#=]*?)\s*::?(?!=)")

@@ -108,8 +108,8 @@ class Job:
     cpu_source: Optional[str]
     ports: dict  # port name -> fixed port, or None (from the bucket.conf pool)
     min_allocations_count: int
-    max_concurrent_starts: int
-    max_concurrent_upgrades: int
+    max_concurrent_starts: Any  # a count, or "25%" of the job's allocations (resolved at build)
+    max_concurrent_upgrades: Any
     start_gate: str  # "last_batch" (maand: one gate after the last start batch) or "every_batch"
     auto_revert: bool  # a failed upgrade batch gets the last promoted version back
     canary: int  # an upgrade rolls out to this many allocations first; the rest waits for maand_promote
@@ -743,10 +743,15 @@ def load_job(bucket, name, report):
     for field, value, fix in ((starts_field, starts, "use 0 (every new allocation at once, maand's reading of a"
                                " negative count) or a batch size of 1 or more"),
                               (upgrades_field, upgrades, "use a batch size of 1 or more (0 means 1, as maand)")):
-        if value < 0:
+        problem = job_checks.batch_problem(value)  # "25%": a percentage of the job's allocations
+        if problem:
+            report.error("ErrInvalidManifest", rel, field, "job %s %s: %s" % (name, field, problem),
+                         fix + ", or a percentage of the job's allocations such as \"25%\" (1% to 100%, rounded up)")
+            starts, upgrades = (0, upgrades) if field == starts_field else (starts, 1)
+        elif isinstance(value, int) and value < 0:
             report.error("ErrInvalidManifest", rel, field, "job %s %s must be >= 0, got %d" % (name, field, value), fix)
-    job.max_concurrent_starts = max(0, starts)
-    job.max_concurrent_upgrades = upgrades if upgrades > 0 else 1
+    job.max_concurrent_starts = starts.strip() if isinstance(starts, str) else max(0, starts)
+    job.max_concurrent_upgrades = upgrades.strip() if isinstance(upgrades, str) else upgrades if upgrades > 0 else 1
     job.start_gate = manifest.get("start_gate") or "last_batch"  # the schema checked the value
     job.auto_revert = manifest.get("auto_revert") is True
     job.canary = manifest.get("canary") or 0

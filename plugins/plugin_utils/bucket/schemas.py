@@ -16,6 +16,7 @@ _BOUNDS = {"type": "object", "properties": {"min": _QUANTITY, "max": _QUANTITY}}
 _VERSIONISH = {"type": ["string", "integer"]}
 _COUNT = {"type": "integer", "minimum": 0, "maximum": 2 ** 31 - 1}
 _INT = {"type": "integer", "minimum": -(2 ** 31), "maximum": 2 ** 31 - 1}
+_BATCH = dict(_INT, type=["integer", "string"])  # a count, or "25%" of the job's allocations (bucket/job_checks.py)
 
 WORKER_KEYS = ("host", "hostname", "labels", "tags", "memory", "cpu", "cores", "storage", "position", "arch")
 
@@ -143,9 +144,10 @@ MANIFEST = {
             "properties": {"memory": _BOUNDS, "cpu": _BOUNDS, "ports": {"type": "object"}},
         },
         "min_allocations_count": _COUNT,
-        # maand clamps these (workspace/manifest.go): starts < 0 -> 0, upgrades <= 0 -> 1
-        "max_concurrent_starts": _INT,
-        "max_concurrent_upgrades": _INT,
+        # maand clamps these (workspace/manifest.go): starts < 0 -> 0, upgrades <= 0 -> 1; maand.core also
+        # takes "25%" of the job's allocations (maand's Go reads an int only)
+        "max_concurrent_starts": _BATCH,
+        "max_concurrent_upgrades": _BATCH,
         "deploy_parallel_count": _INT,
         "update_parallel_count": _INT,
         "restart_policy": {"enum": ["always", "reload", "never", ""]},  # "" = always (maand NormalizeRestartPolicy)

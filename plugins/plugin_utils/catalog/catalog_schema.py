@@ -61,6 +61,7 @@ JOB = {
         "start_gate": {"enum": ["last_batch", "every_batch"]},  # rollout options, only when set (docs/deploy.md)
         "auto_revert": {"type": "boolean"},
         "canary": {"type": "integer", "minimum": 0},
+        "batch_percent": {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},  # "25%", "of": n
         "min_healthy_time": {"type": "number", "minimum": 0},
         "progress_deadline": {"type": "number", "exclusiveMinimum": 0},
         "auto_promote": {"type": "boolean"},

@@ -21,7 +21,7 @@ from . import (
     kv_build, maand_db,
 )
 from ..placement.explain import report_shortfalls
-from ..bucket.job_checks import resolve_health
+from ..bucket.job_checks import resolve_batch_size, resolve_health
 from ..bucket.model import WORKERS_FILE, data_dir_problem, load_bucket
 from ..placement.place import place
 from ..bucket.problems import Report
@@ -165,21 +165,40 @@ def explain_short_jobs(result, limit=20):
     return out
 
 
+def _batch_sizes(job, count):
+    """({field: batch size}, {field: "N%"} of the fields written as a percentage): a percentage resolves
+    over the job's `count` active allocations (rounded up, at least 1); the catalog keeps maand's ints."""
+    sizes, percents = {}, {}
+    for field in ("max_concurrent_starts", "max_concurrent_upgrades"):
+        value = getattr(job, field)
+        sizes[field] = resolve_batch_size(value, count)
+        if sizes[field] != value:
+            percents[field] = value
+    if percents:
+        percents["of"] = count
+    return sizes, percents
+
+
 def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None):
     if previous and previous.get("bucket_id"):
         bucket_id = previous["bucket_id"]
     workers = [w.as_catalog() for w in bucket.workers] + placement.removed_workers
     jobs = []
+    active = {}
+    for alloc in placement.allocations:
+        if alloc.state == "active":
+            active[alloc.job] = active.get(alloc.job, 0) + 1
     for name in sorted(bucket.jobs):
         job = bucket.jobs[name]
+        sizes, percents = _batch_sizes(job, active.get(name, 0))
         jobs.append({
             "name": name, "version": job.version, "selectors": list(job.selectors), "path": job.path,
             "min_memory_mb": job.min_memory_mb, "max_memory_mb": job.max_memory_mb, "memory_mb": job.memory_mb,
             "memory_source": job.memory_source, "min_cpu_mhz": job.min_cpu_mhz, "max_cpu_mhz": job.max_cpu_mhz,
             "cpu_mhz": job.cpu_mhz, "cpu_source": job.cpu_source, "deployment_seq": seq.get(name, 0),
             "ports": ports.get(name, {}), "removed": False, "restart_policy": job.restart_policy,
-            "restart_globs": job.restart_globs, "max_concurrent_starts": job.max_concurrent_starts,
-            "max_concurrent_upgrades": job.max_concurrent_upgrades, "min_allocations_count": job.min_allocations_count,
+            "restart_globs": job.restart_globs, "max_concurrent_starts": sizes["max_concurrent_starts"],
+            "max_concurrent_upgrades": sizes["max_concurrent_upgrades"], "min_allocations_count": job.min_allocations_count,
             "health_check": job.health_check, "makefile": job.makefile, "vars": job.vars,
             "commands": {c.name: {"executed_on": c.executed_on,
                                   "demands": dict({"job": c.demand_job, "command": c.demand_command},
@@ -199,6 +218,8 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
             jobs[-1]["auto_revert"] = True
         if job.canary:
             jobs[-1]["canary"] = job.canary
+        if percents:
+            jobs[-1]["batch_percent"] = percents  # {"max_concurrent_upgrades": "34%", "of": 3}: resolved above
         for key in ("min_healthy_time", "progress_deadline", "auto_promote"):
             if getattr(job, key):
                 jobs[-1][key] = getattr(job, key)

@@ -178,17 +178,22 @@ def reconcile(catalog, content, states, hosts, options=None):
     """Decide every allocation in scope (the arguments are compute_plan's, deploy/plan.py): a ReconcileResult."""
     scope = Scope(catalog, content, states, hosts, options or {})
     options = PlanOptions(scope.jobs_filter, scope.force, scope.sync_only, sorted(scope.rollback),
-                          sorted(scope.promote) if scope.promote else ABSENT)
+                          sorted(scope.promote) if scope.promote else ABSENT, scope.target or ABSENT)
     out = ReconcileResult(scope.bucket_id, options, {name: job.get("deployment_seq", 0) or 0
                                                      for name, job in scope.jobs.items()}, errors=list(scope.errors))
     gate_failed = check_jobs(scope, out)
     decider = Reconciler(scope, out, gate_failed)
     for alloc in scope.allocations_in_scope():
-        decider.decide(alloc)
-    hold_for_canaries(scope, out)
+        if scope.target:
+            decider.rolling.decide(alloc)
+        else:
+            decider.decide(alloc)
+    if not scope.target:  # a rolling restart holds nothing back, and puts back what it restarted
+        hold_for_canaries(scope, out)
     plan_purges(scope, out)
     plan_metadata(scope, out)
-    plan_reverts(scope, out)
+    if not scope.target:
+        plan_reverts(scope, out)
     return out
 
 
@@ -233,6 +238,7 @@ class Reconciler:
     def __init__(self, scope, out, gate_failed):
         self.scope, self.out, self.gate_failed = scope, out, gate_failed
         self.rollbacks = Rollbacks(scope, out)
+        self.rolling = RollingTarget(scope, out, gate_failed)
 
     def decide(self, alloc):
         name, host, state = alloc["job"], alloc["worker"], alloc.get("state", "active")
@@ -345,12 +351,26 @@ class Reconciler:
         if deployed is None or not deployed.get("running"):
             self._decide_start(row, op, rollout, st, deployed, reasons)
             return
+        dead = self._not_running(name, job, st)
+        if dead:  # the worker's `make status` says so (the state read): start it again, new files if any
+            reasons.insert(0, dead)
+            self._decide_start(row, op, rollout, st, None, reasons)
+            return
         if not hash_changed and not version_changed and not self.scope.force:
             row.decide("skip", "unchanged (hash %s, version %s)" % (_short(deployed.get("hash")), cur_version))
             return
         if not hash_changed and not version_changed:
             reasons.append("forced (maand_force)")
         self._decide_upgrade(row, op, rollout, job, changed, hash_changed, version_changed, reasons)
+
+    def _not_running(self, name, job, st):
+        """Why a promoted running allocation is not running (its `make status`, asked by the state read: a
+        job with a status target that a deploy started), or None. Not for job_control jobs (their status is
+        not their Makefile's), nor under maand_sync_only (which starts nothing)."""
+        answer = (st.get("status") or {}).get(name) or {}
+        if answer.get("running") is not False or self.scope.sync_only or "job_control" in hook_events(job):
+            return None
+        return "not running (`make status` exit %s on the worker)" % answer.get("rc")
 
     def _adopt(self, row, op, rollout, st, new_version):
         """An allocation maand deployed and runs (data/maand.db, its tree on the worker, no maand.core record):
@@ -406,6 +426,64 @@ class Reconciler:
             rollout.sync.append(op)
         else:
             rollout.upgrade.append(op)
+
+
+class RollingTarget:
+    """A rolling restart (maand.core.job -e maand_target=restart|start|reload, maand_rolling_target): every active
+    allocation of the jobs in scope runs the target on its promoted tree (nothing shipped; CURRENT_VERSION =
+    NEW_VERSION = the promoted version) in the job's upgrade batches and gate; the gate promotes the same record.
+    Disabled and removed allocations, and workers maand_rolling_workers does not name, are left alone."""
+
+    def __init__(self, scope, out, gate_failed):
+        self.scope, self.out, self.gate_failed = scope, out, gate_failed
+        self.noted = set()
+
+    def decide(self, alloc):
+        scope, target = self.scope, self.scope.target
+        name, host, state = alloc["job"], alloc["worker"], alloc.get("state", "active")
+        job, st = scope.jobs.get(name) or {}, scope.state(host)
+        deployed = promoted(st, name)
+        row = PlanRow(name, host, alloc.get("alloc_id"), state, job.get("deployment_seq", 0),
+                      from_version=(deployed or {}).get("version"),
+                      to_version=(deployed or {}).get("version") or ZERO_VERSION)
+        self.out.rows.append(row)
+        if state != "active" or host in scope.removed_worker_hosts or job.get("removed"):
+            row.decide("skip", "%s: left alone by maand_target=%s" % (state, target))
+        elif scope.target_workers is not None and host not in scope.target_workers:
+            row.decide("skip", "not in maand_job_workers: left alone")
+        elif not st.get("reachable", False):
+            row.decide("unreachable", "worker unreachable: %s" % (st.get("error") or "no answer"))
+            self.out.failures.append(Failure(name, host, "%s@%s: make %s not run: worker unreachable (%s)"
+                                             % (name, host, target, st.get("error") or "no answer")))
+        elif "job_control" in hook_events(job):
+            row.decide("skip", "job_control job: its commands run the target (maand.core.job runs them)")
+            self.out.errors.append("maand_rolling_target: job %s has job_control commands, which run its targets "
+                                   "all at once (maand.core.job -e maand_job_all_at_once=true)" % name)
+        elif name in self.gate_failed:
+            row.decide("skip", "not run: its health_check cannot run (%s)" % "; ".join(self.gate_failed[name]))
+        elif deployed is None:
+            row.decide("skip", "not deployed here: nothing to %s" % target)
+            self.out.failures.append(Failure(name, host, "%s@%s: make %s not run: the job was never deployed there "
+                                             "(run maand.core.deploy first)" % (name, host, target)))
+        else:
+            self._roll(row, job, deployed)
+
+    def _roll(self, row, job, deployed):
+        name, host, target = row.job, row.worker, self.scope.target
+        version = deployed.get("version") or ZERO_VERSION
+        op = Op.run(name, host, job.get("path"), sync=False, env=self.scope.alloc_env(name, host, version, version),
+                    record=dict(deployed, running=True), promote_now=name not in self.out.gates)
+        op.act(target, target)
+        row.hash = deployed.get("hash")
+        row.decide(target, "rolling %s (maand_target=%s): the deployed tree, no files shipped" % (target, target))
+        self.out.rollout_of(name).upgrade.append(op)
+        cur = self.scope.content.get(name) or {}
+        cur = (cur.get("allocations") or {}).get(host, cur)
+        changed = deployed.get("hash") != cur.get("hash") or version != (job.get("version") or ZERO_VERSION)
+        if changed and name not in self.noted:
+            self.noted.add(name)
+            self.out.notes.append("job %s: the workspace's changes are not shipped by maand_target=%s; deploy them "
+                                  "with maand.core.deploy -e maand_jobs=%s" % (name, target, name))
 
 
 def _active_reasons(deployed, name, st, hash_changed, unpromoted_rollback, changed, version_changed, cur_version,
@@ -635,7 +713,7 @@ def _meta_stale(scope, host):
 def plan_metadata(scope, out):
     """Bump update_seq when anything changes; write metadata where it differs; stamp the records."""
     out.seen_seq = seen_update_seq({h: scope.state(h) for h in scope.hosts}, scope.catalog)
-    has_job_work = bool(out.cleanup) or any(out.rollout.values())
+    has_job_work = bool(out.cleanup) or (any(out.rollout.values()) and not scope.target)  # a restart: same records
     bump = has_job_work or any(_meta_stale(scope, h) for h in _meta_hosts(scope))
     out.update_seq = out.seen_seq + 1 if bump else out.seen_seq
     if bump:
@@ -644,7 +722,7 @@ def plan_metadata(scope, out):
             want_worker, want_jobs = desired_meta(scope, host, out.update_seq)
             if st.get("worker") != want_worker or st.get("jobs") != want_jobs:
                 out.meta[host] = Op.reconcile("meta", host, worker_json=want_worker, jobs_json=want_jobs)
-    for rollout in out.rollout.values():
+    for rollout in out.rollout.values() if not scope.target else ():
         for op in rollout.ops():
             op.record["update_seq"] = out.update_seq
 

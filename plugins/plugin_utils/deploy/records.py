@@ -326,15 +326,16 @@ class PlanOptions:
     sync_only: bool = False
     rollback: list = dataclasses.field(default_factory=list)
     promote: Any = ABSENT  # the maand_promote jobs; absent when none
+    target: Any = ABSENT  # a rolling restart's make target (maand.core.job); absent for a deploy
 
     def to_json(self):
         out = {"jobs": self.jobs, "force": self.force, "sync_only": self.sync_only, "rollback": self.rollback}
-        return _put(out, "promote", self.promote)
+        return _put(_put(out, "promote", self.promote), "target", self.target)
 
     @classmethod
     def from_json(cls, data):
         return cls(data.get("jobs"), data.get("force", False), data.get("sync_only", False),
-                   list(data.get("rollback") or []), data.get("promote", ABSENT))
+                   list(data.get("rollback") or []), data.get("promote", ABSENT), data.get("target", ABSENT))
 
 
 @dataclasses.dataclass(slots=True)

@@ -138,15 +138,21 @@ def install_prefix():
         end=SANDBOX_END, source=source)
 
 
-def read_command(python, bucket_id):
-    """Install the agent if needed and read the worker's state of bucket_id (stdin: agent_source())."""
-    return "%sexec %s %s read %s" % (install_prefix(), shlex.quote(python), shlex.quote(agent_path()),
-                                     shlex.quote(worker_root(bucket_id)))
+def read_command(python, bucket_id, status=False):
+    """Install the agent if needed and read the worker's state of bucket_id (stdin: agent_source()); status:
+    also `make status` of the running jobs (agent.read_statuses)."""
+    return "%sexec %s %s read %s%s" % (install_prefix(), shlex.quote(python), shlex.quote(agent_path()),
+                                       shlex.quote(worker_root(bucket_id)), " status" if status else "")
 
 
-def read_command_no_install(python, bucket_id):
-    """Check mode: run the agent from stdin (`python3 - read <root>`), writing nothing on the worker."""
-    return "exec %s - read %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)))
+def read_command_no_install(python, bucket_id, status=False):
+    """Check mode: run the agent from stdin (`python3 - read <root>`), writing nothing on the worker; with
+    status, the installed agent when it is this collection's (it has the sandbox that runs make status)."""
+    read = "exec %s - read %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)))
+    if not status:
+        return read
+    return "if %s; then exec %s %s read %s status; fi; %s" % (
+        agent_ok(), shlex.quote(python), shlex.quote(agent_path()), shlex.quote(worker_root(bucket_id)), read)
 
 
 def files_command(python, bucket_id, wanted):
@@ -227,10 +233,13 @@ def call_agent(shell: Shell, python: str, data: str) -> tuple[int | None, str, s
     return rc, stdout, stderr
 
 
-def read_state(shell: Shell, python: str, bucket_id: str, check_mode: bool = False) -> tuple[dict | None, str | None]:
+def read_state(shell: Shell, python: str, bucket_id: str, check_mode: bool = False,
+               status: bool = False) -> tuple[dict | None, str | None]:
     """(state, None) or (None, error): the worker's deploy state of bucket_id in one round trip, installing the
-    agent on the way (check mode: run from stdin, nothing written on the worker)."""
-    cmd = read_command_no_install(python, bucket_id) if check_mode else read_command(python, bucket_id)
+    agent on the way (check mode: run from stdin, nothing written on the worker); status: with the running
+    check of the jobs a deploy started (the deploy's read)."""
+    cmd = (read_command_no_install(python, bucket_id, status) if check_mode
+           else read_command(python, bucket_id, status))
     rc, stdout, stderr = shell.exec(cmd, agent_source())
     return parse_output(stdout, stderr, rc, "reading %s" % worker_root(bucket_id))
 

@@ -201,6 +201,7 @@ class Scheduler:
         upgrade_b = (batches([o for o in upgrades if o.host in canaries], size)
                      + batches([o for o in upgrades if o.host not in canaries], size))
         seq = [("start", b) for b in start_b] + [("upgrade", b) for b in upgrade_b]
+        self._note_percent(name, job, {"max_concurrent_starts": start_b, "max_concurrent_upgrades": upgrade_b})
         if rollout.sync:
             if seq:
                 seq[0] = (seq[0][0], rollout.sync + seq[0][1])
@@ -208,10 +209,20 @@ class Scheduler:
                 seq = [("sync", list(rollout.sync))]
         return seq, {"start": start_src, "upgrade": upgrade_src}, [o.host for o in starts]
 
+    def _note_percent(self, name, job, used):
+        """A batch size written as a percentage: the plan names the number build resolved it to."""
+        percents = job.get("batch_percent") or {}
+        for field in ("max_concurrent_starts", "max_concurrent_upgrades"):
+            if field in percents and used[field]:
+                self.out.notes.append("job %s: %s %s of %s active allocation(s) = batches of %s" % (
+                    name, field, percents[field], percents.get("of", "?"), job.get(field)))
+
     def _shown(self, name, phase, ops):
         """The phase as a batch label shows it: rollback (every op restores), canary, or the phase itself."""
         if phase == "upgrade" and all(o.restore for o in ops):
             return "rollback"
+        if phase == "upgrade" and isinstance(self.decided.options.target, str):  # maand.core.job's rolling restart
+            return self.decided.options.target
         if phase == "upgrade" and name in self.decided.canaries:
             canaries = self.decided.auto_promote.get(name)
             if canaries is None or {o.host for o in ops} <= set(canaries):

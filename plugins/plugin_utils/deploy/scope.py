@@ -85,6 +85,28 @@ def parse_promote(value, known_jobs):
     return set(names or []), errors
 
 
+ROLLING_TARGETS = ("start", "restart", "reload")  # maand.core.job's targets that roll through the deploy's batches
+
+
+def parse_target(options, workers):
+    """A rolling restart's (target, workers or None, errors): maand_rolling_target (what maand.core.job sets for
+    -e maand_target=restart) with maand_rolling_workers; refused with the deploy's other modes."""
+    target = options.get("target") or ""
+    if not target:
+        return "", None, []
+    if target not in ROLLING_TARGETS:
+        return "", None, ["maand_rolling_target: %r is not one of %s" % (target, ", ".join(ROLLING_TARGETS))]
+    clash = [name for name, key in (("maand_force", "force"), ("maand_sync_only", "sync_only"),
+                                    ("maand_rollback", "rollback"), ("maand_promote", "promote")) if options.get(key)]
+    if clash:
+        return "", None, ["maand_rolling_target=%s runs make %s on what is deployed; it cannot be combined with %s"
+                          % (target, target, ", ".join(clash))]
+    names, errors = parse_jobs_filter(options.get("target_workers"), workers)
+    errors = [e.replace("maand_jobs:", "maand_rolling_workers:", 1).replace("job(s)", "worker(s)", 1)
+              .replace("jobs in the catalog", "workers in the catalog", 1) for e in errors]
+    return target, (set(names) if names else None), errors
+
+
 def hook_events(job):
     """The job commands events of a job that run in its batches' gates (hooks/points.py)."""
     events = {e for c in (job.get("commands") or {}).values() for e in (c.get("executed_on") or ())}
@@ -250,6 +272,8 @@ class Scope:
             self.jobs_filter = sorted(self.rollback)
         self.errors.extend(foreign_buckets(self.bucket_id, self.states, self.hosts, options.get("adopt_bucket_id")))
         self.errors.extend(options.get("stage_errors") or [])  # templates that failed to render (deploy/stage.py)
+        self.target, self.target_workers, errors = parse_target(options, self.workers)
+        self.errors.extend(errors)
         self.force = bool(options.get("force"))
         self.sync_only = bool(options.get("sync_only"))
         self.adopted = dict(options.get("adopted") or {})  # (job, host) -> version maand deployed (takeover)

@@ -88,6 +88,8 @@ class PlanRequest:
     slots: int = 0
     rollback: Any = None
     promote: Any = None  # maand_promote: jobs whose canary-held allocations roll out
+    target: str = ""  # maand_rolling_target: make this target on the jobs' promoted trees, in their batches and gate
+    target_workers: Any = None  # maand_rolling_workers: only these workers (maand.core.job's maand_job_workers)
     plan_hash: str = ""
     check_mode: bool = False
     diff: bool = False
@@ -320,7 +322,8 @@ def _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl):
                            {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
                             "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
                             "rollout_orders": points.rollout_orders(req.bucket, in_scope),
-                            "adopted": adopted, "rollback": req.rollback, "promote": req.promote})
+                            "adopted": adopted, "rollback": req.rollback, "promote": req.promote,
+                            "target": req.target, "target_workers": req.target_workers})
     except _plan.PlanError as exc:
         raise _Refused(str(exc)) from None
     if plan.errors:
@@ -372,7 +375,7 @@ def _prepare(req, ctl):
     # pre_deploy hooks run on any worker
     _refuse_on(jobspec.check_env(catalog, in_scope, os.environ.get)
                + jobspec.check_ids(catalog, req.states, in_scope))
-    hooked = _hooked(catalog, in_scope)
+    hooked = [] if req.target else _hooked(catalog, in_scope)  # a rolling restart runs no pre_deploy
     staging = _stage_jobs(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content, req.bucket, req.check_mode))
     typed = _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl)

@@ -30,6 +30,7 @@ FAILED_WORD = {"failed": "failed", "unreachable": "unreachable", "gate": "gate f
 RESULT_ORDER = ("started", "restarted", "reloaded", "synced", "rolled back", "stopped", "removed", "purged",
                 "failed", "gate failed", "reverted", "not promoted", "unreachable", "not run", "held", "unchanged")
 # "reverted" (auto_revert): the batch failed, the last promoted version runs again; the deploy failed
+NOT_RUNNING = "not running (`make status`"  # the reason deploy/reconcile.py gives a start of a dead allocation
 BAD_RESULTS = ("failed", "gate failed", "reverted", "not promoted", "unreachable", "not run")
 
 
@@ -115,6 +116,7 @@ class Verdict:
     gate_seconds: object  # float or None
     before: str
     after: str
+    note: str = ""  # "was not running": the state read's `make status` said so, the deploy started it again
 
     def to_dict(self):
         return asdict(self)
@@ -157,13 +159,20 @@ def verdict(plan, done, failed_ops, gate_times=None):
             after = before
         else:
             after = row.get("to_version") or "-"
+        note = "was not running" if (row.get("reason") or "").startswith(NOT_RUNNING) else ""
         out.append(Verdict(job=row.get("job") or "*", worker=row.get("worker") or "", action=row.get("action") or "",
                            result=result, gate_seconds=gate_times.get((row.get("job"), row.get("worker"))),
-                           before=before, after=after))
+                           before=before, after=after, note=note))
     return out
 
 
 def _version(v):
+    if v.note:
+        return "%s (%s)" % (_plain_version(v), v.note)
+    return _plain_version(v)
+
+
+def _plain_version(v):
     if v.result == "reverted":
         return "%s (%s reverted)" % (v.before, v.after)
     if v.before == v.after:

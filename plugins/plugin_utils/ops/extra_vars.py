@@ -29,7 +29,7 @@ PLAYBOOK_VARS = {
     "maand.core.facts": ("maand_bucket", "maand_labels", "maand_hosts", "maand_build", "maand_strict",
                          "maand_new_bucket_id"),
     "maand.core.job": ("maand_bucket", "maand_job", "maand_target", "maand_job_workers", "maand_health_check",
-                       "maand_wait_seconds"),
+                       "maand_wait_seconds", "maand_job_all_at_once"),
     "maand.core.health_check": ("maand_jobs", "maand_wait", "maand_wait_seconds"),
     "maand.core.run_command": ("maand_cmd", "maand_workers", "maand_labels", "maand_batch", "maand_health_check",
                                "maand_health_check_delay", "maand_wait_seconds"),

@@ -8,7 +8,8 @@ imported by the controller's unit tests. The deploy copies it once per run to
 /opt/worker/.maand/agent-<sha12>.py, with sandbox.py (how a make target runs) beside it as
 sandbox-<sha12>.py, and then calls it once per host per step:
 
-    python3 agent.py read <root>      -> the worker's promoted state (JSON on stdout)
+    python3 agent.py read <root> [status] -> the worker's promoted state (JSON on stdout); with status,
+                                      also `make status` of each running job a deploy started (read_statuses)
     python3 agent.py < request.json   -> apply one step for this host (JSON on stdout)
     python3 agent.py sync rsync --server ...  (stdin: "MAAND-REQUEST <n>\n" + n bytes of request, then rsync's
                                       stream) -> receive the files, then apply the step, in one SSH session
@@ -51,6 +52,7 @@ import importlib.util
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -132,8 +134,9 @@ def _group_name(gid):
         return None
 
 
-def read_state(root):
-    """What a worker holds for one bucket: worker.json, jobs.json, promoted records, job trees."""
+def read_state(root, status=False):
+    """What a worker holds for one bucket: worker.json, jobs.json, promoted records, job trees; with status,
+    whether each running job still runs (read_statuses)."""
     bad = []
     out = {"exists": os.path.isdir(root), "worker": None, "jobs": None, "deployed": {}, "trees": [],
            "pending": [], "bad": bad, "others": other_buckets(root),
@@ -178,6 +181,92 @@ def read_state(root):
         out["attempts"] = attempts
     if kept:
         out["kept"] = kept
+    if status:
+        statuses = read_statuses(root, out)
+        if statuses:
+            out["status"] = statuses
+    return out
+
+
+# --- the running check that rides the state read (a deploy converges on running) --------------------
+
+STATUS_FILE = ".status"  # deploy/<job>.status: how the deploy's last make start/restart/reload ran (env, run fields)
+STATUS_READ_TIMEOUT = 5  # seconds for each job's `make status` in the state read (they run side by side)
+STATUS_READ_PARALLEL = 8
+RUN_FIELDS = ("cwd", "user", "group", "network", "mounts", "enable_writable_file_system")
+_TARGET_LINE = re.compile(r"^([^\s:#=][^:#=]*?)\s*::?(?!=)")
+
+
+def has_status_target(folder):
+    """Whether the job's Makefile defines a `status` target (a rule line naming it; not through an include)."""
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        try:
+            with open(os.path.join(folder, name)) as handle:
+                lines = handle.read(1 << 20).splitlines()
+        except (IOError, OSError, UnicodeDecodeError):
+            continue
+        return any("status" in match.group(1).split() for match in map(_TARGET_LINE.match, lines) if match)
+    return False
+
+
+def note_status_op(root, op):
+    """After a deploy's make start/restart/reload succeeded: keep how it ran (0600), for read_statuses."""
+    keep = {"env": dict(op.get("env") or {}), "run": {k: op[k] for k in RUN_FIELDS if op.get(k) is not None}}
+    version = keep["env"].get("NEW_VERSION")
+    if version is not None:
+        keep["env"]["CURRENT_VERSION"] = version
+    path = os.path.join(root, "deploy", op["job"] + STATUS_FILE)
+    atomic_write(path, json.dumps(keep, sort_keys=True))
+    os.chmod(path, 0o600)
+
+
+def _status_of(root, job, how):
+    """{"running": True | False | None, "rc", "tail", "seconds"} of one job's `make status`."""
+    run = how.get("run") or {}
+    run_as = _sandbox.RunAs(run.get("cwd"), run.get("user"), run.get("group"), run.get("network"), run.get("mounts"),
+                            run.get("enable_writable_file_system") is False)
+    began = time.time()
+    answer = {"running": None}
+    try:
+        _sandbox.make(os.path.join(root, "jobs", job), "status", how.get("env"), job, STATUS_READ_TIMEOUT, 3, run_as)
+        answer["running"] = True
+    except _sandbox.OpFailed as exc:
+        answer["tail"] = (exc.fields.get("output_tail") or [])[-3:]
+        rc = exc.fields.get("rc")
+        if exc.fields.get("reason") is None and isinstance(rc, int) and rc > 0:
+            answer.update(running=False, rc=rc)
+        else:
+            answer["note"] = exc.msg[-200:]
+    answer["seconds"] = round(time.time() - began, 3)
+    return answer
+
+
+def read_statuses(root, state):
+    """{job: status} for every job whose promoted record says running, that is enabled in jobs.json, whose
+    Makefile has a `status` target and that a deploy of this agent started (deploy/<job>.status): their
+    `make status` side by side, each bounded by STATUS_READ_TIMEOUT. Nothing else is run or written."""
+    if _sandbox is None:  # run from stdin (`python3 - read`): no sandbox, no make
+        return {}
+    disabled = set(e.get("job") for e in state.get("jobs") or [] if isinstance(e, dict) and e.get("disabled"))
+    todo = {}
+    for job, record in sorted(state["deployed"].items()):
+        if not record.get("running") or job in disabled or not has_status_target(os.path.join(root, "jobs", job)):
+            continue
+        how = _load(os.path.join(root, "deploy", job + STATUS_FILE), [])
+        if isinstance(how, dict):
+            todo[job] = how
+    out = {}
+
+    def ask(job):
+        out[job] = _status_of(root, job, todo[job])
+
+    names = sorted(todo)
+    for first in range(0, len(names), STATUS_READ_PARALLEL):
+        threads = [threading.Thread(target=ask, args=(job,)) for job in names[first:first + STATUS_READ_PARALLEL]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     return out
 
 
@@ -517,6 +606,8 @@ def do_run(step, op, out, label):
         _run_make(step, op, target, out, label)
         if attempt:
             note_attempt(step.root, job, target, True)
+        if op.get("record") is not None and target in ("start", "restart", "reload"):
+            note_status_op(step.root, op)
     if op.get("promote_now") and op.get("record") is not None:
         promote(step, job, op["record"])
         out["steps"].append("promote")
@@ -539,7 +630,8 @@ def do_remove(step, op, out, label):
         _run_make(step, op, op["target"], out, label)
     if clean_job(folder, step.keep):
         out["changed"] = True
-    for path in (step.record(job), step.marker(job), step.rollback_marker(job)):
+    for path in (step.record(job), step.marker(job), step.rollback_marker(job),
+                 os.path.join(step.root, "deploy", job + STATUS_FILE)):
         if os.path.exists(path):
             os.unlink(path)
             out["changed"] = True
@@ -744,8 +836,8 @@ def main(argv=None, stdin=None, stdout=None):
             sys.stderr.write("agent sync: %s\n" % no_step)
             return 2
         return sync_step(argv[1:], sys.stderr)
-    if argv[:1] == ["read"] and len(argv) == 2:
-        answer = read_state(argv[1])
+    if argv[:1] == ["read"] and len(argv) in (2, 3) and argv[2:] in ([], ["status"]):
+        answer = read_state(argv[1], status=argv[2:] == ["status"])
     elif argv[:1] == ["files"] and len(argv) == 3:
         try:
             wanted = json.loads(argv[2])
