@@ -7,16 +7,14 @@ The agent and its sandbox (worker/sandbox.py: how a make target runs) are instal
 version (content-addressed names, agent-<sha12>.py and sandbox-<sha12>.py) by the state read that starts
 every deploy, in the same round trip:
 
-    [ "$(sha256sum P)" = SHA ] && [ "$(sha256sum S)" = SHA2 ] || { mkdir -p D && chmod go-w D &&
-      cat > S.tmp <<'MAAND_SANDBOX' && mv S.tmp S && cat > P.tmp && mv P.tmp P; }
-    <the sandbox's source>
-    MAAND_SANDBOX
-    exec python3 P read <root>
+    [ "$(sha256sum P S | cut -c1-64)" = "$(printf '%s\n%s' SHA SHA2)" ] || { mkdir -p D && chmod go-w D &&
+      python3 -c INSTALL P S; }; exec python3 P read <root>
 
-with the agent's source on stdin (the sandbox rides in the command: stdin is the agent, which also runs
-from it alone, `python3 - read`). Later calls run `python3 P` with a JSON request on stdin, after the
-same check of both files' content (the whole sha256, not only the name or that a file exists: the agent
-runs as root); exit status 86 means a file is gone or not this collection's (reinstall and retry).
+with both files on stdin (`install_payload`: the sandbox's length, a newline, the sandbox, the agent), read
+only when the check fails: INSTALL (a few lines of Python) writes each file beside its name and renames it
+into place. Later calls run `python3 P` with a JSON request on stdin, after the same check of both files'
+content (the whole sha256, not only the name or that a file exists: the agent runs as root); exit status
+86 means a file is gone or not this collection's (reinstall and retry).
 
 A step whose worker receives files folds its agent call into its (last) rsync: the rsync's remote
 command is the agent (`sync_step_path`), which reads the step request that precedes rsync's stream on
@@ -46,7 +44,7 @@ KEEP = _agent.KEEP
 MISSING_AGENT_RC = 86
 
 _SOURCES = {}
-SANDBOX_END = "MAAND_SANDBOX"  # the here-document's delimiter in install_prefix (never a line of the sandbox)
+_DIGESTS = {}
 
 
 def _source(module):
@@ -55,6 +53,13 @@ def _source(module):
         with open(os.path.splitext(module.__file__)[0] + ".py", "rb") as handle:
             _SOURCES[module.__name__] = handle.read()
     return _SOURCES[module.__name__]
+
+
+def _digest(module):
+    """sha256 (hex) of a shipped module's source, once per process as the source is read once."""
+    if module.__name__ not in _DIGESTS:
+        _DIGESTS[module.__name__] = hashlib.sha256(_source(module)).hexdigest()
+    return _DIGESTS[module.__name__]
 
 
 class Shell(Protocol):
@@ -75,11 +80,11 @@ def sandbox_source():
 
 
 def agent_sha256():
-    return hashlib.sha256(agent_source()).hexdigest()
+    return _digest(_agent)
 
 
 def sandbox_sha256():
-    return hashlib.sha256(sandbox_source()).hexdigest()
+    return _digest(sandbox)
 
 
 def _version():
@@ -88,11 +93,11 @@ def _version():
 
 
 def agent_ok(path=None):
-    """Shell test: the agent file and the sandbox beside it hold exactly this collection's (sha256sum,
-    coreutils or busybox)."""
-    check = '[ "$(sha256sum %s 2>/dev/null | cut -c1-64)" = %s ]'
-    return "%s && %s" % (check % (shlex.quote(path or agent_path()), agent_sha256()),
-                         check % (shlex.quote(sandbox_path(path)), sandbox_sha256()))
+    """Shell test: the agent file and the sandbox beside it hold exactly this collection's (one sha256sum of
+    both, coreutils or busybox; a missing file leaves its line out)."""
+    path = path or agent_path()
+    return '[ "$(sha256sum %s %s 2>/dev/null | cut -c1-64)" = "$(printf \'%%s\\n%%s\' %s %s)" ]' % (
+        shlex.quote(path), shlex.quote(sandbox_path(path)), agent_sha256(), sandbox_sha256())
 
 
 def agent_path():
@@ -128,19 +133,34 @@ def interpreter(task_vars, host=None, configured=None):
     return "python3"
 
 
-def install_prefix():
-    """Install the agent (from stdin) and the sandbox (a quoted here-document) unless both are in place."""
+# Run by `python3 -c` on the worker when the check fails (argv: agent path, sandbox path; stdin: install_payload)
+_INSTALL = ("import os,sys\n"
+            "d=sys.stdin.buffer.read()\n"
+            "n=d.index(b'\\n')\n"
+            "k=int(d[:n])\n"
+            "for p,b in ((sys.argv[2],d[n+1:n+1+k]),(sys.argv[1],d[n+1+k:])):\n"
+            "    t='%s.%d'%(p,os.getpid())\n"
+            "    f=open(t,'wb');f.write(b);f.close()\n"
+            "    os.replace(t,p)\n")
+
+
+def install_payload():
+    """What an install reads on stdin: the sandbox's length in bytes, a newline, the sandbox, then the agent."""
+    body = sandbox_source()
+    return str(len(body)).encode() + b"\n" + body + agent_source()
+
+
+def install_prefix(python="python3"):
+    """Install the agent and the sandbox (both from stdin, install_payload) unless both are in place."""
     path = agent_path()
-    source = sandbox_source().decode("utf-8")  # ends with a newline, has no SANDBOX_END line (test_deploy_remote)
-    return ("{ok} || {{ mkdir -p {d} && chmod go-w {d} && cat > {s}.$$ <<'{end}' && mv -f {s}.$$ {s} && "
-            "cat > {p}.$$ && mv -f {p}.$$ {p}; }}\n{source}{end}\n").format(
-        ok=agent_ok(path), p=shlex.quote(path), s=shlex.quote(sandbox_path(path)), d=shlex.quote(AGENT_DIR),
-        end=SANDBOX_END, source=source)
+    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && {py} -c {inst} {p} {s}; }}; ".format(
+        ok=agent_ok(path), d=shlex.quote(AGENT_DIR), py=shlex.quote(python), inst=shlex.quote(_INSTALL),
+        p=shlex.quote(path), s=shlex.quote(sandbox_path(path)))
 
 
 def read_command(python, bucket_id):
-    """Install the agent if needed and read the worker's state of bucket_id (stdin: agent_source())."""
-    return "%sexec %s %s read %s" % (install_prefix(), shlex.quote(python), shlex.quote(agent_path()),
+    """Install the agent if needed and read the worker's state of bucket_id (stdin: install_payload())."""
+    return "%sexec %s %s read %s" % (install_prefix(python), shlex.quote(python), shlex.quote(agent_path()),
                                      shlex.quote(worker_root(bucket_id)))
 
 
@@ -156,8 +176,9 @@ def files_command(python, bucket_id, wanted):
     return "exec %s - files %s %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)), shlex.quote(request))
 
 
-def install_command():
-    return install_prefix() + "true"
+def install_command(python="python3"):
+    """Install the agent and its sandbox unless both are in place (stdin: install_payload())."""
+    return install_prefix(python) + "true"
 
 
 def step_command(python):
@@ -222,7 +243,7 @@ def call_agent(shell: Shell, python: str, data: str) -> tuple[int | None, str, s
     is sent again."""
     rc, stdout, stderr = shell.exec(step_command(python), data)
     if rc == MISSING_AGENT_RC:
-        shell.exec(install_command(), agent_source())
+        shell.exec(install_command(python), install_payload())
         rc, stdout, stderr = shell.exec(step_command(python), data)
     return rc, stdout, stderr
 
@@ -230,8 +251,10 @@ def call_agent(shell: Shell, python: str, data: str) -> tuple[int | None, str, s
 def read_state(shell: Shell, python: str, bucket_id: str, check_mode: bool = False) -> tuple[dict | None, str | None]:
     """(state, None) or (None, error): the worker's deploy state of bucket_id in one round trip, installing the
     agent on the way (check mode: run from stdin, nothing written on the worker)."""
-    cmd = read_command_no_install(python, bucket_id) if check_mode else read_command(python, bucket_id)
-    rc, stdout, stderr = shell.exec(cmd, agent_source())
+    if check_mode:
+        rc, stdout, stderr = shell.exec(read_command_no_install(python, bucket_id), agent_source())
+    else:
+        rc, stdout, stderr = shell.exec(read_command(python, bucket_id), install_payload())
     return parse_output(stdout, stderr, rc, "reading %s" % worker_root(bucket_id))
 
 

@@ -10,12 +10,9 @@ from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as 
 
 
 def sh(cmd, data, env_root):
-    # the commands use /opt/worker paths: run them with the paths pointed at a temp folder (not inside the
-    # sandbox's source, the here-document the install writes as it is)
-    sandbox = _remote.sandbox_source().decode("utf-8")
-    parts = [p.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
-             for p in cmd.split(sandbox)]
-    return subprocess.run(["/bin/sh", "-c", sandbox.join(parts)], input=data, capture_output=True, check=False)
+    # the commands use /opt/worker paths: run them with the paths pointed at a temp folder
+    cmd = cmd.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
+    return subprocess.run(["/bin/sh", "-c", cmd], input=data, capture_output=True, check=False)
 
 
 def installed(env_root):
@@ -27,7 +24,7 @@ def installed(env_root):
 def test_read_command_installs_the_agent_once_and_reads(tmp_path):
     (tmp_path / "bid" / "deploy").mkdir(parents=True)
     (tmp_path / "bid" / "deploy" / "api.json").write_text('{"format": 1}')
-    proc = sh(_remote.read_command("python3", "bid"), _remote.agent_source(), tmp_path)
+    proc = sh(_remote.read_command("python3", "bid"), _remote.install_payload(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "read")
     assert err is None and data["deployed"] == {"api": {"format": 1}}
     agent, sandbox = installed(tmp_path)
@@ -48,7 +45,7 @@ def test_step_command_reports_a_missing_agent_then_runs_it(tmp_path):
     assert json.loads(req)["root"] == "/opt/worker/bid"
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), "", proc.returncode, "step")
     assert err is None and data["ops"][0]["ok"]
@@ -65,7 +62,7 @@ def test_a_tampered_agent_file_is_never_run_and_is_replaced(tmp_path):
     planted.write_text("open(%r, 'w').write('planted code ran')\n" % str(marker))
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     assert not marker.exists()
-    proc = sh(_remote.read_command("python3", "bid"), _remote.agent_source(), tmp_path)  # reinstalls, then runs the agent
+    proc = sh(_remote.read_command("python3", "bid"), _remote.install_payload(), tmp_path)  # reinstalls, then runs the agent
     assert proc.returncode == 0 and planted.read_bytes() == _remote.agent_source() and not marker.exists()
     assert not planted.parent.stat().st_mode & 0o022  # the agent's folder: no group/world write
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0
@@ -77,19 +74,23 @@ def test_agent_path_is_content_addressed():
     assert _remote.sandbox_path() == _remote.agent_path().replace("/agent-", "/sandbox-")
 
 
-def test_the_sandbox_rides_in_the_install_command_as_a_quoted_here_document():
-    source = _remote.sandbox_source().decode("utf-8")
-    assert source.endswith("\n") and _remote.SANDBOX_END not in source.splitlines()
-    prefix = _remote.install_prefix()
-    assert "<<'%s'" % _remote.SANDBOX_END in prefix and prefix.endswith("\n" + source + _remote.SANDBOX_END + "\n")
-    assert _remote.agent_source() not in prefix.encode()  # the agent comes on stdin
+def test_the_install_sends_both_files_on_stdin_not_in_the_command():
+    """The command stays short (the check, a few lines of Python that install, the agent's call); the sandbox
+    and the agent ride on stdin, read only when the check fails."""
+    cmd = _remote.read_command("python3", "bid")
+    assert len(cmd) < 1500, len(cmd)
+    for source in (_remote.sandbox_source(), _remote.agent_source()):
+        assert source[:200] not in cmd.encode() and source in _remote.install_payload()
+    payload = _remote.install_payload()
+    length, rest = payload.split(b"\n", 1)
+    assert rest[:int(length)] == _remote.sandbox_source() and rest[int(length):] == _remote.agent_source()
 
 
 def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path):
     """The agent loads its sandbox (run as root) from beside itself: the same whole-sha256 check covers it."""
     req = _remote.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     agent, sandbox = installed(tmp_path)
     sandbox.unlink()
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
@@ -97,7 +98,7 @@ def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path):
     sandbox.write_text("open(%r, 'w').write('planted code ran')\n" % str(marker))
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     assert not marker.exists() and not (tmp_path / "bid" / "worker.json").exists()
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     assert sandbox.read_bytes() == _remote.sandbox_source() and agent.read_bytes() == _remote.agent_source()
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0 and not marker.exists()
 
@@ -109,7 +110,7 @@ def test_the_installed_agent_runs_make_with_the_sandbox_beside_it(tmp_path):
     req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
                                         "env": {}, "promote_now": False, "record": None}])
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
     assert err is None and data["ops"][0]["ok"], data
@@ -193,7 +194,7 @@ META = [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"secret": 
 
 
 def test_a_folded_step_syncs_then_applies_in_one_remote_command(tmp_path):
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     rc, out, err, argv = _folded(tmp_path, META)
     synced, line = _remote.parse_folded(err)
     data, problem = _remote.parse_output(line, err, rc, "step")
