@@ -3,18 +3,20 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How the controller calls the worker agent (worker/agent.py) over SSH (no Ansible imports).
 
-The agent and its sandbox (worker/sandbox.py: how a make target runs) are installed once per worker and
-version (content-addressed names, agent-<sha12>.py and sandbox-<sha12>.py) by the state read that starts
-every deploy, in the same round trip:
+The agent, its sandbox (worker/sandbox.py: how a make target runs) and the error family's base the sandbox
+derives (errors/__init__.py) are installed once per worker and version (content-addressed names,
+agent-<sha12>.py, sandbox-<sha12>.py, errors-<sha12>.py) by the state read that starts every deploy, in the
+same round trip:
 
-    [ "$(sha256sum P S | cut -c1-64)" = "$(printf '%s\n%s' SHA SHA2)" ] || { mkdir -p D && chmod go-w D &&
-      python3 -c INSTALL P S; }; exec python3 P read <root>
+    [ "$(sha256sum P S E | cut -c1-64)" = "$(printf '%s\n%s\n%s' SHA SHA2 SHA3)" ] ||
+      { mkdir -p D && chmod go-w D && python3 -c INSTALL P S E; }; exec python3 P read <root>
 
-with both files on stdin (`install_payload`: the sandbox's length, a newline, the sandbox, the agent), read
-only when the check fails: INSTALL (a few lines of Python) writes each file beside its name and renames it
-into place. Later calls run `python3 P` with a JSON request on stdin, after the same check of both files'
-content (the whole sha256, not only the name or that a file exists: the agent runs as root); exit status
-86 means a file is gone or not this collection's (reinstall and retry).
+with the three files on stdin (`install_payload`: the lengths of the sandbox and of the errors file, a
+newline, the sandbox, the errors file, the agent), read only when the check fails: INSTALL (a few lines of
+Python) writes each file beside its name and renames it into place. Later calls run `python3 P` with a JSON
+request on stdin, after the same check of the three files' content (the whole sha256, not only the name or
+that a file exists: the agent runs as root); exit status 86 means a file is gone or not this collection's
+(reinstall and retry).
 
 A step whose worker receives files folds its agent call into its (last) rsync: the rsync's remote
 command is the agent (`sync_step_path`), which reads the step request that precedes rsync's stream on
@@ -34,6 +36,7 @@ import posixpath
 import shlex
 from typing import Protocol
 
+from .. import errors
 from ..worker import layout
 from ..worker import agent as _agent
 from ..worker import sandbox
@@ -87,17 +90,23 @@ def sandbox_sha256():
     return _digest(sandbox)
 
 
+def errors_source():
+    """The error family's base (bytes), installed beside the agent: the sandbox's OpFailed derives it."""
+    return _source(errors)
+
+
 def _version():
-    """The sha12 of the pair in both names: a change to either file is a new agent."""
-    return hashlib.sha256((agent_sha256() + sandbox_sha256()).encode()).hexdigest()[:12]
+    """The sha12 of the three files in every name: a change to any of them is a new agent."""
+    return hashlib.sha256((agent_sha256() + sandbox_sha256() + _digest(errors)).encode()).hexdigest()[:12]
 
 
 def agent_ok(path=None):
-    """Shell test: the agent file and the sandbox beside it hold exactly this collection's (one sha256sum of
-    both, coreutils or busybox; a missing file leaves its line out)."""
+    """Shell test: the agent file and the sandbox and errors files beside it hold exactly this collection's
+    (one sha256sum of the three, coreutils or busybox; a missing file leaves its line out)."""
     path = path or agent_path()
-    return '[ "$(sha256sum %s %s 2>/dev/null | cut -c1-64)" = "$(printf \'%%s\\n%%s\' %s %s)" ]' % (
-        shlex.quote(path), shlex.quote(sandbox_path(path)), agent_sha256(), sandbox_sha256())
+    return '[ "$(sha256sum %s %s %s 2>/dev/null | cut -c1-64)" = "$(printf \'%%s\\n%%s\\n%%s\' %s %s %s)" ]' % (
+        shlex.quote(path), shlex.quote(sandbox_path(path)), shlex.quote(errors_path(path)),
+        agent_sha256(), sandbox_sha256(), _digest(errors))
 
 
 def agent_path():
@@ -108,6 +117,12 @@ def sandbox_path(agent=None):
     """sandbox-<sha12>.py beside the agent (agent.py loads it from there, by its own file name)."""
     folder, name = posixpath.split(agent or agent_path())
     return posixpath.join(folder, name.replace("agent", "sandbox", 1))
+
+
+def errors_path(agent=None):
+    """errors-<sha12>.py beside the agent (agent.py loads it, as maand_errors, before the sandbox)."""
+    folder, name = posixpath.split(agent or agent_path())
+    return posixpath.join(folder, name.replace("agent", "errors", 1))
 
 
 def worker_root(bucket_id):
@@ -133,29 +148,32 @@ def interpreter(task_vars, host=None, configured=None):
     return "python3"
 
 
-# Run by `python3 -c` on the worker when the check fails (argv: agent path, sandbox path; stdin: install_payload)
+# Run by `python3 -c` on the worker when the check fails (argv: the agent's, the sandbox's and the errors
+# file's paths; stdin: install_payload)
 _INSTALL = ("import os,sys\n"
             "d=sys.stdin.buffer.read()\n"
             "n=d.index(b'\\n')\n"
-            "k=int(d[:n])\n"
-            "for p,b in ((sys.argv[2],d[n+1:n+1+k]),(sys.argv[1],d[n+1+k:])):\n"
+            "k,e=[int(x) for x in d[:n].split()]\n"
+            "b=d[n+1:]\n"
+            "for p,c in ((sys.argv[2],b[:k]),(sys.argv[3],b[k:k+e]),(sys.argv[1],b[k+e:])):\n"
             "    t='%s.%d'%(p,os.getpid())\n"
-            "    f=open(t,'wb');f.write(b);f.close()\n"
+            "    f=open(t,'wb');f.write(c);f.close()\n"
             "    os.replace(t,p)\n")
 
 
 def install_payload():
-    """What an install reads on stdin: the sandbox's length in bytes, a newline, the sandbox, then the agent."""
-    body = sandbox_source()
-    return str(len(body)).encode() + b"\n" + body + agent_source()
+    """What an install reads on stdin: the sandbox's and the errors file's lengths in bytes and a newline, then
+    the sandbox, the errors file and the agent."""
+    box, base = sandbox_source(), errors_source()
+    return b"%d %d\n" % (len(box), len(base)) + box + base + agent_source()
 
 
 def install_prefix(python="python3"):
-    """Install the agent and the sandbox (both from stdin, install_payload) unless both are in place."""
+    """Install the agent, the sandbox and the errors file (from stdin, install_payload) unless all are in place."""
     path = agent_path()
-    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && {py} -c {inst} {p} {s}; }}; ".format(
+    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && {py} -c {inst} {p} {s} {e}; }}; ".format(
         ok=agent_ok(path), d=shlex.quote(AGENT_DIR), py=shlex.quote(python), inst=shlex.quote(_INSTALL),
-        p=shlex.quote(path), s=shlex.quote(sandbox_path(path)))
+        p=shlex.quote(path), s=shlex.quote(sandbox_path(path)), e=shlex.quote(errors_path(path)))
 
 
 def read_command(python, bucket_id):
@@ -177,7 +195,7 @@ def files_command(python, bucket_id, wanted):
 
 
 def install_command(python="python3"):
-    """Install the agent and its sandbox unless both are in place (stdin: install_payload())."""
+    """Install the agent, its sandbox and errors file unless all are in place (stdin: install_payload())."""
     return install_prefix(python) + "true"
 
 
@@ -228,7 +246,7 @@ def parse_output(stdout, stderr, rc, what):
             data = json.loads(text.splitlines()[-1])
             if isinstance(data, dict):
                 return data, None
-        except ValueError:
+        except ValueError:  # not JSON: the error below quotes what the worker printed instead
             pass
     err = (stderr or "").strip().splitlines()[-5:]
     hint = ""

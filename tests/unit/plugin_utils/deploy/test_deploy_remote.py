@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
@@ -29,6 +31,8 @@ def test_read_command_installs_the_agent_once_and_reads(tmp_path):
     assert err is None and data["deployed"] == {"api": {"format": 1}}
     agent, sandbox = installed(tmp_path)
     assert agent.read_bytes() == _remote.agent_source() and sandbox.read_bytes() == _remote.sandbox_source()
+    errors = tmp_path / ".maand" / _remote.errors_path().rsplit("/", 1)[1]
+    assert errors.read_bytes() == _remote.errors_source() and errors.name.startswith("errors-")
     proc = sh(_remote.read_command("python3", "bid"), b"garbage that must not be installed", tmp_path)
     assert proc.returncode == 0 and agent.read_bytes() == _remote.agent_source()
     assert sandbox.read_bytes() == _remote.sandbox_source()
@@ -81,17 +85,22 @@ def test_the_install_sends_both_files_on_stdin_not_in_the_command():
     assert len(cmd) < 1500, len(cmd)
     for source in (_remote.sandbox_source(), _remote.agent_source()):
         assert source[:200] not in cmd.encode() and source in _remote.install_payload()
-    payload = _remote.install_payload()
-    length, rest = payload.split(b"\n", 1)
-    assert rest[:int(length)] == _remote.sandbox_source() and rest[int(length):] == _remote.agent_source()
+    lengths, rest = _remote.install_payload().split(b"\n", 1)
+    box, base = [int(n) for n in lengths.split()]
+    assert rest[:box] == _remote.sandbox_source() and rest[box:box + base] == _remote.errors_source()
+    assert rest[box + base:] == _remote.agent_source()
 
 
-def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path):
-    """The agent loads its sandbox (run as root) from beside itself: the same whole-sha256 check covers it."""
+@pytest.mark.parametrize("role", ["sandbox", "errors"])
+def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path, role):
+    """The agent loads its sandbox and the errors file (run as root) from beside itself: the same whole-sha256
+    check covers them."""
     req = _remote.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
     assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     agent, sandbox = installed(tmp_path)
+    expected = _remote.sandbox_source() if role == "sandbox" else _remote.errors_source()
+    sandbox = sandbox.with_name(sandbox.name.replace("sandbox", role, 1))
     sandbox.unlink()
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     marker = tmp_path / "ran"
@@ -99,7 +108,7 @@ def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path):
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     assert not marker.exists() and not (tmp_path / "bid" / "worker.json").exists()
     assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
-    assert sandbox.read_bytes() == _remote.sandbox_source() and agent.read_bytes() == _remote.agent_source()
+    assert sandbox.read_bytes() == expected and agent.read_bytes() == _remote.agent_source()
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0 and not marker.exists()
 
 
@@ -115,6 +124,22 @@ def test_the_installed_agent_runs_make_with_the_sandbox_beside_it(tmp_path):
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
     assert err is None and data["ops"][0]["ok"], data
     assert (job / "out").read_text() == "started\n"
+
+
+def test_a_failing_target_is_an_outcome_of_the_installed_sandbox_and_its_errors_file(tmp_path):
+    """The sandbox's OpFailed derives the error family's base installed beside it (errors-<sha12>.py): a failing
+    make target on the worker is the op's failed outcome, not a traceback."""
+    job = tmp_path / "bid" / "jobs" / "api"
+    job.mkdir(parents=True)
+    (job / "Makefile").write_text("start:\n\t@echo broken; exit 3\n")
+    req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
+                                        "env": {}, "promote_now": False, "record": None}])
+    req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
+    proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
+    data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
+    assert err is None and not data["ops"][0]["ok"], (data, proc.stderr)
+    assert "start" in data["ops"][0]["msg"] and "broken" in " ".join(data["ops"][0].get("output_tail") or []), data
 
 
 def test_the_agent_from_stdin_reads_but_runs_no_step(tmp_path):
