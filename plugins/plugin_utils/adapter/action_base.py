@@ -61,12 +61,6 @@ class MaandAction(ActionBase):
         res = self._low_level_execute_command(cmd, sudoable=True, in_data=stdin)
         return res.get("rc"), res.get("stdout"), res.get("stderr")
 
-    def call_agent(self, python, data):
-        """One round trip to the worker agent (request ``data`` on its stdin; deploy/remote.call_agent installs
-        a missing agent and sends it again): {rc, stdout, stderr}."""
-        rc, stdout, stderr = remote.call_agent(self, python, data)
-        return {"rc": rc, "stdout": stdout, "stderr": stderr}
-
 
 class ControllerAction(MaandAction):
     """An action that runs on the controller only (no connection to the host) and supports check mode."""
