@@ -9,14 +9,13 @@ agent-<sha12>.py, sandbox-<sha12>.py, errors-<sha12>.py) by the state read that 
 same round trip:
 
     [ "$(sha256sum P S E | cut -c1-64)" = "$(printf '%s\n%s\n%s' SHA SHA2 SHA3)" ] ||
-      { mkdir -p D && chmod go-w D && python3 -c INSTALL P S E; }; exec python3 P read <root>
+      { mkdir -p D && chmod go-w D && sh -s; }; exec python3 P read <root>
 
-with the three files on stdin (`install_payload`: the lengths of the sandbox and of the errors file, a
-newline, the sandbox, the errors file, the agent), read only when the check fails: INSTALL (a few lines of
-Python) writes each file beside its name and renames it into place. Later calls run `python3 P` with a JSON
-request on stdin, after the same check of the three files' content (the whole sha256, not only the name or
-that a file exists: the agent runs as root); exit status 86 means a file is gone or not this collection's
-(reinstall and retry).
+with the install on stdin (`install_payload`), read only when the check fails: a shell script that writes
+each file as a quoted here-document beside its name and renames it into place. Later calls run `python3 P`
+with a JSON request on stdin, after the same check of the three files' content (the whole sha256, not only
+the name or that a file exists: the agent runs as root); exit status 86 means a file is gone or not this
+collection's (reinstall and retry).
 
 A step whose worker receives files folds its agent call into its (last) rsync: the rsync's remote
 command is the agent (`sync_step_path`), which reads the step request that precedes rsync's stream on
@@ -148,37 +147,31 @@ def interpreter(task_vars, host=None, configured=None):
     return "python3"
 
 
-# Run by `python3 -c` on the worker when the check fails (argv: the agent's, the sandbox's and the errors
-# file's paths; stdin: install_payload)
-_INSTALL = ("import os,sys\n"
-            "d=sys.stdin.buffer.read()\n"
-            "n=d.index(b'\\n')\n"
-            "k,e=[int(x) for x in d[:n].split()]\n"
-            "b=d[n+1:]\n"
-            "for p,c in ((sys.argv[2],b[:k]),(sys.argv[3],b[k:k+e]),(sys.argv[1],b[k+e:])):\n"
-            "    t='%s.%d'%(p,os.getpid())\n"
-            "    f=open(t,'wb');f.write(c);f.close()\n"
-            "    os.replace(t,p)\n")
+# The here-documents' delimiters of install_payload (never a line of the file they end: test_deploy_remote)
+_ENDS = {"sandbox": "MAAND_SANDBOX", "errors": "MAAND_ERRORS", "agent": "MAAND_AGENT"}
 
 
 def install_payload():
-    """What an install reads on stdin: the sandbox's and the errors file's lengths in bytes and a newline, then
-    the sandbox, the errors file and the agent."""
-    box, base = sandbox_source(), errors_source()
-    return b"%d %d\n" % (len(box), len(base)) + box + base + agent_source()
-
-
-def install_prefix(python="python3"):
-    """Install the agent, the sandbox and the errors file (from stdin, install_payload) unless all are in place."""
+    """What an install runs (`sh -s`, on stdin, read only when the check fails): each of the sandbox, the
+    errors file and the agent written as a quoted here-document beside its name, then renamed into place."""
     path = agent_path()
-    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && {py} -c {inst} {p} {s} {e}; }}; ".format(
-        ok=agent_ok(path), d=shlex.quote(AGENT_DIR), py=shlex.quote(python), inst=shlex.quote(_INSTALL),
-        p=shlex.quote(path), s=shlex.quote(sandbox_path(path)), e=shlex.quote(errors_path(path)))
+    out = [b"set -e\n"]
+    for role, target, body in (("sandbox", sandbox_path(path), sandbox_source()),
+                               ("errors", errors_path(path), errors_source()), ("agent", path, agent_source())):
+        target = shlex.quote(target)
+        out += [("cat > %s.$$ <<'%s'\n" % (target, _ENDS[role])).encode(), body,
+                ("%s\nmv -f %s.$$ %s\n" % (_ENDS[role], target, target)).encode()]
+    return b"".join(out)
+
+
+def install_prefix():
+    """Install the agent, the sandbox and the errors file (install_payload, on stdin) unless all are in place."""
+    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && sh -s; }}; ".format(ok=agent_ok(), d=shlex.quote(AGENT_DIR))
 
 
 def read_command(python, bucket_id):
     """Install the agent if needed and read the worker's state of bucket_id (stdin: install_payload())."""
-    return "%sexec %s %s read %s" % (install_prefix(python), shlex.quote(python), shlex.quote(agent_path()),
+    return "%sexec %s %s read %s" % (install_prefix(), shlex.quote(python), shlex.quote(agent_path()),
                                      shlex.quote(worker_root(bucket_id)))
 
 
@@ -194,9 +187,9 @@ def files_command(python, bucket_id, wanted):
     return "exec %s - files %s %s" % (shlex.quote(python), shlex.quote(worker_root(bucket_id)), shlex.quote(request))
 
 
-def install_command(python="python3"):
+def install_command():
     """Install the agent, its sandbox and errors file unless all are in place (stdin: install_payload())."""
-    return install_prefix(python) + "true"
+    return install_prefix() + "true"
 
 
 def step_command(python):
@@ -261,7 +254,7 @@ def call_agent(shell: Shell, python: str, data: str) -> tuple[int | None, str, s
     is sent again."""
     rc, stdout, stderr = shell.exec(step_command(python), data)
     if rc == MISSING_AGENT_RC:
-        shell.exec(install_command(python), install_payload())
+        shell.exec(install_command(), install_payload())
         rc, stdout, stderr = shell.exec(step_command(python), data)
     return rc, stdout, stderr
 

@@ -11,10 +11,21 @@ from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
 
+BODIES = (_remote.sandbox_source(), _remote.errors_source(), _remote.agent_source())
+
+
 def sh(cmd, data, env_root):
-    # the commands use /opt/worker paths: run them with the paths pointed at a temp folder
-    cmd = cmd.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
-    return subprocess.run(["/bin/sh", "-c", cmd], input=data, capture_output=True, check=False)
+    # the commands (and an install's script, outside the files it writes as they are) use /opt/worker paths: run
+    # them with the paths pointed at a temp folder
+    def moved(text):
+        return text.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
+    if isinstance(data, bytes) and data == _remote.install_payload():
+        for i, body in enumerate(BODIES):
+            data = data.replace(body, b"\0%d\0" % i)
+        data = moved(data.decode()).encode()
+        for i, body in enumerate(BODIES):
+            data = data.replace(b"\0%d\0" % i, body)
+    return subprocess.run(["/bin/sh", "-c", moved(cmd)], input=data, capture_output=True, check=False)
 
 
 def installed(env_root):
@@ -78,17 +89,16 @@ def test_agent_path_is_content_addressed():
     assert _remote.sandbox_path() == _remote.agent_path().replace("/agent-", "/sandbox-")
 
 
-def test_the_install_sends_both_files_on_stdin_not_in_the_command():
-    """The command stays short (the check, a few lines of Python that install, the agent's call); the sandbox
-    and the agent ride on stdin, read only when the check fails."""
+def test_the_install_sends_the_files_on_stdin_not_in_the_command():
+    """The command stays short (the check, then `sh -s` only when it fails, the agent's call); the three files ride
+    on stdin as quoted here-documents whose delimiters are no line of them."""
     cmd = _remote.read_command("python3", "bid")
-    assert len(cmd) < 1500, len(cmd)
-    for source in (_remote.sandbox_source(), _remote.agent_source()):
-        assert source[:200] not in cmd.encode() and source in _remote.install_payload()
-    lengths, rest = _remote.install_payload().split(b"\n", 1)
-    box, base = [int(n) for n in lengths.split()]
-    assert rest[:box] == _remote.sandbox_source() and rest[box:box + base] == _remote.errors_source()
-    assert rest[box + base:] == _remote.agent_source()
+    assert len(cmd) < 1000 and "sh -s" in cmd, len(cmd)
+    payload = _remote.install_payload()
+    for body, end in zip(BODIES, ("MAAND_SANDBOX", "MAAND_ERRORS", "MAAND_AGENT")):
+        assert body[:200] not in cmd.encode() and payload.count(body) == 1
+        assert body.endswith(b"\n") and end.encode() not in body.splitlines()
+        assert (body + end.encode() + b"\n") in payload
 
 
 @pytest.mark.parametrize("role", ["sandbox", "errors"])
