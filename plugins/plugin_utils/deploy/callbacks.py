@@ -135,7 +135,7 @@ class StepCallbacks:
                 points.plan_versions(self.run.plan), self._hook_log))
         return self._session
 
-    def pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
+    def _pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
         problems = points.pre_deploy(self.session(), [job]).get(job, [])
         order = points.rollout_orders(self.run.bucket, [job]).get(job)
         if not problems and order != info.rollout_orders.get(job):
