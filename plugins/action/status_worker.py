@@ -29,9 +29,8 @@ class ActionModule(MaandAction):
         env_errors = {op["job"]: op.pop("env_error") for op in ops if "env_error" in op}
         data = deploy.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
                                    slots=args["slots"])
-        res = self.call_agent(self.worker_python(task_vars), data)
-        answer, err = deploy.parse_output(res.get("stdout"), res.get("stderr"), res.get("rc"),
-                                          "status of %s" % host)
+        rc, stdout, stderr = deploy.call_agent(self, self.worker_python(task_vars), data)
+        answer, err = deploy.parse_output(stdout, stderr, rc, "status of %s" % host)
         if err:
             result.update(failed=True, msg=err)
             return result

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils.ops import facts
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 
 
@@ -28,7 +28,7 @@ class ActionModule(ActionBase):
         dummy, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
         try:
             result.update(self._operation(args))
-        except ops.facts.WorkersFileError as exc:
+        except facts.WorkersFileError as exc:
             result.update(failed=True, changed=False, msg=str(exc.args[0]))
             if len(exc.args) > 1:
                 result["failed_hosts"] = exc.args[1]
@@ -36,12 +36,12 @@ class ActionModule(ActionBase):
 
     def _operation(self, args):
         if args["operation"] == "load":
-            out = ops.facts.inventory_entries(args["bucket"], args["labels"], args["hosts"])
+            out = facts.inventory_entries(args["bucket"], args["labels"], args["hosts"])
             out["changed"] = False
             if not out["warnings"]:
                 del out["warnings"]
             return out
         if args["results"] is None and not args["failed"]:
-            raise ops.facts.WorkersFileError("operation=write needs results (host -> worker_facts result)")
-        return ops.facts.update_workers_file(args["bucket"], args["results"] or {}, args["failed"],
-                                             check_mode=bool(self._task.check_mode))
+            raise facts.WorkersFileError("operation=write needs results (host -> worker_facts result)")
+        return facts.update_workers_file(args["bucket"], args["results"] or {}, args["failed"],
+                                         check_mode=bool(self._task.check_mode))

@@ -154,10 +154,6 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 
-class FactsError(Exception):
-    """A capacity value cannot be determined on this worker."""
-
-
 def parse_meminfo(text):
     """Return MemTotal in MB (rounded down) from /proc/meminfo text, or None."""
     for line in text.splitlines():
@@ -247,7 +243,7 @@ def statvfs_mb(path):
 def probe(proc_root="/proc", sys_root="/sys", storage_paths=("/opt/worker", "/opt"), lscpu=None):
     """Collect the facts. lscpu is a callable returning lscpu's output (or None to skip it).
 
-    Raises FactsError naming every value that could not be determined.
+    Returns (facts, problems): problems names every value that could not be determined ([] when none).
     """
     errors = []
     facts = {}
@@ -334,9 +330,7 @@ def probe(proc_root="/proc", sys_root="/sys", storage_paths=("/opt/worker", "/op
     facts["kernel"] = uname.release
     facts["hostname"] = socket.gethostname()
 
-    if errors:
-        raise FactsError("; ".join(errors))
-    return facts
+    return facts, errors
 
 
 def main():
@@ -359,15 +353,14 @@ def main():
         )
         return out if rc == 0 else None
 
-    try:
-        facts = probe(
-            proc_root=module.params["proc_root"],
-            sys_root=module.params["sys_root"],
-            storage_paths=module.params["storage_paths"],
-            lscpu=run_lscpu if module.params["use_lscpu"] else None,
-        )
-    except FactsError as exc:
-        module.fail_json(msg="cannot probe worker capacity: %s" % exc)
+    facts, problems = probe(
+        proc_root=module.params["proc_root"],
+        sys_root=module.params["sys_root"],
+        storage_paths=module.params["storage_paths"],
+        lscpu=run_lscpu if module.params["use_lscpu"] else None,
+    )
+    if problems:
+        module.fail_json(msg="cannot probe worker capacity: %s" % "; ".join(problems))
     module.exit_json(changed=False, **facts)
 
 

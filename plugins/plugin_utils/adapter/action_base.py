@@ -18,6 +18,7 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
 from ..deploy import remote
+from ..doors import load_used
 from ..errors import MaandError
 
 
@@ -26,6 +27,12 @@ class MaandAction(ActionBase):
 
     TRANSFERS_FILES = False
     ARGUMENT_SPEC: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        """An action's doors are resolved as the controller imports it, before it forks the task's workers
+        (doors.load_used: each fork would compile them again)."""
+        super().__init_subclass__(**kwargs)
+        load_used(cls.__module__)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -53,12 +60,6 @@ class MaandAction(ActionBase):
         (sudo when the play becomes), stdin on its stdin."""
         res = self._low_level_execute_command(cmd, sudoable=True, in_data=stdin)
         return res.get("rc"), res.get("stdout"), res.get("stderr")
-
-    def call_agent(self, python, data):
-        """One round trip to the worker agent (request ``data`` on its stdin; deploy/remote.call_agent installs
-        a missing agent and sends it again): {rc, stdout, stderr}."""
-        rc, stdout, stderr = remote.call_agent(self, python, data)
-        return {"rc": rc, "stdout": stdout, "stderr": stderr}
 
 
 class ControllerAction(MaandAction):

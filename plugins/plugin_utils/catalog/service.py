@@ -13,7 +13,7 @@ import contextlib
 import gc
 import uuid
 
-from .. import certs, jobspec
+from .. import certs, jobspec, kv
 from .. import prometheus
 from ..bucket import locks
 from . import (
@@ -266,11 +266,20 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
             _catalog.write_catalog(bucket_dir, result.catalog)
             result.written = True
         if result.catalog is not None:
+            _env_key(bucket_dir, result.catalog)
             result.changes.extend(issued.lines)
             kv_lines = kv_build.write(bucket_dir, result.catalog, result.kv, extra=issued.kv, purge_job_kv=purge_job_kv)
             result.changes.extend(kv_lines)
             result.changed = result.changed or bool(kv_lines)
     return result
+
+
+def _env_key(bucket_dir, catalog):
+    """A job spec with an environment needs the bucket's KV key (the HMAC key of its digests, jobspec.env_digest_key):
+    build makes secrets/kv.key when it is missing, as the first secret would; the deploy only reads it
+    (deploy/stage.env_key_loader)."""
+    if any(spec.get("environment") or spec.get("initial_environment") for spec in jobspec.specs_of(catalog).values()):
+        kv.load_key(bucket_dir, create=True)
 
 
 def _import_maand_kv(bucket_dir, result):

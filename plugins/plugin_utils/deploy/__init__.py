@@ -25,7 +25,7 @@ from ..doors import lazy
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"AgentCall": "agent_step", "apply": "agent_step", "run_rsync": "agent_step",
          "Reader": "progress", "mark": "progress", "progress_path": "progress",
-         "parse_output": "remote", "read_state": "remote", "step_request": "remote",
+         "call_agent": "remote", "parse_output": "remote", "read_state": "remote", "step_request": "remote",
          "FinishRequest": "service", "PlanRequest": "service", "finish": "service", "lock": "service",
          "prepare": "service", "step": "service", "unlock": "service",
          "Verdict": "view", "done_line": "view", "host_diff": "view", "plan_summary": "view", "progress_line": "view",

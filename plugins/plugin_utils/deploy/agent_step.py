@@ -141,7 +141,7 @@ def apply(call: AgentCall, transport: Transport) -> Applied:
     if answer is not None:
         answer.setdefault("ops", [])
         answer["ops"] = outcomes + answer["ops"]
-    done(call.run_dir, call.bucket, key, call.host, request, answer, reason)
+    done(call.run_dir, key, call.host, answer, reason)
     return Applied(call.host, key, answer, reason, changed)
 
 
@@ -197,9 +197,7 @@ def _folded(call, transport, request, argv, sudo):
     return bool(stdout.strip()), answer, reason
 
 
-def done(run_dir: str, bucket: str, key: Any, host: str, request: dict, answer: dict | None,
-         reason: str | None) -> None:
+def done(run_dir: str, key: Any, host: str, answer: dict | None, reason: str | None) -> None:
     """A worker's answer (or why there is none) into the run folder. Its timings reach the job history when the
     step is folded (deploy/run.fold_in_flight: one write of data/job_history.json per step, not per host)."""
-    del bucket, request
     run.write_result(run_dir, key, host, answer, reason)

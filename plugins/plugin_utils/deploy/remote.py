@@ -3,20 +3,19 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How the controller calls the worker agent (worker/agent.py) over SSH (no Ansible imports).
 
-The agent and its sandbox (worker/sandbox.py: how a make target runs) are installed once per worker and
-version (content-addressed names, agent-<sha12>.py and sandbox-<sha12>.py) by the state read that starts
-every deploy, in the same round trip:
+The agent, its sandbox (worker/sandbox.py: how a make target runs) and the error family's base the sandbox
+derives (errors/__init__.py) are installed once per worker and version (content-addressed names,
+agent-<sha12>.py, sandbox-<sha12>.py, errors-<sha12>.py) by the state read that starts every deploy, in the
+same round trip:
 
-    [ "$(sha256sum P)" = SHA ] && [ "$(sha256sum S)" = SHA2 ] || { mkdir -p D && chmod go-w D &&
-      cat > S.tmp <<'MAAND_SANDBOX' && mv S.tmp S && cat > P.tmp && mv P.tmp P; }
-    <the sandbox's source>
-    MAAND_SANDBOX
-    exec python3 P read <root>
+    [ "$(sha256sum P S E | cut -c1-64)" = "$(printf '%s\n%s\n%s' SHA SHA2 SHA3)" ] ||
+      { mkdir -p D && chmod go-w D && sh -s; }; exec python3 P read <root>
 
-with the agent's source on stdin (the sandbox rides in the command: stdin is the agent, which also runs
-from it alone, `python3 - read`). Later calls run `python3 P` with a JSON request on stdin, after the
-same check of both files' content (the whole sha256, not only the name or that a file exists: the agent
-runs as root); exit status 86 means a file is gone or not this collection's (reinstall and retry).
+with the install on stdin (`install_payload`), read only when the check fails: a shell script that writes
+each file as a quoted here-document beside its name and renames it into place. Later calls run `python3 P`
+with a JSON request on stdin, after the same check of the three files' content (the whole sha256, not only
+the name or that a file exists: the agent runs as root); exit status 86 means a file is gone or not this
+collection's (reinstall and retry).
 
 A step whose worker receives files folds its agent call into its (last) rsync: the rsync's remote
 command is the agent (`sync_step_path`), which reads the step request that precedes rsync's stream on
@@ -36,6 +35,7 @@ import posixpath
 import shlex
 from typing import Protocol
 
+from .. import errors
 from ..worker import layout
 from ..worker import agent as _agent
 from ..worker import sandbox
@@ -46,7 +46,7 @@ KEEP = _agent.KEEP
 MISSING_AGENT_RC = 86
 
 _SOURCES = {}
-SANDBOX_END = "MAAND_SANDBOX"  # the here-document's delimiter in install_prefix (never a line of the sandbox)
+_DIGESTS = {}
 
 
 def _source(module):
@@ -55,6 +55,13 @@ def _source(module):
         with open(os.path.splitext(module.__file__)[0] + ".py", "rb") as handle:
             _SOURCES[module.__name__] = handle.read()
     return _SOURCES[module.__name__]
+
+
+def _digest(module):
+    """sha256 (hex) of a shipped module's source, once per process as the source is read once."""
+    if module.__name__ not in _DIGESTS:
+        _DIGESTS[module.__name__] = hashlib.sha256(_source(module)).hexdigest()
+    return _DIGESTS[module.__name__]
 
 
 class Shell(Protocol):
@@ -75,24 +82,30 @@ def sandbox_source():
 
 
 def agent_sha256():
-    return hashlib.sha256(agent_source()).hexdigest()
+    return _digest(_agent)
 
 
 def sandbox_sha256():
-    return hashlib.sha256(sandbox_source()).hexdigest()
+    return _digest(sandbox)
+
+
+def errors_source():
+    """The error family's base (bytes), installed beside the agent: the sandbox's OpFailed derives it."""
+    return _source(errors)
 
 
 def _version():
-    """The sha12 of the pair in both names: a change to either file is a new agent."""
-    return hashlib.sha256((agent_sha256() + sandbox_sha256()).encode()).hexdigest()[:12]
+    """The sha12 of the three files in every name: a change to any of them is a new agent."""
+    return hashlib.sha256((agent_sha256() + sandbox_sha256() + _digest(errors)).encode()).hexdigest()[:12]
 
 
 def agent_ok(path=None):
-    """Shell test: the agent file and the sandbox beside it hold exactly this collection's (sha256sum,
-    coreutils or busybox)."""
-    check = '[ "$(sha256sum %s 2>/dev/null | cut -c1-64)" = %s ]'
-    return "%s && %s" % (check % (shlex.quote(path or agent_path()), agent_sha256()),
-                         check % (shlex.quote(sandbox_path(path)), sandbox_sha256()))
+    """Shell test: the agent file and the sandbox and errors files beside it hold exactly this collection's
+    (one sha256sum of the three, coreutils or busybox; a missing file leaves its line out)."""
+    path = path or agent_path()
+    return '[ "$(sha256sum %s %s %s 2>/dev/null | cut -c1-64)" = "$(printf \'%%s\\n%%s\\n%%s\' %s %s %s)" ]' % (
+        shlex.quote(path), shlex.quote(sandbox_path(path)), shlex.quote(errors_path(path)),
+        agent_sha256(), sandbox_sha256(), _digest(errors))
 
 
 def agent_path():
@@ -103,6 +116,12 @@ def sandbox_path(agent=None):
     """sandbox-<sha12>.py beside the agent (agent.py loads it from there, by its own file name)."""
     folder, name = posixpath.split(agent or agent_path())
     return posixpath.join(folder, name.replace("agent", "sandbox", 1))
+
+
+def errors_path(agent=None):
+    """errors-<sha12>.py beside the agent (agent.py loads it, as maand_errors, before the sandbox)."""
+    folder, name = posixpath.split(agent or agent_path())
+    return posixpath.join(folder, name.replace("agent", "errors", 1))
 
 
 def worker_root(bucket_id):
@@ -128,18 +147,30 @@ def interpreter(task_vars, host=None, configured=None):
     return "python3"
 
 
-def install_prefix():
-    """Install the agent (from stdin) and the sandbox (a quoted here-document) unless both are in place."""
+# The here-documents' delimiters of install_payload (never a line of the file they end: test_deploy_remote)
+_ENDS = {"sandbox": "MAAND_SANDBOX", "errors": "MAAND_ERRORS", "agent": "MAAND_AGENT"}
+
+
+def install_payload():
+    """What an install runs (`sh -s`, on stdin, read only when the check fails): each of the sandbox, the
+    errors file and the agent written as a quoted here-document beside its name, then renamed into place."""
     path = agent_path()
-    source = sandbox_source().decode("utf-8")  # ends with a newline, has no SANDBOX_END line (test_deploy_remote)
-    return ("{ok} || {{ mkdir -p {d} && chmod go-w {d} && cat > {s}.$$ <<'{end}' && mv -f {s}.$$ {s} && "
-            "cat > {p}.$$ && mv -f {p}.$$ {p}; }}\n{source}{end}\n").format(
-        ok=agent_ok(path), p=shlex.quote(path), s=shlex.quote(sandbox_path(path)), d=shlex.quote(AGENT_DIR),
-        end=SANDBOX_END, source=source)
+    out = [b"set -e\n"]
+    for role, target, body in (("sandbox", sandbox_path(path), sandbox_source()),
+                               ("errors", errors_path(path), errors_source()), ("agent", path, agent_source())):
+        target = shlex.quote(target)
+        out += [("cat > %s.$$ <<'%s'\n" % (target, _ENDS[role])).encode(), body,
+                ("%s\nmv -f %s.$$ %s\n" % (_ENDS[role], target, target)).encode()]
+    return b"".join(out)
+
+
+def install_prefix():
+    """Install the agent, the sandbox and the errors file (install_payload, on stdin) unless all are in place."""
+    return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && sh -s; }}; ".format(ok=agent_ok(), d=shlex.quote(AGENT_DIR))
 
 
 def read_command(python, bucket_id, status=False):
-    """Install the agent if needed and read the worker's state of bucket_id (stdin: agent_source()); status:
+    """Install the agent if needed and read the worker's state of bucket_id (stdin: install_payload()); status:
     also `make status` of the running jobs (agent.read_statuses)."""
     return "%sexec %s %s read %s%s" % (install_prefix(), shlex.quote(python), shlex.quote(agent_path()),
                                        shlex.quote(worker_root(bucket_id)), " status" if status else "")
@@ -163,6 +194,7 @@ def files_command(python, bucket_id, wanted):
 
 
 def install_command():
+    """Install the agent, its sandbox and errors file unless all are in place (stdin: install_payload())."""
     return install_prefix() + "true"
 
 
@@ -213,7 +245,7 @@ def parse_output(stdout, stderr, rc, what):
             data = json.loads(text.splitlines()[-1])
             if isinstance(data, dict):
                 return data, None
-        except ValueError:
+        except ValueError:  # not JSON: the error below quotes what the worker printed instead
             pass
     err = (stderr or "").strip().splitlines()[-5:]
     hint = ""
@@ -228,7 +260,7 @@ def call_agent(shell: Shell, python: str, data: str) -> tuple[int | None, str, s
     is sent again."""
     rc, stdout, stderr = shell.exec(step_command(python), data)
     if rc == MISSING_AGENT_RC:
-        shell.exec(install_command(), agent_source())
+        shell.exec(install_command(), install_payload())
         rc, stdout, stderr = shell.exec(step_command(python), data)
     return rc, stdout, stderr
 
@@ -238,9 +270,10 @@ def read_state(shell: Shell, python: str, bucket_id: str, check_mode: bool = Fal
     """(state, None) or (None, error): the worker's deploy state of bucket_id in one round trip, installing the
     agent on the way (check mode: run from stdin, nothing written on the worker); status: with the running
     check of the jobs a deploy started (the deploy's read)."""
-    cmd = (read_command_no_install(python, bucket_id, status) if check_mode
-           else read_command(python, bucket_id, status))
-    rc, stdout, stderr = shell.exec(cmd, agent_source())
+    if check_mode:
+        rc, stdout, stderr = shell.exec(read_command_no_install(python, bucket_id, status), agent_source())
+    else:
+        rc, stdout, stderr = shell.exec(read_command(python, bucket_id, status), install_payload())
     return parse_output(stdout, stderr, rc, "reading %s" % worker_root(bucket_id))
 
 

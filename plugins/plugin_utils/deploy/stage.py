@@ -599,17 +599,20 @@ def digest_loader(bucket_dir: str) -> Callable[[], bytes]:
 
 def env_key_loader(bucket_dir: str, check_mode: bool = False) -> Callable[[], bytes]:
     """The loader of the job specs' environment digests' HMAC key (jobspec.env_digest_key of the bucket's KV
-    key; secrets/kv.key made when missing, as the first secret would be). In check mode nothing is written:
-    with no key yet (no deploy has digested an environment) a fixed key stands in, as every value is new."""
+    key, secrets/kv.key, which build makes for a job spec with an environment: the deploy only reads it). In
+    check mode, with no key yet, a fixed key stands in (every value is new)."""
     @functools.lru_cache(maxsize=1)
     def key() -> bytes:
         try:
-            return jobspec.env_digest_key(secrets.load_key(bucket_dir, create=not check_mode))
+            return jobspec.env_digest_key(secrets.load_key(bucket_dir))
         except secrets.SecretError:
-            if check_mode and not os.environ.get(secrets.KEY_ENV, "").strip() \
-                    and not os.path.lexists(secrets.key_path(bucket_dir)):
+            if os.environ.get(secrets.KEY_ENV, "").strip() or os.path.lexists(secrets.key_path(bucket_dir)):
+                raise
+            if check_mode:
                 return jobspec.env_digest_key(b"maand.core: check mode, no secrets/kv.key yet")
-            raise
+            raise secrets.SecretError("%s is missing; run ansible-playbook maand.core.build -e maand_bucket=%s (it "
+                                      "makes the key a job spec's environment needs)"
+                                      % (secrets.KEY_REL, bucket_dir)) from None
     return key
 
 

@@ -13,14 +13,23 @@ hands it to ``lazy``::
 ``from ..catalog import read_catalog`` then imports ``catalog/catalog.py`` only, when it is first asked for: an
 action plugin, loaded in every forked worker, imports what it uses and nothing else. A table value of ``None``
 names a module of the package itself (``ops.status``: the verb modules of ops are its doors).
+
+An action plugin still resolves, when it is imported, every door name it uses (``load_used``, called by
+adapter/action_base.MaandAction for each action class): the controller imports the plugin once, before it
+forks a worker per task and host, and Ansible's collection loader compiles a module from its source at every
+import (it keeps no bytecode), so a door first used inside a task would be compiled again in every fork.
 tests/unit/collection/test_doors.py checks every package's door and that the plugins use doors only.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import sys
+import types
 
-__all__ = ["lazy"]
+__all__ = ["lazy", "load_used"]
+_CORE = __name__.rsplit(".", 1)[0]  # plugins.plugin_utils: its packages are the doors
 
 
 def lazy(package, table):
@@ -39,3 +48,23 @@ def lazy(package, table):
         return sorted(set(vars(module)) | set(table))
 
     return getattr_, dir_
+
+
+def load_used(module_name):
+    """Resolve every ``door.name`` the module ``module_name`` (an action plugin) uses, ``door`` being a package of
+    the core it imported (``from ..plugin_utils import deploy``; then ``deploy.step`` loads deploy/service.py)."""
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):  # no readable source: its doors load when first used, in the task
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            door = vars(module).get(node.value.id)
+            if isinstance(door, types.ModuleType) and hasattr(door, "__path__") \
+                    and door.__name__.startswith(_CORE + "."):
+                getattr(door, node.attr, None)  # None: a local of the same name (catalog.get), not a door name

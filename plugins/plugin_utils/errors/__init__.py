@@ -9,9 +9,11 @@ Every error the core raises derives from ``MaandError``, which carries what an o
 ``kind`` (a short word: ``input``, ``state``, ``worker``, ``refused``...), the ``file`` and ``field`` the
 problem sits in and the ``fix``. The adapter (``adapter/action_base.MaandAction.run``) maps the family
 once into a failed task result, as kubernetes.core maps ``CoreException`` with ``fail_from_exception``.
-"""
 
-from __future__ import annotations
+This file also runs alone, stdlib only (Python >= 3.6): the deploy installs it beside the worker agent as
+errors-<sha12>.py (deploy/remote.py; worker/sandbox.py's OpFailed derives it there), and the hooks' ``maand``
+module (worker/maand_helper.py) is staged with it as maand_errors.py (hooks/commands.stage).
+"""
 
 __all__ = ["MaandError"]
 

@@ -51,6 +51,7 @@ INHERITED_ENV = frozenset((
 HOOK_PREFIX = "MAAND_HOOK_"
 _PLUGIN_UTILS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPER_PY = os.path.join(_PLUGIN_UTILS, "worker", "maand_helper.py")
+HELPER_ERRORS_PY = os.path.join(_PLUGIN_UTILS, "errors", "__init__.py")  # maand.py's HTTPError derives its MaandError
 # maand's maand.ts for Bun commands (the collection's files/hooks/maand.ts)
 HELPER_TS = os.path.join(os.path.dirname(os.path.dirname(_PLUGIN_UTILS)), "files", "hooks", "maand.ts")
 
@@ -252,7 +253,8 @@ def stop_env(job: str, host: str) -> dict[str, str]:
 
 def stage(bucket_dir: str, job_path: str, job: str, worker: str, stage_root: str) -> str:
     """Copy the job's files to <stage_root>/workers/<ip>/jobs/<job>/ (maand tmp/workers/<ip>/...),
-    without virtualenvs and caches, put the maand helper module in its _modules, return that
+    without virtualenvs and caches, put the maand helper module (and maand_errors.py, the base of its
+    HTTPError) in its _modules, return that
     _modules dir (the hook's working directory)."""
     src = os.path.join(bucket_dir, job_path)
     dest = os.path.join(stage_root, "workers", worker, "jobs", job)
@@ -262,6 +264,7 @@ def stage(bucket_dir: str, job_path: str, job: str, worker: str, stage_root: str
     modules = os.path.join(dest, "_modules")
     os.makedirs(modules, exist_ok=True)
     shutil.copyfile(HELPER_PY, os.path.join(modules, "maand.py"))
+    shutil.copyfile(HELPER_ERRORS_PY, os.path.join(modules, "maand_errors.py"))
     shutil.copyfile(HELPER_TS, os.path.join(modules, "maand.ts"))
     return modules
 

@@ -19,7 +19,7 @@ from ..doors import lazy
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"AllocationData": "functions", "KVError": "functions", "KVReader": "functions",
          "is_private_key": "functions", "is_secret_ns": "functions", "render_allocation": "functions",
-         "KVStoreError": "store"}
+         "KVStoreError": "store", "SecretError": "secrets", "load_key": "secrets"}
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)

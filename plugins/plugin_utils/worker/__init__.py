@@ -8,8 +8,9 @@ PRIVATE to the collection: it can change at any time. Do not import it from othe
 agent.py is the worker agent (run once per host and step) and sandbox.py how it runs a job's make target
 (user/group, namespaces, timeout), installed beside it; maand_helper.py is the ``maand`` module staged
 beside hook scripts; layout.py is the controller's one definition of the worker paths. agent.py,
-sandbox.py and maand_helper.py import nothing else of the collection: they run alone (the agent also runs
-from stdin alone, for reads).
+sandbox.py and maand_helper.py import nothing else of the collection but the error family's base
+(errors/__init__.py, stdlib only, shipped beside them): they run alone (the agent also runs from stdin
+alone, for reads).
 
 The door (for the controller): the worker paths of layout.py and what the controller reads of agent.py; on the
 worker, agent.py (with its sandbox.py) runs alone.

@@ -6,7 +6,8 @@
 This file runs on the workers (Python >= 3.6, no third-party imports, no Ansible imports) and is
 imported by the controller's unit tests. The deploy copies it once per run to
 /opt/worker/.maand/agent-<sha12>.py, with sandbox.py (how a make target runs) beside it as
-sandbox-<sha12>.py, and then calls it once per host per step:
+sandbox-<sha12>.py and the error family's base (errors/__init__.py) as errors-<sha12>.py, and then calls it
+once per host per step:
 
     python3 agent.py read <root> [status] -> the worker's promoted state (JSON on stdout); with status,
                                       also `make status` of each running job a deploy started (read_statuses)
@@ -63,23 +64,33 @@ import time
 KEEP = ("data", "logs")
 
 
+def _load_beside(path, role, module_name):
+    """The module installed beside the agent file at path for role ("sandbox", "errors": <role>-<sha12>.py next
+    to agent-<sha12>.py), or None when there is none."""
+    folder, name = os.path.split(os.path.abspath(path))
+    beside = os.path.join(folder, name.replace("agent", role, 1))
+    if not (name.startswith("agent") and name.endswith(".py")) or not os.path.isfile(beside):
+        return None
+    spec = importlib.util.spec_from_file_location(module_name, beside)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _load_sandbox():
     """sandbox.py, how a make target runs: the collection's module when the agent is imported (the controller,
     its tests); on the worker the file installed beside this one (sandbox-<sha12>.py next to agent-<sha12>.py,
-    checked by its sha256 with the agent before either runs); None when the agent runs from stdin
-    (`python3 - read|files`: no step, no make). Never a path of the caller's: no sys.path lookup."""
+    checked by its sha256 with the agent before either runs), after the error family's base it derives
+    (errors-<sha12>.py, checked the same way); None when the agent runs from stdin (`python3 - read|files`: no
+    step, no make). Never a path of the caller's: no sys.path lookup."""
     if __package__:
         from . import sandbox
         return sandbox
     path = globals().get("__file__") or ""  # "<stdin>" for `python3 -`
-    folder, name = os.path.split(os.path.abspath(path))
-    beside = os.path.join(folder, name.replace("agent", "sandbox", 1))
-    if not (name.startswith("agent") and name.endswith(".py")) or not os.path.isfile(beside):
+    if _load_beside(path, "errors", "maand_errors") is None:
         return None
-    spec = importlib.util.spec_from_file_location("maand_sandbox", beside)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load_beside(path, "sandbox", "maand_sandbox")
 
 
 _sandbox = _load_sandbox()

@@ -8,6 +8,7 @@
     /opt/worker/<bucket_id>/jobs/<job>/certs/   the job's certificates (certs/<name>.crt, .key, ca.crt)
     /opt/worker/.maand/agent-<sha12>.py         the worker agent, named by its content and its sandbox's
     /opt/worker/.maand/sandbox-<sha12>.py       beside it: how the agent runs make (the same sha12)
+    /opt/worker/.maand/errors-<sha12>.py        beside it: the error family's base the sandbox derives
 
 The agent (agent.py, sandbox.py) and the hooks' maand module (maand_helper.py) are shipped as files of
 their own and spell the same paths out themselves; tests/unit/plugin_utils/worker/test_layout.py checks

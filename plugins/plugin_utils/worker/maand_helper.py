@@ -10,7 +10,8 @@ context (``allocation_id`` ... ``job_name`` and the ``get_*`` aliases), KV (``ge
 ``put_rollout_order``/``get_rollout_order``), ``list_command_demands``, semaphores, and worker
 SSH (``load_ssh``, ``run_ssh``, ``run_runner_target``, ``run_make_target``). Calls return a
 Response with ``status_code``, ``ok``, ``text``, ``json()`` and ``raise_for_status()`` as the
-``requests`` one does; only the standard library is used (maand's needs ``requests``).
+``requests`` one does; only the standard library is used (maand's needs ``requests``), and of the collection
+only the error family's base (errors/__init__.py, staged beside it as maand_errors.py; HTTPError derives it).
 
 Differences, all on purpose: the API listens on MAAND_RUNTIME_API_PORT (8080 unless this user's
 other run holds it) and every call carries the hook's token (the API answers only running hooks); ``run_ssh`` reaches a worker the way Ansible does (user,
@@ -26,6 +27,11 @@ import subprocess
 import urllib.parse
 from pathlib import Path
 
+try:
+    from ..errors import MaandError
+except ImportError:  # staged as maand.py beside a hook script: the error family's base staged beside it
+    from maand_errors import MaandError
+
 _RUNTIME_API_PORT = 8080
 _ROUTE_STORE_KEYS = "/kv"
 _ROUTE_STORE_KEYS_LIST = "/kv/keys"
@@ -36,8 +42,10 @@ _ROUTE_SEMAPHORE_RELEASE = "/semaphore/release"
 _ROUTE_SEMAPHORE_STATUS = "/semaphore/status"
 
 
-class HTTPError(Exception):
+class HTTPError(MaandError):
     """Raised by Response.raise_for_status (as requests.HTTPError), with the response attached."""
+
+    kind = "http"
 
     def __init__(self, message, response=None):
         super().__init__(message)

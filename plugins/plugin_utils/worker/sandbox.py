@@ -8,8 +8,9 @@ file system read-only but for the job folder), with a timeout that kills make's 
 
 This file runs on the workers beside the agent (Python >= 3.6, no third-party imports, no Ansible imports):
 the deploy installs it as /opt/worker/.maand/sandbox-<sha12>.py next to agent-<sha12>.py (the same
-sha12, deploy/remote.py), and agent.py loads it from there when a step runs make. It imports nothing of the
-collection, not even agent.py; the controller's unit tests import it.
+sha12, deploy/remote.py), and agent.py loads it from there when a step runs make. Of the collection it imports
+only the error family's base (errors/__init__.py, stdlib only), installed beside it as errors-<sha12>.py and
+loaded by the agent first; the controller's unit tests import it as the collection's module.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,16 +26,24 @@ import socket
 import stat
 import struct
 import subprocess
+import sys
+
+try:
+    from ..errors import MaandError
+except ImportError:  # on a worker (no package): the base the agent loaded from beside it (agent._load_sandbox)
+    MaandError = sys.modules["maand_errors"].MaandError
 
 KEEP = ("data", "logs")  # the job's own folders (agent.KEEP: tests/unit/plugin_utils/worker/test_layout.py)
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 
 
-class OpFailed(Exception):
+class OpFailed(MaandError):
     """One operation failed; the fields go into its outcome."""
 
+    kind = "worker"
+
     def __init__(self, msg, **fields):
-        Exception.__init__(self, msg)
+        MaandError.__init__(self, msg)
         self.msg = msg
         self.fields = fields
 

@@ -166,13 +166,16 @@ def test_no_action_imports_another_action():
 
 
 SHIPPED = ("worker.agent", "worker.sandbox", "worker.maand_helper")  # copied to workers / next to hook scripts
-# what a shipped file may import of what is shipped with it: the agent loads its sandbox, installed beside it
-SHIPPED_TOGETHER = {"worker.agent": {"worker.sandbox"}}
+# what a shipped file may import of what is shipped with it: the agent loads its sandbox, installed beside it;
+# the sandbox and the hooks' maand module derive the error family's base, installed or staged beside them
+SHIPPED_TOGETHER = {"worker.agent": {"worker.sandbox"}, "worker.sandbox": {"errors.MaandError"},
+                    "worker.maand_helper": {"errors.MaandError"}}
 
 
 def test_worker_code_is_stdlib_only():
-    """What ships to workers (worker/agent.py and the sandbox.py installed beside it, worker/maand_helper.py)
-    imports nothing else of the collection: it runs there alone. The rest of worker/ (layout) imports only
+    """What ships to workers (worker/agent.py and the sandbox.py and errors/__init__.py installed beside it,
+    worker/maand_helper.py with errors/__init__.py beside it) imports nothing else of the collection: it runs
+    there alone. The rest of worker/ (layout) imports only
     within worker/."""
     graph = import_graph()
     assert set(SHIPPED) <= set(graph)
@@ -181,6 +184,8 @@ def test_worker_code_is_stdlib_only():
             assert targets <= SHIPPED_TOGETHER.get(name, set()), "%s imports %s" % (name, targets)
         elif name.startswith("worker."):
             assert all(t.startswith("worker.") for t in targets), "%s imports %s" % (name, targets)
+    base = CORE / "errors" / "__init__.py"  # shipped with them: imports nothing at all
+    assert not [n for n in ast.walk(ast.parse(base.read_text(encoding="utf-8"))) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 @pytest.mark.parametrize("source, never", [

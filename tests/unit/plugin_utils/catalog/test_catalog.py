@@ -282,3 +282,23 @@ def test_the_catalogs_jobs_are_compared_with_the_checkout_whatever_its_inputs_sa
     assert _fingerprint.stale(str(tmp_path), back) == [
         "job web is removed in the catalog but workspace/jobs/web is in this checkout"]
     assert _fingerprint.stale(str(tmp_path), catalog) == []
+
+
+def test_a_catalog_text_is_checked_once_per_process_and_a_changed_one_again(monkeypatch):
+    """The deploy reads the catalog in every task; a text this process (or the controller process its forked
+    worker came from) found valid is not checked again, a text that differs in one byte is (issue 29)."""
+    monkeypatch.setattr(_catalog, "_VALID_TEXTS", set())
+    calls = []
+    check = _catalog.schemas.check
+    monkeypatch.setattr(_catalog.schemas, "check", lambda *a: calls.append(1) or check(*a))
+    text = json.dumps(minimal())
+    assert _catalog.loads(text)["bucket_id"] == BID and _catalog.loads(text)["bucket_id"] == BID
+    assert len(calls) == 1
+    tampered = minimal()
+    tampered["jobs"][0]["path"] = "/elsewhere"
+    with pytest.raises(_catalog.CatalogError, match=r"\$\.jobs\[0\]\.path"):
+        _catalog.loads(json.dumps(tampered))
+    with pytest.raises(_catalog.CatalogError):  # refused every time, never remembered
+        _catalog.loads(json.dumps(tampered))
+    assert len(calls) == 3
+    assert _catalog.loads(text)["jobs"] is not _catalog.loads(text)["jobs"]  # a fresh document for each caller

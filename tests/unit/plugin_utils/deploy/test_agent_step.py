@@ -119,7 +119,7 @@ def test_a_missing_agent_is_installed_and_the_request_sent_again(bucket):
     out = agent_step.apply(call, worker)
     assert [c[1] for c in worker.calls] == [remote.step_command("python3"), remote.install_command(),
                                             remote.step_command("python3")]
-    assert worker.calls[1][2] == remote.agent_source() and worker.calls[0][2] == worker.calls[2][2]
+    assert worker.calls[1][2] == remote.install_payload() and worker.calls[0][2] == worker.calls[2][2]
     assert out.answer == answer_for("api@h1") and out.reason is None
 
 

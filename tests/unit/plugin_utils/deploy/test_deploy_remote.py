@@ -5,17 +5,27 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as _remote
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
 
+BODIES = (_remote.sandbox_source(), _remote.errors_source(), _remote.agent_source())
+
+
 def sh(cmd, data, env_root):
-    # the commands use /opt/worker paths: run them with the paths pointed at a temp folder (not inside the
-    # sandbox's source, the here-document the install writes as it is)
-    sandbox = _remote.sandbox_source().decode("utf-8")
-    parts = [p.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
-             for p in cmd.split(sandbox)]
-    return subprocess.run(["/bin/sh", "-c", sandbox.join(parts)], input=data, capture_output=True, check=False)
+    # the commands (and an install's script, outside the files it writes as they are) use /opt/worker paths: run
+    # them with the paths pointed at a temp folder
+    def moved(text):
+        return text.replace(_remote.AGENT_DIR, str(env_root / ".maand")).replace(_remote.WORKER_ROOT, str(env_root))
+    if isinstance(data, bytes) and data == _remote.install_payload():
+        for i, body in enumerate(BODIES):
+            data = data.replace(body, b"\0%d\0" % i)
+        data = moved(data.decode()).encode()
+        for i, body in enumerate(BODIES):
+            data = data.replace(b"\0%d\0" % i, body)
+    return subprocess.run(["/bin/sh", "-c", moved(cmd)], input=data, capture_output=True, check=False)
 
 
 def installed(env_root):
@@ -27,11 +37,13 @@ def installed(env_root):
 def test_read_command_installs_the_agent_once_and_reads(tmp_path):
     (tmp_path / "bid" / "deploy").mkdir(parents=True)
     (tmp_path / "bid" / "deploy" / "api.json").write_text('{"format": 1}')
-    proc = sh(_remote.read_command("python3", "bid"), _remote.agent_source(), tmp_path)
+    proc = sh(_remote.read_command("python3", "bid"), _remote.install_payload(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "read")
     assert err is None and data["deployed"] == {"api": {"format": 1}}
     agent, sandbox = installed(tmp_path)
     assert agent.read_bytes() == _remote.agent_source() and sandbox.read_bytes() == _remote.sandbox_source()
+    errors = tmp_path / ".maand" / _remote.errors_path().rsplit("/", 1)[1]
+    assert errors.read_bytes() == _remote.errors_source() and errors.name.startswith("errors-")
     proc = sh(_remote.read_command("python3", "bid"), b"garbage that must not be installed", tmp_path)
     assert proc.returncode == 0 and agent.read_bytes() == _remote.agent_source()
     assert sandbox.read_bytes() == _remote.sandbox_source()
@@ -48,7 +60,7 @@ def test_step_command_reports_a_missing_agent_then_runs_it(tmp_path):
     assert json.loads(req)["root"] == "/opt/worker/bid"
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), "", proc.returncode, "step")
     assert err is None and data["ops"][0]["ok"]
@@ -65,7 +77,7 @@ def test_a_tampered_agent_file_is_never_run_and_is_replaced(tmp_path):
     planted.write_text("open(%r, 'w').write('planted code ran')\n" % str(marker))
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     assert not marker.exists()
-    proc = sh(_remote.read_command("python3", "bid"), _remote.agent_source(), tmp_path)  # reinstalls, then runs the agent
+    proc = sh(_remote.read_command("python3", "bid"), _remote.install_payload(), tmp_path)  # reinstalls, then runs the agent
     assert proc.returncode == 0 and planted.read_bytes() == _remote.agent_source() and not marker.exists()
     assert not planted.parent.stat().st_mode & 0o022  # the agent's folder: no group/world write
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0
@@ -77,28 +89,36 @@ def test_agent_path_is_content_addressed():
     assert _remote.sandbox_path() == _remote.agent_path().replace("/agent-", "/sandbox-")
 
 
-def test_the_sandbox_rides_in_the_install_command_as_a_quoted_here_document():
-    source = _remote.sandbox_source().decode("utf-8")
-    assert source.endswith("\n") and _remote.SANDBOX_END not in source.splitlines()
-    prefix = _remote.install_prefix()
-    assert "<<'%s'" % _remote.SANDBOX_END in prefix and prefix.endswith("\n" + source + _remote.SANDBOX_END + "\n")
-    assert _remote.agent_source() not in prefix.encode()  # the agent comes on stdin
+def test_the_install_sends_the_files_on_stdin_not_in_the_command():
+    """The command stays short (the check, then `sh -s` only when it fails, the agent's call); the three files ride
+    on stdin as quoted here-documents whose delimiters are no line of them."""
+    cmd = _remote.read_command("python3", "bid")
+    assert len(cmd) < 1000 and "sh -s" in cmd, len(cmd)
+    payload = _remote.install_payload()
+    for body, end in zip(BODIES, ("MAAND_SANDBOX", "MAAND_ERRORS", "MAAND_AGENT")):
+        assert body[:200] not in cmd.encode() and payload.count(body) == 1
+        assert body.endswith(b"\n") and end.encode() not in body.splitlines()
+        assert (body + end.encode() + b"\n") in payload
 
 
-def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path):
-    """The agent loads its sandbox (run as root) from beside itself: the same whole-sha256 check covers it."""
+@pytest.mark.parametrize("role", ["sandbox", "errors"])
+def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path, role):
+    """The agent loads its sandbox and the errors file (run as root) from beside itself: the same whole-sha256
+    check covers them."""
     req = _remote.step_request("bid", [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"a": 1}, "jobs_json": {}}])
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     agent, sandbox = installed(tmp_path)
+    expected = _remote.sandbox_source() if role == "sandbox" else _remote.errors_source()
+    sandbox = sandbox.with_name(sandbox.name.replace("sandbox", role, 1))
     sandbox.unlink()
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     marker = tmp_path / "ran"
     sandbox.write_text("open(%r, 'w').write('planted code ran')\n" % str(marker))
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC
     assert not marker.exists() and not (tmp_path / "bid" / "worker.json").exists()
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
-    assert sandbox.read_bytes() == _remote.sandbox_source() and agent.read_bytes() == _remote.agent_source()
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
+    assert sandbox.read_bytes() == expected and agent.read_bytes() == _remote.agent_source()
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0 and not marker.exists()
 
 
@@ -109,11 +129,27 @@ def test_the_installed_agent_runs_make_with_the_sandbox_beside_it(tmp_path):
     req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
                                         "env": {}, "promote_now": False, "record": None}])
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
     assert err is None and data["ops"][0]["ok"], data
     assert (job / "out").read_text() == "started\n"
+
+
+def test_a_failing_target_is_an_outcome_of_the_installed_sandbox_and_its_errors_file(tmp_path):
+    """The sandbox's OpFailed derives the error family's base installed beside it (errors-<sha12>.py): a failing
+    make target on the worker is the op's failed outcome, not a traceback."""
+    job = tmp_path / "bid" / "jobs" / "api"
+    job.mkdir(parents=True)
+    (job / "Makefile").write_text("start:\n\t@echo broken; exit 3\n")
+    req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
+                                        "env": {}, "promote_now": False, "record": None}])
+    req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
+    proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
+    data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
+    assert err is None and not data["ops"][0]["ok"], (data, proc.stderr)
+    assert "start" in data["ops"][0]["msg"] and "broken" in " ".join(data["ops"][0].get("output_tail") or []), data
 
 
 def test_the_agent_from_stdin_reads_but_runs_no_step(tmp_path):
@@ -193,7 +229,7 @@ META = [{"id": "meta@h", "kind": "meta", "host": "h", "worker_json": {"secret": 
 
 
 def test_a_folded_step_syncs_then_applies_in_one_remote_command(tmp_path):
-    assert sh(_remote.install_command(), _remote.agent_source(), tmp_path).returncode == 0
+    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     rc, out, err, argv = _folded(tmp_path, META)
     synced, line = _remote.parse_folded(err)
     data, problem = _remote.parse_output(line, err, rc, "step")

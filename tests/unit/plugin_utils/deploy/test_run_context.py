@@ -82,7 +82,7 @@ def test_each_step_reads_its_run_once_and_writes_state_and_history_once(rolling,
         timed_steps = set()
         for host in stepped.hosts:
             req = _run.read_request(prepared.run_dir, stepped.key, host)
-            _agent_step.done(prepared.run_dir, rolling, stepped.key, host, req, timed(req), None)
+            _agent_step.done(prepared.run_dir, stepped.key, host, timed(req), None)
             if req["ops"]:
                 timed_steps.add(host)
         counts = counter.take()

@@ -6,6 +6,8 @@ allocation_env.go (ALLOCATION_INDEX among non-removed allocations) and deploy/ba
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -176,7 +178,12 @@ def test_stage_copies_the_job_without_venvs_and_adds_the_helper(tmp_path):
     (job / "Makefile").write_text("start:\n")
     modules = _commands.stage(str(tmp_path), "workspace/jobs/api", "api", "10.0.0.2", str(tmp_path / "stage"))
     assert modules == str(tmp_path / "stage" / "workers" / "10.0.0.2" / "jobs" / "api" / "_modules")
-    assert sorted(os.listdir(modules)) == ["command_x.py", "maand.py", "maand.ts"]
+    assert sorted(os.listdir(modules)) == ["command_x.py", "maand.py", "maand.ts", "maand_errors.py"]
+    # the staged maand module imports alone, its HTTPError deriving the error family's base staged beside it
+    probe = subprocess.run([sys.executable, "-c", "import maand, maand_errors; "
+                            "assert issubclass(maand.HTTPError, maand_errors.MaandError); print('ok')"],
+                           cwd=modules, capture_output=True, text=True, check=False)
+    assert probe.stdout.strip() == "ok", probe.stderr
     assert "put_job_variable" in (tmp_path / "stage" / "workers" / "10.0.0.2" / "jobs" / "api" / "_modules"
                                   / "maand.py").read_text()
     assert os.path.isfile(os.path.join(os.path.dirname(modules), "Makefile"))

@@ -193,3 +193,19 @@ def test_layers_from_containers_reach_the_catalog(tmp_path):
     result = _service.compute(root)
     assert result.report.ok, _errors(result)
     assert _job(result, "a")["spec"]["layers"] == ["layers/common", "layers/own"]
+
+
+def test_a_writing_build_makes_the_kv_key_a_job_environment_needs(tmp_path, monkeypatch):
+    """The environment digests are HMACs keyed from secrets/kv.key: build makes it (the deploy only reads it);
+    a check-mode build and a bucket without environments make none."""
+    from ansible_collections.maand.core.plugins.plugin_utils.kv import secrets as _secrets
+    monkeypatch.delenv(_secrets.KEY_ENV, raising=False)
+    monkeypatch.delenv(_secrets.KEY_FILE_ENV, raising=False)
+    plain = _bucket(tmp_path / "plain", {"web": {}})
+    assert _service.build(plain).written and not os.path.exists(_secrets.key_path(plain))
+    root = _bucket(tmp_path / "env", {"web": {"environment": {"DB": "$env{DB_URL:-x}"}}})
+    assert _service.build(root, check_mode=True).report.ok and not os.path.exists(_secrets.key_path(root))
+    assert _service.build(root).written
+    key = Path(_secrets.key_path(root)).read_bytes()
+    assert len(key) == _secrets.KEY_SIZE and _service.build(root) is not None
+    assert Path(_secrets.key_path(root)).read_bytes() == key  # kept by the next build

@@ -122,7 +122,7 @@ def test_the_action_has_no_reader_of_its_own():
     imported = _imported_modules(ROOT / "plugins" / "action" / "workers_file.py")
     assert not imported & {"json", "tomllib", "os", "glob", "re"}, imported
     assert "ansible_collections.maand.core.plugins.plugin_utils" in imported  # the ops door: ops.facts reads
-    assert "ops.facts.update_workers_file(" in (ROOT / "plugins" / "action" / "workers_file.py").read_text()
+    assert "facts.update_workers_file(" in (ROOT / "plugins" / "action" / "workers_file.py").read_text()
     facts_imports = _imported_modules(ROOT / "plugins" / "plugin_utils" / "ops" / "facts.py")
     assert "tomllib" not in facts_imports
 

@@ -53,7 +53,8 @@ def test_standard_library_only():
     tree = ast.parse(Path(_maand_helper.__file__).read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"http", "json", "os", "shlex", "subprocess", "urllib", "pathlib"}
+    # and the error family's base: the collection's (..errors) or, staged, maand_errors.py beside it
+    assert imported <= {"http", "json", "os", "shlex", "subprocess", "urllib", "pathlib", "errors", "maand_errors"}
 
 
 def test_context_from_env(monkeypatch):

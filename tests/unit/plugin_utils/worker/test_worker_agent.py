@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from ansible_collections.maand.core.plugins.plugin_utils import errors as _errors
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent, sandbox as _sandbox
 
 MAKEFILE = ("start:\n\techo started >> data/s\nstop:\n\techo stopped >> data/s\n"
@@ -194,12 +195,14 @@ def test_job_playbook_start_leaves_no_pending_marker(root):
     assert not (root / "deploy/api.pending").exists()
 
 
-@pytest.mark.parametrize("module", [_agent, _sandbox], ids=["agent", "sandbox"])
+@pytest.mark.parametrize("module", [_agent, _sandbox, _errors], ids=["agent", "sandbox", "errors"])
 def test_python36_syntax_of_the_agent(module):
-    # the agent and its sandbox run on workers with Python >= 3.6: no f-strings with =, no walrus, no dataclasses
+    # the agent, its sandbox and the errors file beside them run on workers with Python >= 3.6: no f-strings
+    # with =, no walrus, no dataclasses, no `from __future__ import annotations` (3.7)
     import ast
     source = open(module.__file__.replace(".pyc", ".py")).read()
     tree = ast.parse(source, feature_version=(3, 6))
+    assert "annotations" not in {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
     assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "importlib.util", "json", "os", "pwd", "re", "shutil",
                      "signal", "socket", "stat", "struct", "subprocess", "sys", "tempfile", "threading", "time"}
