@@ -61,7 +61,7 @@ SPECS = {
     "deploy_finish": compose(BUCKET, plan=opt("dict", required=True), run_dir=opt("str", default=""),
                              release=opt("bool", default=True)),
     "deploy_job": compose(BUCKET_ID, COMMAND_LIMITS, job=opt("str", required=True), target=opt("str", required=True),
-                          version=opt("str", default="0.0.0")),
+                          version=opt("str", default="0.0.0"), run_id=opt("str", default="")),
     "deploy_lock": compose(BUCKET, state=opt("str", default="present", choices=["present", "absent"]),
                            adopt_bucket_id=opt("str", default=""), wait=opt("float", default=0)),
     "deploy_plan": compose(BUCKET, PLAY_HOSTS, jobs=opt("raw"), force=opt("bool", default=False),

@@ -168,6 +168,19 @@ class RunLog:
         out.append(self.end(worker, command, exit_code, seconds, began + seconds))
         self.append(worker, out)
 
+    def agent_op(self, worker: str, job: str, phase: str, outcome: Mapping[str, Any]) -> None:
+        """The make targets one worker agent op ran (its outcome's "commands": target, began, seconds, rc and
+        every line), each as one command of phase; a target that could not start ends with exit -1 and the
+        op's message on stderr."""
+        for entry in outcome.get("commands") or ():
+            lines = [tuple(item) for item in entry.get("lines") or ()]
+            rc = entry.get("rc")
+            if rc is None:
+                lines.append((None, "stderr", str(outcome.get("msg") or "the command did not run")))
+            target = str(entry.get("target") or "")
+            self.command(worker, Command(job, phase, target, "make %s" % target), float(entry.get("began") or 0),
+                         float(entry.get("seconds") or 0), -1 if rc is None else rc, lines)
+
     def live(self, worker: str, command: Command) -> "Live":
         """A command running now: begin written at once, then each line as it comes, then end."""
         return Live(self, worker, command)
@@ -179,13 +192,25 @@ class Live:
     def __init__(self, log: RunLog, worker: str, command: Command):
         self.log, self.worker, self.command = log, worker, command
         self.began = time.time()
+        self.problem = ""  # why a line could not be written (the command goes on: it must not block)
         log.append(worker, [log.begin(worker, command, self.began)])
 
+    def _write(self, line: str) -> None:
+        if self.problem:
+            return
+        try:
+            self.log.append(self.worker, [line])
+        except OSError as exc:
+            self.problem = str(exc)
+
     def line(self, stream: str, text: str) -> None:
-        self.log.append(self.worker, [self.log.stream(self.worker, self.command, stream, text)])
+        self._write(self.log.stream(self.worker, self.command, stream, text))
 
     def end(self, exit_code: Any) -> None:
-        self.log.append(self.worker, [self.log.end(self.worker, self.command, exit_code, time.time() - self.began)])
+        self._write(self.log.end(self.worker, self.command, exit_code, time.time() - self.began))
+
+
+LogCommand = Command  # the door's name (bucket/__init__.py)
 
 
 def _append(path: str, data: bytes) -> None:
