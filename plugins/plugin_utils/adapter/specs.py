@@ -92,7 +92,7 @@ SPECS = {
                            workers=opt("raw"), labels=opt("raw"), catalog_workers=str_list(default=[]),
                            hosts=str_list(default=[]), chosen=str_list(default=[]), batch=opt("raw"),
                            health_check_delay=opt("raw", default=10), answers=opt("dict", default={}),
-                           health=opt("dict", default={})),
+                           health=opt("dict", default={}), run_id=opt("str", default="")),
     "state": compose(BUCKET, to=opt("str", required=True), force=opt("bool", default=False)),
     "status": compose(BUCKET, JOBS_FILTER, answers=opt("dict", required=True), format=opt("str", default="table")),
     "status_worker": compose(jobs=str_list(default=[]), timeout=opt("int", default=60), slots=opt("int", default=4)),

@@ -30,7 +30,7 @@ import time
 from typing import Any, Protocol
 
 from .. import jobspec
-from ..bucket import runlog
+from ..bucket import LogCommand, RunLog, summarize
 from . import remote, rsync as _rsync, run
 
 
@@ -181,13 +181,13 @@ def write_log(call: AgentCall, request: dict, ops: dict, rsyncs: list, answer: d
     """The step's commands on this worker into the bucket logs (bucket/runlog.py, maand=deploy, the run's id),
     in the order they ran: the rsyncs (phase rsync), then the make targets of the ops; the lines leave the
     answer (results/ keeps the output tail only). Returns why the logs could not be written ("" when they were)."""
-    log = runlog.RunLog.open(call.bucket, "deploy", request.get("update_seq"), os.path.basename(call.run_dir))
+    log = RunLog.open(call.bucket, "deploy", request.get("update_seq"), os.path.basename(call.run_dir))
     try:
         for ids, argv, began, seconds, rc, stdout, stderr in rsyncs:
             jobs = sorted({ops[i]["job"] for i in ids if i in ops})
             lines = [(None, "stdout", l) for l in (stdout or "").splitlines()]
             lines += [(None, "stderr", l) for l in (stderr or "").splitlines() if not l.startswith("MAAND-")]
-            log.command(call.host, runlog.Command(",".join(jobs), "rsync", "rsync", runlog.summarize(argv)),
+            log.command(call.host, LogCommand(",".join(jobs), "rsync", "rsync", summarize(argv)),
                         began, seconds, -1 if rc is None else rc, lines)
         for outcome in (answer or {}).get("ops") or ():
             op = ops.get(outcome.get("id")) or {}

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 from .. import health
-from ..bucket import runlog
+from ..bucket import RunLog
 from ..catalog import catalog as _catalog
 from ..hooks import points
 from ..hooks.run import DEFAULT_TAIL, DEFAULT_TIMEOUT
@@ -74,9 +74,9 @@ class LazyConnections(Mapping):
         return len(list(iter(self)))
 
 
-def deploy_log(run: _run.RunContext) -> runlog.RunLog:
+def deploy_log(run: _run.RunContext) -> RunLog:
     """The run's bucket logs (bucket/runlog.py): maand=deploy, the run's id, its update_seq."""
-    return runlog.RunLog.open(run.bucket, "deploy", run.plan.get("update_seq"), run.run_dir.rstrip("/").rsplit("/", 1)[-1])
+    return RunLog.open(run.bucket, "deploy", run.plan.get("update_seq"), run.run_dir.rstrip("/").rsplit("/", 1)[-1])
 
 
 class StepCallbacks:

@@ -25,7 +25,7 @@ import threading
 from typing import Any, Callable, Iterable, Mapping
 
 from . import commands as _commands
-from ..bucket import runlog
+from ..bucket import LogCommand
 from ..kv import functions, store as _store
 from .runtime_api import RuntimeAPI
 
@@ -171,7 +171,7 @@ def _live(ctx: Context, target: _commands.Target, command: str, path: str) -> An
     if ctx.runlog is None:
         return None
     try:
-        return ctx.runlog.live(target.worker, runlog.Command(target.job, "job_command", command, path))
+        return ctx.runlog.live(target.worker, LogCommand(target.job, "job_command", command, path))
     except OSError as exc:
         ctx.log("the bucket logs could not be written: %s" % exc)
         ctx.runlog = None

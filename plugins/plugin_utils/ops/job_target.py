@@ -15,7 +15,7 @@ import dataclasses
 import os
 from typing import Any
 
-from ..bucket import runlog
+from ..bucket import RunLog
 from ..bucket.job_checks import target_problem
 from ..catalog import catalog as _catalog
 from .. import jobspec
@@ -107,7 +107,7 @@ def _log(req: TargetRequest, answer: dict) -> str:
     if not req.bucket:
         return ""
     try:
-        runlog.RunLog.open(req.bucket, "job", run_id=req.run_id).agent_op(req.host, req.job, "job_control", answer)
+        RunLog.open(req.bucket, "job", run_id=req.run_id).agent_op(req.host, req.job, "job_control", answer)
     except OSError as exc:
         return "the bucket logs (%s/logs) could not be written: %s" % (req.bucket, exc)
     finally:
