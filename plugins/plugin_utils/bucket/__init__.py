@@ -26,7 +26,8 @@ _DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "mod
          "group_name": "naming", "Report": "problems", "did_you_mean": "problems", "redact": "state_pg",
          "LockBusy": "locks", "DeployInProgress": "locks", "StateStoreError": "storage",
          "JOB_NAME": "model", "HOST_NAME": "model", "JOBS_DIR": "model",
-         "RunLog": "runlog", "LogCommand": "runlog", "summarize": "runlog"}  # the names build accepts (catalog_schema)
+         "RunLog": "runlog", "LogCommand": "runlog", "summarize": "runlog",
+         "parse_line": "runlog"}  # the names build accepts (catalog_schema)
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)
