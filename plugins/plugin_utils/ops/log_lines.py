@@ -24,8 +24,7 @@ import json
 import os
 import stat
 
-from ..bucket import parse_line
-from ..bucket.problems import did_you_mean
+from ..bucket import did_you_mean, parse_line
 from ..errors import MaandError
 
 FORMATS = ("raw", "human", "json")
