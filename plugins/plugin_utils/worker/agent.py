@@ -590,6 +590,7 @@ def do_status(step, op, out, label):
             out["running"] = False
         else:
             out["note"] = exc.msg
+    out.pop("commands", None)  # read-only: `make status` is not in the bucket logs (nor in maand's)
     out["changed"] = False
 
 
