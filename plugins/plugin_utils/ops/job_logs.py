@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 from ..bucket import did_you_mean
 from ..errors import MaandError
 from ..health import READ_NEWEST_LOG
+from ..worker import job_root
 
 DEFAULT_LINES = 50
 MAX_LINES = 10000
@@ -77,7 +78,7 @@ def select(catalog: Mapping[str, Any], job: str, workers: Sequence[str], lines: 
                                job, " on " + ", ".join(workers) if workers else "",
                                " among the play's hosts (--limit)" if held and not workers else "",
                                ", ".join(held) or "none"))
-    folder = "/opt/worker/%s/jobs/%s" % (catalog.get("bucket_id"), job)
+    folder = job_root(str(catalog.get("bucket_id")), job)
     return Chosen(tuple(hosts), ("python3", "-I", "-c", READ_NEWEST_LOG, str(count), folder), count)
 
 

@@ -32,8 +32,8 @@ def test_every_line_with_its_stream_and_time(root):
     out = run(root, "start")
     [cmd] = out["commands"]
     assert cmd["target"] == "start" and cmd["rc"] == 0 and cmd["seconds"] >= 0 and cmd["began"] > 1e9
-    assert sorted((s, t) for dummy, s, t in cmd["lines"]) == [("stderr", "err-1"), ("stdout", "out-1"),
-                                                                ("stdout", "out-2")]
+    got = sorted((s, t) for dummy, s, t in cmd["lines"])
+    assert got == [("stderr", "err-1"), ("stdout", "out-1"), ("stdout", "out-2")]
     assert all(when >= cmd["began"] for when, dummy, dummy2 in cmd["lines"])
     assert sorted(out["output_tail"]) == ["err-1", "out-1", "out-2"]
 
