@@ -161,10 +161,11 @@ class RunLog:
 
     def command(self, worker: str, command: Command, began: float, seconds: float, exit_code: Any,
                 lines: Iterable[tuple]) -> None:
-        """A command that already ran (on a worker, through the agent): begin, its lines ((when, stream, text),
-        when may be None), end, in one append."""
+        """A command that already ran (on a worker, through the agent): begin, its lines ((when, stream, text);
+        when None: stamped with the command's end), end, in one append."""
         out = [self.begin(worker, command, began)]
-        out += [self.stream(worker, command, stream, text, when) for when, stream, text in lines]
+        out += [self.stream(worker, command, stream, text, began + seconds if when is None else when)
+                for when, stream, text in lines]
         out.append(self.end(worker, command, exit_code, seconds, began + seconds))
         self.append(worker, out)
 

@@ -187,7 +187,7 @@ def write_log(call: AgentCall, request: dict, ops: dict, rsyncs: list, answer: d
             jobs = sorted({ops[i]["job"] for i in ids if i in ops})
             lines = [(None, "stdout", l) for l in (stdout or "").splitlines()]
             lines += [(None, "stderr", l) for l in (stderr or "").splitlines() if not l.startswith("MAAND-")]
-            log.command(call.host, LogCommand(",".join(jobs), "rsync", "rsync", summarize(argv)),
+            log.command(call.host, LogCommand(",".join(jobs), "rsync", "rsync", summarize([" ".join(argv)])),
                         began, seconds, -1 if rc is None else rc, lines)
         for outcome in (answer or {}).get("ops") or ():
             op = ops.get(outcome.get("id")) or {}

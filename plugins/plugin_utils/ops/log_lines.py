@@ -22,6 +22,7 @@ import datetime
 import errno
 import json
 import os
+import re
 import stat
 
 from ..bucket import did_you_mean, parse_line
@@ -29,6 +30,7 @@ from ..errors import MaandError
 
 FORMATS = ("raw", "human", "json")
 MAX_READ = 64 * 1024 * 1024  # the most of one log file read (its newest bytes)
+_DEPLOY_RUN = re.compile(r"^[0-9]{8}T[0-9]{6}")  # a deploy's run id (deploy/run.new_run_id): its start first
 
 
 class LogLinesError(MaandError):
@@ -189,8 +191,13 @@ def _header(f: dict) -> str:
     parts = [_human_time(f["ts"])] if f.get("ts") else []
     parts += [f["maand"]] if f.get("maand") else []
     parts += ["seq=" + f["seq"]] if f.get("seq") else []
-    parts += ["run=" + f["run"][:8]] if f.get("run") else []
+    parts += ["run=" + _short_run(f["run"])] if f.get("run") else []
     return "  ".join(parts)
+
+
+def _short_run(run: str) -> str:
+    """maand's shortRunID (a UUID's first 8 characters); a deploy's own run id (its start time first) whole."""
+    return run if _DEPLOY_RUN.match(run) else run[:8]
 
 
 def _target(f: dict) -> str:
