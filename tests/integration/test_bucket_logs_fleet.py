@@ -30,6 +30,10 @@ TARGET = """\t@mkdir -p logs data
 \t@echo "api warns on {name}" >&2
 \t@echo running > data/status
 """
+HELLO = """import os, sys
+print("hello from %s on %s" % (os.environ["ALLOCATION_IP"], os.environ["EVENT"]))
+print("hook warns", file=sys.stderr)
+"""
 MAKEFILE = (".PHONY: start stop restart reload status\n"
             + "".join("%s:\n%s" % (t, TARGET.format(name=t)) for t in ("start", "stop", "restart", "reload"))
             + "status:\n\t@cat data/status\n")
@@ -52,7 +56,8 @@ class Env(deploy_env.Env):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(3)
     bucket = fleet_bucket(tmp_path_factory.mktemp("bucketlogs") / "bucket", fleet.state_dir)
-    add_job(bucket, "api", makefile=MAKEFILE)
+    add_job(bucket, "api", makefile=MAKEFILE, files={"_modules/command_hello.py": HELLO},
+            commands={"command_hello": {"executed_on": ["cli", "post_deploy"]}})
     return Env(fleet, bucket)
 
 
@@ -74,12 +79,17 @@ def test_01_a_deploy_writes_maands_logs_per_worker_and_per_run_in_kv(env):
         assert all(f["run"] == run_id and f["maand"] == "deploy" and f["worker"] == host and f["seq"] == "1"
                    for f in fields), lines
         begins = [(f["phase"], f["action"], f["job"]) for f in fields if f.get("event") == "command_begin"]
-        assert begins == [("rsync", "rsync", "api"), ("rollout", "start", "api")], lines
+        assert begins == [("rsync", "rsync", "api"), ("rollout", "start", "api"),
+                          ("job_command", "command_hello", "api")], lines  # the post_deploy hook
         start = [f for f in fields if f.get("phase") == "rollout"]
         assert start[0]["cmd"] == "make start" and start[-1]["event"] == "command_end" and start[-1]["exit"] == "0"
         assert {"stream": "stdout", "msg": "api start 1.0.0"}.items() <= start[1].items(), start
         assert {"stream": "stderr", "msg": "api warns on start"}.items() <= start[2].items(), start
         assert int(start[-1]["duration_ms"]) >= 0
+        hook = [(f.get("event"), f.get("stream"), f.get("msg")) for f in fields if f.get("phase") == "job_command"]
+        assert sorted(hook, key=str) == sorted([("command_begin", None, None), ("command_end", None, None),
+                                                (None, "stdout", "hello from %s on post_deploy" % host),
+                                                (None, "stderr", "hook warns")], key=str), hook
     assert not (env.bucket / "logs" / "maand.log").exists()
 
 
@@ -99,7 +109,7 @@ def test_03_logs_reads_them_back_with_maands_filters(env):
 
     rc, out = env.play("logs", "-e", "maand_event=command_end", "-e", "maand_jobs=api")
     ends = printed(out)
-    assert len(ends) == 2 * len(env.hosts) and all("event=command_end" in l for l in ends), out
+    assert len(ends) == 3 * len(env.hosts) and all("event=command_end" in l for l in ends), out  # rsync, start, hook
 
     rc, out = env.play("logs", "-e", "maand_tail=1", "-e", "maand_workers=%s" % second)
     assert printed(out) == env.log("%s.log" % second)[-1:], out
@@ -152,6 +162,14 @@ def test_04_log_format_json_for_the_job_verb_and_run_command(env):
             ("command_begin", None, None), (None, "stdout", "hello from %s" % host), (None, "stderr", "oops"),
             ("command_end", None, None)], got
         assert got[-1]["exit"] == "3" and got[0]["action"] == "ssh" and got[0]["maand"] == "run_command"
+
+
+def test_04b_a_job_command_writes_its_lines_under_each_allocations_worker(env):
+    env.play("job_command", "-e", "maand_command=command_hello", "-e", "maand_job=api")
+    data = env.json_of("logs", "-e", "maand_phase=job_command", "-e", "maand_tail=%d" % (4 * len(env.hosts)))
+    got = [l for l in data["lines"] if l["maand"] == "jobcommand"]
+    assert {l["worker"] for l in got} == set(env.hosts) and {l["action"] for l in got} == {"command_hello"}, got
+    assert {l["msg"] for l in got if l.get("stream") == "stdout"} == {"hello from %s on cli" % h for h in env.hosts}
 
 
 def test_05_an_unknown_log_format_is_refused_by_the_build(env):
