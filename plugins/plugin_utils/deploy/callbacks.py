@@ -142,7 +142,7 @@ class StepCallbacks:
             self._session.runlog = deploy_log(self.run)  # the hooks' lines in the bucket logs (maand=deploy)
         return self._session
 
-    def pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
+    def _pre_deploy(self, info: PreDeploy, job: str) -> list[str]:
         problems = points.pre_deploy(self.session(), [job]).get(job, [])
         order = points.rollout_orders(self.run.bucket, [job]).get(job)
         if not problems and order != info.rollout_orders.get(job):
