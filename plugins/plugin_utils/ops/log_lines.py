@@ -107,6 +107,8 @@ def resolve_run(logs: str, run: str) -> str:
         return runs[-1]
     if run in runs:
         return run
+    if "/" in run:
+        raise LogLinesError("maand_run: %r is not a run id; give a run id, a prefix of one, or last" % run)
     matches = [r for r in runs if r.startswith(run)]
     if len(matches) == 1:
         return matches[0]
@@ -122,6 +124,10 @@ def paths(bucket: str, filters: Filters) -> tuple[str, list[str]]:
     logs = os.path.join(bucket, "logs")
     folder = os.path.join(logs, "runs", resolve_run(logs, filters.run)) if filters.run else logs
     if filters.workers:
+        bad = [w for w in filters.workers if "/" in w or w.startswith(".")]
+        if bad:
+            raise LogLinesError("maand_workers: %s is not a worker (a worker's log is logs/<worker>.log); name the "
+                                "workers as workers.json does" % ", ".join(bad))
         return folder, ["%s.log" % w for w in filters.workers]
     fd = _open_dir(folder)
     if fd is None:

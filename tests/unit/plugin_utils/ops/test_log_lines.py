@@ -102,6 +102,15 @@ def test_a_symlinked_log_file_is_refused_not_followed(tmp_path):
         log_lines.show(bucket, F())
 
 
+def test_a_worker_or_run_that_leaves_the_folder_is_refused(tmp_path):
+    bucket = _bucket(tmp_path, {"10.0.0.1.log": "ts=1 event=x\n"})
+    with pytest.raises(log_lines.LogLinesError, match="is not a worker"):
+        log_lines.show(bucket, F(workers=("../../etc/passwd",)))
+    (tmp_path / "logs" / "runs" / "r1").mkdir(parents=True)
+    with pytest.raises(log_lines.LogLinesError, match="is not a run id"):
+        log_lines.show(bucket, F(run="../r1"))
+
+
 def test_no_log_files_is_an_error_naming_who_writes_them(tmp_path):
     with pytest.raises(log_lines.LogLinesError, match="no log files matched"):
         log_lines.show(str(tmp_path), F())
