@@ -85,9 +85,17 @@ def encode(log_format: str, fields: Mapping[str, str]) -> str:
     return json_line(fields) if FORMATS.get(log_format) == "json" else kv_line(fields)
 
 
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*\Z")  # a worker or a run id: never a path
+
+
 def file_name(worker: str) -> str:
-    """maand's workerLogFileName: <worker_ip>.log, or maand.log for bucket-local lines."""
-    return "%s.log" % worker if worker and worker != "-" else BUCKET_FILE
+    """maand's workerLogFileName: <worker_ip>.log, or maand.log for bucket-local lines (OSError for a worker
+    that is not a name: a log never lands outside logs/)."""
+    if not worker or worker == "-":
+        return BUCKET_FILE
+    if not _NAME.match(worker):
+        raise OSError("%r is not a worker name; its lines were not written" % (worker,))
+    return "%s.log" % worker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +130,9 @@ class RunLog:
             seq = int(seq or 0)
         except (TypeError, ValueError):
             seq = 0
-        return cls(bucket, run_id or str(uuid.uuid4()), maand, seq, FORMATS.get(log_format, "kv"))
+        if not (run_id and _NAME.match(run_id)):
+            run_id = str(uuid.uuid4())
+        return cls(bucket, run_id, maand, seq, FORMATS.get(log_format, "kv"))
 
     def base(self, worker: str, when: float | None = None) -> dict:
         """maand's baseLogFields."""

@@ -156,3 +156,10 @@ def test_build_refuses_an_unknown_log_format(tmp_path, value, ok):
     if not ok:
         assert "maand.conf" in text and 'set log_format = \\"kv\\" or \\"json\\"' in text or \
             'set log_format = "kv" or "json"' in text, text
+
+
+def test_names_never_leave_logs(tmp_path):
+    log = runlog.RunLog.open(str(tmp_path), "deploy", run_id="../../escape", log_format="kv")
+    assert re.match(r"^[0-9a-f-]{36}$", log.run_id)
+    with pytest.raises(OSError, match="not a worker name"):
+        log.event("../x", "deploy_skip", job="a")
