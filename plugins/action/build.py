@@ -35,6 +35,7 @@ class ActionModule(ControllerAction):
                                adapter.int_var(self._templar, task_vars, "maand_hook_timeout", hooks.DEFAULT_TIMEOUT),
                                adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", hooks.DEFAULT_TAIL),
                                log=lambda msg: display.display("hook: " + msg)) as ctx:
+                ctx.runlog = bucket.RunLog.open(bucket_dir, "build")  # the hooks' lines in the bucket logs
                 return hooks.post_build(ctx)
         except OSError as exc:
             return ["post_build: cannot run the job commands: %s" % exc]

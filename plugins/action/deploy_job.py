@@ -22,6 +22,6 @@ class ActionModule(MaandAction):
             bucket=task_vars.get("maand_bucket_dir"),
             spec=((task_vars.get("maand_catalog_jobs") or {}).get(args["job"]) or {}).get("spec"),
             timeout=args["timeout"], tail=args["tail"], check_mode=bool(self._task.check_mode),
-            python=self.worker_python(task_vars))
+            python=self.worker_python(task_vars), run_id=args["run_id"])
         result.update(ops.job_target.run(request, self))  # first contact installs the agent
         return result

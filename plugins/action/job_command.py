@@ -9,6 +9,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
 from ansible_collections.maand.core.plugins.plugin_utils import hooks
 
 display = Display()
@@ -28,9 +29,12 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result.update(msg="check mode: job_control of %s not run" % args["job"])
             return result
+        log = _bucket.RunLog.open(bucket, "job")
+        result["run_id"] = log.run_id
         try:
             with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
                                      args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
+                ctx.runlog = log  # maand's job control: the make targets of maand.core.job share its run id
                 handled, failures = hooks.job_control_target(ctx, args["job"], args["target"], args["workers"])
         except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))
@@ -58,6 +62,7 @@ class ActionModule(ControllerAction):
         try:
             with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
                                      args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
+                ctx.runlog = _bucket.RunLog.open(bucket, "jobcommand")  # the hooks' lines in the bucket logs
                 jobs, failures = hooks.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
         except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))

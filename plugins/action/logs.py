@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Past deploy runs from their records, as maand's `maand logs show` (docs: plugins/modules/logs.py). Read-only."""
+"""The bucket logs with maand's filters, or the past deploy runs from their records, as maand's `maand logs show`
+(docs: plugins/modules/logs.py). Read-only."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ class ActionModule(ControllerAction):
 
     def act(self, result, args, task_vars):
         request = ops.logs.Request(run=args["run"].strip(), jobs=ops.cat.split_names(args["jobs"]),
-                                   workers=ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"])
+                                   workers=ops.cat.split_names(args["workers"]), limit=args["limit"], format=args["format"],
+                                   phase=args["phase"].strip(), event=args["event"].strip(), tail=args["tail"])
         try:
             shown = ops.logs.logs(args["bucket"], request)
         except ops.logs.LogsError as exc:
@@ -29,6 +31,9 @@ class ActionModule(ControllerAction):
             return result
         for line in shown.lines:
             display.display(line)
+        if request.of_lines():
+            result.update(changed=False, bucket=args["bucket"], msg=shown.msg, lines=shown.data["lines"])
+            return result
         result.update(changed=False, bucket=args["bucket"], msg=shown.msg,
                       **({"run": shown.data} if request.run else {"runs": shown.data["runs"]}))
         return result

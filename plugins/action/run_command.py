@@ -11,6 +11,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
@@ -54,7 +55,8 @@ class ActionModule(ControllerAction):
         chosen = ops.run_command.select(workers, args["hosts"], ops.run_command.split_names(args["workers"]),
                                         ops.run_command.split_names(args["labels"]))
         cut = ops.run_command.batches(chosen, size)
-        result.update(hosts=chosen, script=command.script, label=command.label, batch=size, batches=cut,
+        run_id = bucket.RunLog.open(args["bucket"] or ".", "run_command").run_id  # the bucket logs' run (maand's UUID)
+        result.update(run_id=run_id, hosts=chosen, script=command.script, label=command.label, batch=size, batches=cut,
                       health_check_delay=delay, health_hosts=list(args["hosts"]),
                       msg="running %s on %s%s" % (command.label, ", ".join(chosen), "" if len(cut) < 2 else
                                                   " in %d batches of %d" % (len(cut), size)))
@@ -68,6 +70,9 @@ class ActionModule(ControllerAction):
         batch = ops.run_command.locate(args["chosen"] or args["hosts"], args["hosts"], _size(args))
         outcomes = [ops.run_command.outcome(h, args["answers"].get(h)) for h in batch.hosts]
         lines, problems = ops.run_command.report(outcomes, args["label"] or "the command", batch)
+        warning = self._log(args, batch.hosts)
+        if warning:
+            result.setdefault("warnings", []).append(warning)
         display.display("\n".join(lines))
         result.update(changed=any(o.status != "not run" for o in outcomes), lines=lines, problems=problems,
                       outcomes=[o.__dict__ for o in outcomes], batch_number=batch.number, batch_total=batch.total)
@@ -78,6 +83,19 @@ class ActionModule(ControllerAction):
         else:
             result["msg"] = lines[-1]
         return result
+
+    def _log(self, args, hosts):
+        """Each worker's run in the bucket logs (maand: maand=run_command, phase run_command, action ssh); "" or
+        why they could not be written."""
+        if not args["bucket"] or not args["run_id"]:
+            return ""
+        log = bucket.RunLog.open(args["bucket"], "run_command", run_id=args["run_id"])
+        try:
+            for host in hosts:
+                ops.run_command.log_outcome(log, host, args["answers"].get(host), args["label"])
+        except OSError as exc:
+            return "the bucket logs (%s/logs) could not be written: %s" % (args["bucket"], exc)
+        return ""
 
     def _health(self, result, args, task_vars):
         """The verdict of the health check that ran after this batch (maand.core.health_check's result)."""

@@ -45,7 +45,7 @@ options:
   strict:
     description:
       - Make every build warning about something maand.core does not honour yet (C(_prometheus/) assembly,
-        C(log_format), unknown keys, ...) an error.
+        unknown keys, ...) an error.
       - When not set, the extra variable C(maand_strict) is used (default false).
     type: bool
   purge_job_kv:

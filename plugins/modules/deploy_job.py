@@ -32,6 +32,13 @@ options:
     description: The job version passed as CURRENT_VERSION and NEW_VERSION.
     type: str
     default: 0.0.0
+  run_id:
+    description:
+      - "The run the target belongs to in the bucket logs (C(logs/<worker>.log), C(logs/runs/<run_id>/), as maand
+        writes them with C(maand=job), C(phase=job_control)); the playbook passes the one its job_control task chose,
+        so every worker's lines share it. Empty, a run of its own."
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full

@@ -81,4 +81,9 @@ handled:
   description: With O(event=job_control), whether the job has job_control commands (and they ran instead of make).
   returned: always
   type: bool
+run_id:
+  description: With O(event=job_control), the run id of these lines in the bucket logs (C(logs/runs/<run_id>/)),
+    which the make targets of C(maand.core.job) share.
+  returned: with O(event=job_control), when not in check mode
+  type: str
 """

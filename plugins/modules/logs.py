@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: logs
-short_description: List past deploy runs of a maand bucket, or show one (maand logs show)
+short_description: Show a maand bucket's logs with maand's filters, or its past deploy runs (maand logs show)
 version_added: 1.0.0
 description:
   - Runs on the controller (an action plugin; no connection is opened). Read-only.
@@ -17,6 +17,15 @@ description:
     tree hash shipped, the versions and the gate and make-target seconds. The store keeps the newest 50."
   - Without O(run), one line per kept run (newest last); with O(run), that run in full.
   - A job, worker or run no kept record knows fails with the known names and a "did you mean".
+  - "The bucket logs, as maand writes them: C(logs/<worker_ip>.log) (every command aimed at a worker),
+    C(logs/maand.log) (job-level events, C(worker=-)) and C(logs/runs/<run_id>/) (one run), written by deploy
+    (make targets through the agent, rsync, hooks, C(deploy_skip) and C(reconcile_skip_stop)), run_command, job,
+    job_command, health_check and build: C(command_begin), one C(stream=stdout|stderr msg=...) line per output line,
+    C(command_end) with C(exit) and C(duration_ms), in maand.conf's C(log_format) (C(kv), the default, or C(json))."
+  - "They are shown instead of the runs when O(format) is C(raw) (the lines as stored) or C(human) (maand's grouped
+    view: one block per command), or when O(phase), O(event) or O(tail) is given (then C(json) gives the parsed
+    lines). O(workers), O(jobs) and O(run) filter them as maand's C(--worker), C(--job) and C(--run) (a prefix
+    matches; O(run) reads C(logs/runs/<run>/), C(last) the newest). A symlink in C(logs/) is refused, never followed."
 author:
   - maand.core developers (@maand-sh)
 options:
@@ -38,13 +47,33 @@ options:
     description: The list shows the newest this many runs; C(0) shows every kept run.
     type: int
     default: 20
-  format:  # description, type and default: maand.core.output
-    choices: [table, json]
+  format:
+    description:
+      - C(table) (the runs, for people) or C(json) (for scripts); C(raw) or C(human) show the bucket logs. Empty,
+        C(table) for the runs and C(raw) for the bucket logs. The playbook's C(-e maand_format).
+    type: str
+    default: ""
+    choices: ["", table, json, raw, human]
+  phase:
+    description: Only the log lines of this phase (C(reconcile), C(rsync), C(rollout), C(job_command),
+      C(run_command), C(job_control)); shows the bucket logs.
+    type: str
+    default: ""
+  event:
+    description: Only the log lines of this event (C(command_begin), C(command_end), C(deploy_skip),
+      C(reconcile_skip_stop)); shows the bucket logs.
+    type: str
+    default: ""
+  tail:
+    description: The last this many matching lines (C(human) - command blocks); C(0) all. Shows the bucket logs.
+    type: int
+    default: 0
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.bucket.cwd,
-                                 maand.core.controller, maand.core.output]
+                                 maand.core.controller]
 notes:
   - "The playbook C(maand.core.logs) runs this module with C(-e maand_run=RUN), C(-e maand_jobs=a,b),
-    C(-e maand_workers=10.0.0.1), C(-e maand_limit=N) and C(-e maand_format=json)."
+    C(-e maand_workers=10.0.0.1), C(-e maand_limit=N), C(-e maand_format=json), C(-e maand_phase=rollout),
+    C(-e maand_event=command_end) and C(-e maand_tail=N)."
   - maand keeps every line of every command under C(logs/); these records keep what each deploy did, not the
     output of its make targets (a failed target's output tail is in the deploy's own output and problems).
 seealso:
@@ -53,6 +82,21 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: The make targets the last deploy ran on one worker, grouped as maand's logs show --format human
+  maand.core.logs:
+    bucket: /srv/bucket
+    run: last
+    workers: [10.0.0.1]
+    phase: rollout
+    format: human
+
+- name: The last 20 command_end lines of job api
+  maand.core.logs:
+    bucket: /srv/bucket
+    jobs: [api]
+    event: command_end
+    tail: 20
+
 - name: The past deploy runs
   maand.core.logs:
     bucket: /srv/bucket
@@ -66,6 +110,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+lines:
+  description: With the bucket logs, the matching lines, each parsed into its fields (ts, level, event, run,
+    maand, seq, worker, job, phase, action, cmd, stream, exit, duration_ms, reason, msg, ...; all strings).
+  returned: success, showing the bucket logs
+  type: list
+  elements: dict
 runs:
   description: Without O(run), the listed runs (each record without its allocation rows).
   returned: success and O(run) is empty

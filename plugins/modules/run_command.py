@@ -35,8 +35,14 @@ options:
     type: str
     default: ""
   bucket:
-    description: The bucket folder, where C(workspace/command.sh) is read (select step).
+    description: "The bucket folder, where C(workspace/command.sh) is read (select step) and where the report step
+      appends each worker's run to the bucket logs (C(logs/<worker>.log), C(logs/runs/<run_id>/), as maand does,
+      with C(maand=run_command), C(phase=run_command), C(action=ssh), in maand.conf's C(log_format))."
     type: path
+  run_id:
+    description: The run's id in the bucket logs (report step; the select step's RV(run_id)).
+    type: str
+    default: ""
   workers:
     description: Only these workers (their workers.json C(host)), a list or a comma-separated string.
     type: raw
@@ -99,6 +105,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+run_id:
+  description: The select step's run id for the bucket logs (a UUID, as maand's), which every batch's report uses.
+  returned: select step
+  type: str
 hosts:
   description: The chosen workers, in order (select step).
   returned: success

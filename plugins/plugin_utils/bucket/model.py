@@ -24,7 +24,7 @@ import tomllib
 from typing import Any, Optional
 
 from . import job_checks
-from . import readers, schemas, state_pg, storage
+from . import readers, runlog, schemas, state_pg, storage
 from .units import ARCHES, normalize_arch
 from .problems import Report, did_you_mean
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
@@ -44,9 +44,9 @@ MAAND_CONF_DEFAULTS = {
     "certs_renewal_buffer": 0,
     "job_config_selector": "",
 }
-MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url"}
-# maand keys that maand.core reads but does not act on
-MAAND_CONF_UNHONOURED = {"log_format": "log_format is not used: maand.core logs through Ansible's output"}
+MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url", "log_format"}
+# maand keys that maand.core reads but does not act on (none now: log_format is honoured, bucket/runlog.py)
+MAAND_CONF_UNHONOURED = {}
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
 
 # Job names become directory names on workers, group names and shell arguments: keep them plain.
@@ -277,6 +277,10 @@ def load_maand_conf(bucket, report):
             report.error("ErrInvalidMaandConf", MAAND_CONF, key, "expected %s, got %s %s" % (
                 what, _toml_type(conf[key]), _short(conf[key])), "set %s to %s" % (key, what))
             conf.pop(key)
+    if "log_format" in conf and runlog.format_problem(conf["log_format"]):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, "log_format", runlog.format_problem(conf["log_format"]),
+                     "set log_format = \"kv\" or \"json\" in maand.conf, or remove it (kv)")
+        conf.pop("log_format")
     if isinstance(conf.get("ssh_port"), int) and conf["ssh_port"] <= 0:
         conf["ssh_port"] = 22  # maand (bucket/config.go SSHPort): ssh_port <= 0 means 22; `maand init` writes 0
     if isinstance(conf.get("ssh_port"), int) and not 0 < conf["ssh_port"] < 65536:

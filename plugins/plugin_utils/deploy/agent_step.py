@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from typing import Any, Protocol
 
 from .. import jobspec
+from ..bucket import LogCommand, RunLog, summarize
 from . import remote, rsync as _rsync, run
 
 
@@ -74,6 +76,7 @@ class Applied:
     reason: str | None = None
     changed: bool = False
     skipped: bool = False
+    log_problem: str = ""
 
     def bad(self) -> list:
         """The ops and promotions that failed."""
@@ -91,8 +94,11 @@ class Applied:
         ops = self.answer.get("ops") or []
         bad = self.bad()
         changed = self.changed or any(o.get("changed") for o in ops) or bool(self.answer.get("promotions"))
-        return {"changed": changed, "failed": False, "ops": [o.get("id") for o in ops],
-                "msg": "%d operation(s) failed (reported by the next step)" % len(bad) if bad else "ok"}
+        out = {"changed": changed, "failed": False, "ops": [o.get("id") for o in ops],
+               "msg": "%d operation(s) failed (reported by the next step)" % len(bad) if bad else "ok"}
+        if self.log_problem:
+            out["warnings"] = [self.log_problem]
+        return out
 
 
 def expanded_ops(ops: list, outcomes: list) -> list:
@@ -125,6 +131,8 @@ def apply(call: AgentCall, transport: Transport) -> Applied:
         return Applied(call.host, key, skipped=True)
     outcomes = []
     answer, reason, changed = None, None, False
+    ops = {op["id"]: op for op in request["ops"]}
+    transport = _Timed(transport)
     try:
         request["ops"] = expanded_ops(request["ops"], outcomes)
         changed, answer, reason = _sync(call, transport, request, outcomes)
@@ -141,8 +149,55 @@ def apply(call: AgentCall, transport: Transport) -> Applied:
     if answer is not None:
         answer.setdefault("ops", [])
         answer["ops"] = outcomes + answer["ops"]
+    problem = write_log(call, request, ops, transport.rsyncs, answer)
     done(call.run_dir, key, call.host, answer, reason)
-    return Applied(call.host, key, answer, reason, changed)
+    return Applied(call.host, key, answer, reason, changed, log_problem=problem)
+
+
+class _Timed:
+    """The transport, keeping each rsync it ran (argv, began, seconds, rc, stdout, stderr) for the bucket logs."""
+
+    def __init__(self, inner):
+        self.inner, self.rsyncs, self.ids = inner, [], []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def rsync(self, argv, stdin=None, timeout=None):
+        began = time.time()
+        rc, stdout, stderr = self.inner.rsync(argv, stdin, timeout) if stdin is not None else \
+            self.inner.rsync(argv, timeout=timeout)
+        self.rsyncs.append((self.ids, argv, began, time.time() - began, rc, stdout, stderr))
+        return rc, stdout, stderr
+
+
+def phase_of(op: dict) -> str:
+    """maand's phase of a deploy op's make target: stops of disabled and removed allocations reconcile, the
+    rest (start, restart, reload, a rollback's) roll out."""
+    return "reconcile" if op.get("kind") in ("stop", "remove") else "rollout"
+
+
+def write_log(call: AgentCall, request: dict, ops: dict, rsyncs: list, answer: dict | None) -> str:
+    """The step's commands on this worker into the bucket logs (bucket/runlog.py, maand=deploy, the run's id),
+    in the order they ran: the rsyncs (phase rsync), then the make targets of the ops; the lines leave the
+    answer (results/ keeps the output tail only). Returns why the logs could not be written ("" when they were)."""
+    log = RunLog.open(call.bucket, "deploy", request.get("update_seq"), os.path.basename(call.run_dir))
+    try:
+        for ids, argv, began, seconds, rc, stdout, stderr in rsyncs:
+            jobs = sorted({ops[i]["job"] for i in ids if i in ops})
+            lines = [(None, "stdout", l) for l in (stdout or "").splitlines()]
+            lines += [(None, "stderr", l) for l in (stderr or "").splitlines() if not l.startswith("MAAND-")]
+            log.command(call.host, LogCommand(",".join(jobs), "rsync", "rsync", summarize([" ".join(argv)])),
+                        began, seconds, -1 if rc is None else rc, lines)
+        for outcome in (answer or {}).get("ops") or ():
+            op = ops.get(outcome.get("id")) or {}
+            log.agent_op(call.host, op.get("job") or "", phase_of(op), outcome)
+    except OSError as exc:
+        return "the bucket logs (%s/logs) could not be written: %s" % (call.bucket, exc)
+    finally:
+        for outcome in (answer or {}).get("ops") or ():
+            outcome.pop("commands", None)
+    return ""
 
 
 def _sync(call, transport, request, outcomes):
@@ -160,6 +215,7 @@ def _sync(call, transport, request, outcomes):
     shipped = {op["id"] for op in syncs if op["kind"] == "files"}
     changed, failed = False, set()
     for pos, (ids, argv) in enumerate(cmds):
+        transport.ids = ids  # the bucket logs name the jobs of each rsync (_Timed)
         rest = [op for op in request["ops"] if op["id"] not in failed and op["id"] not in shipped]
         if pos == len(cmds) - 1 and (rest or request["promote"]):
             folded = _folded(call, transport, dict(request, ops=rest), argv, sudo)

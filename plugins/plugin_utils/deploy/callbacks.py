@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterator
 
 from .. import health
+from ..bucket import RunLog
 from ..catalog import catalog as _catalog
 from ..hooks import points
 from ..hooks.run import DEFAULT_TAIL, DEFAULT_TIMEOUT
@@ -74,6 +75,11 @@ class LazyConnections(Mapping):
 
     def __len__(self):
         return len(list(iter(self)))
+
+
+def deploy_log(run: _run.RunContext) -> RunLog:
+    """The run's bucket logs (bucket/runlog.py): maand=deploy, the run's id, its update_seq."""
+    return RunLog.open(run.bucket, "deploy", run.plan.get("update_seq"), run.run_dir.rstrip("/").rsplit("/", 1)[-1])
 
 
 class StepCallbacks:
@@ -145,6 +151,7 @@ class StepCallbacks:
                 self.run.bucket, self.run.catalog or {}, self.ctl.connections(),
                 int(self.ctl.hook_timeout or DEFAULT_TIMEOUT), int(self.ctl.output_tail or DEFAULT_TAIL),
                 points.plan_versions(self.run.plan), self._hook_log))
+            self._session.runlog = deploy_log(self.run)  # the hooks' lines in the bucket logs (maand=deploy)
         return self._session
 
     def _pre_deploy(self, info: PreDeploy, job: str) -> list[str]:

@@ -402,7 +402,7 @@ def advance(run, key, callbacks):
         requests = run_state.requests_for_step(state, step)
         for host, request in requests.items():
             _write_json(request_path(run.run_dir, key, host),
-                        dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key))
+                        dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key, update_seq=plan.get("update_seq")))
     except BaseException:
         if kept is not None:
             save_state(run.run_dir, kept)

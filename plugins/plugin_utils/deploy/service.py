@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from .. import jobspec
-from ..bucket import locks
+from ..bucket import RunLog, locks
 from ..catalog import catalog as _catalog, fingerprint, maand_db, prune
 from .. import hooks
 from ..hooks import commands, points
@@ -347,7 +347,7 @@ def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
                                 req.slots)
 
 
-def _new_run(req, plan, staging):
+def _new_run(req, plan, staging, ctl):
     """(run_dir, segments): the trees that sync staged (data/.deploy-stage/<host>/<job>), the run folder."""
     try:
         staging.stage_plan(req.bucket, plan)
@@ -358,8 +358,28 @@ def _new_run(req, plan, staging):
         run_dir = run.new_run(req.bucket, plan)
     except (OSError, run.RunError) as exc:
         raise _Refused("cannot create the deploy run folder under %s/data: %s" % (req.bucket, exc)) from None
+    _log_plan(req.bucket, plan, run_dir, ctl.warn)
     factor = int(os.environ.get(WIDE_FACTOR_ENV) or run.WIDE_FACTOR)
     return run_dir, run.segments(plan, len(req.hosts), factor)
+
+
+def _log_plan(bucket, plan, run_dir, warn):
+    """maand's plan events in the bucket logs (bucket/runlog.py, maand=deploy): deploy_skip (worker=-) for a job
+    with nothing to do on any allocation (reason already_promoted), reconcile_skip_stop for a disabled or removed
+    allocation with nothing to stop (reason not_deployed)."""
+    log = RunLog.open(bucket, "deploy", plan.get("update_seq"), os.path.basename(run_dir))
+    rows = plan.get("rows") or []
+    try:
+        for job in sorted({r["job"] for r in rows}):
+            mine = [r for r in rows if r["job"] == job]
+            if all(r["action"] == "skip" and r.get("state") == "active" for r in mine):
+                log.event("", "deploy_skip", job=job, reason="already_promoted")
+        for r in rows:
+            if r["action"] == "skip" and r.get("state") in ("disabled", "removed"):
+                log.event(r["worker"], "reconcile_skip_stop", job=r["job"], reason="not_deployed",
+                          removed=str(r["state"] == "removed").lower(), disabled=str(r["state"] == "disabled").lower())
+    except OSError as exc:
+        warn("the bucket logs (%s/logs) could not be written: %s" % (bucket, exc))
 
 
 def _prepare(req, ctl):
@@ -381,7 +401,7 @@ def _prepare(req, ctl):
     typed = _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl)
     plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
     work = plan["has_work"] or bool(plan["prune"])
-    run_dir, segments = _new_run(req, plan, staging) if not req.check_mode else ("", [])
+    run_dir, segments = _new_run(req, plan, staging, ctl) if not req.check_mode else ("", [])
     summary = view.plan_summary(plan)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=typed.plan_hash,

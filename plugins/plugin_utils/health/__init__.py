@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from .probes import (PROBES, STATUS_TIMEOUT, Agent, Trust, by_address, describe, http_probe, probe, prober,
                      ssh_argv, ssh_probe, ssh_remote, status_probe, tcp_probe)
-from .tails import collect_tails, failure_notes, status_command
+from .tails import READ_NEWEST_LOG, collect_tails, failure_notes, status_command
 from .waiter import Budget, Pending, Waited, Waiter
 from .watch import (NOT_RUNNING, STATUS_PARALLEL, STATUS_SPACING, STATUS_STRIKES, StatusConfirm, StatusWatch,
                     ask_status, in_background, not_running, status_checker)
 
 __all__ = [
-    "Agent", "Budget", "NOT_RUNNING", "PROBES", "Pending", "STATUS_PARALLEL", "STATUS_SPACING", "STATUS_STRIKES",
-    "STATUS_TIMEOUT", "StatusConfirm", "StatusWatch", "Trust", "Waited", "Waiter", "ask_status", "by_address",
-    "collect_tails", "describe", "failure_notes", "http_probe", "in_background", "not_running", "probe", "prober",
-    "ssh_argv", "ssh_probe", "ssh_remote", "status_checker", "status_command", "status_probe", "tcp_probe",
+    "Agent", "Budget", "NOT_RUNNING", "PROBES", "Pending", "READ_NEWEST_LOG", "STATUS_PARALLEL", "STATUS_SPACING",
+    "STATUS_STRIKES", "STATUS_TIMEOUT", "StatusConfirm", "StatusWatch", "Trust", "Waited", "Waiter", "ask_status",
+    "by_address", "collect_tails", "describe", "failure_notes", "http_probe", "in_background", "not_running", "probe",
+    "prober", "ssh_argv", "ssh_probe", "ssh_remote", "status_checker", "status_command", "status_probe", "tcp_probe",
 ]

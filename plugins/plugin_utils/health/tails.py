@@ -19,9 +19,16 @@ from .watch import NOT_RUNNING
 # step: logs/ opened O_DIRECTORY|O_NOFOLLOW, the entry O_NOFOLLOW relative to it, then fstat'ed (a regular
 # file with one link only), so a link the job's user swaps in between a check and the read is never followed
 # (security review 4, L4). Python 3 is on every worker (the deploy agent runs on it); -I: no cwd on sys.path.
+# argv: the number of lines, then (maand.core.job_logs) the job folder to read logs/ in (else the cwd).
 READ_NEWEST_LOG = r"""
 import errno, os, stat, sys
 n = int(sys.argv[1])
+if len(sys.argv) > 2:
+    try:
+        os.chdir(sys.argv[2])
+    except OSError:
+        print("--- no job folder %s" % sys.argv[2])
+        sys.exit(0)
 try:
     d = os.open("logs", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
 except OSError:

@@ -14,16 +14,18 @@ timeout (killed), cannot start, or had a KV write refused by the runtime API.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import json
 import os
 import signal
 import subprocess
-import tempfile
+import threading
 from typing import Any, Callable, Iterable, Mapping
 
 from . import commands as _commands
+from ..bucket import LogCommand
 from ..kv import functions, store as _store
 from .runtime_api import RuntimeAPI
 
@@ -79,31 +81,49 @@ class Context:
     tail: int = DEFAULT_TAIL
     current_versions: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
     log: Callable[[str], None] = lambda msg: None
+    runlog: Any = None  # the verb's bucket/runlog.RunLog: each hook's lines go to the bucket logs (maand's)
 
 
 def run_process(argv: list[str], cwd: str, env: Mapping[str, str], timeout: int, tail: int,
-                on_start: Callable[[int], None] = lambda pid: None) -> tuple[int | None, list[str], str]:
+                on_start: Callable[[int], None] = lambda pid: None,
+                on_line: Callable[[str, str], None] = lambda stream, text: None) -> tuple[int | None, list[str], str]:
     """(rc, last lines of stdout+stderr, error) of one hook process; killed with its whole
-    process group after timeout seconds. on_start(pid) is told the process id once it runs."""
-    with tempfile.TemporaryFile() as out:
-        try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as exc:
-            return None, [], "cannot start %s: %s" % (argv[0], exc)
-        on_start(proc.pid)
-        error = ""
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            rc, error = None, "timed out after %ds (maand_hook_timeout) and was killed" % timeout
-        _kill_group(proc, signal.SIGKILL)  # children it left behind
-        out.seek(0)
-        lines = out.read().decode("utf-8", "replace").splitlines()
+    process group after timeout seconds. on_start(pid) is told the process id once it runs, on_line(stream,
+    text) each line of its stdout and stderr as it comes (the bucket logs)."""
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return None, [], "cannot start %s: %s" % (argv[0], exc)
+    on_start(proc.pid)
+    lines: collections.deque = collections.deque(maxlen=max(tail, 0) or 1)
+    lock = threading.Lock()
+
+    def pump(pipe, stream):
+        for raw in iter(pipe.readline, b""):
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            with lock:
+                lines.append(text)
+                on_line(stream, text)
+        pipe.close()
+
+    readers = [threading.Thread(target=pump, args=(p, n), daemon=True)
+               for p, n in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))]
+    for reader in readers:
+        reader.start()
+    error = ""
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        rc, error = None, "timed out after %ds (maand_hook_timeout) and was killed" % timeout
+    _kill_group(proc, signal.SIGKILL)  # children it left behind (their pipes close with them)
+    for reader in readers:
+        reader.join(5)
     if rc and not error:
         error = "exit status %d" % rc
-    return rc, lines[-tail:] if tail > 0 else [], error
+    with lock:
+        return rc, list(lines) if tail > 0 else [], error
 
 
 def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
@@ -142,6 +162,22 @@ def _stage_certs(ctx: Context, modules: str, target: _commands.Target) -> None:
         _commands.write_certs(modules, ns, store.get(functions.WORKERS_NS, "certs/ca.crt"))
 
 
+def _no_line(stream: str, text: str) -> None:
+    del stream, text
+
+
+def _live(ctx: Context, target: _commands.Target, command: str, path: str) -> Any:
+    """The hook's command in the verb's bucket logs (maand: phase job_command, action the command), or None."""
+    if ctx.runlog is None:
+        return None
+    try:
+        return ctx.runlog.live(target.worker, LogCommand(target.job, "job_command", command, path))
+    except OSError as exc:
+        ctx.log("the bucket logs could not be written: %s" % exc)
+        ctx.runlog = None
+        return None
+
+
 def run_one(ctx: Context, target: _commands.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:
     job = _commands.job_entry(ctx.catalog, target.job)
     if ctx.api.refusal:
@@ -159,8 +195,11 @@ def run_one(ctx: Context, target: _commands.Target, command: str, event: str, ex
         env = _commands.command_env(target, command, event, _commands.ApiEndpoint(ctx.api.port, token, ctx.hosts_file),
                                     ctx.current_versions.get((target.job, target.worker), ""),
                                     str(job.get("version") or ""), extra)
+        live = _live(ctx, target, command, script.path)
         rc, output, error = run_process(argv, modules, env, ctx.timeout, ctx.tail,
-                                        lambda pid: ctx.api.set_pid(token, pid))
+                                        lambda pid: ctx.api.set_pid(token, pid), live.line if live else _no_line)
+        if live:
+            live.end(-1 if rc is None else rc)
     finally:
         ctx.api.close_session(token)
     if not error and inv.refused:

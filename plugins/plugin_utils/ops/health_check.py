@@ -38,6 +38,7 @@ from .. import health
 from ..deploy import remote, rsync
 from ..health import (STATUS_TIMEOUT, Budget, Pending, StatusWatch, Waiter, collect_tails, describe, failure_notes,
                       in_background, not_running, status_checker)
+from ..bucket import RunLog
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 from ..catalog import catalog as _catalog
@@ -374,6 +375,7 @@ def command_runner(stack: contextlib.ExitStack, bucket_dir: str, catalog: Mappin
     def run_commands(job: str, hosts: list[str]) -> dict[str, str | None]:
         if "ctx" not in holder:
             holder["ctx"] = stack.enter_context(points.session(bucket_dir, catalog, conns, timeout, tail, log=log))
+            holder["ctx"].runlog = RunLog.open(bucket_dir, "healthcheck")  # maand's bucket logs
         targets = [t for t in _targets(catalog, job) if t.worker in hosts]
         outcome = _run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
         out = {}

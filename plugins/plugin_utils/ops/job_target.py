@@ -15,6 +15,7 @@ import dataclasses
 import os
 from typing import Any
 
+from ..bucket import RunLog
 from ..bucket.job_checks import target_problem
 from ..catalog import catalog as _catalog
 from .. import jobspec
@@ -36,6 +37,7 @@ class TargetRequest:
     tail: int = 20
     check_mode: bool = False
     python: str = "python3"
+    run_id: str = ""  # the verb's run in the bucket logs (shared by its workers); "" = a run of its own
 
 
 def allocation_env(bucket, job, host, version):
@@ -87,6 +89,7 @@ def run(req: TargetRequest, shell: remote.Shell) -> dict:
     if err:
         return {"failed": True, "msg": err}
     answer = (answer.get("ops") or [{"ok": False, "msg": answer.get("msg") or "no answer for the operation"}])[0]
+    warning = _log(req, answer)
     tail = answer.get("output_tail") or []
     out = {"changed": target != "status" and bool(answer.get("changed")), "output": tail, "target": target}
     if not answer.get("ok"):
@@ -94,4 +97,19 @@ def run(req: TargetRequest, shell: remote.Shell) -> dict:
             "\n--- last lines of output ---\n" + "\n".join(tail) if tail else ""))
     else:
         out["msg"] = "\n".join(tail) if target == "status" else "make %s ok" % target
+    if warning:
+        out["warnings"] = [warning]
     return out
+
+
+def _log(req: TargetRequest, answer: dict) -> str:
+    """The make target in the bucket logs (maand's jobcontrol: maand=job, phase job_control); "" or why not."""
+    if not req.bucket:
+        return ""
+    try:
+        RunLog.open(req.bucket, "job", run_id=req.run_id).agent_op(req.host, req.job, "job_control", answer)
+    except OSError as exc:
+        return "the bucket logs (%s/logs) could not be written: %s" % (req.bucket, exc)
+    finally:
+        answer.pop("commands", None)
+    return ""

@@ -1,7 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, maand.core developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``maand.core.logs``: the past deploy runs from their records (maand's ``maand logs show``; pure, no Ansible).
+"""``maand.core.logs``: the bucket logs with maand's filters (ops/log_lines.py), or the past deploy runs from
+their records (maand's ``maand logs show``; pure, no Ansible).
+
+The bucket logs (``logs/``, as maand writes them) are shown when the format is ``raw`` or ``human`` or when a
+filter only they have is given (phase, event, tail); ``json`` with one of those gives them as JSON. Otherwise:
 
 Without a run: one line per kept run, newest last (start, duration, who and where, outcome, update_seq,
 plan hash, results), narrowed to the runs that planned a change for the given jobs / workers. With a run
@@ -20,10 +24,11 @@ from typing import Any
 from ..bucket import storage
 from ..bucket.problems import did_you_mean
 from ..deploy import record as _record
-from . import cat
+from . import cat, log_lines
 from ..errors import MaandError
 
 FORMATS = ("table", "json")
+LINE_FORMATS = log_lines.FORMATS
 DEFAULT_LIMIT = 20
 
 
@@ -37,7 +42,14 @@ class Request:
     jobs: tuple = ()
     workers: tuple = ()
     limit: int = DEFAULT_LIMIT
-    format: str = "table"
+    format: str = ""  # "": table for the runs, raw for the bucket logs
+    phase: str = ""
+    event: str = ""
+    tail: int = 0
+
+    def of_lines(self) -> bool:
+        """The bucket logs rather than the deploy records (module docstring)."""
+        return self.format in ("raw", "human") or bool(self.phase or self.event or self.tail)
 
 
 @dataclasses.dataclass
@@ -50,9 +62,9 @@ class Shown:
 
 
 def _check(request: Request) -> None:
-    if request.format not in FORMATS:
-        raise LogsError("maand_format %r is not a format%s; use table or json" % (
-            request.format, did_you_mean(str(request.format), FORMATS)))
+    if request.format not in FORMATS + LINE_FORMATS:
+        raise LogsError("maand_format %r is not a format%s; use table or json (the deploy runs), raw, human or json "
+                        "(the bucket logs)" % (request.format, did_you_mean(str(request.format), FORMATS + LINE_FORMATS)))
     if not isinstance(request.limit, int) or isinstance(request.limit, bool) or request.limit < 0:
         raise LogsError("maand_limit %r is not a number of runs (0 = every kept run)" % (request.limit,))
 
@@ -68,7 +80,19 @@ def _check_names(records: list, request: Request) -> None:
 
 
 def logs(bucket_dir: str, request: Request) -> Shown:
-    """The list of runs, or one run; LogsError for bad options, unknown names and runs."""
+    """The bucket logs, the list of runs, or one run; LogsError for bad options, unknown names and runs."""
+    if request.of_lines():
+        if request.format == "table":
+            raise LogsError("maand_format table lists the deploy runs; the bucket logs (maand_phase, maand_event, "
+                            "maand_tail) are raw, human or json")
+        filters = log_lines.Filters(request.run, tuple(request.workers), tuple(request.jobs), request.phase,
+                                    request.event, request.tail, request.format or "raw")
+        try:
+            lines, data, msg = log_lines.show(bucket_dir, filters)
+        except log_lines.LogLinesError as exc:
+            raise LogsError(str(exc)) from None
+        return Shown(lines, data, msg)
+    request = dataclasses.replace(request, format=request.format or "table")
     _check(request)
     try:
         records, bad = _record.read_all(bucket_dir)

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..bucket import LogCommand, RunLog, summarize
 from ..bucket.problems import did_you_mean
 from ..errors import MaandError
 
@@ -258,3 +260,28 @@ def health_problem(batch: Batch, result: Mapping[str, Any] | None) -> str | None
     if batch.later:
         text += "\n" + stopped(batch, "unhealthy")
     return text
+
+
+def _seconds(delta: Any) -> float:
+    """The shell module's delta ("0:00:01.250000") in seconds, 0 when it has none."""
+    try:
+        hours, minutes, seconds = str(delta).split(":")
+        return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    except ValueError:
+        return 0.0
+
+
+def log_outcome(log: RunLog, host: str, reg: Mapping[str, Any] | None, label: str) -> None:
+    """One worker's registered shell result in the bucket logs, as maand logs run_command (phase run_command,
+    action ssh): begin, the stdout lines, the stderr lines, end with its exit (-1 when it did not run); the lines
+    are stamped when the report sees them (the shell module keeps no time per line)."""
+    if not isinstance(reg, Mapping) or not reg or reg.get("skipped"):
+        return
+    seconds = _seconds(reg.get("delta"))
+    lines = [(None, "stdout", l) for l in str(reg.get("stdout") or "").splitlines()]
+    lines += [(None, "stderr", l) for l in str(reg.get("stderr") or "").splitlines()]
+    if "rc" not in reg and reg.get("msg"):
+        lines.append((None, "stderr", str(reg["msg"]).strip()))
+    rc = reg.get("rc") if isinstance(reg.get("rc"), int) else -1
+    log.command(host, LogCommand("", "run_command", "ssh", summarize([label.strip("`")])),
+                time.time() - seconds, seconds, rc, lines)

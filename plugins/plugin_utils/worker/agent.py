@@ -582,10 +582,17 @@ def _run_make(step, op, target, out, label):
                             op.get("enable_writable_file_system") is False)
     began = time.time()
     out["started"] = round(began - step.began, 3)
+    entry = {"target": target, "began": began, "rc": None, "lines": []}
+    out.setdefault("commands", []).append(entry)  # every line, for the bucket logs (bucket/runlog.py)
     try:
-        lines = _sandbox.make(step.job_dir(op["job"]), target, op.get("env"), label, timeout, step.tail, run_as)
+        lines = _sandbox.make(step.job_dir(op["job"]), target, op.get("env"), label, timeout, step.tail, run_as,
+                              entry["lines"])
+        entry["rc"] = 0
+    except _sandbox.OpFailed as exc:
+        entry["rc"] = exc.fields.get("rc")
+        raise
     finally:
-        out["seconds"] = round(time.time() - began, 3)
+        out["seconds"] = entry["seconds"] = round(time.time() - began, 3)
     out["steps"].append("make %s" % target)
     out["output_tail"] = lines
     out["changed"] = True
@@ -686,6 +693,7 @@ def do_status(step, op, out, label):
             out["running"] = False
         else:
             out["note"] = exc.msg
+    out.pop("commands", None)  # read-only: `make status` is not in the bucket logs (nor in maand's)
     out["changed"] = False
 
 

@@ -21,12 +21,14 @@ import grp
 import os
 import pwd
 import re
+import selectors
 import signal
 import socket
 import stat
 import struct
 import subprocess
 import sys
+import time
 
 try:
     from ..errors import MaandError
@@ -235,8 +237,9 @@ def _make_argv(folder, target, run_as):
     return ["make", "-f", os.path.join(folder, makefile), target], cwd
 
 
-def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
-    """Run `make target` in folder; returns the output tail, raises OpFailed naming the cause."""
+def make(folder, target, env, label, timeout=None, tail=20, run_as=None, log=None):
+    """Run `make target` in folder; returns the output tail, raises OpFailed naming the cause. log (a list):
+    gets every line of stdout and stderr as [epoch seconds, "stdout"|"stderr", text] (maand's bucket logs)."""
     if not os.path.isdir(folder):
         raise OpFailed("%s: job folder %s is missing on the worker" % (label, folder))
     if not has_makefile(folder):
@@ -259,23 +262,20 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
     switch = uid is not None or gid is not None or run_as.network or mounts
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True,
+                                stderr=subprocess.PIPE, start_new_session=True,
                                 preexec_fn=_switch(uid, gid, run_as.network, mounts) if switch else None)
     except subprocess.SubprocessError as exc:  # the preexec_fn failed (namespace or ids)
         raise OpFailed("%s: cannot set up the job spec's user/group/network for make (%s)" % (label, exc),
                        reason="setup")
     except OSError as exc:
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
-    try:
-        data = proc.communicate(timeout=timeout or None)[0]
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        data = proc.communicate()[0]
-        lines = data.decode("utf-8", "replace").splitlines()[-int(tail or 20):]
+    log = [] if log is None else log
+    if not collect(proc, timeout, log):
+        lines = [entry[2] for entry in log][-int(tail or 20):]
         raise OpFailed("%s: make %s timed out after %s s (its process group was killed)" % (label, target, timeout),
                        rc=-1, output_tail=lines, reason="timeout")
-    text = data.decode("utf-8", "replace")
-    lines = text.splitlines()[-int(tail or 20):]
+    text = "\n".join(entry[2] for entry in log)
+    lines = [entry[2] for entry in log][-int(tail or 20):]
     if proc.returncode != 0:
         if ("No rule to make target '%s'" % target) in text or ("No rule to make target `%s'" % target) in text:
             raise OpFailed("%s: the Makefile has no '%s' target; add one (maand calls start, stop, restart and reload)"
@@ -283,3 +283,46 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None):
         raise OpFailed("%s: make %s failed (rc=%d)" % (label, target, proc.returncode),
                        rc=proc.returncode, output_tail=lines)
     return lines
+
+
+MAX_LOG_LINES = 20000  # the lines of one make target kept for the bucket logs (the newest; a note says so)
+
+
+def collect(proc, timeout, log):
+    """Read make's stdout and stderr line by line as they come, each as [time, stream, text] into log (the
+    newest MAX_LOG_LINES), until both close and make exits; False when it ran past timeout (then killed)."""
+    deadline = time.time() + timeout if timeout else None
+    sel = selectors.DefaultSelector()
+    rest = {}
+    for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        sel.register(pipe, selectors.EVENT_READ, stream)
+        rest[stream] = b""
+    dropped, ok = 0, True
+    while sel.get_map():
+        wait = None if deadline is None else deadline - time.time()
+        if wait is not None and wait <= 0:
+            _kill_group(proc)
+            ok, deadline = False, None
+            continue
+        for key, dummy in sel.select(wait):
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            stream = key.data
+            if not chunk:
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                chunk, last = b"\n" if rest[stream] else b"", True
+            else:
+                last = False
+            *whole, rest[stream] = (rest[stream] + chunk).split(b"\n")
+            now = time.time()
+            log.extend([now, stream, line.decode("utf-8", "replace").rstrip("\r")] for line in whole)
+            if last:
+                rest[stream] = b""
+        if len(log) > MAX_LOG_LINES:
+            dropped += len(log) - MAX_LOG_LINES
+            del log[:len(log) - MAX_LOG_LINES]
+    proc.wait()
+    if dropped:
+        log.insert(0, [log[0][0] if log else time.time(), "stderr",
+                       "(maand.core: the first %d line(s) of this output were not kept)" % dropped])
+    return ok

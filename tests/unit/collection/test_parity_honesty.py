@@ -38,8 +38,6 @@ CASES = [
      "workspace/workers.json", "[0].lables", 'did you mean "labels"?'),
     ("maand_conf_typo", lambda r: write(os.path.join(r, "maand.conf"), 'ssh_prot = 22\n'),
      "maand.conf", "ssh_prot", 'did you mean "ssh_port"?'),
-    ("log_format", lambda r: write(os.path.join(r, "maand.conf"), 'log_format = "json"\n'),
-     "maand.conf", "log_format", "not used"),
     ("disabled_job_typo", lambda r: (job(r, "api", {}), ws(r, "disabled.json", {"jobs": {"apii": {}}})),
      "workspace/disabled.json", "jobs.apii", 'unknown job apii is ignored (did you mean "api"?)'),
     ("disabled_worker_typo", lambda r: (ws(r, "workers.json", '[{"host":"10.0.0.1"}]'),

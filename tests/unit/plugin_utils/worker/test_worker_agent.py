@@ -205,7 +205,7 @@ def test_python36_syntax_of_the_agent(module):
     assert "annotations" not in {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
     assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "importlib.util", "json", "os", "pwd", "re", "shutil",
-                     "signal", "socket", "stat", "struct", "subprocess", "sys", "tempfile", "threading", "time"}
+                     "selectors", "signal", "socket", "stat", "struct", "subprocess", "sys", "tempfile", "threading", "time"}
 
 
 def test_files_op_changes_nothing_on_the_worker(root):
