@@ -23,8 +23,8 @@ def _started(tmp_path):
     (job / "data" / "up").unlink()  # the job died
 
 
-def _read(cmd, tmp_path):
-    proc = sh(cmd, _remote.agent_source(), tmp_path)
+def _read(cmd, tmp_path, stdin=None):
+    proc = sh(cmd, stdin or _remote.agent_source(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "read")
     assert err is None, err
     return data
@@ -39,8 +39,9 @@ def test_check_mode_without_the_installed_agent_reports_no_status_and_writes_not
 
 def test_the_installed_agent_asks_make_status_in_a_deploy_and_in_check_mode(tmp_path):
     _started(tmp_path)
-    assert "status" not in _read(_remote.read_command("python3", "bid"), tmp_path)  # installs; a plain read
-    for cmd in (_remote.read_command("python3", "bid", status=True),
-                _remote.read_command_no_install("python3", "bid", status=True)):
-        data = _read(cmd, tmp_path)
+    assert "status" not in _read(_remote.read_command("python3", "bid"), tmp_path,  # installs; a plain read
+                                 _remote.install_payload())
+    for cmd, stdin in ((_remote.read_command("python3", "bid", status=True), _remote.install_payload()),
+                       (_remote.read_command_no_install("python3", "bid", status=True), None)):
+        data = _read(cmd, tmp_path, stdin)
         assert (data["status"]["api"]["running"], data["status"]["api"]["rc"]) == (False, 2), json.dumps(data)
