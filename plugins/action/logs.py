@@ -5,13 +5,9 @@
 
 from __future__ import annotations
 
-from ansible.utils.display import Display
-
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
-
-display = Display()
 
 ARGUMENT_SPEC = adapter.spec_for("logs")
 
@@ -27,8 +23,10 @@ class ActionModule(ControllerAction):
         except ops.logs.LogsError as exc:
             result.update(failed=True, changed=False, msg="maand.core.logs: %s" % exc)
             return result
-        for line in shown.lines:
-            display.display(line)
+        data = shown.data if request.run else {"runs": shown.data["runs"]}
+        adapter.publish(result, ops.report.Report(
+            "logs", summary=shown.msg, lines=list(shown.lines), format="json" if request.format == "json" else "table",
+            data=data, counts={"runs": len(data.get("runs") or [])} if not request.run else {}))
         result.update(changed=False, bucket=args["bucket"], msg=shown.msg,
                       **({"run": shown.data} if request.run else {"runs": shown.data["runs"]}))
         return result

@@ -5,16 +5,10 @@
 
 from __future__ import annotations
 
-import json
-
-from ansible.utils.display import Display
-
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops
-
-display = Display()
 
 
 class ActionModule(ControllerAction):
@@ -33,13 +27,16 @@ class ActionModule(ControllerAction):
         answers = {h: (a if isinstance(a, dict) else {}) for h, a in args["answers"].items()}
         table_rows = ops.status.rows(catalog, answers, jobs)
         data = ops.status.as_json(table_rows, answers)
-        if fmt == "json":
-            display.display(json.dumps(data, indent=2, sort_keys=True))
-        else:
-            for line in ops.status.table_lines(table_rows, answers):
-                display.display(line)
-        result.update(status=data, msg=data["summary"])
         bad = data["unreachable"] + data["failed"]
+        stopped = data["not_running"]
+        outcome = "failed" if bad or stopped else "ok"
+        adapter.publish(result, ops.report.Report(
+            "status", outcome=outcome, summary=data["summary"], counts=data["counts"], data=data, format=fmt,
+            lines=ops.status.table_lines(table_rows, answers)))
+        result.update(status=data, msg=data["summary"])
         if bad:
             result.update(failed=True, msg="%s; no answer from %s" % (data["summary"], ", ".join(bad)))
+        elif stopped:
+            result.update(failed=True, msg="%s; active allocation%s not running: %s" % (
+                data["summary"], "" if len(stopped) == 1 else "s", ", ".join(stopped)))
         return result

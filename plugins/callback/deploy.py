@@ -86,6 +86,7 @@ from ansible import constants as C, context
 from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
 DEPLOY = "maand.core.deploy_"
@@ -126,7 +127,7 @@ class Follower(threading.Thread):
         self.drain()
 
 
-class CallbackModule(DefaultCallback):
+class CallbackModule(adapter.VerbView, DefaultCallback):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "maand.core.deploy"
@@ -142,6 +143,7 @@ class CallbackModule(DefaultCallback):
         self._verdict_line = ""
         self._printed = {}  # batch -> elapsed of its last printed wait line (no live line)
         self._said = set()  # failure messages already printed (steps, plan, finish repeat them)
+        self.verb_init()
 
     # --- output ---------------------------------------------------------------------------------
 
@@ -167,7 +169,7 @@ class CallbackModule(DefaultCallback):
         with self._lock:
             live = self._live_text
             self._clear_live()
-            self._display.display(line, color=color, stderr=stderr)
+            self._display.display(line, color=color, stderr=stderr or self._json_mode)
             if live:
                 self._live(live)
 
@@ -227,7 +229,15 @@ class CallbackModule(DefaultCallback):
         if self._display.verbosity > 0:
             return False
         action = short_action(task)
-        return action.startswith(DEPLOY) or action in QUIET_ACTIONS
+        return self.verb_quiet(task) or action.startswith(DEPLOY) or action in QUIET_ACTIONS
+
+    def v2_playbook_on_start(self, playbook):
+        self.verb_playbook(playbook)
+        super().v2_playbook_on_start(playbook)
+
+    def v2_playbook_on_play_start(self, play):
+        if not self.verb_quiet(play):
+            super().v2_playbook_on_play_start(play)
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         if not self._quiet(task):
@@ -262,10 +272,19 @@ class CallbackModule(DefaultCallback):
             self._deploy_result(action, result)
         if not self._quiet(result.task):
             super().v2_runner_on_ok(result)
-        elif result.result.get("warnings") and not isinstance(result.task, TaskInclude):
+        elif action == DEPLOY + "job":  # maand.core.job: one line per worker (status: the playbook's debug)
+            msg = str(result.result.get("msg") or "")
+            if msg.startswith(("make ", "check mode")):
+                self.verb_say("%s: %s %s" % (result._host.get_name(), result.task.args.get("job") or "", msg))
+        elif action.startswith(DEPLOY):
+            self.verb_document(result)
+            if result.result.get("warnings") and not isinstance(result.task, TaskInclude):
+                with self._lock:
+                    self._clear_live()
+                    self._handle_warnings_and_exception(result)
+        elif not isinstance(result.task, TaskInclude):
             with self._lock:
-                self._clear_live()
-                self._handle_warnings_and_exception(result)
+                self.verb_ok(result)
 
     def v2_runner_item_on_ok(self, result):
         action = short_action(result.task)
@@ -275,6 +294,15 @@ class CallbackModule(DefaultCallback):
                 self._handle_warnings_and_exception(result)
         if not self._quiet(result.task):
             super().v2_runner_item_on_ok(result)
+        else:
+            self.verb_item_changed(result)
+
+    def v2_runner_item_on_failed(self, result):
+        if not self._quiet(result.task):
+            super().v2_runner_item_on_failed(result)
+            return
+        label = result.result.get("_ansible_item_label", result.result.get("item"))
+        self._failure("%s: %s" % (label, (result.result.get("msg") or "failed").strip()))
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         action = short_action(result.task)
@@ -284,6 +312,7 @@ class CallbackModule(DefaultCallback):
             # the message, not the result dumped as YAML (a refused plan would dump the whole plan)
             if action == DEPLOY + "finish":
                 self._finish(result.result)
+                self.verb_document(result)
             self._end_live()
             for problem in result.result.get("problems") or [result.result.get("msg") or "failed"]:
                 self._failure(problem)
@@ -294,6 +323,9 @@ class CallbackModule(DefaultCallback):
             self._end_live()
             self._failure((result.result.get("msg") or "failed").strip())
             return
+        if self._quiet(result.task):
+            self.verb_failed(result, ignore_errors)
+            return
         self._end_live()
         super().v2_runner_on_failed(result, ignore_errors)
 
@@ -302,6 +334,9 @@ class CallbackModule(DefaultCallback):
         if action.startswith(DEPLOY) and result.task.ignore_unreachable and self._display.verbosity == 0:
             msg = (result.result.get("msg") or "unreachable").strip().splitlines()[-1]
             self._emit("%s: unreachable: %s" % (result.host.get_name(), msg), color=C.COLOR_UNREACHABLE)
+            return
+        if self._quiet(result.task):
+            self.verb_unreachable(result)
             return
         self._end_live()
         super().v2_runner_on_unreachable(result)
@@ -329,6 +364,7 @@ class CallbackModule(DefaultCallback):
     def _failure(self, msg):
         if msg not in self._said:
             self._said.add(msg)
+            self._errors.append(msg)
             self._emit("FAILED: %s" % msg, color=C.COLOR_ERROR, stderr=self.get_option("display_failed_stderr"))
 
     def _find_step(self, key):
@@ -346,6 +382,8 @@ class CallbackModule(DefaultCallback):
 
     def v2_playbook_on_stats(self, stats):
         self._end_live()
+        if self._json_mode and self.verb_stats(stats):
+            return
         bad = any(stats.summarize(h)["failures"] or stats.summarize(h)["unreachable"] for h in stats.processed)
         if self._verdict is None and self._plan is not None and not bad and self._display.verbosity == 0 \
                 and context.CLIARGS.get("check"):
@@ -355,7 +393,8 @@ class CallbackModule(DefaultCallback):
                                   color=C.COLOR_OK)
             return
         if self._verdict is None:
-            super().v2_playbook_on_stats(stats)
+            if not self.verb_stats(stats):
+                super().v2_playbook_on_stats(stats)
             return
         self._display.display("")
         for line in deploy.verdict_table(self._verdict):

@@ -18,7 +18,7 @@ from ..doors import lazy
 
 # The door: the verb modules (ops.<verb>.<name>), imported when first used (None: the module itself).
 _DOOR = {"cat": None, "cert_metrics": None, "extra_vars": None, "facts": None, "gc": None,
-         "health_check": None, "info": None, "job_target": None, "logs": None, "run_command": None,
+         "health_check": None, "info": None, "job_target": None, "logs": None, "report": None, "run_command": None,
          "scaffold": None, "state_move": None, "status": None, "worker_sync": None}
 __all__ = sorted(_DOOR)
 
