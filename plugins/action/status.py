@@ -29,14 +29,13 @@ class ActionModule(ControllerAction):
         data = ops.status.as_json(table_rows, answers)
         bad = data["unreachable"] + data["failed"]
         stopped = data["not_running"]
-        outcome = "failed" if bad or stopped else "ok"
+        problems = (["no answer from %s" % ", ".join(bad)] if bad else []) + (
+            ["active allocation%s not running: %s" % ("" if len(stopped) == 1 else "s", ", ".join(stopped))]
+            if stopped else [])
         adapter.publish(result, ops.report.Report(
-            "status", outcome=outcome, summary=data["summary"], counts=data["counts"], data=data, format=fmt,
-            lines=ops.status.table_lines(table_rows, answers)))
+            "status", outcome="failed" if problems else "ok", summary=data["summary"], counts=data["counts"],
+            data=data, format=fmt, lines=ops.status.table_lines(table_rows, answers), problems=problems))
         result.update(status=data, msg=data["summary"])
-        if bad:
-            result.update(failed=True, msg="%s; no answer from %s" % (data["summary"], ", ".join(bad)))
-        elif stopped:
-            result.update(failed=True, msg="%s; active allocation%s not running: %s" % (
-                data["summary"], "" if len(stopped) == 1 else "s", ", ".join(stopped)))
+        if problems:
+            result.update(failed=True, msg="%s; %s" % (data["summary"], "; ".join(problems)))
         return result

@@ -116,7 +116,7 @@ class VerbView:
         had_report = self.verb_report(result)
         if had_report:
             found = _report.Report.from_json(res[_report.KEY])
-            problems = res.get("problems") or [found.summary or res.get("msg") or "failed"]
+            problems = found.problems or res.get("problems") or [found.summary or res.get("msg") or "failed"]
         else:
             problems = res.get("problems") or [(res.get("msg") or "failed").strip()]
         for problem in problems:
@@ -124,6 +124,8 @@ class VerbView:
 
     def verb_unreachable(self, result):
         self._end_live()
+        if result.task.ignore_unreachable:  # the verb's own report names the worker (status, facts, gc)
+            return
         msg = first_line(result.result.get("msg"), "unreachable")
         self._failure("%s: unreachable: %s" % (result.host.get_name(), msg))
 

@@ -33,6 +33,7 @@ class Report:
     counts: dict = dataclasses.field(default_factory=dict)
     data: dict = dataclasses.field(default_factory=dict)
     format: str = "table"
+    problems: list = dataclasses.field(default_factory=list)  # what failed, one line each (else the summary)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -49,6 +50,8 @@ class Report:
         doc.setdefault("outcome", self.outcome)
         doc.setdefault("summary", self.summary)
         doc.setdefault("counts", dict(self.counts))
+        if self.problems:
+            doc.setdefault("errors", list(self.problems))
         return doc
 
     def stats(self) -> dict:
