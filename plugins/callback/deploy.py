@@ -29,8 +29,16 @@ description:
     (C(<bucket>/data/.deploy-run/<run_id>/progress.jsonl)), which the callback follows from a thread while
     the task runs.
   - >-
-    Any other playbook prints as with the default callback, without C(skipping) lines and without the ok
-    lines of checks (assert, argument validation).
+    Every other playbook of maand.core (build, facts, status, health_check, gc, run_command, job, info, logs,
+    cat, state, init, ...) prints as the deploy does: no play or task banners and no PLAY RECAP, the verb's
+    own table or summary, each error once as C(FAILED: ...) (with kind, file, field and fix where the verb
+    has them), never a result dumped as JSON. With C(-e maand_format=json) the verb's report is one JSON
+    document alone on standard output; every other line goes to standard error.
+  - >-
+    When a deploy stops before its end (Ctrl-C), it prints what was done, what was not, and how to resume.
+  - >-
+    A play or task that is not of maand.core (a playbook of yours around the collection's) prints as with
+    the default callback, without C(skipping) lines, and keeps its PLAY RECAP.
   - >-
     Enabled by the C(ansible.cfg) that C(maand.core.init) writes. The options of the default callback
     (such as O(display_ok_hosts)) apply too.
@@ -61,6 +69,19 @@ options:
     ini:
       - section: callback_maand_deploy
         key: throttle
+  make_every:
+    description:
+      - >-
+        While a step's make targets run on the workers, a live line counts the seconds (for example
+        C(wave 0: api upgrade batch 1/2: make running on 2 workers, 1 answered (12 s))); without the live line,
+        one such line is printed every O(make_every) seconds.
+    type: float
+    default: 15.0
+    env:
+      - name: MAAND_DEPLOY_MAKE_EVERY
+    ini:
+      - section: callback_maand_deploy
+        key: make_every
 requirements:
   - set as stdout_callback in ansible.cfg (V(stdout_callback = maand.core.deploy)) or with
     E(ANSIBLE_STDOUT_CALLBACK=maand.core.deploy)
@@ -127,7 +148,7 @@ class Follower(threading.Thread):
         self.drain()
 
 
-class CallbackModule(adapter.VerbView, DefaultCallback):
+class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "maand.core.deploy"
@@ -144,6 +165,7 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
         self._printed = {}  # batch -> elapsed of its last printed wait line (no live line)
         self._said = set()  # failure messages already printed (steps, plan, finish repeat them)
         self.verb_init()
+        self.watch_init()
 
     # --- output ---------------------------------------------------------------------------------
 
@@ -187,6 +209,7 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
     # --- progress records -------------------------------------------------------------------------
 
     def _on_record(self, record):
+        self.watch_gate(record)
         line = deploy.progress_line(record)
         if line is None:
             return
@@ -240,6 +263,10 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
             super().v2_playbook_on_play_start(play)
 
     def v2_playbook_on_task_start(self, task, is_conditional):
+        self.watch_stop()
+        if short_action(task) == DEPLOY + "agent" and self._display.verbosity == 0:
+            step = self._find_step(self._step_index)
+            self.watch_agent_start(step.get("label") if step else "final promotions")
         if not self._quiet(task):
             super().v2_playbook_on_task_start(task, is_conditional)
             return
@@ -268,6 +295,8 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
 
     def v2_runner_on_ok(self, result):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action.startswith(DEPLOY):
             self._deploy_result(action, result)
         if not self._quiet(result.task):
@@ -288,6 +317,8 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
 
     def v2_runner_item_on_ok(self, result):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action == DEPLOY + "agent" and result.result.get("warnings"):
             with self._lock:
                 self._clear_live()
@@ -306,6 +337,8 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action in (DEPLOY + "step", DEPLOY + "finish"):
             self._unfollow(result.result)
         if action.startswith(DEPLOY) and self._display.verbosity == 0:
@@ -331,6 +364,8 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
 
     def v2_runner_on_unreachable(self, result):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action.startswith(DEPLOY) and result.task.ignore_unreachable and self._display.verbosity == 0:
             msg = (result.result.get("msg") or "unreachable").strip().splitlines()[-1]
             self._emit("%s: unreachable: %s" % (result.host.get_name(), msg), color=C.COLOR_UNREACHABLE)
@@ -352,11 +387,12 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
             self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
         elif action == DEPLOY + "step":
             self._unfollow(res)
+            self.watch_step(res.get("step"), res.get("hosts"))
             for msg in res.get("new_failures") or []:
                 self._failure(msg)
             step = self._find_step(res.get("step"))
             if res.get("hosts") or step is not None:
-                self._emit(deploy.step_line(step, list(res.get("hosts") or [])))
+                self._emit(deploy.step_line(step, list(res.get("hosts") or []), res.get("ran")))
         elif action == DEPLOY + "finish":
             self._unfollow(res)
             self._finish(res)
@@ -381,6 +417,7 @@ class CallbackModule(adapter.VerbView, DefaultCallback):
     # --- the end --------------------------------------------------------------------------------------
 
     def v2_playbook_on_stats(self, stats):
+        self.watch_end()
         self._end_live()
         if self._json_mode and self.verb_stats(stats):
             return

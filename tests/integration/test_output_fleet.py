@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -233,4 +235,50 @@ def test_11_a_failed_verdict_is_in_the_events_too(env, tmp_path):
         assert data["maand_status"]["not_running"] == ["web@%s" % h2], data
     finally:
         env.make(h2, "web", "start")
-    assert os.path.isdir(str(env.bucket))
+
+
+# --- progress that is true: a long make target, Ctrl-C ------------------------------------------
+
+def slow_restart(env, seconds):
+    """web's restart takes `seconds` longer (a changed Makefile: the next deploy restarts web everywhere)."""
+    makefile = env.bucket / "workspace" / "jobs" / "web" / "Makefile"
+    text = re.sub(r"\nrestart: stop start\n(\t@sleep \d+\n)?", "\nrestart: stop start\n\t@sleep %d\n" % seconds,
+                  makefile.read_text())
+    makefile.write_text(text)
+    env.play("build")
+
+
+def test_12_a_long_make_target_shows_its_elapsed_time(env):
+    slow_restart(env, 3)
+    proc = env.playbook("deploy", env={"MAAND_DEPLOY_LIVE": "never", "MAAND_DEPLOY_MAKE_EVERY": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ticks = re.findall(r"^wave 0: web upgrade batch \S+: make running on (\d) workers?, (\d) answered \((\d+) s\)$",
+                       proc.stdout, re.M)
+    assert ticks and max(int(t[2]) for t in ticks) >= 2, proc.stdout
+    assert re.search(r"^wave 0: web upgrade batch \S+: applying on ", proc.stdout, re.M), proc.stdout
+    assert "revert (if" not in proc.stdout, proc.stdout  # no auto_revert slot line unless a revert runs
+
+
+def test_13_ctrl_c_says_what_was_done_and_how_to_resume(env):
+    slow_restart(env, 8)
+    full_env = {k: v for k, v in dict(os.environ, **env.env).items() if v is not None}
+    full_env.update(MAAND_DEPLOY_LIVE="never", MAAND_DEPLOY_MAKE_EVERY="1")
+    proc = subprocess.Popen(env.cmd("deploy"), cwd=str(env.cwd), env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen = []
+    deadline = time.monotonic() + 240
+    for line in proc.stdout:  # until the first make tick: the step's make targets are running
+        seen.append(line)
+        if "make running on" in line or time.monotonic() > deadline:
+            break
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: the terminal's whole foreground group
+    out, err = proc.communicate(timeout=120)
+    text = "".join(seen) + out + err
+    assert proc.returncode != 0, text
+    assert "interrupted: the deploy stopped before its end during wave 0: web upgrade batch" in err, text
+    assert re.search(r"^  not run: ", err, re.M) and "to resume: run the deploy again" in err, text
+    slow_restart(env, 0)
+    rc, out = env.play("deploy", timeout=400)
+    assert "deploy done:" in out, out
+    rc, out, err = env.run("status")
+    assert rc == 0 and "status: 6 running" in out, out + err

@@ -7,17 +7,17 @@ them as the job's artifacts), and on the screen when another stdout callback sho
 
 from __future__ import annotations
 
-from ..ops import report as _report
+from .. import ops
 from . import controller
 
 
 def publish(result, report):
     """Put report into result; print its lines here only when the maand callback does not show the run."""
-    result[_report.KEY] = report.to_json()
+    result[ops.report.KEY] = report.to_json()
     if report.outcome != "failed":
         result["ansible_stats"] = {"data": report.stats(), "per_host": False, "aggregate": False}
     else:  # Ansible takes the stats of an ok result only: the playbook's set_stats task keeps a failed one
-        result["maand_stats"] = report.stats()
+        result["verdict_stats"] = report.stats()
     if not controller.watched():
         for line in report.screen():
             controller.show(line)

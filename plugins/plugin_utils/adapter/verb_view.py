@@ -15,7 +15,7 @@ import os
 
 from ansible import constants as C, context
 
-from ..ops import report as _report
+from .. import ops
 
 COLLECTION = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 QUIET_FAILURES = ("assert", "fail")
@@ -63,7 +63,7 @@ class VerbView:
         return False
 
     def verb_playbook(self, playbook):
-        self._json_mode = _report.format_from_extra_vars(context.CLIARGS.get("extra_vars") or ())
+        self._json_mode = ops.report.format_from_extra_vars(context.CLIARGS.get("extra_vars") or ())
         self._json_mode = self._json_mode == "json"
         name = os.path.basename(getattr(playbook, "_file_name", "") or "")
         self._verb = os.path.splitext(name)[0]
@@ -76,16 +76,16 @@ class VerbView:
 
     def verb_document(self, result):
         """Keep a task's report for the JSON document, without printing it (the deploy's own view prints)."""
-        data = result.result.get(_report.KEY)
+        data = result.result.get(ops.report.KEY)
         if isinstance(data, dict):
-            self._documents.append(_report.Report.from_json(data).document())
+            self._documents.append(ops.report.Report.from_json(data).document())
 
     def verb_report(self, result):
         """Print a task's maand_report (True when it had one)."""
-        data = result.result.get(_report.KEY)
+        data = result.result.get(ops.report.KEY)
         if not isinstance(data, dict):
             return False
-        found = _report.Report.from_json(data)
+        found = ops.report.Report.from_json(data)
         self._documents.append(found.document())
         if not self._json_mode:
             failed = found.outcome == "failed"
@@ -115,7 +115,7 @@ class VerbView:
         res = result.result
         had_report = self.verb_report(result)
         if had_report:
-            found = _report.Report.from_json(res[_report.KEY])
+            found = ops.report.Report.from_json(res[ops.report.KEY])
             problems = found.problems or res.get("problems") or [found.summary or res.get("msg") or "failed"]
         else:
             problems = res.get("problems") or [(res.get("msg") or "failed").strip()]
@@ -142,10 +142,10 @@ class VerbView:
         if self._foreign or self._display.verbosity > 0:
             return False
         if self._json_mode:
-            doc = self._documents[-1] if self._documents else _report.failure_document(self._verb, self._errors)
+            doc = self._documents[-1] if self._documents else ops.report.failure_document(self._verb, self._errors)
             if not self._documents and not self._errors:
                 doc = {"verb": self._verb or "maand", "outcome": "ok", "summary": "", "counts": {}}
             if self._errors and doc.get("outcome") != "failed":
                 doc = dict(doc, outcome="failed", errors=list(self._errors))
-            self._display.display(_report.dumps(doc))
+            self._display.display(ops.report.dumps(doc))
         return True

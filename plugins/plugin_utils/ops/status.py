@@ -177,7 +177,7 @@ def rows(catalog: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], j
                 row.deployed = outcome.get("version")
                 row.last_deploy = when(outcome.get("deployed_at"))
                 row.running, row.note = _running(outcome, commands.has_event(catalog, job, "job_control"))
-                if row.state != "active" and row.running in ("no", "-"):  # meant to be stopped: not a failure
+                if row.state != "active" and row.running == "no":  # meant to be stopped: not a failure
                     row.running = row.state
                 if outcome.get("pending"):
                     row.note = ("start not promoted yet; " + row.note).rstrip("; ")
