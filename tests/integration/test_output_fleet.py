@@ -33,8 +33,14 @@ FRAMING = ("PLAY [", "TASK [", "PLAY RECAP", "Origin:", "fatal:", "ok: [", "chan
 
 class OutputEnv(StatusEnv):
     def run(self, name, *args):
-        """(rc, stdout, stderr) of ansible-playbook maand.core.<name> from the bucket folder."""
+        """(rc, stdout, stderr) of ansible-playbook maand.core.<name> from the bucket folder.
+        MAAND_OUTPUT_CAPTURE=<file> appends each run there as printed (docs/commands.md shows them)."""
         proc = self.playbook(name, *args)
+        capture = os.environ.get("MAAND_OUTPUT_CAPTURE")
+        if capture:
+            with open(capture, "a", encoding="utf-8") as handle:
+                handle.write("$ ansible-playbook maand.core.%s %s   # rc=%d\n%s%s\n" % (
+                    name, " ".join(args), proc.returncode, proc.stdout, proc.stderr))
         return proc.returncode, proc.stdout, proc.stderr
 
     def document(self, name, *args):
