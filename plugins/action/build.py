@@ -105,10 +105,11 @@ class ActionModule(ControllerAction):
                               "command and build again):\n" + "\n".join(hook_failures))
             return result
         table = _catalog.allocation_table(catalog, limit=args["table_limit"] or None)
+        count = len(catalog["allocations"])
         adapter.publish(result, ops.report.Report(
             "build", outcome=("check" if check_mode else "changed") if outcome.changed else "ok",
-            summary="%d allocation%s; %s" % (len(catalog["allocations"]), "" if len(catalog["allocations"]) == 1
-                                            else "s", "catalog changed" if outcome.changed else "no change"),
+            summary="%d allocation%s; %s" % (count, "" if count == 1 else "s",
+                                             "catalog changed" if outcome.changed else "no change"),
             format=_format(task_vars),
             lines=list(table) + list(outcome.changes) + [line for name in sorted(explanations)
                                                          for line in explanations[name]],
