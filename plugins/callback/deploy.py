@@ -325,7 +325,7 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
                 self._handle_warnings_and_exception(result)
         if not self._quiet(result.task):
             super().v2_runner_item_on_ok(result)
-        else:
+        elif not action.startswith(DEPLOY):  # a loop of a playbook's own (init's files); not the agents' loop
             self.verb_item_changed(result)
 
     def v2_runner_item_on_failed(self, result):

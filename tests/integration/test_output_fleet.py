@@ -202,6 +202,11 @@ def test_09_job_status_one_line_per_worker(env):
     for host in env.hosts:
         assert re.search(r"^%s: " % re.escape(host), out, re.M), out
     no_framing(out + err)
+    rc, out, err = env.run("run_command", "-e", "maand_cmd='echo hello from $WORKER_IP'")
+    assert rc == 0, out + err
+    for host in env.hosts:
+        assert "hello from %s" % host in out, out
+    no_framing(out + err)
 
 
 # --- AWX: ansible-runner's events carry the verdicts (set_stats) ---------------------------------
@@ -245,6 +250,13 @@ def test_11_a_failed_verdict_is_in_the_events_too(env, tmp_path):
 
 # --- progress that is true: a long make target, Ctrl-C ------------------------------------------
 
+def capture(name, text):
+    """MAAND_OUTPUT_CAPTURE: keep a run's output (docs/commands.md shows them)."""
+    if os.environ.get("MAAND_OUTPUT_CAPTURE"):
+        with open(os.environ["MAAND_OUTPUT_CAPTURE"], "a", encoding="utf-8") as handle:
+            handle.write("$ ansible-playbook maand.core.%s\n%s\n" % (name, text))
+
+
 def slow_restart(env, seconds):
     """web's restart takes `seconds` longer (a changed Makefile: the next deploy restarts web everywhere)."""
     makefile = env.bucket / "workspace" / "jobs" / "web" / "Makefile"
@@ -258,11 +270,13 @@ def test_12_a_long_make_target_shows_its_elapsed_time(env):
     slow_restart(env, 3)
     proc = env.playbook("deploy", env={"MAAND_DEPLOY_LIVE": "never", "MAAND_DEPLOY_MAKE_EVERY": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    capture("deploy   # MAAND_DEPLOY_LIVE=never MAAND_DEPLOY_MAKE_EVERY=1", proc.stdout + proc.stderr)
     ticks = re.findall(r"^wave 0: web upgrade batch \S+: make running on (\d) workers?, (\d) answered \((\d+) s\)$",
                        proc.stdout, re.M)
     assert ticks and max(int(t[2]) for t in ticks) >= 2, proc.stdout
     assert re.search(r"^wave 0: web upgrade batch \S+: applying on ", proc.stdout, re.M), proc.stdout
     assert "revert (if" not in proc.stdout, proc.stdout  # no auto_revert slot line unless a revert runs
+    assert "changed: " not in proc.stdout, proc.stdout  # the agents' loop items are not listed
 
 
 def test_13_ctrl_c_says_what_was_done_and_how_to_resume(env):
@@ -280,6 +294,7 @@ def test_13_ctrl_c_says_what_was_done_and_how_to_resume(env):
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: the terminal's whole foreground group
     out, err = proc.communicate(timeout=120)
     text = "".join(seen) + out + err
+    capture("deploy   # Ctrl-C while make runs", text)
     assert proc.returncode != 0, text
     assert "interrupted: the deploy stopped before its end during wave 0: web upgrade batch" in err, text
     assert re.search(r"^  not run: ", err, re.M) and "to resume: run the deploy again" in err, text

@@ -10,6 +10,9 @@ settings, the agent round trip); controller.py builds what the deploy's door (de
 of Ansible (hostvars -> the workers' connection settings and addresses, Display -> the screen, the
 registered deploy_state results -> worker states); extra_vars.py checks the run's maand_* extra vars;
 support.py holds the small helpers actions share (integer extra vars, ssh args, hosts_from_hostvars).
+report.py puts a verb's report (ops/report.py) into its task result and its custom stats; verb_view.py
+and deploy_watch.py are the stdout callback maand.core.deploy's parts for every verb and for a deploy's
+steps (the make line, Ctrl-C).
 
 The door for plugins: action_base.py (MaandAction, ControllerAction) and controller.py.
 """

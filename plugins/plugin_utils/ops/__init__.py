@@ -8,6 +8,8 @@ PRIVATE to the collection: it can change at any time. Do not import it from othe
 status.py, cat.py, gc.py, health_check.py, run_command.py, facts.py, scaffold.py (job_create),
 job_target.py (maand.core.job's make target: the deploy_job action),
 extra_vars.py, state_move.py (maand.core.state: a bucket's state between data/ and PostgreSQL).
+report.py: what every verb reports (lines, JSON document, counts, outcome) for the stdout callback,
+-e maand_format=json and the run's custom stats (AWX).
 
 Each verb's module is its door (ops/<verb>.py); the actions call nothing else of ops/.
 """
