@@ -73,7 +73,7 @@ options:
     description:
       - >-
         While a step's make targets run on the workers, a live line counts the seconds (for example
-        C(wave 0: api upgrade batch 1/2: make running on 2 workers, 1 answered (12 s))); without the live line,
+        C(wave 0: api upgrade batch 1/2: running, 1 of 2 workers answered (12 s))); without the live line,
         one such line is printed every O(make_every) seconds.
     type: float
     default: 15.0

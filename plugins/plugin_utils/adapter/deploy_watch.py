@@ -97,8 +97,8 @@ class DeployWatch:
         shown = {"next": every}
 
         def tick(elapsed):
-            text = "%s: make running on %d worker%s, %d answered (%.0f s)" % (
-                label, total, "" if total == 1 else "s", self._answered, elapsed)
+            text = "%s: running, %d of %d worker%s answered (%.0f s)" % (
+                label, self._answered, total, "" if total == 1 else "s", elapsed)
             if self._live_mode():
                 self._live(text)
             elif elapsed >= shown["next"]:
