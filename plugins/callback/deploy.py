@@ -259,8 +259,15 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
         super().v2_playbook_on_start(playbook)
 
     def v2_playbook_on_play_start(self, play):
-        if not self.verb_quiet(play):
+        self._play_ours = self.verb_quiet(play)
+        if not self._play_ours:
             super().v2_playbook_on_play_start(play)
+        else:
+            self._play = play
+
+    def v2_playbook_on_no_hosts_matched(self):
+        if not self._play_ours:  # ours: a --limit that skips the controller's play
+            super().v2_playbook_on_no_hosts_matched()
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self.watch_stop()

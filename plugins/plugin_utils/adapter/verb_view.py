@@ -50,6 +50,7 @@ class VerbView:
         self._documents = []   # the JSON documents of the run's reports (json mode: the last is printed)
         self._errors = []      # every failure printed (json mode: the document of a run with no report)
         self._verb = ""
+        self._play_ours = False  # the play in progress is of this collection
 
     # --- what is ours -----------------------------------------------------------------------------
 
