@@ -13,11 +13,17 @@ from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import hooks
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
 
 
 ARGUMENT_SPEC = adapter.spec_for("build")
+
+
+def _format(task_vars):
+    """-e maand_format=json (anything but json: the table)."""
+    return "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
 
 
 class ActionModule(ControllerAction):
@@ -69,11 +75,15 @@ class ActionModule(ControllerAction):
         explanations = _catalog.explain_short_jobs(outcome)
         result["explanations"] = explanations
         if not report.ok:
-            for problem in report.errors:
-                display.display(str(problem), color="red", stderr=True)
-            for name in sorted(explanations):
-                for line in explanations[name]:
-                    display.display(line, color="yellow", stderr=True)
+            summary = "maand build found %d error%s in %s; nothing was written" % (
+                len(report.errors), "" if len(report.errors) == 1 else "s", bucket_dir)
+            adapter.publish(result, ops.report.Report(
+                "build", outcome="failed", summary=summary, format=_format(task_vars),
+                lines=[str(p) for p in report.errors] + [line for name in sorted(explanations)
+                                                         for line in explanations[name]],
+                counts={"errors": len(report.errors), "warnings": len(report.warnings)},
+                data={"bucket": bucket_dir, "errors": [p.as_dict() for p in report.errors],
+                      "warnings": result["warnings"], "written": False}))
             result.update(
                 failed=True,
                 changed=False,
@@ -86,20 +96,30 @@ class ActionModule(ControllerAction):
         catalog = outcome.catalog
         hook_failures = self._post_build(bucket_dir, catalog, outcome, check_mode, task_vars or {})
         if hook_failures:
-            for msg in hook_failures:
-                display.display("FAILED: %s" % msg, color="red", stderr=True)
+            adapter.publish(result, ops.report.Report(
+                "build", outcome="failed", summary="post_build job command(s) failed (data/catalog.json is written)",
+                format=_format(task_vars), lines=["FAILED: %s" % msg for msg in hook_failures],
+                counts={"errors": len(hook_failures)},
+                data={"bucket": bucket_dir, "errors": hook_failures, "written": bool(outcome.written)}))
             result.update(failed=True, changed=bool(outcome.written), bucket_id=catalog["bucket_id"],
                           msg="maand build: post_build job command(s) failed (data/catalog.json is written; fix the "
                               "command and build again):\n" + "\n".join(hook_failures))
             return result
         table = _catalog.allocation_table(catalog, limit=args["table_limit"] or None)
-        for line in table:
-            display.display(line)
-        for line in outcome.changes:
-            display.display(line, color="yellow" if outcome.changed else None)
-        for name in sorted(explanations):
-            for line in explanations[name]:
-                display.display(line, color="yellow")
+        count = len(catalog["allocations"])
+        adapter.publish(result, ops.report.Report(
+            "build", outcome=("check" if check_mode else "changed") if outcome.changed else "ok",
+            summary="%d allocation%s; %s" % (count, "" if count == 1 else "s",
+                                             "catalog changed" if outcome.changed else "no change"),
+            format=_format(task_vars),
+            lines=list(table) + list(outcome.changes) + [line for name in sorted(explanations)
+                                                         for line in explanations[name]],
+            counts={"allocations": len(catalog["allocations"]), "changes": len(outcome.changes),
+                    "warnings": len(report.warnings)},
+            data={"bucket": bucket_dir, "bucket_id": catalog["bucket_id"], "changes": list(outcome.changes),
+                  "written": outcome.written, "warnings": result["warnings"], "explanations": explanations,
+                  "allocations": [{k: a.get(k) for k in ("job", "worker", "state")}
+                                  for a in catalog["allocations"]]}))
         result.update(
             changed=outcome.changed,
             bucket_id=catalog["bucket_id"],

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible.utils.display import Display
-
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 
-display = Display()
-
 ARGUMENT_SPEC = adapter.spec_for("cat")
+
+
+def _format(task_vars):
+    """-e maand_format=json (anything but json: the table)."""
+    return "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
 
 
 class ActionModule(ControllerAction):
@@ -32,11 +33,16 @@ class ActionModule(ControllerAction):
         except ops.cat.CatError as exc:
             result.update(failed=True, changed=False, msg="maand.core.cat %s: %s" % (request.view, exc))
             return result
-        for line in table.lines():
-            display.display(line)
+        shown = table.lines()
         if request.reveal:  # decrypted values go to the screen only, never into the result (-v, callbacks, AWX)
+            adapter.say_lines(shown, _format(task_vars))
             table = ops.cat.cat(bucket_dir, dataclasses.replace(request, reveal=False))
         lines = table.lines()
+        summary = "%d row%s" % (len(table.rows), "" if len(table.rows) == 1 else "s")
+        adapter.publish(result, ops.report.Report(
+            "cat", summary=summary, lines=[] if request.reveal else lines, format=_format(task_vars),
+            counts={"rows": len(table.rows)},
+            data={"view": request.view, "header": list(table.header), "rows": table.as_dicts()}))
         result.update(changed=False, bucket=bucket_dir, table=lines, header=list(table.header),
                       rows=table.as_dicts(), msg="%d row%s%s" % (
                           len(table.rows), "" if len(table.rows) == 1 else "s",

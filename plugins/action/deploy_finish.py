@@ -9,6 +9,7 @@ from __future__ import annotations
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import deploy
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 
 ARGUMENT_SPEC = adapter.spec_for("deploy_finish")
@@ -22,4 +23,13 @@ class ActionModule(ControllerAction):
                                        release=args["release"], check_mode=bool(self._task.check_mode),
                                        run_pid=adapter.run_pid())
         result.update(deploy.finish(request, adapter.deploy_controller(self._templar, task_vars)).as_result())
+        verdict = result.get("verdict") or []
+        fmt = "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
+        # the verdict for -e maand_format=json and AWX; the table itself is printed by deploy.finish or the callback
+        adapter.publish(result, ops.report.Report(
+            "deploy", outcome="failed" if result.get("failed") else ("check" if request.check_mode else "ok"),
+            summary=result.get("verdict_line") or result.get("summary") or "", format=fmt,
+            counts=ops.report.counted(str(v.get("result")) for v in verdict),
+            data={"verdict": verdict, "workers": result.get("workers") or {}, "problems": result.get("problems") or [],
+                  "plan_summary": result.get("summary") or ""}))
         return result

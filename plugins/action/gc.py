@@ -27,39 +27,55 @@ class ActionModule(ControllerAction):
                 named, forget = ops.gc.targets(args["bucket"], args["departed"], args["forget"])
                 result.update(departed=list(named), forget=list(forget))
             elif args["step"] == "plan":
-                self._plan(args, result)
+                self._plan(args, result, task_vars)
             else:
-                self._commit(args, result)
+                self._commit(args, result, task_vars)
         except (ops.gc.GCError, catalog.CatalogError, kv.KVStoreError, OSError) as exc:
             result.update(failed=True, msg="maand.core.gc: %s" % exc)
         return result
 
-    def _plan(self, args, result):
+    def _plan(self, args, result, task_vars=None):
         plan = ops.gc.plan_bucket(args["bucket"], args["states"], args["hosts"], time.time(), args["retain_days"],
                                   args["departed"], args["forget"])
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
-        adapter.show("%s, bucket %s:\n  %s" % (title, plan.bucket_id, "\n  ".join(lines)))
+        adapter.publish(result, ops.report.Report(
+            "gc_plan", summary="%d item(s) to delete" % ops.gc.count(plan), format=_format(task_vars),
+            lines=["%s, bucket %s:" % (title, plan.bucket_id)] + ["  " + line for line in lines],
+            counts={"items": ops.gc.count(plan)}, data={"plan": plan.as_dict()}))
         result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), trees=plan.trees(), lines=lines)
 
-    def _commit(self, args, result):
+    def _commit(self, args, result, task_vars=None):
         planned = ops.gc.Plan.from_dict(args["plan"] or {})
+        fmt = _format(task_vars)
         if self._task.check_mode:
             result.update(plan=planned.as_dict(), problems=list(planned.problems))
-            _finish(result, planned.problems, "check mode: nothing was deleted (%d item(s) would be)" % ops.gc.count(planned))
+            _finish(result, planned.problems, "check mode: nothing was deleted (%d item(s) would be)" % ops.gc.count(planned),
+                    fmt, [], "check")
             return
         outcome = ops.gc.commit(args["bucket"], planned, args["states"], args["deleted"], args["hosts"])
         lines = outcome.done.lines(done=True)
-        adapter.show("gc done, bucket %s:\n  %s" % (outcome.done.bucket_id, "\n  ".join(lines)))
         result.update(changed=outcome.changed, plan=outcome.done.as_dict(), lines=lines, problems=outcome.problems)
-        _finish(result, outcome.problems, "gc: %d item(s) deleted" % ops.gc.count(outcome.done))
+        _finish(result, outcome.problems, "gc: %d item(s) deleted" % ops.gc.count(outcome.done), fmt,
+                ["gc done, bucket %s:" % outcome.done.bucket_id] + ["  " + line for line in lines],
+                "changed" if outcome.changed else "ok")
 
 
-def _finish(result, problems, summary):
-    """The summary as the task's msg; on success also on the screen (Ansible prints a msg only on failure)."""
+def _format(task_vars):
+    """-e maand_format=json (anything but json: the table)."""
+    return "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
+
+
+def _finish(result, problems, summary, fmt, lines, outcome):
+    """The summary as the task's msg and the last line of its report (the callback prints each problem once)."""
+    count = ops.gc.count(ops.gc.Plan.from_dict(result.get("plan") or {}))
+    report = ops.report.Report("gc", outcome="failed" if problems else outcome, summary=summary, format=fmt,
+                               lines=list(lines) + ([] if problems else [summary]),
+                               counts={"items": count, "problems": len(problems)},
+                               data={"plan": result.get("plan"), "problems": list(problems)})
+    adapter.publish(result, report)
     if problems:
         result.update(failed=True, msg="%s, but gc met %d problem(s):\n  %s" % (
             summary, len(problems), "\n  ".join(problems)))
     else:
         result["msg"] = summary
-        adapter.show(summary)

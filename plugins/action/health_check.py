@@ -24,6 +24,7 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         bucket = args["bucket"]
         result["changed"] = False
+        fmt = "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
         try:
             catalog, jobs = ops.health_check.load(bucket, args["jobs"])
         except ops.health_check.HealthCheckError as exc:
@@ -43,20 +44,27 @@ class ActionModule(ControllerAction):
             outcome = ops.health_check.run(
                 plans, workers if args["workers_check"] else {}, ops.health_check.prober(bucket, conns), commands,
                 wait=args["wait"], wait_seconds=args["wait_seconds"], skipped=skipped,
-                log=lambda msg: display.display("health_check: " + msg), status=status, diagnose=diagnose)
+                log=lambda msg: adapter.say("health_check: " + msg, fmt), status=status, diagnose=diagnose)
         lines = [line.text() for line in outcome.lines]
         for name in sorted(outcome.skipped):
             lines.append("health check skipped: %s (%s)" % (name, outcome.skipped[name]))
         summary = outcome.summary()
-        for line in lines + outcome.notes:
-            display.display(line, color="red" if line.startswith("FAILED") or line in outcome.notes else None)
+        checks = [{"job": x.job, "worker": x.worker, "check": x.what, "ok": x.ok, "ms": x.ms, "reason": x.reason}
+                  for x in outcome.lines]
+        not_running = [{"job": job, "worker": worker, "why": why} for (job, worker), why in sorted(outcome.stopped.items())]
+        empty = not outcome.lines and not outcome.skipped
+        report = ops.report.Report(
+            "health_check", outcome="failed" if outcome.failed or empty else "ok", summary=summary,
+            lines=lines + list(outcome.notes), format=fmt,
+            counts={"checks": len(checks), "failed": sum(1 for c in checks if not c["ok"]),
+                    "not_running": len(not_running), "skipped_jobs": len(outcome.skipped)},
+            data={"healthy": not outcome.failed and not empty, "checks": checks, "not_running": not_running,
+                  "skipped_jobs": dict(outcome.skipped), "notes": list(outcome.notes)})
+        adapter.publish(result, report)
         result.update(lines=lines, summary=summary, skipped_jobs=sorted(outcome.skipped), rounds=outcome.rounds,
-                      not_running=[{"job": job, "worker": worker, "why": why}
-                                   for (job, worker), why in sorted(outcome.stopped.items())], notes=outcome.notes,
-                      checks=[{"job": x.job, "worker": x.worker, "check": x.what, "ok": x.ok, "ms": x.ms,
-                               "reason": x.reason} for x in outcome.lines],
+                      not_running=not_running, notes=outcome.notes, checks=checks,
                       failed=bool(outcome.failed), healthy=not outcome.failed, msg=summary)
-        if not outcome.lines and not outcome.skipped:
+        if empty:
             result.update(failed=True, healthy=False, msg="maand.core.health_check: nothing to check on %s (no active allocation of %s)"
                           % (", ".join(hosts) or "no worker", ", ".join(jobs) or "any job"))
         return result

@@ -5,15 +5,9 @@
 
 from __future__ import annotations
 
-import json
-
-from ansible.utils.display import Display
-
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
-
-display = Display()
 
 ARGUMENT_SPEC = adapter.spec_for("info")
 
@@ -28,10 +22,10 @@ class ActionModule(ControllerAction):
             result.update(failed=True, changed=False, msg="maand.core.info: %s" % exc)
             return result
         data = found.to_dict()
-        lines = json.dumps(data, indent=2, sort_keys=True).splitlines() if args["format"] == "json" else \
-            found.table().lines()
-        for line in lines:
-            display.display(line)
-        result.update(changed=False, info=data, msg="bucket %s: %d workers, %d jobs, %d allocations, update_seq %d"
-                      % (found.bucket_id, found.workers, found.jobs, found.allocations["total"], found.update_seq))
+        msg = "bucket %s: %d workers, %d jobs, %d allocations, update_seq %d" % (
+            found.bucket_id, found.workers, found.jobs, found.allocations["total"], found.update_seq)
+        adapter.publish(result, ops.report.Report(
+            "info", summary=msg, lines=found.table().lines(), data=data, format=args["format"],
+            counts={"workers": found.workers, "jobs": found.jobs, "allocations": found.allocations["total"]}))
+        result.update(changed=False, info=data, msg=msg)
         return result

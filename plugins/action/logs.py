@@ -6,13 +6,9 @@
 
 from __future__ import annotations
 
-from ansible.utils.display import Display
-
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
-
-display = Display()
 
 ARGUMENT_SPEC = adapter.spec_for("logs")
 
@@ -29,11 +25,16 @@ class ActionModule(ControllerAction):
         except ops.logs.LogsError as exc:
             result.update(failed=True, changed=False, msg="maand.core.logs: %s" % exc)
             return result
-        for line in shown.lines:
-            display.display(line)
         if request.of_lines():
+            adapter.publish(result, ops.report.Report(
+                "logs", summary=shown.msg, lines=list(shown.lines), format="json" if request.format == "json" else "table",
+                data={"lines": shown.data["lines"]}, counts={"lines": len(shown.data["lines"])}))
             result.update(changed=False, bucket=args["bucket"], msg=shown.msg, lines=shown.data["lines"])
             return result
+        data = shown.data if request.run else {"runs": shown.data["runs"]}
+        adapter.publish(result, ops.report.Report(
+            "logs", summary=shown.msg, lines=list(shown.lines), format="json" if request.format == "json" else "table",
+            data=data, counts={"runs": len(data.get("runs") or [])} if not request.run else {}))
         result.update(changed=False, bucket=args["bucket"], msg=shown.msg,
                       **({"run": shown.data} if request.run else {"runs": shown.data["runs"]}))
         return result

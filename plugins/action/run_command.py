@@ -7,14 +7,12 @@ batch's output and judge the health check after it (docs: plugins/modules/run_co
 from __future__ import annotations
 
 from ansible import context
-from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 
-display = Display()
 
 ARGUMENT_SPEC = adapter.spec_for("run_command")
 
@@ -73,7 +71,11 @@ class ActionModule(ControllerAction):
         warning = self._log(args, batch.hosts)
         if warning:
             result.setdefault("warnings", []).append(warning)
-        display.display("\n".join(lines))
+        adapter.publish(result, ops.report.Report(
+            "run_command", outcome="failed" if problems else "ok", summary=lines[-1] if lines else "",
+            lines=list(lines), counts=ops.report.counted(o.status for o in outcomes),
+            data={"batch": batch.number, "batches": batch.total, "outcomes": [dict(o.__dict__) for o in outcomes],
+                  "problems": list(problems)}))
         result.update(changed=any(o.status != "not run" for o in outcomes), lines=lines, problems=problems,
                       outcomes=[o.__dict__ for o in outcomes], batch_number=batch.number, batch_total=batch.total)
         failed = sum(1 for o in outcomes if o.status != "ok")
@@ -105,5 +107,5 @@ class ActionModule(ControllerAction):
             result.update(failed=True, msg="run_command: %s" % problem)
         else:
             result["msg"] = "run_command: %s: health check passed" % batch.name()
-            display.display(result["msg"])
+            adapter.publish(result, ops.report.Report("run_command_health", summary=result["msg"], lines=[result["msg"]]))
         return result

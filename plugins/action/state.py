@@ -33,4 +33,10 @@ class ActionModule(ControllerAction):
                       runs=moved.runs, records=moved.records, msg="%s %s from %s to %s (%s)%s" % (
                           verb, ", ".join(moved.documents), moved.source, shown, "; ".join(moved.lines),
                           "; " + next_step if moved.written else ""))
+        # the playbook's next task prints the msg: the report is for -e maand_format=json and AWX
+        adapter.publish(result, ops.report.Report(
+            "state", outcome="changed" if moved.written else "ok", summary=result["msg"],
+            counts={"documents": len(moved.documents), "runs": moved.runs, "records": moved.records},
+            data={"source": moved.source, "target": shown, "documents": list(moved.documents),
+                  "written": bool(moved.written)}))
         return result

@@ -5,16 +5,10 @@
 
 from __future__ import annotations
 
-import json
-
-from ansible.utils.display import Display
-
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops
-
-display = Display()
 
 
 class ActionModule(ControllerAction):
@@ -33,13 +27,15 @@ class ActionModule(ControllerAction):
         answers = {h: (a if isinstance(a, dict) else {}) for h, a in args["answers"].items()}
         table_rows = ops.status.rows(catalog, answers, jobs)
         data = ops.status.as_json(table_rows, answers)
-        if fmt == "json":
-            display.display(json.dumps(data, indent=2, sort_keys=True))
-        else:
-            for line in ops.status.table_lines(table_rows, answers):
-                display.display(line)
-        result.update(status=data, msg=data["summary"])
         bad = data["unreachable"] + data["failed"]
-        if bad:
-            result.update(failed=True, msg="%s; no answer from %s" % (data["summary"], ", ".join(bad)))
+        stopped = data["not_running"]
+        problems = (["no answer from %s" % ", ".join(bad)] if bad else []) + (
+            ["active allocation%s not running: %s" % ("" if len(stopped) == 1 else "s", ", ".join(stopped))]
+            if stopped else [])
+        adapter.publish(result, ops.report.Report(
+            "status", outcome="failed" if problems else "ok", summary=data["summary"], counts=data["counts"],
+            data=data, format=fmt, lines=ops.status.table_lines(table_rows, answers), problems=problems))
+        result.update(status=data, msg=data["summary"])
+        if problems:
+            result.update(failed=True, msg="%s; %s" % (data["summary"], "; ".join(problems)))
         return result

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.maand.core.plugins.plugin_utils.ops import facts
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 
 
@@ -26,6 +27,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
+        self._maand_format = (task_vars or {}).get("maand_format")
         try:
             result.update(self._operation(args))
         except facts.WorkersFileError as exc:
@@ -43,5 +45,15 @@ class ActionModule(ActionBase):
             return out
         if args["results"] is None and not args["failed"]:
             raise facts.WorkersFileError("operation=write needs results (host -> worker_facts result)")
-        return facts.update_workers_file(args["bucket"], args["results"] or {}, args["failed"],
-                                         check_mode=bool(self._task.check_mode))
+        out = facts.update_workers_file(args["bucket"], args["results"] or {}, args["failed"],
+                                            check_mode=bool(self._task.check_mode))
+        lines = list(out.get("lines") or [])
+        # the playbook's next task prints the lines: the report carries them for -e maand_format=json and AWX
+        adapter.publish(out, ops.report.Report(
+            "facts", outcome="changed" if out.get("changed") else "ok", format=self._format(),
+            summary=out.get("msg") or ("%d change(s)" % len(lines) if lines else "workers.json already up to date"),
+            counts={"changes": len(lines)}, data={"changes": lines, "written": bool(out.get("changed"))}))
+        return out
+
+    def _format(self):
+        return "json" if str(self._maand_format or "").strip().lower() == "json" else "table"

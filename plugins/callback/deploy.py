@@ -29,8 +29,16 @@ description:
     (C(<bucket>/data/.deploy-run/<run_id>/progress.jsonl)), which the callback follows from a thread while
     the task runs.
   - >-
-    Any other playbook prints as with the default callback, without C(skipping) lines and without the ok
-    lines of checks (assert, argument validation).
+    Every other playbook of maand.core (build, facts, status, health_check, gc, run_command, job, info, logs,
+    cat, state, init, ...) prints as the deploy does: no play or task banners and no PLAY RECAP, the verb's
+    own table or summary, each error once as C(FAILED: ...) (with kind, file, field and fix where the verb
+    has them), never a result dumped as JSON. With C(-e maand_format=json) the verb's report is one JSON
+    document alone on standard output; every other line goes to standard error.
+  - >-
+    When a deploy stops before its end (Ctrl-C), it prints what was done, what was not, and how to resume.
+  - >-
+    A play or task that is not of maand.core (a playbook of yours around the collection's) prints as with
+    the default callback, without C(skipping) lines, and keeps its PLAY RECAP.
   - >-
     Enabled by the C(ansible.cfg) that C(maand.core.init) writes. The options of the default callback
     (such as O(display_ok_hosts)) apply too.
@@ -61,6 +69,19 @@ options:
     ini:
       - section: callback_maand_deploy
         key: throttle
+  make_every:
+    description:
+      - >-
+        While a step's make targets run on the workers, a live line counts the seconds (for example
+        C(wave 0: api upgrade batch 1/2: running, 1 of 2 workers answered (12 s))); without the live line,
+        one such line is printed every O(make_every) seconds.
+    type: float
+    default: 15.0
+    env:
+      - name: MAAND_DEPLOY_MAKE_EVERY
+    ini:
+      - section: callback_maand_deploy
+        key: make_every
 requirements:
   - set as stdout_callback in ansible.cfg (V(stdout_callback = maand.core.deploy)) or with
     E(ANSIBLE_STDOUT_CALLBACK=maand.core.deploy)
@@ -86,6 +107,7 @@ from ansible import constants as C, context
 from ansible.playbook.task_include import TaskInclude
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import deploy
 
 DEPLOY = "maand.core.deploy_"
@@ -126,7 +148,7 @@ class Follower(threading.Thread):
         self.drain()
 
 
-class CallbackModule(DefaultCallback):
+class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "maand.core.deploy"
@@ -142,6 +164,8 @@ class CallbackModule(DefaultCallback):
         self._verdict_line = ""
         self._printed = {}  # batch -> elapsed of its last printed wait line (no live line)
         self._said = set()  # failure messages already printed (steps, plan, finish repeat them)
+        self.verb_init()
+        self.watch_init()
 
     # --- output ---------------------------------------------------------------------------------
 
@@ -167,7 +191,7 @@ class CallbackModule(DefaultCallback):
         with self._lock:
             live = self._live_text
             self._clear_live()
-            self._display.display(line, color=color, stderr=stderr)
+            self._display.display(line, color=color, stderr=stderr or self._json_mode)
             if live:
                 self._live(live)
 
@@ -185,6 +209,7 @@ class CallbackModule(DefaultCallback):
     # --- progress records -------------------------------------------------------------------------
 
     def _on_record(self, record):
+        self.watch_gate(record)
         line = deploy.progress_line(record)
         if line is None:
             return
@@ -227,9 +252,28 @@ class CallbackModule(DefaultCallback):
         if self._display.verbosity > 0:
             return False
         action = short_action(task)
-        return action.startswith(DEPLOY) or action in QUIET_ACTIONS
+        return self.verb_quiet(task) or action.startswith(DEPLOY) or action in QUIET_ACTIONS
+
+    def v2_playbook_on_start(self, playbook):
+        self.verb_playbook(playbook)
+        super().v2_playbook_on_start(playbook)
+
+    def v2_playbook_on_play_start(self, play):
+        self._play_ours = self.verb_quiet(play)
+        if not self._play_ours:
+            super().v2_playbook_on_play_start(play)
+        else:
+            self._play = play
+
+    def v2_playbook_on_no_hosts_matched(self):
+        if not self._play_ours:  # ours: a --limit that skips the controller's play
+            super().v2_playbook_on_no_hosts_matched()
 
     def v2_playbook_on_task_start(self, task, is_conditional):
+        self.watch_stop()
+        if short_action(task) == DEPLOY + "agent" and self._display.verbosity == 0:
+            step = self._find_step(self._step_index)
+            self.watch_agent_start(step.get("label") if step else "final promotions")
         if not self._quiet(task):
             super().v2_playbook_on_task_start(task, is_conditional)
             return
@@ -258,32 +302,57 @@ class CallbackModule(DefaultCallback):
 
     def v2_runner_on_ok(self, result):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action.startswith(DEPLOY):
             self._deploy_result(action, result)
         if not self._quiet(result.task):
             super().v2_runner_on_ok(result)
-        elif result.result.get("warnings") and not isinstance(result.task, TaskInclude):
+        elif action == DEPLOY + "job":  # maand.core.job: one line per worker (status: the playbook's debug)
+            msg = str(result.result.get("msg") or "")
+            if msg.startswith(("make ", "check mode")):
+                self.verb_say("%s: %s %s" % (result._host.get_name(), result.task.args.get("job") or "", msg))
+        elif action.startswith(DEPLOY):
+            self.verb_document(result)
+            if result.result.get("warnings") and not isinstance(result.task, TaskInclude):
+                with self._lock:
+                    self._clear_live()
+                    self._handle_warnings_and_exception(result)
+        elif not isinstance(result.task, TaskInclude):
             with self._lock:
-                self._clear_live()
-                self._handle_warnings_and_exception(result)
+                self.verb_ok(result)
 
     def v2_runner_item_on_ok(self, result):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action == DEPLOY + "agent" and result.result.get("warnings"):
             with self._lock:
                 self._clear_live()
                 self._handle_warnings_and_exception(result)
         if not self._quiet(result.task):
             super().v2_runner_item_on_ok(result)
+        elif not action.startswith(DEPLOY):  # a loop of a playbook's own (init's files); not the agents' loop
+            self.verb_item_changed(result)
+
+    def v2_runner_item_on_failed(self, result):
+        if not self._quiet(result.task):
+            super().v2_runner_item_on_failed(result)
+            return
+        label = result.result.get("_ansible_item_label", result.result.get("item"))
+        self._failure("%s: %s" % (label, (result.result.get("msg") or "failed").strip()))
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action in (DEPLOY + "step", DEPLOY + "finish"):
             self._unfollow(result.result)
         if action.startswith(DEPLOY) and self._display.verbosity == 0:
             # the message, not the result dumped as YAML (a refused plan would dump the whole plan)
             if action == DEPLOY + "finish":
                 self._finish(result.result)
+                self.verb_document(result)
             self._end_live()
             for problem in result.result.get("problems") or [result.result.get("msg") or "failed"]:
                 self._failure(problem)
@@ -294,14 +363,22 @@ class CallbackModule(DefaultCallback):
             self._end_live()
             self._failure((result.result.get("msg") or "failed").strip())
             return
+        if self._quiet(result.task):
+            self.verb_failed(result, ignore_errors)
+            return
         self._end_live()
         super().v2_runner_on_failed(result, ignore_errors)
 
     def v2_runner_on_unreachable(self, result):
         action = short_action(result.task)
+        if action == DEPLOY + "agent":
+            self.watch_answer()
         if action.startswith(DEPLOY) and result.task.ignore_unreachable and self._display.verbosity == 0:
             msg = (result.result.get("msg") or "unreachable").strip().splitlines()[-1]
             self._emit("%s: unreachable: %s" % (result.host.get_name(), msg), color=C.COLOR_UNREACHABLE)
+            return
+        if self._quiet(result.task):
+            self.verb_unreachable(result)
             return
         self._end_live()
         super().v2_runner_on_unreachable(result)
@@ -317,11 +394,12 @@ class CallbackModule(DefaultCallback):
             self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
         elif action == DEPLOY + "step":
             self._unfollow(res)
+            self.watch_step(res.get("step"), res.get("hosts"))
             for msg in res.get("new_failures") or []:
                 self._failure(msg)
             step = self._find_step(res.get("step"))
             if res.get("hosts") or step is not None:
-                self._emit(deploy.step_line(step, list(res.get("hosts") or [])))
+                self._emit(deploy.step_line(step, list(res.get("hosts") or []), res.get("ran")))
         elif action == DEPLOY + "finish":
             self._unfollow(res)
             self._finish(res)
@@ -329,6 +407,7 @@ class CallbackModule(DefaultCallback):
     def _failure(self, msg):
         if msg not in self._said:
             self._said.add(msg)
+            self._errors.append(msg)
             self._emit("FAILED: %s" % msg, color=C.COLOR_ERROR, stderr=self.get_option("display_failed_stderr"))
 
     def _find_step(self, key):
@@ -345,7 +424,10 @@ class CallbackModule(DefaultCallback):
     # --- the end --------------------------------------------------------------------------------------
 
     def v2_playbook_on_stats(self, stats):
+        self.watch_end()
         self._end_live()
+        if self._json_mode and self.verb_stats(stats):
+            return
         bad = any(stats.summarize(h)["failures"] or stats.summarize(h)["unreachable"] for h in stats.processed)
         if self._verdict is None and self._plan is not None and not bad and self._display.verbosity == 0 \
                 and context.CLIARGS.get("check"):
@@ -355,7 +437,8 @@ class CallbackModule(DefaultCallback):
                                   color=C.COLOR_OK)
             return
         if self._verdict is None:
-            super().v2_playbook_on_stats(stats)
+            if not self.verb_stats(stats):
+                super().v2_playbook_on_stats(stats)
             return
         self._display.display("")
         for line in deploy.verdict_table(self._verdict):

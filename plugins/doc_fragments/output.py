@@ -14,7 +14,9 @@ class ModuleDocFragment:
 options:
   format:
     description: C(table) for people, C(json) for scripts (the same data as the module returns); the playbook's
-      C(-e maand_format).
+      C(-e maand_format). Under the stdout callback C(maand.core.deploy) the JSON document is alone on standard
+      output. Either way the result holds C(maand_report) (lines, data, counts, outcome) and the run's custom
+      stats get it as C(maand_<verb>) (what AWX keeps as the job's artifacts).
     type: str
     default: table
 """

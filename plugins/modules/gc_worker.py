@@ -197,7 +197,8 @@ def main():
         results = [delete_one(root, job, module.check_mode) for job in module.params["jobs"]]
     if module.params["bucket_tree"]:
         results.append(delete_tree(root, module.check_mode))
-    module.exit_json(changed=any(r["deleted"] for r in results), results=results)
+    # --check deletes nothing: not "changed" (its results say what would be deleted)
+    module.exit_json(changed=not module.check_mode and any(r["deleted"] for r in results), results=results)
 
 
 if __name__ == "__main__":

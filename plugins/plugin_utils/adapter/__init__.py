@@ -10,6 +10,9 @@ settings, the agent round trip); controller.py builds what the deploy's door (de
 of Ansible (hostvars -> the workers' connection settings and addresses, Display -> the screen, the
 registered deploy_state results -> worker states); extra_vars.py checks the run's maand_* extra vars;
 support.py holds the small helpers actions share (integer extra vars, ssh args, hosts_from_hostvars).
+report.py puts a verb's report (ops/report.py) into its task result and its custom stats; verb_view.py
+and deploy_watch.py are the stdout callback maand.core.deploy's parts for every verb and for a deploy's
+steps (the make line, Ctrl-C).
 
 The door for plugins: action_base.py (MaandAction, ControllerAction) and controller.py.
 """
@@ -22,7 +25,8 @@ from ..doors import lazy
 _DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller", "deploy_controller": "controller",
          "python_of": "controller", "run_pid": "controller", "show": "controller",
          "worker_state": "controller", "deploy_extra_vars": "extra_vars", "warn_unknown_extra_vars": "extra_vars",
-         "spec_for": "specs", "int_var": "support"}
+         "spec_for": "specs", "int_var": "support", "publish": "report", "say": "report", "say_lines": "report",
+         "VerbView": "verb_view", "DeployWatch": "deploy_watch"}
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)

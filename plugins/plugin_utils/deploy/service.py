@@ -463,11 +463,12 @@ class Stepped:
     hosts: list = dataclasses.field(default_factory=list)
     failures: list = dataclasses.field(default_factory=list)
     error: str = ""
+    ran: dict = dataclasses.field(default_factory=dict)  # host -> the ops its request holds (the step's line)
 
     def as_result(self):
         if self.error:
             return {"failed": True, "changed": False, "msg": self.error}
-        return {"changed": False, "hosts": self.hosts, "step": self.key, "new_failures": self.failures,
+        return {"changed": False, "hosts": self.hosts, "step": self.key, "new_failures": self.failures, "ran": self.ran,
                 "msg": "step %s: %d host(s) act" % (self.key, len(self.hosts))}
 
 
@@ -484,7 +485,20 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     if not ctl.watched:  # the callback prints new_failures from the result
         for msg in failures:
             ctl.show("FAILED: %s" % msg, color="red", stderr=True)
-    return Stepped(key, hosts, failures)
+    return Stepped(key, hosts, failures, ran=_ran(run_dir, key, hosts))
+
+
+def _ran(run_dir, key, hosts):
+    """{host: [{"job", "revert"}]}: the ops the step's requests hold (promotions not counted), for its line."""
+    out = {}
+    for host in hosts:
+        try:
+            request = run.read_request(run_dir, key, host) or {}
+        except (run.RunError, OSError, ValueError):
+            request = {}
+        out[host] = [{"job": op.get("job"), "revert": op.get("revert_of") is not None}
+                     for op in request.get("ops") or [] if isinstance(op, dict)]
+    return out
 
 
 # --- finish: fold the run, prune the catalog, unlock ---------------------------------------------------

@@ -89,12 +89,16 @@ def _names(hosts, most=4):
     return ", ".join(hosts[:most]) + (" and %d more" % (len(hosts) - most) if len(hosts) > most else "")
 
 
-def step_line(step, hosts):
+def step_line(step, hosts, ran=None):
     """The line shown when a step's agents start: 'wave 1: api upgrade batch 2/3: applying on
-    10.0.0.2; promoting on 10.0.0.1' (hosts without ops of the step only promote earlier batches)."""
+    10.0.0.2; promoting on 10.0.0.1' (hosts without ops of the step only promote earlier batches).
+    With ran ({host: [{"job", "revert"}]}: the ops the step's requests hold) each batch names exactly the
+    hosts it acts on, a revert slot shows only when its revert runs, and worker metadata is named apart."""
     what = "final promotions" if step is None else step.get("label") or "step %s" % step.get("index")
     if not hosts:
         return "%s: nothing to apply" % what
+    if ran is not None and step is not None:
+        return _ran_line(step, what, hosts, ran)
     with_ops = [h for h in hosts if step is not None and h in (step.get("ops") or {})]
     promoting = [h for h in hosts if h not in with_ops]
     parts = []
@@ -103,6 +107,33 @@ def step_line(step, hosts):
     if promoting:
         parts.append("promoting on %s" % _names(promoting))
     return "%s: %s" % (what, "; ".join(parts))
+
+
+def _ran_line(step, what, hosts, ran):
+    """step_line from the ops that run: 'wave 0: api upgrade batch 1/2 on h1; web start batch 1/1 on h2, h3'."""
+    wave, sep, labels = what.partition(": ")
+    if not sep:
+        wave, labels = "", what
+    parts, named = [], set()
+    for label in labels.split("; "):
+        job = label.split(" ", 1)[0]
+        on = [h for h in hosts if any(o.get("job") == job and not o.get("revert") for o in ran.get(h) or [])]
+        if on and "revert (if " not in label:
+            parts.append("%s: applying on %s" % (label, _names(on)))
+            named.update(on)
+    for job in sorted({o.get("job") for ops in ran.values() for o in ops or [] if o.get("revert")}):
+        on = [h for h in hosts if any(o.get("job") == job and o.get("revert") for o in ran.get(h) or [])]
+        parts.append("%s revert (auto_revert): applying on %s" % (job, _names(on)))
+        named.update(on)
+    meta = [h for h in hosts if h not in named and any(o.get("job") is None for o in ran.get(h) or [])]
+    if meta:
+        parts.append("worker metadata on %s" % _names(meta))
+    promoting = [h for h in hosts if not ran.get(h)]
+    if promoting:
+        parts.append("promoting on %s" % _names(promoting))
+    if not parts:
+        return "%s: nothing to apply" % what
+    return (wave + ": " if wave else "") + "; ".join(parts)
 
 
 # --- the verdict --------------------------------------------------------------------------------

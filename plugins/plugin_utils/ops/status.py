@@ -177,6 +177,8 @@ def rows(catalog: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], j
                 row.deployed = outcome.get("version")
                 row.last_deploy = when(outcome.get("deployed_at"))
                 row.running, row.note = _running(outcome, commands.has_event(catalog, job, "job_control"))
+                if row.state != "active" and row.running == "no":  # meant to be stopped: not a failure
+                    row.running = row.state
                 if outcome.get("pending"):
                     row.note = ("start not promoted yet; " + row.note).rstrip("; ")
                 row.note = "; ".join(n for n in history_notes(outcome) + [row.note] if n)
@@ -222,13 +224,30 @@ def summary(table_rows: list[Row], answers: Mapping[str, Mapping[str, Any]]) -> 
     for row in table_rows:
         counts[row.running] = counts.get(row.running, 0) + 1
     names = (("yes", "running"), ("no", "not running"), ("n/a", "n/a"), ("-", "not deployed"), ("?", "unknown"),
-             ("unreachable", "unreachable"))
+             ("unreachable", "unreachable"), ("disabled", "disabled"), ("removed", "removed"))
     parts = ["%d %s" % (counts[key], label) for key, label in names if counts.get(key)]
     down = unreachable(answers)
     text = "status: %s" % (", ".join(parts) or "no allocations")
     if down:
         text += "; unreachable worker%s: %s" % ("" if len(down) == 1 else "s", ", ".join(down))
     return text
+
+
+def not_running(table_rows: list[Row]) -> list[Row]:
+    """The active allocations whose worker answered that the job is not running (status fails on them)."""
+    return [r for r in table_rows if r.state == "active" and r.running == "no"]
+
+
+def counts(table_rows: list[Row], answers: Mapping[str, Mapping[str, Any]]) -> dict:
+    """{running, not_running, disabled, unreachable_workers, ...}: the numbers of the summary line."""
+    labels = {"yes": "running", "no": "not_running", "n/a": "n_a", "-": "not_deployed", "?": "unknown",
+              "unreachable": "unreachable"}
+    out = {"allocations": len(table_rows)}
+    for row in table_rows:
+        key = labels.get(row.running, row.running)
+        out[key] = out.get(key, 0) + 1
+    out["unreachable_workers"] = len(unreachable(answers))
+    return out
 
 
 def table_lines(table_rows: list[Row], answers: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -250,4 +269,6 @@ def as_json(table_rows: list[Row], answers: Mapping[str, Mapping[str, Any]]) -> 
         "unreachable": unreachable(answers),
         "failed": failed(answers),
         "summary": summary(table_rows, answers),
+        "counts": counts(table_rows, answers),
+        "not_running": ["%s@%s" % (r.job, r.worker) for r in not_running(table_rows)],
     }

@@ -170,3 +170,20 @@ def test_a_worker_with_only_notes_is_not_asked():
     assert shell.calls == [] and shown.as_result() == {"changed": True, "files": 0, "diff": [
         {"prepared": "api/key.pem: secret-bearing, not shown\n"}]}
     assert _view.host_diff(SPEC, "h2", shell, "python3", "bid").as_result() == {"changed": False, "files": 0}
+
+
+def test_step_line_from_the_ops_that_run_names_each_batch_s_hosts():
+    step = {"label": "wave 0: api upgrade batch 2/2; web start batch 1/1", "ops": {}}
+    ran = {"h1": [{"job": "api", "revert": False}, {"job": None, "revert": False}],
+           "h2": [{"job": "web", "revert": False}], "h3": [{"job": None, "revert": False}], "h4": []}
+    assert _view.step_line(step, ["h1", "h2", "h3", "h4"], ran) == (
+        "wave 0: api upgrade batch 2/2: applying on h1; web start batch 1/1: applying on h2; "
+        "worker metadata on h3; promoting on h4")
+
+
+def test_a_revert_slot_shows_only_when_its_revert_runs():
+    step = {"label": "wave 0: api revert (if canary batch 1/1 fails)", "ops": {"h1": [{"job": "api", "revert_of": 1}]}}
+    # the canary passed: the slot only promotes it, and says no word of a revert
+    assert _view.step_line(step, ["h1"], {"h1": []}) == "wave 0: promoting on h1"
+    assert _view.step_line(step, ["h1"], {"h1": [{"job": "api", "revert": True}]}) == (
+        "wave 0: api revert (auto_revert): applying on h1")

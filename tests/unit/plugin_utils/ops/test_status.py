@@ -170,3 +170,17 @@ def test_a_reverted_or_unpromoted_version_is_in_the_note():
     notes = {r.job: r.note for r in _status.rows(CATALOG, answers)}
     assert notes["api"] == "reverted from 1.2.0"
     assert notes["ctl"].startswith("2.1.0 not promoted (failed); rolled back from 2.2.0; job_control job")
+
+
+def test_a_stopped_disabled_allocation_is_disabled_and_an_active_one_fails():
+    answers = {"h1": ANSWERS["h1"],
+               "h2": {"answered": True, "jobs": {"api": {"version": "1.2.0", "running": False, "output_tail": ["down"]}}}}
+    rows = _status.rows(CATALOG, answers, jobs=["api"])
+    assert [(r.worker, r.state, r.running) for r in rows] == [("h1", "active", "no"), ("h2", "disabled", "disabled")]
+    assert [(r.job, r.worker) for r in _status.not_running(rows)] == [("api", "h1")]
+    assert _status.summary(rows, answers) == "status: 1 not running, 1 disabled"
+    data = _status.as_json(rows, answers)
+    assert data["not_running"] == ["api@h1"]
+    assert data["counts"] == {"allocations": 2, "not_running": 1, "disabled": 1, "unreachable_workers": 0}
+    # the disabled one stopped: nothing fails
+    assert _status.not_running([r for r in rows if r.worker == "h2"]) == []
