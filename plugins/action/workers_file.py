@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.maand.core.plugins.plugin_utils.ops import facts
-from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils.ops import facts, report
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import publish
 
 
 class ActionModule(ActionBase):
@@ -49,7 +49,7 @@ class ActionModule(ActionBase):
                                             check_mode=bool(self._task.check_mode))
         lines = list(out.get("lines") or [])
         # the playbook's next task prints the lines: the report carries them for -e maand_format=json and AWX
-        adapter.publish(out, ops.report.Report(
+        publish(out, report.Report(
             "facts", outcome="changed" if out.get("changed") else "ok", format=self._format(),
             summary=out.get("msg") or ("%d change(s)" % len(lines) if lines else "workers.json already up to date"),
             counts={"changes": len(lines)}, data={"changes": lines, "written": bool(out.get("changed"))}))
