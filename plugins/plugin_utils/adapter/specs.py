@@ -73,7 +73,7 @@ SPECS = {
     "explain": compose(BUCKET_CWD, job=opt("str"), workers=str_list(),
                        show=opt("str", default="all", choices=["all", "placed", "rejected"]),
                        limit=opt("int", default=0), deprecated_vars=str_list(default=[])),
-    "extra_vars": compose(known=str_list(), playbook=opt("str", required=True), refuse=opt("bool", default=False)),
+    "extra_vars": compose(known=str_list(), playbook=opt("str", required=True), refuse=opt("bool", default=True)),
     "gc": compose(BUCKET, step=opt("str", required=True, choices=["targets", "plan", "commit"]),
                   hosts=str_list(default=[]), retain_days=opt("raw"), departed=opt("raw"), forget=opt("raw"),
                   plan=opt("dict"), states=opt("dict", default={}), deleted=opt("dict", default={})),
