@@ -12,6 +12,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import stale_note
 
 display = Display()
 
@@ -34,6 +35,7 @@ class ActionModule(ControllerAction):
             return result
         for line in table.lines():
             display.display(line)
+        adapter.warn_stale(result, bucket_dir, task_vars, stale_note)  # catalog/freshness.py: cat is read-only
         if request.reveal:  # decrypted values go to the screen only, never into the result (-v, callbacks, AWX)
             table = ops.cat.cat(bucket_dir, dataclasses.replace(request, reveal=False))
         lines = table.lines()

@@ -12,6 +12,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import stale_note
 
 display = Display()
 
@@ -32,6 +33,7 @@ class ActionModule(ControllerAction):
             found.table().lines()
         for line in lines:
             display.display(line)
+        adapter.warn_stale(result, args["bucket"], task_vars, stale_note)  # catalog/freshness.py: info is read-only
         result.update(changed=False, info=data, msg="bucket %s: %d workers, %d jobs, %d allocations, update_seq %d"
                       % (found.bucket_id, found.workers, found.jobs, found.allocations["total"], found.update_seq))
         return result
