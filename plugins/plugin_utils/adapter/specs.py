@@ -49,7 +49,7 @@ def compose(*pieces: dict, **options: dict) -> dict:
 
 SPECS = {
     "build": compose(BUCKET_CWD, table_limit=opt("int", default=200), new_bucket_id=opt("bool"), strict=opt("bool"),
-                     purge_job_kv=opt("bool")),
+                     purge_job_kv=opt("bool"), allow_remove_all=opt("bool")),
     "cat": compose(BUCKET_CWD, view=opt("str", required=True), jobs=str_list(default=[]),
                    workers=str_list(default=[]), reveal=opt("bool", default=False), deleted=opt("bool", default=False),
                    active=opt("bool", default=False), namespace=opt("str", default=""), key=opt("str", default=""),

@@ -44,6 +44,7 @@ KINDS = frozenset(
         "ErrInvalidCA",
         "ErrInvalidMaandDB",
         "ErrStaleCheckout",
+        "ErrRemoveAll",
     }
 )
 

@@ -37,7 +37,7 @@ PLAYBOOK_VARS = {
     "maand.core.info": ("maand_bucket", "maand_format"),
     "maand.core.logs": ("maand_bucket", "maand_run", "maand_jobs", "maand_workers", "maand_limit", "maand_format"),
     "maand.core.facts": ("maand_bucket", "maand_labels", "maand_hosts", "maand_build", "maand_strict",
-                         "maand_new_bucket_id"),
+                         "maand_new_bucket_id", "maand_allow_remove_all"),
     "maand.core.job": ("maand_bucket", "maand_job", "maand_target", "maand_job_workers", "maand_health_check",
                        "maand_wait_seconds"),
     "maand.core.health_check": ("maand_jobs", "maand_wait", "maand_wait_seconds"),
