@@ -315,6 +315,8 @@ class CallbackModule(DefaultCallback):
                 self._emit(line)
             self._said.update(f.get("msg") for f in self._plan.get("failures") or [])
             self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
+            for line in res.get("build_warnings") or []:  # the last build's, repeated (deploy/service.py)
+                self._emit(line, color=C.COLOR_WARN)
         elif action == DEPLOY + "step":
             self._unfollow(res)
             for msg in res.get("new_failures") or []:

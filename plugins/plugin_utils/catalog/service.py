@@ -115,7 +115,22 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
             result.catalog = None  # scrape.yaml.tpl failed: nothing is written
         elif not certs.check(bucket_dir, result.catalog, bucket.conf, report):
             result.catalog = None  # a corrupt or half-present CA: nothing is written
+        keep_warnings(result.catalog, report)
     return result
+
+
+MAX_KEPT_WARNINGS = 50
+
+
+def keep_warnings(catalog, report):
+    """The build's warnings kept in the catalog (`build_warnings`, only when there are any): the deploy plan
+    repeats them (deploy/service.build_warning_lines)."""
+    if catalog is None or not report.warnings:
+        return
+    texts = [str(w) for w in report.warnings]
+    more = len(texts) - MAX_KEPT_WARNINGS
+    catalog["build_warnings"] = texts[:MAX_KEPT_WARNINGS] + (["and %d more (run maand.core.build)" % more]
+                                                             if more > 0 else [])
 
 
 def check_remove_all(bucket, previous, allocations, report, allow=False):
