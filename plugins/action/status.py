@@ -11,6 +11,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 
@@ -41,5 +42,7 @@ class ActionModule(ControllerAction):
         result.update(status=data, msg=data["summary"])
         bad = data["unreachable"] + data["failed"]
         if bad:
-            result.update(failed=True, msg="%s; no answer from %s" % (data["summary"], ", ".join(bad)))
+            hints = bucket.connect.hints_for(answers, bad)  # first contact: host key, login, sudo
+            result.update(failed=True, msg="%s; no answer from %s%s" % (data["summary"], ", ".join(bad),
+                                                                         "".join("\n" + h for h in hints)))
         return result

@@ -10,7 +10,8 @@ reader per format), schemas.py, units.py (resources, versions, architectures), p
 error report), naming.py, job_checks.py (per-job checks of the manifest), content.py (content hashing
 of job trees), storage.py (the state store seam: store() picks the bucket folder or PostgreSQL; the
 data/ folder, atomic writes), locks.py (the bucket lock and the deploy lock, in either store),
-state_pg.py (the PostgreSQL state store, its side of both locks and the deploy lock's holder process).
+state_pg.py (the PostgreSQL state store, its side of both locks and the deploy lock's holder process),
+connect.py (first contact: what a failed SSH connection to a worker means and what to do).
 
 The door: model.py (load_bucket and the model's records); storage.py for what every stage persists;
 locks.py for the locks.
@@ -24,7 +25,7 @@ from ..doors import lazy
 _DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "model", "load_maand_conf": "model",
          "group_name": "naming", "Report": "problems", "did_you_mean": "problems", "redact": "state_pg",
          "LockBusy": "locks", "DeployInProgress": "locks", "StateStoreError": "storage",
-         "JOB_NAME": "model", "HOST_NAME": "model", "JOBS_DIR": "model"}  # the names build accepts (catalog_schema)
+         "JOB_NAME": "model", "HOST_NAME": "model", "JOBS_DIR": "model", "connect": None}  # the names build accepts (catalog_schema)
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)
