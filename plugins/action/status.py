@@ -43,6 +43,6 @@ class ActionModule(ControllerAction):
         bad = data["unreachable"] + data["failed"]
         if bad:
             hints = bucket.connect.hints_for(answers, bad)  # first contact: host key, login, sudo
-            result.update(failed=True, msg="%s; no answer from %s%s" % (data["summary"], ", ".join(bad),
-                                                                         "".join("\n" + h for h in hints)))
+            tail = "".join("\n" + h for h in hints)
+            result.update(failed=True, msg="%s; no answer from %s%s" % (data["summary"], ", ".join(bad), tail))
         return result

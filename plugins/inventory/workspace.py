@@ -185,7 +185,8 @@ def load_from_catalog(bucket_dir, allow_stale=False):
         shown = changes[:MAX_CHANGES_SHOWN] + (["and %d more" % (len(changes) - MAX_CHANGES_SHOWN)]
                                                if len(changes) > MAX_CHANGES_SHOWN else [])
         return _failure(bucket_dir, [
-            "ErrStaleCatalog: %s: workspace changed since the last build; run maand.core.build (%s) (fix: run %s)"
+            "ErrStaleCatalog: %s: workspace changed since the last build; run maand.core.build (%s) (fix: run %s; "
+            "status, health_check, job, run_command, cat, info and logs still run on the last built catalog)"
             % (rel, "; ".join(shown), _build_command(bucket_dir))], bucket_id=catalog["bucket_id"])
     bucket, report = Bucket(bucket_dir), Report()
     load_maand_conf(bucket, report)

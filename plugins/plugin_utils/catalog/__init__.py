@@ -8,7 +8,8 @@ PRIVATE to the collection: it can change at any time. Do not import it from othe
 model -> placement -> validation -> catalog (+ KV); the door is service.py.
 
 service.py (build, compute), validate.py, catalog.py (data/catalog.json), catalog_schema.py,
-fingerprint.py, freshness.py (which verbs run on the last built catalog of a stale workspace), kv_build.py, maand_db.py (taking over a bucket from maand), prune.py (the catalog and the KV after a
+fingerprint.py, freshness.py (which verbs run on the last built catalog of a stale workspace),
+kv_build.py, maand_db.py (taking over a bucket from maand), prune.py (the catalog and the KV after a
 deploy cleaned removed allocations). Build runs the job-spec checks of jobspec/, issues the certificates of certs/
 and runs the _prometheus/ checks of prometheus/ (prometheus/checks.py).
 """

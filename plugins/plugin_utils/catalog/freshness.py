@@ -51,10 +51,11 @@ def policy(verb: str) -> str:
 
 
 def allows_stale(verbs: Iterable[str]) -> bool:
-    """True when every verb of a run may use the last built catalog (WARN, or NONE: it does not use it);
-    False for no verb at all (ansible-inventory, an API caller) or when one would refuse."""
+    """True when every verb of a run may use the last built catalog (WARN); False for no verb at all
+    (ansible-inventory, an API caller), or when one would refuse, or does not use the catalog (NONE: build reads
+    the workspace itself and must not open with a warning about the catalog it is about to replace)."""
     verbs = list(verbs)
-    return bool(verbs) and all(policy(v) != REFUSE for v in verbs)
+    return bool(verbs) and all(policy(v) == WARN for v in verbs)
 
 
 def shown(changes: Sequence[str], limit: int = SHOWN) -> str:

@@ -25,8 +25,9 @@ def test_read_only_and_emergency_verbs_run_on_the_last_built_catalog(verb):
 
 
 @pytest.mark.parametrize("verbs", [["maand.core.deploy"], ["maand.core.gc"], ["maand.core.job_command"],
-                                   ["site.yml"], [], ["maand.core.status", "maand.core.deploy"]])
-def test_deploy_gc_a_users_playbook_and_no_playbook_refuse(verbs):
+                                   ["site.yml"], [], ["maand.core.status", "maand.core.deploy"],
+                                   ["maand.core.build"], ["maand.core.explain"]])
+def test_deploy_gc_a_users_playbook_no_playbook_and_build_get_the_failure(verbs):
     assert not freshness.allows_stale(verbs)
 
 
