@@ -42,7 +42,7 @@ class ActionModule(ControllerAction):
         result.update(status=data, msg=data["summary"])
         bad = data["unreachable"] + data["failed"]
         if bad:
-            hints = bucket.connect.hints_for(answers, bad)  # first contact: host key, login, sudo
+            hints = bucket.ssh_hints_for(answers, bad)  # first contact: host key, login, sudo
             tail = "".join("\n" + h for h in hints)
             result.update(failed=True, msg="%s; no answer from %s%s" % (data["summary"], ", ".join(bad), tail))
         return result

@@ -13,7 +13,7 @@ import os
 from ansible import constants as C
 from ansible.utils.display import Display
 
-from ..bucket import connect
+from ..bucket import ssh_hint, ssh_result_words
 from ..deploy import gate, remote, service
 from ..hooks import run
 from . import support
@@ -83,7 +83,7 @@ def worker_state(hostvars, host, var):
         reg = None
     if not isinstance(reg, dict):
         return {"reachable": False, "error": "its state was not read (host skipped or failed earlier)"}
-    hint = connect.hint(connect.result_words(reg), host)  # first contact: host key, login, sudo
+    hint = ssh_hint(ssh_result_words(reg), host)  # first contact: host key, login, sudo
     if reg.get("unreachable"):
         error = (reg.get("msg") or "unreachable").strip().splitlines()[-1]
         return {"reachable": False, "error": "%s; %s" % (error, hint) if hint else error}

@@ -25,7 +25,9 @@ from ..doors import lazy
 _DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "model", "load_maand_conf": "model",
          "group_name": "naming", "Report": "problems", "did_you_mean": "problems", "redact": "state_pg",
          "LockBusy": "locks", "DeployInProgress": "locks", "StateStoreError": "storage",
-         "JOB_NAME": "model", "HOST_NAME": "model", "JOBS_DIR": "model", "connect": None}  # the names build accepts (catalog_schema)
+         "JOB_NAME": "model", "HOST_NAME": "model", "JOBS_DIR": "model",
+         "ssh_hint": "connect", "ssh_result_words": "connect", "ssh_hints_for": "connect", "deploy_needs": "connect",
+         "lacking_message": "connect"}  # the names build accepts (catalog_schema)
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)

@@ -4,7 +4,7 @@
 """First contact with a worker: what a failed SSH connection means and what to do (pure Python).
 
 A new bucket's first `facts` meets the SSH details the workspace does not hold: the worker's host key,
-the user and key of maand.conf, sudo when `use_sudo = true`. `hint(text)` turns ssh's, sudo's and Ansible's words
+the user and key of maand.conf, sudo when `use_sudo = true`. `ssh_hint(text)` turns ssh's, sudo's and Ansible's words
 into the step to take (issue 31 item 4), for facts, status and the deploy's unreachable workers. NEEDS are the
 commands the deploy runs on a worker (facts checks them, ops/facts.py).
 """
@@ -44,7 +44,7 @@ _PATTERNS = (
 NEEDS = ("rsync", "make", "python3")
 
 
-def hint(text, host=""):
+def ssh_hint(text, host=""):
     """'hint: ...' for a failed connection or become whose words say why, else ''."""
     lowered = str(text or "").lower()
     for words, advice in _PATTERNS:
@@ -53,13 +53,13 @@ def hint(text, host=""):
     return ""
 
 
-def with_hint(text, host=""):
+def with_ssh_hint(text, host=""):
     """text, then its hint (if any) after '; '."""
-    found = hint(text, host)
+    found = ssh_hint(text, host)
     return "%s; %s" % (text, found) if found else str(text)
 
 
-def needs(use_sudo):
+def deploy_needs(use_sudo):
     """The commands a worker must have for the deploy: NEEDS, and sudo when use_sudo."""
     return list(NEEDS) + (["sudo"] if use_sudo else [])
 
@@ -77,18 +77,18 @@ def lacking_message(lacking):
             % (", ".join(NEEDS), "; ".join(lines), fix))
 
 
-def result_words(result):
+def ssh_result_words(result):
     """The words of a registered task result where ssh, sudo and Ansible say why it failed."""
     if not isinstance(result, dict):
         return ""
     return " ".join(str(result.get(k) or "") for k in ("msg", "module_stderr", "module_stdout", "stderr"))
 
 
-def hints_for(results, hosts):
+def ssh_hints_for(results, hosts):
     """One line per distinct hint over the registered results of `hosts` ({host: result}), naming the hosts."""
     found = {}
     for host in hosts:
-        text = hint(result_words(results.get(host)), host if len(hosts) == 1 else "")
+        text = ssh_hint(ssh_result_words(results.get(host)), host if len(hosts) == 1 else "")
         if text:
             found.setdefault(text, []).append(host)
     return ["%s: %s" % (", ".join(names), text) for text, names in found.items()]

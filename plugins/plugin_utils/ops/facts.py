@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..bucket import connect
+from ..bucket import deploy_needs, lacking_message, ssh_hint
 from ..bucket.locks import bucket_lock
 from ..bucket.storage import atomic_write
 from ..bucket.units import normalize_arch
@@ -172,7 +172,7 @@ def inventory_entries(bucket_dir, labels=None, hosts=None):
     targets = [Target.of(worker) for worker in select_targets(bucket.workers, labels, hosts)]
     return {"path": os.path.join(bucket.path, WORKERS_FILE), "bucket": bucket.path,
             "connection": connection.as_vars(), "targets": [t.as_dict() for t in targets],
-            "needs": connect.needs(connection.become),
+            "needs": deploy_needs(connection.become),
             "workers": len(bucket.workers), "warnings": [str(p) for p in report.warnings]}
 
 
@@ -204,7 +204,7 @@ def _failure_of(result, host=""):
     if not isinstance(result, dict):
         return "no result (the host was not probed)"
     words = " ".join(str(result.get(k) or "") for k in ("msg", "module_stderr", "module_stdout", "stderr"))
-    found = connect.hint(words, host)
+    found = ssh_hint(words, host)
     if result.get("unreachable"):
         text = "unreachable: %s" % _first_line(result.get("msg", "no answer"))
         return "%s; %s" % (text, found) if found else text
@@ -547,5 +547,5 @@ def with_needs(result, facts):
     `lacking` ({host: [commands]}) and `needs_msg` ('' when every worker has everything); the facts playbook
     fails on it after writing workers.json (issue 31 item 4)."""
     lacking = {host: list(fact.get("lacks") or ()) for host, fact in facts.items() if fact.get("lacks")}
-    result.update(lacking=lacking, needs_msg=connect.lacking_message(lacking))
+    result.update(lacking=lacking, needs_msg=lacking_message(lacking))
     return result
