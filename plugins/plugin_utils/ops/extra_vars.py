@@ -108,17 +108,8 @@ def check(extra_vars: Mapping, known: Iterable[str], playbook: str, refuse: bool
     return Verdict(messages, bool(messages) and refuse and not allows_unknown(extra_vars))
 
 
-def other_playbooks_vars(playbook: str, deploy_vars: Iterable[str] = ()) -> set:
-    """The maand_ extra vars of every maand.core playbook but `playbook`."""
-    out = set(deploy_vars) if playbook != DEPLOY else set()
-    for name, names in PLAYBOOK_VARS.items():
-        if name != playbook:
-            out.update(names)
-    return out
-
-
-# The deploy's own vars are its role's options (roles/deploy/meta/argument_specs.yml); the pinned-plan and
-# rollback ones, named here so other playbooks do not warn about them as typos of theirs.
+# The deploy's own vars are its role's options (roles/deploy/meta/argument_specs.yml, read by the adapter at run
+# time); these are known even where that file cannot be read (known_vars adds them to the role's).
 DEPLOY_VARS = ("maand_jobs", "maand_force", "maand_sync_only", "maand_plan", "maand_rollback", "maand_promote",
                "maand_adopt_bucket_id",
                "maand_deploy_make_timeout", "maand_deploy_output_tail", "maand_deploy_rsync_verify_host",
