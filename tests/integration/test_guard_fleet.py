@@ -1,6 +1,7 @@
 """Guards on a real SSH fleet, through the playbooks run from the bucket folder (issue 31 items 2, 3, 4):
 
-- after an unbuilt edit, status and job stop work on the last built catalog with one warning naming what changed,
+- after an unbuilt edit, status, job stop/start, health_check and run_command work on the last built catalog with one
+  warning naming what changed,
   and deploy keeps refusing;
 - an unknown maand_ extra var (-e maand_rollbak=api, -e maand_plans=HASH) is refused before any worker is touched;
 - a selector typo that would remove every allocation of a job is refused by the build;
@@ -66,6 +67,14 @@ def test_02_job_stop_and_start_after_the_unbuilt_edit(env):
     env.play("job", "-e", "maand_job=api", "-e", "maand_target=start")
     for host in env.hosts:
         assert env.make(host, "api", "status").returncode == 0
+
+
+def test_02b_health_check_and_run_command_after_the_unbuilt_edit(env):
+    rc, out = env.play("health_check")
+    assert out.count("ErrStaleCatalog") == 1, out
+    rc, out = env.play("run_command", "-e", json.dumps({"maand_cmd": "uname -s"}),
+                       env={"ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3"})  # a module on the workers
+    assert out.count("ErrStaleCatalog") == 1 and "Linux" in out, out
 
 
 def test_03_deploy_keeps_refusing_the_stale_catalog(env):
