@@ -58,9 +58,12 @@ class ActionModule(ControllerAction):
         purge_job_kv = args["purge_job_kv"]
         if purge_job_kv is None:  # -e maand_purge_job_kv=true
             purge_job_kv = boolean((task_vars or {}).get("maand_purge_job_kv", False), strict=False)
+        allow_remove_all = args["allow_remove_all"]
+        if allow_remove_all is None:  # -e maand_allow_remove_all=true
+            allow_remove_all = boolean((task_vars or {}).get("maand_allow_remove_all", False), strict=False)
         try:
             outcome = _catalog.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
-                                     purge_job_kv=purge_job_kv)
+                                     purge_job_kv=purge_job_kv, allow_remove_all=allow_remove_all)
         except bucket.DeployInProgress as exc:
             result.update(failed=True, msg="ErrLocked: %s: build refused: %s" % (bucket_dir, exc))
             return result

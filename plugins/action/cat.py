@@ -10,6 +10,7 @@ import dataclasses
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import stale_note
 
 ARGUMENT_SPEC = adapter.spec_for("cat")
 
@@ -34,6 +35,7 @@ class ActionModule(ControllerAction):
             result.update(failed=True, changed=False, msg="maand.core.cat %s: %s" % (request.view, exc))
             return result
         shown = table.lines()
+        adapter.warn_stale(result, bucket_dir, task_vars, stale_note)  # catalog/freshness.py: cat is read-only
         if request.reveal:  # decrypted values go to the screen only, never into the result (-v, callbacks, AWX)
             adapter.say_lines(shown, _format(task_vars))
             table = ops.cat.cat(bucket_dir, dataclasses.replace(request, reveal=False))

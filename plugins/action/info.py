@@ -8,6 +8,7 @@ from __future__ import annotations
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import ops
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import stale_note
 
 ARGUMENT_SPEC = adapter.spec_for("info")
 
@@ -27,5 +28,6 @@ class ActionModule(ControllerAction):
         adapter.publish(result, ops.report.Report(
             "info", summary=msg, lines=found.table().lines(), data=data, format=args["format"],
             counts={"workers": found.workers, "jobs": found.jobs, "allocations": found.allocations["total"]}))
+        adapter.warn_stale(result, args["bucket"], task_vars, stale_note)  # catalog/freshness.py: info is read-only
         result.update(changed=False, info=data, msg=msg)
         return result

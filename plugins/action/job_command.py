@@ -33,7 +33,8 @@ class ActionModule(ControllerAction):
         result["run_id"] = log.run_id
         try:
             with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
-                                     args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
+                                     args["tail"], log=lambda msg: display.display("hook: " + msg),
+                                     allow_stale=True) as ctx:  # the job verb (catalog/freshness.py)
                 ctx.runlog = log  # maand's job control: the make targets of maand.core.job share its run id
                 handled, failures = hooks.job_control_target(ctx, args["job"], args["target"], args["workers"])
         except OSError as exc:  # the core's errors fail the task in MaandAction.run

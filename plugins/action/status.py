@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
+from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 
@@ -29,7 +30,8 @@ class ActionModule(ControllerAction):
         data = ops.status.as_json(table_rows, answers)
         bad = data["unreachable"] + data["failed"]
         stopped = data["not_running"]
-        problems = (["no answer from %s" % ", ".join(bad)] if bad else []) + (
+        hints = bucket.ssh_hints_for(answers, bad) if bad else []  # first contact: host key, login, sudo
+        problems = (["no answer from %s%s" % (", ".join(bad), "".join("\n" + h for h in hints))] if bad else []) + (
             ["active allocation%s not running: %s" % ("" if len(stopped) == 1 else "s", ", ".join(stopped))]
             if stopped else [])
         adapter.publish(result, ops.report.Report(

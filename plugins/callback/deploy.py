@@ -392,6 +392,8 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
                 self._emit(line)
             self._said.update(f.get("msg") for f in self._plan.get("failures") or [])
             self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
+            for line in res.get("build_warnings") or []:  # the last build's, repeated (deploy/service.py)
+                self._emit(line, color=C.COLOR_WARN)
         elif action == DEPLOY + "step":
             self._unfollow(res)
             self.watch_step(res.get("step"), res.get("hosts"))

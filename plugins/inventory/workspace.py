@@ -15,6 +15,10 @@ description:
     C(workspace/bucket.jobs*.conf), C(workspace/workers.json), C(workspace/disabled.json) and every job
     folder under C(workspace/jobs/)). When the workspace differs from it, the source fails with
     C(workspace changed since the last build; run maand.core.build), naming what changed.
+  - Except under C(ansible-playbook) running only maand.core playbooks that may run on the last built catalog
+    (status, health_check, cat, info, logs, job, run_command, cert_metrics; the table is in
+    C(plugins/plugin_utils/catalog/freshness.py)). Then the last built catalog is loaded, C(all) gets
+    C(maand_catalog_stale) (what changed) and one warning names what changed and the build to run.
   - With O(preview=true) the bucket is instead read, placed and validated in memory exactly as
     C(maand.core.build) would (C(ansible-inventory --graph) before any build). Nothing is written.
   - Read-only; it never writes the catalog.
@@ -96,6 +100,7 @@ from ansible import context
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils.catalog import freshness
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import group_name
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import Report
@@ -150,9 +155,19 @@ def _failure(bucket_dir, errors, bucket_id=None):
     return {"bucket_dir": bucket_dir, "errors": errors, "bucket_id": bucket_id}
 
 
-def load_from_catalog(bucket_dir):
+def _stale_allowed():
+    """True under ansible-playbook running only maand.core playbooks whose policy lets them use the last built
+    catalog of a stale workspace (catalog/freshness.py); the others (deploy, gc, a playbook of the user's,
+    ansible-inventory) get the ErrStaleCatalog failure."""
+    if not os.path.basename(sys.argv[0] if sys.argv else "").startswith("ansible-playbook"):
+        return False
+    return freshness.allows_stale(str(name) for name in context.CLIARGS.get("args") or ())
+
+
+def load_from_catalog(bucket_dir, allow_stale=False):
     """The inventory data from data/catalog.json, or a failure naming the file and the fix when the
-    catalog is missing, invalid or older than the workspace (its input fingerprint differs)."""
+    catalog is missing, invalid or older than the workspace (its input fingerprint differs); with
+    `allow_stale`, the last built catalog of a stale workspace, with what changed (`stale`)."""
     rel = _catalog.CATALOG_REL
     try:
         catalog = _catalog.read_catalog(bucket_dir)
@@ -166,17 +181,19 @@ def load_from_catalog(bucket_dir):
             "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set 'preview: true' "
             "in maand.yml to look at the placement before a build)" % (rel, _build_command(bucket_dir))])
     changes = _catalog.stale(bucket_dir, catalog)
-    if changes:
+    if changes and not allow_stale:
         shown = changes[:MAX_CHANGES_SHOWN] + (["and %d more" % (len(changes) - MAX_CHANGES_SHOWN)]
                                                if len(changes) > MAX_CHANGES_SHOWN else [])
         return _failure(bucket_dir, [
-            "ErrStaleCatalog: %s: workspace changed since the last build; run maand.core.build (%s) (fix: run %s)"
+            "ErrStaleCatalog: %s: workspace changed since the last build; run maand.core.build (%s) (fix: run %s; "
+            "status, health_check, job, run_command, cat, info and logs still run on the last built catalog)"
             % (rel, "; ".join(shown), _build_command(bucket_dir))], bucket_id=catalog["bucket_id"])
     bucket, report = Bucket(bucket_dir), Report()
     load_maand_conf(bucket, report)
     if not report.ok:
         return _failure(bucket_dir, [str(p) for p in report.errors], bucket_id=catalog["bucket_id"])
-    return {"bucket_dir": bucket.path, "catalog": catalog, "connection": _connection(bucket), "preview": False}
+    return {"bucket_dir": bucket.path, "catalog": catalog, "connection": _connection(bucket), "preview": False,
+            "stale": changes}
 
 
 def load_preview(bucket_dir, warn):
@@ -273,8 +290,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             except KeyError:
                 data = None
         if data is None:
-            data = load_preview(bucket_dir, self.display.warning) if preview else load_from_catalog(bucket_dir)
-            if self.get_option("cache") and not data.get("errors"):
+            data = load_preview(bucket_dir, self.display.warning) if preview else load_from_catalog(
+                bucket_dir, allow_stale=_stale_allowed())
+            if self.get_option("cache") and not data.get("errors") and not data.get("stale"):
                 self._cache[key] = data
         if data["bucket_dir"] in self.folders_passed:
             return  # the bucket folder itself was passed to -i: _refuse_folder set the error
@@ -329,8 +347,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         # job table here would be copied 10,000 times. Job records go to the hosts that run them.
         for name, value in (("maand_workspace_ok", True), ("maand_inventory_errors", []),
                             ("maand_inventory_preview", data["preview"]), ("maand_bucket_dir", data["bucket_dir"]),
-                            ("maand_bucket_id", bucket_id)):
+                            ("maand_bucket_id", bucket_id), ("maand_catalog_stale", data.get("stale") or [])):
             inventory.set_variable("all", name, value)
+        if data.get("stale"):  # the one warning of a verb that runs on the last built catalog (freshness.py)
+            self.display.warning(freshness.stale_warning(data["bucket_dir"], data["stale"]))
 
         per_worker = {}
         for alloc in catalog["allocations"]:

@@ -55,6 +55,14 @@ options:
       - A job with no allocation at all, or only disabled ones, keeps them; without this option they stay.
       - When not set, the extra variable C(maand_purge_job_kv) is used (default false).
     type: bool
+  allow_remove_all:
+    description:
+      - A job still in the workspace that had allocations and that this build places on no worker (every one of
+        its allocations would be removed, after a selector typo, a label dropped or its workers gone) is an error
+        (C(ErrRemoveAll)) unless this is true; then it is a warning and the next deploy removes them.
+      - To retire a job, delete its folder instead; that needs no option.
+      - When not set, the extra variable C(maand_allow_remove_all) is used (default false).
+    type: bool
 attributes:
   check_mode:
     support: full

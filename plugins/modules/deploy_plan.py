@@ -110,6 +110,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+build_warnings:
+  description:
+    - The warnings of the build that wrote the catalog (its C(build_warnings)), one C(build warning:) line each,
+      printed under the plan; a deploy is where they take effect.
+  returned: when the last build had warnings
+  type: list
+  elements: str
 plan:
   description: The plan (rows, steps, failures, prune, lines); see docs/deploy.md.
   returned: always

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: extra_vars
-short_description: "Refuse or warn about maand_ extra vars a playbook does not read"
+short_description: "Refuse maand_ extra vars a playbook does not read"
 version_added: 1.0.0
 description:
   - "Used by every maand.core playbook; runs on the controller (no connection)."
@@ -14,15 +14,18 @@ description:
     reads, and names every other one with a \"did you mean\" from the known names: Ansible ignores an extra var
     nobody reads, so a typo (C(-e maand_job_worker=10.0.0.1) for C(maand_job_workers)) would change what a run
     does without a word."
-  - "A var that another maand.core playbook reads is only warned about, never refused (an AWX workflow passes
-    its extra vars to every node)."
+  - "The run is refused (the task fails, before any worker is touched) on any such var, also one that another
+    maand.core playbook reads. C(-e maand_allow_unknown_vars=true) makes them warnings instead: for an AWX workflow
+    that passes one set of extra vars to every node."
 author:
   - maand.core developers (@maand-sh)
 options:
   known:
     description:
       - The C(maand_) extra vars the playbook reads.
-      - Default, the list kept for O(playbook) in C(plugins/plugin_utils/ops/extra_vars.py).
+      - Default, the list kept for O(playbook) in C(plugins/plugin_utils/ops/extra_vars.py) (for C(maand.core.deploy),
+        the options of the deploy role).
+      - C(maand_allow_unknown_vars) is always known.
     type: list
     elements: str
   playbook:
@@ -30,9 +33,11 @@ options:
     type: str
     required: true
   refuse:
-    description: Fail the task (the run) on an unknown name instead of warning.
+    description:
+      - Fail the task (the run) on an unknown name instead of warning.
+      - C(-e maand_allow_unknown_vars=true) makes it a warning whatever this says.
     type: bool
-    default: false
+    default: true
 extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.read_only, maand.core.controller,
                                  maand.core.private]
 """
@@ -41,7 +46,6 @@ EXAMPLES = r"""
 - name: Check the extra vars
   maand.core.extra_vars:
     playbook: maand.core.job
-    refuse: true
 """
 
 RETURN = r"""

@@ -53,6 +53,14 @@ options:
       - Whether C(lscpu) is tried when C(/proc/cpuinfo) has no C(cpu MHz).
     type: bool
     default: true
+  needs:
+    description:
+      - Commands the deploy will run on the worker (the facts playbook passes C(rsync), C(make), C(python3), and
+        C(sudo) when maand.conf says C(use_sudo = true)); those not on the C(PATH) are returned in RV(lacks).
+      - C(sudo) must also run without a password (C(sudo -n true)).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -89,6 +97,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+lacks:
+  description: The commands of O(needs) the worker lacks (C(sudo) also when C(sudo -n true) fails).
+  returned: success
+  type: list
+  elements: str
+  sample: [rsync]
 memory_mb:
   description: C(MemTotal) in MB (rounded down).
   returned: success
@@ -340,6 +354,7 @@ def main():
             proc_root=dict(type="path", default="/proc"),
             sys_root=dict(type="path", default="/sys"),
             use_lscpu=dict(type="bool", default=True),
+            needs=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -361,7 +376,22 @@ def main():
     )
     if problems:
         module.fail_json(msg="cannot probe worker capacity: %s" % "; ".join(problems))
+    facts["lacks"] = lacks(module, module.params["needs"])
     module.exit_json(changed=False, **facts)
+
+
+def lacks(module, needs):
+    """The commands of `needs` not on the worker's PATH; sudo also when it does not run without a password."""
+    out = []
+    for name in needs:
+        path = module.get_bin_path(name)
+        if path is None:
+            out.append(name)
+        elif name == "sudo":
+            rc, _out, _err = module.run_command([path, "-n", "true"], check_rc=False)
+            if rc != 0:
+                out.append("sudo (sudo -n true failed)")
+    return out
 
 
 if __name__ == "__main__":

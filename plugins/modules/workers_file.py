@@ -102,6 +102,20 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+needs:
+  description: For O(operation=load), the commands the deploy will run on the workers (C(rsync), C(make),
+    C(python3), and C(sudo) when maand.conf says C(use_sudo = true)), for M(maand.core.worker_facts).
+  returned: operation=load
+  type: list
+  elements: str
+lacking:
+  description: For O(operation=write), the workers that lack one of those commands and which ones.
+  returned: operation=write
+  type: dict
+needs_msg:
+  description: For O(operation=write), what the workers lack, which worker, and the fix; empty when nothing.
+  returned: operation=write
+  type: str
 targets:
   description: For O(operation=load), the selected workers in the build's order (C(position)).
   returned: operation=load

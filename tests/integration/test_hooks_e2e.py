@@ -310,5 +310,12 @@ def test_09_the_job_playbook_runs_job_control_instead_of_make(env):
     assert env.make_log(h1, "api") == before[h1] + ["reload"]  # through the command's run_make_target
     assert env.make_log(h0, "api") == before[h0]
     # a job without job_control still runs its Makefile target
-    env.play("job", "-e", "maand_job=db", "-e", "maand_target=reload")
+    env.play("job", "-e", "maand_job=db", "-e", "maand_target=reload", "-e", "maand_job_all_at_once=true")
     assert env.hook_events() == [] and all(env.make_log(h, "db")[-1] == "reload" for h in env.hosts)
+    # the rolling reload (the default) gates each batch: db's health_check command runs, no job_control
+    before = {h: env.make_log(h, "db") for h in env.hosts}
+    env.play("job", "-e", "maand_job=db", "-e", "maand_target=reload")
+    events = env.hook_events()
+    assert any(e.startswith("health_check db command_health ") for e in events), events
+    assert not [e for e in events if e.startswith("job_control")], events
+    assert all(env.make_log(h, "db") == before[h] + ["reload"] for h in env.hosts)

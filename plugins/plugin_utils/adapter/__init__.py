@@ -25,8 +25,8 @@ from ..doors import lazy
 _DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller", "deploy_controller": "controller",
          "python_of": "controller", "run_pid": "controller", "show": "controller",
          "worker_state": "controller", "deploy_extra_vars": "extra_vars", "warn_unknown_extra_vars": "extra_vars",
-         "spec_for": "specs", "int_var": "support", "publish": "report", "say": "report", "say_lines": "report",
-         "VerbView": "verb_view", "DeployWatch": "deploy_watch"}
+         "spec_for": "specs", "int_var": "support", "warn_stale": "support", "publish": "report", "say": "report",
+         "say_lines": "report", "VerbView": "verb_view", "DeployWatch": "deploy_watch"}
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)

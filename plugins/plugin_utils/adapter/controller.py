@@ -13,6 +13,7 @@ import os
 from ansible import constants as C
 from ansible.utils.display import Display
 
+from ..bucket import ssh_hint, ssh_result_words
 from ..deploy import gate, remote, service
 from ..hooks import run
 from . import support
@@ -82,10 +83,13 @@ def worker_state(hostvars, host, var):
         reg = None
     if not isinstance(reg, dict):
         return {"reachable": False, "error": "its state was not read (host skipped or failed earlier)"}
+    hint = ssh_hint(ssh_result_words(reg), host)  # first contact: host key, login, sudo
     if reg.get("unreachable"):
-        return {"reachable": False, "error": (reg.get("msg") or "unreachable").strip().splitlines()[-1]}
+        error = (reg.get("msg") or "unreachable").strip().splitlines()[-1]
+        return {"reachable": False, "error": "%s; %s" % (error, hint) if hint else error}
     if reg.get("failed") or not isinstance(reg.get("state"), dict):
-        return {"reachable": False, "error": (reg.get("msg") or "state read failed").strip()}
+        error = (reg.get("msg") or "state read failed").strip()
+        return {"reachable": False, "error": "%s; %s" % (error, hint) if hint else error}
     state = dict(reg["state"])
     if state.get("reachable") is False:  # deploy_state reports a worker it could not read
         return {"reachable": False, "error": str(state.get("error") or "state read failed")}

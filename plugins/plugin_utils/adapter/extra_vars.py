@@ -29,7 +29,8 @@ def deploy_extra_vars():
 
 
 def warn_unknown_extra_vars(loader):
-    """Warn about maand_* extra vars the deploy does not read (a typo would be ignored in silence)."""
+    """Warn about maand_* extra vars the deploy does not read (the deploy playbook refuses them in its first play,
+    playbooks/deploy.yml; this covers a playbook of the user's that imports the role)."""
     try:
         extra = load_extra_vars(loader)
         known = deploy_extra_vars()
@@ -37,7 +38,7 @@ def warn_unknown_extra_vars(loader):
     except Exception as exc:  # pylint: disable=broad-exception-caught
         display.warning("could not check the maand_ extra vars: %s" % exc)
         return []
-    messages = extra_vars.unknown_extra_vars(extra, known, "maand.core.deploy")
+    messages = extra_vars.unknown_extra_vars(extra, extra_vars.known_vars(extra_vars.DEPLOY, known), extra_vars.DEPLOY)
     for message in messages:
         display.warning(message)
     for message in extra_vars.deprecated_extra_vars(extra, extra_vars.DEPLOY_RENAMED):

@@ -49,7 +49,7 @@ def compose(*pieces: dict, **options: dict) -> dict:
 
 SPECS = {
     "build": compose(BUCKET_CWD, table_limit=opt("int", default=200), new_bucket_id=opt("bool"), strict=opt("bool"),
-                     purge_job_kv=opt("bool")),
+                     purge_job_kv=opt("bool"), allow_remove_all=opt("bool")),
     "cat": compose(BUCKET_CWD, view=opt("str", required=True), jobs=str_list(default=[]),
                    workers=str_list(default=[]), reveal=opt("bool", default=False), deleted=opt("bool", default=False),
                    active=opt("bool", default=False), namespace=opt("str", default=""), key=opt("str", default=""),
@@ -74,7 +74,7 @@ SPECS = {
     "explain": compose(BUCKET_CWD, job=opt("str"), workers=str_list(),
                        show=opt("str", default="all", choices=["all", "placed", "rejected"]),
                        limit=opt("int", default=0), deprecated_vars=str_list(default=[])),
-    "extra_vars": compose(known=str_list(), playbook=opt("str", required=True), refuse=opt("bool", default=False)),
+    "extra_vars": compose(known=str_list(), playbook=opt("str", required=True), refuse=opt("bool", default=True)),
     "gc": compose(BUCKET, step=opt("str", required=True, choices=["targets", "plan", "commit"]),
                   hosts=str_list(default=[]), retain_days=opt("raw"), departed=opt("raw"), forget=opt("raw"),
                   plan=opt("dict"), states=opt("dict", default={}), deleted=opt("dict", default={})),

@@ -26,6 +26,16 @@ def int_var(templar, task_vars, name, default):
         return default
 
 
+def warn_stale(result, bucket_dir, task_vars, note):
+    """Add the stale-catalog warning `note(bucket_dir)` (catalog.stale_note) to a read-only verb's result, unless
+    the maand.core.workspace inventory of the run already gave it (it sets maand_catalog_stale)."""
+    if (task_vars or {}).get("maand_catalog_stale"):
+        return
+    text = note(bucket_dir)
+    if text:
+        result.setdefault("warnings", []).append(text)
+
+
 def ssh_args(config, task_vars):
     """The ssh options every connection of the run starts with, as Ansible's ssh connection plugin
     builds them: its ssh_args setting (ansible.cfg / ANSIBLE_SSH_ARGS), then ``-o

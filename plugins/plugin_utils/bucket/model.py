@@ -26,7 +26,7 @@ from typing import Any, Optional
 from . import job_checks
 from . import readers, runlog, schemas, state_pg, storage
 from .units import ARCHES, normalize_arch
-from .problems import Report, did_you_mean
+from .problems import Report, did_you_mean, edit_distance, near_miss
 from .units import parse_cpu_mhz, parse_memory_mb, parse_version
 
 MAAND_CONF = "maand.conf"
@@ -44,7 +44,10 @@ MAAND_CONF_DEFAULTS = {
     "certs_renewal_buffer": 0,
     "job_config_selector": "",
 }
-MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url", "log_format"}
+# maand.core's own: a manifest key within two edits of a known one is an "error" (default) or a "warn"ing
+NEAR_MISS_KEY = "near_miss_keys"
+MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url", "log_format",
+                                                    NEAR_MISS_KEY}
 # maand keys that maand.core reads but does not act on (none now: log_format is honoured, bucket/runlog.py)
 MAAND_CONF_UNHONOURED = {}
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
@@ -305,6 +308,10 @@ def load_maand_conf(bucket, report):
     problem = storage.key_mode_problem(os.path.join(bucket.path, key_rel), key_rel, with_fix=False)
     if problem:  # ssh refuses such a key too; kv.key and ca.key are refused where they are read
         report.warn("ErrInvalidMaandConf", MAAND_CONF, "ssh_key", problem, "chmod 600 %s" % key_rel)
+    if conf.get(NEAR_MISS_KEY, "error") not in ("error", "warn"):
+        report.error("ErrInvalidMaandConf", MAAND_CONF, NEAR_MISS_KEY, "expected \"error\" or \"warn\", got %s"
+                     % _short(conf[NEAR_MISS_KEY]), "set %s = \"warn\" (or remove it: a typo is an error)" % NEAR_MISS_KEY)
+        conf.pop(NEAR_MISS_KEY)
     selector = conf.get("job_config_selector", "")
     if isinstance(selector, str) and selector and not re.match(r"^[A-Za-z0-9_-]+\Z", selector):
         report.error("ErrInvalidMaandConf", MAAND_CONF, "job_config_selector",
@@ -493,7 +500,8 @@ def _walk_job(bucket, name, rel_dir, report, manifest_rel):
                 tpl_files.append(rel)
     makefile = next((m for m in MAKEFILES if m in top and top[m].is_file()), None)  # follows a link, as os.stat
     if makefile is None:
-        report.error("ErrInvalidJob", rel_dir, "Makefile", "job %s, Makefile or Makefile.tpl not found" % name,
+        # maand's words (build/build_jobs.go; tests/build_bucket_test.go TestMakefileNotFound reads them)
+        report.error("ErrInvalidJob", rel_dir, "Makefile", "invalid job: job %s, Makefile or Makefile.tpl not found" % name,
                      "add %s/Makefile with start, stop and restart targets" % rel_dir)
     for reserved in RESERVED_JOB_DIRS:
         if reserved in top:
@@ -667,9 +675,18 @@ def _load_version(job, manifest, rel, report):
             report.error("ErrInvalidJobVersion", rel, "version", "job %s: %s" % (job.name, exc), "write e.g. \"1.2.0\"")
 
 
-def _report_unknown_keys(document, known, kind, rel, report):
+def _report_unknown_keys(document, known, kind, rel, report, near_miss_error=False):
+    """A warning per unknown key (maand tolerates them); with `near_miss_error`, a key within two edits of a
+    known one ("helth_check") is an error: the job would deploy without what it meant (issue 31 item 3)."""
     for path, key, keys in schemas.unknown_keys(document, known):
         field = "%s.%s" % (path, key) if path else str(key)
+        meant = near_miss(key, keys) if near_miss_error else None
+        if meant is not None:
+            report.error(kind, rel, field, "unknown key %r is %d edit%s from the known key %r: it would be ignored"
+                         % (key, edit_distance(key, meant), "" if edit_distance(key, meant) == 1 else "s", meant),
+                         "rename it \"%s\"; or, if %r is meant as it is, set %s = \"warn\" in %s"
+                         % (meant, key, NEAR_MISS_KEY, MAAND_CONF))
+            continue
         report.unhonoured(kind, rel, field, "unknown key %r is ignored%s" % (key, did_you_mean(key, keys)),
                           "remove it or fix its spelling (known here: %s)" % ", ".join(keys))
 
@@ -703,7 +720,8 @@ def load_job(bucket, name, report):
         return None
     if _schema_errors(manifest, schemas.MANIFEST, rel, "ErrInvalidManifest", report):
         return None
-    _report_unknown_keys(manifest, schemas.MANIFEST_KNOWN, "ErrInvalidManifest", rel, report)
+    _report_unknown_keys(manifest, schemas.MANIFEST_KNOWN, "ErrInvalidManifest", rel, report,
+                         near_miss_error=bucket.conf.get(NEAR_MISS_KEY, "error") != "warn")
     job = Job()
     job.name = name
     job.file = rel

@@ -44,6 +44,7 @@ KINDS = frozenset(
         "ErrInvalidCA",
         "ErrInvalidMaandDB",
         "ErrStaleCheckout",
+        "ErrRemoveAll",
     }
 )
 
@@ -55,6 +56,44 @@ def did_you_mean(name, known):
     lowered = {str(k).lower(): str(k) for k in known}
     close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return ' (did you mean "%s"?)' % lowered[close[0]] if close else ""
+
+
+NEAR_MISS_EDITS = 2
+
+
+def edit_distance(a, b, limit=None):
+    """The optimal string alignment distance of a and b: insertions, deletions, substitutions and swaps of two
+    neighbours, one edit each ("helth_check" -> "health_check" is 1, "tpye" -> "type" is 1). With `limit`,
+    any distance above it may be returned as limit + 1 (the rows stop early)."""
+    if a == b:
+        return 0
+    if limit is not None and abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before, row = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
+            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if limit is not None and min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return row[-1]
+
+
+def near_miss(name, known, edits=NEAR_MISS_EDITS):
+    """The known name `name` is most likely a typo of: the closest within `edits` edits, and closer than half
+    the known name's length (so a two-letter key is never a typo of another), else None. Ties: the first in
+    sorted order."""
+    if not isinstance(name, str):
+        return None
+    best = None
+    for candidate in sorted(str(k) for k in known):
+        distance = edit_distance(name, candidate, edits)
+        if distance <= edits and 2 * distance < len(candidate) and (best is None or distance < best[0]):
+            best = (distance, candidate)
+    return best[1] if best else None
 
 
 class Problem:

@@ -8,7 +8,8 @@ PRIVATE to the collection: it can change at any time. Do not import it from othe
 model -> placement -> validation -> catalog (+ KV); the door is service.py.
 
 service.py (build, compute), validate.py, catalog.py (data/catalog.json), catalog_schema.py,
-fingerprint.py, kv_build.py, maand_db.py (taking over a bucket from maand), prune.py (the catalog and the KV after a
+fingerprint.py, freshness.py (which verbs run on the last built catalog of a stale workspace),
+kv_build.py, maand_db.py (taking over a bucket from maand), prune.py (the catalog and the KV after a
 deploy cleaned removed allocations). Build runs the job-spec checks of jobspec/, issues the certificates of certs/
 and runs the _prometheus/ checks of prometheus/ (prometheus/checks.py).
 """
@@ -20,7 +21,8 @@ from ..doors import lazy
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"CATALOG_REL": "catalog", "CatalogError": "catalog", "catalog_path": "catalog", "dumps": "catalog",
          "read_catalog": "catalog", "stale": "fingerprint", "read_kv": "kv_build", "allocation_table": "service",
-         "build": "service", "compute": "service", "explain_short_jobs": "service"}
+         "build": "service", "compute": "service", "explain_short_jobs": "service", "freshness": None,
+         "stale_note": "catalog"}
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)

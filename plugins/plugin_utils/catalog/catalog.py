@@ -22,7 +22,7 @@ import re
 import subprocess
 
 from ..worker import layout
-from . import catalog_schema, fingerprint
+from . import catalog_schema, fingerprint, freshness
 from ..bucket import schemas
 from ..bucket import storage
 from ..bucket.storage import DATA_DIR
@@ -92,19 +92,31 @@ def read_catalog(bucket_dir):
         raise CatalogError("%s (%s)" % (exc, store.where("catalog"))) from None
 
 
-def read_built(bucket_dir):
+def read_built(bucket_dir, allow_stale=False):
     """The catalog of the workspace as it is: CatalogError naming the fix when there is none yet or the
-    workspace changed since it was built (maand.core.health_check, maand.core.job_command)."""
+    workspace changed since it was built (maand.core.health_check, maand.core.job_command). With `allow_stale`
+    (a verb whose freshness.POLICY is WARN: the inventory has warned), the last built catalog as it is."""
     catalog = read_catalog(bucket_dir)
     if catalog is None:
         raise CatalogError("%s/data/catalog.json does not exist: run ansible-playbook maand.core.build -e "
                            "maand_bucket=%s first" % (bucket_dir, bucket_dir))
-    changed = fingerprint.stale(bucket_dir, catalog)
+    changed = [] if allow_stale else fingerprint.stale(bucket_dir, catalog)
     if changed:
         raise CatalogError("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build (%s); run "
                            "ansible-playbook maand.core.build -e maand_bucket=%s"
                            % (bucket_dir, ", ".join(changed[:10]), bucket_dir))
     return catalog
+
+
+def stale_note(bucket_dir):
+    """The one warning of a read-only verb that reads the bucket itself (cat, info) when the workspace changed
+    since the last build (freshness.stale_warning), else ''. Never raises: it only informs."""
+    try:
+        catalog = read_catalog(bucket_dir)
+        changed = fingerprint.stale(bucket_dir, catalog) if catalog is not None else []
+    except (CatalogError, OSError, ValueError):
+        return ""
+    return freshness.stale_warning(bucket_dir, changed) if changed else ""
 
 
 # --- the previous catalog of a build, and its bucket_id (a lost id made deploy start every job twice) --

@@ -122,6 +122,7 @@ CATALOG = {
         "departed": {"type": "array", "items": DEPARTED},
         "inputs": INPUTS,
         "update_seq_floor": {"type": "integer", "minimum": 1},  # maand.db's update_seq, after a takeover
+        "build_warnings": {"type": "array", "items": {"type": "string"}},  # the build's warnings, for deploy
     },
 }
 

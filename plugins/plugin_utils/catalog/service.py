@@ -61,18 +61,19 @@ def _gc_paused():
             gc.enable()
 
 
-def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict=False):
+def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict=False, allow_remove_all=False):
     """See _compute; runs with the cyclic garbage collector paused (_gc_paused)."""
     with _gc_paused():
-        return _compute(bucket_dir, bucket_id, new_bucket_id, inputs, strict)
+        return _compute(bucket_dir, bucket_id, new_bucket_id, inputs, strict, allow_remove_all)
 
 
-def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict=False):
+def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict=False, allow_remove_all=False):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
     `bucket_id` is used only when there is no previous catalog and no recorded id (None: leave it
     unset); `new_bucket_id` lets a build replace an invalid catalog (_catalog.previous_for_build);
     `inputs` (the fingerprint of the workspace, taken before reading it) goes into the catalog;
-    `strict` (maand_strict): whatever maand.core does not honour is an error, not a warning."""
+    `strict` (maand_strict): whatever maand.core does not honour is an error, not a warning; `allow_remove_all`
+    (maand_allow_remove_all): a job of the workspace may lose every allocation it had (check_remove_all)."""
     result = BuildResult()
     report = result.report = Report()
     result.previous, kept_id = _catalog.previous_for_build(bucket_dir, report, new_bucket_id)
@@ -92,6 +93,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
     workers_loaded = not any(p.file == WORKERS_FILE for p in report.errors)
     placement = result.placement = place(bucket, result.previous, report)
     report_shortfalls(bucket, placement, report)  # placement returns shortfalls as data; explain words them
+    check_remove_all(bucket, result.previous, placement.allocations, report, allow_remove_all)
     ports = assign_ports(bucket, result.previous, report)
     seq = deployment_sequence(bucket, report)
     for alloc in placement.allocations:
@@ -113,7 +115,47 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
             result.catalog = None  # scrape.yaml.tpl failed: nothing is written
         elif not certs.check(bucket_dir, result.catalog, bucket.conf, report):
             result.catalog = None  # a corrupt or half-present CA: nothing is written
+        keep_warnings(result.catalog, report)
     return result
+
+
+MAX_KEPT_WARNINGS = 50
+
+
+def keep_warnings(catalog, report):
+    """The build's warnings kept in the catalog (`build_warnings`, only when there are any): the deploy plan
+    repeats them (deploy/service.build_warning_lines)."""
+    if catalog is None or not report.warnings:
+        return
+    texts = [str(w) for w in report.warnings]
+    more = len(texts) - MAX_KEPT_WARNINGS
+    catalog["build_warnings"] = texts[:MAX_KEPT_WARNINGS] + (["and %d more (run maand.core.build)" % more]
+                                                             if more > 0 else [])
+
+
+def check_remove_all(bucket, previous, allocations, report, allow=False):
+    """A job still in the workspace that had allocations (active or disabled) and would now have none but removed
+    ones: an error (a selector typo, a label dropped, its workers gone), or with `allow` a warning (issue 31)."""
+    had = {}
+    for alloc in (previous or {}).get("allocations") or ():
+        if alloc.get("state") != "removed":
+            had.setdefault(alloc.get("job"), []).append(alloc.get("worker"))
+    keeps = {a.job for a in allocations if a.state != "removed"}
+    for name in sorted(set(had) & set(bucket.jobs) - keeps):
+        job = bucket.jobs[name]
+        hosts = sorted(had[name])
+        message = ("job %s had %d allocation%s (%s) and this build places it on no worker (selectors: %s): every one "
+                   "would be removed" % (name, len(hosts), "" if len(hosts) == 1 else "s", ", ".join(hosts[:5])
+                                         + (", ..." if len(hosts) > 5 else ""), ", ".join(job.selectors) or "none"))
+        rel = "%s/manifest.json" % job.path
+        if allow:
+            report.warn("ErrRemoveAll", rel, "selectors", message + " (maand_allow_remove_all=true)",
+                        "deploy removes them; check the selectors if that is not meant")
+        else:
+            report.error("ErrRemoveAll", rel, "selectors", message,
+                         "check the selectors and the workers' labels (ansible-playbook maand.core.explain -e job=%s); "
+                         "to remove them all, build with -e maand_allow_remove_all=true; to retire the job, delete "
+                         "workspace/jobs/%s" % (name, name))
 
 
 def _take_over(bucket_dir, report):
@@ -243,14 +285,15 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
     }
 
 
-def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False):
+def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge_job_kv=False, allow_remove_all=False):
     """Validate and, unless check_mode, write data/catalog.json. Returns a BuildResult; nothing is
     written when result.report has errors. Raises _locks.LockBusy if another run holds the lock, and
     _locks.DeployInProgress (a LockBusy) while a deploy of the bucket runs (a check-mode build is not refused).
-    purge_job_kv: maand build --purge-job-kv (kv_build.write)."""
+    purge_job_kv: maand build --purge-job-kv (kv_build.write). allow_remove_all: maand_allow_remove_all
+    (check_remove_all)."""
     if check_mode or data_dir_problem(bucket_dir):  # never lock or write through a data/ symlink
         result = compute(bucket_dir, bucket_id="(new)", new_bucket_id=new_bucket_id,
-                         inputs=fingerprint.compute(bucket_dir), strict=strict)
+                         inputs=fingerprint.compute(bucket_dir), strict=strict, allow_remove_all=allow_remove_all)
         _finish(result)
         return result
     # a running deploy (of any controller) holds the deploy lock: a writing build waits its turn (review 4, N10)
@@ -258,7 +301,7 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
         # the fingerprint is taken before the workspace is read: an edit during the build makes it stale
         inputs = fingerprint.compute(bucket_dir)
         result = compute(bucket_dir, bucket_id=str(uuid.uuid4()), new_bucket_id=new_bucket_id, inputs=inputs,
-                         strict=strict)
+                         strict=strict, allow_remove_all=allow_remove_all)
         _finish(result)
         _import_maand_kv(bucket_dir, result)
         issued = _issue_certs(bucket_dir, result)

@@ -111,6 +111,7 @@ class Prepared:
     plan_hash: str = ""
     content_diff: dict = dataclasses.field(default_factory=lambda: {"hosts": []})
     diff: dict | None = None
+    build_warnings: list = dataclasses.field(default_factory=list)  # the catalog's, repeated under the plan
 
     def as_result(self):
         if self.failed:
@@ -122,6 +123,8 @@ class Prepared:
                "run_dir": self.run_dir, "segments": self.segments,
                "segment_groups": run.segment_groups(self.segments), "summary": self.summary,
                "plan_hash": self.plan_hash, "content_diff": self.content_diff}
+        if self.build_warnings:
+            out["build_warnings"] = self.build_warnings
         if self.diff is not None:
             out["diff"] = self.diff
         return out
@@ -403,16 +406,25 @@ def _prepare(req, ctl):
     work = plan["has_work"] or bool(plan["prune"])
     run_dir, segments = _new_run(req, plan, staging, ctl) if not req.check_mode else ("", [])
     summary = view.plan_summary(plan)
+    warned = build_warning_lines(catalog)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=typed.plan_hash,
                    content_diff=view.content_diff(plan, staging, req.states, _plan.failed_attempt) if req.diff
-                   else {"hosts": []})
+                   else {"hosts": []}, build_warnings=warned)
     if req.diff:
-        out.diff = {"prepared": "\n".join(plan["lines"] + [summary]) + "\n"}
+        out.diff = {"prepared": "\n".join(plan["lines"] + [summary] + warned) + "\n"}
     elif not ctl.watched:  # that callback prints them
         for line in plan["lines"] + [summary]:
             ctl.show(line, color="yellow" if work and line.startswith("  ") and " skip " not in line else None)
+        for line in warned:
+            ctl.show(line, color="yellow")
     return out
+
+
+def build_warning_lines(catalog):
+    """The warnings of the build that wrote the catalog (catalog/service.py keeps them as `build_warnings`), one
+    line each, to repeat under the plan: a deploy is where a warning of the build takes effect (issue 31)."""
+    return ["build warning: %s" % text for text in catalog.get("build_warnings") or ()]
 
 
 def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:

@@ -75,11 +75,11 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
 @contextlib.contextmanager
 def built_session(bucket_dir: str, connections: Callable[[], Mapping[str, Mapping[str, Any]]],
                   timeout: int = run.DEFAULT_TIMEOUT, tail: int = run.DEFAULT_TAIL,
-                  log: Callable[[str], None] = lambda msg: None) -> Iterator[run.Context]:
-    """session() over the bucket's built catalog (build.catalog.CatalogError when it is missing or stale)
-    and the workers' connection settings (connections(), read once the catalog is good): the
-    maand.core.job_command task's job commands."""
-    catalog = _catalog.read_built(bucket_dir)
+                  log: Callable[[str], None] = lambda msg: None, allow_stale: bool = False) -> Iterator[run.Context]:
+    """session() over the bucket's built catalog (build.catalog.CatalogError when it is missing, or stale unless
+    `allow_stale`: the job verb's job_control, catalog/freshness.py) and the workers' connection settings
+    (connections(), read once the catalog is good): the maand.core.job_command task's job commands."""
+    catalog = _catalog.read_built(bucket_dir, allow_stale=allow_stale)
     with session(bucket_dir, catalog, connections(), timeout, tail, log=log) as ctx:
         yield ctx
 

@@ -20,6 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..bucket import deploy_needs, lacking_message, ssh_hint
 from ..bucket.locks import bucket_lock
 from ..bucket.storage import atomic_write
 from ..bucket.units import normalize_arch
@@ -171,6 +172,7 @@ def inventory_entries(bucket_dir, labels=None, hosts=None):
     targets = [Target.of(worker) for worker in select_targets(bucket.workers, labels, hosts)]
     return {"path": os.path.join(bucket.path, WORKERS_FILE), "bucket": bucket.path,
             "connection": connection.as_vars(), "targets": [t.as_dict() for t in targets],
+            "needs": deploy_needs(connection.become),
             "workers": len(bucket.workers), "warnings": [str(p) for p in report.warnings]}
 
 
@@ -196,14 +198,21 @@ def _show(value, kind, unit_shown):
     return "%s %s" % (int(parsed) if parsed == int(parsed) else parsed, unit_shown)
 
 
-def _failure_of(result):
-    """Why a registered worker_facts result is unusable, or None."""
+def _failure_of(result, host=""):
+    """Why a registered worker_facts result is unusable, or None; with the first-contact hint of its words
+    (bucket/connect.py: host key, login, sudo)."""
     if not isinstance(result, dict):
         return "no result (the host was not probed)"
+    words = " ".join(str(result.get(k) or "") for k in ("msg", "module_stderr", "module_stdout", "stderr"))
+    found = ssh_hint(words, host)
     if result.get("unreachable"):
-        return "unreachable: %s" % _first_line(result.get("msg", "no answer"))
+        text = "unreachable: %s" % _first_line(result.get("msg", "no answer"))
+        return "%s; %s" % (text, found) if found else text
     if result.get("failed"):
-        return "failed: %s" % _first_line(result.get("msg", "unknown error"))
+        first = _first_line(result.get("msg", "unknown error"))
+        if first.startswith("MODULE FAILURE") and _first_line(result.get("module_stderr") or ""):
+            first = "MODULE FAILURE: %s" % _first_line(result.get("module_stderr"))
+        return "failed: %s%s" % (first, "; " + found if found else "")
     if result.get("skipped"):
         return "skipped: %s" % _first_line(result.get("skip_reason", "task skipped"))
     missing = [key for key in REQUIRED_FACTS if not _positive_int(result.get(key))]
@@ -224,7 +233,7 @@ def classify_results(results, failed=None):
         host = str(host)
         if host in failures:
             continue
-        reason = _failure_of(result)
+        reason = _failure_of(result, host)
         if reason is None:
             facts[host] = result
         else:
@@ -524,10 +533,19 @@ def update_workers_file(bucket_dir, results, failed=None, check_mode=False):
     bucket_dir = _bucket_dir(bucket_dir)
     facts = _check_results(bucket_dir, results, failed)
     if check_mode:
-        return plan_write(bucket_dir, facts).as_result()
+        return with_needs(plan_write(bucket_dir, facts).as_result(), facts)
     with bucket_lock(bucket_dir, wait=True):
         update = plan_write(bucket_dir, facts)
         remove_stale_temps(update.path)
         if update.lines:
             atomic_write(update.path, update.new_text)
-    return update.as_result()
+    return with_needs(update.as_result(), facts)
+
+
+def with_needs(result, facts):
+    """The write step's result with what the deploy will need and a worker lacks (worker_facts' `lacks`):
+    `lacking` ({host: [commands]}) and `needs_msg` ('' when every worker has everything); the facts playbook
+    fails on it after writing workers.json (issue 31 item 4)."""
+    lacking = {host: list(fact.get("lacks") or ()) for host, fact in facts.items() if fact.get("lacks")}
+    result.update(lacking=lacking, needs_msg=lacking_message(lacking))
+    return result

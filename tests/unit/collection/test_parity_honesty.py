@@ -51,6 +51,8 @@ CASES = [
 @pytest.mark.parametrize("name, setup, file, field, words", CASES, ids=[c[0] for c in CASES])
 def test_not_honoured_is_a_warning_naming_it_and_an_error_in_strict(tmp_path, name, setup, file, field, words):
     root = init_bucket(tmp_path)
+    with open(root + "/maand.conf", "a", encoding="utf-8") as handle:  # a manifest typo is an error otherwise
+        handle.write('near_miss_keys = "warn"\n')                     # (tests/unit/plugin_utils/bucket/test_near_miss.py)
     setup(root)
     result = _service.compute(root)
     assert result.report.ok, text(result)

@@ -71,4 +71,17 @@ def test_a_job_without_makefile_is_maands_wording(tmp_path):
     root = init_bucket(tmp_path)
     ws(root, "workers.json", '[{"host":"10.0.0.1"}]')
     job(root, "a", '{"selectors": ["worker"]}', makefile=None)
-    assert ("ErrInvalidJob", "workspace/jobs/a", "Makefile", "job a, Makefile or Makefile.tpl not found") in errors(root)
+    assert ("ErrInvalidJob", "workspace/jobs/a", "Makefile", "invalid job: job a, Makefile or Makefile.tpl not found") \
+        in errors(root), errors(root)
+
+
+def test_maands_own_cases_read_as_maand_words_them(tmp_path):
+    """maand's tests/build_bucket_test.go: TestMakefileNotFound and TestInvalidmanifestJSON (maand joins the two
+    parts of the second with a newline, one error line here: `: `)."""
+    root = init_bucket(tmp_path)
+    job(root, "a", '{"selectors":["worker"], "certs":{"a":{"subject":{"common":"fsadfsad"}}}}', makefile=None)
+    texts = [str(p) for p in _service.compute(root).report.errors]
+    assert any("invalid job: job a, Makefile or Makefile.tpl not found" in t for t in texts), texts
+    job(root, "a", '{"selectors":["worker"],')
+    texts = [str(p) for p in _service.compute(root).report.errors]
+    assert any("invalid manifest.json: job a: unexpected end of JSON input" in t for t in texts), texts

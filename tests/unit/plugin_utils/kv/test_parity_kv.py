@@ -70,7 +70,8 @@ def seed(namespace, key, value):
 def replay(root, steps):
     for step in steps:
         if step in (BUILD, BUILD_PURGE):
-            result = _service.build(root, purge_job_kv=step == BUILD_PURGE)
+            # maand has no ErrRemoveAll guard: its steps that remove every allocation build (maand_allow_remove_all)
+            result = _service.build(root, purge_job_kv=step == BUILD_PURGE, allow_remove_all=True)
             assert result.report.ok, [str(p) for p in result.report.errors]
         else:
             step(root)

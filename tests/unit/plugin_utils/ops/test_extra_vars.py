@@ -1,8 +1,10 @@
-"""maand_* extra vars the deploy does not read are warned about, with a "did you mean" (issue 9 item 2)."""
+"""maand_* extra vars a playbook does not read are refused, with a "did you mean" (issue 9 item 2, issue 31 item 3)."""
 
 from __future__ import annotations
 
 from unittest import mock
+
+import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import extra_vars as adapter_extra_vars
 from ansible_collections.maand.core.plugins.plugin_utils.ops import extra_vars as _extra_vars
@@ -12,9 +14,9 @@ def test_unknown_maand_vars_get_a_did_you_mean():
     msgs = _extra_vars.unknown_extra_vars({"maand_job": "api", "maand_jobs": "web", "other": 1, "maand_forse": True},
                                           ["maand_jobs", "maand_force"], "maand.core.deploy")
     assert len(msgs) == 2
-    assert msgs[0].startswith('the extra var maand_forse is not read by maand.core.deploy and is ignored '
+    assert msgs[0].startswith('the extra var maand_forse is not read by maand.core.deploy '
                               '(did you mean "maand_force"?)')
-    assert msgs[1].startswith('the extra var maand_job is not read by maand.core.deploy and is ignored '
+    assert msgs[1].startswith('the extra var maand_job is not read by maand.core.deploy '
                               '(did you mean "maand_jobs"?)')
     assert _extra_vars.unknown_extra_vars({"maand_jobs": 1, "job": 2}, ["maand_jobs"], "x") == []
 
@@ -56,12 +58,13 @@ def _action(args):
                                                mock.MagicMock())
 
 
-def test_extra_vars_action_warns_or_refuses():
-    module, act = _action({"playbook": "maand.core.job", "refuse": True})  # known: the registry's list
+def test_extra_vars_action_refuses_by_default_and_warns_when_told():
+    module, act = _action({"playbook": "maand.core.job"})  # known: the registry's list
     with mock.patch.object(module, "load_extra_vars", return_value={"maand_job_worker": "h1"}):
         res = act.run(task_vars={})
     assert res["failed"] and res["msg"].startswith("nothing was run: the extra var maand_job_worker")
-    module, act = _action({"known": ["maand_strict"], "playbook": "maand.core.build"})
+    assert "maand_allow_unknown_vars=true" in res["msg"]
+    module, act = _action({"known": ["maand_strict"], "playbook": "maand.core.build", "refuse": False})
     with mock.patch.object(module, "load_extra_vars", return_value={"maand_strcit": True}):
         res = act.run(task_vars={})
     assert not res.get("failed") and '(did you mean "maand_strict"?)' in res["warnings"][0]
@@ -70,14 +73,49 @@ def test_extra_vars_action_warns_or_refuses():
     assert not res.get("failed") and not res.get("warnings") and res["unknown"] == []
 
 
-def test_a_var_of_another_maand_playbook_is_warned_about_never_refused():
-    """An AWX workflow passes its extra vars (maand_jobs for the deploy node) to the job node too."""
-    module, act = _action({"playbook": "maand.core.job", "refuse": True})
+def test_a_var_of_another_maand_playbook_is_refused_unless_allowed():
+    """status -e maand_job=web refuses (the README says so); an AWX workflow that passes one set of extra vars
+    to every node says maand_allow_unknown_vars=true and gets warnings."""
+    module, act = _action({"playbook": "maand.core.status"})
+    with mock.patch.object(module, "load_extra_vars", return_value={"maand_job": "web"}):
+        res = act.run(task_vars={})
+    assert res["failed"] and 'maand_job is not read by maand.core.status (did you mean "maand_jobs"?)' in res["msg"]
+    module, act = _action({"playbook": "maand.core.job"})
     with mock.patch.object(module, "load_extra_vars", return_value={"maand_jobs": "api", "maand_force": True,
-                                                                    "maand_job": "api"}):
+                                                                    "maand_job": "api",
+                                                                    "maand_allow_unknown_vars": "true"}):
         res = act.run(task_vars={})
     assert not res.get("failed"), res
     assert [m.split()[3] for m in res["warnings"]] == ["maand_force", "maand_jobs"]
+
+
+@pytest.mark.parametrize("extra, word", [({"maand_rollbak": "api"}, "maand_rollback"),
+                                         ({"maand_plans": "ab" * 8}, "maand_plan")])
+def test_the_deploy_refuses_a_typo_that_would_change_what_runs(extra, word):
+    """-e maand_rollbak=api rolled forward; -e maand_plans=HASH ran unpinned (issue 31 item 3)."""
+    module, act = _action({"playbook": "maand.core.deploy"})
+    with mock.patch.object(module, "load_extra_vars", return_value=extra):
+        res = act.run(task_vars={})
+    assert res["failed"] and '(did you mean "%s"?)' % word in res["msg"], res
+
+
+def test_every_playbook_has_a_row_and_every_row_a_playbook():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[4] / "playbooks"
+    names = {"maand.core." + p.stem for p in root.glob("*.yml")}
+    assert set(_extra_vars.PLAYBOOK_VARS) | {_extra_vars.DEPLOY} == names
+    for path in root.glob("*.yml"):
+        assert "maand.core.extra_vars:" in path.read_text(), path.name
+        assert "refuse: false" not in path.read_text(), path.name
+
+
+def test_allow_unknown_reads_booleans_as_ansible_passes_them():
+    assert _extra_vars.allows_unknown({"maand_allow_unknown_vars": True})
+    assert _extra_vars.allows_unknown({"maand_allow_unknown_vars": "yes"})
+    assert not _extra_vars.allows_unknown({"maand_allow_unknown_vars": "false"})
+    assert not _extra_vars.allows_unknown({})
+    verdict = _extra_vars.check({"maand_x": 1}, ["maand_y"], "p", refuse=False)
+    assert not verdict.refused and verdict.warnings == [verdict.messages[0] + " (ignored)"]
 
 
 def test_the_registry_names_what_the_playbooks_use():
