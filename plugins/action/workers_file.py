@@ -46,7 +46,7 @@ class ActionModule(ActionBase):
         if args["results"] is None and not args["failed"]:
             raise facts.WorkersFileError("operation=write needs results (host -> worker_facts result)")
         out = facts.update_workers_file(args["bucket"], args["results"] or {}, args["failed"],
-                                            check_mode=bool(self._task.check_mode))
+                                        check_mode=bool(self._task.check_mode))
         lines = list(out.get("lines") or [])
         # the playbook's next task prints the lines: the report carries them for -e maand_format=json and AWX
         publish(out, report.Report(

@@ -298,7 +298,6 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
         if short_action(result.task) != DEPLOY + "plan":  # the plan lines are printed once, below
             super().v2_on_file_diff(result)
 
-    # --- results ----------------------------------------------------------------------------------
 
     def v2_runner_on_ok(self, result):
         action = short_action(result.task)
@@ -386,14 +385,13 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
     def _deploy_result(self, action, result):
         res = result.result
         if action == DEPLOY + "plan":
-            self._plan = res.get("plan") or {}
-            self._run_dir = res.get("run_dir") or ""
+            self._plan, self._run_dir = res.get("plan") or {}, res.get("run_dir") or ""
             for line in self._plan.get("lines") or []:
                 self._emit(line)
             self._said.update(f.get("msg") for f in self._plan.get("failures") or [])
             self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
-            for line in res.get("build_warnings") or []:  # the last build's, repeated (deploy/service.py)
-                self._emit(line, color=C.COLOR_WARN)
+            for line in res.get("build_warnings") or []:
+                self._emit(line, color=C.COLOR_WARN)  # the last build's warnings, repeated (deploy/service.py)
         elif action == DEPLOY + "step":
             self._unfollow(res)
             self.watch_step(res.get("step"), res.get("hosts"))

@@ -44,12 +44,9 @@ MAAND_CONF_DEFAULTS = {
     "certs_renewal_buffer": 0,
     "job_config_selector": "",
 }
-# maand.core's own: a manifest key within two edits of a known one is an "error" (default) or a "warn"ing
-NEAR_MISS_KEY = "near_miss_keys"
-MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url", "log_format",
-                                                    NEAR_MISS_KEY}
-# maand keys that maand.core reads but does not act on (none now: log_format is honoured, bucket/runlog.py)
-MAAND_CONF_UNHONOURED = {}
+NEAR_MISS_KEY = "near_miss_keys"  # maand.core's own: a manifest key within two edits of a known one is an "error" or a "warn"ing
+MAAND_CONF_KEYS = frozenset(MAAND_CONF_DEFAULTS) | {"hardware", "constraint_groups", "state_url", "log_format", NEAR_MISS_KEY}
+MAAND_CONF_UNHONOURED = {}  # maand keys maand.core reads but does not act on (none now: log_format is honoured, bucket/runlog.py)
 DEFAULT_PORT_MIN, DEFAULT_PORT_MAX = 30000, 39999
 
 # Job names become directory names on workers, group names and shell arguments: keep them plain.

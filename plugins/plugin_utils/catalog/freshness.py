@@ -29,6 +29,7 @@ POLICY = {
     "maand.core.cat": WARN,
     "maand.core.info": WARN,
     "maand.core.logs": WARN,
+    "maand.core.job_logs": WARN,
     "maand.core.job": WARN,
     "maand.core.run_command": WARN,
     "maand.core.cert_metrics": WARN,
