@@ -298,7 +298,6 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
         if short_action(result.task) != DEPLOY + "plan":  # the plan lines are printed once, below
             super().v2_on_file_diff(result)
 
-
     def v2_runner_on_ok(self, result):
         action = short_action(result.task)
         if action == DEPLOY + "agent":
