@@ -412,7 +412,7 @@ def _cert_type_error(report, rel, field, value, job, want, example):
 # --- rollout timing and promotion (docs/deploy.md: min_healthy_time, progress_deadline, auto_promote) ----
 
 def _seconds(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # not NaN
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
 def read_rollout(job, manifest, rel, report):

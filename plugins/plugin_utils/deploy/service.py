@@ -373,7 +373,7 @@ def _log_plan(bucket, plan, run_dir, warn):
     log = RunLog.open(bucket, "deploy", plan.get("update_seq"), os.path.basename(run_dir))
     rows = plan.get("rows") or []
     try:
-        for job in sorted({r["job"] for r in rows}):
+        for job in sorted({r["job"] for r in rows if r.get("job")}):  # a removed worker's purge row has no job
             mine = [r for r in rows if r["job"] == job]
             if all(r["action"] == "skip" and r.get("state") == "active" for r in mine):
                 log.event("", "deploy_skip", job=job, reason="already_promoted")

@@ -53,7 +53,7 @@ def test_a_killed_allocation_is_started_again_through_its_batches_and_gate():
 
 
 def test_a_changed_allocation_that_died_is_started_with_its_new_files():
-    cat, _, states = _fleet()
+    cat, dummy, states = _fleet()
     _dead(states, "h1")
     plan = _plan.compute_plan(cat, content("api", files={"Makefile": "m2"}), states, HOSTS)
     rows = {r["worker"]: r for r in plan["rows"]}

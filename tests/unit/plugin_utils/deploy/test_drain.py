@@ -23,8 +23,9 @@ HOSTS = ["h1", "h2", "h3"]
 DRAIN = {"command_drain": {"executed_on": ["before_allocation_stopped"], "demands": {"job": "", "command": ""}}}
 
 
-def upgrade_plan(jobs, allocs=None, hosts=HOSTS):
+def upgrade_plan(jobs, allocs=None, hosts=None):
     """The plan of an upgrade of every job (its files changed) after a first deploy settled."""
+    hosts = list(HOSTS if hosts is None else hosts)
     cat = catalog(jobs, allocs or [(j["name"], h, "active") for j in jobs for h in hosts])
     names = [j["name"] for j in jobs]
     st = _settle(cat, content(*names), hosts)

@@ -41,11 +41,11 @@ def test_a_rolling_restart_runs_the_target_batch_by_batch_behind_the_gate():
 
 
 def test_changes_are_not_shipped_and_the_plan_says_so():
-    cat, _, states = _fleet()
+    cat, dummy, states = _fleet()
     plan = _plan.compute_plan(cat, content("api", "web", files={"Makefile": "m2"}), states, HOSTS,
                               {"jobs": ["api"], "target": "reload"})
     assert set(actions(plan).values()) == {"reload"}
-    assert all(not sync for step in _runs(plan) for _, _, sync in step)
+    assert all(not sync for step in _runs(plan) for dummy, dummy2, sync in step)
     assert ("note: job api: the workspace's changes are not shipped by maand_target=reload; deploy them with "
             "maand.core.deploy -e maand_jobs=api") in plan["lines"]
 
