@@ -21,12 +21,11 @@ import os
 import re
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.integration.deploy.bucket import add_job, fleet_bucket
-from tests.integration.deploy.env import Env
+from tests.integration.deploy.env import Env, capture
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -107,12 +106,6 @@ class Web(Env):
         except (OSError, ValueError):
             return False
         return True
-
-
-def capture(name, out):
-    if os.environ.get("MAAND_CALLBACK_CAPTURE"):
-        Path(os.environ["MAAND_CALLBACK_CAPTURE"]).mkdir(parents=True, exist_ok=True)
-        (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / name).write_text(out)
 
 
 def rows(out, job="web"):

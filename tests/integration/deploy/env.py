@@ -58,6 +58,13 @@ class Env:
     def deploy(self, *args, check=True, env=None):
         return self.play("deploy", *args, check=check, env=env)
 
+    def json_of(self, name, *args):
+        """The JSON document a playbook printed (maand_format=json)."""
+        rc, out = self.play(name, "-e", "maand_format=json", *args)
+        start = out.index("\n{\n") + 1
+        data, dummy = json.JSONDecoder().raw_decode(out[start:])
+        return data
+
     @staticmethod
     def changed(out):
         return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
@@ -92,6 +99,13 @@ class Env:
 
     def catalog(self):
         return json.loads((self.bucket / "data" / "catalog.json").read_text())
+
+
+def capture(name, out):
+    """MAAND_CALLBACK_CAPTURE=<dir> keeps a play's output there as <name> (the docs show such output)."""
+    if os.environ.get("MAAND_CALLBACK_CAPTURE"):
+        Path(os.environ["MAAND_CALLBACK_CAPTURE"]).mkdir(parents=True, exist_ok=True)
+        (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / name).write_text(out)
 
 
 def race_deploys(first, second):
