@@ -25,7 +25,7 @@ import time
 import pytest
 
 from tests.integration.deploy.bucket import add_job, fleet_bucket
-from tests.integration.deploy.env import Env, capture
+from tests.integration.deploy.env import Env, capture, verdict_rows
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -109,9 +109,7 @@ class Web(Env):
 
 
 def rows(out, job="web"):
-    lines = out.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("JOB ") and "RESULT" in line)
-    return [line.split() for line in lines[start + 1:] if line.startswith(job + " ")]
+    return verdict_rows(out, job)
 
 
 @pytest.fixture(scope="module")

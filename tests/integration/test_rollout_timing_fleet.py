@@ -25,7 +25,7 @@ import time
 import pytest
 
 from tests.integration.deploy.bucket import add_job, fleet_bucket
-from tests.integration.deploy.env import Env, capture
+from tests.integration.deploy.env import Env, capture, verdict_rows
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -121,9 +121,7 @@ def env(fleet_factory, tmp_path_factory):
 
 def verdict(out):
     """{worker: RESULT} of the verdict table."""
-    lines = out.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("JOB ") and "RESULT" in line)
-    return {row[1]: row[3] for row in (line.split() for line in lines[start + 1:]) if row and row[0] == "web"}
+    return {row[1]: row[3] for row in verdict_rows(out, "web")}
 
 
 def test_01_first_deploy(env):

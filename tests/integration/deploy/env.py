@@ -108,6 +108,13 @@ def capture(name, out):
         (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / name).write_text(out)
 
 
+def verdict_rows(out, job):
+    """The rows (split on blanks) of job in the last verdict table (JOB ... RESULT) a deploy printed."""
+    lines = out.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("JOB ") and "RESULT" in line)
+    return [line.split() for line in lines[start + 1:] if line.startswith(job + " ")]
+
+
 def race_deploys(first, second):
     """Start a deploy from each Env at once; exactly one must succeed. The loser's output."""
     procs = first.start("deploy"), second.start("deploy")
