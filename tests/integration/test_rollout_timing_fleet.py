@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from tests.integration.deploy.bucket import add_job, fleet_bucket
-from tests.integration.deploy.env import Env, capture, verdict_rows
+from tests.integration.deploy.bucket import add_job
+from tests.integration.deploy.env import Env, capture, fleet_env, verdict_rows
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -114,9 +114,7 @@ class Web(Env):
 
 @pytest.fixture(scope="module")
 def env(fleet_factory, tmp_path_factory):
-    fleet = fleet_factory(3)
-    bucket = fleet_bucket(tmp_path_factory.mktemp("timing") / "bucket", fleet.state_dir)
-    return Web(fleet, bucket)
+    return fleet_env(Web, fleet_factory, tmp_path_factory, "timing")
 
 
 def verdict(out):

@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.integration.deploy.bucket import fleet_bucket
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -99,6 +101,12 @@ class Env:
 
     def catalog(self):
         return json.loads((self.bucket / "data" / "catalog.json").read_text())
+
+
+def fleet_env(env_class, fleet_factory, tmp_path_factory, name, hosts=3):
+    """An env_class on a new fleet of hosts workers and a bucket without jobs for it (bucket.fleet_bucket)."""
+    fleet = fleet_factory(hosts)
+    return env_class(fleet, fleet_bucket(tmp_path_factory.mktemp(name) / "bucket", fleet.state_dir))
 
 
 def capture(name, out):
