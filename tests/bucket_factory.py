@@ -12,6 +12,13 @@ def write(path, text):
         handle.write(text)
 
 
+def worker_root(root, makefiles):
+    """A worker's folder of a bucket as the deploy leaves it: root/jobs/<job>/Makefile of each {job: makefile}."""
+    for job, text in makefiles.items():
+        write(os.path.join(str(root), "jobs", job, "Makefile"), text)
+    return root
+
+
 def make_bucket(root, workers, jobs, maand_conf=None, bucket_conf=None, jobs_conf=None, disabled=None,
                 jobs_conf_name="bucket.jobs.conf"):
     """workers: list of dicts (workers.json); jobs: {name: manifest dict or None for '{}'}."""

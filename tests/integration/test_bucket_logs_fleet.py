@@ -40,13 +40,6 @@ MAKEFILE = (".PHONY: start stop restart reload status\n"
 
 
 class Env(deploy_env.Env):
-    def json_of(self, name, *args):
-        """The JSON document a playbook printed (maand_format=json)."""
-        rc, out = self.play(name, "-e", "maand_format=json", *args)
-        start = out.index("\n{\n") + 1
-        data, dummy = json.JSONDecoder().raw_decode(out[start:])
-        return data
-
     def log(self, name, run=None):
         path = self.bucket / "logs" / ("runs/%s/" % run if run else "") / name
         return path.read_text().splitlines()

@@ -21,12 +21,11 @@ import os
 import re
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import add_job, fleet_bucket
-from tests.integration.deploy.env import Env
+from tests.integration.deploy.bucket import add_job
+from tests.integration.deploy.env import Env, capture, fleet_env, verdict_rows
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -109,23 +108,13 @@ class Web(Env):
         return True
 
 
-def capture(name, out):
-    if os.environ.get("MAAND_CALLBACK_CAPTURE"):
-        Path(os.environ["MAAND_CALLBACK_CAPTURE"]).mkdir(parents=True, exist_ok=True)
-        (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / name).write_text(out)
-
-
 def rows(out, job="web"):
-    lines = out.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("JOB ") and "RESULT" in line)
-    return [line.split() for line in lines[start + 1:] if line.startswith(job + " ")]
+    return verdict_rows(out, job)
 
 
 @pytest.fixture(scope="module")
 def env(fleet_factory, tmp_path_factory):
-    fleet = fleet_factory(3)
-    bucket = fleet_bucket(tmp_path_factory.mktemp("converge") / "bucket", fleet.state_dir)
-    return Web(fleet, bucket)
+    return fleet_env(Web, fleet_factory, tmp_path_factory, "converge")
 
 
 def test_01_first_deploy_starts_every_server(env):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import http.client
+import inspect
 import io
 import json
 import os
@@ -29,12 +30,11 @@ import re
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.integration.deploy.bucket import add_job, fleet_bucket, pid_makefile
-from tests.integration.deploy.env import Env
+from tests.integration.deploy.env import Env, capture
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -70,15 +70,11 @@ class Server(socketserver.ThreadingTCPServer):
 Server(("0.0.0.0", int(sys.argv[1])), Handler).serve_forever()  # SIGTERM: gone at once, mid-request
 """
 
-# the load balancer's runtime API from a hook (its cwd is the staged _modules/): lb.json says where it listens
-LB_ADMIN_PY = """\
-import csv, io, json, os, socket
 
-
-def admin(command):
-    conf = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lb.json")))
-    with socket.create_connection((conf["address"], conf["admin_port"]), timeout=5) as sock:
-        sock.sendall(command.encode() + b"\\n")
+def query(address, port, command):
+    """haproxy's answer to command on its runtime API at address:port (here and in the hooks' lb_admin.py)."""
+    with socket.create_connection((address, port), timeout=5) as sock:
+        sock.sendall(command.encode() + b"\n")
         out = b""
         while True:
             chunk = sock.recv(65536)
@@ -87,13 +83,25 @@ def admin(command):
             out += chunk
 
 
+def stat_rows(answer):
+    """The rows of haproxy's `show stat` answer (CSV, its header after a '# ')."""
+    return list(csv.DictReader(io.StringIO(answer.lstrip("# "))))
+
+
+# the load balancer's runtime API from a hook (its cwd is the staged _modules/): lb.json says where it listens
+LB_ADMIN_PY = "import csv, io, json, os, socket\n\n\n" + inspect.getsource(query) + "\n\n" + inspect.getsource(stat_rows) + """
+
+def admin(command):
+    conf = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lb.json")))
+    return query(conf["address"], conf["admin_port"], command)
+
+
 def server_name(ip):
     return "s_" + ip.replace(".", "_")
 
 
 def sessions(name):
-    rows = csv.DictReader(io.StringIO(admin("show stat").lstrip("# ")))
-    return [int(r["scur"]) for r in rows if r["pxname"] == "be" and r["svname"] == name]
+    return [int(r["scur"]) for r in stat_rows(admin("show stat")) if r["pxname"] == "be" and r["svname"] == name]
 """
 
 DRAIN_PY = """\
@@ -187,18 +195,11 @@ class Drain(Env):
                 files={"haproxy.cfg": HAPROXY_CFG.format(admin=ADMIN, front=FRONT, servers=servers)})
 
     def admin(self, command):
-        with socket.create_connection((self.lb, ADMIN), timeout=5) as sock:
-            sock.sendall(command.encode() + b"\n")
-            out = b""
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    return out.decode()
-                out += chunk
+        return query(self.lb, ADMIN, command)
 
     def servers(self):
         """{server: status (UP, DOWN, DRAIN, MAINT)} of backend be, from haproxy's own runtime API."""
-        rows = csv.DictReader(io.StringIO(self.admin("show stat").lstrip("# ")))
+        rows = stat_rows(self.admin("show stat"))
         skip = ("BACKEND", "FRONTEND")
         return {r["svname"]: r["status"] for r in rows if r["pxname"] == "be" and r["svname"] not in skip}
 
@@ -269,12 +270,6 @@ class Client(threading.Thread):
 
 def totals(clients):
     return sum(c.ok for c in clients), sum(c.failed for c in clients), sorted({e for c in clients for e in c.errors})
-
-
-def capture(name, out):
-    if os.environ.get("MAAND_CALLBACK_CAPTURE"):
-        Path(os.environ["MAAND_CALLBACK_CAPTURE"]).mkdir(parents=True, exist_ok=True)
-        (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / name).write_text(out)
 
 
 @pytest.fixture(scope="module")

@@ -62,11 +62,7 @@ def no_framing(text):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(3)
     bucket = tmp_path_factory.mktemp("output") / "bucket"
-    e = OutputEnv(fleet, bucket)
-    bucket.mkdir()
-    e.play("init")
-    fleet.workers_json(path=bucket / "workspace" / "workers.json")
-    fleet.install_bucket_key(bucket)
+    e, dummy = OutputEnv.initialised(fleet, bucket)
     for job in JOBS:
         e.play("job_create", "-e", "maand_job=%s" % job)
     e.play("build")

@@ -25,15 +25,6 @@ pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 PORT = 31051
 
 
-class Env(deploy_env.Env):
-    def json_of(self, name, *args):
-        """The JSON document a playbook printed (maand_format=json)."""
-        rc, out = self.play(name, "-e", "maand_format=json", *args)
-        start = out.index("\n{\n") + 1
-        data, dummy = json.JSONDecoder().raw_decode(out[start:])
-        return data
-
-
 @pytest.fixture(scope="module")
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(2)
@@ -44,7 +35,7 @@ def env(fleet_factory, tmp_path_factory):
             health_check={"checks": [{"type": "http", "port": "http_port", "path": "/health_mode"}],
                           "timeout_seconds": 2, "wait": {"attempts": 8, "interval_seconds": 0.5}})
     add_job(bucket, "web", files={"index.html": "<h1>v1</h1>\n"})
-    return Env(fleet, bucket)
+    return deploy_env.Env(fleet, bucket)
 
 
 def rows(out, header):

@@ -19,15 +19,13 @@ MAAND_CALLBACK_CAPTURE=<dir> keeps each deploy's output there (docs/deploy.md sh
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.integration.deploy.bucket import add_job, fleet_bucket
-from tests.integration.deploy.env import Env
+from tests.integration.deploy.bucket import add_job
+from tests.integration.deploy.env import Env, capture, fleet_env, verdict_rows
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
 
@@ -113,24 +111,15 @@ class Web(Env):
     def versions(self):
         return [(self.record(h, "web") or {}).get("version") for h in self.hosts]
 
-    def capture(self, name, out):
-        if os.environ.get("MAAND_CALLBACK_CAPTURE"):
-            Path(os.environ["MAAND_CALLBACK_CAPTURE"]).mkdir(parents=True, exist_ok=True)
-            (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / ("timing-%s.log" % name)).write_text(out)
-
 
 @pytest.fixture(scope="module")
 def env(fleet_factory, tmp_path_factory):
-    fleet = fleet_factory(3)
-    bucket = fleet_bucket(tmp_path_factory.mktemp("timing") / "bucket", fleet.state_dir)
-    return Web(fleet, bucket)
+    return fleet_env(Web, fleet_factory, tmp_path_factory, "timing")
 
 
 def verdict(out):
     """{worker: RESULT} of the verdict table."""
-    lines = out.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("JOB ") and "RESULT" in line)
-    return {row[1]: row[3] for row in (line.split() for line in lines[start + 1:]) if row and row[0] == "web"}
+    return {row[1]: row[3] for row in verdict_rows(out, "web")}
 
 
 def test_01_first_deploy(env):
@@ -143,7 +132,7 @@ def test_01_first_deploy(env):
 def test_02_auto_promote_rolls_canary_and_rest_in_one_deploy(env):
     env.set_job("1.1.0", "ok", canary=1, auto_promote=True, min_healthy_time=2)
     rc, out = env.deploy()
-    env.capture("auto-promote", out)
+    capture("timing-auto-promote.log", out)
     h1, h2, h3 = env.hosts
     assert re.search(r"web\s+%s\s+restart\s+.*\[web canary batch 1/1\]" % re.escape(h1), out), out
     assert re.search(r"web\s+%s\s+restart\s+.*after the canary \(auto_promote\)\s+\[web upgrade batch 2/2\]"
@@ -158,7 +147,7 @@ def test_02_auto_promote_rolls_canary_and_rest_in_one_deploy(env):
 def test_03_a_flap_inside_min_healthy_time_fails_the_batch_and_auto_revert_reverts_it(env):
     env.set_job("1.2.0", "flap:3", min_healthy_time=6, auto_revert=True)
     rc, out = env.deploy(check=False)
-    env.capture("flap", out)
+    capture("timing-flap.log", out)
     h1 = env.hosts[0]
     assert rc != 0, out
     assert re.search(r"%s: http %s:\d+: .* \([\d.]+ s into min_healthy_time 6 s: the gate had passed, then this "
@@ -171,7 +160,7 @@ def test_03_a_flap_inside_min_healthy_time_fails_the_batch_and_auto_revert_rever
 def test_04_a_stuck_rollout_hits_its_progress_deadline_naming_what_it_waited_for(env):
     env.set_job("1.3.0", "silent", attempts=400, progress_deadline=6)  # a 200 s gate budget
     rc, out = env.deploy(check=False)
-    env.capture("deadline", out)
+    capture("timing-deadline.log", out)
     h1 = env.hosts[0]
     assert rc != 0, out
     m = re.search(r"progress_deadline 6 s passed: job web made no progress for ([\d.]+) s; it was waiting for "
@@ -195,7 +184,7 @@ def test_05_a_port_held_by_an_orphan_fails_the_gate_because_make_status_says_not
             time.sleep(0.2)
         env.set_job("1.4.0", "ok")
         rc, out = env.deploy(check=False)
-        env.capture("orphan", out)
+        capture("timing-orphan.log", out)
         assert rc != 0, out
         assert "%s: status: its probes pass, but job web is not running there: `make status` said so" % h2 in out, out
         assert "Address already in use" in out, out  # the new process's log, in the failed gate's tail

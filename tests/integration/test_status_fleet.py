@@ -37,6 +37,17 @@ class StatusEnv(Env):
     def cmd(self, name, *args):
         return ["ansible-playbook", "maand.core.%s" % name, *args]
 
+    @classmethod
+    def initialised(cls, fleet, bucket):
+        """(env, init's output): maand.core.init in the new folder bucket (maand_bucket defaults to the current
+        directory), then the fleet's workers.json and bucket key in it."""
+        env = cls(fleet, bucket)
+        bucket.mkdir()
+        rc, out = env.play("init")
+        fleet.workers_json(path=bucket / "workspace" / "workers.json")
+        fleet.install_bucket_key(bucket)
+        return env, out
+
     def make(self, host, job, target, check=True):
         return self.fleet.ssh(host, "cd /opt/worker/%s/jobs/%s && make %s" % (self.bucket_id, job, target), check=check)
 
@@ -64,12 +75,8 @@ def row(out, job, host):
 def env(fleet_factory, tmp_path_factory):
     fleet = fleet_factory(3)
     bucket = tmp_path_factory.mktemp("status") / "bucket"
-    e = StatusEnv(fleet, bucket)
-    bucket.mkdir()
-    rc, out = e.play("init")  # maand_bucket defaults to the current directory
+    e, out = StatusEnv.initialised(fleet, bucket)
     assert "maand.core.job_create" in out and "maand.core.status" in out, out  # the next steps
-    fleet.workers_json(path=bucket / "workspace" / "workers.json")
-    fleet.install_bucket_key(bucket)
     return e
 
 

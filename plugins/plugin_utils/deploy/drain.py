@@ -18,7 +18,7 @@ command restarts it, in the gate) are not drained.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .. import hooks
 
@@ -74,11 +74,7 @@ def due(catalog: Mapping[str, Any], plan: Mapping[str, Any], blocked: Iterable[s
                 by_job.setdefault(op["job"], []).append(op)
     labels = {(r.get("job"), r.get("worker")): r.get("batch") for r in plan.get("rows") or []}
     out = []
-    for name in sorted(by_job):
-        job = jobs.get(name) or {}
-        hooked, delay = _has_event(job), delay_of(job)
-        if not (hooked or delay):
-            continue
+    for name, dummy, hooked, delay in _applying(jobs, by_job):
         ops = by_job[name]
         ids = {o["host"]: str((o.get("env") or {}).get("ALLOCATION_ID") or "") for o in ops}
         if step.get("wave") is None:  # step 0: each stop on its own, as after_allocation_stopped
@@ -89,6 +85,16 @@ def due(catalog: Mapping[str, Any], plan: Mapping[str, Any], blocked: Iterable[s
         label = labels.get((name, hosts[0])) or "%s batch" % name
         out.append(Drain(name, tuple(hosts), _batch_env(name, hosts, _hooks_of(step, name)), label, delay, hooked, ids))
     return out
+
+
+def _applying(jobs: Mapping[str, Mapping[str, Any]], names: Iterable[str]) -> Iterator[tuple]:
+    """(name, job, hooked, delay) of the jobs of names a drain applies to (a before_allocation_stopped command or
+    a shutdown_delay), in name order."""
+    for name in sorted(names):
+        job = jobs.get(name) or {}
+        hooked, delay = _has_event(job), delay_of(job)
+        if hooked or delay:
+            yield name, job, hooked, delay
 
 
 def _hooks_of(step: Mapping[str, Any], job: str) -> Mapping[str, Any]:
@@ -146,11 +152,7 @@ def plan_notes(jobs: Mapping[str, Mapping[str, Any]], steps: Iterable[Any]) -> l
                 if stopping(fields, ()):
                     seen.setdefault(op.job, []).append(op.host)
     notes = []
-    for name in sorted(seen):
-        job = jobs.get(name) or {}
-        hooked, delay = _has_event(job), delay_of(job)
-        if not (hooked or delay):
-            continue
+    for name, job, hooked, delay in _applying(jobs, seen):
         names = sorted(c for c, spec in (job.get("commands") or {}).items() if EVENT in (spec.get("executed_on") or ()))
         what = [("%s (%s)" % (EVENT, ", ".join(names))) if hooked else "",
                 ("shutdown_delay %s s" % _seconds(delay)) if delay else ""]

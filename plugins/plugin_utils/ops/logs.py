@@ -37,15 +37,11 @@ class LogsError(MaandError):
 
 
 @dataclasses.dataclass
-class Request:
-    run: str = ""
-    jobs: tuple = ()
-    workers: tuple = ()
-    limit: int = DEFAULT_LIMIT
+class Request(log_lines.Filters):
+    """The bucket logs' filters (log_lines.Filters) and the number of runs to list."""
+
     format: str = ""  # "": table for the runs, raw for the bucket logs
-    phase: str = ""
-    event: str = ""
-    tail: int = 0
+    limit: int = DEFAULT_LIMIT
 
     def of_lines(self) -> bool:
         """The bucket logs rather than the deploy records (module docstring)."""

@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.integration.deploy.bucket import fleet_bucket
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -58,6 +60,13 @@ class Env:
     def deploy(self, *args, check=True, env=None):
         return self.play("deploy", *args, check=check, env=env)
 
+    def json_of(self, name, *args):
+        """The JSON document a playbook printed (maand_format=json)."""
+        rc, out = self.play(name, "-e", "maand_format=json", *args)
+        start = out.index("\n{\n") + 1
+        data, dummy = json.JSONDecoder().raw_decode(out[start:])
+        return data
+
     @staticmethod
     def changed(out):
         return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
@@ -92,6 +101,26 @@ class Env:
 
     def catalog(self):
         return json.loads((self.bucket / "data" / "catalog.json").read_text())
+
+
+def fleet_env(env_class, fleet_factory, tmp_path_factory, name, hosts=3):
+    """An env_class on a new fleet of hosts workers and a bucket without jobs for it (bucket.fleet_bucket)."""
+    fleet = fleet_factory(hosts)
+    return env_class(fleet, fleet_bucket(tmp_path_factory.mktemp(name) / "bucket", fleet.state_dir))
+
+
+def capture(name, out):
+    """MAAND_CALLBACK_CAPTURE=<dir> keeps a play's output there as <name> (the docs show such output)."""
+    if os.environ.get("MAAND_CALLBACK_CAPTURE"):
+        Path(os.environ["MAAND_CALLBACK_CAPTURE"]).mkdir(parents=True, exist_ok=True)
+        (Path(os.environ["MAAND_CALLBACK_CAPTURE"]) / name).write_text(out)
+
+
+def verdict_rows(out, job):
+    """The rows (split on blanks) of job in the last verdict table (JOB ... RESULT) a deploy printed."""
+    lines = out.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("JOB ") and "RESULT" in line)
+    return [line.split() for line in lines[start + 1:] if line.startswith(job + " ")]
 
 
 def race_deploys(first, second):

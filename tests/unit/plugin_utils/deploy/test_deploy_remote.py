@@ -122,16 +122,23 @@ def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path, ro
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == 0 and not marker.exists()
 
 
-def test_the_installed_agent_runs_make_with_the_sandbox_beside_it(tmp_path):
+def start_with_the_installed_agent(tmp_path, makefile):
+    """Install the agent and its sandbox in tmp_path, then run job api's `make start` (from makefile) through the
+    step command: (the job's folder, the process, the parsed output, its error)."""
     job = tmp_path / "bid" / "jobs" / "api"
     job.mkdir(parents=True)
-    (job / "Makefile").write_text("start:\n\t@echo started > out\n")
+    (job / "Makefile").write_text(makefile)
     req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
                                         "env": {}, "promote_now": False, "record": None}])
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
     assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
     data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
+    return job, proc, data, err
+
+
+def test_the_installed_agent_runs_make_with_the_sandbox_beside_it(tmp_path):
+    job, dummy, data, err = start_with_the_installed_agent(tmp_path, "start:\n\t@echo started > out\n")
     assert err is None and data["ops"][0]["ok"], data
     assert (job / "out").read_text() == "started\n"
 
@@ -139,15 +146,7 @@ def test_the_installed_agent_runs_make_with_the_sandbox_beside_it(tmp_path):
 def test_a_failing_target_is_an_outcome_of_the_installed_sandbox_and_its_errors_file(tmp_path):
     """The sandbox's OpFailed derives the error family's base installed beside it (errors-<sha12>.py): a failing
     make target on the worker is the op's failed outcome, not a traceback."""
-    job = tmp_path / "bid" / "jobs" / "api"
-    job.mkdir(parents=True)
-    (job / "Makefile").write_text("start:\n\t@echo broken; exit 3\n")
-    req = _remote.step_request("bid", [{"id": "api@h", "kind": "run", "job": "api", "host": "h", "target": "start",
-                                        "env": {}, "promote_now": False, "record": None}])
-    req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
-    assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
-    proc = sh(_remote.step_command("python3"), req.encode(), tmp_path)
-    data, err = _remote.parse_output(proc.stdout.decode(), proc.stderr.decode(), proc.returncode, "step")
+    dummy, proc, data, err = start_with_the_installed_agent(tmp_path, "start:\n\t@echo broken; exit 3\n")
     assert err is None and not data["ops"][0]["ok"], (data, proc.stderr)
     assert "start" in data["ops"][0]["msg"] and "broken" in " ".join(data["ops"][0].get("output_tail") or []), data
 

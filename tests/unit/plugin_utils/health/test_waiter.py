@@ -22,6 +22,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.deploy import run as _r
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import run_state as _run_state
 from ansible_collections.maand.core.plugins.plugin_utils.health import Budget, Pending, Waiter
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
+from tests.bucket_factory import worker_root
 from tests.unit.plugin_utils.ops.test_health_check import Clock  # the fake clock the verb's tests drive
 
 
@@ -232,10 +233,7 @@ def agent_over_ssh(calls):
 
 @pytest.fixture
 def worker(tmp_path):
-    root = tmp_path / "worker"
-    (root / "jobs" / "api").mkdir(parents=True)
-    (root / "jobs" / "api" / "Makefile").write_text(MAKEFILE)
-    return root
+    return worker_root(tmp_path / "worker", {"api": MAKEFILE})
 
 
 def request(root, env=None, target="status"):

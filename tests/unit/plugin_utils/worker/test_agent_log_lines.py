@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent, sandbox
+from tests.bucket_factory import worker_root
 
 MAKEFILE = ("start:\n\t@echo out-1; echo err-1 >&2; echo out-2\n"
             "fail:\n\t@echo bad >&2; exit 3\n"
@@ -16,10 +17,7 @@ MAKEFILE = ("start:\n\t@echo out-1; echo err-1 >&2; echo out-2\n"
 
 @pytest.fixture
 def root(tmp_path):
-    r = tmp_path / "bid"
-    (r / "jobs" / "a").mkdir(parents=True)
-    (r / "jobs" / "a" / "Makefile").write_text(MAKEFILE)
-    return r
+    return worker_root(tmp_path / "bid", {"a": MAKEFILE})
 
 
 def run(root, target, kind="run", timeout=30):
