@@ -104,8 +104,8 @@ def test_01_baseline(env):
     env.build()
     env.converges()
     env.runtime_kept()
-    rc, out = env.deploy("--check", "-e", "maand_job=api")  # a typo of maand_jobs is not ignored in silence
-    assert 'the extra var maand_job is not read by maand.core.deploy and is ignored (did you mean "maand_jobs"?)' \
+    rc, out = env.deploy("--check", "-e", "maand_job=api", check=False)  # a typo of maand_jobs is refused
+    assert rc != 0 and 'the extra var maand_job is not read by maand.core.deploy (did you mean "maand_jobs"?)' \
         in " ".join(out.split()), out
 
 
