@@ -129,6 +129,8 @@ def runtime_op(op: dict, lookup) -> dict:
     if not spec:
         return out
     env = expand(op.get("job"), spec, lookup)
+    # the spec's variables (values from the controller, secrets among them) are never kept on the worker
+    out["spec_env"] = sorted(set(env) - set(op.get("env") or {}))  # (worker/agent.note_status_op)
     env.update(op.get("env") or {})
     out["env"] = env
     for key, field in (("cwd", "working_directory"), ("user", "user"), ("group", "group"), ("network", "network"),

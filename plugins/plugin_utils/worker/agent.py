@@ -221,8 +221,12 @@ def has_status_target(folder):
 
 
 def note_status_op(root, op):
-    """After a deploy's make start/restart/reload succeeded: keep how it ran (0600), for read_statuses."""
-    keep = {"env": dict(op.get("env") or {}), "run": {k: op[k] for k in RUN_FIELDS if op.get(k) is not None}}
+    """After a deploy's make start/restart/reload succeeded: keep how it ran (0600), for read_statuses; never
+    the job spec's environment (op["spec_env"]: values from the controller, secrets among them), which the
+    state read's `make status` then runs without."""
+    spec_env = set(op.get("spec_env") or ())
+    keep = {"env": {k: v for k, v in (op.get("env") or {}).items() if k not in spec_env},
+            "run": {k: op[k] for k in RUN_FIELDS if op.get(k) is not None}}
     version = keep["env"].get("NEW_VERSION")
     if version is not None:
         keep["env"]["CURRENT_VERSION"] = version

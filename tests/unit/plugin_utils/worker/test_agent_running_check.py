@@ -90,3 +90,14 @@ def test_main_read_status(root):
     out = io.StringIO()
     _agent.main(["read", str(root), "bogus"], stdout=out)
     assert "usage" in json.loads(out.getvalue())["msg"]
+
+
+def test_the_kept_status_settings_never_hold_the_job_specs_environment(tmp_path):
+    (tmp_path / "deploy").mkdir()
+    op = {"job": "envjob", "env": {"NEW_VERSION": "1.0.0", "JOB": "envjob", "DB_PASSWORD": "s3cret-9f1c"},
+          "spec_env": ["DB_PASSWORD"], "user": "nobody"}
+    _agent.note_status_op(str(tmp_path), op)
+    kept = (tmp_path / "deploy" / ("envjob" + _agent.STATUS_FILE)).read_bytes()
+    assert b"s3cret-9f1c" not in kept and b"DB_PASSWORD" not in kept
+    assert json.loads(kept) == {"env": {"NEW_VERSION": "1.0.0", "CURRENT_VERSION": "1.0.0", "JOB": "envjob"},
+                                "run": {"user": "nobody"}}
