@@ -283,7 +283,10 @@ def test_05_unknown_variable_refuses_before_touching_workers(run):
     assert rc != 0 and "job envjob: workspace/containers/base.json: environment.vars.DB: unknown variable " \
         "'JS_DB_URL'" in out and "nothing was changed" in out, out
     assert Path(run.env["MAAND_HOOK_JS_MARK"]).read_text() == hooks  # refused before the pre_deploy hook ran
-    rc, out = run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart", check=False)
+    rc, out = run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart", check=False)  # rolling
+    assert rc != 0 and "unknown variable 'JS_DB_URL'" in out and "deploy refused, nothing was changed" in out, out
+    rc, out = run.play("job", "-e", "maand_job=envjob", "-e", "maand_target=restart", "-e",
+                       "maand_job_all_at_once=true", check=False)  # maand's all at once
     assert rc != 0 and "unknown variable 'JS_DB_URL'" in out and "nothing was run" in out, out
     assert {h: (run.job(h, "envjob") / "data" / "out.txt").read_text() for h in run.fleet.addresses} == outs
     run.env["JS_DB_URL"] = SECRET
