@@ -96,7 +96,7 @@ def pair(fleet_factory, pg_server, tmp_path_factory):
             commands={"command_paint": {"executed_on": ["post_deploy"]}})
     add_job(origin, "slow", files={"app.txt": "v1\n", "slow_seconds": "3\n"}, makefile=SLOW_MAKEFILE)
     add_job(origin, "plain", files={"app.txt": "plain v1\n"}, makefile=MAKEFILE)
-    write(origin / ".gitignore", "data/\nsecrets/\n")
+    write(origin / ".gitignore", "data/\nsecrets/\nlogs/\n")
     git(origin, "init", "-q", "-b", "main")
     git(origin, "add", "-A")
     git(origin, "commit", "-q", "-m", "the bucket")
