@@ -18,8 +18,13 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         check_mode = bool(self._task.check_mode)
         if args["state"] == "present":
+            try:
+                slc = deploy.slice_of(args["run_key"], args["workflow_id"], args["job_id"], args["slice_wait"])
+            except deploy.SliceError as exc:
+                result.update(failed=True, msg="deploy refused: %s" % exc)
+                return result
             locking = deploy.lock(args["bucket"], adapter.run_pid(), args["adopt_bucket_id"], check_mode,
-                                  args["wait"])
+                                  args["wait"], slc)
         else:
             locking = deploy.unlock(args["bucket"], adapter.run_pid(), check_mode)
         result.update(locking.as_result())

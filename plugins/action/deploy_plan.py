@@ -27,6 +27,6 @@ class ActionModule(ControllerAction):
             sync_only=args["sync_only"], adopt_bucket_id=args["adopt_bucket_id"], slots=args["slots"],
             rollback=args["rollback"], promote=args["promote"], plan_hash=args["plan_hash"], check_mode=bool(self._task.check_mode),
             target=args["target"], target_workers=args["target_workers"],
-            diff=bool(self._task.diff), run_pid=adapter.run_pid())
+            diff=bool(self._task.diff), run_pid=adapter.run_pid(), slice=args["slice"])
         result.update(deploy.prepare(request, adapter.deploy_controller(self._templar, task_vars)).as_result())
         return result

@@ -38,6 +38,30 @@ options:
       - With O(state=present), seconds to wait while another deploy holds the lock before refusing (C(maand_lock_wait)).
     type: float
     default: 0
+  run_key:
+    description:
+      - "A sliced run's key (C(maand_run_key)): the slices of one run share it. The slice that takes the lock plans
+        the whole fleet, the others join it as hands and work their own hosts (docs/awx.md, section 6). Empty, and
+        no O(workflow_id), the run is not sliced."
+    type: str
+    default: ""
+  workflow_id:
+    description:
+      - "AWX's C(awx_workflow_job_id): the run key of a sliced AWX job (C(awx-workflow-<id>)) when O(run_key) is empty."
+    type: str
+    default: ""
+  job_id:
+    description:
+      - "AWX's C(awx_job_id): this slice's member name on the board (C(awx-job-<id>)); empty, the controller's host
+        and pid."
+    type: str
+    default: ""
+  slice_wait:
+    description:
+      - Seconds the planning slice waits for the other slices to claim the catalog's workers (C(maand_slice_wait));
+        the workers still unclaimed are not deployed, and a dead slice's workers are given up after as long.
+    type: float
+    default: 120
 attributes:
   check_mode:
     support: full
@@ -55,6 +79,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+slice:
+  description: A sliced run, this slice's part (run_key, member, wait, and its role, planner or hand).
+  returned: with O(run_key) or O(workflow_id), not in check mode
+  type: dict
 taken:
   description: Whether this call created the lock file.
   returned: state=present

@@ -82,6 +82,12 @@ options:
       - With O(target), only these workers (C(maand_rolling_workers); a list or a comma-separated string); the job's
         other allocations are left alone.
     type: raw
+  slice:
+    description:
+      - "A sliced run, as the lock task returned it (RV(maand.core.deploy_lock#module:slice)): the planner waits for
+        the other slices' workers and plans the whole fleet; a hand takes the planner's plan and stages its own
+        workers' trees (docs/awx.md, section 6)."
+    type: dict
   plan_hash:
     description:
       - A plan hash (C(maand_plan), at least 12 hex digits). The task fails, before any worker is touched, when the

@@ -26,6 +26,7 @@ from ..doors import lazy
 _DOOR = {"target_problem": "job_checks", "WORKERS_FILE": "model", "Bucket": "model", "load_maand_conf": "model",
          "group_name": "naming", "Report": "problems", "did_you_mean": "problems", "redact": "state_pg",
          "LockBusy": "locks", "DeployInProgress": "locks", "StateStoreError": "storage",
+         "store": "storage", "atomic_write": "storage",
          "JOB_NAME": "model", "HOST_NAME": "model", "JOBS_DIR": "model",
          "RunLog": "runlog", "LogCommand": "runlog", "summarize": "runlog", "parse_line": "runlog",
          "ssh_hint": "connect", "ssh_result_words": "connect", "ssh_hints_for": "connect", "deploy_needs": "connect",

@@ -26,6 +26,7 @@ from ..doors import lazy
 _DOOR = {"AgentCall": "agent_step", "apply": "agent_step", "run_rsync": "agent_step",
          "Reader": "progress", "mark": "progress", "progress_path": "progress",
          "call_agent": "remote", "parse_output": "remote", "read_state": "remote", "step_request": "remote",
+         "SliceError": "slices", "slice_of": "slices",
          "FinishRequest": "service", "PlanRequest": "service", "finish": "service", "lock": "service",
          "prepare": "service", "step": "service", "unlock": "service",
          "Verdict": "view", "done_line": "view", "host_diff": "view", "plan_summary": "view", "progress_line": "view",

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from .. import jobspec
 from ..bucket import LogCommand, RunLog, summarize
-from . import remote, rsync as _rsync, run
+from . import remote, rsync as _rsync, run, slices
 
 
 class Transport(remote.Shell, Protocol):
@@ -257,3 +257,4 @@ def done(run_dir: str, key: Any, host: str, answer: dict | None, reason: str | N
     """A worker's answer (or why there is none) into the run folder. Its timings reach the job history when the
     step is folded (deploy/run.fold_in_flight: one write of data/job_history.json per step, not per host)."""
     run.write_result(run_dir, key, host, answer, reason)
+    slices.put_result(run_dir, key, host, {"answer": answer, "reason": reason})  # a hand of a sliced run only

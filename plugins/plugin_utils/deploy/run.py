@@ -160,8 +160,9 @@ def new_run_id(now=None, pid=None, token=None):
                               os.getpid() if pid is None else pid, token or secrets.token_hex(3))
 
 
-def new_run(bucket, plan, run_id=None):
-    """Create the run folder (dropping folders of earlier runs: the caller holds the deploy lock)."""
+def new_run(bucket, plan, run_id=None, record=True):
+    """Create the run folder (dropping folders of earlier runs: the caller holds the deploy lock, or is a hand of a
+    sliced run, deploy/slices.py, with its own checkout); record: its run record into a shared store (not a hand's)."""
     root = runs_root(bucket)
     if os.path.isdir(root):
         for name in os.listdir(root):
@@ -174,7 +175,8 @@ def new_run(bucket, plan, run_id=None):
     write_plan(run_dir, plan)
     state = run_state.new_state(run_id, plan)
     save_state(run_dir, state)
-    publish(run_dir, plan, state)
+    if record:
+        publish(run_dir, plan, state)
     return run_dir
 
 
@@ -402,7 +404,8 @@ def advance(run, key, callbacks):
         requests = run_state.requests_for_step(state, step)
         for host, request in requests.items():
             _write_json(request_path(run.run_dir, key, host),
-                        dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key, update_seq=plan.get("update_seq")))
+                        dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key, update_seq=plan.get("update_seq"),
+                             run_id=os.path.basename(os.path.normpath(run.run_dir))))
     except BaseException:
         if kept is not None:
             save_state(run.run_dir, kept)
@@ -431,6 +434,11 @@ def _before(run, state, step, callbacks):
     if callbacks.before is None:  # before_step saves only when it runs a before
         save_state(run.run_dir, state)
     return before_step(run.run_dir, run.plan, state, step, callbacks.before)
+
+
+def write_request(run_dir, key, host, request):
+    """A request of step key for host as it came (a hand of a sliced run: from the planner, deploy/slices.py)."""
+    _write_json(request_path(run_dir, key, host), request)
 
 
 def read_request(run_dir, key, host):

@@ -37,7 +37,7 @@ from ..hooks import commands, points
 from . import adopt, certs
 from . import pin, plan as _plan, pre_deploy
 from . import callbacks as _callbacks, progress as _progress, record as _record
-from . import rsync, run, stage
+from . import rsync, run, slices, stage
 from . import view
 from ..errors import MaandError
 
@@ -94,6 +94,7 @@ class PlanRequest:
     check_mode: bool = False
     diff: bool = False
     run_pid: int = 0  # the process holding the deploy lock (ansible-playbook)
+    slice: dict | None = None  # a sliced run: this slice's part as deploy_lock decided it (deploy/slices.py)
 
 
 @dataclasses.dataclass
@@ -146,11 +147,14 @@ class Locking:
     released: bool | None = None  # unlock()
     bucket_id: str | None = None  # lock() adopting maand's bucket_id
     warnings: list = dataclasses.field(default_factory=list)
+    slice: dict | None = None  # a sliced run: this slice's part (deploy/slices.Slice, its role decided)
 
     def as_result(self):
         if self.lock is None:
             return {"failed": True, "msg": self.msg}
         out = {"changed": self.changed, "pid": self.pid, "lock": self.lock}
+        if self.slice is not None:
+            out["slice"] = self.slice
         for name in ("taken", "released", "bucket_id"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
@@ -166,12 +170,15 @@ def _no_bucket(bucket, pid):
     return Locking(pid, None, "bucket folder %s does not exist (maand_bucket_dir)" % bucket, failed=True)
 
 
-def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0) -> Locking:
+def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0, slc=None) -> Locking:
     """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
     seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id: taken, msg, and
-    bucket_id/changed when adopting."""
+    bucket_id/changed when adopting. slc (deploy/slices.Slice, not in check mode): a slice of a sliced run, which
+    becomes the run's planner when it takes the lock and one of its hands when a run of its key holds it."""
     if not os.path.isdir(bucket):
         return _no_bucket(bucket, pid)
+    if slc is not None and not check_mode:
+        return _lock_slice(bucket, pid, slc, wait)
     out = Locking(pid, locks.lock_path(bucket))
     try:
         out.taken, out.msg = locks.acquire(bucket, pid, check_only=bool(check_mode), wait=wait)
@@ -189,6 +196,34 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0) -> Locking
         out.failed, out.msg = True, "deploy refused: %s" % exc
     except OSError as exc:
         out.failed, out.msg = True, "cannot use the deploy lock in %s/data: %s" % (bucket, exc)
+    return out
+
+
+def _lock_slice(bucket, pid, slc, wait):
+    """lock() for a slice: the planner (the lock taken, the run entry written) or a hand (the lock held by a live
+    run of the slice's key), its member token taken either way; a lock held by another deploy refuses as always."""
+    out = Locking(pid, locks.lock_path(bucket))
+    brd = slices.board(bucket, slc)
+    try:
+        try:
+            out.taken, out.msg = locks.acquire(bucket, pid)
+        except locks.DeployLocked as exc:
+            try:
+                slc = slices.join(brd, slc, False, pid, locks.process_start(pid))
+            except slices.SliceError:
+                out.taken, out.msg = locks.acquire(bucket, pid, wait=wait)  # not our run: wait or refuse
+            else:
+                out.taken, out.msg = False, "joined run key %s as a hand (%s)" % (slc.run_key, exc)
+        if out.taken:
+            slc = slices.join(brd, slc, True, pid, locks.process_start(pid))
+            out.msg += "; the planner of run key %s" % slc.run_key
+        out.slice = slc.to_json()
+    except locks.DeployLocked as exc:
+        out.failed, out.msg = True, "deploy refused: %s" % exc
+    except (MaandError, OSError) as exc:  # the store's errors and the board's
+        if out.taken:
+            locks.release(bucket, pid)
+        out.failed, out.taken, out.msg = True, False, "deploy refused (sliced run %s): %s" % (slc.run_key, exc)
     return out
 
 
@@ -352,15 +387,16 @@ def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
                                 req.slots)
 
 
-def _new_run(req, plan, staging, ctl):
-    """(run_dir, segments): the trees that sync staged (data/.deploy-stage/<host>/<job>), the run folder."""
+def _new_run(req, plan, staging, ctl, run_id=None):
+    """(run_dir, segments): the trees that sync staged (data/.deploy-stage/<host>/<job>), the run folder (a hand of a
+    sliced run: the planner's run_id, its plan not published again)."""
     try:
         staging.stage_plan(req.bucket, plan)
     except OSError as exc:
         raise _Refused("cannot stage the job trees under %s: %s; nothing was changed"
                        % (stage.stage_root(req.bucket), exc)) from None
     try:
-        run_dir = run.new_run(req.bucket, plan)
+        run_dir = run.new_run(req.bucket, plan, run_id=run_id, record=run_id is None)
     except (OSError, run.RunError) as exc:
         raise _Refused("cannot create the deploy run folder under %s/data: %s" % (req.bucket, exc)) from None
     _log_plan(req.bucket, plan, run_dir, ctl.warn)
@@ -388,7 +424,14 @@ def _log_plan(bucket, plan, run_dir, warn):
 
 
 def _prepare(req, ctl):
+    slc = slices.Slice.from_json(req.slice) if req.slice and not req.check_mode else None
+    if slc is not None and slc.role == "hand":
+        return _prepare_hand(req, ctl, slc)
     catalog = _read_catalog(req.bucket, allow_stale=bool(req.target))
+    own = sorted(req.hosts)
+    if slc is not None:  # the planner: the whole fleet, as the slices claimed it
+        fleet = _gather(req, ctl, slc, catalog)
+        req, ctl = dataclasses.replace(req, hosts=fleet.hosts, states=fleet.states), slices.fleet_ctl(ctl, fleet)
     if req.adopt_bucket_id:  # written by maand.core.deploy_lock (not in check mode)
         catalog = dict(catalog, bucket_id=req.adopt_bucket_id)
     jobs_filter, errors = _plan.parse_jobs_filter(req.jobs, [j["name"] for j in catalog.get("jobs", [])])
@@ -407,6 +450,8 @@ def _prepare(req, ctl):
     plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
     work = plan["has_work"] or bool(plan["prune"])
     run_dir, segments = _new_run(req, plan, staging, ctl) if not req.check_mode else ("", [])
+    if slc is not None:
+        segments = _planner_ready(req, slc, plan, fleet, run_dir, own)
     summary = view.plan_summary(plan)
     warned = build_warning_lines(catalog)
     out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
@@ -423,6 +468,74 @@ def _prepare(req, ctl):
     return out
 
 
+# --- a sliced run (deploy/slices.py): the planner plans the fleet, the hands work their hosts ------------------
+
+def _gather(req, ctl, slc, catalog):
+    """The planner's fleet: its own claim written, the catalog's workers waited for (deploy/slices.gather)."""
+    brd = slices.board(req.bucket, slc)
+    slices.claim(brd, slc, req.hosts, req.states, *slices.reach(ctl, req.hosts))
+    fleet = slices.gather(brd, slc, [w["host"] for w in catalog.get("workers") or []])
+    if fleet.absent:
+        ctl.warn("sliced run %s: %d worker(s) no slice claimed, not deployed: %s"
+                 % (slc.run_key, len(fleet.absent), ", ".join(sorted(fleet.absent)[:10])))
+    return fleet
+
+
+def _segments(plan, own):
+    """A slice's segments: every step of the plan (the final pass too when any gate waits for it), each wide or
+    narrow by what this slice's own hosts do in it."""
+    factor = int(os.environ.get(WIDE_FACTOR_ENV) or run.WIDE_FACTOR)
+    kinds = {s["step"]: s["kind"] for s in run.segments(slices.own_plan(plan, own), len(own), factor)}
+    return [dict(s, kind=kinds.get(s["step"], "narrow")) for s in run.segments(plan, len(own), factor)]
+
+
+def _planner_ready(req, slc, plan, fleet, run_dir, own):
+    """The planner's plan on the board for the hands and its slice.json; its segments over its own hosts."""
+    if (plan.get("pre_deploy") or {}).get("jobs"):
+        raise _Refused("sliced run %s: jobs with pre_deploy hooks (%s) cannot be sliced yet (their files are rendered "
+                       "again on the planner after the hooks); nothing was changed (fix: Job Slicing 1)"
+                       % (slc.run_key, ", ".join(plan["pre_deploy"]["jobs"])))
+    render_inputs = {"versions": sorted([j, h, v] for (j, h), v in _plan.current_versions(req.states).items()),
+                     "update_seq": _plan.seen_update_seq(req.states, _catalog.read_catalog(req.bucket))}
+    slices.publish_plan(slices.board(req.bucket, slc), slc, os.path.basename(run_dir), plan, render_inputs, fleet)
+    slices.save(run_dir, slc, own, os.path.basename(run_dir))
+    return _segments(plan, set(own))
+
+
+def _prepare_hand(req, ctl, slc):
+    """A hand's prepare: its claim, the planner's plan, its own hosts' trees staged and checked, its run folder."""
+    brd = slices.board(req.bucket, slc)
+    own = sorted(req.hosts)
+    slices.claim(brd, slc, own, req.states, *slices.reach(ctl, own))
+    try:
+        run_id, entry = slices.await_plan(brd, slc, own)
+    except slices.SliceError as exc:
+        raise _Refused(str(exc)) from None
+    plan, inputs = entry["plan"], entry.get("render") or {}
+    catalog = _read_catalog(req.bucket, allow_stale=bool(req.target))
+    mine = slices.own_plan(plan, set(own))
+    jobs = sorted({op["job"] for s in mine["steps"] for ops in s["ops"].values() for op in ops
+                   if op.get("sync") and op.get("job")})
+    versions = {(j, h): v for j, h, v in inputs.get("versions") or ()}
+    staging = _stage_hand(req, catalog, jobs, own, versions, int(inputs.get("update_seq") or 0))
+    _refuse_on(slices.hash_mismatches(plan, staging, set(own)))
+    run_dir, dummy = _new_run(req, mine, staging, ctl, run_id=run_id)
+    slices.save(run_dir, slc, own, run_id)
+    return Prepared(req.bucket, "sliced run %s: run %s, this slice works %d worker(s)" % (slc.run_key, run_id, len(own)),
+                    plan=plan, changed=bool(plan.get("has_work")), run_dir=run_dir,
+                    segments=_segments(plan, set(own)), summary=view.plan_summary(plan),
+                    plan_hash=plan.get("plan_hash") or "")
+
+
+def _stage_hand(req, catalog, jobs, own, versions, update_seq):
+    try:
+        staging = render(req.bucket, catalog, jobs, own, versions, update_seq)
+    except (jobspec.LayerError, OSError) as exc:
+        raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
+    _refuse_on(list(staging.errors) + _with_environments(catalog, staging.content, req.bucket))
+    return staging
+
+
 def build_warning_lines(catalog):
     """The warnings of the build that wrote the catalog (catalog/service.py keeps them as `build_warnings`), one
     line each, to repeat under the plan: a deploy is where a warning of the build takes effect (issue 31)."""
@@ -437,7 +550,10 @@ def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
     try:
         return _prepare(req, ctl)
     except _Refused as exc:
-        if not req.check_mode:
+        slc = slices.Slice.from_json(req.slice) if req.slice else None
+        if slc is not None and slc.role == "planner" and not req.check_mode:
+            slices.refuse(slices.board(req.bucket, slc), exc.msg)
+        if not req.check_mode and not (slc is not None and slc.role == "hand"):
             try:
                 locks.release(req.bucket, req.run_pid)
             except OSError:  # the refusal is the message; a lock left behind names a dead run: the next takes it
@@ -490,11 +606,17 @@ def step(run_dir: str, step_value: Any, ctl: Controller | None = None) -> Steppe
     """Fold the previous step of the run (results, health gates) and write this step's agent requests.
     A broken run folder is an error of the step; any other exception propagates (and fails the run)."""
     ctl = ctl or Controller()
+    sliced = slices.load(run_dir)
     try:
         key = run.step_key(step_value)
-        with callbacks(run_dir, ctl) as cbs:
-            hosts, failures = run.advance(cbs.run, key, cbs)
-    except (run.RunError, ValueError, OSError) as exc:
+        if sliced is not None and sliced[0].role == "hand":
+            hosts, failures = slices.hand_step(run_dir, key, sliced)
+        else:
+            ctl = slices.collected(run_dir, sliced, ctl)
+            with callbacks(run_dir, ctl) as cbs:
+                hosts, failures = run.advance(cbs.run, key, cbs)
+            hosts = slices.handed_out(run_dir, key, sliced, hosts, failures)
+    except (run.RunError, ValueError, OSError, slices.SliceError) as exc:
         return Stepped(error="deploy step %s: %s" % (step_value, exc))
     if not ctl.watched:  # the callback prints new_failures from the result
         for msg in failures:
@@ -637,14 +759,20 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     folder removed (deploy/rsync.close_control_dir). A failed run keeps its folder for inspection."""
     ctl = ctl or Controller()
     run_dir = "" if req.check_mode else req.run_dir
+    sliced = slices.load(run_dir) if run_dir else None
+    if sliced is not None and sliced[0].role == "hand":
+        return _hand_finish(req, run_dir, sliced, ctl)
     progress_mark = _progress.mark(run_dir)
     try:
+        ctl = slices.collected(run_dir, sliced, ctl)
         plan, problems, done, rows = run_outcome(run_dir, req.plan, ctl)
     except Exception as exc:  # pylint: disable=broad-exception-caught
         # a crash here still fails the run (below) and still releases the lock; nothing is pruned
         plan, done, rows = req.plan, None, None
         problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
                     "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
+    if sliced is not None:
+        _end_slices(req.bucket, sliced, plan, problems, rows, req.run_pid)
     keep = (lambda: _keep_record(req.bucket, run_dir, plan, rows, problems, req.run_pid, ctl)) if run_dir else None
     changed, pruned = _clean_up(req, plan, done, problems, ctl, before_release=keep)
     progress = None
@@ -658,6 +786,44 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     if rows is not None and not req.check_mode and not ctl.watched:  # the callback prints the verdict
         verdict_line = view.done_line(rows, len(problems))
         for line in view.verdict_table(rows) + [view.workers_line(rows), verdict_line]:
+            if line:
+                ctl.show(line)
+    return out
+
+
+def _end_slices(bucket, sliced, plan, problems, rows, run_pid):
+    """The planner's end of a sliced run: the outcome on the board for the hands, its member token given back."""
+    slc, dummy, run_id = sliced
+    brd = slices.board(bucket, slc)
+    try:
+        slices.publish_end(brd, run_id, {"problems": list(problems), "summary": _summary(plan),
+                                         "verdict": [v.to_dict() for v in rows or ()]},
+                           [r["worker"] for r in plan.get("rows") or []],
+                           (brd.get("plan/%s" % run_id) or {}).get("absent") or {})
+    except MaandError as exc:
+        problems.append("sliced run %s: the outcome could not reach the other slices: %s" % (slc.run_key, exc))
+    brd.store.board_leave(slc.run_key, slc.member, run_pid)
+
+
+def _hand_finish(req, run_dir, sliced, ctl):
+    """A hand's end: the planner's outcome of the whole run (its problems fail this slice too), the staged trees
+    removed, its member token given back; it holds no deploy lock and writes no catalog."""
+    slc, own, run_id = sliced
+    brd = slices.board(req.bucket, slc)
+    end = slices.await_end(brd, slc, run_id)
+    problems = list(end.get("problems") or ())
+    try:
+        stage.remove_tree(stage.stage_root(req.bucket))
+    except OSError as exc:
+        problems.append("could not remove %s (it may hold rendered secrets): %s" % (stage.stage_root(req.bucket), exc))
+    brd.store.board_leave(slc.run_key, slc.member, req.run_pid)
+    rows = [view.Verdict(**v) for v in end.get("verdict") or ()]
+    rsync.close_control_dir(rsync.control_dir(run_dir))
+    if not problems:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    out = Finished(False, problems, end.get("summary") or _summary(req.plan), False, [], rows)
+    if not ctl.watched:
+        for line in view.verdict_table(rows) + [view.workers_line(rows), view.done_line(rows, len(problems))]:
             if line:
                 ctl.show(line)
     return out

@@ -28,7 +28,8 @@ def run_ids(monkeypatch):
     """Each new run gets the next of RUN_IDS (runs of one test are made within the same second)."""
     ids = iter(RUN_IDS)
     original = _run.new_run
-    monkeypatch.setattr(_run, "new_run", lambda bucket, plan, run_id=None: original(bucket, plan, run_id or next(ids)))
+    monkeypatch.setattr(_run, "new_run", lambda bucket, plan, run_id=None, record=True: original(
+        bucket, plan, run_id or next(ids), record))
     return RUN_IDS
 
 
