@@ -2,7 +2,7 @@
 """Local SSH test fleet for maand.core (stdlib only, Python 3.11, must run as root).
 
 Every host is ``/usr/sbin/sshd -D`` running in its own network namespace (veth pair to a per-fleet
-Linux bridge, address on a private /24) and its own mount + UTS namespace with a private ``/opt``
+Linux bridge, address on a private /24, or a larger subnet for more than 245 hosts) and its own mount + UTS namespace with a private ``/opt``
 (``DIR/hosts/<i>/opt`` bind-mounted over ``/opt``).  Everything else (``/etc``, ``/usr``, ``/root``,
 ``/tmp`` ...) is shared with the machine.
 
@@ -179,6 +179,15 @@ def used_ipv4_addresses() -> list[ipaddress.IPv4Address]:
     return addrs
 
 
+def subnet_prefix(n_hosts: int) -> int:
+    """The longest prefix (at most /24) whose subnet holds the gateway, FIRST_HOST_OCTET - 1 spare addresses,
+    n_hosts hosts and the broadcast address: /24 up to 245 hosts, /23 up to 501, /22 up to 1,013, ..."""
+    prefix = 24
+    while (1 << (32 - prefix)) < FIRST_HOST_OCTET + n_hosts + 1:
+        prefix -= 1
+    return prefix
+
+
 def choose_subnet(requested: str | None, n_hosts: int) -> ipaddress.IPv4Network:
     used = used_ipv4_addresses()
     if requested:
@@ -188,17 +197,21 @@ def choose_subnet(requested: str | None, n_hosts: int) -> ipaddress.IPv4Network:
             raise FleetError(f"--subnet {requested!r}: {exc}") from exc
         if net.prefixlen > 24:
             raise FleetError(f"--subnet {requested}: need a /24 or larger")
-        if FIRST_HOST_OCTET + n_hosts > 255 or net.num_addresses < 256:
-            raise FleetError(f"--subnet {requested}: too small for {n_hosts} hosts")
+        if FIRST_HOST_OCTET + n_hosts + 1 > net.num_addresses:
+            raise FleetError(f"--subnet {requested}: too small for {n_hosts} hosts (give a /{subnet_prefix(n_hosts)})")
         clash = [str(a) for a in used if a in net]
         if clash:
             raise FleetError(f"--subnet {requested} is in use on this machine ({', '.join(clash)})")
         return net
+    prefix = subnet_prefix(n_hosts)
+    step = 1 << (24 - prefix)  # /24s per subnet: a /22 starts at a third octet divisible by 4
     for n in SUBNET_RANGE:
-        net = ipaddress.IPv4Network(f"{SUBNET_PREFIX}.{n}.0/24")
+        if n % step:
+            continue
+        net = ipaddress.IPv4Network(f"{SUBNET_PREFIX}.{n}.0/{prefix}")
         if not any(a in net for a in used):
             return net
-    raise FleetError(f"no free {SUBNET_PREFIX}.N.0/24 subnet (N in 1..250); pass --subnet")
+    raise FleetError(f"no free {SUBNET_PREFIX}.N.0/{prefix} subnet (N in 1..250); pass --subnet")
 
 
 # --------------------------------------------------------------------------- process helpers
@@ -787,7 +800,7 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("up", "create the fleet and print its hosts as JSON")
     sp.add_argument("--hosts", type=int, required=True)
     sp.add_argument("--name", help="short name (1-11 chars [a-z0-9-]); default derived from --state-dir")
-    sp.add_argument("--subnet", help=f"IPv4 /24 to use; default: first free {SUBNET_PREFIX}.N.0/24")
+    sp.add_argument("--subnet", help=f"IPv4 /24 (or larger) to use; default: first free {SUBNET_PREFIX}.N.0/24 (/23, /22... for more than 245 hosts)")
     sp.add_argument("--wait", type=float, default=WAIT_SECONDS, help="seconds to wait for sshd (default 10)")
     sp.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
                     help="sshd LogLevel (VERBOSE: one line per login and per session in hosts/<i>/sshd.log)")

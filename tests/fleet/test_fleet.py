@@ -272,3 +272,13 @@ def test_failed_up_tears_down_and_reports(fleet_factory, tmp_path, monkeypatch):
     state = json.loads((tmp_path / "broken" / "fleet.json").read_text())
     assert state["status"] == "down"
     _assert_all_gone(state, [])
+
+
+def test_a_fleet_past_245_hosts_gets_a_bigger_subnet():
+    """One /24 holds 245 hosts (.10 to .254); more take the smallest /23, /22, ... that holds them, aligned."""
+    assert [_fleet.subnet_prefix(n) for n in (1, 245, 246, 501, 502, 1000, 1013, 1014)] == [24, 24, 23, 23, 22, 22, 22, 21]
+    with pytest.raises(_fleet.FleetError, match="too small for 246 hosts"):
+        _fleet.choose_subnet("10.231.200.0/24", 246)
+    net = _fleet.choose_subnet(None, 1000)
+    assert net.prefixlen == 22 and int(str(net.network_address).split(".")[2]) % 4 == 0
+    assert net.network_address + _fleet.FIRST_HOST_OCTET + 999 < net.broadcast_address

@@ -444,6 +444,10 @@ def _prepare(req, ctl):
     _refuse_on(jobspec.check_env(catalog, in_scope, os.environ.get)
                + jobspec.check_ids(catalog, req.states, in_scope))
     hooked = [] if req.target else _hooked(catalog, in_scope)  # a rolling restart runs no pre_deploy
+    if slc is not None and hooked:
+        raise _Refused("sliced run %s: jobs with pre_deploy hooks (%s) cannot be sliced yet (their files are rendered "
+                       "again on the planner after the hooks); nothing was changed (fix: Job Slicing 1 for this "
+                       "deploy, or -e maand_jobs without them)" % (slc.run_key, ", ".join(hooked)))
     staging = _stage_jobs(req, catalog, in_scope, hooked)
     _refuse_on(_with_environments(catalog, staging.content, req.bucket, req.check_mode))
     typed = _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl)
@@ -491,10 +495,6 @@ def _segments(plan, own):
 
 def _planner_ready(req, slc, plan, fleet, run_dir, own):
     """The planner's plan on the board for the hands and its slice.json; its segments over its own hosts."""
-    if (plan.get("pre_deploy") or {}).get("jobs"):
-        raise _Refused("sliced run %s: jobs with pre_deploy hooks (%s) cannot be sliced yet (their files are rendered "
-                       "again on the planner after the hooks); nothing was changed (fix: Job Slicing 1)"
-                       % (slc.run_key, ", ".join(plan["pre_deploy"]["jobs"])))
     render_inputs = {"versions": sorted([j, h, v] for (j, h), v in _plan.current_versions(req.states).items()),
                      "update_seq": _plan.seen_update_seq(req.states, _catalog.read_catalog(req.bucket))}
     slices.publish_plan(slices.board(req.bucket, slc), slc, os.path.basename(run_dir), plan, render_inputs, fleet)
