@@ -26,6 +26,10 @@ messages, which may echo a part of the URL, are scrubbed of its secrets (``scrub
 * Deploy records (``maand_deploy_records``, schema version 2): one JSON document per finished
   deploy run (deploy/record.py), for ``maand.core.logs``, ``info`` and ``cat``; writing one drops
   all but the newest records and run records (the history is bounded).
+* The board (``maand_board``, schema version 3): the entries the slices of a sliced deploy meet on
+  (deploy/slices.py), by run key and name; each member's liveness is a session advisory lock on its own key,
+  held by a holder process as the deploy lock is (``member``: this file runs as a script), so a controller
+  that dies frees it (``board_alive``).
 
 Only the standard library and psycopg (3), imported late: without psycopg a PostgreSQL URL is an
 error naming the pip command. No Ansible imports, and no imports of the rest of the core (the
@@ -52,7 +56,7 @@ else:  # run alone as the deploy lock holder (python3 state_pg.py hold ...): the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     MaandError = __import__("errors").MaandError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APP = "maand.core"
 URL_ENV = "MAAND_STATE_URL"
 INSTALL = "python3 -m pip install 'psycopg>=3.1,<4'"
@@ -61,6 +65,9 @@ POLL = 0.25  # seconds between lock attempts and liveness checks
 # Advisory lock keys: one per purpose and schema (advisory locks are per database, not per schema).
 _KEY = "hashtextextended('maand.core:%s:' || current_schema(), 0)"
 DEPLOY_KEY, BUCKET_KEY, SCHEMA_KEY = _KEY % "deploy", _KEY % "bucket", _KEY % "schema"
+# a member of a sliced run: its run key and name as the two parameters
+MEMBER_KEY = "hashtextextended('maand.core:member:' || current_schema() || ':' || %s || ':' || %s, 0)"
+MEMBER_ENV = "MAAND_BOARD_MEMBER"  # "<run_key>/<member>" for the member holder
 
 MIGRATIONS = {
     1: [
@@ -90,10 +97,19 @@ MIGRATIONS = {
                written_at timestamptz NOT NULL DEFAULT now(),
                written_by text NOT NULL DEFAULT '')""",
     ],
+    3: [
+        """CREATE TABLE IF NOT EXISTS maand_board (
+               run_key text NOT NULL,
+               name text NOT NULL,
+               body text NOT NULL,
+               written_at timestamptz NOT NULL DEFAULT now(),
+               written_by text NOT NULL DEFAULT '',
+               PRIMARY KEY (run_key, name))""",
+    ],
 }
 
 
-TABLES = ("maand_schema", "maand_documents", "maand_deploy_lock", "maand_runs", "maand_deploy_records")
+TABLES = ("maand_schema", "maand_documents", "maand_deploy_lock", "maand_runs", "maand_deploy_records", "maand_board")
 
 
 class StateStoreError(MaandError):
@@ -300,11 +316,99 @@ def migrate(conn, label):
         check_owners(conn, label)  # CREATE TABLE IF NOT EXISTS kept any table another role made first
 
 
+def check_board(run_key, name=None):
+    """StateStoreError unless run_key (1-100 letters, digits, '.', '_', '-', ':') and name (1-200 characters,
+    no NUL) can be used on the board."""
+    if not isinstance(run_key, str) or not 0 < len(run_key) <= 100 or any(
+            not (c.isascii() and (c.isalnum() or c in "._-:")) for c in run_key):
+        raise StateStoreError("run key %r: use 1-100 letters, digits, '.', '_', '-' or ':' (-e maand_run_key)"
+                              % (run_key,))
+    if name is not None and (not isinstance(name, str) or not 0 < len(name) <= 200 or "\0" in name):
+        raise StateStoreError("board entry %r of run key %s: a name of 1-200 characters without NUL" % (name, run_key))
+
+
 def _stamp(value):
     return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else str(value or "")
 
 
-class PgStore:
+class PgBoardMixin:
+    """The board of a sliced run (deploy/slices.py) in the table maand_board: PgStore's part for it, using
+    PgStore's url and _run."""
+
+    def board_put(self, run_key, name, text):
+        check_board(run_key, name)
+        self._run("writing %s of run key %s" % (name, run_key), lambda c: c.execute(
+            "INSERT INTO maand_board (run_key, name, body, written_at, written_by) VALUES (%s, %s, %s, now(), %s) "
+            "ON CONFLICT (run_key, name) DO UPDATE SET body = EXCLUDED.body, written_at = now(), "
+            "written_by = EXCLUDED.written_by", (run_key, name, text, whoami())))
+
+    def board_get(self, run_key, name):
+        check_board(run_key, name)
+        row = self._run("reading %s of run key %s" % (name, run_key), lambda c: c.execute(
+            "SELECT body FROM maand_board WHERE run_key = %s AND name = %s", (run_key, name)).fetchone())
+        return row[0] if row else None
+
+    def board_items(self, run_key, prefix=""):
+        check_board(run_key)
+        rows = self._run("reading run key %s" % run_key, lambda c: c.execute(
+            "SELECT name, body FROM maand_board WHERE run_key = %s AND starts_with(name, %s)",
+            (run_key, prefix)).fetchall())
+        return {r[0]: r[1] for r in rows}
+
+    def board_join(self, run_key, member, run_pid, run_start=None):
+        """Start this member's holder: it keeps the member's advisory lock while run_pid lives."""
+        check_board(run_key, member)
+        env = dict(os.environ, **{URL_ENV: self.url, MEMBER_ENV: "%s/%s" % (run_key, member)})
+        cmd = [sys.executable, os.path.abspath(__file__), "member", str(run_pid), str(run_start or 0), "0"]
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # pylint: disable=consider-using-with
+                                stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        line = _read_line(proc, 30)
+        proc.stdout.close()
+        try:
+            answer = json.loads(line) if line else {}
+        except ValueError:
+            answer = {}
+        if not answer.get("taken"):
+            raise StateStoreError(answer.get("error") or "the member holder of %s (run key %s) did not start"
+                                  % (member, run_key))
+        self.board_put(run_key, "holder/%s" % member, json.dumps(
+            {"host": socket.gethostname(), "pid": proc.pid, "start": process_start(proc.pid)}))
+
+    def board_alive(self, run_key, member):
+        """True while the member's holder keeps its lock; False when it is free (dead, or never joined)."""
+        check_board(run_key, member)
+
+        def query(conn):
+            if conn.execute("SELECT pg_try_advisory_lock(%s)" % MEMBER_KEY, (run_key, member)).fetchone()[0]:
+                conn.execute("SELECT pg_advisory_unlock(%s)" % MEMBER_KEY, (run_key, member))
+                return False
+            return True
+        return self._run("reading the liveness of %s" % member, query)
+
+    def board_leave(self, run_key, member, run_pid):  # pylint: disable=unused-argument
+        """Stop this host's holder of member (idempotent)."""
+        text = self.board_get(run_key, "holder/%s" % member)
+        row = json.loads(text) if text else {}
+        if row.get("host") != socket.gethostname() or not pid_alive(row.get("pid"), row.get("start")):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(row["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while pid_alive(row["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def board_drop(self, run_key):
+        check_board(run_key)
+        self._run("dropping run key %s" % run_key, lambda c: c.execute(
+            "DELETE FROM maand_board WHERE run_key = %s", (run_key,)))
+
+    def board_keys(self):
+        rows = self._run("reading the run keys", lambda c: c.execute(
+            "SELECT run_key FROM maand_board GROUP BY run_key ORDER BY min(written_at), run_key").fetchall())
+        return [r[0] for r in rows]
+
+
+class PgStore(PgBoardMixin):
     """The PostgreSQL backend of a bucket's state (see the module docstring)."""
 
     kind = "postgresql"
@@ -698,6 +802,17 @@ def hold(url, run_pid, run_start, wait):
         _say({"error": "the deploy lock in the state store %s: %s" % (label, _first_line(exc))})
         return 1
     _say({"taken": True, "previous": previous})
+
+    def release():
+        with conn.transaction():
+            conn.execute("DELETE FROM maand_deploy_lock WHERE holder_pid = %s", (os.getpid(),))
+        conn.execute("SELECT pg_advisory_unlock(%s)" % DEPLOY_KEY)
+    return _keep(conn, stop, run_pid, run_start, release)
+
+
+def _keep(conn, stop, run_pid, run_start, release):
+    """A holder after its answer: keep the session until the run's process is gone or SIGTERM came, then
+    release(). Returns the exit code."""
     with contextlib.suppress(OSError):
         os.close(1)
         os.close(2)
@@ -709,12 +824,32 @@ def hold(url, run_pid, run_start, wait):
                     return 1
     finally:
         with contextlib.suppress(Exception):
-            with conn.transaction():
-                conn.execute("DELETE FROM maand_deploy_lock WHERE holder_pid = %s", (os.getpid(),))
-            conn.execute("SELECT pg_advisory_unlock(%s)" % DEPLOY_KEY)
+            release()
         with contextlib.suppress(Exception):
             conn.close()
     return 0
+
+
+def hold_member(url, member, run_pid, run_start):
+    """A sliced run's member token (MAAND_BOARD_MEMBER "<run_key>/<member>"): its advisory lock, held while the
+    run's process lives or until SIGTERM; a member of that name already alive is refused. Returns the exit code."""
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    run_key, name = member.split("/", 1)
+    try:
+        conn = connect(url)
+        migrate(conn, redact(url))
+        if not conn.execute("SELECT pg_try_advisory_lock(%s)" % MEMBER_KEY, (run_key, name)).fetchone()[0]:
+            _say({"error": "member %s of run key %s is already alive (another slice with its awx_job_id)"
+                  % (name, run_key)})
+            return 1
+    except Exception as exc:  # pylint: disable=broad-except  # reported to the waiting run on stdout
+        _say({"error": "the member token in the state store %s: %s" % (redact(url), _first_line(exc))})
+        return 1
+    _say({"taken": True})
+    return _keep(conn, stop, run_pid, run_start,
+                 lambda: conn.execute("SELECT pg_advisory_unlock(%s)" % MEMBER_KEY, (run_key, name)))
 
 
 def _owner():
@@ -726,13 +861,16 @@ def _owner():
 
 
 def main(argv):
-    if len(argv) != 5 or argv[1] != "hold":
-        sys.stderr.write("usage: state_pg.py hold RUN_PID RUN_START WAIT_SECONDS (URL in %s)\n" % URL_ENV)
+    if len(argv) != 5 or argv[1] not in ("hold", "member"):
+        sys.stderr.write("usage: state_pg.py hold|member RUN_PID RUN_START WAIT_SECONDS (URL in %s; member: %s)\n"
+                         % (URL_ENV, MEMBER_ENV))
         return 2
     url = os.environ.get(URL_ENV, "")
     if not is_url(url):
         sys.stderr.write("%s is not a postgresql:// URL\n" % URL_ENV)
         return 2
+    if argv[1] == "member":
+        return hold_member(url, os.environ.get(MEMBER_ENV, ""), int(argv[2]), int(argv[3]) or None)
     return hold(url, int(argv[2]), int(argv[3]) or None, float(argv[4]))
 
 

@@ -19,6 +19,11 @@ deploy/record.py, read by ``maand.core.logs``, ``info`` and ``cat -e maand_cat=d
 (``RECORDS_KEPT``), ``records(limit=None)`` returns ``[(run_id, text)]`` oldest first. Files:
 ``data/deploys/<run_id>.json``; PostgreSQL: the ``maand_deploy_records`` table.
 
+Both keep the **board** of sliced deploys (deploy/slices.py): ``board_put(run_key, name, text)``,
+``board_get``, ``board_items(run_key, prefix)``, ``board_drop``, ``board_keys`` and each member's liveness
+(``board_join``, ``board_alive``, ``board_leave``); files: ``data/.deploy-board/<run_key>/`` (slices of one
+controller), PostgreSQL: the ``maand_board`` table and a holder process per member (several controllers).
+
 Both have the same document interface: ``read(name) -> Doc | None`` (its text and generation),
 ``write(name, text, expect=None)`` (expect: the generation read; a PostgreSQL write refuses when
 another writer moved it), ``exists(name)``. Secrets stay sealed with ``secrets/kv.key`` in the KV
@@ -40,10 +45,13 @@ No Ansible imports.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import socket
 import stat
 import tempfile
+import urllib.parse
 
 from . import readers, state_pg
 from ..errors import MaandError
@@ -55,6 +63,7 @@ URL_ENV = state_pg.URL_ENV
 # document name -> (file under data/, mode of a new file)
 DOCUMENTS = {"catalog": ("catalog.json", 0o600), "bucket_id": ("bucket_id", 0o600), "kv": ("kv.json", 0o600)}
 RECORDS_DIR = "deploys"  # data/deploys/<run_id>.json: the deploy records of a FileStore
+BOARD_DIR = ".deploy-board"  # data/.deploy-board/<run_key>/<name>.json: a FileStore's board
 RECORDS_KEPT = 50  # deploy records a store keeps (the newest; older ones are dropped when one is written)
 
 Doc = state_pg.Doc
@@ -209,6 +218,75 @@ class FileStore:
                 with open(os.path.join(self.records_dir(), run_id + ".json"), encoding="utf-8") as handle:
                     out.append((run_id, handle.read()))
         return out
+
+
+    # --- the board (data/.deploy-board/<run_key>/: sliced deploys of one controller, deploy/slices.py) --------
+
+    def board_dir(self, run_key):
+        state_pg.check_board(run_key)
+        return os.path.join(self.bucket_dir, DATA_DIR, BOARD_DIR, run_key)
+
+    def _entry(self, run_key, name):
+        state_pg.check_board(run_key, name)
+        return os.path.join(self.board_dir(run_key), urllib.parse.quote(name, safe="") + ".json")
+
+    def board_put(self, run_key, name, text):
+        ensure_data_dir(self.bucket_dir)
+        private_dir(os.path.dirname(self.board_dir(run_key)))
+        private_dir(self.board_dir(run_key))
+        atomic_write(self._entry(run_key, name), text)
+
+    def board_get(self, run_key, name):
+        try:
+            with open(self._entry(run_key, name), encoding="utf-8") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
+    def board_items(self, run_key, prefix=""):
+        try:
+            files = os.listdir(self.board_dir(run_key))
+        except FileNotFoundError:
+            return {}
+        out = {}
+        for file_name in files:
+            name = urllib.parse.unquote(file_name[:-len(".json")]) if file_name.endswith(".json") else None
+            if name is not None and name.startswith(prefix) and not file_name.startswith("."):
+                text = self.board_get(run_key, name)
+                if text is not None:
+                    out[name] = text
+        return out
+
+    def board_join(self, run_key, member, run_pid, run_start=None):
+        """The member's token: its run process (pid and start time) on this host."""
+        self.board_put(run_key, "alive/%s" % member, json.dumps(
+            {"host": socket.gethostname(), "pid": run_pid, "start": run_start or state_pg.process_start(run_pid)}))
+
+    def board_alive(self, run_key, member):
+        """True while the member's run process lives, False when it is gone or never joined, None when it runs on
+        another host (a bucket folder shared between machines: cannot tell)."""
+        text = self.board_get(run_key, "alive/%s" % member)
+        if text is None:
+            return False
+        row = json.loads(text)
+        if row.get("host") != socket.gethostname():
+            return None
+        return state_pg.pid_alive(row.get("pid"), row.get("start"))
+
+    def board_leave(self, run_key, member, run_pid):  # pylint: disable=unused-argument
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._entry(run_key, "alive/%s" % member))
+
+    def board_drop(self, run_key):
+        shutil.rmtree(self.board_dir(run_key), ignore_errors=True)
+
+    def board_keys(self):
+        root = os.path.join(self.bucket_dir, DATA_DIR, BOARD_DIR)
+        try:
+            keys = os.listdir(root)
+        except FileNotFoundError:
+            return []
+        return sorted(keys, key=lambda k: (os.stat(os.path.join(root, k)).st_mtime, k))
 
 
 def check_run_id(run_id):

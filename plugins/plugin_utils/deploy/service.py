@@ -810,13 +810,13 @@ def _hand_finish(req, run_dir, sliced, ctl):
     removed, its member token given back; it holds no deploy lock and writes no catalog."""
     slc, own, run_id = sliced
     brd = slices.board(req.bucket, slc)
+    slices.leave(brd, slc, own, req.run_pid)
     end = slices.await_end(brd, slc, run_id)
     problems = list(end.get("problems") or ())
     try:
         stage.remove_tree(stage.stage_root(req.bucket))
     except OSError as exc:
         problems.append("could not remove %s (it may hold rendered secrets): %s" % (stage.stage_root(req.bucket), exc))
-    brd.store.board_leave(slc.run_key, slc.member, req.run_pid)
     rows = [view.Verdict(**v) for v in end.get("verdict") or ()]
     rsync.close_control_dir(rsync.control_dir(run_dir))
     if not problems:

@@ -298,15 +298,17 @@ def collect(brd: Board, slc: Slice, run_id: str, key, hosts, own, write_result):
             others.remove(host)
         if not others:
             break
-        claimed = owners(live_members(brd))
+        claimed, left = owners(live_members(brd)), brd.items("left/")
         now = brd.clock()
         for host in list(others):
             if host in claimed:
                 gone_since.pop(host, None)
                 continue
+            quit_by = [m for m, entry in left.items() if host in entry.get("hosts", ())]
             since = gone_since.setdefault(host, now)
-            if now - since >= slc.wait:
-                lost[host] = ("its slice is gone and no slice of run key %s claimed it within %gs "
+            if quit_by or now - since >= slc.wait:
+                lost[host] = ("its slice %s stopped before it answered: no answer" % quit_by[0] if quit_by else
+                              "its slice is gone and no slice of run key %s claimed it within %gs "
                               "(-e maand_slice_wait): no answer" % (slc.run_key, slc.wait))
                 others.remove(host)
         if others:
@@ -348,6 +350,13 @@ def publish_end(brd: Board, run_id: str, end: Mapping, planned_hosts, absent):
     run = brd.get("run") or {}
     handled = set(run.get("handled") or ()) | (set(planned_hosts) - set(absent))
     brd.put("run", dict(run, phase="ended", handled=sorted(handled)))
+
+
+def leave(brd: Board, slc: Slice, hosts, run_pid):
+    """A hand that has no step left (done, or stopped by an error): its workers will not answer again, so the
+    planner gives up at once what they still owe; its member token is given back."""
+    brd.put("left/%s" % slc.member, {"hosts": sorted(hosts)})
+    brd.store.board_leave(slc.run_key, slc.member, run_pid)
 
 
 def await_end(brd: Board, slc: Slice, run_id: str) -> dict:
