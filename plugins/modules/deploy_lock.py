@@ -56,6 +56,14 @@ options:
         and pid."
     type: str
     default: ""
+  inventory_hosts:
+    description:
+      - "Every host of this job's inventory (C(groups['all'])). A run keyed by O(workflow_id) alone is a slice only
+        when its inventory lacks some worker of the catalog (AWX hands a slice only its hosts): a job of an AWX
+        workflow whose inventory holds the whole fleet (a C(--limit) included) deploys as an unsliced run.
+        Not given: the run is a slice whenever it has a key."
+    type: list
+    elements: str
   slice_wait:
     description:
       - Seconds the planning slice waits for the other slices to claim the catalog's workers (C(maand_slice_wait));

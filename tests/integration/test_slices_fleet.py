@@ -6,12 +6,12 @@ gives each job its own checkout) and its own inventory as AWX hands a slice its 
 (AWX's rule, awx/main/models/inventory.py get_script_data), served as a script; the groups left empty are dropped.
 All slices carry the same awx_workflow_job_id and their own awx_job_id, and run at the same time.
 
-Two jobs: `db` (max_concurrent_upgrades 2) and `web` (max_concurrent_upgrades 1, an http gate), which demands a
+Two jobs: `db` (max_concurrent_starts and _upgrades 2) and `web` (1 and 1, an http gate), which demands a
 command of db and so rolls out in the second wave. Their Makefiles log a span per start (begin, end, wall clock)
 on each worker, from which the test reads what ran at the same time across the whole fleet:
 
 1. two slices deploy every worker; never more restarts of a job at once than its max_concurrent_upgrades across
-   the slices; every db span ends before the first web span begins (waves in order across slices);
+   the slices (max_concurrent_starts on the first deploy); every db span ends before the first web span begins (waves in order across slices);
 2. three slices roll out a new version of both jobs the same way;
 3. a web version whose gate fails: the first batch fails (in whichever slice holds it) and no other slice
    starts web anywhere after it; every slice fails;
@@ -81,11 +81,11 @@ def gate(port_var):
 
 def set_jobs(bucket, version, web_mode="ok", hold="0.6"):
     add_job(bucket, "db", version=version, makefile=SPAN_MAKEFILE.format(hold=hold).replace("$(PORT)", "$(DB_PORT)"),
-            max_concurrent_upgrades=2, resources={"ports": {"db_port": {}}}, health_check=gate("db_port"),
+            max_concurrent_upgrades=2, max_concurrent_starts=2, resources={"ports": {"db_port": {}}}, health_check=gate("db_port"),
             files={"server.py": SERVER_PY, "mode": "ok\n", "_modules/command_ready.py": COMMAND},
             commands={"command_ready": {"executed_on": ["cli"]}})
     add_job(bucket, "web", version=version, makefile=SPAN_MAKEFILE.format(hold=hold).replace("$(PORT)", "$(WEB_PORT)"),
-            max_concurrent_upgrades=1, resources={"ports": {"web_port": {}}}, health_check=gate("web_port"),
+            max_concurrent_upgrades=1, max_concurrent_starts=1, resources={"ports": {"web_port": {}}}, health_check=gate("web_port"),
             files={"server.py": SERVER_PY, "mode": web_mode + "\n", "_modules/command_after.py": COMMAND},
             commands={"command_after": {"executed_on": ["cli"], "demands": {"job": "db", "command": "command_ready"}}})
 
@@ -116,6 +116,7 @@ class Slice:
 
     def __init__(self, name, clone, env):
         self.name, self.clone, self.env = name, clone, env
+        self.inv = clone.parent / ("%s-inventory" % name)
         self.proc = None
         self.hosts = []
 
@@ -124,15 +125,16 @@ class Slice:
                               capture_output=True, text=True, cwd=str(REPO), env=self.env, check=False, timeout=120)
         assert proc.returncode == 0, proc.stderr
         listing = awx_slice(json.loads(proc.stdout), k, n)
-        (self.clone / "slice.json").write_text(json.dumps(listing))
-        script = self.clone / "slice-inventory"
+        self.inv.mkdir(exist_ok=True)  # outside the checkout, as AWX keeps a job's inventory (/runner/inventory)
+        (self.inv / "slice.json").write_text(json.dumps(listing))
+        script = self.inv / "hosts"
         script.write_text("#!/bin/sh\nif [ \"$1\" = --host ]; then echo '{}'; else cat '%s'; fi\n"
-                          % (self.clone / "slice.json"))
+                          % (self.inv / "slice.json"))
         script.chmod(script.stat().st_mode | stat.S_IXUSR)
         return sorted(listing["_meta"]["hostvars"])
 
     def start(self, workflow, job_id, *extra):
-        cmd = ["ansible-playbook", "-i", str(self.clone / "slice-inventory"), "maand.core.deploy",
+        cmd = ["ansible-playbook", "-i", str(self.inv / "hosts"), "maand.core.deploy",
                "-e", "awx_workflow_job_id=%s" % workflow, "-e", "awx_job_id=%s" % job_id, *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO),
                                      start_new_session=True, env=self.env)
@@ -218,7 +220,7 @@ def sliced(fleet_factory, pg_server, tmp_path_factory):
     with open(origin / "maand.conf", "a", encoding="utf-8") as handle:
         handle.write('state_url = "%s"\n' % url)
     set_jobs(origin, "1.0.0")
-    write(origin / ".gitignore", "data/\nsecrets/\nlogs/\nslice.json\nslice-inventory\n")
+    write(origin / ".gitignore", "data/\nsecrets/\nlogs/\n")
     git(origin, "init", "-q", "-b", "main")
     git(origin, "add", "-A")
     git(origin, "commit", "-q", "-m", "the bucket")

@@ -65,6 +65,7 @@ POLL = 0.25  # seconds between lock attempts and liveness checks
 # Advisory lock keys: one per purpose and schema (advisory locks are per database, not per schema).
 _KEY = "hashtextextended('maand.core:%s:' || current_schema(), 0)"
 DEPLOY_KEY, BUCKET_KEY, SCHEMA_KEY = _KEY % "deploy", _KEY % "bucket", _KEY % "schema"
+MEMBER_GRACE = 3.0  # seconds a member's holder tries for its lock (another controller's liveness probe holds it briefly)
 # a member of a sliced run: its run key and name as the two parameters
 MEMBER_KEY = "hashtextextended('maand.core:member:' || current_schema() || ':' || %s || ':' || %s, 0)"
 MEMBER_ENV = "MAAND_BOARD_MEMBER"  # "<run_key>/<member>" for the member holder
@@ -840,10 +841,14 @@ def hold_member(url, member, run_pid, run_start):
     try:
         conn = connect(url)
         migrate(conn, redact(url))
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)" % MEMBER_KEY, (run_key, name)).fetchone()[0]:
-            _say({"error": "member %s of run key %s is already alive (another slice with its awx_job_id)"
-                  % (name, run_key)})
-            return 1
+        # board_alive probes take the lock for an instant: only a lock held past MEMBER_GRACE is another member
+        deadline = time.monotonic() + MEMBER_GRACE
+        while not conn.execute("SELECT pg_try_advisory_lock(%s)" % MEMBER_KEY, (run_key, name)).fetchone()[0]:
+            if time.monotonic() > deadline:
+                _say({"error": "member %s of run key %s is already alive (another slice with its awx_job_id)"
+                      % (name, run_key)})
+                return 1
+            time.sleep(0.05)
     except Exception as exc:  # pylint: disable=broad-except  # reported to the waiting run on stdout
         _say({"error": "the member token in the state store %s: %s" % (redact(url), _first_line(exc))})
         return 1

@@ -219,7 +219,6 @@ class FileStore:
                     out.append((run_id, handle.read()))
         return out
 
-
     # --- the board (data/.deploy-board/<run_key>/: sliced deploys of one controller, deploy/slices.py) --------
 
     def board_dir(self, run_key):

@@ -170,13 +170,18 @@ def _no_bucket(bucket, pid):
     return Locking(pid, None, "bucket folder %s does not exist (maand_bucket_dir)" % bucket, failed=True)
 
 
-def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0, slc=None) -> Locking:
+def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0, slc=None, inventory_hosts=None) -> Locking:
     """Take the deploy lock for the run pid (check mode: only check that it is free), waiting up to `wait`
     seconds for another deploy's (maand_lock_wait); a takeover adopts maand's bucket_id: taken, msg, and
     bucket_id/changed when adopting. slc (deploy/slices.Slice, not in check mode): a slice of a sliced run, which
-    becomes the run's planner when it takes the lock and one of its hands when a run of its key holds it."""
+    becomes the run's planner when it takes the lock and one of its hands when a run of its key holds it, unless
+    inventory_hosts (the job's inventory) shows a workflow job that is no slice (slices.whole_fleet)."""
     if not os.path.isdir(bucket):
         return _no_bucket(bucket, pid)
+    if slc is not None and slc.from_workflow and inventory_hosts is not None:
+        with contextlib.suppress(MaandError, OSError):  # no catalog: the slice's own checks name it
+            if slices.whole_fleet(slc, inventory_hosts, [w["host"] for w in _catalog.read_catalog(bucket)["workers"]]):
+                slc = None
     if slc is not None and not check_mode:
         return _lock_slice(bucket, pid, slc, wait)
     out = Locking(pid, locks.lock_path(bucket))

@@ -65,6 +65,7 @@ class Slice:
     member: str
     wait: float = DEFAULT_WAIT
     role: str = ""  # "planner" or "hand", once join() decided
+    from_workflow: bool = False  # keyed by awx_workflow_job_id alone (no maand_run_key): see whole_fleet
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -73,7 +74,7 @@ class Slice:
     def from_json(cls, data):
         data = data or {}
         return cls(str(data.get("run_key") or ""), str(data.get("member") or ""),
-                   float(data.get("wait", DEFAULT_WAIT)), str(data.get("role") or ""))
+                   float(data.get("wait", DEFAULT_WAIT)), str(data.get("role") or ""), bool(data.get("from_workflow")))
 
 
 def slice_of(run_key="", workflow_id="", job_id="", wait=DEFAULT_WAIT, pid=None) -> Slice | None:
@@ -85,11 +86,19 @@ def slice_of(run_key="", workflow_id="", job_id="", wait=DEFAULT_WAIT, pid=None)
     if not KEY_RE.fullmatch(key):
         raise SliceError("maand_run_key %r: use 1-100 letters, digits, '.', '_', '-' or ':' (fix: -e maand_run_key=NAME)"
                          % key)
-    member = ("awx-job-%s" % job_id) if str(job_id or "").strip() else "%s-%d" % (socket.gethostname(),
-                                                                               pid or os.getpid())
+    mine = "%s-%d" % (socket.gethostname(), pid or os.getpid())
+    member = ("awx-job-%s" % job_id) if str(job_id or "").strip() else mine
     if float(wait) < 0:
         raise SliceError("maand_slice_wait %r: give seconds >= 0" % wait)
-    return Slice(key, member[:100], float(wait))
+    return Slice(key, member[:100], float(wait), from_workflow=not str(run_key or "").strip())
+
+
+def whole_fleet(slc: Slice | None, inventory_hosts, workers) -> bool:
+    """True when slc is keyed by an AWX workflow alone and the job's inventory holds every worker of the catalog:
+    a job of a workflow that AWX did not slice (every job of a workflow gets awx_workflow_job_id; a slice's
+    inventory holds only its hosts), which deploys as an unsliced run."""
+    return bool(slc is not None and slc.from_workflow and inventory_hosts is not None
+                and set(workers) <= set(inventory_hosts))
 
 
 # --- the board ---------------------------------------------------------------------------------------
@@ -162,8 +171,8 @@ def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None) 
 def claim(brd: Board, slc: Slice, hosts, states, connections, addresses):
     """This member's entry: the hosts of its inventory, their deploy states, how the planner reaches them."""
     brd.put("member/%s" % slc.member, {"hosts": sorted(hosts), "states": dict(states), "joined": time.time(),
-                                         "connections": dict(connections), "addresses": dict(addresses),
-                                         "controller": socket.gethostname()})
+                                       "connections": dict(connections), "addresses": dict(addresses),
+                                       "controller": socket.gethostname()})
 
 
 def live_members(brd: Board) -> dict:
@@ -263,7 +272,7 @@ def _planner_gone(brd: Board):
 def save(run_dir, slc: Slice, own_hosts, run_id):
     """slice.json in the run folder: this controller's part (what deploy_step, deploy_agent and finish read)."""
     bucket.atomic_write(os.path.join(run_dir, SLICE_FILE),
-                         json.dumps(dict(slc.to_json(), hosts=sorted(own_hosts), run_id=run_id), sort_keys=True))
+                        json.dumps(dict(slc.to_json(), hosts=sorted(own_hosts), run_id=run_id), sort_keys=True))
 
 
 def load(run_dir):

@@ -219,6 +219,8 @@ def command_env(target: Target, command: str, event: str, api: ApiEndpoint, curr
     if api.hosts_file:
         env["MAAND_HOSTS_FILE"] = api.hosts_file
     env.pop("PYTHONHOME", None)
+    # a Python command's lines reach the bucket logs as they come, and its traceback stays last in the tail
+    env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
 

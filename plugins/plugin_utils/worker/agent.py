@@ -40,12 +40,17 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
     history/<job>/previous/  the tree and record promoted before it (one only): what a rollback restores
     history/<job>/incoming/  the files as shipped, copied before make ran (becomes current at promotion,
                              so what the job's start changes or deletes in its tree is not what a rollback gets)
+/opt/worker/.maand/journal/<bucket_id>/<run_id>/<step>.json   the answer to each step of the bucket's last run:
+    a request sent again (the same run_id and step: a relaunched slice, deploy/slices.py) gets it back with
+    "replayed": true and nothing runs twice
 
     python3 - files <root> <JSON {"current": {job: [rel]}, "previous": {...}}> -> the promoted text of those files (--diff)
 """
 
 from __future__ import absolute_import, division, print_function
 
+import contextlib
+import fcntl
 import glob
 import grp
 import hashlib
@@ -781,11 +786,79 @@ def _parallel(step, ops):
 
 
 def run_step(request):
-    """Promotions first, then the ops. Returns the answer dict."""
+    """Promotions first, then the ops; a deploy step (a request with run_id and step) at most once: a request the
+    journal has already answered gets that answer again, with "replayed": true, and nothing runs. Returns the
+    answer dict."""
+    entry = journal_entry(request)
+    if entry is None:
+        return apply_step(request)
+    with journal_lock(entry):
+        done = read_journal(entry)
+        if done is not None:
+            return dict(done, replayed=True)
+        answer = apply_step(request)
+        atomic_write(entry, json.dumps(answer))
+    prune_journal(request["root"], request["run_id"])
+    return answer
+
+
+def apply_step(request):
     step = Step(request)
     promotions = [apply_promotion(step, p) for p in request.get("promote") or []]
     ops = run_ops(step, request.get("ops") or [])
     return {"ok": True, "promotions": promotions, "ops": ops}
+
+
+# --- the journal: each step of a run applied once ----------------------------------------------------
+
+# /opt/worker/.maand/journal/<bucket_id>/<run_id>/<step>.json: the answer of each step of the bucket's last run,
+# beside the agent's files, outside the bucket's folder (a purge empties that)
+JOURNAL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+
+
+def journal_entry(request):
+    """The journal file of a deploy step's request, or None: a request without a run_id and step (maand.core.status,
+    a controller before the journal) or with names that cannot be file names is applied as it comes."""
+    run_id, step = request.get("run_id"), request.get("step")
+    step = str(step) if isinstance(step, int) and not isinstance(step, bool) else step
+    if not all(isinstance(v, str) and JOURNAL_NAME.match(v) for v in (run_id, step)):
+        return None
+    return os.path.join(journal_folder(request["root"]), run_id, step + ".json")
+
+
+def journal_folder(root):
+    root = os.path.abspath(root)
+    return os.path.join(os.path.dirname(root), ".maand", "journal", os.path.basename(root))
+
+
+@contextlib.contextmanager
+def journal_lock(entry):
+    """An exclusive flock beside entry: a request sent again while the first is still being applied (its
+    controller died, the worker did not) waits for it and then gets its answer."""
+    os.makedirs(os.path.dirname(entry), exist_ok=True)  # another request of the run may make it at the same time
+    with open(entry[:-len(".json")] + ".lock", "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def read_journal(entry):
+    try:
+        with open(entry) as handle:
+            answer = json.load(handle)
+    except (OSError, ValueError):  # not answered yet (a torn file cannot be: atomic_write)
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def prune_journal(root, run_id):
+    """Drop the journal of every other run (one deploy of a bucket runs at a time: the deploy lock)."""
+    folder = journal_folder(root)
+    for name in os.listdir(folder) if os.path.isdir(folder) else ():
+        if name != run_id:
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
 
 
 # --- one session for the files and the step (the rsync's remote command) ------------------------------

@@ -170,3 +170,27 @@ def test_randomized_slice_timings_keep_the_fleet_wide_order(fleet_bucket, n, see
               key="awx-workflow-%d" % next(KEYS))  # a new workflow job per example
     run.go()
     check_run(run)
+
+
+def test_a_workflow_job_is_a_slice_only_when_its_inventory_lacks_workers():
+    """Every job of an AWX workflow has awx_workflow_job_id: only a job handed part of the fleet is a slice."""
+    implicit = SL.slice_of(workflow_id="118", job_id="7")
+    explicit = SL.slice_of(run_key="night", job_id="7")
+    assert implicit.from_workflow and not explicit.from_workflow
+    assert implicit.run_key == "awx-workflow-118" and implicit.member == "awx-job-7"
+    assert SL.Slice.from_json(implicit.to_json()) == implicit
+    assert SL.whole_fleet(implicit, HOSTS + ["localhost"], HOSTS)  # the whole inventory: no slice
+    assert not SL.whole_fleet(implicit, HOSTS[::2], HOSTS)  # AWX's slice 1 of 2
+    assert not SL.whole_fleet(explicit, HOSTS, HOSTS)  # maand_run_key asks for a sliced run
+    assert not SL.whole_fleet(implicit, None, HOSTS)  # not told: keyed runs are slices
+    assert SL.slice_of() is None
+
+
+def test_lock_of_a_whole_fleet_workflow_job_is_an_unsliced_lock(fleet_bucket):
+    slc = SL.slice_of(workflow_id="9", job_id="1")
+    whole = S.lock(fleet_bucket, os.getpid(), slc=slc, inventory_hosts=HOSTS)
+    assert whole.taken and whole.slice is None, whole.msg
+    S.unlock(fleet_bucket, os.getpid())
+    part = S.lock(fleet_bucket, os.getpid(), slc=slc, inventory_hosts=HOSTS[:3])
+    assert part.taken and part.slice["role"] == "planner", part.msg
+    S.unlock(fleet_bucket, os.getpid())

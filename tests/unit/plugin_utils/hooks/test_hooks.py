@@ -121,7 +121,7 @@ def test_command_env_is_maands_and_allocation_values_win():
         "ALLOCATION_ID": "a4", "ALLOCATION_IP": "10.0.0.4", "ALLOCATION_INDEX": "2", "DISABLED": "0",
         "JOB": "api", "EVENT": "pre_deploy", "COMMAND": "command_migrate", "JOB_COMMAND_API_HOST": "127.0.0.1",
         "CURRENT_VERSION": "0.0.0", "NEW_VERSION": "2.0.0", "MAAND_RUNTIME_API_PORT": "4321",
-        "MAAND_RUNTIME_API_TOKEN": "tok", "MAAND_HOSTS_FILE": "/run/hosts.json"}
+        "MAAND_RUNTIME_API_TOKEN": "tok", "MAAND_HOSTS_FILE": "/run/hosts.json", "PYTHONUNBUFFERED": "1"}
     disabled = _commands.command_env(_commands.Target("api", "h", "x", 0, True), "c", "cli", api, "1", "1", base={})
     assert disabled["DISABLED"] == "1"
 

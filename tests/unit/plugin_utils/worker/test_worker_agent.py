@@ -204,7 +204,7 @@ def test_python36_syntax_of_the_agent(module):
     tree = ast.parse(source, feature_version=(3, 6))
     assert "annotations" not in {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     names = {n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import)}
-    assert names <= {"ctypes", "fcntl", "glob", "grp", "hashlib", "importlib.util", "json", "os", "pwd", "re", "shutil",
+    assert names <= {"contextlib", "ctypes", "fcntl", "glob", "grp", "hashlib", "importlib.util", "json", "os", "pwd", "re", "shutil",
                      "selectors", "signal", "socket", "stat", "struct", "subprocess", "sys", "tempfile", "threading", "time"}
 
 
@@ -282,3 +282,57 @@ def test_a_missing_or_bad_request_before_the_rsync_stream_is_refused(data, msg):
 def test_sync_mode_runs_only_rsyncs_receiver():
     err = io.StringIO()
     assert _agent.sync_step(["sh", "-c", "touch /tmp/x"], err) == 2 and "expected rsync --server" in err.getvalue()
+
+
+# --- the journal: a step sent again is answered, not applied again (a relaunched slice) ----------------------
+
+def journaled(root, run_id, key, ops):
+    return _agent.run_step({"root": str(root), "keep": ["data", "logs"], "timeout": 30, "tail": 5, "ops": ops,
+                            "run_id": run_id, "step": key})
+
+
+def test_a_step_sent_again_gets_its_first_answer_and_runs_nothing(root):
+    first = journaled(root, "20261207T101010.001-1-abcdef", 2, [run_op("start")])
+    assert first["ok"] and first["ops"][0]["ok"] and "replayed" not in first
+    again = journaled(root, "20261207T101010.001-1-abcdef", 2, [run_op("start")])
+    assert again == dict(first, replayed=True)
+    assert (root / "jobs/api/data/s").read_text() == "started\n"  # make start ran once
+    journal = root.parent / ".maand" / "journal" / "bid"
+    assert (journal / "20261207T101010.001-1-abcdef" / "2.json").is_file()
+    assert not (root / ".maand").exists()  # outside the bucket's folder: a purge never takes it
+
+
+def test_another_step_or_run_is_applied_and_a_new_run_drops_the_old_journal(root):
+    journaled(root, "run-a", 1, [run_op("start")])
+    journaled(root, "run-a", "final", [run_op("start")])  # another step of the same run
+    assert (root / "jobs/api/data/s").read_text() == "started\nstarted\n"
+    journaled(root, "run-b", 1, [run_op("start")])
+    assert (root / "jobs/api/data/s").read_text() == "started\n" * 3
+    journal = root.parent / ".maand" / "journal" / "bid"
+    assert sorted(p.name for p in journal.iterdir()) == ["run-b"]
+
+
+@pytest.mark.parametrize("run_id, key", [(None, 1), ("r", None), ("../escape", 1), ("r", "../x"), (".hidden", 1),
+                                         ("r", True), ("r", "a/b")])
+def test_a_request_without_a_usable_run_id_and_step_is_applied_each_time(root, run_id, key):
+    request = {"root": str(root), "keep": ["data", "logs"], "ops": [run_op("start")], "run_id": run_id, "step": key}
+    assert _agent.journal_entry(request) is None
+    _agent.run_step(dict(request))
+    _agent.run_step(dict(request))
+    assert (root / "jobs/api/data/s").read_text() == "started\nstarted\n"
+    assert not (root.parent / ".maand").exists()
+
+
+def test_a_step_sent_while_the_first_still_runs_waits_for_it_and_gets_its_answer(root):
+    """The first controller died, its agent did not: the relaunched request waits on the journal's lock."""
+    import threading  # pylint: disable=import-outside-toplevel
+    (root / "jobs/api/Makefile").write_text("start:\n\tsleep 0.5; echo started >> data/s\n")
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(journaled(root, "run-c", 3, [run_op("start")])))
+               for dummy in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert (root / "jobs/api/data/s").read_text() == "started\n"
+    assert sorted(bool(a.get("replayed")) for a in answers) == [False, True]
