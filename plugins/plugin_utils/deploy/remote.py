@@ -3,17 +3,17 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How the controller calls the worker agent (worker/agent.py) over SSH (no Ansible imports).
 
-The agent, its sandbox (worker/sandbox.py: how a make target runs) and the error family's base the sandbox
-derives (errors/__init__.py) are installed once per worker and version (content-addressed names,
-agent-<sha12>.py, sandbox-<sha12>.py, errors-<sha12>.py) by the state read that starts every deploy, in the
-same round trip:
+The agent, its sandbox (worker/sandbox.py: how a make target runs), the error family's base the sandbox
+derives (errors/__init__.py) and its journal (worker/journal.py: each step of a run applied once) are installed
+once per worker and version (content-addressed names, agent-<sha12>.py, sandbox-<sha12>.py, errors-<sha12>.py,
+journal-<sha12>.py) by the state read that starts every deploy, in the same round trip:
 
-    [ "$(sha256sum P S E | cut -c1-64)" = "$(printf '%s\n%s\n%s' SHA SHA2 SHA3)" ] ||
+    [ "$(sha256sum P S E J | cut -c1-64)" = "$(printf '%s\n%s\n%s\n%s' SHA SHA2 SHA3 SHA4)" ] ||
       { mkdir -p D && chmod go-w D && sh -s; }; exec python3 P read <root>
 
 with the install on stdin (`install_payload`), read only when the check fails: a shell script that writes
 each file as a quoted here-document beside its name and renames it into place. Later calls run `python3 P`
-with a JSON request on stdin, after the same check of the three files' content (the whole sha256, not only
+with a JSON request on stdin, after the same check of the four files' content (the whole sha256, not only
 the name or that a file exists: the agent runs as root); exit status 86 means a file is gone or not this
 collection's (reinstall and retry).
 
@@ -38,6 +38,7 @@ from typing import Protocol
 from .. import errors
 from ..worker import layout
 from ..worker import agent as _agent
+from ..worker import journal
 from ..worker import sandbox
 
 WORKER_ROOT = layout.WORKER_ROOT
@@ -81,6 +82,11 @@ def sandbox_source():
     return _source(sandbox)
 
 
+def companion_source(role):
+    """The source (bytes) of the file installed beside the agent for role (sandbox, errors, journal)."""
+    return _source(dict(_companions())[role])
+
+
 def agent_sha256():
     return _digest(_agent)
 
@@ -94,34 +100,44 @@ def errors_source():
     return _source(errors)
 
 
+def _companions():
+    """(role, module) of the files installed beside the agent, in install order (the agent last, after them)."""
+    return (("sandbox", sandbox), ("errors", errors), ("journal", journal))
+
+
 def _version():
-    """The sha12 of the three files in every name: a change to any of them is a new agent."""
-    return hashlib.sha256((agent_sha256() + sandbox_sha256() + _digest(errors)).encode()).hexdigest()[:12]
+    """The sha12 of the four files in every name: a change to any of them is a new agent."""
+    digests = agent_sha256() + "".join(_digest(module) for dummy, module in _companions())
+    return hashlib.sha256(digests.encode()).hexdigest()[:12]
 
 
 def agent_ok(path=None):
-    """Shell test: the agent file and the sandbox and errors files beside it hold exactly this collection's
-    (one sha256sum of the three, coreutils or busybox; a missing file leaves its line out)."""
+    """Shell test: the agent file and the files beside it (sandbox, errors, journal) hold exactly this collection's
+    (one sha256sum of the four, coreutils or busybox; a missing file leaves its line out)."""
     path = path or agent_path()
-    return '[ "$(sha256sum %s %s %s 2>/dev/null | cut -c1-64)" = "$(printf \'%%s\\n%%s\\n%%s\' %s %s %s)" ]' % (
-        shlex.quote(path), shlex.quote(sandbox_path(path)), shlex.quote(errors_path(path)),
-        agent_sha256(), sandbox_sha256(), _digest(errors))
+    files = [path] + [companion_path(role, path) for role, dummy in _companions()]
+    digests = [agent_sha256()] + [_digest(module) for dummy, module in _companions()]
+    return '[ "$(sha256sum %s 2>/dev/null | cut -c1-64)" = "$(printf \'%s\' %s)" ]' % (
+        " ".join(shlex.quote(f) for f in files), "\\n".join(["%s"] * len(files)), " ".join(digests))
 
 
 def agent_path():
     return "%s/agent-%s.py" % (AGENT_DIR, _version())
 
 
-def sandbox_path(agent=None):
-    """sandbox-<sha12>.py beside the agent (agent.py loads it from there, by its own file name)."""
+def companion_path(role, agent=None):
+    """<role>-<sha12>.py beside the agent (agent.py loads it from there, by its own file name)."""
     folder, name = posixpath.split(agent or agent_path())
-    return posixpath.join(folder, name.replace("agent", "sandbox", 1))
+    return posixpath.join(folder, name.replace("agent", role, 1))
+
+
+def sandbox_path(agent=None):
+    return companion_path("sandbox", agent)
 
 
 def errors_path(agent=None):
     """errors-<sha12>.py beside the agent (agent.py loads it, as maand_errors, before the sandbox)."""
-    folder, name = posixpath.split(agent or agent_path())
-    return posixpath.join(folder, name.replace("agent", "errors", 1))
+    return companion_path("errors", agent)
 
 
 def worker_root(bucket_id):
@@ -148,16 +164,17 @@ def interpreter(task_vars, host=None, configured=None):
 
 
 # The here-documents' delimiters of install_payload (never a line of the file they end: test_deploy_remote)
-_ENDS = {"sandbox": "MAAND_SANDBOX", "errors": "MAAND_ERRORS", "agent": "MAAND_AGENT"}
+_ENDS = {"sandbox": "MAAND_SANDBOX", "errors": "MAAND_ERRORS", "journal": "MAAND_JOURNAL", "agent": "MAAND_AGENT"}
 
 
 def install_payload():
     """What an install runs (`sh -s`, on stdin, read only when the check fails): each of the sandbox, the
-    errors file and the agent written as a quoted here-document beside its name, then renamed into place."""
+    errors file, the journal and the agent written as a quoted here-document beside its name, then renamed into
+    place."""
     path = agent_path()
     out = [b"set -e\n"]
-    for role, target, body in (("sandbox", sandbox_path(path), sandbox_source()),
-                               ("errors", errors_path(path), errors_source()), ("agent", path, agent_source())):
+    files = [(role, companion_path(role, path), _source(module)) for role, module in _companions()]
+    for role, target, body in files + [("agent", path, agent_source())]:
         target = shlex.quote(target)
         out += [("cat > %s.$$ <<'%s'\n" % (target, _ENDS[role])).encode(), body,
                 ("%s\nmv -f %s.$$ %s\n" % (_ENDS[role], target, target)).encode()]
@@ -165,7 +182,7 @@ def install_payload():
 
 
 def install_prefix():
-    """Install the agent, the sandbox and the errors file (install_payload, on stdin) unless all are in place."""
+    """Install the agent and the files beside it (install_payload, on stdin) unless all are in place."""
     return "{ok} || {{ mkdir -p {d} && chmod go-w {d} && sh -s; }}; ".format(ok=agent_ok(), d=shlex.quote(AGENT_DIR))
 
 
@@ -194,7 +211,7 @@ def files_command(python, bucket_id, wanted):
 
 
 def install_command():
-    """Install the agent, its sandbox and errors file unless all are in place (stdin: install_payload())."""
+    """Install the agent and the files beside it unless all are in place (stdin: install_payload())."""
     return install_prefix() + "true"
 
 

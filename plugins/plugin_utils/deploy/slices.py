@@ -301,13 +301,14 @@ def collect(brd: Board, slc: Slice, run_id: str, key, hosts, own, write_result):
     others = sorted(set(hosts) - set(own))
     lost, gone_since = {}, {}
     while others:
+        # who left or lives, read before the results: a slice leaves after its last result, never before
+        claimed, left = owners(live_members(brd)), brd.items("left/")
         got = brd.items("result/%s/%s/" % (run_id, key))
         for host in [h for h in others if h in got]:
             write_result(host, got[host])
             others.remove(host)
         if not others:
             break
-        claimed, left = owners(live_members(brd)), brd.items("left/")
         now = brd.clock()
         for host in list(others):
             if host in claimed:

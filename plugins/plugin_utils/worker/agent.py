@@ -5,8 +5,8 @@
 
 This file runs on the workers (Python >= 3.6, no third-party imports, no Ansible imports) and is
 imported by the controller's unit tests. The deploy copies it once per run to
-/opt/worker/.maand/agent-<sha12>.py, with sandbox.py (how a make target runs) beside it as
-sandbox-<sha12>.py and the error family's base (errors/__init__.py) as errors-<sha12>.py, and then calls it
+/opt/worker/.maand/agent-<sha12>.py, with sandbox.py (how a make target runs) beside it as sandbox-<sha12>.py,
+journal.py as journal-<sha12>.py and the error family's base (errors/__init__.py) as errors-<sha12>.py, then calls it
 once per host per step:
 
     python3 agent.py read <root> [status] -> the worker's promoted state (JSON on stdout); with status,
@@ -40,17 +40,13 @@ Worker layout (as maand): /opt/worker/<bucket_id>/
     history/<job>/previous/  the tree and record promoted before it (one only): what a rollback restores
     history/<job>/incoming/  the files as shipped, copied before make ran (becomes current at promotion,
                              so what the job's start changes or deletes in its tree is not what a rollback gets)
-/opt/worker/.maand/journal/<bucket_id>/<run_id>/<step>.json   the answer to each step of the bucket's last run:
-    a request sent again (the same run_id and step: a relaunched slice, deploy/slices.py) gets it back with
-    "replayed": true and nothing runs twice
+/opt/worker/.maand/journal/<bucket_id>/<run_id>/<step>.json: each step's answer, kept for a resend (journal.py)
 
     python3 - files <root> <JSON {"current": {job: [rel]}, "previous": {...}}> -> the promoted text of those files (--diff)
 """
 
 from __future__ import absolute_import, division, print_function
 
-import contextlib
-import fcntl
 import glob
 import grp
 import hashlib
@@ -70,7 +66,7 @@ KEEP = ("data", "logs")
 
 
 def _load_beside(path, role, module_name):
-    """The module installed beside the agent file at path for role ("sandbox", "errors": <role>-<sha12>.py next
+    """The module installed beside the agent file at path for role ("sandbox", "journal", "errors": <role>-<sha12>.py next
     to agent-<sha12>.py), or None when there is none."""
     folder, name = os.path.split(os.path.abspath(path))
     beside = os.path.join(folder, name.replace("agent", role, 1))
@@ -83,22 +79,22 @@ def _load_beside(path, role, module_name):
     return module
 
 
-def _load_sandbox():
-    """sandbox.py, how a make target runs: the collection's module when the agent is imported (the controller,
-    its tests); on the worker the file installed beside this one (sandbox-<sha12>.py next to agent-<sha12>.py,
-    checked by its sha256 with the agent before either runs), after the error family's base it derives
-    (errors-<sha12>.py, checked the same way); None when the agent runs from stdin (`python3 - read|files`: no
-    step, no make). Never a path of the caller's: no sys.path lookup."""
+def _load_companions():
+    """(sandbox.py: how a make target runs, journal.py: each step of a run applied once): the collection's modules
+    when the agent is imported (the controller, its tests); on the worker the files installed beside this one
+    (<role>-<sha12>.py next to agent-<sha12>.py, checked by their sha256 with the agent before any runs), after the
+    error family's base the sandbox derives (errors-<sha12>.py, checked the same way); (None, None) when the agent
+    runs from stdin (`python3 - read|files`: no step, no make). Never a path of the caller's: no sys.path lookup."""
     if __package__:
-        from . import sandbox
-        return sandbox
+        from . import journal, sandbox
+        return sandbox, journal
     path = globals().get("__file__") or ""  # "<stdin>" for `python3 -`
     if _load_beside(path, "errors", "maand_errors") is None:
-        return None
-    return _load_beside(path, "sandbox", "maand_sandbox")
+        return None, None
+    return _load_beside(path, "sandbox", "maand_sandbox"), _load_beside(path, "journal", "maand_journal")
 
 
-_sandbox = _load_sandbox()
+_sandbox, _journal = _load_companions()
 
 
 # --- read ------------------------------------------------------------------------------------------
@@ -786,20 +782,9 @@ def _parallel(step, ops):
 
 
 def run_step(request):
-    """Promotions first, then the ops; a deploy step (a request with run_id and step) at most once: a request the
-    journal has already answered gets that answer again, with "replayed": true, and nothing runs. Returns the
-    answer dict."""
-    entry = journal_entry(request)
-    if entry is None:
-        return apply_step(request)
-    with journal_lock(entry):
-        done = read_journal(entry)
-        if done is not None:
-            return dict(done, replayed=True)
-        answer = apply_step(request)
-        atomic_write(entry, json.dumps(answer))
-    prune_journal(request["root"], request["run_id"])
-    return answer
+    """Promotions first, then the ops; a deploy step (a request with run_id and step) at most once (journal.py: a
+    request answered before gets that answer, "replayed": true, and nothing runs). Returns the answer dict."""
+    return _journal.once(request, apply_step) if _journal is not None else apply_step(request)
 
 
 def apply_step(request):
@@ -807,58 +792,6 @@ def apply_step(request):
     promotions = [apply_promotion(step, p) for p in request.get("promote") or []]
     ops = run_ops(step, request.get("ops") or [])
     return {"ok": True, "promotions": promotions, "ops": ops}
-
-
-# --- the journal: each step of a run applied once ----------------------------------------------------
-
-# /opt/worker/.maand/journal/<bucket_id>/<run_id>/<step>.json: the answer of each step of the bucket's last run,
-# beside the agent's files, outside the bucket's folder (a purge empties that)
-JOURNAL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
-
-
-def journal_entry(request):
-    """The journal file of a deploy step's request, or None: a request without a run_id and step (maand.core.status,
-    a controller before the journal) or with names that cannot be file names is applied as it comes."""
-    run_id, step = request.get("run_id"), request.get("step")
-    step = str(step) if isinstance(step, int) and not isinstance(step, bool) else step
-    if not all(isinstance(v, str) and JOURNAL_NAME.match(v) for v in (run_id, step)):
-        return None
-    return os.path.join(journal_folder(request["root"]), run_id, step + ".json")
-
-
-def journal_folder(root):
-    root = os.path.abspath(root)
-    return os.path.join(os.path.dirname(root), ".maand", "journal", os.path.basename(root))
-
-
-@contextlib.contextmanager
-def journal_lock(entry):
-    """An exclusive flock beside entry: a request sent again while the first is still being applied (its
-    controller died, the worker did not) waits for it and then gets its answer."""
-    os.makedirs(os.path.dirname(entry), exist_ok=True)  # another request of the run may make it at the same time
-    with open(entry[:-len(".json")] + ".lock", "a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def read_journal(entry):
-    try:
-        with open(entry) as handle:
-            answer = json.load(handle)
-    except (OSError, ValueError):  # not answered yet (a torn file cannot be: atomic_write)
-        return None
-    return answer if isinstance(answer, dict) else None
-
-
-def prune_journal(root, run_id):
-    """Drop the journal of every other run (one deploy of a bucket runs at a time: the deploy lock)."""
-    folder = journal_folder(root)
-    for name in os.listdir(folder) if os.path.isdir(folder) else ():
-        if name != run_id:
-            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
 
 
 # --- one session for the files and the step (the rsync's remote command) ------------------------------

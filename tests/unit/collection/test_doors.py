@@ -44,7 +44,7 @@ _REACH = {
     "deploy.pre_deploy": {"bucket.content"},
     "deploy.reconcile": {"bucket.content", "bucket.job_checks"},
     "deploy.record": {"bucket.storage"},
-    "deploy.remote": {"worker.agent", "worker.layout", "worker.sandbox"},
+    "deploy.remote": {"worker.agent", "worker.journal", "worker.layout", "worker.sandbox"},
     "deploy.rsync": {"bucket.storage"},
     "deploy.run": {"bucket.storage", "catalog.catalog"},
     "deploy.scope": {"kv.functions", "worker.agent", "worker.layout"},

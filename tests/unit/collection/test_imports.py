@@ -165,10 +165,11 @@ def test_no_action_imports_another_action():
         assert PLUGINS + ".action" not in text and "from . import" not in text, path.name
 
 
-SHIPPED = ("worker.agent", "worker.sandbox", "worker.maand_helper")  # copied to workers / next to hook scripts
-# what a shipped file may import of what is shipped with it: the agent loads its sandbox, installed beside it;
+SHIPPED = ("worker.agent", "worker.sandbox", "worker.journal", "worker.maand_helper")  # to workers, beside hook scripts
+# what a shipped file may import of what is shipped with it: the agent loads its sandbox and journal, installed
+# beside it;
 # the sandbox and the hooks' maand module derive the error family's base, installed or staged beside them
-SHIPPED_TOGETHER = {"worker.agent": {"worker.sandbox"}, "worker.sandbox": {"errors.MaandError"},
+SHIPPED_TOGETHER = {"worker.agent": {"worker.sandbox", "worker.journal"}, "worker.sandbox": {"errors.MaandError"},
                     "worker.maand_helper": {"errors.MaandError"}}
 
 

@@ -11,7 +11,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.deploy import remote as
 from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent
 
 
-BODIES = (_remote.sandbox_source(), _remote.errors_source(), _remote.agent_source())
+BODIES = (_remote.sandbox_source(), _remote.errors_source(), _remote.companion_source("journal"), _remote.agent_source())
 
 
 def sh(cmd, data, env_root):
@@ -95,13 +95,13 @@ def test_the_install_sends_the_files_on_stdin_not_in_the_command():
     cmd = _remote.read_command("python3", "bid")
     assert len(cmd) < 1000 and "sh -s" in cmd, len(cmd)
     payload = _remote.install_payload()
-    for body, end in zip(BODIES, ("MAAND_SANDBOX", "MAAND_ERRORS", "MAAND_AGENT")):
+    for body, end in zip(BODIES, ("MAAND_SANDBOX", "MAAND_ERRORS", "MAAND_JOURNAL", "MAAND_AGENT")):
         assert body[:200] not in cmd.encode() and payload.count(body) == 1
         assert body.endswith(b"\n") and end.encode() not in body.splitlines()
         assert (body + end.encode() + b"\n") in payload
 
 
-@pytest.mark.parametrize("role", ["sandbox", "errors"])
+@pytest.mark.parametrize("role", ["sandbox", "errors", "journal"])
 def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path, role):
     """The agent loads its sandbox and the errors file (run as root) from beside itself: the same whole-sha256
     check covers them."""
@@ -109,7 +109,7 @@ def test_a_missing_or_tampered_sandbox_is_never_run_and_is_replaced(tmp_path, ro
     req = req.replace("/opt/worker/bid", str(tmp_path / "bid"))
     assert sh(_remote.install_command(), _remote.install_payload(), tmp_path).returncode == 0
     agent, sandbox = installed(tmp_path)
-    expected = _remote.sandbox_source() if role == "sandbox" else _remote.errors_source()
+    expected = _remote.companion_source(role)
     sandbox = sandbox.with_name(sandbox.name.replace("sandbox", role, 1))
     sandbox.unlink()
     assert sh(_remote.step_command("python3"), req.encode(), tmp_path).returncode == _remote.MISSING_AGENT_RC

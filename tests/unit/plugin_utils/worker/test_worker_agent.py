@@ -1,15 +1,16 @@
-"""The worker agent (plugins/plugin_utils/worker/agent.py, with sandbox.py beside it), imported on the
+"""The worker agent (plugins/plugin_utils/worker/agent.py, with sandbox.py and journal.py beside it), imported on the
 controller against temp trees."""
 
 from __future__ import annotations
 
 import io
 import json
+import threading
 
 import pytest
 
 from ansible_collections.maand.core.plugins.plugin_utils import errors as _errors
-from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent, sandbox as _sandbox
+from ansible_collections.maand.core.plugins.plugin_utils.worker import agent as _agent, journal as _journal, sandbox as _sandbox
 
 MAKEFILE = ("start:\n\techo started >> data/s\nstop:\n\techo stopped >> data/s\n"
             "restart:\n\t@echo line1; echo boom >&2; exit 4\nslow:\n\tsleep 5\n")
@@ -195,9 +196,9 @@ def test_job_playbook_start_leaves_no_pending_marker(root):
     assert not (root / "deploy/api.pending").exists()
 
 
-@pytest.mark.parametrize("module", [_agent, _sandbox, _errors], ids=["agent", "sandbox", "errors"])
+@pytest.mark.parametrize("module", [_agent, _sandbox, _errors, _journal], ids=["agent", "sandbox", "errors", "journal"])
 def test_python36_syntax_of_the_agent(module):
-    # the agent, its sandbox and the errors file beside them run on workers with Python >= 3.6: no f-strings
+    # the agent, its sandbox, the errors file and the journal beside them run on workers with Python >= 3.6: no f-strings
     # with =, no walrus, no dataclasses, no `from __future__ import annotations` (3.7)
     import ast
     source = open(module.__file__.replace(".pyc", ".py")).read()
@@ -316,7 +317,7 @@ def test_another_step_or_run_is_applied_and_a_new_run_drops_the_old_journal(root
                                          ("r", True), ("r", "a/b")])
 def test_a_request_without_a_usable_run_id_and_step_is_applied_each_time(root, run_id, key):
     request = {"root": str(root), "keep": ["data", "logs"], "ops": [run_op("start")], "run_id": run_id, "step": key}
-    assert _agent.journal_entry(request) is None
+    assert _journal.entry_for(request) is None
     _agent.run_step(dict(request))
     _agent.run_step(dict(request))
     assert (root / "jobs/api/data/s").read_text() == "started\nstarted\n"
@@ -325,7 +326,6 @@ def test_a_request_without_a_usable_run_id_and_step_is_applied_each_time(root, r
 
 def test_a_step_sent_while_the_first_still_runs_waits_for_it_and_gets_its_answer(root):
     """The first controller died, its agent did not: the relaunched request waits on the journal's lock."""
-    import threading  # pylint: disable=import-outside-toplevel
     (root / "jobs/api/Makefile").write_text("start:\n\tsleep 0.5; echo started >> data/s\n")
     answers = []
     threads = [threading.Thread(target=lambda: answers.append(journaled(root, "run-c", 3, [run_op("start")])))
