@@ -79,13 +79,14 @@ def gate(port_var):
             "wait": {"attempts": 6, "interval_seconds": 0.5}}
 
 
-def set_jobs(bucket, version, web_mode="ok", hold="0.6"):
+def set_jobs(bucket, version, web_mode="ok", hold="0.6", db_limit=2, web_limit=1):
+    """db (batches of db_limit) and web (of web_limit, the second wave) at version; bench/bench_slices.py too."""
     add_job(bucket, "db", version=version, makefile=SPAN_MAKEFILE.format(hold=hold).replace("$(PORT)", "$(DB_PORT)"),
-            max_concurrent_upgrades=2, max_concurrent_starts=2, resources={"ports": {"db_port": {}}}, health_check=gate("db_port"),
+            max_concurrent_upgrades=db_limit, max_concurrent_starts=db_limit, resources={"ports": {"db_port": {}}}, health_check=gate("db_port"),
             files={"server.py": SERVER_PY, "mode": "ok\n", "_modules/command_ready.py": COMMAND},
             commands={"command_ready": {"executed_on": ["cli"]}})
     add_job(bucket, "web", version=version, makefile=SPAN_MAKEFILE.format(hold=hold).replace("$(PORT)", "$(WEB_PORT)"),
-            max_concurrent_upgrades=1, max_concurrent_starts=1, resources={"ports": {"web_port": {}}}, health_check=gate("web_port"),
+            max_concurrent_upgrades=web_limit, max_concurrent_starts=web_limit, resources={"ports": {"web_port": {}}}, health_check=gate("web_port"),
             files={"server.py": SERVER_PY, "mode": web_mode + "\n", "_modules/command_after.py": COMMAND},
             commands={"command_after": {"executed_on": ["cli"], "demands": {"job": "db", "command": "command_ready"}}})
 
