@@ -111,10 +111,13 @@ class Setup:
         return dict(self.env, ANSIBLE_CONFIG=str(project / "ansible.cfg"))
 
     def slice_inventories(self, n):
-        proc = subprocess.run(["ansible-inventory", "--list", "--export"], cwd=str(self.pdds[0] / "project"),
-                              env=self.cfg_env(self.pdds[0] / "project"), capture_output=True, text=True, check=True)
-        listing = json.loads(proc.stdout)
+        """Each job's slice of the synced inventory. AWX syncs it once, in a container whose project path is the
+        one every job's container has (/runner/project): here each job's folder differs, so each listing is made
+        in its own (maand_bucket_dir, the one variable that names the folder, is the job's own, as under AWX)."""
         for k, pdd in enumerate(self.pdds[:n], 1):
+            proc = subprocess.run(["ansible-inventory", "--list", "--export"], cwd=str(pdd / "project"),
+                                  env=self.cfg_env(pdd / "project"), capture_output=True, text=True, check=True)
+            listing = json.loads(proc.stdout)
             inv = pdd / "inventory"
             shutil.rmtree(inv, ignore_errors=True)
             inv.mkdir()

@@ -214,13 +214,15 @@ def _lock_slice(bucket, pid, slc, wait):
             out.taken, out.msg = locks.acquire(bucket, pid)
         except locks.DeployLocked as exc:
             try:
-                slc = slices.join(brd, slc, False, pid, locks.process_start(pid))
+                slc = slices.join(brd, slc, False, pid, locks.process_start(pid), checkout=bucket)
+            except slices.SharedCheckout:  # a reason of its own, not "the lock is held": refused below
+                raise
             except slices.SliceError:
                 out.taken, out.msg = locks.acquire(bucket, pid, wait=wait)  # not our run: wait or refuse
             else:
                 out.taken, out.msg = False, "joined run key %s as a hand (%s)" % (slc.run_key, exc)
         if out.taken:
-            slc = slices.join(brd, slc, True, pid, locks.process_start(pid))
+            slc = slices.join(brd, slc, True, pid, locks.process_start(pid), checkout=bucket)
             out.msg += "; the planner of run key %s" % slc.run_key
         out.slice = slc.to_json()
     except locks.DeployLocked as exc:

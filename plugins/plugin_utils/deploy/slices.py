@@ -57,6 +57,10 @@ class SliceError(MaandError):
     """A sliced run that cannot go on (names the run key, the member and the fix)."""
 
 
+class SharedCheckout(SliceError):
+    """A hand whose bucket folder is its planner's (two slices in one checkout would share one run folder)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Slice:
     """This controller's part of a sliced run: the run key, the member name, how long to wait, and its role."""
@@ -146,13 +150,15 @@ def board(bucket_dir, slc: Slice, **kw) -> Board:
 
 # --- joining: planner or hand ------------------------------------------------------------------------
 
-def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None) -> Slice:
-    """The role of this slice: the planner when it took the deploy lock (it writes the run entry), else a hand
-    when a live run of this key holds it (waiting JOIN_GRACE seconds for its entry). SliceError otherwise (the
-    caller reports the lock's holder)."""
+def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None, checkout=None) -> Slice:
+    """The role of this slice: the planner when it took the deploy lock (it writes the run entry, with its
+    checkout: this controller and bucket folder), else a hand when a live run of this key holds it (waiting
+    JOIN_GRACE seconds for its entry). SharedCheckout when that hand would work in the planner's own bucket folder;
+    SliceError otherwise (the caller reports the lock's holder)."""
+    here = {"controller": socket.gethostname(), "path": os.path.abspath(checkout)} if checkout else None
     if took_lock:
         run = brd.get("run") or {}
-        brd.put("run", {"planner": slc.member, "phase": "planning", "run_id": "",
+        brd.put("run", {"planner": slc.member, "phase": "planning", "run_id": "", "checkout": here,
                         "handled": list(run.get("handled") or []) if run.get("phase") == "ended" else []})
         out = dataclasses.replace(slc, role="planner")
     else:
@@ -163,6 +169,13 @@ def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None) 
         found, dummy = brd.poll(running, JOIN_GRACE)
         if found is None:
             raise SliceError("no run of run key %s is under way" % slc.run_key)
+        if here is not None and found.get("checkout") == here:
+            raise SharedCheckout(
+                "slice %s would work in the bucket folder of the run's planner %s (%s on %s): every slice needs a "
+                "checkout of its own, as each AWX job has. Fix: the inventory's maand_bucket_dir names the planner's "
+                "folder; make each slice's inventory from its own checkout (ansible-inventory -i <its checkout>/"
+                "maand.yml), or run each slice in its own project folder" % (
+                    slc.member, found.get("planner"), here["path"], here["controller"]))
         out = dataclasses.replace(slc, role="hand")
     brd.store.board_join(slc.run_key, slc.member, run_pid, run_start)
     return out

@@ -194,3 +194,17 @@ def test_lock_of_a_whole_fleet_workflow_job_is_an_unsliced_lock(fleet_bucket):
     part = S.lock(fleet_bucket, os.getpid(), slc=slc, inventory_hosts=HOSTS[:3])
     assert part.taken and part.slice["role"] == "planner", part.msg
     S.unlock(fleet_bucket, os.getpid())
+
+
+def test_a_hand_in_the_planners_own_checkout_is_refused(fleet_bucket):
+    """Two slices in one bucket folder would share one run folder (each would take the other's slice.json): the
+    hand is refused naming the fix, before it claims anything."""
+    brd = SL.board(fleet_bucket, SL.Slice("shared-1", "awx-job-1"))
+    assert SL.join(brd, SL.Slice("shared-1", "awx-job-1"), True, os.getpid(), checkout=fleet_bucket).role == "planner"
+    with pytest.raises(SL.SharedCheckout, match="checkout of its own.*ansible-inventory -i <its checkout>"):
+        SL.join(brd, SL.Slice("shared-1", "awx-job-2"), False, os.getpid(), checkout=fleet_bucket)
+    assert "member/awx-job-2" not in brd.items("member/")
+    other = checkout(fleet_bucket, "own")
+    hand = SL.join(SL.board(other, SL.Slice("shared-1", "awx-job-3")), SL.Slice("shared-1", "awx-job-3"), False,
+                   os.getpid(), checkout=other)
+    assert hand.role == "hand"
