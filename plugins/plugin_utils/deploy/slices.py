@@ -47,6 +47,7 @@ from ..errors import MaandError
 from . import run, stage
 
 DEFAULT_WAIT = 120.0  # maand_slice_wait: seconds the planner waits for unclaimed workers, a hand for the plan
+KEYS_KEPT = 10  # run keys a planner leaves on the board (the newest): older runs' entries are dropped
 JOIN_GRACE = 15.0  # seconds a slice that found the lock held waits for the holder's run entry to appear
 POLL = 0.25
 SLICE_FILE = "slice.json"  # in the run folder: this controller's part of a sliced run
@@ -160,6 +161,7 @@ def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None, 
         run = brd.get("run") or {}
         brd.put("run", {"planner": slc.member, "phase": "planning", "run_id": "", "checkout": here,
                         "handled": list(run.get("handled") or []) if run.get("phase") == "ended" else []})
+        prune(brd, KEYS_KEPT)
         out = dataclasses.replace(slc, role="planner")
     else:
         def running():
@@ -179,6 +181,14 @@ def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None, 
         out = dataclasses.replace(slc, role="hand")
     brd.store.board_join(slc.run_key, slc.member, run_pid, run_start)
     return out
+
+
+def prune(brd: Board, keep: int):
+    """Drop the entries of every run key but this one and the keep - 1 newest others: the planner holds the deploy
+    lock, so no run of another key is under way (a slice of a dropped key arriving late plans a run of its own)."""
+    others = [k for k in brd.store.board_keys() if k != brd.key]
+    for key in others[:max(len(others) - (keep - 1), 0)]:
+        brd.store.board_drop(key)
 
 
 def claim(brd: Board, slc: Slice, hosts, states, connections, addresses):

@@ -208,3 +208,15 @@ def test_a_hand_in_the_planners_own_checkout_is_refused(fleet_bucket):
     hand = SL.join(SL.board(other, SL.Slice("shared-1", "awx-job-3")), SL.Slice("shared-1", "awx-job-3"), False,
                    os.getpid(), checkout=other)
     assert hand.role == "hand"
+
+
+def test_a_planner_keeps_the_newest_run_keys_on_the_board(fleet_bucket):
+    store = _storage.store(fleet_bucket)
+    for n in range(SL.KEYS_KEPT + 3):
+        store.board_put("old-%02d" % n, "run", '{"phase": "ended"}')
+        time.sleep(0.01)  # board_keys orders by the first write
+    slc = SL.Slice("new-1", "awx-job-1")
+    SL.join(SL.board(fleet_bucket, slc), slc, True, os.getpid())
+    keys = store.board_keys()
+    assert "new-1" in keys and len(keys) == SL.KEYS_KEPT, keys
+    assert sorted(k for k in keys if k != "new-1") == ["old-%02d" % n for n in range(4, SL.KEYS_KEPT + 3)]
