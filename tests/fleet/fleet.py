@@ -51,7 +51,7 @@ SFTP_SERVER_CANDIDATES = ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/
 SUBNET_PREFIX = "10.231"
 SUBNET_RANGE = range(1, 251)
 FIRST_HOST_OCTET = 10
-MAX_HOSTS = 254 - FIRST_HOST_OCTET + 1
+MAX_HOSTS = 2048 - FIRST_HOST_OCTET - 1  # a /21: the gateway, the spare addresses, the hosts, the broadcast
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,10}$")  # "mfb-" + 11 chars = 15 (IFNAMSIZ - 1)
 LOCK_FILE = "/run/maand-fleet.lock"
 WAIT_SECONDS = 10.0

@@ -277,6 +277,9 @@ def test_failed_up_tears_down_and_reports(fleet_factory, tmp_path, monkeypatch):
 def test_a_fleet_past_245_hosts_gets_a_bigger_subnet():
     """One /24 holds 245 hosts (.10 to .254); more take the smallest /23, /22, ... that holds them, aligned."""
     assert [_fleet.subnet_prefix(n) for n in (1, 245, 246, 501, 502, 1000, 1013, 1014)] == [24, 24, 23, 23, 22, 22, 22, 21]
+    assert _fleet.MAX_HOSTS >= 1000 and _fleet.subnet_prefix(_fleet.MAX_HOSTS) == 21  # up() takes what fits a /21
+    with pytest.raises(_fleet.FleetError, match="between 1 and %d" % _fleet.MAX_HOSTS):
+        _fleet.up("/nonexistent-fleet", _fleet.MAX_HOSTS + 1)
     with pytest.raises(_fleet.FleetError, match="too small for 246 hosts"):
         _fleet.choose_subnet("10.231.200.0/24", 246)
     net = _fleet.choose_subnet(None, 1000)
