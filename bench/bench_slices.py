@@ -38,26 +38,9 @@ from tests.fleet import fleet as fleet_mod  # noqa: E402
 from tests.fleet.pg import PgServer, unavailable_reason  # noqa: E402
 from tests.fleet.pytest_fleet import Fleet  # noqa: E402
 from tests.integration.deploy.bucket import fleet_bucket, write  # noqa: E402
-from tests.integration.test_slices_fleet import awx_slice, set_jobs  # noqa: E402
+from tests.integration.test_runner import COLLECTIONS, PROJECT_CFG, WRAPPER  # noqa: E402
+from tests.integration.test_slices_fleet import awx_slice, max_overlap, read_spans, set_jobs  # noqa: E402
 from tests.integration.test_state_fleet import git  # noqa: E402
-
-COLLECTIONS = str(REPO / ".collections")
-WRAPPER = "---\n- name: Deploy the bucket\n  ansible.builtin.import_playbook: maand.core.deploy\n"
-CFG = """\
-[defaults]
-host_key_checking = False
-interpreter_python = /usr/bin/python3
-forks = 20
-inventory = maand.yml
-
-[inventory]
-enable_plugins = maand.core.workspace, script, auto, yaml, ini
-any_unparsed_is_failed = True
-
-[ssh_connection]
-pipelining = True
-ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no
-"""
 
 
 class Setup:
@@ -71,7 +54,7 @@ class Setup:
             handle.write('state_url = "%s"\n' % self.url)
         self.jobs("1.0.0")
         write(self.origin / "deploy.yml", WRAPPER)
-        write(self.origin / "ansible.cfg", CFG)
+        write(self.origin / "ansible.cfg", PROJECT_CFG)
         write(self.origin / ".gitignore", "data/\nsecrets/\nlogs/\n")
         git(self.origin, "init", "-q", "-b", "main")
         git(self.origin, "add", "-A")
@@ -115,7 +98,7 @@ class Setup:
         one every job's container has (/runner/project): here each job's folder differs, so each listing is made
         in its own (maand_bucket_dir, the one variable that names the folder, is the job's own, as under AWX)."""
         for k, pdd in enumerate(self.pdds[:n], 1):
-            proc = subprocess.run(["ansible-inventory", "--list", "--export"], cwd=str(pdd / "project"),
+            proc = subprocess.run(["ansible-inventory", "-i", "maand.yml", "--list", "--export"], cwd=str(pdd / "project"),
                                   env=self.cfg_env(pdd / "project"), capture_output=True, text=True, check=True)
             listing = json.loads(proc.stdout)
             inv = pdd / "inventory"
@@ -152,30 +135,16 @@ class Setup:
         return wall, rcs
 
     def spans(self, job, version):
-        """[(begin, end)] of the starts of job at version on the fleet."""
+        """[(begin, end, host, version)] of the starts of job at version on the fleet."""
         bucket_id = json.loads(self.pg.psql("SELECT body FROM maand_documents WHERE name = 'catalog'",
                                             db="maand_bench"))["bucket_id"]
-        out = []
-        for host in self.fleet.addresses:
-            path = Path(self.fleet.host(host)["opt_dir"]) / "worker" / bucket_id / "jobs" / job / "logs" / "spans.log"
-            begin = None
-            for line in path.read_text().splitlines() if path.exists() else ():
-                word, when, ver = line.split()
-                if word == "begin":
-                    begin = float(when)
-                elif ver == version and begin is not None:
-                    out.append((begin, float(when)))
-        return sorted(out)
+        return [s for s in read_spans(self.fleet, bucket_id, job) if s[3] == version]
 
 
 def concurrency(spans, limit):
     """(the most spans open at once, the starts that began while limit spans were already open)."""
-    most = violations = 0
-    for begin, dummy in spans:
-        open_now = sum(1 for b, e in spans if b <= begin < e)
-        most = max(most, open_now)
-        violations += open_now > limit
-    return most, violations
+    violations = sum(sum(1 for b, e, *dummy in spans if b <= begin < e) > limit for begin, *dummy in spans)
+    return max_overlap(spans), violations
 
 
 def measure(setup, rounds, slice_counts, limits):
@@ -190,7 +159,7 @@ def measure(setup, rounds, slice_counts, limits):
                    "db_starts": len(db), "web_starts": len(web)}
             row["db_most"], row["db_violations"] = concurrency(db, limits["db"])
             row["web_most"], row["web_violations"] = concurrency(web, limits["web"])
-            row["waves_in_order"] = bool(db and web and max(e for b, e in db) < min(b for b, e in web))
+            row["waves_in_order"] = bool(db and web and max(s[1] for s in db) < min(s[0] for s in web))
             print(json.dumps(row), flush=True)
             runs.append(row)
     return runs

@@ -21,11 +21,6 @@ display = Display()
 ARGUMENT_SPEC = adapter.spec_for("build")
 
 
-def _format(task_vars):
-    """-e maand_format=json (anything but json: the table)."""
-    return "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
-
-
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
@@ -81,7 +76,7 @@ class ActionModule(ControllerAction):
             summary = "maand build found %d error%s in %s; nothing was written" % (
                 len(report.errors), "" if len(report.errors) == 1 else "s", bucket_dir)
             adapter.publish(result, ops.report.Report(
-                "build", outcome="failed", summary=summary, format=_format(task_vars),
+                "build", outcome="failed", summary=summary, format=adapter.output_format(task_vars),
                 lines=[str(p) for p in report.errors] + [line for name in sorted(explanations)
                                                          for line in explanations[name]],
                 counts={"errors": len(report.errors), "warnings": len(report.warnings)},
@@ -101,7 +96,7 @@ class ActionModule(ControllerAction):
         if hook_failures:
             adapter.publish(result, ops.report.Report(
                 "build", outcome="failed", summary="post_build job command(s) failed (data/catalog.json is written)",
-                format=_format(task_vars), lines=["FAILED: %s" % msg for msg in hook_failures],
+                format=adapter.output_format(task_vars), lines=["FAILED: %s" % msg for msg in hook_failures],
                 counts={"errors": len(hook_failures)},
                 data={"bucket": bucket_dir, "errors": hook_failures, "written": bool(outcome.written)}))
             result.update(failed=True, changed=bool(outcome.written), bucket_id=catalog["bucket_id"],
@@ -114,7 +109,7 @@ class ActionModule(ControllerAction):
             "build", outcome=("check" if check_mode else "changed") if outcome.changed else "ok",
             summary="%d allocation%s; %s" % (count, "" if count == 1 else "s",
                                              "catalog changed" if outcome.changed else "no change"),
-            format=_format(task_vars),
+            format=adapter.output_format(task_vars),
             lines=list(table) + list(outcome.changes) + [line for name in sorted(explanations)
                                                          for line in explanations[name]],
             counts={"allocations": len(catalog["allocations"]), "changes": len(outcome.changes),

@@ -15,11 +15,6 @@ from ansible_collections.maand.core.plugins.plugin_utils.catalog import stale_no
 ARGUMENT_SPEC = adapter.spec_for("cat")
 
 
-def _format(task_vars):
-    """-e maand_format=json (anything but json: the table)."""
-    return "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
-
-
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
@@ -37,12 +32,12 @@ class ActionModule(ControllerAction):
         shown = table.lines()
         adapter.warn_stale(result, bucket_dir, task_vars, stale_note)  # catalog/freshness.py: cat is read-only
         if request.reveal:  # decrypted values go to the screen only, never into the result (-v, callbacks, AWX)
-            adapter.say_lines(shown, _format(task_vars))
+            adapter.say_lines(shown, adapter.output_format(task_vars))
             table = ops.cat.cat(bucket_dir, dataclasses.replace(request, reveal=False))
         lines = table.lines()
         summary = "%d row%s" % (len(table.rows), "" if len(table.rows) == 1 else "s")
         adapter.publish(result, ops.report.Report(
-            "cat", summary=summary, lines=[] if request.reveal else lines, format=_format(task_vars),
+            "cat", summary=summary, lines=[] if request.reveal else lines, format=adapter.output_format(task_vars),
             counts={"rows": len(table.rows)},
             data={"view": request.view, "header": list(table.header), "rows": table.as_dicts()}))
         result.update(changed=False, bucket=bucket_dir, table=lines, header=list(table.header),

@@ -24,7 +24,7 @@ class ActionModule(ControllerAction):
                                        run_pid=adapter.run_pid())
         result.update(deploy.finish(request, adapter.deploy_controller(self._templar, task_vars)).as_result())
         verdict = result.get("verdict") or []
-        fmt = "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
+        fmt = adapter.output_format(task_vars)
         # the verdict for -e maand_format=json and AWX; the table itself is printed by deploy.finish or the callback
         adapter.publish(result, ops.report.Report(
             "deploy", outcome="failed" if result.get("failed") else ("check" if request.check_mode else "ok"),

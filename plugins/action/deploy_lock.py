@@ -26,8 +26,7 @@ class ActionModule(ControllerAction):
             locking = deploy.lock(args["bucket"], adapter.run_pid(), args["adopt_bucket_id"], check_mode,
                                   args["wait"], slc, args["inventory_hosts"])
             if locking.slice is not None and not locking.failed:  # which part of the sliced run this controller plays
-                fmt = "json" if str(task_vars.get("maand_format") or "").strip().lower() == "json" else "table"
-                adapter.say("deploy: %s" % locking.msg, fmt)
+                adapter.say("deploy: %s" % locking.msg, adapter.output_format(task_vars))
         else:
             locking = deploy.unlock(args["bucket"], adapter.run_pid(), check_mode)
         result.update(locking.as_result())

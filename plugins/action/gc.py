@@ -40,14 +40,14 @@ class ActionModule(ControllerAction):
         lines = plan.lines()
         title = "gc plan (check mode: nothing is deleted)" if self._task.check_mode else "gc plan"
         adapter.publish(result, ops.report.Report(
-            "gc_plan", summary="%d item(s) to delete" % ops.gc.count(plan), format=_format(task_vars),
+            "gc_plan", summary="%d item(s) to delete" % ops.gc.count(plan), format=adapter.output_format(task_vars),
             lines=["%s, bucket %s:" % (title, plan.bucket_id)] + ["  " + line for line in lines],
             counts={"items": ops.gc.count(plan)}, data={"plan": plan.as_dict()}))
         result.update(plan=plan.as_dict(), delete=plan.paths_by_host(), trees=plan.trees(), lines=lines)
 
     def _commit(self, args, result, task_vars=None):
         planned = ops.gc.Plan.from_dict(args["plan"] or {})
-        fmt = _format(task_vars)
+        fmt = adapter.output_format(task_vars)
         if self._task.check_mode:
             result.update(plan=planned.as_dict(), problems=list(planned.problems))
             _finish(result, planned.problems, "check mode: nothing was deleted (%d item(s) would be)" % ops.gc.count(planned),
@@ -59,11 +59,6 @@ class ActionModule(ControllerAction):
         _finish(result, outcome.problems, "gc: %d item(s) deleted" % ops.gc.count(outcome.done), fmt,
                 ["gc done, bucket %s:" % outcome.done.bucket_id] + ["  " + line for line in lines],
                 "changed" if outcome.changed else "ok")
-
-
-def _format(task_vars):
-    """-e maand_format=json (anything but json: the table)."""
-    return "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
 
 
 def _finish(result, problems, summary, fmt, lines, outcome):

@@ -24,7 +24,7 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         bucket = args["bucket"]
         result["changed"] = False
-        fmt = "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
+        fmt = adapter.output_format(task_vars)
         try:
             catalog, jobs = ops.health_check.load(bucket, args["jobs"])
         except ops.health_check.HealthCheckError as exc:

@@ -13,7 +13,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.maand.core.plugins.plugin_utils.ops import facts, report
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
-from ansible_collections.maand.core.plugins.plugin_utils.adapter import publish
+from ansible_collections.maand.core.plugins.plugin_utils.adapter import output_format, publish
 
 
 class ActionModule(ActionBase):
@@ -27,7 +27,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
-        self._maand_format = (task_vars or {}).get("maand_format")
+        self._maand_format = output_format(task_vars)
         try:
             result.update(self._operation(args))
         except facts.WorkersFileError as exc:
@@ -50,10 +50,7 @@ class ActionModule(ActionBase):
         lines = list(out.get("lines") or [])
         # the playbook's next task prints the lines: the report carries them for -e maand_format=json and AWX
         publish(out, report.Report(
-            "facts", outcome="changed" if out.get("changed") else "ok", format=self._format(),
+            "facts", outcome="changed" if out.get("changed") else "ok", format=self._maand_format,
             summary=out.get("msg") or ("%d change(s)" % len(lines) if lines else "workers.json already up to date"),
             counts={"changes": len(lines)}, data={"changes": lines, "written": bool(out.get("changed"))}))
         return out
-
-    def _format(self):
-        return "json" if str(self._maand_format or "").strip().lower() == "json" else "table"

@@ -169,19 +169,7 @@ class Sliced:
         return json.loads(self.store.psql("SELECT body FROM maand_documents WHERE name = 'catalog'", db=self.db))
 
     def spans(self, job):
-        """[(begin, end, host, version)] of every start of job on the fleet, in begin order."""
-        out = []
-        bucket_id = self.catalog()["bucket_id"]
-        for host in self.hosts:
-            path = Path(self.fleet.host(host)["opt_dir"]) / "worker" / bucket_id / "jobs" / job / "logs" / "spans.log"
-            begin = None
-            for line in path.read_text().splitlines() if path.exists() else ():
-                word, when, version = line.split()
-                if word == "begin":
-                    begin = float(when)
-                else:
-                    out.append((begin, float(when), host, version))
-        return sorted(out)
+        return read_spans(self.fleet, self.catalog()["bucket_id"], job)
 
     def record(self, host, job):
         bucket_id = self.catalog()["bucket_id"]
@@ -200,6 +188,22 @@ class Sliced:
         for k, s in enumerate(self.launch(n), 1):
             s.start(self.workflow, "%d%02d" % (self.workflow, k), *extra)
         return [s.wait() for s in self.slices[:n]]
+
+
+def read_spans(fleet, bucket_id, job):
+    """[(begin, end, host, version)] of every start of job on the fleet (its logs/spans.log), in begin order;
+    bench/bench_slices.py too."""
+    out = []
+    for host in sorted(fleet.addresses):
+        path = Path(fleet.host(host)["opt_dir"]) / "worker" / bucket_id / "jobs" / job / "logs" / "spans.log"
+        begin = None
+        for line in path.read_text().splitlines() if path.exists() else ():
+            word, when, version = line.split()
+            if word == "begin":
+                begin = float(when)
+            else:
+                out.append((begin, float(when), host, version))
+    return sorted(out)
 
 
 def max_overlap(spans):

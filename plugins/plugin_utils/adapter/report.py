@@ -24,6 +24,11 @@ def publish(result, report):
     return result
 
 
+def output_format(task_vars):
+    """-e maand_format=json: "json"; anything else: "table"."""
+    return "json" if str((task_vars or {}).get("maand_format") or "").strip().lower() == "json" else "table"
+
+
 def say(msg, fmt="table", color=None):
     """A line printed while the verb runs (a hook's output, a wait): on stderr under -e maand_format=json,
     so stdout stays one JSON document."""

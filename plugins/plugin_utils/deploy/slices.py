@@ -91,8 +91,7 @@ def slice_of(run_key="", workflow_id="", job_id="", wait=DEFAULT_WAIT, pid=None)
     if not KEY_RE.fullmatch(key):
         raise SliceError("maand_run_key %r: use 1-100 letters, digits, '.', '_', '-' or ':' (fix: -e maand_run_key=NAME)"
                          % key)
-    mine = "%s-%d" % (socket.gethostname(), pid or os.getpid())
-    member = ("awx-job-%s" % job_id) if str(job_id or "").strip() else mine
+    member = "awx-job-%s" % job_id if str(job_id or "").strip() else "%s-%d" % (socket.gethostname(), pid or os.getpid())
     if float(wait) < 0:
         raise SliceError("maand_slice_wait %r: give seconds >= 0" % wait)
     return Slice(key, member[:100], float(wait), from_workflow=not str(run_key or "").strip())
