@@ -515,6 +515,14 @@ def _prepare_hand(req, ctl, slc):
     own = sorted(req.hosts)
     slices.claim(brd, slc, own, req.states, *slices.reach(ctl, own))
     try:
+        return _hand_plan(req, ctl, slc, brd, own)
+    except BaseException:
+        slices.leave(brd, slc, own, req.run_pid)  # refused: its workers will not answer, the planner gives them up
+        raise
+
+
+def _hand_plan(req, ctl, slc, brd, own):
+    try:
         run_id, entry = slices.await_plan(brd, slc, own)
     except slices.SliceError as exc:
         raise _Refused(str(exc)) from None

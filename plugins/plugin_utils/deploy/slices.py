@@ -157,6 +157,9 @@ def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None, 
     SliceError otherwise (the caller reports the lock's holder)."""
     here = {"controller": socket.gethostname(), "path": os.path.abspath(checkout)} if checkout else None
     if took_lock:
+        # its token first: a hand that finds the run entry finds its planner alive (a token not yet taken
+        # would read as a planner gone)
+        brd.store.board_join(slc.run_key, slc.member, run_pid, run_start)
         run = brd.get("run") or {}
         brd.put("run", {"planner": slc.member, "phase": "planning", "run_id": "", "checkout": here,
                         "handled": list(run.get("handled") or []) if run.get("phase") == "ended" else []})
@@ -178,7 +181,7 @@ def join(brd: Board, slc: Slice, took_lock: bool, run_pid: int, run_start=None, 
                 "maand.yml), or run each slice in its own project folder" % (
                     slc.member, found.get("planner"), here["path"], here["controller"]))
         out = dataclasses.replace(slc, role="hand")
-    brd.store.board_join(slc.run_key, slc.member, run_pid, run_start)
+        brd.store.board_join(slc.run_key, slc.member, run_pid, run_start)
     return out
 
 

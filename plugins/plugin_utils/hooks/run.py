@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import itertools
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ import threading
 from typing import Any, Callable, Iterable, Mapping
 
 from . import commands as _commands
+from ..worker import tail_lines
 from ..bucket import LogCommand
 from ..kv import functions, store as _store
 from .runtime_api import RuntimeAPI
@@ -96,14 +98,19 @@ def run_process(argv: list[str], cwd: str, env: Mapping[str, str], timeout: int,
     except OSError as exc:
         return None, [], "cannot start %s: %s" % (argv[0], exc)
     on_start(proc.pid)
-    lines: collections.deque = collections.deque(maxlen=max(tail, 0) or 1)
+    keep, seq = max(tail, 1), itertools.count()
+    lines: collections.deque = collections.deque(maxlen=keep)  # (seq, stream, text): the last lines, as read
+    errors: collections.deque = collections.deque(maxlen=keep)  # the last stderr lines
     lock = threading.Lock()
 
     def pump(pipe, stream):
         for raw in iter(pipe.readline, b""):
             text = raw.decode("utf-8", "replace").rstrip("\r\n")
             with lock:
-                lines.append(text)
+                entry = (next(seq), stream, text)
+                lines.append(entry)
+                if stream == "stderr":
+                    errors.append(entry)
                 on_line(stream, text)
         pipe.close()
 
@@ -123,7 +130,8 @@ def run_process(argv: list[str], cwd: str, env: Mapping[str, str], timeout: int,
     if rc and not error:
         error = "exit status %d" % rc
     with lock:
-        return rc, list(lines) if tail > 0 else [], error
+        read = sorted(set(lines) | set(errors))
+        return rc, tail_lines([e[1:] for e in read], tail), error
 
 
 def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:

@@ -23,7 +23,8 @@ from ..doors import lazy
 # The door: name -> the module that defines it, imported when first used.
 _DOOR = {"AGENT_DIR": "layout", "CERTS_DIR": "layout", "WORKER_ROOT": "layout", "bucket_root": "layout",
          "job_root": "layout", "ANSWER_MARK": "agent", "ENV_PREFIX": "agent", "KEEP": "agent",
-         "MAX_FILE_BYTES": "agent", "REQUEST_HEADER": "agent", "SYNCED_MARK": "agent", "text_or_binary": "agent"}
+         "MAX_FILE_BYTES": "agent", "REQUEST_HEADER": "agent", "SYNCED_MARK": "agent", "text_or_binary": "agent",
+         "tail_lines": "sandbox"}
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)

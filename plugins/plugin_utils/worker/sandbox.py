@@ -271,11 +271,11 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None, log=Non
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
     log = [] if log is None else log
     if not collect(proc, timeout, log):
-        lines = [entry[2] for entry in log][-int(tail or 20):]
+        lines = tail_lines([entry[1:] for entry in log], int(tail or 20))
         raise OpFailed("%s: make %s timed out after %s s (its process group was killed)" % (label, target, timeout),
                        rc=-1, output_tail=lines, reason="timeout")
     text = "\n".join(entry[2] for entry in log)
-    lines = [entry[2] for entry in log][-int(tail or 20):]
+    lines = tail_lines([entry[1:] for entry in log], int(tail or 20))
     if proc.returncode != 0:
         if ("No rule to make target '%s'" % target) in text or ("No rule to make target `%s'" % target) in text:
             raise OpFailed("%s: the Makefile has no '%s' target; add one (maand calls start, stop, restart and reload)"
@@ -283,6 +283,17 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None, log=Non
         raise OpFailed("%s: make %s failed (rc=%d)" % (label, target, proc.returncode),
                        rc=proc.returncode, output_tail=lines)
     return lines
+
+
+def tail_lines(entries, n):
+    """The last n lines of a process's output and its last n stderr lines, in the order they were read, from
+    (stream, text) entries. stdout and stderr come on two pipes, and a burst of one can be read before the
+    other: the error a process printed last may be read before its last stdout lines, and the tail keeps it
+    all the same (at most 2n lines)."""
+    if n <= 0:
+        return []
+    late = [i for i, (stream, dummy) in enumerate(entries) if stream == "stderr"][-n:]
+    return [entries[i][1] for i in sorted(set(range(max(len(entries) - n, 0), len(entries))) | set(late))]
 
 
 MAX_LOG_LINES = 20000  # the lines of one make target kept for the bucket logs (the newest; a note says so)

@@ -220,3 +220,36 @@ def test_a_planner_keeps_the_newest_run_keys_on_the_board(fleet_bucket):
     keys = store.board_keys()
     assert "new-1" in keys and len(keys) == SL.KEYS_KEPT, keys
     assert sorted(k for k in keys if k != "new-1") == ["old-%02d" % n for n in range(4, SL.KEYS_KEPT + 3)]
+
+
+def test_a_planner_is_alive_before_its_run_entry_is_written(fleet_bucket, monkeypatch):
+    """A hand that finds the run entry probes the planner's token: one not yet taken would read as a planner gone
+    (the CI's PostgreSQL run: the hand gave up while the planner's holder was still starting)."""
+    store = _storage.store(fleet_bucket)
+    seen, put = [], store.board_put
+
+    def recording_put(key, name, text):
+        if name == "run":
+            seen.append(store.board_alive(key, "awx-job-1"))
+        return put(key, name, text)
+    monkeypatch.setattr(store, "board_put", recording_put)
+    slc = SL.Slice("alive-1", "awx-job-1")
+    assert SL.join(SL.board(fleet_bucket, slc), slc, True, os.getpid()).role == "planner"
+    assert seen == [True]
+
+
+def test_a_hand_refused_before_the_plan_leaves_at_once(fleet_bucket):
+    """A hand whose workers the plan left out (it joined after maand_slice_wait) is refused: it says it left, so the
+    planner gives up its workers at once rather than waiting for answers that never come."""
+    planner = SL.Slice("late-1", "awx-job-0")
+    brd = SL.board(fleet_bucket, planner)
+    SL.join(brd, planner, True, os.getpid())
+    brd.put("plan/r1", {"plan": {}, "render": {}, "absent": {HOSTS[5]: "late"}, "hosts": HOSTS[:5]})
+    brd.put("run", dict(brd.get("run"), phase="running", run_id="r1"))
+    other = checkout(fleet_bucket, "late")
+    hand = SL.join(SL.board(other, SL.Slice("late-1", "awx-job-1")), SL.Slice("late-1", "awx-job-1"), False,
+                   os.getpid())
+    prepared = S.prepare(S.PlanRequest(other, HOSTS[5:], fresh_states(HOSTS[5:]), run_pid=os.getpid(),
+                                       slice=hand.to_json()))
+    assert prepared.failed and "planned without this slice's workers" in prepared.msg, prepared.msg
+    assert brd.items("left/") == {"awx-job-1": {"hosts": HOSTS[5:]}} and not brd.alive("awx-job-1")

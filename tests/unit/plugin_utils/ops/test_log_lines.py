@@ -139,6 +139,12 @@ def test_hook_lines_go_to_the_bucket_logs_as_they_come(tmp_path):
     assert fields[3]["event"] == "command_end" and fields[3]["exit"] == "4"
 
 
+def test_a_hook_tail_keeps_the_error_it_printed_before_its_last_lines(tmp_path):
+    rc, tail, error = hook_run.run_process(["sh", "-c", "echo boom >&2; seq 1 20; exit 1"], str(tmp_path),
+                                           dict(os.environ), 10, 5)
+    assert rc == 1 and error == "exit status 1" and tail == ["boom", "16", "17", "18", "19", "20"]
+
+
 CATALOG = {"bucket_id": "b1", "jobs": [{"name": "api"}, {"name": "web"}],
            "workers": [{"host": "10.0.0.1"}, {"host": "10.0.0.2"}, {"host": "10.0.0.3"}],
            "allocations": [{"job": "api", "worker": "10.0.0.1", "state": "active"},

@@ -12,7 +12,8 @@ MAKEFILE = ("start:\n\t@echo out-1; echo err-1 >&2; echo out-2\n"
             "fail:\n\t@echo bad >&2; exit 3\n"
             "many:\n\t@seq 1 25\n"
             "hang:\n\t@echo before; sleep 30\n"
-            "status:\n\t@echo running\n")
+            "status:\n\t@echo running\n"
+            "early:\n\t@echo broken >&2; seq 1 10; exit 3\n")
 
 
 @pytest.fixture
@@ -62,3 +63,21 @@ def test_the_newest_lines_are_kept_with_a_note(monkeypatch, root):
     lines = run(root, "many")["commands"][0]["lines"]
     assert lines[0][1:] == ["stderr", "(maand.core: the first 15 line(s) of this output were not kept)"]
     assert [t for dummy, dummy2, t in lines[1:]] == [str(i) for i in range(16, 26)]
+
+
+def test_the_tail_keeps_an_error_printed_before_the_last_lines(root):
+    out = run(root, "early")
+    tail = out["output_tail"]
+    assert not out["ok"] and tail[:5] == ["broken", "7", "8", "9", "10"] and "6" not in tail, tail
+
+
+@pytest.mark.parametrize("entries, n, tail", [
+    ([], 3, []),
+    ([("stdout", "a"), ("stderr", "b")], 0, []),
+    ([("stdout", "a"), ("stderr", "b"), ("stdout", "c")], 3, ["a", "b", "c"]),
+    ([("stderr", "e1")] + [("stdout", str(i)) for i in range(5)], 2, ["e1", "3", "4"]),
+    ([("stderr", "e1"), ("stderr", "e2"), ("stderr", "e3")] + [("stdout", "x")], 2, ["e2", "e3", "x"]),
+    ([("stderr", "e1"), ("stdout", "x"), ("stderr", "e2")], 2, ["e1", "x", "e2"]),
+])
+def test_tail_lines(entries, n, tail):
+    assert sandbox.tail_lines(entries, n) == tail
