@@ -28,6 +28,7 @@ The module is importable (the pytest plugin ``pytest_fleet.py`` uses ``up``/``do
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
@@ -402,25 +403,47 @@ def _log_tail(h: dict, n: int = 15) -> str:
     return "\n".join("    " + line for line in lines[-n:]) or "    (empty log)"
 
 
+NEIGH = "/proc/sys/net/ipv4/neigh/default/gc_thresh%d"
+
+
+def _neighbour_room(n: int) -> None:
+    """Room for n hosts in the controller's ARP table: past the kernel's default gc_thresh2 (512) it drops the
+    entries of live hosts and their ports time out. Raised only, never lowered (and left raised: harmless); a
+    fleet of 256 hosts or fewer leaves the table as it is."""
+    if n <= 256:
+        return
+    for level, want in ((2, n + 512), (3, 2 * n + 1024)):
+        path = Path(NEIGH % level)
+        with contextlib.suppress(OSError, ValueError):
+            if int(path.read_text()) < want:
+                path.write_text(str(want))
+                _log(f"raised {path} to {want} (the ARP table of {n} hosts)")
+
+
 def _wait_open(hosts: list[dict], pids: dict[str, int], seconds: float = WAIT_SECONDS) -> None:
+    """Every host's sshd accepting connections within seconds, probed 64 at a time (one by one, a sweep of a
+    thousand hosts whose ports still time out outlasts any wait)."""
     pending = {h["host"]: h for h in hosts}
     deadline = time.monotonic() + seconds
-    while pending:
-        for name, h in list(pending.items()):
-            pid = pids.get(name)
-            if pid is not None and not _alive(pid):
-                raise FleetError(f"sshd for {name} ({h['address']}) exited during startup; "
-                                 f"log {h['log_file']}:\n{_log_tail(h)}")
-            if _port_state(h["address"], h["port"]) == "open":
-                del pending[name]
-        if not pending:
-            return
-        if time.monotonic() > deadline:
-            names = ", ".join(f"{n} ({h['address']})" for n, h in pending.items())
-            first = next(iter(pending.values()))
-            raise FleetError(f"sshd not accepting connections after {seconds:.0f}s: {names}; "
-                             f"log {first['log_file']}:\n{_log_tail(first)}")
-        time.sleep(0.05)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=64) as pool:
+        while pending:
+            for name, h in list(pending.items()):
+                pid = pids.get(name)
+                if pid is not None and not _alive(pid):
+                    raise FleetError(f"sshd for {name} ({h['address']}) exited during startup; "
+                                     f"log {h['log_file']}:\n{_log_tail(h)}")
+            states = pool.map(lambda h: _port_state(h["address"], h["port"]), list(pending.values()))
+            for name, state in zip(list(pending), states):
+                if state == "open":
+                    del pending[name]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                names = ", ".join(f"{n} ({h['address']})" for n, h in pending.items())
+                first = next(iter(pending.values()))
+                raise FleetError(f"sshd not accepting connections after {seconds:.0f}s: {names}; "
+                                 f"log {first['log_file']}:\n{_log_tail(first)}")
+            time.sleep(0.05)
 
 
 # --------------------------------------------------------------------------- operations
@@ -517,6 +540,7 @@ def up(state_dir, n_hosts: int, name: str | None = None, subnet: str | None = No
             save_state(state)  # recorded before anything is created: 'down' can always clean up
 
             # network: bridge, then per host a netns + veth pair
+            _neighbour_room(len(hosts))
             prefix = net.prefixlen
             _run(["ip", "link", "add", bridge, "type", "bridge"])
             _run(["ip", "addr", "add", f"{state['gateway']}/{prefix}", "dev", bridge])
@@ -560,7 +584,7 @@ def up(state_dir, n_hosts: int, name: str | None = None, subnet: str | None = No
             raise FleetError(f"sshd rejects the generated config {hosts[0]['sshd_config']}: {proc.stderr.strip()}")
 
         pids = {h["host"]: _start_sshd(h) for h in hosts}
-        _wait_open(hosts, pids, wait)
+        _wait_open(hosts, pids, wait + 0.02 * len(hosts))  # a thousand sshd start on 2 cores in about 20 s
         state["status"] = "up"
         save_state(state)
         return state
@@ -801,7 +825,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--hosts", type=int, required=True)
     sp.add_argument("--name", help="short name (1-11 chars [a-z0-9-]); default derived from --state-dir")
     sp.add_argument("--subnet", help=f"IPv4 /24 (or larger) to use; default: first free {SUBNET_PREFIX}.N.0/24 (/23, /22... for more than 245 hosts)")
-    sp.add_argument("--wait", type=float, default=WAIT_SECONDS, help="seconds to wait for sshd (default 10)")
+    sp.add_argument("--wait", type=float, default=WAIT_SECONDS, help="seconds to wait for sshd (default 10, plus 20 ms per host)")
     sp.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
                     help="sshd LogLevel (VERBOSE: one line per login and per session in hosts/<i>/sshd.log)")
     add("down", "tear down everything fleet.json records (idempotent)")

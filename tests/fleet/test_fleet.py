@@ -285,3 +285,18 @@ def test_a_fleet_past_245_hosts_gets_a_bigger_subnet():
     net = _fleet.choose_subnet(None, 1000)
     assert net.prefixlen == 22 and int(str(net.network_address).split(".")[2]) % 4 == 0
     assert net.network_address + _fleet.FIRST_HOST_OCTET + 999 < net.broadcast_address
+
+
+def test_a_big_fleet_gets_room_in_the_arp_table(tmp_path, monkeypatch):
+    """Past the kernel's gc_thresh2 (512) the controller's ARP table drops live hosts (their ports time out: a
+    1,000-host fleet came up with every host past the 512th unreachable). Raised only, never lowered."""
+    for level, value in ((2, 512), (3, 4096)):
+        (tmp_path / ("gc_thresh%d" % level)).write_text("%d\n" % value)
+    monkeypatch.setattr(_fleet, "NEIGH", str(tmp_path / "gc_thresh%d"))
+    _fleet._neighbour_room(1000)
+    assert (tmp_path / "gc_thresh2").read_text() == "1512" and (tmp_path / "gc_thresh3").read_text() == "4096\n"
+    _fleet._neighbour_room(300)  # lower than what is there: kept
+    assert (tmp_path / "gc_thresh2").read_text() == "1512"
+    (tmp_path / "gc_thresh2").write_text("512\n")
+    _fleet._neighbour_room(256)  # a small fleet: the table as it is
+    assert (tmp_path / "gc_thresh2").read_text() == "512\n"
