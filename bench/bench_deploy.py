@@ -1,11 +1,12 @@
 """Deploy benchmark on the local SSH fleet (root, Linux; see tests/fleet/README.md). Not a test: never run by .ci/run.
 
     python3 bench/bench_deploy.py [--collection PATH] [--baseline PATH] [--sizes 8,32,64] [--delay-ms 0,25] [--runs 3]
-                                  [--big-runs 1] [--forks 20] [--templates] [--label NAME] [--out bench/results]
+                                  [--big-runs 1] [--forks 20] [--templates] [--waves 2] [--label NAME]
+                                  [--out bench/results]
 
 For every fleet size N it starts N sshd hosts (tests/fleet/fleet.py), writes a bucket with 5 jobs
 (api, web, job2 on every worker; half1, half2 on every other worker; job2 and half2 form the second
-wave through a command demand), builds it, and measures with the same forks, in one run:
+wave through a command demand; --waves 1 drops the demand), builds it, and measures with the same forks, in one run:
   (a) first deploy (the workers' bucket folder wiped before each repetition),
   (b) no-change redeploy,
   (c) a content change of `api` (every worker, max_concurrent_upgrades 1 = N batches of one),
@@ -129,6 +130,7 @@ class Bench:
         self.hosts = []
         self.bucket_id = None
         self.templates = False
+        self.waves = 2  # 1: no command demands, every job in one wave
         self.wire = None
         self.changes = 0  # content changes of api so far (each (c) needs a new one)
         self.persist = None  # ControlPersist of every run (None: the repository's ansible.cfg, 60s)
@@ -230,6 +232,8 @@ class Bench:
         ready = {"command_ready": {"executed_on": ["cli"]}}
 
         def after(job):
+            if self.waves == 1:
+                return {"command_after": {"executed_on": ["cli"]}}
             return {"command_after": {"executed_on": ["cli"],
                                       "demands": {"job": job, "command": "command_ready"}}}
 
@@ -309,6 +313,7 @@ def measure(n, runs, args, engines):
     b = Bench(n, work, engines[-1][1], args.forks)
     b.engines = engines
     b.templates = args.templates
+    b.waves = args.waves
     b.persist = args.control_persist
     try:
         b.up()
@@ -430,14 +435,14 @@ def engines_of(result):
 
 def markdown(result):
     engines = engines_of(result)
-    lines = ["Deploy benchmark `%s`, %s, %s cores, forks %d, ControlPersist %s, medians of %s runs for (b)/(F)/(G), "
-             "%d for (a)/(c); "
+    lines = ["Deploy benchmark `%s`, %s, %s cores, forks %d, ControlPersist %s, %d wave(s), medians of %s runs for "
+             "(b)/(F)/(G), %d for (a)/(c); "
              "engines measured on the same fleets, interleaved: %s. "
              "Every ssh through bench/relay.py delaying each direction by D ms; wire counts per host: logins and "
              "sessions from the hosts' sshd logs, round trips (request/response turns, handshakes included) from the "
              "relay; peak memory = peak PSS of the run's process tree. Load average after each size: %s." % (
                  result["label"], result["date"], result["cores"], result["forks"],
-                 result.get("control_persist", "60s"), args_runs(result),
+                 result.get("control_persist", "60s"), result.get("waves", 2), args_runs(result),
                  result["big_runs"], ", ".join(engine_name(e) for e in engines),
                  "; ".join("N=%d D=%s: %s" % (s["hosts"], s.get("delay_ms", 0), s.get("load_avg_after"))
                            for s in result["sizes"] if s.get("engine", engines[-1]["label"]) == engines[-1]["label"]))]
@@ -581,6 +586,8 @@ def main(argv=None):
     ap.add_argument("--control-persist", default="15m",
                     help="ControlPersist of every run, engines and baselines alike (default 15m, what the ansible.cfg "
                          "of maand.core.init sets; '' keeps the repository's ansible.cfg, 60s, Ansible's default)")
+    ap.add_argument("--waves", type=int, choices=(1, 2), default=2,
+                    help="2: job2 and half2 form a second wave through a command demand; 1: no demand, one wave")
     ap.add_argument("--templates", action="store_true",
                     help="every job also holds a .tpl and a .j2 rendered per allocation (KV, peers, index)")
     ap.add_argument("--label", default=None, help="name of the result files (default: the collection's folder name)")
@@ -621,7 +628,7 @@ def main(argv=None):
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "cores": os.cpu_count(), "machine": platform.platform(), "forks": args.forks, "runs": args.runs,
               "big_runs": args.big_runs, "control_persist": args.control_persist or "60s", "jobs": 5,
-              "templates": args.templates, "delays_ms": args.delays, "sizes": []}
+              "templates": args.templates, "waves": args.waves, "delays_ms": args.delays, "sizes": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
