@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket_door
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import state_pg, storage
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import service as _build
 from ansible_collections.maand.core.plugins.plugin_utils.deploy import slices as SL
@@ -93,6 +94,7 @@ def pg_bucket(tmp_path, pg_server, monkeypatch):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_the_sliced_protocol_over_postgresql(pg_bucket, n):
+    assert _bucket_door.store(pg_bucket) is storage.store(pg_bucket)  # no earlier test left its store in the door
     run = Run(pg_bucket, n, key="pg-run-%d" % n)
     run.go()
     check_run(run)

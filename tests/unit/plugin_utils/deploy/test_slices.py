@@ -49,8 +49,10 @@ def fleet_bucket(tmp_path, monkeypatch):
     ws(root, "jobs/db/app.conf", "v1\n")
     assert _build.build(root).report.ok
     shared = _storage.FileStore(root)
+    # the door first: its lazy lookup of store caches what storage.store is then, and monkeypatch restores that
+    # (patched second, the door kept this test's store after it: test_board_pg then ran on a stale FileStore)
+    monkeypatch.setattr(_bucket_door, "store", lambda bucket_dir: shared)
     monkeypatch.setattr(_storage, "store", lambda bucket_dir: shared)
-    monkeypatch.setattr(_bucket_door, "store", lambda bucket_dir: shared, raising=False)
     return root
 
 
