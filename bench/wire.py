@@ -89,10 +89,9 @@ class Wire:
         deadline = time.monotonic() + wait
         while True:
             events = _relay_events(self.relay_log, relay_mark)
-            # a relay is its pid and start time: a run of hundreds of hosts forks enough processes to reuse pids
-            opened = {(e["pid"], e["start"]) for e in events if e["event"] == "open"}
-            closed = [e for e in events if e["event"] == "close" and (e["pid"], e["start"]) in opened]
-            if opened <= {(e["pid"], e["start"]) for e in closed} or time.monotonic() > deadline:
+            opened = {_relay(e) for e in events if e["event"] == "open"}
+            closed = [e for e in events if e["event"] == "close" and _relay(e) in opened]
+            if opened <= {_relay(e) for e in closed} or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         counts = Counts()
@@ -108,11 +107,16 @@ class Wire:
         counts.connections = len(opened)  # a relay reports its open at once, its close (and round trips) at the end
         counts.round_trips = sum(by_host.values())
         counts.max_round_trips = max(by_host.values(), default=0)
-        counts.unreported = len(opened - {(e["pid"], e["start"]) for e in closed})
+        counts.unreported = len(opened - {_relay(e) for e in closed})
         if counts.unreported:  # its round trips are missing from the counts (a few per host of 128: noted)
             print("WARNING: %d relay(s) did not report their close in %.0f s: their round trips are not counted" % (
                 counts.unreported, wait), file=sys.stderr)
         return counts
+
+
+def _relay(event):
+    """A relay is its pid and start time: a run of hundreds of hosts forks enough processes to reuse pids."""
+    return event["pid"], event["start"]
 
 
 def _size(path: Path):

@@ -414,10 +414,12 @@ def _neighbour_room(n: int) -> None:
         return
     for level, want in ((2, n + 512), (3, 2 * n + 1024)):
         path = Path(NEIGH % level)
-        with contextlib.suppress(OSError, ValueError):
+        try:
             if int(path.read_text()) < want:
                 path.write_text(str(want))
                 _log(f"raised {path} to {want} (the ARP table of {n} hosts)")
+        except (OSError, ValueError) as exc:  # up goes on; hosts past the table's room will not answer in time
+            _log(f"could not raise {path} to {want} ({exc}): hosts past the 512th may time out")
 
 
 def _wait_open(hosts: list[dict], pids: dict[str, int], seconds: float = WAIT_SECONDS) -> None:

@@ -270,12 +270,12 @@ def make(folder, target, env, label, timeout=None, tail=20, run_as=None, log=Non
     except OSError as exc:
         raise OpFailed("%s: cannot run make on the worker (%s); install make" % (label, exc))
     log = [] if log is None else log
-    if not collect(proc, timeout, log):
-        lines = tail_lines([entry[1:] for entry in log], int(tail or 20))
+    finished = collect(proc, timeout, log)
+    lines = tail_lines([entry[1:] for entry in log], int(tail or 20))
+    if not finished:
         raise OpFailed("%s: make %s timed out after %s s (its process group was killed)" % (label, target, timeout),
                        rc=-1, output_tail=lines, reason="timeout")
     text = "\n".join(entry[2] for entry in log)
-    lines = tail_lines([entry[1:] for entry in log], int(tail or 20))
     if proc.returncode != 0:
         if ("No rule to make target '%s'" % target) in text or ("No rule to make target `%s'" % target) in text:
             raise OpFailed("%s: the Makefile has no '%s' target; add one (maand calls start, stop, restart and reload)"
