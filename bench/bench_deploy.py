@@ -96,6 +96,7 @@ class Run:
     max_round_trips: int = 0
     peak_mb: float = 0.0  # peak PSS of the run's process tree (relays excluded)
     processes: int = 0  # in the tree at that peak
+    peak_breakdown: dict = field(default_factory=dict)  # {kind: [PSS MB, processes, private MB]} at that peak (bench/memory.py)
 
 
 @dataclass
@@ -179,9 +180,10 @@ class Bench:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.communicate()
-                return Run(round(elapsed, 3), 0, 0, complete=False, peak_mb=peak.mb, processes=peak.processes), None
+                return Run(round(elapsed, 3), 0, 0, complete=False, peak_mb=peak.mb, processes=peak.processes,
+                           peak_breakdown=peak.breakdown), None
         elapsed = time.perf_counter() - t0
-        run = Run(round(elapsed, 3), 0, 0, peak_mb=peak.mb, processes=peak.processes)
+        run = Run(round(elapsed, 3), 0, 0, peak_mb=peak.mb, processes=peak.processes, peak_breakdown=peak.breakdown)
         return run, subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
     @staticmethod

@@ -18,6 +18,11 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         check_mode = bool(self._task.check_mode)
         if args["state"] == "present":
+            errors = adapter.role_option_errors(task_vars, self._templar)  # the deploy role's options, once per run
+            if errors:
+                result.update(failed=True, msg="deploy refused: validation of the options (roles/deploy/meta/"
+                              "argument_specs.yml) failed, nothing was run:\n%s" % "\n".join(errors))
+                return result
             try:
                 slc = deploy.slice_of(args["run_key"], args["workflow_id"], args["job_id"], args["slice_wait"])
             except deploy.SliceError as exc:

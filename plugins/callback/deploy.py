@@ -113,7 +113,8 @@ from ansible_collections.maand.core.plugins.plugin_utils import deploy
 DEPLOY = "maand.core.deploy_"
 QUIET_ACTIONS = ("validate_argument_spec", "assert", "include_tasks", "import_tasks",
                  "maand.core.cert_metrics")  # prints its own line (and a failure as a warning, after a deploy)
-CHECK_ACTIONS = ("assert", "fail")  # failed: their message only (playbooks/tasks/inventory_check.yml)
+# failed: their message only (maand.core.preflight: the inventory did not load, an unknown extra var)
+CHECK_ACTIONS = ("assert", "fail", "maand.core.preflight")
 POLL_SECONDS = 0.25
 
 

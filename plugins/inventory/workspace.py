@@ -142,7 +142,7 @@ def _connection(bucket):
 
 def _reported_by_the_play():
     """True under ansible-playbook running maand.core playbooks only. The ones that need the inventory
-    check that it loaded in their first task (playbooks/tasks/inventory_check.yml names the errors, once); the
+    check that it loaded in their first task (maand.core.preflight names the errors, once); the
     others (build, init, facts, explain, job_create, cat) read the bucket themselves, and a first build
     would otherwise open with "ErrMissingCatalog ... has not been built" above the build that builds it."""
     if not os.path.basename(sys.argv[0] if sys.argv else "").startswith("ansible-playbook"):

@@ -193,7 +193,8 @@ def test_deploy_to_removed_workers_only_still_runs_the_plan(home, bucket):
     rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "-i", "localhost,", "maand.core.deploy",
                   "--check", "--limit", "localhost")
     assert "has no workers" not in out, out
-    assert "TASK [Check that the bucket has workers to deploy to]" in out and "ok: [localhost]" in out, out
+    assert "TASK [Assert that the maand.core.workspace inventory loaded, with workers and their SSH key, and known maand_ extra vars]" in out, out
+    assert "ok: [localhost]" in out, out
 
 
 def test_job_without_workers_refuses(home):
@@ -317,12 +318,12 @@ def test_the_deploy_role_refuses_a_play_without_the_workspace_inventory(home):
 
 @pytest.mark.parametrize("limit", [[], ["--limit", "10.0.0.10"]])
 def test_a_bad_deploy_option_is_refused_once_before_any_worker(home, bucket, limit):
-    """The role checks its options against meta/argument_specs.yml once (run_once), also when a --limit
-    skips the localhost play, and before any connection to a worker (10.0.0.10 does not exist)."""
+    """The role checks its options against meta/argument_specs.yml once (in its run_once lock task), also when a
+    --limit skips the localhost play, and before any connection to a worker (10.0.0.10 does not exist)."""
     rc, out = run(home, "ansible-playbook", "-i", str(bucket / "maand.yml"), "maand.core.deploy",
                   "-e", "maand_lock_wait=soon", *limit)
     assert rc != 0, out
-    assert "Check the deploy options against the role's argument spec" in out, out
+    assert "validation of the options (roles/deploy/meta/argument_specs.yml) failed" in out, out
     assert "argument 'maand_lock_wait' is of type str" in out, out
     assert "Validating arguments against arg spec" not in out, out  # Ansible's per-host check is off
-    assert "Take the bucket deploy lock" not in out, out
+    assert "Read the promoted deploy state" not in out, out

@@ -24,6 +24,8 @@ from tests.integration.deploy.bucket import make_bucket
 ansible_runner = pytest.importorskip("ansible_runner", reason="ansible-runner is not installed (requirements-dev.txt)")
 
 REPO = Path(__file__).resolve().parents[2]
+# the deploy playbook's first task (maand.core.preflight)
+PREFLIGHT = "Assert that the maand.core.workspace inventory loaded, with workers and their SSH key, and known maand_ extra vars"
 COLLECTIONS = str(REPO / ".collections")
 
 # The project's playbook: an AWX job template picks a playbook file of the SCM project.
@@ -117,7 +119,7 @@ def test_a_bad_bucket_fails_the_job(tmp_path, default_cfg, breakage):
     runner = run_job(pdd, str(bucket / "maand.yml"), default_cfg)
     assert runner.status == "failed" and runner.rc != 0, output(runner)
     failed = events(runner, "runner_on_failed")
-    assert [e["event_data"]["task"] for e in failed] == ["Assert that the maand.core.workspace inventory loaded"]
+    assert [e["event_data"]["task"] for e in failed] == [PREFLIGHT]
     msg = failed[0]["event_data"]["res"]["msg"]
     if breakage == "no maand.yml":  # no inventory source at all
         assert "The maand workspace inventory did not load" in msg
@@ -147,7 +149,7 @@ def test_deploy_under_ansible_runner_as_awx_runs_it(fleet_factory, tmp_path):
     # 1. first deploy, inventory = the workspace plugin source
     runner = run_job(pdd, str(bucket / "maand.yml"), config)
     assert runner.status == "successful" and runner.rc == 0, output(runner)
-    assert {"Assert that the maand.core.workspace inventory loaded", "Take the bucket deploy lock",
+    assert {PREFLIGHT, "Take the bucket deploy lock",
             "Compute the deploy plan"} <= ok_tasks(runner), sorted(ok_tasks(runner))
     final = stats(runner)
     assert not final["failures"] and not final["dark"], final
@@ -176,5 +178,5 @@ def test_deploy_under_ansible_runner_as_awx_runs_it(fleet_factory, tmp_path):
     assert runner.status == "failed" and runner.rc != 0, text
     assert "workers.json" in text, text
     failed = events(runner, "runner_on_failed")
-    assert [e["event_data"]["task"] for e in failed] == ["Assert that the maand.core.workspace inventory loaded"], text
+    assert [e["event_data"]["task"] for e in failed] == [PREFLIGHT], text
     assert not [e for e in events(runner, "runner_on_ok") if e["event_data"].get("host") in fleet.addresses], text

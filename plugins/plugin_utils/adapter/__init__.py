@@ -24,7 +24,8 @@ from ..doors import lazy
 # The door: name -> the module that defines it, imported when first used (an action loads only what it needs).
 _DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "connections": "controller", "deploy_controller": "controller",
          "python_of": "controller", "run_pid": "controller", "show": "controller",
-         "worker_state": "controller", "deploy_extra_vars": "extra_vars", "warn_unknown_extra_vars": "extra_vars",
+         "worker_state": "controller", "deploy_extra_vars": "extra_vars", "role_option_errors": "extra_vars",
+         "warn_unknown_extra_vars": "extra_vars",
          "spec_for": "specs", "int_var": "support", "warn_stale": "support", "publish": "report", "say": "report", "output_format": "report",
          "say_lines": "report", "VerbView": "verb_view", "DeployWatch": "deploy_watch"}
 __all__ = sorted(_DOOR)

@@ -3,13 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The maand_* extra vars of a run (Ansible's load_extra_vars) against those the deploy reads (its
 role's options): warnings with a "did you mean", deprecations of the old names (ops/extra_vars.py
-words them)."""
+words them); and the check of the role's options against their spec, once per run (role_option_errors)."""
 
 from __future__ import annotations
 
+import functools
 import os
 
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
@@ -21,11 +23,26 @@ ROLE_SPECS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", 
 OTHER_KNOWN = ("maand_bucket",)  # the bucket of build/explain/cat; harmless here
 
 
+@functools.lru_cache(maxsize=1)
+def role_options():
+    """The deploy role's options: roles/deploy/meta/argument_specs.yml, entry point main."""
+    with open(ROLE_SPECS, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+
+
 def deploy_extra_vars():
     """The maand_* extra vars the deploy reads: the role's options (meta/argument_specs.yml)."""
-    with open(ROLE_SPECS, encoding="utf-8") as handle:
-        specs = yaml.safe_load(handle)
-    return set(specs["argument_specs"]["main"]["options"]) | set(OTHER_KNOWN)
+    return set(role_options()) | set(OTHER_KNOWN)
+
+
+def role_option_errors(task_vars, templar):
+    """What ansible.builtin.validate_argument_spec says of the role's options in task_vars (templated): its error
+    messages, [] when they pass. The deploy's lock task calls it, once per run: Ansible's own check of a role's
+    arguments runs on every host of the play (4 s of a first deploy at 64 hosts), and a task of its own costs a
+    round of the strategy (maand.core.deploy imports the role with rolespec_validate: false)."""
+    spec = role_options()
+    args = templar.template({name: task_vars[name] for name in spec if name in task_vars})
+    return list(ArgumentSpecValidator(spec).validate(args, validate_role_argument_spec=True).error_messages)
 
 
 def warn_unknown_extra_vars(loader):

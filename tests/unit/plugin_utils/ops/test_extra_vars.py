@@ -49,13 +49,13 @@ def test_old_deploy_option_names_are_deprecated():
 def _action(args):
     from types import SimpleNamespace
 
-    from ansible_collections.maand.core.plugins.action import extra_vars
+    from ansible_collections.maand.core.plugins.action import preflight
     task = SimpleNamespace(args=args, async_val=0, check_mode=False, diff=False, action="x",
-                           resolved_action="maand.core.extra_vars", environment=[], no_log=False, delegate_to=None)
+                           resolved_action="maand.core.preflight", environment=[], no_log=False, delegate_to=None)
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
-    return extra_vars, extra_vars.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(),
-                                               mock.MagicMock())
+    return preflight, preflight.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(),
+                                             mock.MagicMock())
 
 
 def test_extra_vars_action_refuses_by_default_and_warns_when_told():
@@ -105,7 +105,7 @@ def test_every_playbook_has_a_row_and_every_row_a_playbook():
     names = {"maand.core." + p.stem for p in root.glob("*.yml")}
     assert set(_extra_vars.PLAYBOOK_VARS) | {_extra_vars.DEPLOY} == names
     for path in root.glob("*.yml"):
-        assert "maand.core.extra_vars:" in path.read_text(), path.name
+        assert "maand.core.preflight:" in path.read_text(), path.name
         assert "refuse: false" not in path.read_text(), path.name
 
 

@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: extra_vars
-short_description: "Refuse maand_ extra vars a playbook does not read"
+module: preflight
+short_description: "A playbook's checks before it touches a worker: extra vars, inventory, workers"
 version_added: 1.0.0
 description:
-  - "Used by every maand.core playbook; runs on the controller (no connection)."
+  - "The first task of every maand.core playbook; runs on the controller (no connection). One task for every
+    check (each task of a play costs a round of Ansible's strategy and a fork). It was C(maand.core.extra_vars)."
   - "Compares the extra vars of the run (C(-e)) whose names start with C(maand_) with the names the playbook
     reads, and names every other one with a \"did you mean\" from the known names: Ansible ignores an extra var
     nobody reads, so a typo (C(-e maand_job_worker=10.0.0.1) for C(maand_job_workers)) would change what a run
@@ -28,6 +29,21 @@ options:
       - C(maand_allow_unknown_vars) is always known.
     type: list
     elements: str
+  inventory:
+    description:
+      - "Also check that the C(maand.core.workspace) inventory loaded (it sets C(maand_workspace_ok) and
+        C(maand_inventory_errors) on C(all)): Ansible only warns when an inventory source fails, then skips a play
+        with no hosts and exits 0. The error lists the workspace's errors, or says that no inventory was given, or
+        how to see why it did not load."
+    type: bool
+    default: false
+  workers:
+    description:
+      - "Also (and implies O(inventory)) check that the bucket has workers (C(maand_workers) or
+        C(maand_removed_workers)), and that the SSH key maand.conf names exists: without it every worker answers
+        C(Permission denied (publickey)) and the run reads as a fleet that is down."
+    type: bool
+    default: false
   playbook:
     description: The playbook's name, for the messages.
     type: str
@@ -44,8 +60,13 @@ extends_documentation_fragment: [maand.core.attributes, maand.core.attributes.re
 
 EXAMPLES = r"""
 - name: Check the extra vars
-  maand.core.extra_vars:
-    playbook: maand.core.job
+  maand.core.preflight:
+    playbook: maand.core.info
+
+- name: Check the extra vars, the workspace inventory, the workers and the SSH key
+  maand.core.preflight:
+    playbook: maand.core.deploy
+    workers: true
 """
 
 RETURN = r"""
