@@ -105,6 +105,7 @@ from ansible_collections.maand.core.plugins.plugin_utils.bucket import Bucket, l
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import group_name
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import Report
 from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
+from ansible_collections.maand.core.plugins.plugin_utils import adapter
 
 MAX_CHANGES_SHOWN = 10
 GROUPS = ("maand_workers", "maand_removed_workers", "maand_departed_workers")
@@ -275,6 +276,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._refuse_folder(folder, folder)
             return
         self._read_config_data(path)  # raises for a file that is not a maand.core.workspace source
+        adapter.fork_memory.install()  # the controller's full collections stop copying its heap into every fork
         bucket_dir = self.get_option("bucket") or "."
         bucket_dir = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(path)), bucket_dir))
         preview = bool(self.get_option("preview"))

@@ -10,6 +10,8 @@ settings, the agent round trip); controller.py builds what the deploy's door (de
 of Ansible (hostvars -> the workers' connection settings and addresses, Display -> the screen, the
 registered deploy_state results -> worker states); extra_vars.py checks the run's maand_* extra vars;
 support.py holds the small helpers actions share (integer extra vars, ssh args, hosts_from_hostvars).
+fork_memory.py keeps the controller's full collections from copying its heap into every fork (the inventory
+installs it).
 report.py puts a verb's report (ops/report.py) into its task result and its custom stats; verb_view.py
 and deploy_watch.py are the stdout callback maand.core.deploy's parts for every verb and for a deploy's
 steps (the make line, Ctrl-C).
@@ -27,7 +29,8 @@ _DOOR = {"ControllerAction": "action_base", "MaandAction": "action_base", "conne
          "worker_state": "controller", "deploy_extra_vars": "extra_vars", "role_option_errors": "extra_vars",
          "warn_unknown_extra_vars": "extra_vars",
          "spec_for": "specs", "int_var": "support", "warn_stale": "support", "publish": "report", "say": "report", "output_format": "report",
-         "say_lines": "report", "VerbView": "verb_view", "DeployWatch": "deploy_watch"}
+         "say_lines": "report", "VerbView": "verb_view", "DeployWatch": "deploy_watch",
+         "fork_memory": None}
 __all__ = sorted(_DOOR)
 
 __getattr__, __dir__ = lazy(__name__, _DOOR)
