@@ -76,3 +76,42 @@ def test_03_use_sudo_without_sudo_fails_facts_naming_the_hosts_and_the_fix(env):
             "maand.conf when ssh_user is root" % tuple(sorted(env.hosts))) in out, out
     conf.write_text(conf.read_text().replace("use_sudo = true", "use_sudo = false"))
     facts(env, check=True)  # everything the deploy needs is there
+
+
+LOSING_SSH = """#!/bin/bash
+# ssh that ends before it reads the module, as ssh does on an unknown host key, but later than Ansible's 1 ms wait:
+# Ansible then reports a broken pipe without ssh's words. 'always', or only the first two calls (one per worker).
+if [ "$MAAND_TEST_LOSE" = always ] || mkdir "$MAAND_TEST_MARKS/1" 2>/dev/null || mkdir "$MAAND_TEST_MARKS/2" 2>/dev/null
+then
+  exec 0<&-
+  sleep 0.5
+  echo "Host key verification failed." >&2
+  exit 255
+fi
+exec /usr/bin/ssh "$@"
+"""
+
+
+def losing_ssh(tmp_path, mode):
+    script = tmp_path / "ssh"
+    script.write_text(LOSING_SSH)
+    script.chmod(0o755)
+    (tmp_path / "marks").mkdir()
+    return {"ANSIBLE_SSH_EXECUTABLE": str(script), "MAAND_TEST_LOSE": mode, "MAAND_TEST_MARKS": str(tmp_path / "marks"),
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(tmp_path / "cp")}  # no open connection answers for the worker
+
+
+def test_04_a_broken_pipe_without_ssh_words_is_probed_again(env, tmp_path):
+    rc, out = env.play("facts", "-e", "maand_bucket=.", env=losing_ssh(tmp_path, "once"))
+    assert sorted(p.name for p in (tmp_path / "marks").iterdir()) == ["1", "2"], out  # both first probes lost
+    # and facts passed (env.play checks rc): the second probe of each worker answered
+    assert '"memory"' in (env.bucket / "workspace" / "workers.json").read_text()
+
+
+def test_05_words_lost_twice_fail_with_the_way_to_see_them(env, tmp_path):
+    rc, out = env.play("facts", "-e", "maand_bucket=.", check=False, env=losing_ssh(tmp_path, "always"))
+    assert rc != 0, out
+    for host in env.hosts:
+        assert re.search(r"%s: unreachable: .*Broken pipe; hint: ssh ended before Ansible could send the command, "
+                         r"and Ansible did not keep ssh's own words .*`ssh -o BatchMode=yes -i <ssh_key> "
+                         r"<ssh_user>@%s true`" % (re.escape(host), re.escape(host)), out), out

@@ -25,6 +25,9 @@ DENIED = ("the worker refused the login: check ssh_user and ssh_key in maand.con
           "and that the key's public half is in that user's ~/.ssh/authorized_keys on the worker")
 SUDO = ("maand.conf says use_sudo = true, and sudo did not run on the worker: install sudo there with a "
         "passwordless rule for ssh_user, or set use_sudo = false in maand.conf when ssh_user is root")
+WORDS_LOST = ("ssh ended before Ansible could send the command, and Ansible did not keep ssh's own words (it waits "
+              "1 ms for them): run again, or see them from the bucket folder with `ssh -o BatchMode=yes -i <ssh_key> "
+              "<ssh_user>@%(host)s true`; at first contact it is most often the host key (" + FIRST_CONTACT + ")")
 
 # (words in ssh's, sudo's or Ansible's message, the hint), first match wins
 _PATTERNS = (
@@ -38,6 +41,7 @@ _PATTERNS = (
     ("no tty present", SUDO),
     ("is not in the sudoers file", SUDO),
     ("missing sudo password", SUDO),
+    ("broken pipe", WORDS_LOST),  # Ansible's 'Data could not be sent ... over SSH: [Errno 32] Broken pipe'
 )
 
 # what the deploy runs on a worker (rsync receives the job trees, make runs the targets, python3 the agent)

@@ -16,10 +16,16 @@ from ansible_collections.maand.core.plugins.plugin_utils.ops import facts
     ("/bin/sh: 1: sudo: not found", "use_sudo = true"),
     ("sudo: a password is required", "use_sudo = true"),
     ("Missing sudo password", "use_sudo = true"),
+    ("Data could not be sent to remote host '10.0.0.1'. Make sure this host can be reached over SSH: [Errno 32] Broken "
+     "pipe", "`ssh -o BatchMode=yes -i <ssh_key> <ssh_user>@10.0.0.1 true`"),
 ])
 def test_hints_name_the_step(text, words):
     assert connect.ssh_hint(text, "10.0.0.1").startswith("hint: ")
     assert words in connect.ssh_hint(text, "10.0.0.1")
+
+
+def test_ssh_words_win_over_the_broken_pipe():
+    assert "ssh-keyscan" in connect.ssh_hint("Host key verification failed. [Errno 32] Broken pipe")
 
 
 def test_no_hint_for_other_words():
