@@ -10,7 +10,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import catalog
 from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import hooks
 from ansible_collections.maand.core.plugins.plugin_utils import ops
@@ -24,15 +24,15 @@ ARGUMENT_SPEC = adapter.spec_for("build")
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def _post_build(self, bucket_dir, catalog, outcome, check_mode, task_vars):
+    def _post_build(self, bucket_dir, cat, outcome, check_mode, task_vars):
         """maand runs post_build after the catalog commit, jobs in deployment_seq order; failures fail the build."""
-        if not hooks.jobs_with(catalog, "post_build"):
+        if not hooks.jobs_with(cat, "post_build"):
             return []
         if check_mode:
             display.display("check mode: post_build job commands not run")
             return []
         try:
-            with hooks.session(bucket_dir, catalog, None,
+            with hooks.session(bucket_dir, cat, None,
                                adapter.int_var(self._templar, task_vars, "maand_hook_timeout", hooks.DEFAULT_TIMEOUT),
                                adapter.int_var(self._templar, task_vars, "maand_deploy_output_tail", hooks.DEFAULT_TAIL),
                                log=lambda msg: display.display("hook: " + msg)) as ctx:
@@ -57,8 +57,8 @@ class ActionModule(ControllerAction):
         if allow_remove_all is None:  # -e maand_allow_remove_all=true
             allow_remove_all = boolean((task_vars or {}).get("maand_allow_remove_all", False), strict=False)
         try:
-            outcome = _catalog.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
-                                     purge_job_kv=purge_job_kv, allow_remove_all=allow_remove_all)
+            outcome = catalog.build(bucket_dir, check_mode=check_mode, new_bucket_id=new_bucket_id, strict=strict,
+                                    purge_job_kv=purge_job_kv, allow_remove_all=allow_remove_all)
         except bucket.DeployInProgress as exc:
             result.update(failed=True, msg="ErrLocked: %s: build refused: %s" % (bucket_dir, exc))
             return result
@@ -70,7 +70,7 @@ class ActionModule(ControllerAction):
         result["warnings"] = [str(w) for w in report.warnings]
         result["bucket"] = bucket_dir
         # Explanations only for jobs with fewer allocations than they asked for: computed on demand
-        explanations = _catalog.explain_short_jobs(outcome)
+        explanations = catalog.explain_short_jobs(outcome)
         result["explanations"] = explanations
         if not report.ok:
             summary = "maand build found %d error%s in %s; nothing was written" % (
@@ -91,20 +91,20 @@ class ActionModule(ControllerAction):
             )
             return result
 
-        catalog = outcome.catalog
-        hook_failures = self._post_build(bucket_dir, catalog, outcome, check_mode, task_vars or {})
+        cat = outcome.catalog
+        hook_failures = self._post_build(bucket_dir, cat, outcome, check_mode, task_vars or {})
         if hook_failures:
             adapter.publish(result, ops.report.Report(
                 "build", outcome="failed", summary="post_build job command(s) failed (data/catalog.json is written)",
                 format=adapter.output_format(task_vars), lines=["FAILED: %s" % msg for msg in hook_failures],
                 counts={"errors": len(hook_failures)},
                 data={"bucket": bucket_dir, "errors": hook_failures, "written": bool(outcome.written)}))
-            result.update(failed=True, changed=bool(outcome.written), bucket_id=catalog["bucket_id"],
+            result.update(failed=True, changed=bool(outcome.written), bucket_id=cat["bucket_id"],
                           msg="maand build: post_build job command(s) failed (data/catalog.json is written; fix the "
                               "command and build again):\n" + "\n".join(hook_failures))
             return result
-        table = _catalog.allocation_table(catalog, limit=args["table_limit"] or None)
-        count = len(catalog["allocations"])
+        table = catalog.allocation_table(cat, limit=args["table_limit"] or None)
+        count = len(cat["allocations"])
         adapter.publish(result, ops.report.Report(
             "build", outcome=("check" if check_mode else "changed") if outcome.changed else "ok",
             summary="%d allocation%s; %s" % (count, "" if count == 1 else "s",
@@ -112,25 +112,25 @@ class ActionModule(ControllerAction):
             format=adapter.output_format(task_vars),
             lines=list(table) + list(outcome.changes) + [line for name in sorted(explanations)
                                                          for line in explanations[name]],
-            counts={"allocations": len(catalog["allocations"]), "changes": len(outcome.changes),
+            counts={"allocations": len(cat["allocations"]), "changes": len(outcome.changes),
                     "warnings": len(report.warnings)},
-            data={"bucket": bucket_dir, "bucket_id": catalog["bucket_id"], "changes": list(outcome.changes),
+            data={"bucket": bucket_dir, "bucket_id": cat["bucket_id"], "changes": list(outcome.changes),
                   "written": outcome.written, "warnings": result["warnings"], "explanations": explanations,
                   "allocations": [{k: a.get(k) for k in ("job", "worker", "state")}
-                                  for a in catalog["allocations"]]}))
+                                  for a in cat["allocations"]]}))
         result.update(
             changed=outcome.changed,
-            bucket_id=catalog["bucket_id"],
-            catalog_path=_catalog.catalog_path(bucket_dir),
-            allocations=len(catalog["allocations"]),
+            bucket_id=cat["bucket_id"],
+            catalog_path=catalog.catalog_path(bucket_dir),
+            allocations=len(cat["allocations"]),
             table=table,
             changes=outcome.changes,
             written=outcome.written,
         )
         if self._task.diff and outcome.changed:
-            before = _catalog.dumps(outcome.previous) if outcome.previous is not None else ""
+            before = catalog.dumps(outcome.previous) if outcome.previous is not None else ""
             result["diff"] = {
-                "before": before, "after": _catalog.dumps(catalog),
+                "before": before, "after": catalog.dumps(cat),
                 "before_header": "data/catalog.json (before)", "after_header": "data/catalog.json (after build)",
             }
         return result

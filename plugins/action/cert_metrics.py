@@ -9,7 +9,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 from ansible_collections.maand.core.plugins.plugin_utils import prometheus
 
@@ -24,14 +24,14 @@ class ActionModule(ControllerAction):
     def act(self, result, args, task_vars):
         bucket_dir, best_effort = args["bucket"], args["best_effort"]
         try:
-            catalog = _catalog.read_catalog(bucket_dir)
-            if catalog is None:
+            cat = catalog.read_catalog(bucket_dir)
+            if cat is None:
                 raise ops.cert_metrics.CertMetricsError(
                     "%s has no data/catalog.json; build the bucket first (ansible-playbook maand.core.build"
                     " -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
-            outcome = ops.cert_metrics.push(bucket_dir, catalog, check_mode=bool(self._task.check_mode),
+            outcome = ops.cert_metrics.push(bucket_dir, cat, check_mode=bool(self._task.check_mode),
                                             log=display.display)
-        except (prometheus.PushError, _catalog.CatalogError) as exc:  # CertMetricsError is one
+        except (prometheus.PushError, catalog.CatalogError) as exc:  # CertMetricsError is one
             msg = "cert metrics: %s" % exc
             if not best_effort:
                 result.update(failed=True, changed=False, state="failed", msg=msg)

@@ -12,7 +12,7 @@ from ansible.utils.display import Display
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import catalog
-from ansible_collections.maand.core.plugins.plugin_utils import placement as _placement
+from ansible_collections.maand.core.plugins.plugin_utils import placement
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import WORKERS_FILE
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import did_you_mean
 
@@ -48,8 +48,8 @@ class ActionModule(ControllerAction):
         result.update(changed=False, bucket=bucket_dir, build_ok=report.ok,
                       build_errors=[p.as_dict() for p in report.errors],
                       warnings=[str(w) for w in report.warnings])
-        bucket, placement = outcome.bucket, outcome.placement
-        if bucket is None or placement is None or any(p.file == WORKERS_FILE and p.kind == "ErrInvalidWorkerJSON" for p in report.errors):
+        bucket, placed = outcome.bucket, outcome.placement
+        if bucket is None or placed is None or any(p.file == WORKERS_FILE and p.kind == "ErrInvalidWorkerJSON" for p in report.errors):
             result.update(failed=True, msg="cannot explain: the bucket does not load:\n%s" % report.error_text())
             return result
         if not report.ok:
@@ -59,7 +59,7 @@ class ActionModule(ControllerAction):
                 display.display("  " + str(problem), color="red")
         name = args["job"]
         if not name:
-            lines = [_placement.summary(bucket, placement, job) for job in sorted(bucket.jobs)]
+            lines = [placement.summary(bucket, placed, job) for job in sorted(bucket.jobs)]
             for line in lines:
                 display.display(line)
             result.update(summary=lines, msg="%d jobs" % len(lines))
@@ -76,8 +76,8 @@ class ActionModule(ControllerAction):
                 result.update(failed=True, msg="unknown workers: %s" % ", ".join(
                     host + did_you_mean(host, known) for host in unknown))
                 return result
-        lines = _placement.explain_lines(bucket, placement, name, hosts=hosts, show=args["show"],
-                                         limit=args["limit"] or None)
+        lines = placement.explain_lines(bucket, placed, name, hosts=hosts, show=args["show"],
+                                        limit=args["limit"] or None)
         for line in lines:
             display.display(line)
         workers = []
@@ -85,7 +85,7 @@ class ActionModule(ControllerAction):
         for worker in bucket.workers:
             if wanted is not None and worker.host not in wanted:
                 continue
-            status, reasons = _placement.explain_worker(bucket, placement, name, worker.index)
+            status, reasons = placement.explain_worker(bucket, placed, name, worker.index)
             if (args["show"] == "placed" and not status.startswith("placed")) or (
                     args["show"] == "rejected" and status.startswith("placed")):
                 continue

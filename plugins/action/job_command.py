@@ -9,7 +9,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
-from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
+from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import hooks
 
 display = Display()
@@ -21,7 +21,7 @@ ARGUMENT_SPEC = adapter.spec_for("job_command")
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def _job_control(self, result, bucket, args, task_vars):
+    def _job_control(self, result, bucket_dir, args, task_vars):
         """maand.core.job: a job with job_control commands gets them (TARGET=<target>) instead of make."""
         if not args["job"] or not args["target"]:
             result.update(failed=True, msg="event job_control needs job and target")
@@ -29,10 +29,10 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             result.update(msg="check mode: job_control of %s not run" % args["job"])
             return result
-        log = _bucket.RunLog.open(bucket, "job")
+        log = bucket.RunLog.open(bucket_dir, "job")
         result["run_id"] = log.run_id
         try:
-            with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
+            with hooks.built_session(bucket_dir, lambda: adapter.connections(task_vars), args["timeout"],
                                      args["tail"], log=lambda msg: display.display("hook: " + msg),
                                      allow_stale=True) as ctx:  # the job verb (catalog/freshness.py)
                 ctx.runlog = log  # maand's job control: the make targets of maand.core.job share its run id
@@ -50,20 +50,20 @@ class ActionModule(ControllerAction):
         return result
 
     def act(self, result, args, task_vars):
-        bucket = args["bucket"]
+        bucket_dir = args["bucket"]
         command = args["command"].strip()
         if command and not command.startswith("command_"):
             command = "command_" + command
         result.update(changed=False, jobs=[], handled=False)
         if args["event"] == "job_control":
-            return self._job_control(result, bucket, args, task_vars)
+            return self._job_control(result, bucket_dir, args, task_vars)
         if self._task.check_mode:
             result.update(skipped=True, msg="check mode: job command %s not run" % command)
             return result
         try:
-            with hooks.built_session(bucket, lambda: adapter.connections(task_vars), args["timeout"],
+            with hooks.built_session(bucket_dir, lambda: adapter.connections(task_vars), args["timeout"],
                                      args["tail"], log=lambda msg: display.display("hook: " + msg)) as ctx:
-                ctx.runlog = _bucket.RunLog.open(bucket, "jobcommand")  # the hooks' lines in the bucket logs
+                ctx.runlog = bucket.RunLog.open(bucket_dir, "jobcommand")  # the hooks' lines in the bucket logs
                 jobs, failures = hooks.cli(ctx, command, args["job"].strip() or None, max(1, args["concurrency"]))
         except OSError as exc:  # the core's errors fail the task in MaandAction.run
             result.update(failed=True, msg=str(exc))

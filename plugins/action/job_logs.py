@@ -10,7 +10,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 display = Display()
@@ -26,7 +26,7 @@ class ActionModule(ControllerAction):
         result["changed"] = False
         try:
             if args["step"] == "select":
-                chosen = ops.job_logs.select(_catalog.read_catalog(args["bucket"]) or {}, args["job"].strip(),
+                chosen = ops.job_logs.select(catalog.read_catalog(args["bucket"]) or {}, args["job"].strip(),
                                              args["workers"], args["lines"], args["hosts"])
                 result.update(hosts=list(chosen.hosts), argv=list(chosen.argv), lines=chosen.lines,
                               msg="reading the last %d line(s) of job %s's logs/ on %s"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import ControllerAction
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import bucket
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import catalog
 from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 
@@ -20,13 +20,13 @@ class ActionModule(ControllerAction):
         try:
             fmt = ops.status.check_format(args["format"])
             jobs = ops.status.split_jobs(args["jobs"])
-            catalog = ops.status.load_catalog(args["bucket"])
-            ops.status.check_jobs(catalog, jobs)
-        except (ops.status.StatusError, _catalog.CatalogError) as exc:
+            cat = ops.status.load_catalog(args["bucket"])
+            ops.status.check_jobs(cat, jobs)
+        except (ops.status.StatusError, catalog.CatalogError) as exc:
             result.update(failed=True, msg="maand.core.status: %s" % exc)
             return result
         answers = {h: (a if isinstance(a, dict) else {}) for h, a in args["answers"].items()}
-        table_rows = ops.status.rows(catalog, answers, jobs)
+        table_rows = ops.status.rows(cat, answers, jobs)
         data = ops.status.as_json(table_rows, answers)
         bad = data["unreachable"] + data["failed"]
         stopped = data["not_running"]

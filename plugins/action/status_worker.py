@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils.adapter import MaandAction
 from ansible_collections.maand.core.plugins.plugin_utils import deploy
-from ansible_collections.maand.core.plugins.plugin_utils import ops as _ops
+from ansible_collections.maand.core.plugins.plugin_utils import ops
 
 ARGUMENT_SPEC = adapter.spec_for("status_worker")
 
@@ -20,14 +20,14 @@ class ActionModule(MaandAction):
     def act(self, result, args, task_vars):
         host = task_vars.get("inventory_hostname")
         # a StatusError fails the task in MaandAction.run
-        ops = _ops.status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
-                                     args["jobs"], task_vars.get("maand_catalog_jobs"))
+        worker_ops = ops.status.worker_ops(task_vars.get("maand_bucket_dir"), host, task_vars.get("maand_allocations") or [],
+                                           args["jobs"], task_vars.get("maand_catalog_jobs"))
         result.update(changed=False, host=host)
-        if not ops:
+        if not worker_ops:
             result.update(answered=True, jobs={}, msg="no allocation on %s" % host)
             return result
-        env_errors = {op["job"]: op.pop("env_error") for op in ops if "env_error" in op}
-        data = deploy.step_request(task_vars.get("maand_bucket_id"), ops, timeout=args["timeout"], tail=5,
+        env_errors = {op["job"]: op.pop("env_error") for op in worker_ops if "env_error" in op}
+        data = deploy.step_request(task_vars.get("maand_bucket_id"), worker_ops, timeout=args["timeout"], tail=5,
                                    slots=args["slots"])
         rc, stdout, stderr = deploy.call_agent(self, self.worker_python(task_vars), data)
         answer, err = deploy.parse_output(stdout, stderr, rc, "status of %s" % host)

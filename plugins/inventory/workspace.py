@@ -99,12 +99,12 @@ import sys
 from ansible import context
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.maand.core.plugins.plugin_utils import catalog as _catalog
+from ansible_collections.maand.core.plugins.plugin_utils import catalog
 from ansible_collections.maand.core.plugins.plugin_utils.catalog import freshness
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import Bucket, load_maand_conf
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import group_name
 from ansible_collections.maand.core.plugins.plugin_utils.bucket import Report
-from ansible_collections.maand.core.plugins.plugin_utils import bucket as _bucket
+from ansible_collections.maand.core.plugins.plugin_utils import bucket
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 
 MAX_CHANGES_SHOWN = 10
@@ -131,12 +131,12 @@ def _build_command(bucket_dir):
     return "ansible-playbook maand.core.build -e maand_bucket=%s" % bucket_dir
 
 
-def _connection(bucket):
-    conf = bucket.conf
+def _connection(the_bucket):
+    conf = the_bucket.conf
     return {
         "ansible_user": conf.get("ssh_user"),
         "ansible_port": conf.get("ssh_port"),
-        "ansible_ssh_private_key_file": bucket.ssh_key_path,
+        "ansible_ssh_private_key_file": the_bucket.ssh_key_path,
         "ansible_become": bool(conf.get("use_sudo")),
     }
 
@@ -169,37 +169,37 @@ def load_from_catalog(bucket_dir, allow_stale=False):
     """The inventory data from data/catalog.json, or a failure naming the file and the fix when the
     catalog is missing, invalid or older than the workspace (its input fingerprint differs); with
     `allow_stale`, the last built catalog of a stale workspace, with what changed (`stale`)."""
-    rel = _catalog.CATALOG_REL
+    rel = catalog.CATALOG_REL
     try:
-        catalog = _catalog.read_catalog(bucket_dir)
-    except _catalog.CatalogError as exc:
+        cat = catalog.read_catalog(bucket_dir)
+    except catalog.CatalogError as exc:
         return _failure(bucket_dir, ["ErrInvalidCatalog: %s (fix: restore it from git or a backup, then run %s)"
                                      % (exc, _build_command(bucket_dir))])
-    except _bucket.StateStoreError as exc:
+    except bucket.StateStoreError as exc:
         return _failure(bucket_dir, ["ErrStateStore: %s" % exc])
-    if catalog is None:
+    if cat is None:
         return _failure(bucket_dir, [
             "ErrMissingCatalog: %s: not found; the bucket has not been built (fix: run %s; or set 'preview: true' "
             "in maand.yml to look at the placement before a build)" % (rel, _build_command(bucket_dir))])
-    changes = _catalog.stale(bucket_dir, catalog)
+    changes = catalog.stale(bucket_dir, cat)
     if changes and not allow_stale:
         shown = changes[:MAX_CHANGES_SHOWN] + (["and %d more" % (len(changes) - MAX_CHANGES_SHOWN)]
                                                if len(changes) > MAX_CHANGES_SHOWN else [])
         return _failure(bucket_dir, [
             "ErrStaleCatalog: %s: workspace changed since the last build; run maand.core.build (%s) (fix: run %s; "
             "status, health_check, job, run_command, cat, info and logs still run on the last built catalog)"
-            % (rel, "; ".join(shown), _build_command(bucket_dir))], bucket_id=catalog["bucket_id"])
-    bucket, report = Bucket(bucket_dir), Report()
-    load_maand_conf(bucket, report)
+            % (rel, "; ".join(shown), _build_command(bucket_dir))], bucket_id=cat["bucket_id"])
+    the_bucket, report = Bucket(bucket_dir), Report()
+    load_maand_conf(the_bucket, report)
     if not report.ok:
-        return _failure(bucket_dir, [str(p) for p in report.errors], bucket_id=catalog["bucket_id"])
-    return {"bucket_dir": bucket.path, "catalog": catalog, "connection": _connection(bucket), "preview": False,
+        return _failure(bucket_dir, [str(p) for p in report.errors], bucket_id=cat["bucket_id"])
+    return {"bucket_dir": the_bucket.path, "catalog": cat, "connection": _connection(the_bucket), "preview": False,
             "stale": changes}
 
 
 def load_preview(bucket_dir, warn):
     """The inventory data of an in-memory build (nothing written): for --graph before any build."""
-    result = _catalog.compute(bucket_dir)
+    result = catalog.compute(bucket_dir)
     if not result.report.ok:
         return _failure(bucket_dir, [str(p) for p in result.report.errors],
                         bucket_id=(result.previous or {}).get("bucket_id"))
@@ -335,9 +335,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def _populate(self, data):
         inventory = self.inventory
-        catalog = data["catalog"]
-        bucket_id = catalog["bucket_id"]
-        jobs = {job["name"]: job for job in catalog["jobs"]}
+        cat = data["catalog"]
+        bucket_id = cat["bucket_id"]
+        jobs = {job["name"]: job for job in cat["jobs"]}
         strict = self.get_option("strict")
         compose = self.get_option("compose")
         groups = self.get_option("groups")
@@ -355,7 +355,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self.display.warning(freshness.stale_warning(data["bucket_dir"], data["stale"]))
 
         per_worker = {}
-        for alloc in catalog["allocations"]:
+        for alloc in cat["allocations"]:
             per_worker.setdefault(alloc["worker"], []).append({
                 "job": alloc["job"], "alloc_id": alloc["alloc_id"], "state": alloc["state"],
                 "deployment_seq": alloc["deployment_seq"], "memory_mb": alloc["memory_mb"],
@@ -371,7 +371,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             return group_cache[key]
 
         connection = data["connection"]
-        for worker in catalog["workers"]:
+        for worker in cat["workers"]:
             host = worker["host"]
             allocations = per_worker.get(host, [])
             if worker.get("removed"):
@@ -404,18 +404,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 self._set_composite_vars(compose, hostvars, host, strict=strict)
                 self._add_host_to_composed_groups(groups, hostvars, host, strict=strict)
                 self._add_host_to_keyed_groups(keyed_groups, hostvars, host, strict=strict)
-        self._populate_departed(catalog, data)
+        self._populate_departed(cat, data)
 
-    def _populate_departed(self, catalog, data):
+    def _populate_departed(self, cat, data):
         """maand_departed_workers: the catalog's departed list (workers that left workers.json, kept until
         maand.core.gc cleaned them). The group holds the connection (maand.conf's, as for every worker), so
         the hosts gc adds to it (-e maand_departed=h1,h2) are reachable the same way."""
         inventory = self.inventory
         group = "maand_departed_workers"
-        for name, value in dict(data["connection"], maand_bucket_id=catalog["bucket_id"],
+        for name, value in dict(data["connection"], maand_bucket_id=cat["bucket_id"],
                                 maand_bucket_dir=data["bucket_dir"], maand_departed=True).items():
             inventory.set_variable(group, name, value)
-        for record in catalog.get("departed") or ():
+        for record in cat.get("departed") or ():
             host = record["host"]
             known = host in inventory.hosts  # a removed worker that still holds allocation rows
             inventory.add_host(host, group=group)

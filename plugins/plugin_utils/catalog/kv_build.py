@@ -22,10 +22,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from . import catalog as _catalog
+from . import catalog
 from .. import gotemplate
-from .. import prometheus as _prometheus
-from ..kv import functions, store as _store
+from .. import prometheus
+from ..kv import functions, store
 
 # Not rendered as job templates: _modules/ holds job command scripts, _prometheus/ is
 # read by maand's Prometheus assembly (scrape.yaml.tpl has its own function map).
@@ -86,7 +86,7 @@ def _short(exc: Exception, path: str) -> str:
 def _go_syntax(text: str, rel: str) -> tuple[str, str, str] | None:
     """A .tpl's syntax error as (where, what, fix), None when it parses."""
     try:
-        functions.parse_template(text, rel, _prometheus.PARSE_FUNCS)
+        functions.parse_template(text, rel, prometheus.PARSE_FUNCS)
     except gotemplate.TemplateError as exc:
         where = "line %s, column %s" % (exc.line, exc.column) if exc.line else ""  # no line: nested too deeply
         return where, "does not parse: %s" % exc.cause, _fix(exc.cause)
@@ -127,24 +127,24 @@ def _check_syntax(job: str, job_rel: str, root: str, rel: str, report: Any, synt
 def _fix(cause: str) -> str:
     if "not defined" in cause and cause.startswith("function"):
         return ("use maand's functions (%s) or Go's built-ins (%s)"
-                % (" ".join(sorted(functions.TEMPLATE_FUNC_NAMES | set(_prometheus.FUNC_NAMES))),
+                % (" ".join(sorted(functions.TEMPLATE_FUNC_NAMES | set(prometheus.FUNC_NAMES))),
                    " ".join(sorted(gotemplate.BUILTINS))))
     return "fix the template syntax (Go text/template, see docs/templates.md)"
 
 
-def check_prometheus(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared, report: Any) -> bool:
+def check_prometheus(bucket_dir: str, cat: Mapping[str, Any], prepared: Prepared, report: Any) -> bool:
     """maand's Prometheus catalog (promconfig BuildCatalog): render scrape.yaml.tpl files over the KV
     this build computes, validate them and keep the maand/prometheus keys for write. False on error."""
     try:
         view: Mapping[str, Any] = {}
-        if any(f.scrape_file == _prometheus.SCRAPE_TPL for f in _prometheus.collect(bucket_dir, catalog)):
-            view = _kv_view(bucket_dir, catalog, prepared)
-        prepared.prometheus = _prometheus.compute_kv(bucket_dir, catalog, view)
-    except _prometheus.PrometheusError as exc:
+        if any(f.scrape_file == prometheus.SCRAPE_TPL for f in prometheus.collect(bucket_dir, cat)):
+            view = _kv_view(bucket_dir, cat, prepared)
+        prepared.prometheus = prometheus.compute_kv(bucket_dir, cat, view)
+    except prometheus.PrometheusError as exc:
         report.error("ErrInvalidJob", exc.file or "workspace/jobs", "", str(exc),
                      "fix the scrape file (maand's _prometheus/ rules: docs/templates.md, Prometheus)")
         return False
-    except (functions.KVError, _store.KVStoreError) as exc:
+    except (functions.KVError, store.KVStoreError) as exc:
         report.error("ErrInvalidJob", KV_FILE, "", "scrape.yaml.tpl needs the KV: %s" % exc,
                      "restore data/kv.json (and secrets/kv.key) or remove the template's reads")
         return False
@@ -154,8 +154,8 @@ def check_prometheus(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prep
 class _LazySecrets(Mapping):
     """A secrets/ namespace of the store, decrypted key by key when a scrape template reads it."""
 
-    def __init__(self, store: Any, ns: str, keys: list[str]) -> None:
-        self._store, self._ns, self._keys = store, ns, keys
+    def __init__(self, kv_store: Any, ns: str, keys: list[str]) -> None:
+        self._store, self._ns, self._keys = kv_store, ns, keys
 
     def __getitem__(self, key: str) -> str:
         value = self._store.get(self._ns, key, reveal_secrets=True)
@@ -170,20 +170,20 @@ class _LazySecrets(Mapping):
         return len(self._keys)
 
 
-def _kv_view(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared) -> dict:
+def _kv_view(bucket_dir: str, cat: Mapping[str, Any], prepared: Prepared) -> dict:
     """The KV as this build will write it (build-owned keys recomputed, hooks' keys kept), secrets lazy."""
-    store = _store.KVStore.load(bucket_dir) if _store.KVStore.exists(bucket_dir) else None
-    previous = store.snapshot() if store is not None else {}
-    view: dict = functions.compute_kv(catalog, prepared.job_vars, previous=previous, ca_cert=_ca_cert(bucket_dir))
-    if store is not None:
-        masked = store.snapshot(mask="*")
+    kv_store = store.KVStore.load(bucket_dir) if store.KVStore.exists(bucket_dir) else None
+    previous = kv_store.snapshot() if kv_store is not None else {}
+    view: dict = functions.compute_kv(cat, prepared.job_vars, previous=previous, ca_cert=_ca_cert(bucket_dir))
+    if kv_store is not None:
+        masked = kv_store.snapshot(mask="*")
         for ns, keys in masked.items():
             if functions.is_secret_ns(ns):
-                view[ns] = _LazySecrets(store, ns, sorted(keys))
+                view[ns] = _LazySecrets(kv_store, ns, sorted(keys))
     return view
 
 
-def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
+def write(bucket_dir: str, cat: Mapping[str, Any], prepared: Prepared,
           extra: Mapping[str, Mapping[str, str]] | None = None, purge_job_kv: bool = False) -> list[str]:
     """Apply the catalog's KV to data/kv.json; lines for the build output (empty if unchanged).
 
@@ -191,15 +191,15 @@ def write(bucket_dir: str, catalog: Mapping[str, Any], prepared: Prepared,
     purge_job_kv: also mark deleted vars/job/<job> and secrets/job/<job> of jobs whose allocations are
     all removed or that left the workspace (maand build --purge-job-kv; kv/functions.purged_job_namespaces).
     """
-    computed = functions.compute_kv(catalog, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
+    computed = functions.compute_kv(cat, prepared.job_vars, ca_cert=_ca_cert(bucket_dir))
     for ns, keys in list(prepared.prometheus.items()) + list((extra or {}).items()):
         computed.setdefault(ns, {}).update(keys)
-    store = _store.KVStore.load(bucket_dir)
-    changes = store.apply_build(computed, catalog_jobs=[j["name"] for j in catalog.get("jobs", [])])
+    kv_store = store.KVStore.load(bucket_dir)
+    changes = kv_store.apply_build(computed, catalog_jobs=[j["name"] for j in cat.get("jobs", [])])
     if purge_job_kv:
-        for ns in functions.purged_job_namespaces(catalog, list(store.namespaces)):
-            changes += store.delete_namespace(ns)
-    written = store.save()
+        for ns in functions.purged_job_namespaces(cat, list(kv_store.namespaces)):
+            changes += kv_store.delete_namespace(ns)
+    written = kv_store.save()
     if not changes:
         return ["KV: data/kv.json written"] if written else []
     counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in ("added", "changed", "deleted")}
@@ -226,17 +226,17 @@ def read_kv(bucket_dir: str, reveal_secrets: bool = False,
     secrets/ namespaces are decrypted only with reveal_secrets (which needs secrets/kv.key);
     otherwise their values read as mask when one is given, else they are left out.
     """
-    if _store.KVStore.exists(bucket_dir):
+    if store.KVStore.exists(bucket_dir):
         try:
-            return _store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
-        except _store.KVStoreError as exc:
+            return store.KVStore.load(bucket_dir).snapshot(reveal_secrets=reveal_secrets, mask=mask)
+        except store.KVStoreError as exc:
             raise functions.KVError(str(exc)) from None
     try:
-        catalog = _catalog.read_catalog(bucket_dir)
-    except _catalog.CatalogError as exc:
+        cat = catalog.read_catalog(bucket_dir)
+    except catalog.CatalogError as exc:
         raise functions.KVError(str(exc)) from None
-    if catalog is None:
+    if cat is None:
         raise functions.KVError("%s has no data/catalog.json; build the bucket first"
                                 " (ansible-playbook maand.core.build -e maand_bucket=%s)"
                                 % (bucket_dir, bucket_dir))
-    return functions.compute_kv(catalog, functions.load_job_vars(bucket_dir, catalog))
+    return functions.compute_kv(cat, functions.load_job_vars(bucket_dir, cat))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 from ..bucket import locks
-from ..kv import store as _store
-from . import catalog as _catalog
+from ..kv import store
+from . import catalog
 
 
 def _quiet(*args, **kwargs):
@@ -36,19 +36,19 @@ def prune(bucket, bucket_id, pruned_catalog, show=_quiet):
     out = Pruned()
     try:
         with locks.bucket_lock(bucket, wait=True):
-            catalog = _catalog.read_catalog(bucket)
-            if catalog is None or catalog.get("bucket_id") != bucket_id:
+            cat = catalog.read_catalog(bucket)
+            if cat is None or cat.get("bucket_id") != bucket_id:
                 return out
-            new = pruned_catalog(catalog)
-            if new != catalog:
-                _catalog.write_catalog(bucket, new)
-                gone = {(a["job"], a["worker"]) for a in catalog["allocations"]} - {
+            new = pruned_catalog(cat)
+            if new != cat:
+                catalog.write_catalog(bucket, new)
+                gone = {(a["job"], a["worker"]) for a in cat["allocations"]} - {
                     (a["job"], a["worker"]) for a in new["allocations"]}
                 out.changed, out.pruned = True, sorted("%s@%s" % g for g in gone)
                 show("catalog: dropped %d cleaned removed allocation(s): %s" % (len(gone), ", ".join(out.pruned)),
                      color="yellow")
-                drop_job_kv(bucket, catalog, new, show)
-    except (OSError, _catalog.CatalogError, _store.KVStoreError) as exc:
+                drop_job_kv(bucket, cat, new, show)
+    except (OSError, catalog.CatalogError, store.KVStoreError) as exc:
         out.problem = "could not update data/catalog.json or data/kv.json: %s" % exc
     return out
 
@@ -56,9 +56,9 @@ def prune(bucket, bucket_id, pruned_catalog, show=_quiet):
 def drop_job_kv(bucket, old, new, show=_quiet):
     """Jobs that left the catalog: tombstone their vars/job and secrets/job (held: bucket lock)."""
     gone = sorted({j["name"] for j in old.get("jobs", [])} - {j["name"] for j in new.get("jobs", [])})
-    if gone and _store.KVStore.exists(bucket):
-        store = _store.KVStore.load(bucket)
-        changes = store.drop_jobs(gone)
-        store.save()
+    if gone and store.KVStore.exists(bucket):
+        kv_store = store.KVStore.load(bucket)
+        changes = kv_store.drop_jobs(gone)
+        kv_store.save()
         if changes:
             show("KV: %d key(s) of removed job(s) %s deleted" % (len(changes), ", ".join(gone)), color="yellow")

@@ -17,7 +17,7 @@ from .. import certs, jobspec, kv
 from .. import prometheus
 from ..bucket import locks
 from . import (
-    catalog as _catalog, fingerprint,
+    catalog, fingerprint,
     kv_build, maand_db,
 )
 from ..placement.explain import report_shortfalls
@@ -70,20 +70,20 @@ def compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict
 def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, strict=False, allow_remove_all=False):
     """Validate the bucket and assemble the catalog it would produce, without writing anything.
     `bucket_id` is used only when there is no previous catalog and no recorded id (None: leave it
-    unset); `new_bucket_id` lets a build replace an invalid catalog (_catalog.previous_for_build);
+    unset); `new_bucket_id` lets a build replace an invalid catalog (catalog.previous_for_build);
     `inputs` (the fingerprint of the workspace, taken before reading it) goes into the catalog;
     `strict` (maand_strict): whatever maand.core does not honour is an error, not a warning; `allow_remove_all`
     (maand_allow_remove_all): a job of the workspace may lose every allocation it had (check_remove_all)."""
     result = BuildResult()
     report = result.report = Report()
-    result.previous, kept_id = _catalog.previous_for_build(bucket_dir, report, new_bucket_id)
+    result.previous, kept_id = catalog.previous_for_build(bucket_dir, report, new_bucket_id)
     bucket_id = kept_id or bucket_id
     if result.previous is None and kept_id is None:
         result.maand = _take_over(bucket_dir, report)
         bucket_id = result.maand.bucket_id if result.maand else bucket_id
     elif maand_db.exists(bucket_dir):
         report.warn("ErrInvalidMaandDB", maand_db.DB_REL, "", "not read: this bucket was taken over (maand.core keeps"
-                    " %s); maand's database no longer follows the bucket" % _catalog.CATALOG_REL,
+                    " %s); maand's database no longer follows the bucket" % catalog.CATALOG_REL,
                     "move data/maand.db out of data/ (keep it as a backup) and stop using maand on this bucket")
     bucket, dummy = load_bucket(bucket_dir, report, job_set_checks=(prometheus.check_prometheus,))
     compile_rules(bucket, report)  # constraints, hardware, placement (they reference other jobs)
@@ -108,7 +108,7 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
         result.catalog = assemble(bucket, placement, ports, seq, result.previous, bucket_id, specs)
         _keep_worker_ids(result.catalog, result.previous, result.maand)
         _keep_update_seq(result.catalog, result.previous, result.maand)
-        _catalog.keep_departed(result.catalog, result.previous)
+        catalog.keep_departed(result.catalog, result.previous)
         if inputs is not None:
             result.catalog["inputs"] = inputs
         if not kv_build.check_prometheus(bucket_dir, result.catalog, result.kv, report):
@@ -122,15 +122,15 @@ def _compute(bucket_dir, bucket_id=None, new_bucket_id=False, inputs=None, stric
 MAX_KEPT_WARNINGS = 50
 
 
-def keep_warnings(catalog, report):
+def keep_warnings(cat, report):
     """The build's warnings kept in the catalog (`build_warnings`, only when there are any): the deploy plan
     repeats them (deploy/service.build_warning_lines)."""
-    if catalog is None or not report.warnings:
+    if cat is None or not report.warnings:
         return
     texts = [str(w) for w in report.warnings]
     more = len(texts) - MAX_KEPT_WARNINGS
-    catalog["build_warnings"] = texts[:MAX_KEPT_WARNINGS] + (["and %d more (run maand.core.build)" % more]
-                                                             if more > 0 else [])
+    cat["build_warnings"] = texts[:MAX_KEPT_WARNINGS] + (["and %d more (run maand.core.build)" % more]
+                                                         if more > 0 else [])
 
 
 def check_remove_all(bucket, previous, allocations, report, allow=False):
@@ -174,23 +174,23 @@ def _take_over(bucket_dir, report):
     return db
 
 
-def _keep_worker_ids(catalog, previous, maand):
+def _keep_worker_ids(cat, previous, maand):
     """Workers keep the worker_id maand gave them (previous catalog, else maand.db)."""
     known = dict((maand.worker_ids if maand else {}))
     for worker in (previous or {}).get("workers", []):
         if worker.get("worker_id"):
             known[worker["host"]] = worker["worker_id"]
-    for worker in catalog["workers"]:
+    for worker in cat["workers"]:
         if worker["host"] in known:
             worker["worker_id"] = known[worker["host"]]
 
 
-def _keep_update_seq(catalog, previous, maand):
+def _keep_update_seq(cat, previous, maand):
     """maand.db's update_seq, taken over once and then carried by every build: deploy's update_seq stays
     above it (deploy/plan.seen_update_seq), even where a worker reports less than maand reached."""
     floor = maand.update_seq if maand else int((previous or {}).get(UPDATE_SEQ_FLOOR) or 0)
     if floor > 0:
-        catalog[UPDATE_SEQ_FLOOR] = floor
+        cat[UPDATE_SEQ_FLOOR] = floor
 
 
 def explain_short_jobs(result, limit=20):
@@ -272,7 +272,7 @@ def assemble(bucket, placement, ports, seq, previous, bucket_id=None, specs=None
     jobs.extend(placement.removed_jobs)
     jobs.sort(key=lambda j: j["name"])
     return {
-        "format": _catalog.CATALOG_FORMAT,
+        "format": catalog.CATALOG_FORMAT,
         "bucket_id": bucket_id,
         "job_config_selector": bucket.job_config_selector,
         "job_config_file": bucket.job_config_file,
@@ -306,7 +306,7 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
         _import_maand_kv(bucket_dir, result)
         issued = _issue_certs(bucket_dir, result)
         if result.catalog is not None and result.changed:
-            _catalog.write_catalog(bucket_dir, result.catalog)
+            catalog.write_catalog(bucket_dir, result.catalog)
             result.written = True
         if result.catalog is not None:
             _env_key(bucket_dir, result.catalog)
@@ -317,11 +317,11 @@ def build(bucket_dir, check_mode=False, new_bucket_id=False, strict=False, purge
     return result
 
 
-def _env_key(bucket_dir, catalog):
+def _env_key(bucket_dir, cat):
     """A job spec with an environment needs the bucket's KV key (the HMAC key of its digests, jobspec.env_digest_key):
     build makes secrets/kv.key when it is missing, as the first secret would; the deploy only reads it
     (deploy/stage.env_key_loader)."""
-    if any(spec.get("environment") or spec.get("initial_environment") for spec in jobspec.specs_of(catalog).values()):
+    if any(spec.get("environment") or spec.get("initial_environment") for spec in jobspec.specs_of(cat).values()):
         kv.load_key(bucket_dir, create=True)
 
 
@@ -355,14 +355,14 @@ def _finish(result):
     if result.catalog is None:
         return
     try:
-        after = _catalog.dumps(result.catalog)
+        after = catalog.dumps(result.catalog)
     except ValueError as exc:  # NaN or Infinity: not JSON, never written
-        result.report.error("ErrInvalidCatalog", _catalog.CATALOG_REL, "", "cannot be written: %s" % exc,
+        result.report.error("ErrInvalidCatalog", catalog.CATALOG_REL, "", "cannot be written: %s" % exc,
                             "find the NaN or infinite number in the workspace files and replace it")
         result.catalog = None
         return
-    result.changes = _catalog.diff_catalogs(result.previous, result.catalog)
-    before = _catalog.dumps(result.previous) if result.previous is not None else None
+    result.changes = catalog.diff_catalogs(result.previous, result.catalog)
+    before = catalog.dumps(result.previous) if result.previous is not None else None
     result.changed = before != after
 
 
@@ -371,12 +371,12 @@ def job_ports(job):
     return ",".join("%s=%s" % (name, port) for name, port in sorted((job.get("ports") or {}).items()))
 
 
-def allocation_table(catalog, limit=None):
+def allocation_table(cat, limit=None):
     """Rows for humans: job, worker, state, zone, memory, cpu, seq, the job's ports (name=port)."""
     header = ("JOB", "WORKER", "STATE", "ZONE", "MEMORY", "CPU", "SEQ", "PORTS")
     rows = [header]
-    allocations = catalog["allocations"]
-    ports = {job["name"]: job_ports(job) for job in catalog.get("jobs") or []}
+    allocations = cat["allocations"]
+    ports = {job["name"]: job_ports(job) for job in cat.get("jobs") or []}
     shown = allocations if limit is None else allocations[:limit]
     for a in shown:
         rows.append((a["job"], a["worker"], a["state"], a["zone"] or "-", "%.0f MB" % (a["memory_mb"] or 0),

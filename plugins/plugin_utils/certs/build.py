@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..worker import layout
-from . import ca as _ca, leaves
+from . import ca, leaves
 from ..kv import functions
 
 CERTS_DIR = layout.CERTS_DIR
@@ -66,15 +66,15 @@ def settings(conf: Mapping[str, Any]) -> tuple[int, int]:
 
 def check(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any], report: Any) -> bool:
     """The CA is whole and readable when some job declares certs (or when its files exist)."""
-    cert_path, key_path = _ca.ca_paths(bucket_dir)
+    cert_path, key_path = ca.ca_paths(bucket_dir)
     present = os.path.exists(cert_path) or os.path.exists(key_path)
     if not job_specs(catalog) and not present:
         return True
     try:
         if present:
-            _ca.load_or_create_ca(bucket_dir, "")  # both present: only loads; half present: refuses
-    except _ca.CertError as exc:
-        report.error("ErrInvalidCA", _ca.CA_CERT_REL, "", str(exc), "see docs/certs.md (Bad input)")
+            ca.load_or_create_ca(bucket_dir, "")  # both present: only loads; half present: refuses
+    except ca.CertError as exc:
+        report.error("ErrInvalidCA", ca.CA_CERT_REL, "", str(exc), "see docs/certs.md (Bad input)")
         return False
     ttl, buffer = settings(conf)
     if job_specs(catalog) and buffer >= ttl:
@@ -87,19 +87,19 @@ def check(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any], 
 
 def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
           previous: Mapping[str, Mapping[str, str]]) -> Issued:
-    """Keep or issue every job's leaves (see the module doc). Raises _ca.CertError."""
+    """Keep or issue every job's leaves (see the module doc). Raises ca.CertError."""
     out = Issued()
     specs = job_specs(catalog)
     holders = _holders(catalog, specs)
     if not any(holders.values()):
         return out  # no leaf to issue: the CA is made by the first build that needs it
-    ca = _ca.load_or_create_ca(bucket_dir, str(catalog.get("bucket_id") or "maand"))
+    authority = ca.load_or_create_ca(bucket_dir, str(catalog.get("bucket_id") or "maand"))
     ttl, buffer = settings(conf)
     counts = {"issued": 0, "kept": 0}
     for job, entries in sorted(specs.items()):
         hosts = holders[job]
         for spec in entries:
-            issued, reasons = _one_spec(ca, job, spec, hosts, previous, (ttl, buffer), out.kv)
+            issued, reasons = _one_spec(authority, job, spec, hosts, previous, (ttl, buffer), out.kv)
             counts["issued"] += issued
             counts["kept"] += len(hosts) - issued
             for where, why in reasons:
@@ -110,11 +110,11 @@ def issue(bucket_dir: str, catalog: Mapping[str, Any], conf: Mapping[str, Any],
             out.kv.setdefault(functions.allocation_ns(job, host), {}).update(_path_keys(bucket_id, job, entries))
     if counts["issued"]:
         out.lines.insert(0, "certs: %d leaf certificate%s issued, %d kept (CA %s)" % (
-            counts["issued"], "" if counts["issued"] == 1 else "s", counts["kept"], _ca.CA_CERT_REL))
+            counts["issued"], "" if counts["issued"] == 1 else "s", counts["kept"], ca.CA_CERT_REL))
     return out
 
 
-def _one_spec(ca: _ca.CA, job: str, spec: Mapping[str, Any], hosts: list[str],
+def _one_spec(authority: ca.CA, job: str, spec: Mapping[str, Any], hosts: list[str],
               previous: Mapping[str, Mapping[str, str]], policy: tuple[int, int],
               kv: dict[str, dict[str, str]]) -> tuple[int, list[tuple[str, str]]]:
     """Fill kv with spec's leaves on hosts; (how many issued now, [(where, why)])."""
@@ -125,17 +125,17 @@ def _one_spec(ca: _ca.CA, job: str, spec: Mapping[str, Any], hosts: list[str],
         return 0, []
     if spec.get("one"):  # one pair for every allocation, SANs 127.0.0.1 + every holder's IP
         first = stored[hosts[0]]
-        why = leaves.leaf_problem(ca, first[0], first[1], cn, hosts, pkcs8, buffer)
+        why = leaves.leaf_problem(authority, first[0], first[1], cn, hosts, pkcs8, buffer)
         if why is None and any(stored[h] != first for h in hosts):
             why = "not the same on every allocation"
-        pair = first if why is None else _pair(leaves.issue_leaf(ca, cn, hosts, ttl, pkcs8))
+        pair = first if why is None else _pair(leaves.issue_leaf(authority, cn, hosts, ttl, pkcs8))
         for host in hosts:
             _put(kv, job, host, name, pair)
         return (len(hosts), [("all %d allocations (one: true)" % len(hosts), why)]) if why else (0, [])
     made = []
     for host in hosts:
-        why = leaves.leaf_problem(ca, stored[host][0], stored[host][1], cn, [host], pkcs8, buffer)
-        pair = stored[host] if why is None else _pair(leaves.issue_leaf(ca, cn, [host], ttl, pkcs8))
+        why = leaves.leaf_problem(authority, stored[host][0], stored[host][1], cn, [host], pkcs8, buffer)
+        pair = stored[host] if why is None else _pair(leaves.issue_leaf(authority, cn, [host], ttl, pkcs8))
         _put(kv, job, host, name, pair)
         if why:
             made.append((host, why))

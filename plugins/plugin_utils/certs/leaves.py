@@ -22,7 +22,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from . import ca as _ca
+from . import ca
 from .ca import CA, InvalidSignature, NameOID, hashes, rsa, serialization, x509
 
 DEFAULT_TTL_DAYS = 60
@@ -49,14 +49,14 @@ def needs_renewal(not_after: datetime.datetime, buffer_days: int, now: datetime.
 def pem_needs_renewal(cert_pem: Optional[str], buffer_days: int,
                       now: Optional[datetime.datetime] = None) -> bool:
     """Whether a stored leaf must be made again: missing, unreadable, or due for renewal."""
-    _ca.require_cryptography()
+    ca.require_cryptography()
     if not cert_pem:
         return True
     try:
         cert = x509.load_pem_x509_certificate(cert_pem.encode())
     except ValueError:
         return True
-    return needs_renewal(cert.not_valid_after_utc, buffer_days, now or _ca.utcnow())
+    return needs_renewal(cert.not_valid_after_utc, buffer_days, now or ca.utcnow())
 
 
 def ttl_days(conf_value) -> int:
@@ -64,16 +64,16 @@ def ttl_days(conf_value) -> int:
     return conf_value if isinstance(conf_value, int) and conf_value > 0 else DEFAULT_TTL_DAYS
 
 
-def issue_leaf(ca: CA, common_name: str, ips: Sequence[str], days: int, pkcs8: bool,
+def issue_leaf(authority: CA, common_name: str, ips: Sequence[str], days: int, pkcs8: bool,
                key_size: Optional[int] = None, now: Optional[datetime.datetime] = None) -> Leaf:
     """A leaf signed by the CA: SANs 127.0.0.1 + ips (in that order, as maand), ``days`` long."""
-    _ca.require_cryptography()
-    key = rsa.generate_private_key(public_exponent=65537, key_size=key_size or _ca.KEY_SIZE)
-    start = now or _ca.utcnow()
+    ca.require_cryptography()
+    key = rsa.generate_private_key(public_exponent=65537, key_size=key_size or ca.KEY_SIZE)
+    start = now or ca.utcnow()
     sans = [x509.IPAddress(ipaddress.ip_address(ip)) for ip in _san_ips(ips)]
     cert = (x509.CertificateBuilder()
             .subject_name(_subject(common_name))
-            .issuer_name(ca.cert.subject).public_key(key.public_key()).serial_number(_ca.serial_number())
+            .issuer_name(authority.cert.subject).public_key(key.public_key()).serial_number(ca.serial_number())
             .not_valid_before(start).not_valid_after(start + datetime.timedelta(days=days))
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
@@ -81,7 +81,7 @@ def issue_leaf(ca: CA, common_name: str, ips: Sequence[str], days: int, pkcs8: b
                                          key_encipherment=True, data_encipherment=False,
                                          key_agreement=False, key_cert_sign=False, crl_sign=False,
                                          encipher_only=False, decipher_only=False), critical=True)
-            .sign(ca.key, hashes.SHA256()))
+            .sign(authority.key, hashes.SHA256()))
     fmt = serialization.PrivateFormat.PKCS8 if pkcs8 else serialization.PrivateFormat.TraditionalOpenSSL
     key_pem = key.private_bytes(serialization.Encoding.PEM, fmt, serialization.NoEncryption())
     return Leaf(cert_pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
@@ -101,12 +101,12 @@ def _san_ips(ips: Sequence[str]) -> list:
     return out
 
 
-def leaf_problem(ca: CA, cert_pem: Optional[str], key_pem: Optional[str], common_name: str,
+def leaf_problem(authority: CA, cert_pem: Optional[str], key_pem: Optional[str], common_name: str,
                  ips: Sequence[str], pkcs8: bool, buffer_days: int,
                  now: Optional[datetime.datetime] = None) -> Optional[str]:
     """Why a stored leaf must be issued again (None: keep it): missing, unreadable, not signed by
     the bucket CA (the CA changed), config changed (subject, SANs, key format), or due for renewal."""
-    _ca.require_cryptography()
+    ca.require_cryptography()
     if not cert_pem or not key_pem:
         return "missing"
     try:
@@ -115,12 +115,12 @@ def leaf_problem(ca: CA, cert_pem: Optional[str], key_pem: Optional[str], common
     except (ValueError, TypeError):
         return "unreadable"
     try:
-        cert.verify_directly_issued_by(ca.cert)
+        cert.verify_directly_issued_by(authority.cert)
     except (ValueError, TypeError, InvalidSignature):
         return "CA changed"
     if not _same_config(cert, key, key_pem, common_name, ips, pkcs8):
         return "config changed"
-    if needs_renewal(cert.not_valid_after_utc, buffer_days, now or _ca.utcnow()):
+    if needs_renewal(cert.not_valid_after_utc, buffer_days, now or ca.utcnow()):
         return "renewal (expires %s)" % cert.not_valid_after_utc.strftime("%Y-%m-%d")
     return None
 
@@ -156,12 +156,12 @@ class CertStatus:
 
 def cert_status(cert_pem: Optional[str], buffer_days: int, now: Optional[datetime.datetime] = None) -> CertStatus:
     """maand's metricFromPEM: CN, NotAfter, whole days left (truncated), ok/expiring/expired/invalid."""
-    _ca.require_cryptography()
+    ca.require_cryptography()
     try:
         cert = x509.load_pem_x509_certificate((cert_pem or "").encode())
     except ValueError:
         return CertStatus("", "", "", "invalid")
-    now = now or _ca.utcnow()
+    now = now or ca.utcnow()
     not_after = cert.not_valid_after_utc
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     days = int((not_after - now).total_seconds() / 86400)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..bucket import locks
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from ..errors import MaandError
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -30,12 +30,12 @@ def adopt(bucket, bucket_id, write=True):
         raise AdoptError("maand_adopt_bucket_id: %r is not a bucket id (the name of a folder under /opt/worker/ "
                          "holding a worker.json)" % (bucket_id,))
     with locks.bucket_lock(bucket, wait=True):
-        catalog = _catalog.read_catalog(bucket)
-        if catalog is None:
+        cat = catalog.read_catalog(bucket)
+        if cat is None:
             raise AdoptError("%s/data/catalog.json does not exist: run maand.core.build first, then adopt" % bucket)
-        if catalog["bucket_id"] == bucket_id:
+        if cat["bucket_id"] == bucket_id:
             return bucket_id, False
         if write:
-            new = dict(catalog, bucket_id=bucket_id)
-            _catalog.write_catalog(bucket, new)
+            new = dict(cat, bucket_id=bucket_id)
+            catalog.write_catalog(bucket, new)
         return bucket_id, True

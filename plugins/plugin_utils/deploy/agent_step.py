@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from .. import jobspec
 from ..bucket import LogCommand, RunLog, summarize
-from . import remote, rsync as _rsync, run, slices
+from . import remote, rsync, run, slices
 
 
 class Transport(remote.Shell, Protocol):
@@ -49,7 +49,7 @@ class Transport(remote.Shell, Protocol):
 
 def run_rsync(argv: list[str], stdin: bytes | None = None, timeout: float | None = None) -> tuple[int | None, str, str]:
     """Transport.rsync of a transport whose rsync runs on the controller (deploy/rsync.execute)."""
-    return _rsync.execute(argv, stdin, timeout)
+    return rsync.execute(argv, stdin, timeout)
 
 
 @dataclasses.dataclass
@@ -207,11 +207,11 @@ def _sync(call, transport, request, outcomes):
     syncs = [op for op in request["ops"] if op.get("sync")]
     if not syncs:
         return False, None, None
-    control_dir = _rsync.control_dir(call.run_dir)
+    control_dir = rsync.control_dir(call.run_dir)
     address, ssh_argv, sudo = transport.rsync_target()
-    ssh = _rsync.ssh_command(ssh_argv, call.verify_host, control_dir)
+    ssh = rsync.ssh_command(ssh_argv, call.verify_host, control_dir)
     root = remote.worker_root(request["bucket_id"])
-    cmds = _rsync.commands(call.bucket, syncs, root, address, ssh, sudo=sudo)
+    cmds = rsync.commands(call.bucket, syncs, root, address, ssh, sudo=sudo)
     shipped = {op["id"] for op in syncs if op["kind"] == "files"}
     changed, failed = False, set()
     for pos, (ids, argv) in enumerate(cmds):
@@ -225,7 +225,7 @@ def _sync(call, transport, request, outcomes):
                                 for i in sorted(shipped - failed))
                 request["ops"] = rest
                 return changed or did, answer, reason
-        ok, did, msg = _rsync.outcome(*transport.rsync(argv, timeout=call.timeout))
+        ok, did, msg = rsync.outcome(*transport.rsync(argv, timeout=call.timeout))
         changed = changed or did
         if not ok:
             failed.update(ids)
@@ -241,9 +241,9 @@ def _folded(call, transport, request, argv, sudo):
     """The last rsync of the step with the agent as its remote command: the files, then the step, in one SSH
     session. (changed, answer, reason) once the agent saw the files arrive, else None (nothing ran after the
     files: the caller syncs and calls the agent apart, as without the fold)."""
-    path = remote.sync_step_path(call.python, _rsync.destination(argv), sudo)
+    path = remote.sync_step_path(call.python, rsync.destination(argv), sudo)
     data = payload(request, call.timeout, call.tail)
-    argv = _rsync.with_rsync_path(argv, path)
+    argv = rsync.with_rsync_path(argv, path)
     rc, stdout, stderr = transport.rsync(argv, remote.request_header(data))
     synced, line = remote.parse_folded(stderr)
     if not synced:

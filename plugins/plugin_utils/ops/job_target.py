@@ -17,7 +17,7 @@ from typing import Any
 
 from ..bucket import RunLog
 from ..bucket.job_checks import target_problem
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from .. import jobspec
 from ..deploy import plan, remote
 
@@ -46,12 +46,12 @@ def allocation_env(bucket, job, host, version):
     if not bucket:
         return {"CURRENT_VERSION": version, "NEW_VERSION": version}, None
     try:
-        catalog = _catalog.read_catalog(bucket)
-    except _catalog.CatalogError as exc:
+        cat = catalog.read_catalog(bucket)
+    except catalog.CatalogError as exc:
         return None, "%s: %s" % (bucket, exc)
-    if catalog is None:
+    if cat is None:
         return None, "%s/data/catalog.json does not exist: run maand.core.build first" % bucket
-    return plan.catalog_allocation_env(catalog, job, host, version, version), None
+    return plan.catalog_allocation_env(cat, job, host, version, version), None
 
 
 def _refused(msg):

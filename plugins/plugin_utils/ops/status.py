@@ -17,7 +17,7 @@ import os
 from typing import Any, Callable, Iterable, Mapping
 
 from . import cat
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from .. import jobspec
 from ..deploy import plan
 from ..hooks import commands
@@ -65,40 +65,40 @@ def check_format(value: Any) -> str:
     return text
 
 
-def check_jobs(catalog: Mapping[str, Any], jobs: Iterable[str]) -> None:
+def check_jobs(doc: Mapping[str, Any], jobs: Iterable[str]) -> None:
     """StatusError naming an unknown job (with "did you mean")."""
-    known = sorted({j.get("name") for j in catalog.get("jobs") or []} | {a.get("job") for a in catalog.get("allocations") or []})
+    known = sorted({j.get("name") for j in doc.get("jobs") or []} | {a.get("job") for a in doc.get("allocations") or []})
     for name in jobs:
         if name not in known:
             raise StatusError("maand_jobs: job %s is not in the catalog%s; jobs: %s"
                               % (name, did_you_mean(name, known), ", ".join(known) or "(none)"))
 
 
-def status_ops(catalog: Mapping[str, Any], host: str, allocations: Iterable[Mapping[str, Any]],
+def status_ops(doc: Mapping[str, Any], host: str, allocations: Iterable[Mapping[str, Any]],
                jobs: Iterable[str] = (), spec_op: Callable[[dict, str], dict] | None = None) -> list[dict]:
     """One agent ``status`` op per allocation of `host` (only `jobs` when given). A job with job_control
     commands gets no make target: its status is not its Makefile's (docs/hooks.md)."""
     wanted = set(jobs)
-    records = {j.get("name"): j for j in catalog.get("jobs") or []}
+    records = {j.get("name"): j for j in doc.get("jobs") or []}
     ops = []
     for alloc in allocations:
         job = alloc.get("job")
         if wanted and job not in wanted:
             continue
         version = (records.get(job) or {}).get("version") or alloc.get("version") or "0.0.0"
-        control = commands.has_event(catalog, job, "job_control")
+        control = commands.has_event(doc, job, "job_control")
         op = {"id": job, "kind": "status", "job": job, "host": host, "target": None if control else "status",
-              "env": plan.catalog_allocation_env(catalog, job, host, version, version)}
+              "env": plan.catalog_allocation_env(doc, job, host, version, version)}
         ops.append(spec_op(op, job) if spec_op else op)
     return ops
 
 
 def load_catalog(bucket: str) -> dict:
     """The bucket's catalog: StatusError when there is none (build first); CatalogError when unreadable."""
-    catalog = _catalog.read_catalog(bucket) if bucket else None
-    if catalog is None:
+    doc = catalog.read_catalog(bucket) if bucket else None
+    if doc is None:
         raise StatusError("%s/data/catalog.json does not exist: run maand.core.build first" % bucket)
-    return catalog
+    return doc
 
 
 def spec_op(catalog_jobs: Mapping[str, Any] | None) -> Callable[[dict, str], dict]:
@@ -122,10 +122,10 @@ def worker_ops(bucket: str, host: str, allocations: Iterable[Mapping[str, Any]],
     """status_ops of one worker from the bucket's catalog, with the job specs' environments (the
     maand.core.status_worker task); StatusError when the catalog is missing or unreadable."""
     try:
-        catalog = load_catalog(bucket)
-    except _catalog.CatalogError as exc:
+        doc = load_catalog(bucket)
+    except catalog.CatalogError as exc:
         raise StatusError("%s: %s" % (bucket, exc)) from None
-    return status_ops(catalog, host, allocations, jobs, spec_op(catalog_jobs))
+    return status_ops(doc, host, allocations, jobs, spec_op(catalog_jobs))
 
 
 def when(epoch: Any) -> str | None:
@@ -152,14 +152,14 @@ def _running(outcome: Mapping[str, Any], control: bool) -> tuple[str, str]:
     return "?", note
 
 
-def rows(catalog: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], jobs: Iterable[str] = ()) -> list[Row]:
+def rows(doc: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], jobs: Iterable[str] = ()) -> list[Row]:
     """The catalog's allocations on the answering workers (keys of `answers`; only `jobs` when given),
     with what each worker said. An answer is a registered task result: {"answered": true, "jobs": {job:
     outcome}}, or {"unreachable": true, "msg"}, or anything else with a "msg" (a failure)."""
     wanted = set(jobs)
-    records = {j.get("name"): j for j in catalog.get("jobs") or []}
+    records = {j.get("name"): j for j in doc.get("jobs") or []}
     out = []
-    for alloc in catalog.get("allocations") or []:
+    for alloc in doc.get("allocations") or []:
         job, host = alloc.get("job"), alloc.get("worker")
         if host not in answers or (wanted and job not in wanted):
             continue
@@ -176,7 +176,7 @@ def rows(catalog: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]], j
             else:
                 row.deployed = outcome.get("version")
                 row.last_deploy = when(outcome.get("deployed_at"))
-                row.running, row.note = _running(outcome, commands.has_event(catalog, job, "job_control"))
+                row.running, row.note = _running(outcome, commands.has_event(doc, job, "job_control"))
                 if row.state != "active" and row.running == "no":  # meant to be stopped: not a failure
                     row.running = row.state
                 if outcome.get("pending"):

@@ -21,11 +21,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping
 
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from ..deploy import plan
 from ..worker import layout
 
-CatalogError = _catalog.CatalogError
+CatalogError = catalog.CatalogError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,11 +63,11 @@ def _jobs_entry(state: Mapping[str, Any], job: str) -> Mapping[str, Any] | None:
     return None
 
 
-def stale(catalog: Mapping[str, Any], bucket_id: str, worker_states: Mapping[str, Mapping[str, Any]],
+def stale(cat: Mapping[str, Any], bucket_id: str, worker_states: Mapping[str, Mapping[str, Any]],
           targets: Iterable[str], job: str | None = None) -> list[Stale]:
     """The targets that are out of sync with the catalog, in targets' order (see the module's doc)."""
-    seq = plan.seen_update_seq(worker_states, catalog)
-    workers = {w.get("host"): w for w in catalog.get("workers") or [] if isinstance(w, Mapping)}
+    seq = plan.seen_update_seq(worker_states, cat)
+    workers = {w.get("host"): w for w in cat.get("workers") or [] if isinstance(w, Mapping)}
     out = []
     for host in targets:
         state = worker_states.get(host) or {}
@@ -113,10 +113,10 @@ def refusal(found: list[Stale], verb: str) -> str:
             "then run the job verb again" % (verb, len(found), "\n  ".join(s.text() for s in found)))
 
 
-def targets(catalog: Mapping[str, Any], job: str, hosts: Iterable[str], workers: Iterable[str] = ()) -> list[str]:
+def targets(cat: Mapping[str, Any], job: str, hosts: Iterable[str], workers: Iterable[str] = ()) -> list[str]:
     """The workers a job verb runs on: the job's active allocations on the play's hosts (narrowed to
     `workers` when given), in the play's order."""
-    active = {a.get("worker") for a in catalog.get("allocations") or []
+    active = {a.get("worker") for a in cat.get("allocations") or []
               if a.get("job") == job and a.get("state", "active") == "active"}
     wanted = set(workers or ())
     return [h for h in hosts if h in active and (not wanted or h in wanted)]
@@ -135,9 +135,9 @@ def check(bucket: str, job: str, hosts: Iterable[str], workers: Iterable[str], a
           verb: str) -> Verdict:
     """The front door: read the built catalog, judge the workers the verb would run on against the answers of
     every worker's deploy state read, over the last built catalog (stale or not: a job verb is an emergency
-    verb, catalog/freshness.py). Raises _catalog.CatalogError (unbuilt catalog)."""
-    catalog = _catalog.read_built(bucket, allow_stale=True)
-    chosen = targets(catalog, job, hosts, workers)
-    found = stale(catalog, str(catalog.get("bucket_id") or ""), states(answers), chosen, job)
+    verb, catalog/freshness.py). Raises catalog.CatalogError (unbuilt catalog)."""
+    cat = catalog.read_built(bucket, allow_stale=True)
+    chosen = targets(cat, job, hosts, workers)
+    found = stale(cat, str(cat.get("bucket_id") or ""), states(answers), chosen, job)
     msg = refusal(found, verb) if found else "in sync with the catalog: %s" % (", ".join(chosen) or "no worker")
     return Verdict(chosen, found, msg)

@@ -29,7 +29,7 @@ import posixpath
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-from ..bucket import content as _content
+from ..bucket import content
 from ..kv import functions
 from .errors import PrometheusError
 from .files import MAX_FILE_BYTES, JobFolder, collect, server_jobs
@@ -329,9 +329,9 @@ def runbook_index(entries: Iterable[tuple[str, str]]) -> str:
     return html_page("Runbooks", "".join(body))
 
 
-def dashboard_label(rel: str, content: str) -> str:
+def dashboard_label(rel: str, page: str) -> str:
     """maand's LinkLabel: the page's <title>, else the file name."""
-    match = _TITLE.search(content)
+    match = _TITLE.search(page)
     title = functions.go_trim_space(match.group(1)) if match else ""
     return title or posixpath.basename(rel) or rel
 
@@ -361,7 +361,7 @@ def listed_in_index(rel: str, patterns: Iterable[str]) -> bool:
     rel = rel.lstrip("/")
     if not rel or posixpath.basename(rel).startswith("."):
         return False
-    return not any(_content.glob_match(p, rel) for p in patterns)
+    return not any(content.glob_match(p, rel) for p in patterns)
 
 
 def runbook_files(folders: Iterable[JobFolder]) -> dict[str, bytes]:

@@ -40,7 +40,7 @@ import urllib.parse
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import MaandError
-from ..kv import store as _store
+from ..kv import store
 from .files import SERVER_JOB, SERVER_PORT, server_jobs
 
 SECRETS_NS = "secrets/job/%s" % SERVER_JOB
@@ -204,10 +204,10 @@ def discover(bucket_dir: str, catalog: Mapping[str, Any]) -> tuple[str, str]:
     return "http://%s:%d%s" % ("[%s]" % host if ":" in host else host, port, WRITE_PATH), ""
 
 
-def credentials(store: Any) -> tuple[str, str]:
+def credentials(kv_store: Any) -> tuple[str, str]:
     """(admin_username, admin_password) of secrets/job/prometheus, both or neither."""
-    username = store.get(SECRETS_NS, USER_KEY, reveal_secrets=True) or ""
-    password = store.get(SECRETS_NS, PASSWORD_KEY, reveal_secrets=True) or ""
+    username = kv_store.get(SECRETS_NS, USER_KEY, reveal_secrets=True) or ""
+    password = kv_store.get(SECRETS_NS, PASSWORD_KEY, reveal_secrets=True) or ""
     if bool(username) != bool(password):
         raise PushError("prometheus remote write requires both %s and %s in %s (set the missing one, or"
                         " remove the other for an unauthenticated push)" % (USER_KEY, PASSWORD_KEY, SECRETS_NS))
@@ -216,14 +216,14 @@ def credentials(store: Any) -> tuple[str, str]:
 
 def store_credentials(bucket_dir: str) -> tuple[str, str]:
     """credentials of the bucket's KV store; ("", "") without a store or without secrets/job/prometheus."""
-    if not _store.KVStore.exists(bucket_dir):
+    if not store.KVStore.exists(bucket_dir):
         return "", ""
     try:
-        store = _store.KVStore.load(bucket_dir)
-        if not (store.namespaces.get(SECRETS_NS) or {}):
+        kv_store = store.KVStore.load(bucket_dir)
+        if not (kv_store.namespaces.get(SECRETS_NS) or {}):
             return "", ""
-        return credentials(store)
-    except _store.KVStoreError as exc:
+        return credentials(kv_store)
+    except store.KVStoreError as exc:
         raise PushError(str(exc)) from None
 
 
