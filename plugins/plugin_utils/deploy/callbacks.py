@@ -34,11 +34,11 @@ from typing import Any, Callable, Iterator
 
 from .. import health
 from ..bucket import RunLog
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from ..hooks import points
 from ..hooks.run import DEFAULT_TAIL, DEFAULT_TIMEOUT
-from . import drain, gate as _gate, pre_deploy, progress, remote
-from . import rsync, run as _run, run_state
+from . import drain, gate, pre_deploy, progress, remote
+from . import rsync, run, run_state
 from .records import PreDeploy
 
 # rerender(bucket, catalog, job, hosts, versions, update_seq) -> (staging or None, errors): a job rendered again
@@ -77,9 +77,9 @@ class LazyConnections(Mapping):
         return len(list(iter(self)))
 
 
-def deploy_log(run: _run.RunContext) -> RunLog:
+def deploy_log(run_ctx: run.RunContext) -> RunLog:
     """The run's bucket logs (bucket/runlog.py): maand=deploy, the run's id, its update_seq."""
-    return RunLog.open(run.bucket, "deploy", run.plan.get("update_seq"), run.run_dir.rstrip("/").rsplit("/", 1)[-1])
+    return RunLog.open(run_ctx.bucket, "deploy", run_ctx.plan.get("update_seq"), run_ctx.run_dir.rstrip("/").rsplit("/", 1)[-1])
 
 
 class StepCallbacks:
@@ -87,35 +87,35 @@ class StepCallbacks:
     addresses, show, warn, watched, hook_timeout, output_tail, python_of); rerender: Rerender; stack: where the
     hook session is entered (opened() closes it with the step)."""
 
-    def __init__(self, run: _run.RunContext, ctl: Any, rerender: Rerender, stack: contextlib.ExitStack):
-        self.run, self.ctl, self.rerender, self._stack = run, ctl, rerender, stack
+    def __init__(self, run_ctx: run.RunContext, ctl: Any, rerender: Rerender, stack: contextlib.ExitStack):
+        self.run, self.ctl, self.rerender, self._stack = run_ctx, ctl, rerender, stack
         self.sleep = time.sleep  # shutdown_delay's wait (tests replace it)
         self._session: Any = None
-        catalog = run.catalog or {}
+        cat = run_ctx.catalog or {}
         events = points.GATE_EVENTS + ("after_allocation_stopped", drain.EVENT)
-        self.hooked = bool(run.catalog) and points.any_job_has(catalog, events)
-        self.writer = progress.Writer(run.run_dir)
-        self.connections = LazyConnections(ctl.connections, functools.partial(rsync.control_dir, run.run_dir))
+        self.hooked = bool(run_ctx.catalog) and points.any_job_has(cat, events)
+        self.writer = progress.Writer(run_ctx.run_dir)
+        self.connections = LazyConnections(ctl.connections, functools.partial(rsync.control_dir, run_ctx.run_dir))
         self.addresses = ctl.addresses()
-        self.probe_fn = health.prober(self.connections, trust=health.Trust.for_bucket(run.bucket))
-        self.status = health.status_checker(functools.partial(_gate.status_request, run), self._connections,
+        self.probe_fn = health.prober(self.connections, trust=health.Trust.for_bucket(run_ctx.bucket))
+        self.status = health.status_checker(functools.partial(gate.status_request, run_ctx), self._connections,
                                             ctl.python_of, agent=remote)
-        job_ports = {j.get("name"): j.get("ports") or {} for j in catalog.get("jobs") or []}
-        self.probes = _gate.GateRunner(self._probe, self.writer, run.plan, job_ports, self._passed, self._tails)
+        job_ports = {j.get("name"): j.get("ports") or {} for j in cat.get("jobs") or []}
+        self.probes = gate.GateRunner(self._probe, self.writer, run_ctx.plan, job_ports, self._passed, self._tails)
 
     @classmethod
     @contextlib.contextmanager
-    def opened(cls, run: _run.RunContext, ctl: Any, rerender: Rerender) -> Iterator["StepCallbacks"]:
+    def opened(cls, run_ctx: run.RunContext, ctl: Any, rerender: Rerender) -> Iterator["StepCallbacks"]:
         """The step's callbacks; their hook session, if one started, ends when the step leaves (however it leaves)."""
         with contextlib.ExitStack() as stack:
-            yield cls(run, ctl, rerender, stack)
+            yield cls(run_ctx, ctl, rerender, stack)
 
     # --- run.Callbacks -----------------------------------------------------------------------------------
 
-    def gate(self, gate: Mapping[str, Any]) -> list[str]:
-        if self.hooked and points.gate_hooks(self.run.catalog, gate["job"]):
-            return points.run_gate_hooks(self.session(), gate, self.probes)
-        return self.probes(gate)
+    def gate(self, spec: Mapping[str, Any]) -> list[str]:
+        if self.hooked and points.gate_hooks(self.run.catalog, spec["job"]):
+            return points.run_gate_hooks(self.session(), spec, self.probes)
+        return self.probes(spec)
 
     def after_results(self, step: Mapping[str, Any] | None, ok_ops: list) -> list[tuple[str, str]]:
         if not self.hooked or step is None or step.get("wave") is not None:
@@ -134,10 +134,10 @@ class StepCallbacks:
         if not pre_deploy.due(plan, state, step):
             return [], []
         info = PreDeploy.from_json(plan[pre_deploy.KEY])
-        catalog = self.run.catalog if self.run.catalog is not None else (_catalog.read_catalog(self.run.bucket) or {})
+        cat = self.run.catalog if self.run.catalog is not None else (catalog.read_catalog(self.run.bucket) or {})
         stagings: dict[str, Any] = {}
         messages, changes = pre_deploy.run_due(plan, state, step, functools.partial(self._pre_deploy, info),
-                                               functools.partial(self._rerender, catalog, info, stagings))
+                                               functools.partial(self._rerender, cat, info, stagings))
         return messages, [dataclasses.replace(c, src=stagings[c.job].stage(self.run.bucket, c.job, c.host))
                           for c in changes]
 
@@ -162,11 +162,11 @@ class StepCallbacks:
                           "this run's batches were planned before the hooks ran" % (job, order or "the catalog order"))
         return problems
 
-    def _rerender(self, catalog: Mapping[str, Any], info: PreDeploy, stagings: dict,
+    def _rerender(self, cat: Mapping[str, Any], info: PreDeploy, stagings: dict,
                   job: str) -> tuple[dict, list[str]]:
         hosts = list(info.rendered[job])
         versions = {(job, h): v for h, v in info.versions.get(job, {}).items()}
-        staging, errors = self.rerender(self.run.bucket, catalog, job, hosts, versions, info.update_seq)
+        staging, errors = self.rerender(self.run.bucket, cat, job, hosts, versions, info.update_seq)
         if staging is None:
             return {}, errors
         stagings[job] = staging
@@ -174,8 +174,8 @@ class StepCallbacks:
 
     # --- the gates' probes, screen and tails ---------------------------------------------------------------
 
-    def _probe(self, gate: Mapping[str, Any], watch: progress.GateWatch) -> list[str]:
-        return _gate.run_gate(gate, self.addresses, probe_fn=self.probe_fn, watch=watch, status=self.status)
+    def _probe(self, spec: Mapping[str, Any], watch: progress.GateWatch) -> list[str]:
+        return gate.run_gate(spec, self.addresses, probe_fn=self.probe_fn, watch=watch, status=self.status)
 
     def _connections(self) -> LazyConnections:
         return self.connections
@@ -183,9 +183,9 @@ class StepCallbacks:
     def _tails(self, job: str, hosts: list[str]) -> dict[str, list[str]]:
         return health.collect_tails(self.connections, remote.worker_root(self.run.plan.get("bucket_id")), job, hosts)
 
-    def _passed(self, gate: Mapping[str, Any]) -> None:
+    def _passed(self, spec: Mapping[str, Any]) -> None:
         if not self.ctl.watched:  # the callback shows the pass from the progress record
-            self.say("health gate passed: %s on %s" % (gate["job"], ", ".join(gate["hosts"])), "green")
+            self.say("health gate passed: %s on %s" % (spec["job"], ", ".join(spec["hosts"])), "green")
 
     def _hook_log(self, msg: str) -> None:
         self.say("hook: " + msg)

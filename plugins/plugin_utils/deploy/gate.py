@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from .. import health
 from .. import jobspec
-from . import progress, remote, run as _run
+from . import progress, remote, run
 
 
 # --- the gate ------------------------------------------------------------------------------------------
@@ -176,20 +176,20 @@ def first_deploy(plan, job, hosts):
     return bool(rows) and all(r.get("action") == "start" and not r.get("from_version") for r in rows)
 
 
-def status_request(run, job, host):
+def status_request(run_ctx, job, host):
     """The worker agent's request for the `make status` of job on host in the step whose gates run (its
     run op's environment and job spec run fields, as the deploy ran `make start`; that of an earlier step of
     this run when the host's batch ran there), or None when the allocation has no such op (a job_control job:
-    its status is not its Makefile's). run: the step's deploy/run.RunContext (its state names the step in
+    its status is not its Makefile's). run_ctx: the step's deploy/run.RunContext (its state names the step in
     flight)."""
     ops = []
     # the step in flight first; a gate after a job's last start batch covers hosts started in earlier steps
-    for key in [run.state.in_flight] + list(reversed(run.state.steps_completed)):
+    for key in [run_ctx.state.in_flight] + list(reversed(run_ctx.state.steps_completed)):
         if key is None or ops:
             continue
         try:
-            request = _run.read_request(run.run_dir, key, host)
-        except (_run.RunError, OSError, ValueError):
+            request = run.read_request(run_ctx.run_dir, key, host)
+        except (run.RunError, OSError, ValueError):
             return None
         ops = [o for o in (request or {}).get("ops") or []
                if o.get("kind") == "run" and o.get("job") == job and o.get("target")]
@@ -203,7 +203,7 @@ def status_request(run, job, host):
     for key in ("cwd", "user", "group", "network", "mounts", "enable_writable_file_system"):
         if op.get(key) is not None:
             status[key] = op[key]
-    return remote.step_request(run.plan.get("bucket_id"), [status], timeout=health.STATUS_TIMEOUT, tail=10)
+    return remote.step_request(run_ctx.plan.get("bucket_id"), [status], timeout=health.STATUS_TIMEOUT, tail=10)
 
 
 # --- where the probes dial ------------------------------------------------------------------------------

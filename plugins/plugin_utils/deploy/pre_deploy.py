@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from ..bucket import content as _content
+from ..bucket import content
 from . import run_state
 from .records import PRE_DEPLOY, PreDeploy, Rerender
 
@@ -39,7 +39,7 @@ KEY = PRE_DEPLOY
 
 # --- at the plan -----------------------------------------------------------------------------------
 
-def entry(hooked: Iterable[str], job_waves: Mapping[str, int], content: Mapping[str, Any],
+def entry(hooked: Iterable[str], job_waves: Mapping[str, int], staged: Mapping[str, Any],
           versions: Mapping[tuple, str], update_seq: int, pinned: bool, globs: Mapping[str, list],
           rollout_orders: Mapping[str, str] | None = None) -> PreDeploy:
     """The PreDeploy record: the jobs with hooks in hook order, their waves, what the plan rendered for each of
@@ -49,7 +49,7 @@ def entry(hooked: Iterable[str], job_waves: Mapping[str, int], content: Mapping[
     jobs = list(hooked)
     rendered = {}
     for job in jobs:
-        allocs = (content.get(job) or {}).get("allocations") or {}
+        allocs = (staged.get(job) or {}).get("allocations") or {}
         if allocs:
             rendered[job] = {h: a.get("hash") for h, a in sorted(allocs.items())}
     return PreDeploy(jobs, {j: int(job_waves.get(j) or 0) for j in jobs}, rendered,
@@ -177,7 +177,7 @@ def _refusal(info: PreDeploy, job: str, diff: Mapping[str, Any], ops: Mapping[st
                 "(it was computed before the hooks ran): the KV writes are kept, deploy again to roll them out"
                 % (job, ", ".join(missing)))
     globs = info.restart_globs.get(job) or []
-    reloads = [h for h in diff if ops[h].get("action") == "reload" and _content.match_any(globs, paths[h])]
+    reloads = [h for h in diff if ops[h].get("action") == "reload" and content.match_any(globs, paths[h])]
     if reloads:
         return ("job %s: its pre_deploy hooks changed files on %s that need a restart (restart_globs), and the plan "
                 "has a reload there: deploy again" % (job, ", ".join(reloads)))

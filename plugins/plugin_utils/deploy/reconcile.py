@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ..bucket import content as _content
+from ..bucket import content
 from ..bucket.job_checks import resolve_health
 from .records import ABSENT, GATE_TIMING, STATE_FORMAT, ZERO_VERSION, Failure, Op, PlanOptions, PlanRow, Prune
 from .scope import ENV_PREFIX, HOOK_ONLY_GATE, POLICIES, Scope, hook_events, promoted, seen_update_seq, state_record
@@ -37,7 +37,7 @@ def lifecycle_action(policy, globs, changed, hash_changed, version_only, sync_on
             return "reload", []
         if not globs:
             return "reload", []
-        matched = _content.match_any(globs, changed)
+        matched = content.match_any(globs, changed)
         if matched:
             return "restart", matched
         return "reload", []
@@ -174,9 +174,9 @@ class ReconcileResult:
                    data["update_seq"], data["seen_seq"])
 
 
-def reconcile(catalog, content, states, hosts, options=None):
+def reconcile(catalog, staged, states, hosts, options=None):
     """Decide every allocation in scope (the arguments are compute_plan's, deploy/plan.py): a ReconcileResult."""
-    scope = Scope(catalog, content, states, hosts, options or {})
+    scope = Scope(catalog, staged, states, hosts, options or {})
     options = PlanOptions(scope.jobs_filter, scope.force, scope.sync_only, sorted(scope.rollback),
                           sorted(scope.promote) if scope.promote else ABSENT, scope.target or ABSENT)
     out = ReconcileResult(scope.bucket_id, options, {name: job.get("deployment_seq", 0) or 0
@@ -224,8 +224,8 @@ def check_jobs(scope, out):
                               % (name, policy, ", ".join(POLICIES)))
         for glob in job.get("restart_globs") or []:
             try:
-                _content.validate_glob(glob)
-            except _content.GlobError as exc:
+                content.validate_glob(glob)
+            except content.GlobError as exc:
                 out.errors.append("jobs/%s/manifest.json restart_globs: %s" % (name, exc))
     return gate_failed
 
@@ -336,7 +336,7 @@ class Reconciler:
         unpromoted_rollback = deployed is not None and name in (st.get("rollback_pending") or [])
         hash_changed = deployed is None or deployed.get("hash") != cur.get("hash") or unpromoted_rollback
         version_changed = deployed is not None and cur_version != new_version
-        changed = (_content.changed_paths((deployed or {}).get("files") or {}, cur.get("files"))
+        changed = (content.changed_paths((deployed or {}).get("files") or {}, cur.get("files"))
                    if deployed and hash_changed else [])
         reasons = _active_reasons(deployed, name, st, hash_changed, unpromoted_rollback, changed, version_changed,
                                   cur_version, new_version, cur.get("origins"))
@@ -551,7 +551,7 @@ class Rollbacks:
             return
         record = dict(deployed, running=True, update_seq=None, reverted_from=failed_version)
         record.pop("rolled_back_from", None)
-        row.paths = _content.changed_paths(attempt.get("files") or {}, deployed.get("files") or {})
+        row.paths = content.changed_paths(attempt.get("files") or {}, deployed.get("files") or {})
         row.hash, row.from_version, row.to_version = deployed.get("hash"), failed_version, version
         row.decide("rollback", "rollback: restore %s (%s); the catalog stays at %s, the next deploy rolls forward "
                    "again" % (version, why, job.get("version") or ZERO_VERSION))
@@ -572,7 +572,7 @@ class Rollbacks:
         record.pop("rollback", None)
         record.pop("reverted_from", None)
         target = "restart" if deployed.get("running") else "start"
-        row.paths = _content.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
+        row.paths = content.changed_paths(deployed.get("files") or {}, previous.get("files") or {})
         row.hash, row.to_version = previous.get("hash"), old_version
         row.decide("rollback", "rollback: %s %s -> %s (hash %s -> %s; %s); the catalog stays at %s, the next deploy "
                    "rolls forward again" % (name, cur_version, old_version, _short(deployed.get("hash")),

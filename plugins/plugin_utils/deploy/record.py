@@ -28,7 +28,7 @@ import socket
 from typing import Any, Iterable, Mapping
 
 from ..bucket import storage
-from . import run as _run, view
+from . import run, view
 from ..errors import MaandError
 
 FORMAT = 1
@@ -167,7 +167,7 @@ def op_seconds(run_dir: str) -> dict:
     """{"job@host": seconds} the workers' agents measured for the make targets of each allocation (its revert
     and files ops included), from the run folder's results; what cannot be read is left out (timings only)."""
     out: dict = {}
-    for dummy_step, dummy_host, answer in _run.iter_results(run_dir):
+    for dummy_step, dummy_host, answer in run.iter_results(run_dir):
         for op in (answer or {}).get("ops") or []:
             seconds = op.get("seconds") if isinstance(op, dict) else None
             if isinstance(seconds, (int, float)) and isinstance(op.get("id"), str):
@@ -273,12 +273,12 @@ def latest(bucket: str) -> DeployRecord | None:
     return None
 
 
-def find(records: list, run: str) -> DeployRecord:
-    """The record named by run: its id, a unique prefix of it, or "last"."""
+def find(records: list, wanted_run: str) -> DeployRecord:
+    """The record named by wanted_run: its id, a unique prefix of it, or "last"."""
     if not records:
         raise RecordError("no deploy record is kept: no deploy has finished since records began (the deploy writes "
                           "one when it finishes)")
-    wanted = str(run).strip()
+    wanted = str(wanted_run).strip()
     if wanted in ("last", "latest"):
         return records[-1]
     found = [r for r in records if r.run_id == wanted] or [r for r in records if r.run_id.startswith(wanted)]

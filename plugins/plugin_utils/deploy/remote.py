@@ -37,13 +37,13 @@ from typing import Protocol
 
 from .. import errors
 from ..worker import layout
-from ..worker import agent as _agent
+from ..worker import agent
 from ..worker import journal
 from ..worker import sandbox
 
 WORKER_ROOT = layout.WORKER_ROOT
 AGENT_DIR = layout.AGENT_DIR
-KEEP = _agent.KEEP
+KEEP = agent.KEEP
 MISSING_AGENT_RC = 86
 
 _SOURCES = {}
@@ -74,7 +74,7 @@ class Shell(Protocol):
 
 def agent_source():
     """The agent's source (bytes): what the install writes to agent_path(), and the program of `python3 -`."""
-    return _source(_agent)
+    return _source(agent)
 
 
 def sandbox_source():
@@ -88,7 +88,7 @@ def companion_source(role):
 
 
 def agent_sha256():
-    return _digest(_agent)
+    return _digest(agent)
 
 
 def sandbox_sha256():
@@ -125,19 +125,19 @@ def agent_path():
     return "%s/agent-%s.py" % (AGENT_DIR, _version())
 
 
-def companion_path(role, agent=None):
+def companion_path(role, agent_file=None):
     """<role>-<sha12>.py beside the agent (agent.py loads it from there, by its own file name)."""
-    folder, name = posixpath.split(agent or agent_path())
+    folder, name = posixpath.split(agent_file or agent_path())
     return posixpath.join(folder, name.replace("agent", role, 1))
 
 
-def sandbox_path(agent=None):
-    return companion_path("sandbox", agent)
+def sandbox_path(agent_file=None):
+    return companion_path("sandbox", agent_file)
 
 
-def errors_path(agent=None):
+def errors_path(agent_file=None):
     """errors-<sha12>.py beside the agent (agent.py loads it, as maand_errors, before the sandbox)."""
-    return companion_path("errors", agent)
+    return companion_path("errors", agent_file)
 
 
 def worker_root(bucket_id):
@@ -233,7 +233,7 @@ def sync_step_path(python, dest, sudo=False):
 def request_header(data):
     """What precedes rsync's stream on the agent's stdin in a folded step (agent.read_request)."""
     body = data.encode("utf-8") if isinstance(data, str) else data
-    return _agent.REQUEST_HEADER + str(len(body)).encode() + b"\n" + body
+    return agent.REQUEST_HEADER + str(len(body)).encode() + b"\n" + body
 
 
 def parse_folded(stderr):
@@ -241,10 +241,10 @@ def parse_folded(stderr):
     receiver succeed and started the step (so it must not be run again)."""
     synced, answer = False, None
     for line in (stderr or "").splitlines():
-        if line == _agent.SYNCED_MARK:
+        if line == agent.SYNCED_MARK:
             synced = True
-        elif line.startswith(_agent.ANSWER_MARK):
-            answer = line[len(_agent.ANSWER_MARK):]
+        elif line.startswith(agent.ANSWER_MARK):
+            answer = line[len(agent.ANSWER_MARK):]
     return synced, answer
 
 

@@ -33,9 +33,9 @@ import time
 from typing import Any, Mapping, Protocol
 
 from ..bucket import storage
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from .. import jobspec
-from . import plan as _plan, run_state
+from . import plan, run_state
 from ..errors import MaandError
 
 RUN_DIR = ".deploy-run"
@@ -109,7 +109,7 @@ def _kind(acting, play_size, wide_factor=WIDE_FACTOR):
     return "narrow"
 
 
-def segments(plan, play_size, wide_factor=WIDE_FACTOR):
+def segments(the_plan, play_size, wide_factor=WIDE_FACTOR):
     """[{"kind": "wide"|"narrow", "step": index}] for the planned steps, then the final promote pass when
     the last step has health gates (without gates no promotion waits for it: finish folds the last step).
 
@@ -122,7 +122,7 @@ def segments(plan, play_size, wide_factor=WIDE_FACTOR):
     the promotion of the previous batch's) is narrow and prints no `skipping:` line."""
     out = []
     prev_hosts = set()
-    for step in plan.get("steps") or []:
+    for step in the_plan.get("steps") or []:
         hosts = set(step.get("ops") or {})
         acting = len(hosts | prev_hosts)  # hosts of the previous step may get their promotions here
         out.append({"kind": _kind(acting, play_size, wide_factor), "step": step["index"]})
@@ -160,7 +160,7 @@ def new_run_id(now=None, pid=None, token=None):
                               os.getpid() if pid is None else pid, token or secrets.token_hex(3))
 
 
-def new_run(bucket, plan, run_id=None, record=True):
+def new_run(bucket, the_plan, run_id=None, record=True):
     """Create the run folder (dropping folders of earlier runs: the caller holds the deploy lock, or is a hand of a
     sliced run, deploy/slices.py, with its own checkout); record: its run record into a shared store (not a hand's)."""
     root = runs_root(bucket)
@@ -172,11 +172,11 @@ def new_run(bucket, plan, run_id=None, record=True):
     storage.ensure_data_dir(bucket)
     storage.private_dir(root)
     os.makedirs(run_dir, mode=0o700)
-    write_plan(run_dir, plan)
-    state = run_state.new_state(run_id, plan)
+    write_plan(run_dir, the_plan)
+    state = run_state.new_state(run_id, the_plan)
     save_state(run_dir, state)
     if record:
-        publish(run_dir, plan, state)
+        publish(run_dir, the_plan, state)
     return run_dir
 
 
@@ -185,29 +185,29 @@ def bucket_of(run_dir):
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(run_dir))))
 
 
-def publish(run_dir, plan, state):
+def publish(run_dir, the_plan, state):
     """Copy the run's plan and state to a shared state store as its run record (the bucket folder's
     own record is the run folder itself)."""
     store = storage.store(bucket_of(run_dir))
     if store.kind != "file":
-        store.write_run(os.path.basename(run_dir), json.dumps(plan, sort_keys=True),
+        store.write_run(os.path.basename(run_dir), json.dumps(the_plan, sort_keys=True),
                         json.dumps(state.to_dict(), sort_keys=True))
 
 
-def write_plan(run_dir, plan):
+def write_plan(run_dir, the_plan):
     """plan.json of the run: the JSON of a records.Plan (deploy/plan.py builds it; sort_keys, so the bytes
     depend on the content only)."""
-    _write_json(os.path.join(run_dir, "plan.json"), plan)
+    _write_json(os.path.join(run_dir, "plan.json"), the_plan)
 
 
 def load_plan(run_dir):
-    plan = _read_json(os.path.join(run_dir, "plan.json"))
-    if plan is None:
+    the_plan = _read_json(os.path.join(run_dir, "plan.json"))
+    if the_plan is None:
         raise RunError("%s/plan.json is missing: the run folder was removed while the deploy ran; deploy again" % run_dir)
-    if not isinstance(plan, dict):
+    if not isinstance(the_plan, dict):
         raise RunError("%s/plan.json is not a plan (a JSON object); delete the folder %s and deploy again"
                        % (run_dir, run_dir))
-    return plan
+    return the_plan
 
 
 def load_state(run_dir):
@@ -232,10 +232,10 @@ def save_state(run_dir, state):
     _write_json(os.path.join(run_dir, "state.json"), state.to_dict())
 
 
-def find_step(plan, key):
+def find_step(the_plan, key):
     if key == FINAL:
         return None
-    for step in plan.get("steps") or []:
+    for step in the_plan.get("steps") or []:
         if step["index"] == key:
             return step
     raise RunError("step %r is not in the plan of this run" % (key,))
@@ -299,14 +299,14 @@ class RunContext:
     @classmethod
     def read(cls, run_dir):
         """The run folder's context (RunError when its plan or state is missing or unreadable)."""
-        plan = load_plan(run_dir)
+        the_plan = load_plan(run_dir)
         state = load_state(run_dir)
         bucket = bucket_of(run_dir)
         try:
-            catalog = _catalog.read_catalog(bucket)
-        except _catalog.CatalogError:
-            catalog = None
-        return cls(run_dir, bucket, plan, state, catalog)
+            cat = catalog.read_catalog(bucket)
+        except catalog.CatalogError:
+            cat = None
+        return cls(run_dir, bucket, the_plan, state, cat)
 
 
 class Callbacks(Protocol):
@@ -320,7 +320,7 @@ class Callbacks(Protocol):
         """After the agents' results, before the gates: [(job, message)] that fail their job as a failed op does
         (the reconcile step's after_allocation_stopped hooks)."""
 
-    def before(self, plan: dict, state: run_state.RunState,
+    def before(self, the_plan: dict, state: run_state.RunState,
                step: Mapping[str, Any] | None) -> tuple[list[str], list]:
         """Before the requests of step (None: the final pass and finish): (failure messages, what changed: a
         [records.Rerender], for deploy/plan.rerendered); the pre_deploy hooks of the waves due (deploy/pre_deploy)."""
@@ -363,19 +363,19 @@ def _messages(state):
     return out
 
 
-def before_step(run_dir, plan, state, step, before):
+def before_step(run_dir, the_plan, state, step, before):
     """The controller's work before the requests of step (None: the final pass and finish): before(plan, state,
     step) -> (failure messages, [records.Rerender]) runs the pre_deploy hooks of the waves due (deploy/pre_deploy),
     failing jobs in state; what they changed makes the run's new plan (deploy/plan.rerendered), written to
     plan.json. Saves the state; returns (the messages, the plan)."""
     if before is None:
-        return [], plan
-    messages, changes = before(plan, state, step)
+        return [], the_plan
+    messages, changes = before(the_plan, state, step)
     if changes:
-        plan = _plan.rerendered(plan, changes)
-        write_plan(run_dir, plan)
+        the_plan = plan.rerendered(the_plan, changes)
+        write_plan(run_dir, the_plan)
     save_state(run_dir, state)
-    return list(messages), plan
+    return list(messages), the_plan
 
 
 def advance(run, key, callbacks):
@@ -397,14 +397,14 @@ def advance(run, key, callbacks):
             kept = copy.deepcopy(state)  # the hooks of before_step change state
         state.in_flight = key
         run_state.start_clocks(state, step)  # progress_deadline: a job's clock starts with its first batch
-        messages, plan = _before(run, state, step, callbacks)
-        failures, step = failures + messages, find_step(plan, key)  # the step as the hooks left the plan
+        messages, the_plan = _before(run, state, step, callbacks)
+        failures, step = failures + messages, find_step(the_plan, key)  # the step as the hooks left the plan
         failures += _drain(run, state, step, callbacks)
         kept = dataclasses.replace(state, in_flight=None)  # saved: the fold and what ran before the step
         requests = run_state.requests_for_step(state, step)
         for host, request in requests.items():
             _write_json(request_path(run.run_dir, key, host),
-                        dict(request.to_dict(), bucket_id=plan["bucket_id"], step=key, update_seq=plan.get("update_seq"),
+                        dict(request.to_dict(), bucket_id=the_plan["bucket_id"], step=key, update_seq=the_plan.get("update_seq"),
                              run_id=os.path.basename(os.path.normpath(run.run_dir))))
     except BaseException:
         if kept is not None:
@@ -451,11 +451,11 @@ def finish(run, callbacks):
     state, dummy = fold_in_flight(run, run.state, callbacks)
     kept = copy.deepcopy(state) if run.state.in_flight is not None else None
     try:
-        dummy, plan = _before(run, state, None, callbacks)
+        dummy, the_plan = _before(run, state, None, callbacks)
     except BaseException:
         if kept is not None:
             save_state(run.run_dir, kept)
         raise
     inject_fault("finish")
-    publish(run.run_dir, plan, state)
-    return plan, state, run_state.final_report(state, plan)
+    publish(run.run_dir, the_plan, state)
+    return the_plan, state, run_state.final_report(state, the_plan)

@@ -24,7 +24,7 @@ import copy
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import plan as _plan
+from . import plan
 from ..errors import MaandError
 
 FORMAT = 1
@@ -98,10 +98,10 @@ class Report:
         return asdict(self)
 
 
-def new_state(run_id, plan):
-    deadlines = {g["job"]: g["progress_deadline"] for s in plan.get("steps") or [] for g in s.get("gates") or []
+def new_state(run_id, the_plan):
+    deadlines = {g["job"]: g["progress_deadline"] for s in the_plan.get("steps") or [] for g in s.get("gates") or []
                  if g.get("progress_deadline")}
-    return RunState(run_id=run_id, bucket_id=plan["bucket_id"], job_waves=dict(plan.get("job_waves") or {}),
+    return RunState(run_id=run_id, bucket_id=the_plan["bucket_id"], job_waves=dict(the_plan.get("job_waves") or {}),
                     deadlines=deadlines)
 
 
@@ -322,10 +322,10 @@ def _block(state, step):
     for job in sorted(state.failed_by_job):
         wave = state.job_waves.get(job, 0)
         if step is None or step_wave is None or wave < step_wave:
-            blocked = set(_plan.block_after_failures([job], state.job_waves, wave, True, blocked))
+            blocked = set(plan.block_after_failures([job], state.job_waves, wave, True, blocked))
         else:
-            blocked = set(_plan.block_after_failures([job], state.job_waves, step_wave,
-                                                     step.get("last_in_wave"), blocked))
+            blocked = set(plan.block_after_failures([job], state.job_waves, step_wave,
+                                                    step.get("last_in_wave"), blocked))
     state.blocked = sorted(blocked)
 
 
@@ -413,13 +413,13 @@ def fold_step(state, step, answers, gate_outcomes, reasons=None):
     return fold_gates(state, step, ok_ops, gate_outcomes)
 
 
-def final_report(state, plan):
+def final_report(state, the_plan):
     """The outcome of the run: failed when anything failed or a planned step never completed."""
-    problems = [f["msg"] for f in plan.get("failures") or []]
+    problems = [f["msg"] for f in the_plan.get("failures") or []]
     problems += list(state.errors)
     for job in sorted(state.failed_by_job):
         problems += state.failed_by_job[job]
-    missing = [s["index"] for s in plan.get("steps") or [] if s["index"] not in state.steps_completed]
+    missing = [s["index"] for s in the_plan.get("steps") or [] if s["index"] not in state.steps_completed]
     if missing:
         problems.append("the deploy stopped before step(s) %s completed; run it again"
                         % ", ".join(str(i) for i in missing))
@@ -430,7 +430,7 @@ def final_report(state, plan):
         problems.append("allocations passed their gate but were not promoted: %s"
                         % ", ".join(p["id"] for ps in state.pending.values() for p in ps))
     blocked = sorted(set(state.blocked) - set(state.failed_by_job))
-    planned = {r["job"] for r in plan.get("rows") or [] if r.get("action") not in ("skip", "unreachable", "hold")}
+    planned = {r["job"] for r in the_plan.get("rows") or [] if r.get("action") not in ("skip", "unreachable", "hold")}
     not_deployed = [j for j in blocked if j in planned]
     if not_deployed:
         problems.append("not deployed because an earlier wave failed: %s" % ", ".join(not_deployed))

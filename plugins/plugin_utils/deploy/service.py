@@ -31,12 +31,12 @@ from typing import Any, Callable, Mapping
 
 from .. import jobspec
 from ..bucket import RunLog, locks
-from ..catalog import catalog as _catalog, fingerprint, maand_db, prune
+from ..catalog import catalog, fingerprint, maand_db, prune
 from .. import hooks
 from ..hooks import commands, points
 from . import adopt, certs
-from . import pin, plan as _plan, pre_deploy
-from . import callbacks as _callbacks, progress as _progress, record as _record
+from . import pin, plan, pre_deploy
+from . import callbacks as _callbacks, progress, record
 from . import rsync, run, slices, stage
 from . import view
 from ..errors import MaandError
@@ -180,7 +180,7 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0, slc=None, 
         return _no_bucket(bucket, pid)
     if slc is not None and slc.from_workflow and inventory_hosts is not None:
         with contextlib.suppress(MaandError, OSError):  # no catalog: the slice's own checks name it
-            if slices.whole_fleet(slc, inventory_hosts, [w["host"] for w in _catalog.read_catalog(bucket)["workers"]]):
+            if slices.whole_fleet(slc, inventory_hosts, [w["host"] for w in catalog.read_catalog(bucket)["workers"]]):
                 slc = None
     if slc is not None and not check_mode:
         return _lock_slice(bucket, pid, slc, wait)
@@ -195,7 +195,7 @@ def lock(bucket, pid, adopt_bucket_id="", check_mode=False, wait=0.0, slc=None, 
                 out.msg += "; data/catalog.json adopts bucket_id %s" % out.bucket_id
     except locks.DeployLocked as exc:
         out.failed, out.msg = True, "deploy refused: %s" % exc
-    except (adopt.AdoptError, _catalog.CatalogError) as exc:
+    except (adopt.AdoptError, catalog.CatalogError) as exc:
         if not check_mode:
             locks.release(bucket, pid)
         out.failed, out.msg = True, "deploy refused: %s" % exc
@@ -253,12 +253,12 @@ def unlock(bucket, pid, check_mode=False) -> Locking:
 
 # --- prepare: catalog -> plan -> run folder -----------------------------------------------------------
 
-def _with_environments(catalog, content, bucket, check_mode=False):
+def _with_environments(cat, content, bucket, check_mode=False):
     """Expand every job spec's environment against the controller's environment and fold its
     digests into the job's content (a changed value restarts the job); errors name job and variable."""
     errors = []
     digest_key = stage.env_key_loader(bucket, check_mode)
-    for name, spec in sorted(jobspec.specs_of(catalog).items()):
+    for name, spec in sorted(jobspec.specs_of(cat).items()):
         if name not in content:
             continue
         try:
@@ -267,7 +267,7 @@ def _with_environments(catalog, content, bucket, check_mode=False):
             errors.append(str(exc))
             continue
         try:
-            content[name] = _with_env(content[name], catalog["bucket_id"], name, env, digest_key)
+            content[name] = _with_env(content[name], cat["bucket_id"], name, env, digest_key)
         except (OSError, MaandError) as exc:  # kv.SecretError: the key file is missing or unreadable
             errors.append("job %s: the environment digests need the bucket's KV key: %s" % (name, exc))
     return errors
@@ -288,9 +288,9 @@ def _with_env(entry, bucket_id, name, env, digest_key):
 class _Refused(MaandError):
     """prepare() stops: msg, and the plan when one was computed."""
 
-    def __init__(self, msg, plan=None):
+    def __init__(self, msg, the_plan=None):
         super().__init__(msg)
-        self.msg, self.plan = msg, plan
+        self.msg, self.plan = msg, the_plan
 
 
 def _read_catalog(bucket, allow_stale=False):
@@ -298,28 +298,28 @@ def _read_catalog(bucket, allow_stale=False):
     target of maand.core.job, which ships nothing and runs on the last built catalog (catalog/freshness.py; the
     inventory gave the warning)."""
     try:
-        catalog = _catalog.read_catalog(bucket)
-    except _catalog.CatalogError as exc:
+        cat = catalog.read_catalog(bucket)
+    except catalog.CatalogError as exc:
         raise _Refused("%s: %s" % (bucket, exc)) from None
-    if catalog is None:
+    if cat is None:
         raise _Refused("%s/data/catalog.json does not exist: run `ansible-playbook -i %s/maand.yml "
                        "maand.core.build` first" % (bucket, bucket))
     try:  # the inventory refuses a stale catalog too, but preview: true or a cached inventory gets past it
-        changed = fingerprint.stale(bucket, catalog)
+        changed = fingerprint.stale(bucket, cat)
     except OSError as exc:
         raise _Refused("%s: cannot read the workspace to compare it with the catalog: %s" % (bucket, exc)) from None
     if changed and not allow_stale:
         raise _Refused("ErrStaleCatalog: %s/data/catalog.json: workspace changed since the last build "
                        "(%s); nothing was changed (fix: run ansible-playbook maand.core.build -e maand_bucket=%s)"
                        % (bucket, ", ".join(changed[:10]), bucket))
-    return catalog
+    return cat
 
 
-def _hooked(catalog, in_scope):
+def _hooked(cat, in_scope):
     """The jobs in scope with pre_deploy hooks, in the order maand runs them (deployment_seq, name): they run at
     their wave (deploy/pre_deploy), so the plan renders them first with the KV as it is."""
     scope = set(in_scope)
-    return [j for j in commands.jobs_with(catalog, "pre_deploy") if j in scope]
+    return [j for j in commands.jobs_with(cat, "pre_deploy") if j in scope]
 
 
 def _refuse_on(errors):
@@ -327,96 +327,96 @@ def _refuse_on(errors):
         raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(errors))
 
 
-def render(bucket, catalog, jobs, hosts, versions, update_seq, check_mode=False, pending=()):
+def render(bucket, cat, jobs, hosts, versions, update_seq, check_mode=False, pending=()):
     """Every job tree read once, every active allocation's templates rendered and hashed in memory (job specs'
     layers stacked under the job trees: data/.jobspec-layers/<job>, a temp folder in check mode). pending: jobs
     whose pre_deploy runs later (a missing KV key reads as ""). Raises jobspec.LayerError, OSError."""
-    with jobspec.stacked(bucket, catalog, jobs, check_mode) as stacked:
+    with jobspec.stacked(bucket, cat, jobs, check_mode) as stacked:
         return stage.compute(bucket, stacked, jobs, hosts, versions, update_seq,
-                             [provider(bucket, catalog) for provider in OVERLAY_PROVIDERS], pending=pending)
+                             [provider(bucket, cat) for provider in OVERLAY_PROVIDERS], pending=pending)
 
 
-def _stage_jobs(req, catalog, in_scope, hooked):
+def _stage_jobs(req, cat, in_scope, hooked):
     try:
-        return render(req.bucket, catalog, in_scope, req.hosts, _plan.current_versions(req.states),
-                      _plan.seen_update_seq(req.states, catalog), req.check_mode, hooked)
+        return render(req.bucket, cat, in_scope, req.hosts, plan.current_versions(req.states),
+                      plan.seen_update_seq(req.states, cat), req.check_mode, hooked)
     except (jobspec.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
 
 
-def _with_pre_deploy(req, catalog, plan, hooked, staging):
+def _with_pre_deploy(req, cat, the_plan, hooked, staging):
     """The plan with what the run needs to run the pre_deploy hooks at their waves (its pre_deploy record) and
     the lines saying when they run and that the plan was rendered before them (in check mode: that they did not
     run); the plan itself when no job in scope has hooks."""
     if not hooked:
-        return plan
-    jobs = {j["name"]: j for j in catalog.get("jobs", [])}
+        return the_plan
+    jobs = {j["name"]: j for j in cat.get("jobs", [])}
     globs = {j: jobs[j].get("restart_globs") or [] for j in hooked if jobs[j].get("restart_policy") == "reload"}
-    record = pre_deploy.entry(
-        hooked, plan.job_waves, staging.content, _plan.current_versions(req.states),
-        _plan.seen_update_seq(req.states, catalog), bool(req.plan_hash), globs,
+    pre_record = pre_deploy.entry(
+        hooked, the_plan.job_waves, staging.content, plan.current_versions(req.states),
+        plan.seen_update_seq(req.states, cat), bool(req.plan_hash), globs,
         points.rollout_orders(req.bucket, hooked))
-    return pre_deploy.attach(plan, record, req.check_mode, staging.missing)
+    return pre_deploy.attach(the_plan, pre_record, req.check_mode, staging.missing)
 
 
-def _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl):
+def _build_plan(req, cat, jobs_filter, in_scope, staging, ctl):
     """The deploy plan (a records.Plan: deploy/plan.build, reconcile then schedule); a refusal when it has errors."""
-    adopted, adopt_warning = maand_db.adopted_versions(req.bucket, catalog["bucket_id"])  # takeover from maand
+    adopted, adopt_warning = maand_db.adopted_versions(req.bucket, cat["bucket_id"])  # takeover from maand
     if adopt_warning:
         ctl.warn(adopt_warning)
     try:
-        plan = _plan.build(catalog, staging.content, req.states, req.hosts,
-                           {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
-                            "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
-                            "rollout_orders": points.rollout_orders(req.bucket, in_scope),
-                            "adopted": adopted, "rollback": req.rollback, "promote": req.promote,
-                            "target": req.target, "target_workers": req.target_workers})
-    except _plan.PlanError as exc:
+        the_plan = plan.build(cat, staging.content, req.states, req.hosts,
+                              {"jobs": jobs_filter, "force": req.force, "sync_only": req.sync_only,
+                               "adopt_bucket_id": req.adopt_bucket_id, "stage_errors": staging.errors,
+                               "rollout_orders": points.rollout_orders(req.bucket, in_scope),
+                               "adopted": adopted, "rollback": req.rollback, "promote": req.promote,
+                               "target": req.target, "target_workers": req.target_workers})
+    except plan.PlanError as exc:
         raise _Refused(str(exc)) from None
-    if plan.errors:
-        raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(plan.errors), plan.to_json())
-    return plan
+    if the_plan.errors:
+        raise _Refused("deploy refused, nothing was changed:\n  " + "\n  ".join(the_plan.errors), the_plan.to_json())
+    return the_plan
 
 
-def _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl):
+def _run_plan(req, cat, in_scope, jobs_filter, hooked, staging, ctl):
     """The run's plan, stage by stage (each a new records.Plan): planned, stamped with its hash and the wave
     picture, checked against -e maand_plan, with the pre_deploy record, with the job specs' worker order, slots
     and run fields."""
-    plan = _build_plan(req, catalog, jobs_filter, in_scope, staging, ctl)
-    plan = pin.stamp(plan, catalog)  # before the pre_deploy record and estimates join the plan
+    the_plan = _build_plan(req, cat, jobs_filter, in_scope, staging, ctl)
+    the_plan = pin.stamp(the_plan, cat)  # before the pre_deploy record and estimates join the plan
     try:
-        plan = pin.check_pin(req.plan_hash, plan, req.check_mode)
+        the_plan = pin.check_pin(req.plan_hash, the_plan, req.check_mode)
     except pin.PinRefused as exc:
-        raise _Refused(str(exc), plan.to_json()) from None
-    plan = _with_pre_deploy(req, catalog, plan, hooked, staging)
-    workers = {w["host"]: w for w in catalog.get("workers", [])}
-    return _plan.with_job_specs(plan, jobspec.specs_of(catalog), workers, jobspec.load_history(req.bucket),
-                                req.slots)
+        raise _Refused(str(exc), the_plan.to_json()) from None
+    the_plan = _with_pre_deploy(req, cat, the_plan, hooked, staging)
+    workers = {w["host"]: w for w in cat.get("workers", [])}
+    return plan.with_job_specs(the_plan, jobspec.specs_of(cat), workers, jobspec.load_history(req.bucket),
+                               req.slots)
 
 
-def _new_run(req, plan, staging, ctl, run_id=None):
+def _new_run(req, the_plan, staging, ctl, run_id=None):
     """(run_dir, segments): the trees that sync staged (data/.deploy-stage/<host>/<job>), the run folder (a hand of a
     sliced run: the planner's run_id, its plan not published again)."""
     try:
-        staging.stage_plan(req.bucket, plan)
+        staging.stage_plan(req.bucket, the_plan)
     except OSError as exc:
         raise _Refused("cannot stage the job trees under %s: %s; nothing was changed"
                        % (stage.stage_root(req.bucket), exc)) from None
     try:
-        run_dir = run.new_run(req.bucket, plan, run_id=run_id, record=run_id is None)
+        run_dir = run.new_run(req.bucket, the_plan, run_id=run_id, record=run_id is None)
     except (OSError, run.RunError) as exc:
         raise _Refused("cannot create the deploy run folder under %s/data: %s" % (req.bucket, exc)) from None
-    _log_plan(req.bucket, plan, run_dir, ctl.warn)
+    _log_plan(req.bucket, the_plan, run_dir, ctl.warn)
     factor = int(os.environ.get(WIDE_FACTOR_ENV) or run.WIDE_FACTOR)
-    return run_dir, run.segments(plan, len(req.hosts), factor)
+    return run_dir, run.segments(the_plan, len(req.hosts), factor)
 
 
-def _log_plan(bucket, plan, run_dir, warn):
+def _log_plan(bucket, the_plan, run_dir, warn):
     """maand's plan events in the bucket logs (bucket/runlog.py, maand=deploy): deploy_skip (worker=-) for a job
     with nothing to do on any allocation (reason already_promoted), reconcile_skip_stop for a disabled or removed
     allocation with nothing to stop (reason not_deployed)."""
-    log = RunLog.open(bucket, "deploy", plan.get("update_seq"), os.path.basename(run_dir))
-    rows = plan.get("rows") or []
+    log = RunLog.open(bucket, "deploy", the_plan.get("update_seq"), os.path.basename(run_dir))
+    rows = the_plan.get("rows") or []
     try:
         for job in sorted({r["job"] for r in rows if r.get("job")}):  # a removed worker's purge row has no job
             mine = [r for r in rows if r["job"] == job]
@@ -434,45 +434,45 @@ def _prepare(req, ctl):
     slc = slices.Slice.from_json(req.slice) if req.slice and not req.check_mode else None
     if slc is not None and slc.role == "hand":
         return _prepare_hand(req, ctl, slc)
-    catalog = _read_catalog(req.bucket, allow_stale=bool(req.target))
+    cat = _read_catalog(req.bucket, allow_stale=bool(req.target))
     own = sorted(req.hosts)
     if slc is not None:  # the planner: the whole fleet, as the slices claimed it
-        fleet = _gather(req, ctl, slc, catalog)
+        fleet = _gather(req, ctl, slc, cat)
         req, ctl = dataclasses.replace(req, hosts=fleet.hosts, states=fleet.states), slices.fleet_ctl(ctl, fleet)
     if req.adopt_bucket_id:  # written by maand.core.deploy_lock (not in check mode)
-        catalog = dict(catalog, bucket_id=req.adopt_bucket_id)
-    jobs_filter, errors = _plan.parse_jobs_filter(req.jobs, [j["name"] for j in catalog.get("jobs", [])])
+        cat = dict(cat, bucket_id=req.adopt_bucket_id)
+    jobs_filter, errors = plan.parse_jobs_filter(req.jobs, [j["name"] for j in cat.get("jobs", [])])
     if errors:
         raise _Refused("; ".join(errors))
-    in_scope = [j["name"] for j in catalog.get("jobs", [])
+    in_scope = [j["name"] for j in cat.get("jobs", [])
                 if not j.get("removed") and (jobs_filter is None or j["name"] in jobs_filter)]
     # job specs' environments (against the controller's), users, groups and root needs checked before
     # pre_deploy hooks run on any worker
-    _refuse_on(jobspec.check_env(catalog, in_scope, os.environ.get)
-               + jobspec.check_ids(catalog, req.states, in_scope))
-    hooked = [] if req.target else _hooked(catalog, in_scope)  # a rolling restart runs no pre_deploy
+    _refuse_on(jobspec.check_env(cat, in_scope, os.environ.get)
+               + jobspec.check_ids(cat, req.states, in_scope))
+    hooked = [] if req.target else _hooked(cat, in_scope)  # a rolling restart runs no pre_deploy
     if slc is not None and hooked:
         raise _Refused("sliced run %s: jobs with pre_deploy hooks (%s) cannot be sliced yet (their files are rendered "
                        "again on the planner after the hooks); nothing was changed (fix: Job Slicing 1 for this "
                        "deploy, or -e maand_jobs without them)" % (slc.run_key, ", ".join(hooked)))
-    staging = _stage_jobs(req, catalog, in_scope, hooked)
-    _refuse_on(_with_environments(catalog, staging.content, req.bucket, req.check_mode))
-    typed = _run_plan(req, catalog, in_scope, jobs_filter, hooked, staging, ctl)
-    plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
-    work = plan["has_work"] or bool(plan["prune"])
-    run_dir, segments = _new_run(req, plan, staging, ctl) if not req.check_mode else ("", [])
+    staging = _stage_jobs(req, cat, in_scope, hooked)
+    _refuse_on(_with_environments(cat, staging.content, req.bucket, req.check_mode))
+    typed = _run_plan(req, cat, in_scope, jobs_filter, hooked, staging, ctl)
+    the_plan = typed.to_json()  # the plan.json of the run, the plan of the task's result
+    work = the_plan["has_work"] or bool(the_plan["prune"])
+    run_dir, segments = _new_run(req, the_plan, staging, ctl) if not req.check_mode else ("", [])
     if slc is not None:
-        segments = _planner_ready(req, slc, plan, fleet, run_dir, own)
-    summary = view.plan_summary(plan)
-    warned = build_warning_lines(catalog)
-    out = Prepared(req.bucket, plan["lines"][0], plan=plan, changed=bool(req.check_mode and work), run_dir=run_dir,
+        segments = _planner_ready(req, slc, the_plan, fleet, run_dir, own)
+    summary = view.plan_summary(the_plan)
+    warned = build_warning_lines(cat)
+    out = Prepared(req.bucket, the_plan["lines"][0], plan=the_plan, changed=bool(req.check_mode and work), run_dir=run_dir,
                    segments=segments, summary=summary, plan_hash=typed.plan_hash,
-                   content_diff=view.content_diff(plan, staging, req.states, _plan.failed_attempt) if req.diff
+                   content_diff=view.content_diff(the_plan, staging, req.states, plan.failed_attempt) if req.diff
                    else {"hosts": []}, build_warnings=warned)
     if req.diff:
-        out.diff = {"prepared": "\n".join(plan["lines"] + [summary] + warned) + "\n"}
+        out.diff = {"prepared": "\n".join(the_plan["lines"] + [summary] + warned) + "\n"}
     elif not ctl.watched:  # that callback prints them
-        for line in plan["lines"] + [summary]:
+        for line in the_plan["lines"] + [summary]:
             ctl.show(line, color="yellow" if work and line.startswith("  ") and " skip " not in line else None)
         for line in warned:
             ctl.show(line, color="yellow")
@@ -481,32 +481,32 @@ def _prepare(req, ctl):
 
 # --- a sliced run (deploy/slices.py): the planner plans the fleet, the hands work their hosts ------------------
 
-def _gather(req, ctl, slc, catalog):
+def _gather(req, ctl, slc, cat):
     """The planner's fleet: its own claim written, the catalog's workers waited for (deploy/slices.gather)."""
     brd = slices.board(req.bucket, slc)
     slices.claim(brd, slc, req.hosts, req.states, *slices.reach(ctl, req.hosts))
-    fleet = slices.gather(brd, slc, [w["host"] for w in catalog.get("workers") or []])
+    fleet = slices.gather(brd, slc, [w["host"] for w in cat.get("workers") or []])
     if fleet.absent:
         ctl.warn("sliced run %s: %d worker(s) no slice claimed, not deployed: %s"
                  % (slc.run_key, len(fleet.absent), ", ".join(sorted(fleet.absent)[:10])))
     return fleet
 
 
-def _segments(plan, own):
+def _segments(the_plan, own):
     """A slice's segments: every step of the plan (the final pass too when any gate waits for it), each wide or
     narrow by what this slice's own hosts do in it."""
     factor = int(os.environ.get(WIDE_FACTOR_ENV) or run.WIDE_FACTOR)
-    kinds = {s["step"]: s["kind"] for s in run.segments(slices.own_plan(plan, own), len(own), factor)}
-    return [dict(s, kind=kinds.get(s["step"], "narrow")) for s in run.segments(plan, len(own), factor)]
+    kinds = {s["step"]: s["kind"] for s in run.segments(slices.own_plan(the_plan, own), len(own), factor)}
+    return [dict(s, kind=kinds.get(s["step"], "narrow")) for s in run.segments(the_plan, len(own), factor)]
 
 
-def _planner_ready(req, slc, plan, fleet, run_dir, own):
+def _planner_ready(req, slc, the_plan, fleet, run_dir, own):
     """The planner's plan on the board for the hands and its slice.json; its segments over its own hosts."""
-    render_inputs = {"versions": sorted([j, h, v] for (j, h), v in _plan.current_versions(req.states).items()),
-                     "update_seq": _plan.seen_update_seq(req.states, _catalog.read_catalog(req.bucket))}
-    slices.publish_plan(slices.board(req.bucket, slc), slc, os.path.basename(run_dir), plan, render_inputs, fleet)
+    render_inputs = {"versions": sorted([j, h, v] for (j, h), v in plan.current_versions(req.states).items()),
+                     "update_seq": plan.seen_update_seq(req.states, catalog.read_catalog(req.bucket))}
+    slices.publish_plan(slices.board(req.bucket, slc), slc, os.path.basename(run_dir), the_plan, render_inputs, fleet)
     slices.save(run_dir, slc, own, os.path.basename(run_dir))
-    return _segments(plan, set(own))
+    return _segments(the_plan, set(own))
 
 
 def _prepare_hand(req, ctl, slc):
@@ -526,35 +526,35 @@ def _hand_plan(req, ctl, slc, brd, own):
         run_id, entry = slices.await_plan(brd, slc, own)
     except slices.SliceError as exc:
         raise _Refused(str(exc)) from None
-    plan, inputs = entry["plan"], entry.get("render") or {}
-    catalog = _read_catalog(req.bucket, allow_stale=bool(req.target))
-    mine = slices.own_plan(plan, set(own))
+    the_plan, inputs = entry["plan"], entry.get("render") or {}
+    cat = _read_catalog(req.bucket, allow_stale=bool(req.target))
+    mine = slices.own_plan(the_plan, set(own))
     jobs = sorted({op["job"] for s in mine["steps"] for ops in s["ops"].values() for op in ops
                    if op.get("sync") and op.get("job")})
     versions = {(j, h): v for j, h, v in inputs.get("versions") or ()}
-    staging = _stage_hand(req, catalog, jobs, own, versions, int(inputs.get("update_seq") or 0))
-    _refuse_on(slices.hash_mismatches(plan, staging, set(own)))
+    staging = _stage_hand(req, cat, jobs, own, versions, int(inputs.get("update_seq") or 0))
+    _refuse_on(slices.hash_mismatches(the_plan, staging, set(own)))
     run_dir, dummy = _new_run(req, mine, staging, ctl, run_id=run_id)
     slices.save(run_dir, slc, own, run_id)
     return Prepared(req.bucket, "sliced run %s: run %s, this slice works %d worker(s)" % (slc.run_key, run_id, len(own)),
-                    plan=plan, changed=bool(plan.get("has_work")), run_dir=run_dir,
-                    segments=_segments(plan, set(own)), summary=view.plan_summary(plan),
-                    plan_hash=plan.get("plan_hash") or "")
+                    plan=the_plan, changed=bool(the_plan.get("has_work")), run_dir=run_dir,
+                    segments=_segments(the_plan, set(own)), summary=view.plan_summary(the_plan),
+                    plan_hash=the_plan.get("plan_hash") or "")
 
 
-def _stage_hand(req, catalog, jobs, own, versions, update_seq):
+def _stage_hand(req, cat, jobs, own, versions, update_seq):
     try:
-        staging = render(req.bucket, catalog, jobs, own, versions, update_seq)
+        staging = render(req.bucket, cat, jobs, own, versions, update_seq)
     except (jobspec.LayerError, OSError) as exc:
         raise _Refused("deploy refused, nothing was changed:\n  %s" % exc) from None
-    _refuse_on(list(staging.errors) + _with_environments(catalog, staging.content, req.bucket))
+    _refuse_on(list(staging.errors) + _with_environments(cat, staging.content, req.bucket))
     return staging
 
 
-def build_warning_lines(catalog):
+def build_warning_lines(cat):
     """The warnings of the build that wrote the catalog (catalog/service.py keeps them as `build_warnings`), one
     line each, to repeat under the plan: a deploy is where a warning of the build takes effect (issue 31)."""
-    return ["build warning: %s" % text for text in catalog.get("build_warnings") or ()]
+    return ["build warning: %s" % text for text in cat.get("build_warnings") or ()]
 
 
 def prepare(req: PlanRequest, ctl: Controller | None = None) -> Prepared:
@@ -590,14 +590,14 @@ def callbacks(run_dir, ctl):
         yield cbs
 
 
-def rerender(bucket, catalog, job, hosts, versions, update_seq):
+def rerender(bucket, cat, job, hosts, versions, update_seq):
     """A job rendered again after its pre_deploy hooks (deploy/pre_deploy, deploy/callbacks.StepCallbacks.before):
     (its staging, errors), the staging None when it cannot be rendered."""
     try:
-        staging = render(bucket, catalog, [job], hosts, versions, update_seq)
+        staging = render(bucket, cat, [job], hosts, versions, update_seq)
     except (jobspec.LayerError, OSError) as exc:
         return None, [str(exc)]
-    return staging, list(staging.errors) + _with_environments(catalog, staging.content, bucket)
+    return staging, list(staging.errors) + _with_environments(cat, staging.content, bucket)
 
 
 @dataclasses.dataclass
@@ -693,54 +693,54 @@ class Finished:
         return out
 
 
-def run_outcome(run_dir, plan, ctl):
+def run_outcome(run_dir, the_plan, ctl):
     """(plan, problems, done, verdict) of the run; a run folder that cannot be read is itself a problem."""
     if not run_dir:
-        return plan, [f["msg"] for f in plan.get("failures") or []], [], view.verdict(plan, [], {})
+        return the_plan, [f["msg"] for f in the_plan.get("failures") or []], [], view.verdict(the_plan, [], {})
     try:
         with callbacks(run_dir, ctl) as cbs:
-            plan, state, report = run.finish(cbs.run, cbs)
+            the_plan, state, report = run.finish(cbs.run, cbs)
     except (run.RunError, OSError, ValueError) as exc:
-        return plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
+        return the_plan, ["the deploy run state could not be read, the outcome is unknown: %s" % exc], [], None
     try:  # the verdict is for the screen: it never changes the outcome
-        rows = view.verdict(plan, state.done, state.failed_ops,
-                            _progress.gate_times(_progress.read_all(run_dir)))
+        rows = view.verdict(the_plan, state.done, state.failed_ops,
+                            progress.gate_times(progress.read_all(run_dir)))
     except (KeyError, TypeError, ValueError) as exc:
         ctl.warn("could not compute the deploy verdict: %s: %s" % (type(exc).__name__, exc))
         rows = None
-    return plan, list(report.problems), list(report.done), rows
+    return the_plan, list(report.problems), list(report.done), rows
 
 
-def _drop_cleaned(bucket, plan, done, problems, show):
+def _drop_cleaned(bucket, the_plan, done, problems, show):
     """Drop from the catalog the removed rows whose cleanup succeeded (and those with nothing to clean), and
     the KV keys of the jobs that left with them (catalog/prune.py, under the bucket lock): (changed, pruned
     'job@worker's)."""
-    cleaned = list(plan.get("prune") or [])
+    cleaned = list(the_plan.get("prune") or [])
     cleaned += [{"job": d["job"], "worker": d["host"]} for d in done if d.get("kind") == "remove"]
     purged = {d["host"] for d in done if d.get("kind") == "purge"}
-    dead = set(plan.get("dead_workers") or [])
-    if not (cleaned or dead or purged) or not plan.get("bucket_id"):
+    dead = set(the_plan.get("dead_workers") or [])
+    if not (cleaned or dead or purged) or not the_plan.get("bucket_id"):
         return False, []
-    out = prune.prune(bucket, plan["bucket_id"],
-                      lambda catalog: _plan.prune_catalog(catalog, cleaned, dead_workers=dead), show)
+    out = prune.prune(bucket, the_plan["bucket_id"],
+                      lambda cat: plan.prune_catalog(cat, cleaned, dead_workers=dead), show)
     if out.problem:
         problems.append(out.problem)
     return out.changed, out.pruned
 
 
-def _summary(plan):
+def _summary(the_plan):
     counts = {}
-    for row in plan.get("rows", []):
+    for row in the_plan.get("rows", []):
         counts[row["action"]] = counts.get(row["action"], 0) + 1
     return ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts)) or "nothing to do"
 
 
-def _clean_up(req, plan, done, problems, ctl, before_release=None):
+def _clean_up(req, the_plan, done, problems, ctl, before_release=None):
     """Prune the catalog and remove the staged trees (a real run whose outcome is known), call before_release
     (the deploy record), release the lock."""
     changed, pruned = False, []
     if not req.check_mode and done is not None:
-        changed, pruned = _drop_cleaned(req.bucket, plan, done, problems, ctl.show)
+        changed, pruned = _drop_cleaned(req.bucket, the_plan, done, problems, ctl.show)
         # the staged trees are rebuilt by every deploy and may hold rendered secrets: never kept
         try:
             stage.remove_tree(stage.stage_root(req.bucket))
@@ -757,11 +757,11 @@ def _clean_up(req, plan, done, problems, ctl, before_release=None):
     return changed, pruned
 
 
-def _keep_record(bucket, run_dir, plan, rows, problems, run_pid, ctl):
+def _keep_record(bucket, run_dir, the_plan, rows, problems, run_pid, ctl):
     """The run's deploy record into the state store (maand.core.logs, info, cat deployments), still under the
     deploy lock. A record that cannot be written is a warning: the deploy's own outcome stands."""
     try:
-        _record.record_finish(bucket, run_dir, plan, rows, problems, run_pid, time.time())
+        record.record_finish(bucket, run_dir, the_plan, rows, problems, run_pid, time.time())
     except Exception as exc:  # pylint: disable=broad-exception-caught
         # never in the way of the lock's release: a store that fails here is named, the deploy's outcome stands
         ctl.warn("the deploy record of run %s was not kept (maand.core.logs will not list it): %s: %s"
@@ -777,27 +777,27 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     sliced = slices.load(run_dir) if run_dir else None
     if sliced is not None and sliced[0].role == "hand":
         return _hand_finish(req, run_dir, sliced, ctl)
-    progress_mark = _progress.mark(run_dir)
+    progress_mark = progress.mark(run_dir)
     try:
         ctl = slices.collected(run_dir, sliced, ctl)
-        plan, problems, done, rows = run_outcome(run_dir, req.plan, ctl)
+        the_plan, problems, done, rows = run_outcome(run_dir, req.plan, ctl)
     except Exception as exc:  # pylint: disable=broad-exception-caught
         # a crash here still fails the run (below) and still releases the lock; nothing is pruned
-        plan, done, rows = req.plan, None, None
+        the_plan, done, rows = req.plan, None, None
         problems = ["the deploy finish step crashed, the outcome is unknown (the run folder %s is kept; "
                     "run the deploy again): %s: %s" % (run_dir, type(exc).__name__, exc)]
     if sliced is not None:
-        _end_slices(req.bucket, sliced, plan, problems, rows, req.run_pid)
-    keep = (lambda: _keep_record(req.bucket, run_dir, plan, rows, problems, req.run_pid, ctl)) if run_dir else None
-    changed, pruned = _clean_up(req, plan, done, problems, ctl, before_release=keep)
-    progress = None
+        _end_slices(req.bucket, sliced, the_plan, problems, rows, req.run_pid)
+    keep = (lambda: _keep_record(req.bucket, run_dir, the_plan, rows, problems, req.run_pid, ctl)) if run_dir else None
+    changed, pruned = _clean_up(req, the_plan, done, problems, ctl, before_release=keep)
+    progress_records = None
     if ctl.watched:  # the records this task wrote: the callback may not have read them before the folder goes
-        progress = _progress.read_since(run_dir, progress_mark)
+        progress_records = progress.read_since(run_dir, progress_mark)
     if run_dir:  # after the run's last ssh call (the gates and status tails above): its own masters stop
         rsync.close_control_dir(rsync.control_dir(run_dir))
     if run_dir and not problems:
         shutil.rmtree(run_dir, ignore_errors=True)  # a failed run keeps its folder for inspection
-    out = Finished(req.check_mode, problems, _summary(plan), changed, pruned, rows, progress)
+    out = Finished(req.check_mode, problems, _summary(the_plan), changed, pruned, rows, progress_records)
     if rows is not None and not req.check_mode and not ctl.watched:  # the callback prints the verdict
         verdict_line = view.done_line(rows, len(problems))
         for line in view.verdict_table(rows) + [view.workers_line(rows), verdict_line]:
@@ -806,14 +806,14 @@ def finish(req: FinishRequest, ctl: Controller | None = None) -> Finished:
     return out
 
 
-def _end_slices(bucket, sliced, plan, problems, rows, run_pid):
+def _end_slices(bucket, sliced, the_plan, problems, rows, run_pid):
     """The planner's end of a sliced run: the outcome on the board for the hands, its member token given back."""
     slc, dummy, run_id = sliced
     brd = slices.board(bucket, slc)
     try:
-        slices.publish_end(brd, run_id, {"problems": list(problems), "summary": _summary(plan),
+        slices.publish_end(brd, run_id, {"problems": list(problems), "summary": _summary(the_plan),
                                          "verdict": [v.to_dict() for v in rows or ()]},
-                           [r["worker"] for r in plan.get("rows") or []],
+                           [r["worker"] for r in the_plan.get("rows") or []],
                            (brd.get("plan/%s" % run_id) or {}).get("absent") or {})
     except MaandError as exc:
         problems.append("sliced run %s: the outcome could not reach the other slices: %s" % (slc.run_key, exc))

@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 from ..worker import layout
-from ..bucket import content as _content, storage
+from ..bucket import content, storage
 from ..catalog import kv_build
 from .. import gotemplate
 from .. import jobspec
@@ -57,7 +57,7 @@ GO_SUFFIX = ".tpl"
 JINJA_SUFFIX = ".j2"
 EXCLUDED_DIRS = ("_modules", "_prometheus")
 EXCLUDED_FILES = ("vars.toml",)
-RUNTIME_DIRS = _content.RUNTIME_DIRS
+RUNTIME_DIRS = content.RUNTIME_DIRS
 DIGEST_CONTEXT = b"maand.core stage digest v1"
 STAGE_DIR = ".deploy-stage"
 _READ_LIMIT = 256 * 1024  # --diff reads at most this much of a shipped file (larger ones are named only)
@@ -130,7 +130,7 @@ def template_kind(rel: str) -> str | None:
 
 def read_job(name: str, root: str) -> JobSource:
     """Read job folder root (raises bucket/content.ContentError naming the path)."""
-    digests = _content.hash_tree(root)["files"]
+    digests = content.hash_tree(root)["files"]
     files, templates = {}, []
     for rel, digest in digests.items():
         if excluded(rel):
@@ -143,11 +143,11 @@ def read_job(name: str, root: str) -> JobSource:
     outs: dict[str, str] = {}
     for tmpl in templates:
         if tmpl.out.split("/", 1)[0] in RUNTIME_DIRS:
-            raise _content.ContentError(
+            raise content.ContentError(
                 "job %s: %s renders %s, but %s/ belongs to the worker (never shipped); rename the template"
                 % (name, tmpl.rel, tmpl.out, tmpl.out.split("/", 1)[0]))
         if tmpl.out in outs:
-            raise _content.ContentError(
+            raise content.ContentError(
                 "job %s: %s and %s both render %s; keep one of them" % (name, outs[tmpl.out], tmpl.rel, tmpl.out))
         outs[tmpl.out] = tmpl.rel
     shadowed = tuple(sorted(rel for rel in outs if rel in files))
@@ -163,8 +163,8 @@ def _read_template(root: str, rel: str, kind: str) -> Template:
             text = handle.read()
         executable = bool(os.stat(path).st_mode & stat.S_IXUSR)
     except (OSError, UnicodeDecodeError) as exc:
-        raise _content.ContentError("cannot read template %s: %s (templates are UTF-8 text files)"
-                                    % (path, getattr(exc, "strerror", None) or exc)) from None
+        raise content.ContentError("cannot read template %s: %s (templates are UTF-8 text files)"
+                                   % (path, getattr(exc, "strerror", None) or exc)) from None
     suffix = GO_SUFFIX if kind == "go" else JINJA_SUFFIX
     return Template(rel, rel[:-len(suffix)], kind, text, executable)
 
@@ -238,9 +238,9 @@ class AllocationContent:
                 "origins": {o.rel: o.origin for o in self.outputs}}
 
 
-def output_digest(content: bytes, executable: bool, secret: bool, digest_key: Callable[[], bytes] | None) -> str:
+def output_digest(file_bytes: bytes, executable: bool, secret: bool, digest_key: Callable[[], bytes] | None) -> str:
     """The digest a file of this content gets in the tree (hash_tree's for plain output)."""
-    body = (b"x" if executable else b"-") + content
+    body = (b"x" if executable else b"-") + file_bytes
     if not secret:
         return hashlib.sha256(body).hexdigest()
     if digest_key is None:
@@ -272,7 +272,7 @@ def render(source: JobSource, context: Context, overlays: Iterable[Overlay] = ()
         except (OSError, ValueError, secrets.SecretError) as exc:  # the key file is missing or unreadable
             raise RenderError(source.name, host, out.source or out.rel, "cannot digest a secret-bearing output: %s"
                               % exc, "restore secrets/kv.key (it decrypts the secrets the output reads)") from None
-    return AllocationContent(source.name, host, files, _content.tree_hash(files),
+    return AllocationContent(source.name, host, files, content.tree_hash(files),
                              tuple(sorted(outputs, key=lambda o: o.rel)))
 
 
@@ -480,7 +480,7 @@ def _jinja_frame(exc: BaseException, default: str, names: set) -> tuple[str, int
 
 # --- writing the staged tree -------------------------------------------------------------------
 
-def write_stage(dest: str, source: JobSource, content: AllocationContent) -> None:
+def write_stage(dest: str, source: JobSource, alloc_content: AllocationContent) -> None:
     """Materialise one allocation's tree at dest (replaced): links to plain files, generated files written.
 
     A plain file is a hard link to the workspace file (a copy when linking fails); a generated file
@@ -489,8 +489,8 @@ def write_stage(dest: str, source: JobSource, content: AllocationContent) -> Non
     os.makedirs(dest, mode=0o755)
     for rel in source.dirs:
         os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
-    generated = {o.rel: o for o in content.outputs}
-    for rel in content.files:
+    generated = {o.rel: o for o in alloc_content.outputs}
+    for rel in alloc_content.files:
         target = os.path.join(dest, rel)
         os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
         if rel in generated:
@@ -545,18 +545,18 @@ def reset_stage(bucket_dir: str) -> str:
 class _SecretNamespace(Mapping):
     """secrets/job/<job> read from data/kv.json and decrypted only when a template reads a key."""
 
-    def __init__(self, store: Any, ns: str) -> None:
-        self._store, self._ns = store, ns
-        self._keys = sorted(k for k, e in (store.namespaces.get(ns) or {}).items() if not e.deleted)
+    def __init__(self, kv_store: Any, ns: str) -> None:
+        self._store, self._ns = kv_store, ns
+        self._keys = sorted(k for k, e in (kv_store.namespaces.get(ns) or {}).items() if not e.deleted)
 
     def __getitem__(self, key: str) -> str:
-        from ..kv import store as _store
+        from ..kv import store
 
         if key not in self._keys:
             raise KeyError(key)
         try:
             return self._store.get(self._ns, key, reveal_secrets=True)
-        except _store.KVStoreError as exc:
+        except store.KVStoreError as exc:
             raise functions.KVError(str(exc)) from None
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -574,18 +574,18 @@ def load_kv(bucket_dir: str) -> tuple[dict, Callable[[], bytes]]:
 
     A bucket built before data/kv.json existed renders from the KV computed from its catalog
     (catalog/kv_build.read_kv). Raises kv/functions.KVError naming the file and the fix."""
-    from ..kv import store as _store
+    from ..kv import store
 
-    if not _store.KVStore.exists(bucket_dir):
+    if not store.KVStore.exists(bucket_dir):
         return dict(kv_build.read_kv(bucket_dir)), digest_loader(bucket_dir)
     try:
-        store = _store.KVStore.load(bucket_dir)
-    except _store.KVStoreError as exc:
+        kv_store = store.KVStore.load(bucket_dir)
+    except store.KVStoreError as exc:
         raise functions.KVError(str(exc)) from None
-    kv: dict = dict(store.snapshot())
-    for ns in store.namespaces:
+    kv: dict = dict(kv_store.snapshot())
+    for ns in kv_store.namespaces:
         if functions.is_secret_ns(ns):
-            kv[ns] = _SecretNamespace(store, ns)
+            kv[ns] = _SecretNamespace(kv_store, ns)
     return kv, digest_loader(bucket_dir)
 
 
@@ -635,23 +635,23 @@ class Staging:
         """Write one allocation's tree under data/.deploy-stage; returns its path."""
         dest = stage_path(bucket_dir, host, job)
         source = self.sources[job]
-        content = self.allocations.get((job, host))
-        if content is None:
-            content = AllocationContent(job, host, dict(source.files), "", ())
-        write_stage(dest, source, content)
+        alloc_content = self.allocations.get((job, host))
+        if alloc_content is None:
+            alloc_content = AllocationContent(job, host, dict(source.files), "", ())
+        write_stage(dest, source, alloc_content)
         return dest
 
     def is_secret(self, job: str, host: str, rel: str) -> bool:
         """True for a generated file of the allocation that read a secret or is private (a key): --diff
         never shows it."""
-        content = self.allocations.get((job, host))
-        return any(o.rel == rel and (o.secret or o.private) for o in (content.outputs if content else ()))
+        alloc_content = self.allocations.get((job, host))
+        return any(o.rel == rel and (o.secret or o.private) for o in (alloc_content.outputs if alloc_content else ()))
 
     def shipped_bytes(self, job: str, host: str, rel: str) -> bytes | None:
         """What this deploy ships at rel for the allocation (a rendered output or the workspace file), or
         None when it ships nothing there. A symlink reads as "symlink -> target" (as the worker agent)."""
-        content = self.allocations.get((job, host))
-        for out in content.outputs if content else ():
+        alloc_content = self.allocations.get((job, host))
+        for out in alloc_content.outputs if alloc_content else ():
             if out.rel == rel:
                 return out.content
         source = self.sources.get(job)
@@ -684,7 +684,7 @@ class Staging:
 
 def job_content(source: JobSource) -> dict:
     """The plan content of a job shipped as it is (no template, no overlay)."""
-    return {"hash": _content.tree_hash(source.files), "files": dict(source.files), "origins": {}}
+    return {"hash": content.tree_hash(source.files), "files": dict(source.files), "origins": {}}
 
 
 def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str],
@@ -706,7 +706,7 @@ def compute(bucket_dir: str, catalog: Mapping[str, Any], jobs: Iterable[str], ho
         path = os.path.join(bucket_dir, records[name].get("path") or os.path.join("workspace", "jobs", name))
         try:
             out.sources[name] = read_job(name, path)
-        except _content.ContentError as exc:
+        except content.ContentError as exc:
             out.content[name] = {"error": str(exc)}
             continue
         out.content[name] = job_content(out.sources[name])
@@ -752,7 +752,7 @@ def prometheus_overlays(bucket_dir: str, catalog: Mapping[str, Any]) -> OverlayF
             raise RenderError(job, host, exc.file or "rules/", str(exc),
                               "fix the file named (maand's _prometheus/ rules: docs/templates.md, Prometheus)"
                               " and build again") from None
-        return [Overlay(rel, content, origin=prometheus.ORIGIN) for rel, content in sorted(files.items())]
+        return [Overlay(rel, body_text, origin=prometheus.ORIGIN) for rel, body_text in sorted(files.items())]
     return provide
 
 
@@ -785,13 +785,13 @@ def _render_all(out: Staging, catalog: Mapping[str, Any], todo: list, kv: tuple,
         context = Context(kv[0], data, upstream[job], _pending_key(kv[1]) if job in pending else kv[1], funcs,
                           out.missing.setdefault(job, []) if job in pending else None)
         try:
-            content = render(source, context, extra)
+            alloc_content = render(source, context, extra)
         except RenderError as exc:
             key = (exc.job, exc.file, exc.line, exc.column, exc.cause)
             failed.setdefault(key, (exc, []))[1].append(host)
             out.content[job].setdefault("allocations", {})[host] = {"error": "%s: %s" % (exc.where(), exc.cause)}
             continue
-        out.allocations[(job, host)] = content
-        out.content[job].setdefault("allocations", {})[host] = content.plan_entry()
+        out.allocations[(job, host)] = alloc_content
+        out.content[job].setdefault("allocations", {})[host] = alloc_content.plan_entry()
     for exc, failed_hosts in failed.values():
         out.errors.append("template: %s" % exc.text(failed_hosts))
