@@ -35,9 +35,9 @@ import shutil
 import tempfile
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from . import run, commands as _commands
+from . import run, commands
 from ..bucket import storage
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from .runtime_api import RuntimeAPI
 from ..errors import MaandError
 
@@ -52,7 +52,7 @@ class HookFailed(MaandError):
 # --- the run's context ----------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]] | None = None,
+def session(bucket_dir: str, cat: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]] | None = None,
             timeout: int = run.DEFAULT_TIMEOUT, tail: int = run.DEFAULT_TAIL,
             current_versions: Mapping[tuple[str, str], str] | None = None,
             log: Callable[[str], None] = lambda msg: None) -> Iterator[run.Context]:
@@ -63,10 +63,10 @@ def session(bucket_dir: str, catalog: Mapping[str, Any], hosts: Mapping[str, Map
     stage = tempfile.mkdtemp(prefix=".hooks-", dir=os.path.join(bucket_dir, "data"))
     try:
         hosts_file = run.write_hosts_file(os.path.join(stage, "hosts.json"), hosts) if hosts else ""
-        with RuntimeAPI(bucket_dir, catalog) as api:
+        with RuntimeAPI(bucket_dir, cat) as api:
             if api.notice:
                 log(api.notice)
-            yield run.Context(bucket_dir, catalog, api, stage, hosts_file, timeout, tail,
+            yield run.Context(bucket_dir, cat, api, stage, hosts_file, timeout, tail,
                               current_versions or {}, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -79,14 +79,14 @@ def built_session(bucket_dir: str, connections: Callable[[], Mapping[str, Mappin
     """session() over the bucket's built catalog (build.catalog.CatalogError when it is missing, or stale unless
     `allow_stale`: the job verb's job_control, catalog/freshness.py) and the workers' connection settings
     (connections(), read once the catalog is good): the maand.core.job_command task's job commands."""
-    catalog = _catalog.read_built(bucket_dir, allow_stale=allow_stale)
-    with session(bucket_dir, catalog, connections(), timeout, tail, log=log) as ctx:
+    cat = catalog.read_built(bucket_dir, allow_stale=allow_stale)
+    with session(bucket_dir, cat, connections(), timeout, tail, log=log) as ctx:
         yield ctx
 
 
-def any_job_has(catalog: Mapping[str, Any], events: Iterable[str], jobs: Iterable[str] | None = None) -> bool:
+def any_job_has(cat: Mapping[str, Any], events: Iterable[str], jobs: Iterable[str] | None = None) -> bool:
     wanted = None if jobs is None else set(jobs)
-    return any(_commands.jobs_with(catalog, e) and (wanted is None or wanted & set(_commands.jobs_with(catalog, e)))
+    return any(commands.jobs_with(cat, e) and (wanted is None or wanted & set(commands.jobs_with(cat, e)))
                for e in events)
 
 
@@ -96,7 +96,7 @@ def post_build(ctx: run.Context) -> list[str]:
     """post_build of every job registering it, deployment_seq order; failures (all jobs run), each headed
     by maand's error kind: "ErrJobCommandFailed: post_build: job <job> command <command> ..."."""
     failures = []
-    for job in _commands.jobs_with(ctx.catalog, "post_build"):
+    for job in commands.jobs_with(ctx.catalog, "post_build"):
         failures += ["%s: post_build: %s" % (JOB_COMMAND_FAILED, failure)
                      for failure in run.run_event(ctx, job, "post_build").failures()]
     return failures
@@ -106,23 +106,23 @@ def cli(ctx: run.Context, command: str, job: str | None, concurrency: int = 1) -
     """maand job_command: (jobs run, failures). A job that does not register the command for cli
     is maand's NotFoundError."""
     if job:
-        _commands.job_entry(ctx.catalog, job)
-        if command not in _commands.commands_for(ctx.catalog, job, "cli"):
-            registered = list(_commands.commands_for(ctx.catalog, job, "cli"))
+        commands.job_entry(ctx.catalog, job)
+        if command not in commands.commands_for(ctx.catalog, job, "cli"):
+            registered = list(commands.commands_for(ctx.catalog, job, "cli"))
             raise HookFailed('job "%s" command "%s" is not registered for event "cli" (its cli commands: %s); add '
                              '"cli" to commands.%s.executed_on in the job\'s manifest.json and rebuild'
                              % (job, command, ", ".join(registered) or "none", command))
         jobs = [job]
     else:
-        jobs = _commands.jobs_with(ctx.catalog, "cli", command)
+        jobs = commands.jobs_with(ctx.catalog, "cli", command)
         if not jobs:
-            known = sorted({c for j in _commands.jobs_with(ctx.catalog, "cli")
-                            for c in _commands.commands_for(ctx.catalog, j, "cli")})
+            known = sorted({c for j in commands.jobs_with(ctx.catalog, "cli")
+                            for c in commands.commands_for(ctx.catalog, j, "cli")})
             raise HookFailed('command "%s" is not registered for event "cli" by any job (cli commands: %s)'
                              % (command, ", ".join(known) or "none"))
     failures = []
     for name in jobs:
-        failures += run.run_event(ctx, name, "cli", concurrency=concurrency, commands=[command]).failures()
+        failures += run.run_event(ctx, name, "cli", concurrency=concurrency, command_names=[command]).failures()
     return jobs, failures
 
 
@@ -130,7 +130,7 @@ def cli(ctx: run.Context, command: str, job: str | None, concurrency: int = 1) -
 
 def pre_deploy(ctx: run.Context, jobs: Iterable[str]) -> dict[str, list[str]]:
     """pre_deploy of the given jobs in deployment_seq order: {failed job: messages}."""
-    order = {j: i for i, j in enumerate(_commands.jobs_with(ctx.catalog, "pre_deploy"))}
+    order = {j: i for i, j in enumerate(commands.jobs_with(ctx.catalog, "pre_deploy"))}
     failed = {}
     for job in sorted((j for j in jobs if j in order), key=order.get):
         problems = run.run_event(ctx, job, "pre_deploy").failures()
@@ -144,9 +144,9 @@ def pre_deploy(ctx: run.Context, jobs: Iterable[str]) -> dict[str, list[str]]:
 HEALTH_CHECK_CONCURRENCY = 1
 
 
-def gate_hooks(catalog: Mapping[str, Any], job: str) -> list[str]:
+def gate_hooks(cat: Mapping[str, Any], job: str) -> list[str]:
     """The gate events job registers (the planner gives such a job a gate on every batch)."""
-    return [e for e in GATE_EVENTS if _commands.has_event(catalog, job, e)]
+    return [e for e in GATE_EVENTS if commands.has_event(cat, job, e)]
 
 
 def run_gate_hooks(ctx: run.Context, gate: Mapping[str, Any], probes: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
@@ -155,13 +155,13 @@ def run_gate_hooks(ctx: run.Context, gate: Mapping[str, Any], probes: Callable[[
     # the batch's allocations (the last start batch's gate probes every start, its hooks run for the batch)
     hosts = list(info.get("batch_hosts") or gate.get("hosts") or [])
     if info.get("job_control"):
-        env = _commands.job_control_env(info.get("new") or [], info.get("updated") or [])
-        targets = _commands.targets(ctx.catalog, job)
+        env = commands.job_control_env(info.get("new") or [], info.get("updated") or [])
+        targets = commands.targets(ctx.catalog, job)
         problems = run.run_event(ctx, job, "job_control", targets, env, concurrency=max(1, len(targets))).failures()
     else:
-        env = _commands.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
-                                  info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
-        targets = _commands.targets(ctx.catalog, job, workers=hosts)
+        env = commands.batch_env(job, hosts, int(info.get("batch_index") or 0), int(info.get("batch_count") or 1),
+                                 info.get("phase") or "new", info.get("order") or hosts, info.get("order_source") or "default")
+        targets = commands.targets(ctx.catalog, job, workers=hosts)
         problems = run.run_event(ctx, job, "after_allocation_started", targets, env,
                                  concurrency=max(1, len(targets))).failures()
     if problems or info.get("health") is False:  # a start batch before the last: maand checks health after all
@@ -182,13 +182,13 @@ def after_stops(ctx: run.Context, ok_ops: Iterable[Mapping[str, Any]]) -> list[t
     for op in ok_ops:
         if op.get("target") != "stop" or not op.get("job"):
             continue
-        if not _commands.has_event(ctx.catalog, op["job"], "after_allocation_stopped"):
+        if not commands.has_event(ctx.catalog, op["job"], "after_allocation_stopped"):
             continue
-        env = _commands.stop_env(op["job"], op["host"])
-        targets = _commands.targets(ctx.catalog, op["job"], workers=[op["host"]])
+        env = commands.stop_env(op["job"], op["host"])
+        targets = commands.targets(ctx.catalog, op["job"], workers=[op["host"]])
         if not targets:  # a removed allocation: no longer in the catalog's live rows
-            targets = [_commands.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
-                                        0, True)]
+            targets = [commands.Target(op["job"], op["host"], str((op.get("env") or {}).get("ALLOCATION_ID") or ""),
+                                       0, True)]
         for msg in run.run_event(ctx, op["job"], "after_allocation_stopped", targets, env).failures():
             out.append((op["job"], msg))
     return out
@@ -199,9 +199,9 @@ def before_stops(ctx: run.Context, job: str, hosts: list[str], env: Mapping[str,
     """before_allocation_stopped of job on hosts (one batch, all at once) with the batch variables env:
     the failures ([] = drained). A removed allocation (no longer a live row of the catalog) runs with its
     alloc_ids entry, DISABLED=1, as after_stops does."""
-    targets = _commands.targets(ctx.catalog, job, workers=hosts)
+    targets = commands.targets(ctx.catalog, job, workers=hosts)
     found = {t.worker for t in targets}
-    targets += [_commands.Target(job, h, str((alloc_ids or {}).get(h) or ""), 0, True) for h in hosts if h not in found]
+    targets += [commands.Target(job, h, str((alloc_ids or {}).get(h) or ""), 0, True) for h in hosts if h not in found]
     return run.run_event(ctx, job, "before_allocation_stopped", targets, env,
                          concurrency=max(1, len(targets))).failures()
 
@@ -211,26 +211,26 @@ def plan_versions(plan: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     return {(r["job"], r["worker"]): str(r.get("from_version") or "") for r in plan.get("rows") or [] if r.get("job")}
 
 
-def hooked_stops(catalog: Mapping[str, Any], ok_ops: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def hooked_stops(cat: Mapping[str, Any], ok_ops: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The stops among the reconcile step's ok ops whose job registers after_allocation_stopped (after_stops
     runs their hooks; none: no hook session is needed)."""
     return [o for o in ok_ops if o.get("target") == "stop" and o.get("job")
-            and _commands.has_event(catalog, o["job"], "after_allocation_stopped")]
+            and commands.has_event(cat, o["job"], "after_allocation_stopped")]
 
 
 def rollout_orders(bucket_dir: str, jobs: Iterable[str]) -> dict[str, str]:
     """{job: rollout_order} hooks put in maand/job/<job> (pre_deploy or cli); the next build resets it to
     the catalog order (maand/job/<job> workers, as maand's build syncs it), which is no override."""
-    from ..kv import store as _store  # late: only the deploy plan needs it
+    from ..kv import store  # late: only the deploy plan needs it
 
     try:
-        store = _store.KVStore.load(bucket_dir)
-    except _store.KVStoreError:
+        kv_store = store.KVStore.load(bucket_dir)
+    except store.KVStoreError:
         return {}
     out = {}
     for job in jobs:
-        value = store.get("maand/job/%s" % job, _store.ROLLOUT_ORDER_KEY)
-        if value and value != store.get("maand/job/%s" % job, "workers"):
+        value = kv_store.get("maand/job/%s" % job, store.ROLLOUT_ORDER_KEY)
+        if value and value != kv_store.get("maand/job/%s" % job, "workers"):
             out[job] = value
     return out
 
@@ -240,9 +240,9 @@ def job_control_target(ctx: run.Context, job: str, target: str,
     """maand job start|stop|restart|reload|status for a job with job_control commands (maand
     jobcontrol/commands.go): the commands run with TARGET=<target> on the job's active allocations
     (those of workers, when given), all at once. (handled, failures); not handled without commands."""
-    if not _commands.has_event(ctx.catalog, job, "job_control"):
+    if not commands.has_event(ctx.catalog, job, "job_control"):
         return False, []
-    chosen = _commands.targets(ctx.catalog, job)
+    chosen = commands.targets(ctx.catalog, job)
     if workers:
         wanted = set(workers)
         chosen = [t for t in chosen if t.worker in wanted]

@@ -25,10 +25,10 @@ import subprocess
 import threading
 from typing import Any, Callable, Iterable, Mapping
 
-from . import commands as _commands
+from . import commands
 from ..worker import tail_lines
 from ..bucket import LogCommand
-from ..kv import functions, store as _store
+from ..kv import functions, store
 from .runtime_api import RuntimeAPI
 
 DEFAULT_TIMEOUT = 600
@@ -47,7 +47,7 @@ class HookResult:
     error: str = ""
 
     def message(self) -> str:
-        head = "%s on %s failed: %s" % (_commands.where(self.job, self.command, self.event), self.worker, self.error)
+        head = "%s on %s failed: %s" % (commands.where(self.job, self.command, self.event), self.worker, self.error)
         if self.output:
             head += "\n--- last lines of output ---\n" + "\n".join(self.output)
         return head
@@ -155,26 +155,26 @@ def write_hosts_file(path: str, hosts: Mapping[str, Mapping[str, Any]]) -> str:
     return path
 
 
-def _stage_certs(ctx: Context, modules: str, target: _commands.Target) -> None:
+def _stage_certs(ctx: Context, modules: str, target: commands.Target) -> None:
     """The allocation's certificates (build keeps them in its maand/job/<job>/worker/<ip> namespace)
     in the staged _modules/certs/, as maand stages them for its hooks."""
-    if not _store.KVStore.exists(ctx.bucket_dir):
+    if not store.KVStore.exists(ctx.bucket_dir):
         return
     try:
-        store = _store.KVStore.load(ctx.bucket_dir)
-    except _store.KVStoreError:
+        kv_store = store.KVStore.load(ctx.bucket_dir)
+    except store.KVStoreError:
         return
-    ns = {k: e.value for k, e in (store.namespaces.get(functions.allocation_ns(target.job, target.worker)) or {}).items()
+    ns = {k: e.value for k, e in (kv_store.namespaces.get(functions.allocation_ns(target.job, target.worker)) or {}).items()
           if not e.deleted}
     if any(k.startswith("certs/") for k in ns):
-        _commands.write_certs(modules, ns, store.get(functions.WORKERS_NS, "certs/ca.crt"))
+        commands.write_certs(modules, ns, kv_store.get(functions.WORKERS_NS, "certs/ca.crt"))
 
 
 def _no_line(stream: str, text: str) -> None:
     del stream, text
 
 
-def _live(ctx: Context, target: _commands.Target, command: str, path: str) -> Any:
+def _live(ctx: Context, target: commands.Target, command: str, path: str) -> Any:
     """The hook's command in the verb's bucket logs (maand: phase job_command, action the command), or None."""
     if ctx.runlog is None:
         return None
@@ -186,23 +186,23 @@ def _live(ctx: Context, target: _commands.Target, command: str, path: str) -> An
         return None
 
 
-def run_one(ctx: Context, target: _commands.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:
-    job = _commands.job_entry(ctx.catalog, target.job)
+def run_one(ctx: Context, target: commands.Target, command: str, event: str, extra: Mapping[str, str]) -> HookResult:
+    job = commands.job_entry(ctx.catalog, target.job)
     if ctx.api.refusal:
         return HookResult(target.job, command, event, target.worker, False, None, [], ctx.api.refusal)
     try:
-        modules = _commands.stage(ctx.bucket_dir, job.get("path") or "workspace/jobs/%s" % target.job, target.job,
-                                  target.worker, os.path.join(ctx.stage_root, "%s-%s" % (event, command)))
+        modules = commands.stage(ctx.bucket_dir, job.get("path") or "workspace/jobs/%s" % target.job, target.job,
+                                 target.worker, os.path.join(ctx.stage_root, "%s-%s" % (event, command)))
         _stage_certs(ctx, modules, target)
-        script = _commands.resolve_script(modules, target.job, command)
-        argv = _commands.argv_for(script, os.path.join(ctx.bucket_dir, job.get("path") or "", "_modules"))
-    except (_commands.HookError, OSError) as exc:
+        script = commands.resolve_script(modules, target.job, command)
+        argv = commands.argv_for(script, os.path.join(ctx.bucket_dir, job.get("path") or "", "_modules"))
+    except (commands.HookError, OSError) as exc:
         return HookResult(target.job, command, event, target.worker, False, None, [], str(exc))
     token, inv = ctx.api.open_session(target.job, target.worker, target.alloc_id, event, command)
     try:
-        env = _commands.command_env(target, command, event, _commands.ApiEndpoint(ctx.api.port, token, ctx.hosts_file),
-                                    ctx.current_versions.get((target.job, target.worker), ""),
-                                    str(job.get("version") or ""), extra)
+        env = commands.command_env(target, command, event, commands.ApiEndpoint(ctx.api.port, token, ctx.hosts_file),
+                                   ctx.current_versions.get((target.job, target.worker), ""),
+                                   str(job.get("version") or ""), extra)
         live = _live(ctx, target, command, script.path)
         rc, output, error = run_process(argv, modules, env, ctx.timeout, ctx.tail,
                                         lambda pid: ctx.api.set_pid(token, pid), live.line if live else _no_line)
@@ -215,22 +215,22 @@ def run_one(ctx: Context, target: _commands.Target, command: str, event: str, ex
     return HookResult(target.job, command, event, target.worker, not error, rc, output, error)
 
 
-def run_event(ctx: Context, job: str, event: str, targets: Iterable[_commands.Target] | None = None,
+def run_event(ctx: Context, job: str, event: str, targets: Iterable[commands.Target] | None = None,
               extra: Mapping[str, str] | None = None, concurrency: int = 1,
-              commands: Iterable[str] | None = None) -> HookOutcome:
+              command_names: Iterable[str] | None = None) -> HookOutcome:
     """Run job's commands for event (each in name order, all allocations of one command before
     the next command, stop at the first command that fails, as maand does)."""
     outcome = HookOutcome()
     try:
-        names = list(commands) if commands is not None else _commands.commands_for(ctx.catalog, job, event)
-        chosen = list(targets) if targets is not None else _commands.targets(ctx.catalog, job)
-    except _commands.HookError as exc:
+        names = list(command_names) if command_names is not None else commands.commands_for(ctx.catalog, job, event)
+        chosen = list(targets) if targets is not None else commands.targets(ctx.catalog, job)
+    except commands.HookError as exc:
         outcome.errors.append(str(exc))
         return outcome
     for command in names:
         if not chosen:
             break
-        ctx.log("%s on %s" % (_commands.where(job, command, event), ", ".join(t.worker for t in chosen)))
+        ctx.log("%s on %s" % (commands.where(job, command, event), ", ".join(t.worker for t in chosen)))
         width = max(1, min(concurrency, len(chosen)))
         with concurrent.futures.ThreadPoolExecutor(max_workers=width) as pool:
             results = list(pool.map(lambda t: run_one(ctx, t, command, event, extra or {}), chosen))

@@ -49,7 +49,7 @@ import urllib.parse
 from typing import Any, Mapping
 
 from . import peers
-from ..kv import functions, store as _store
+from ..kv import functions, store
 from ..errors import MaandError
 
 HEADER_ALLOC = "X-ALLOCATION-ID"
@@ -358,8 +358,8 @@ class RuntimeAPI:
         if ns not in self._readable(inv):
             raise _err("namespace")
         try:
-            value = _store.KVStore.load(self.bucket_dir).get(ns, key, reveal_secrets=True)
-        except _store.KVStoreError as exc:
+            value = store.KVStore.load(self.bucket_dir).get(ns, key, reveal_secrets=True)
+        except store.KVStoreError as exc:
             raise ApiReply(500, "Internal server error: %s" % exc) from None
         if value is None:
             raise _err("not_found")
@@ -368,11 +368,11 @@ class RuntimeAPI:
     def kv_put(self, inv, token, body, headers, query):
         ns, key, value = self._ns_key(self._payload(body, headers), need_value=True)
         # deploy_order: the key's name in maand before June 2026 (its older put_deploy_order helpers)
-        rollout = ns == functions.job_ns(inv.job) and key in (_store.ROLLOUT_ORDER_KEY, "deploy_order")
+        rollout = ns == functions.job_ns(inv.job) and key in (store.ROLLOUT_ORDER_KEY, "deploy_order")
         if ns != functions.job_vars_ns(inv.job) and not (rollout and inv.event in ROLLOUT_ORDER_EVENTS):
             raise _err("namespace")
         self._check_write(inv, key)
-        self._edit(lambda store: store.put_rollout_order(inv.job, value) if rollout else store.put(ns, key, value))
+        self._edit(lambda kv_store: kv_store.put_rollout_order(inv.job, value) if rollout else kv_store.put(ns, key, value))
         inv.writes += 1
         return 200, ""
 
@@ -384,7 +384,7 @@ class RuntimeAPI:
         if ns != functions.job_secrets_ns(inv.job):
             raise _err("namespace")
         self._check_write(inv, key)
-        self._edit(lambda store: store.put(ns, key, value))
+        self._edit(lambda kv_store: kv_store.put(ns, key, value))
         inv.writes += 1
         return 200, ""
 
@@ -397,16 +397,16 @@ class RuntimeAPI:
             raise _err("namespace")
         if inv.event == "health_check":
             raise _err("health_write")
-        if not self._edit(lambda store: store.delete(ns, key)):
+        if not self._edit(lambda kv_store: kv_store.delete(ns, key)):
             raise _err("not_found")
         inv.writes += 1
         return 200, ""
 
     def _edit(self, change) -> Any:
         try:
-            with _store.KVStore.edit(self.bucket_dir, wait=True) as store:
-                return change(store)
-        except _store.KVStoreError as exc:
+            with store.KVStore.edit(self.bucket_dir, wait=True) as kv_store:
+                return change(kv_store)
+        except store.KVStoreError as exc:
             raise ApiReply(500, "Internal server error: %s" % exc) from None
 
     def kv_keys(self, inv, token, body, headers, query):
@@ -415,10 +415,10 @@ class RuntimeAPI:
         wanted = data.get("namespace") or ""
         if wanted and wanted not in own:
             raise _err("namespace")
-        store = _store.KVStore.load(self.bucket_dir)
+        kv_store = store.KVStore.load(self.bucket_dir)
         result = {}
         for ns in ([wanted] if wanted else own):
-            result[ns] = sorted(k for k, e in (store.namespaces.get(ns) or {}).items() if not e.deleted)
+            result[ns] = sorted(k for k, e in (kv_store.namespaces.get(ns) or {}).items() if not e.deleted)
         return 200, {"namespaces": result}
 
     # --- demands and semaphores ---------------------------------------------------------

@@ -39,7 +39,7 @@ from typing import Callable
 
 from .. import jobspec  # the package's door (this module's own siblings), read at call time
 from ..bucket import storage
-from ..bucket import content as _content
+from ..bucket import content
 from ..errors import MaandError
 from ..worker import agent
 
@@ -99,15 +99,15 @@ def env_digest(digest_key: bytes, bucket_id: str, job: str, key: str, value: str
     return hmac.new(digest_key, message, hashlib.sha256).hexdigest()[:32]
 
 
-def with_env(content: dict, bucket_id: str, job: str, env: dict, digest_key: Callable[[], bytes]) -> dict:
+def with_env(job_content: dict, bucket_id: str, job: str, env: dict, digest_key: Callable[[], bytes]) -> dict:
     """The content map of a job with one ``.maand-env/KEY`` digest per variable (hash recomputed);
     digest_key() gives env_digest_key's key (called only when there is an environment)."""
-    if not env or content.get("error"):
-        return content
-    files = dict(content.get("files") or {})
+    if not env or job_content.get("error"):
+        return job_content
+    files = dict(job_content.get("files") or {})
     dkey = digest_key()
     files.update({ENV_PREFIX + key: env_digest(dkey, bucket_id, job, key, value) for key, value in env.items()})
-    return {"hash": _content.tree_hash(files), "files": files}
+    return {"hash": content.tree_hash(files), "files": files}
 
 
 # --- run fields of an op ----------------------------------------------------------------------------

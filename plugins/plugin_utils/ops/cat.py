@@ -20,10 +20,10 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import prometheus
-from ..catalog import catalog as _catalog
-from ..deploy import record, run as _run
+from ..catalog import catalog
+from ..deploy import record, run
 from ..catalog import kv_build
-from ..kv import functions, store as _store
+from ..kv import functions, store
 from ..bucket import storage
 from ..bucket.problems import did_you_mean
 from ..errors import MaandError
@@ -31,7 +31,7 @@ from ..errors import MaandError
 VIEWS = ("kv", "allocations", "jobs", "workers", "ports", "deployments", "certs", "job_commands", "prometheus")
 ACTIVE_VIEWS = ("deployments", "allocations")  # the views maand_active narrows
 HASH_CHARS = 12
-MASK = _store.MASK
+MASK = store.MASK
 MAX_VALUE = 80
 
 
@@ -98,12 +98,12 @@ def cat(bucket_dir: str, request: Request) -> Table:
         raise CatError("file and scrape (-e maand_file, -e maand_scrape) belong to the prometheus view, not %s"
                        % request.view)
     _check_options(request)
-    catalog = read_catalog(bucket_dir)
-    _check_names("job", request.jobs, [j["name"] for j in catalog.get("jobs", [])])
-    _check_names("worker", request.workers, [w["host"] for w in catalog.get("workers", [])])
+    doc = read_catalog(bucket_dir)
+    _check_names("job", request.jobs, [j["name"] for j in doc.get("jobs", [])])
+    _check_names("worker", request.workers, [w["host"] for w in doc.get("workers", [])])
     if request.key:
         return _kv_get(bucket_dir, request)
-    return _BUILDERS[request.view](bucket_dir, catalog, request)
+    return _BUILDERS[request.view](bucket_dir, doc, request)
 
 
 def _check_options(request: Request) -> None:
@@ -122,13 +122,13 @@ def _check_options(request: Request) -> None:
 
 def read_catalog(bucket_dir: str) -> dict:
     try:
-        catalog = _catalog.read_catalog(bucket_dir)
-    except _catalog.CatalogError as exc:
+        doc = catalog.read_catalog(bucket_dir)
+    except catalog.CatalogError as exc:
         raise CatError(str(exc)) from None
-    if catalog is None:
+    if doc is None:
         raise CatError("%s has no data/catalog.json; build the bucket first (ansible-playbook"
                        " maand.core.build -e maand_bucket=%s)" % (bucket_dir, bucket_dir))
-    return catalog
+    return doc
 
 
 def _check_names(kind: str, asked: Iterable[str], known: list[str]) -> None:
@@ -194,24 +194,24 @@ def shown_value(namespace: str, key: str, value: str | None, reveal: bool) -> st
     return first if len(first) <= MAX_VALUE else first[:MAX_VALUE - 3] + "..."
 
 
-def _kv_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _kv_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     table = Table("KV of %s" % bucket_dir, ("NAMESPACE", "KEY", "VALUE", "VERSION", "MODIFIED"))
-    if not _store.KVStore.exists(bucket_dir):
-        kv = functions.compute_kv(catalog, functions.load_job_vars(bucket_dir, catalog))
+    if not store.KVStore.exists(bucket_dir):
+        kv = functions.compute_kv(doc, functions.load_job_vars(bucket_dir, doc))
         for ns in sorted(n for n in kv if _kv_keep(request, n)):
             table.rows += [(ns, k, shown_value(ns, k, v, request.reveal), "-", "-") for k, v in sorted(kv[ns].items())]
         table.notes.append("computed from data/catalog.json: build has not written data/kv.json yet (rebuild)")
         return table
     try:
-        store = _store.KVStore.load(bucket_dir)
-        for ns in sorted(n for n in store.namespaces if _kv_keep(request, n)):
-            for key, entry in sorted(store.namespaces[ns].items()):
+        kv_store = store.KVStore.load(bucket_dir)
+        for ns in sorted(n for n in kv_store.namespaces if _kv_keep(request, n)):
+            for key, entry in sorted(kv_store.namespaces[ns].items()):
                 if entry.deleted and not request.deleted:
                     continue
-                value = store.get(ns, key, reveal_secrets=request.reveal) if not entry.deleted else None
+                value = kv_store.get(ns, key, reveal_secrets=request.reveal) if not entry.deleted else None
                 table.rows.append((ns, key, shown_value(ns, key, value, request.reveal), str(entry.version),
                                    _when(entry.modified)))
-    except _store.KVStoreError as exc:
+    except store.KVStoreError as exc:
         raise CatError(str(exc)) from None
     if not request.reveal and any(functions.is_secret_ns(r[0]) for r in table.rows):
         table.notes.append("secrets are shown as %s (-e maand_reveal=true decrypts them)" % MASK)
@@ -222,21 +222,21 @@ def _kv_get(bucket_dir: str, request: Request) -> Table:
     """One key in full (maand cat kv get): namespace, key, value, version, modified; a missing or deleted key
     is an error naming the keys of the namespace."""
     ns, key = request.namespace, request.key
-    if not _store.KVStore.exists(bucket_dir):
+    if not store.KVStore.exists(bucket_dir):
         raise CatError("%s has no data/kv.json: build the bucket first (ansible-playbook maand.core.build)" % bucket_dir)
     try:
-        store = _store.KVStore.load(bucket_dir)
-        keys = store.namespaces.get(ns)
+        kv_store = store.KVStore.load(bucket_dir)
+        keys = kv_store.namespaces.get(ns)
         if keys is None:
-            raise CatError("no KV namespace %s%s" % (ns, did_you_mean(ns, sorted(store.namespaces))))
+            raise CatError("no KV namespace %s%s" % (ns, did_you_mean(ns, sorted(kv_store.namespaces))))
         entry = keys.get(key)
         live = sorted(k for k, e in keys.items() if not e.deleted)
         if entry is None or entry.deleted:
             raise CatError("key %s not found in %s%s%s" % (
                 key, ns, " (it was deleted)" if entry is not None else "", did_you_mean(key, live)
                 or "; its keys are: %s" % (", ".join(live) or "(none)")))
-        value = store.get(ns, key, reveal_secrets=request.reveal)
-    except _store.KVStoreError as exc:
+        value = kv_store.get(ns, key, reveal_secrets=request.reveal)
+    except store.KVStoreError as exc:
         raise CatError(str(exc)) from None
     secret = functions.is_secret_ns(ns) and not request.reveal
     table = Table("KV key %s %s of %s" % (ns, key, bucket_dir), ("FIELD", "VALUE"),
@@ -249,10 +249,10 @@ def _kv_get(bucket_dir: str, request: Request) -> Table:
 
 # --- catalog views ------------------------------------------------------------------------------
 
-def _allocations_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _allocations_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     table = Table("Allocations of %s" % bucket_dir,
                   ("JOB", "WORKER", "ALLOC_ID", "STATE", "ZONE", "MEMORY", "CPU", "SEQ"))
-    for a in sorted(catalog.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
+    for a in sorted(doc.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
         if _keep(request, a["job"], a["worker"]) and not (request.active and a.get("state") != "active"):
             table.rows.append((a["job"], a["worker"], str(a.get("alloc_id") or "-"), str(a.get("state")),
                                a.get("zone") or "-", _num(a.get("memory_mb"), "MB"), _num(a.get("cpu_mhz"), "MHz"),
@@ -260,11 +260,11 @@ def _allocations_table(bucket_dir: str, catalog: Mapping[str, Any], request: Req
     return table
 
 
-def _jobs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _jobs_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     table = Table("Jobs of %s" % bucket_dir, ("JOB", "VERSION", "ALLOCATIONS", "SEQ", "MEMORY", "CPU",
                                               "SELECTORS", "RESTART"))
-    allocs = catalog.get("allocations", [])
-    for job in catalog.get("jobs", []):
+    allocs = doc.get("allocations", [])
+    for job in doc.get("jobs", []):
         name = job["name"]
         mine = [a for a in allocs if a["job"] == name and _keep(request, name, a["worker"])]
         if (request.jobs and name not in request.jobs) or (request.workers and not mine):
@@ -277,11 +277,11 @@ def _jobs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -
     return table
 
 
-def _workers_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _workers_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     table = Table("Workers of %s" % bucket_dir, ("WORKER", "HOSTNAME", "ZONE", "MEMORY", "CPU", "POSITION",
                                                  "LABELS", "JOBS"))
-    allocs = catalog.get("allocations", [])
-    for w in catalog.get("workers", []):
+    allocs = doc.get("allocations", [])
+    for w in doc.get("workers", []):
         host = w["host"]
         jobs = sorted({a["job"] for a in allocs if a["worker"] == host and a.get("state") == "active"})
         if request.workers and host not in request.workers:
@@ -295,9 +295,9 @@ def _workers_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request
     return table
 
 
-def _ports_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _ports_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     table = Table("Ports of %s" % bucket_dir, ("JOB", "NAME", "PORT"))
-    for job in catalog.get("jobs", []):
+    for job in doc.get("jobs", []):
         if request.jobs and job["name"] not in request.jobs:
             continue
         for name, port in sorted((job.get("ports") or {}).items()):
@@ -307,11 +307,11 @@ def _ports_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) 
     return table
 
 
-def _job_commands_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _job_commands_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     """maand cat job_commands (cat/cat_job_commands.go): job, command, events, what it demands."""
     table = Table("Job commands of %s" % bucket_dir, ("JOB", "COMMAND", "EXECUTED_ON", "DEMAND_JOB",
                                                       "DEMAND_COMMAND", "DEMAND_CONFIG"))
-    for job in sorted(catalog.get("jobs", []), key=lambda j: j["name"]):
+    for job in sorted(doc.get("jobs", []), key=lambda j: j["name"]):
         if (request.jobs and job["name"] not in request.jobs) or job.get("removed"):
             continue
         for name, spec in sorted((job.get("commands") or {}).items()):
@@ -327,7 +327,7 @@ def _job_commands_table(bucket_dir: str, catalog: Mapping[str, Any], request: Re
 
 # --- certs (maand cat certs: cat/certs.go, certs/catalog.go) -------------------------------------
 
-def _certs_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _certs_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     from .. import certs
     from ..bucket import model  # late: cryptography only for this view
 
@@ -375,21 +375,21 @@ class RunRecord:
 def last_run(bucket_dir: str) -> RunRecord | None:
     """The newest run's plan rows and per-allocation outcome, or None when there is none: the run
     folder's, or with a shared state store the newest run record there (any controller's run)."""
-    store = storage.store(bucket_dir)
-    if store.kind != "file":
-        records = store.runs(limit=1)
+    kv_store = storage.store(bucket_dir)
+    if kv_store.kind != "file":
+        records = kv_store.runs(limit=1)
         if not records:
             return None
         run_id, plan, state = records[-1][0], _loads(records[-1][1]), _loads(records[-1][2])
         return _run_record(run_id, plan, state)
-    root = _run.runs_root(bucket_dir)
+    root = run.runs_root(bucket_dir)
     try:
         names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)))
     except OSError:
         return None
     if not names:
         return None
-    plan, state = _run.read_run(os.path.join(root, names[-1]))
+    plan, state = run.read_run(os.path.join(root, names[-1]))
     return _run_record(names[-1], plan or {}, state or {})
 
 
@@ -448,23 +448,23 @@ def rollout_state(alloc: Mapping[str, Any], job_version: str, entry: Any, deploy
 
 def _unfinished(bucket_dir: str, latest: Any) -> RunRecord | None:
     """The newest run that has no deploy record yet (running, or killed before its finish), or None."""
-    run = last_run(bucket_dir)
-    if run is None or (latest is not None and run.run_id <= latest.run_id):
+    last = last_run(bucket_dir)
+    if last is None or (latest is not None and last.run_id <= latest.run_id):
         return None
-    return run
+    return last
 
 
-def _deployments_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _deployments_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     table = Table("Deployments of %s" % bucket_dir, ("JOB", "WORKER", "ALLOC_ID", "ROLLOUT", "HASH", "FAILED_HASH",
                                                      "CURRENT_VERSION", "NEW_VERSION", "LAST_RUN", "RESULT"))
-    versions = {j["name"]: str(j.get("version") or "0.0.0") for j in catalog.get("jobs", [])}
+    versions = {j["name"]: str(j.get("version") or "0.0.0") for j in doc.get("jobs", [])}
     try:
         latest = record.latest(bucket_dir)
     except storage.StateStoreError as exc:
         raise CatError(str(exc)) from None
     rollout = latest.rollout if latest else {}
     unfinished = _unfinished(bucket_dir, latest)
-    for a in sorted(catalog.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
+    for a in sorted(doc.get("allocations", []), key=lambda a: (a["job"], a["worker"])):
         if not _keep(request, a["job"], a["worker"]) or (request.active and a.get("state") != "active"):
             continue
         key = "%s@%s" % (a["job"], a["worker"])
@@ -499,22 +499,22 @@ class _Text(Table):
         return [row[0] for row in self.rows] + self.notes
 
 
-def _prometheus_table(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _prometheus_table(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     if request.file and request.scrape:
         raise CatError("give either file (-e maand_file=PATH, one job's file) or scrape (-e maand_scrape=true)")
     try:
         if request.scrape:
-            return _prometheus_scrape(bucket_dir, catalog, request)
+            return _prometheus_scrape(bucket_dir, doc, request)
         if request.file:
-            return _prometheus_file(bucket_dir, catalog, request)
-        return _prometheus_summary(bucket_dir, catalog, request)
+            return _prometheus_file(bucket_dir, doc, request)
+        return _prometheus_summary(bucket_dir, doc, request)
     except (prometheus.PrometheusError, functions.KVError) as exc:
         raise CatError(str(exc)) from None
 
 
-def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _prometheus_summary(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     table = Table("Prometheus of %s" % bucket_dir, ("JOB", "SCRAPE", "ALERTS", "RUNBOOKS", "DASHBOARDS"))
-    for folder in prometheus.collect(bucket_dir, catalog):
+    for folder in prometheus.collect(bucket_dir, doc):
         if request.jobs and folder.job not in request.jobs:
             continue
         runbooks = [r for r in _files_under(folder.root, "runbooks") if r.endswith(".md")]
@@ -528,7 +528,7 @@ def _prometheus_summary(bucket_dir: str, catalog: Mapping[str, Any], request: Re
         raise CatError("no job%s ships a _prometheus/ folder with scrape.yaml, alerts/, runbooks/ or dashboards/"
                        " (workspace/jobs/<job>/_prometheus/, docs/templates.md)"
                        % (" of %s" % ", ".join(request.jobs) if request.jobs else ""))
-    servers = prometheus.server_jobs(bucket_dir, catalog)
+    servers = prometheus.server_jobs(bucket_dir, doc)
     table.notes.append("Prometheus server job: %s" % ", ".join(servers) if servers else
                        "no job ships prometheus.yml(.tpl): build does not check _prometheus/ and deploy ships"
                        " none of it, as maand")
@@ -556,10 +556,10 @@ def prometheus_rel_path(path: str) -> str:
     return "scrape.yaml.tpl" if path in ("scrape.yaml.tpl", "scrape.tpl") else path
 
 
-def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _prometheus_file(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     if len(request.jobs) != 1:
         raise CatError("file %s: name its job, exactly one (-e maand_jobs=JOB)" % request.file)
-    job = next(j for j in catalog.get("jobs", []) if j["name"] == request.jobs[0])
+    job = next(j for j in doc.get("jobs", []) if j["name"] == request.jobs[0])
     rel = prometheus_rel_path(request.file)
     folder = "%s/%s" % (job.get("path") or "workspace/jobs/%s" % job["name"], prometheus.FOLDER)
     root = os.path.realpath(os.path.join(bucket_dir, folder))
@@ -575,11 +575,11 @@ def _prometheus_file(bucket_dir: str, catalog: Mapping[str, Any], request: Reque
     return table
 
 
-def _prometheus_scrape(bucket_dir: str, catalog: Mapping[str, Any], request: Request) -> Table:
+def _prometheus_scrape(bucket_dir: str, doc: Mapping[str, Any], request: Request) -> Table:
     if request.workers:
         raise CatError("the scrape configs cover every active allocation: the workers filter does not apply")
     kv = kv_build.read_kv(bucket_dir, reveal_secrets=request.reveal, mask=None if request.reveal else MASK)
-    rendered = prometheus.render_scrape(bucket_dir, catalog, kv, request.jobs, reveal=request.reveal)
+    rendered = prometheus.render_scrape(bucket_dir, doc, kv, request.jobs, reveal=request.reveal)
     text = rendered.text
     if not text.strip() and not rendered.hidden:
         raise CatError("no expanded scrape configs%s: no job with _prometheus/scrape.yaml has an active"

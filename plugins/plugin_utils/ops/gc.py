@@ -50,8 +50,8 @@ from typing import Any, Iterable, Mapping
 
 from ..worker import layout
 from ..bucket import locks
-from ..catalog import catalog as _catalog
-from ..kv import store as _store
+from ..catalog import catalog
+from ..kv import store
 from ..errors import MaandError
 
 KEEP_STATES = ("active", "disabled")
@@ -189,10 +189,10 @@ class Plan:
                 ", ".join(item.keys) or "-", item.reason))
         if self.history:
             out.append("kv history of keys last written more than %s day(s) ago (deleted keys; versions "
-                       "beyond the %d kept):" % (_days(self.retain_days), _store.MAX_HISTORY))
+                       "beyond the %d kept):" % (_days(self.retain_days), store.MAX_HISTORY))
             for item in self.history:
                 what = "the deleted key and its %d revision(s)" % item.revisions if item.whole_key else \
-                    "%d revision(s) beyond the %d kept" % (item.revisions, _store.MAX_HISTORY)
+                    "%d revision(s) beyond the %d kept" % (item.revisions, store.MAX_HISTORY)
                 out.append("  %s %s %s: %s" % (verb, item.namespace, item.key, what))
         out.extend("left alone: %s" % note for note in self.skipped)
         if self.empty:
@@ -245,11 +245,11 @@ def host_list(value: Any, name: str) -> tuple:
     return tuple(out)
 
 
-def check_departed(catalog: Mapping[str, Any], named: Iterable[str], forget: Iterable[str]) -> None:
+def check_departed(the_catalog: Mapping[str, Any], named: Iterable[str], forget: Iterable[str]) -> None:
     """Refuse (GCError, naming the host and the fix) a named departed host that is a worker of
     workers.json, and a forgotten one that is not in the catalog's departed list or still holds
     allocation rows."""
-    cat = _read_catalog(catalog)
+    cat = _read_catalog(the_catalog)
     named, forget = tuple(named), tuple(forget)
     for host in named:
         if host in cat.live_workers:
@@ -283,22 +283,22 @@ class _Catalog:
     holding: set = dataclasses.field(default_factory=set)   # workers with any allocation row
 
 
-def _read_catalog(catalog: Mapping[str, Any]) -> _Catalog:
+def _read_catalog(the_catalog: Mapping[str, Any]) -> _Catalog:
     keep, removed = set(), {}
-    for alloc in catalog.get("allocations") or ():
+    for alloc in the_catalog.get("allocations") or ():
         key = (alloc["job"], alloc["worker"])
         if alloc.get("state") == "removed":
             removed[key] = alloc
         else:  # anything not explicitly removed is kept, whatever its state says
             keep.add(key)
-    jobs = catalog.get("jobs") or ()
-    workers = catalog.get("workers") or ()
+    jobs = the_catalog.get("jobs") or ()
+    workers = the_catalog.get("workers") or ()
     return _Catalog(keep, {k: v for k, v in removed.items() if k not in keep},
                     {j["name"] for j in jobs if not j.get("removed")},
                     {w["host"] for w in workers if not w.get("removed")},
                     sorted(j["name"] for j in jobs if j.get("removed")),
                     sorted(w["host"] for w in workers if w.get("removed")),
-                    set(_catalog.departed_hosts(catalog)),
+                    set(catalog.departed_hosts(the_catalog)),
                     {worker for dummy, worker in keep} | {worker for dummy, worker in removed})
 
 
@@ -306,15 +306,15 @@ def job_root(bucket_id: str, job: str) -> str:
     return layout.job_root(bucket_id, job)
 
 
-def plan(catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]],
+def plan(the_catalog: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, Any]],
          listings: Iterable[Listing], now: float, days: float = 0.0,
          departed: Iterable[str] = (), forget: Iterable[str] = ()) -> Plan:
     """The gc plan of a bucket (see the module docstring for the rules). departed: hosts named with
     maand_departed; forget: departed rows to drop without contact (maand_departed_forget)."""
-    cat = _read_catalog(catalog)
+    cat = _read_catalog(the_catalog)
     departed, forget = tuple(departed), tuple(forget)
-    check_departed(catalog, departed, forget)
-    bucket_id = str(catalog.get("bucket_id") or "")
+    check_departed(the_catalog, departed, forget)
+    bucket_id = str(the_catalog.get("bucket_id") or "")
     out = Plan(bucket_id, days, now - max(0.0, days) * DAY, departed=departed, forget=forget)
     dropped = set()
     gone = (cat.departed | set(departed)) - cat.live_workers - cat.holding
@@ -457,7 +457,7 @@ def _plan_history(out: Plan, namespaces: Mapping[str, Mapping[str, Any]], purged
         if namespace in purged:
             continue
         for key, entry in sorted(namespaces[namespace].items()):
-            stale, whole = _store.stale_revisions(entry, out.cutoff)
+            stale, whole = store.stale_revisions(entry, out.cutoff)
             if stale:
                 out.history.append(HistoryPrune(namespace, key, stale, whole))
 
@@ -490,17 +490,17 @@ def _row_failed(row: RowDeletion, failed: set) -> bool:
     return (host, job) in failed
 
 
-def apply_catalog(catalog: Mapping[str, Any], confirmed: Plan) -> dict:
+def apply_catalog(the_catalog: Mapping[str, Any], confirmed: Plan) -> dict:
     """A new catalog without the plan's rows (only removed rows are ever dropped)."""
     allocs = {r.key for r in confirmed.rows if r.table == "allocations"}
     jobs = {r.key for r in confirmed.rows if r.table == "jobs"}
     workers = {r.key for r in confirmed.rows if r.table == "workers"}
-    new = dict(catalog)
-    new["allocations"] = [a for a in catalog.get("allocations") or ()
+    new = dict(the_catalog)
+    new["allocations"] = [a for a in the_catalog.get("allocations") or ()
                           if not (a.get("state") == "removed" and "%s@%s" % (a["job"], a["worker"]) in allocs)]
-    new["jobs"] = [j for j in catalog.get("jobs") or () if not (j.get("removed") and j["name"] in jobs)]
-    new["workers"] = [w for w in catalog.get("workers") or () if not (w.get("removed") and w["host"] in workers)]
-    return _catalog.drop_departed(new, {r.key for r in confirmed.rows if r.table == "departed"})
+    new["jobs"] = [j for j in the_catalog.get("jobs") or () if not (j.get("removed") and j["name"] in jobs)]
+    new["workers"] = [w for w in the_catalog.get("workers") or () if not (w.get("removed") and w["host"] in workers)]
+    return catalog.drop_departed(new, {r.key for r in confirmed.rows if r.table == "departed"})
 
 
 # --- the controller side: worker answers in, plan and commit out ---------------------------------------
@@ -544,19 +544,19 @@ def deletions(answers: Mapping[str, Any], planned: Plan) -> tuple:
 
 
 def _inputs(bucket: str):
-    catalog = _catalog.read_catalog(bucket)
-    if catalog is None:
+    the_catalog = catalog.read_catalog(bucket)
+    if the_catalog is None:
         raise GCError("%s/%s is missing: there is nothing to collect; run maand.core.build first"
-                      % (bucket, _catalog.CATALOG_REL))
-    return catalog, _store.KVStore.load(bucket)
+                      % (bucket, catalog.CATALOG_REL))
+    return the_catalog, store.KVStore.load(bucket)
 
 
 def targets(bucket: str, departed: Any, forget: Any) -> tuple:
     """(named departed hosts, forgotten hosts) from the extra vars, checked against the catalog: the
     playbook adds the named ones to maand_departed_workers before the play that reaches the workers."""
     named, forgotten = host_list(departed, "maand_departed"), host_list(forget, "maand_departed_forget")
-    catalog, dummy = _inputs(bucket)
-    check_departed(catalog, named, forgotten)
+    the_catalog, dummy = _inputs(bucket)
+    check_departed(the_catalog, named, forgotten)
     return named, forgotten
 
 
@@ -570,8 +570,8 @@ def plan_bucket(bucket: str, answers: Mapping[str, Any], hosts: Iterable[str], n
     if missing:
         raise GCError("maand_departed: %s not in this run (a --limit that leaves them out?): nothing was collected "
                       "(fix: run without --limit, or add them to it)" % ", ".join(missing))
-    catalog, store = _inputs(bucket)
-    return plan(catalog, store.namespaces, listings(answers, hosts), now, days, named, forgotten)
+    the_catalog, kv_store = _inputs(bucket)
+    return plan(the_catalog, kv_store.namespaces, listings(answers, hosts), now, days, named, forgotten)
 
 
 @dataclasses.dataclass
@@ -590,22 +590,22 @@ def commit(bucket: str, planned: Plan, states: Mapping[str, Any], deleted: Mappi
     hosts = list(hosts)
     failed, problems = deletions(deleted, planned)
     with locks.bucket_lock(bucket, wait=True):
-        catalog, store = _inputs(bucket)
-        if catalog.get("bucket_id") != planned.bucket_id:
+        the_catalog, kv_store = _inputs(bucket)
+        if the_catalog.get("bucket_id") != planned.bucket_id:
             raise GCError("data/catalog.json now holds bucket_id %s, not %s: the catalog and KV were left as "
-                          "they are; run maand.core.gc again" % (catalog.get("bucket_id"), planned.bucket_id))
-        fresh = plan(catalog, store.namespaces, listings(states, hosts),
+                          "they are; run maand.core.gc again" % (the_catalog.get("bucket_id"), planned.bucket_id))
+        fresh = plan(the_catalog, kv_store.namespaces, listings(states, hosts),
                      planned.cutoff + planned.retain_days * DAY, planned.retain_days, planned.departed, planned.forget)
         done = confirm(planned, fresh, failed)
         done.paths = [p for p in done.paths if (p.host, p.job) not in failed]
-        new = apply_catalog(catalog, done)
-        if new != catalog:
-            _catalog.write_catalog(bucket, new)
+        new = apply_catalog(the_catalog, done)
+        if new != the_catalog:
+            catalog.write_catalog(bucket, new)
         for item in done.namespaces:
-            store.purge_namespace(item.namespace)
-        store.prune_before(done.cutoff, {(h.namespace, h.key) for h in done.history})
-        saved = store.save()
-    return Commit(done, bool(saved) or new != catalog or bool(done.paths), list(planned.problems) + problems)
+            kv_store.purge_namespace(item.namespace)
+        kv_store.prune_before(done.cutoff, {(h.namespace, h.key) for h in done.history})
+        saved = kv_store.save()
+    return Commit(done, bool(saved) or new != the_catalog or bool(done.paths), list(planned.problems) + problems)
 
 
 def count(plan_: Plan) -> int:

@@ -41,10 +41,10 @@ from ..health import (STATUS_TIMEOUT, Budget, Pending, StatusWatch, Waiter, coll
 from ..bucket import RunLog
 from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
-from ..catalog import catalog as _catalog
+from ..catalog import catalog
 from ..errors import MaandError
 from ..hooks import points, run as _run
-from ..hooks.commands import targets as _targets
+from ..hooks.commands import targets
 
 WORKER = "(worker)"
 PORT_TIMEOUT = 5.0
@@ -134,16 +134,16 @@ def load(bucket_dir: str, names: Iterable[str]) -> tuple[dict, list[str]]:
     read-only verb, catalog/freshness.py). HealthCheckError names a missing catalog (with its fix) or an
     unknown job."""
     try:
-        catalog = _catalog.read_built(bucket_dir, allow_stale=True)  # freshness.POLICY: WARN (read-only)
-    except _catalog.CatalogError as exc:
+        cat = catalog.read_built(bucket_dir, allow_stale=True)  # freshness.POLICY: WARN (read-only)
+    except catalog.CatalogError as exc:
         raise HealthCheckError(str(exc)) from None
-    return catalog, select_jobs(catalog, names)
+    return cat, select_jobs(cat, names)
 
 
-def select_jobs(catalog: Mapping[str, Any], names: Iterable[str]) -> list[str]:
+def select_jobs(cat: Mapping[str, Any], names: Iterable[str]) -> list[str]:
     """The jobs to check: every job of the catalog (removed ones excluded), or the named ones;
     an unknown name is an error naming the known jobs (maand: `jobs not in this bucket`)."""
-    known = sorted(j["name"] for j in catalog.get("jobs") or [] if not j.get("removed"))
+    known = sorted(j["name"] for j in cat.get("jobs") or [] if not j.get("removed"))
     wanted = list(dict.fromkeys(split_names(names)))
     if not wanted:
         return known
@@ -163,14 +163,14 @@ NO_CONFIG = "no health_check config or commands"
 NO_ALLOCATION = "no active allocation on the chosen workers"
 
 
-def plan_jobs(catalog: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str]) -> tuple[list[JobPlan], dict[str, str]]:
+def plan_jobs(cat: Mapping[str, Any], jobs: Iterable[str], hosts: Iterable[str]) -> tuple[list[JobPlan], dict[str, str]]:
     """(a JobPlan per job with something to check on its active allocations among hosts, {skipped job: why})."""
-    records = {j["name"]: j for j in catalog.get("jobs") or []}
+    records = {j["name"]: j for j in cat.get("jobs") or []}
     chosen = set(hosts)
     plans, skipped = [], {}
     for name in jobs:
         job = records[name]
-        workers = [a["worker"] for a in catalog.get("allocations") or []
+        workers = [a["worker"] for a in cat.get("allocations") or []
                    if a.get("job") == name and a.get("state", "active") == "active" and a.get("worker") in chosen]
         if "health_gate" in job:
             spec, errors = job["health_gate"], []
@@ -326,27 +326,27 @@ class FailFast:
         return out
 
 
-def status_request(catalog: Mapping[str, Any], job: str, host: str) -> str | None:
+def status_request(cat: Mapping[str, Any], job: str, host: str) -> str | None:
     """The worker agent's request for the `make status` of job on host, as maand.core.status sends it
     (ops/status.status_ops with the job spec's environment); None when there is no status to ask (no
     allocation there, a job_control job, an environment that cannot be expanded)."""
-    allocs = [a for a in catalog.get("allocations") or [] if a.get("job") == job and a.get("worker") == host]
-    records = {j.get("name"): j for j in catalog.get("jobs") or []}
-    ops = _status.status_ops(catalog, host, allocs[:1], [job], _status.spec_op(records))
+    allocs = [a for a in cat.get("allocations") or [] if a.get("job") == job and a.get("worker") == host]
+    records = {j.get("name"): j for j in cat.get("jobs") or []}
+    ops = _status.status_ops(cat, host, allocs[:1], [job], _status.spec_op(records))
     if not ops or not ops[0].get("target"):
         return None
-    return remote.step_request(catalog.get("bucket_id"), ops[:1], timeout=STATUS_TIMEOUT, tail=10)
+    return remote.step_request(cat.get("bucket_id"), ops[:1], timeout=STATUS_TIMEOUT, tail=10)
 
 
-def fail_fast(bucket_dir: str, catalog: Mapping[str, Any], conns: Mapping[str, Mapping[str, Any]],
+def fail_fast(bucket_dir: str, cat: Mapping[str, Any], conns: Mapping[str, Mapping[str, Any]],
               python_of: Callable[[str], str]) -> tuple[Callable, Callable]:
     """(status, diagnose) for run(): the job's `make status` through the worker agent (health/watch.status_checker)
     and, for a worker where it is not running, the status tail a failed gate shows (health/tails.collect_tails),
     over the workers' connection settings (conns: {host: settings}) multiplexed as the deploy's gates'."""
     muxed = rsync.with_mux(dict(conns), rsync.control_dir(os.path.join(bucket_dir, "health_check")))
-    status = status_checker(lambda job, host: status_request(catalog, job, host), lambda: muxed, python_of,
+    status = status_checker(lambda job, host: status_request(cat, job, host), lambda: muxed, python_of,
                             agent=remote)
-    root = remote.worker_root(catalog.get("bucket_id"))
+    root = remote.worker_root(cat.get("bucket_id"))
 
     def diagnose(job: str, hosts: list[str]) -> dict[str, list[str]]:
         return collect_tails(muxed, root, job, hosts)
@@ -365,7 +365,7 @@ def prober(bucket_dir: str, conns: Mapping[str, Mapping[str, Any]]) -> Callable[
     return probe
 
 
-def command_runner(stack: contextlib.ExitStack, bucket_dir: str, catalog: Mapping[str, Any],
+def command_runner(stack: contextlib.ExitStack, bucket_dir: str, cat: Mapping[str, Any],
                    conns: Mapping[str, Mapping[str, Any]], timeout: int, tail: int,
                    log: Callable[[str], None] = lambda msg: None) -> Callable[[str, list[str]], dict[str, str | None]]:
     """commands(job, hosts) -> {host: None | reason} for run(): the job's health_check commands (maand: after the
@@ -375,10 +375,10 @@ def command_runner(stack: contextlib.ExitStack, bucket_dir: str, catalog: Mappin
 
     def run_commands(job: str, hosts: list[str]) -> dict[str, str | None]:
         if "ctx" not in holder:
-            holder["ctx"] = stack.enter_context(points.session(bucket_dir, catalog, conns, timeout, tail, log=log))
+            holder["ctx"] = stack.enter_context(points.session(bucket_dir, cat, conns, timeout, tail, log=log))
             holder["ctx"].runlog = RunLog.open(bucket_dir, "healthcheck")  # maand's bucket logs
-        targets = [t for t in _targets(catalog, job) if t.worker in hosts]
-        outcome = _run.run_event(holder["ctx"], job, "health_check", targets, concurrency=4)
+        picked = [t for t in targets(cat, job) if t.worker in hosts]
+        outcome = _run.run_event(holder["ctx"], job, "health_check", picked, concurrency=4)
         out = {}
         for host in hosts:
             failed = [r for r in outcome.results if r.worker == host and not r.ok]

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..bucket import storage
 from ..bucket.problems import did_you_mean
-from ..deploy import record as _record
+from ..deploy import record
 from . import cat, log_lines
 from ..errors import MaandError
 
@@ -91,32 +91,32 @@ def logs(bucket_dir: str, request: Request) -> Shown:
     request = dataclasses.replace(request, format=request.format or "table")
     _check(request)
     try:
-        records, bad = _record.read_all(bucket_dir)
+        records, bad = record.read_all(bucket_dir)
     except storage.StateStoreError as exc:
         raise LogsError(str(exc)) from None
     _check_names(records, request)
     if request.run:
         try:
-            return _show(_record.find(records, request.run), request, bad)
-        except _record.RecordError as exc:
+            return _show(record.find(records, request.run), request, bad)
+        except record.RecordError as exc:
             raise LogsError(str(exc)) from None
     return _list(bucket_dir, records, request, bad)
 
 
-def _changed(record: _record.DeployRecord, request: Request) -> bool:
-    return any(a.action != "skip" for a in record.touched(request.jobs, request.workers))
+def _changed(rec: record.DeployRecord, request: Request) -> bool:
+    return any(a.action != "skip" for a in rec.touched(request.jobs, request.workers))
 
 
-def _by(record: _record.DeployRecord) -> str:
-    return "%s@%s" % (record.user, record.controller)
+def _by(rec: record.DeployRecord) -> str:
+    return "%s@%s" % (rec.user, rec.controller)
 
 
-def _seq(record: _record.DeployRecord) -> str:
-    if record.update_seq is None:
+def _seq(rec: record.DeployRecord) -> str:
+    if rec.update_seq is None:
         return "-"
-    if record.previous_update_seq not in (None, record.update_seq):
-        return "%s -> %s" % (record.previous_update_seq, record.update_seq)
-    return str(record.update_seq)
+    if rec.previous_update_seq not in (None, rec.update_seq):
+        return "%s -> %s" % (rec.previous_update_seq, rec.update_seq)
+    return str(rec.update_seq)
 
 
 def _list(bucket_dir: str, records: list, request: Request, bad: list) -> Shown:
@@ -134,16 +134,16 @@ def _list(bucket_dir: str, records: list, request: Request, bad: list) -> Shown:
     if filtered:
         table.notes.append("runs that planned a change for %s" % ", ".join(request.jobs + request.workers))
     table.notes.append("the state store keeps the newest %d deploy records; -e maand_run=RUN shows one run"
-                       % _record.KEEP)
+                       % record.KEEP)
     table.notes += bad
-    data = {"bucket": bucket_dir, "kept": len(records), "keep": _record.KEEP, "warnings": bad,
+    data = {"bucket": bucket_dir, "kept": len(records), "keep": record.KEEP, "warnings": bad,
             "runs": [_summary(r) for r in shown]}
     msg = "%d run%s" % (len(shown), "" if len(shown) == 1 else "s")
     return Shown(_format(table.lines(), data, request), data, msg)
 
 
-def _summary(record: _record.DeployRecord) -> dict:
-    out = record.to_dict()
+def _summary(rec: record.DeployRecord) -> dict:
+    out = rec.to_dict()
     for key in ("allocations", "rollout", "format"):
         out.pop(key, None)
     return out
@@ -153,29 +153,29 @@ def _seconds(value: Any) -> str:
     return "-" if value is None else "%.1f" % float(value)
 
 
-def _show(record: _record.DeployRecord, request: Request, bad: list) -> Shown:
-    rows = record.touched(request.jobs, request.workers)
-    lines = ["run %s of bucket %s: %s" % (record.run_id, record.bucket_id, record.outcome),
+def _show(rec: record.DeployRecord, request: Request, bad: list) -> Shown:
+    rows = rec.touched(request.jobs, request.workers)
+    lines = ["run %s of bucket %s: %s" % (rec.run_id, rec.bucket_id, rec.outcome),
              "by %s (pid %s); started %s, finished %s (%.1f s)"
-             % (_by(record), record.pid or "-", record.started, record.finished, record.seconds),
+             % (_by(rec), rec.pid or "-", rec.started, rec.finished, rec.seconds),
              "plan hash %s; update_seq %s; options: %s"
-             % (record.plan_hash[:16] or "-", _seq(record), _options(record.options)),
-             "results: %s" % record.summary]
+             % (rec.plan_hash[:16] or "-", _seq(rec), _options(rec.options)),
+             "results: %s" % rec.summary]
     table = cat.Table("", ("JOB", "WORKER", "ACTION", "RESULT", "HASH", "VERSION", "GATE", "SECONDS", "REASON"))
     for a in rows:
         version = a.to_version if a.from_version == a.to_version else "%s -> %s" % (a.from_version, a.to_version)
         table.rows.append((a.job, a.worker, a.action, a.result, (a.hash or "-")[:cat.HASH_CHARS], version,
                            _seconds(a.gate_seconds), _seconds(a.seconds), _cut(a.reason)))
     lines += table.lines()[1:]
-    if record.problems:
+    if rec.problems:
         lines.append("problems:")
-        lines += ["  - %s" % p for p in record.problems]
+        lines += ["  - %s" % p for p in rec.problems]
     lines += bad
-    data = record.to_dict()
+    data = rec.to_dict()
     keys = {a.key for a in rows}
     data["allocations"] = [dataclasses.asdict(a) for a in rows]
     data["rollout"] = {k: v for k, v in data["rollout"].items() if k in keys}
-    msg = "run %s: %s (%s)" % (record.run_id, record.outcome, record.summary)
+    msg = "run %s: %s (%s)" % (rec.run_id, rec.outcome, rec.summary)
     return Shown(_format(lines, data, request), data, msg)
 
 
