@@ -103,9 +103,9 @@ import shutil
 import sys
 import threading
 
-from ansible import constants as C, context
+from ansible import constants, context
 from ansible.playbook.task_include import TaskInclude
-from ansible.plugins.callback.default import CallbackModule as DefaultCallback
+from ansible.plugins.callback import default
 
 from ansible_collections.maand.core.plugins.plugin_utils import adapter
 from ansible_collections.maand.core.plugins.plugin_utils import deploy
@@ -149,7 +149,7 @@ class Follower(threading.Thread):
         self.drain()
 
 
-class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
+class CallbackModule(adapter.DeployWatch, adapter.VerbView, default.CallbackModule):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "maand.core.deploy"
@@ -230,7 +230,7 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
             return
         self._printed.pop(batch, None)
         self._end_live()
-        self._emit(line, color=C.COLOR_OK if record.get("state") == "pass" else C.COLOR_ERROR)
+        self._emit(line, color=constants.COLOR_OK if record.get("state") == "pass" else constants.COLOR_ERROR)
 
     def _follow(self):
         if self._run_dir and self._follower is None:
@@ -374,7 +374,7 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
             self.watch_answer()
         if action.startswith(DEPLOY) and result.task.ignore_unreachable and self._display.verbosity == 0:
             msg = (result.result.get("msg") or "unreachable").strip().splitlines()[-1]
-            self._emit("%s: unreachable: %s" % (result.host.get_name(), msg), color=C.COLOR_UNREACHABLE)
+            self._emit("%s: unreachable: %s" % (result.host.get_name(), msg), color=constants.COLOR_UNREACHABLE)
             return
         if self._quiet(result.task):
             self.verb_unreachable(result)
@@ -389,9 +389,9 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
             for line in self._plan.get("lines") or []:
                 self._emit(line)
             self._said.update(f.get("msg") for f in self._plan.get("failures") or [])
-            self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=C.COLOR_HIGHLIGHT)
+            self._emit(res.get("summary") or deploy.plan_summary(self._plan), color=constants.COLOR_HIGHLIGHT)
             for line in res.get("build_warnings") or []:
-                self._emit(line, color=C.COLOR_WARN)  # the last build's warnings, repeated (deploy/service.py)
+                self._emit(line, color=constants.COLOR_WARN)  # the last build's warnings, repeated (deploy/service.py)
         elif action == DEPLOY + "step":
             self._unfollow(res)
             self.watch_step(res.get("step"), res.get("hosts"))
@@ -408,7 +408,7 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
         if msg not in self._said:
             self._said.add(msg)
             self._errors.append(msg)
-            self._emit("FAILED: %s" % msg, color=C.COLOR_ERROR, stderr=self.get_option("display_failed_stderr"))
+            self._emit("FAILED: %s" % msg, color=constants.COLOR_ERROR, stderr=self.get_option("display_failed_stderr"))
 
     def _find_step(self, key):
         for step in (self._plan or {}).get("steps") or []:
@@ -434,7 +434,7 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
             # --check --diff: the plan is the result; a PLAY RECAP would count Ansible tasks, not allocations
             self._display.display("")
             self._display.display("check mode: nothing was changed; run without --check to apply the plan above",
-                                  color=C.COLOR_OK)
+                                  color=constants.COLOR_OK)
             return
         if self._verdict is None:
             if not self.verb_stats(stats):
@@ -447,4 +447,4 @@ class CallbackModule(adapter.DeployWatch, adapter.VerbView, DefaultCallback):
         if workers:
             self._display.display(workers)
         bad = any(stats.summarize(h)["failures"] or stats.summarize(h)["unreachable"] for h in stats.processed)
-        self._display.display(self._verdict_line, color=C.COLOR_ERROR if bad else C.COLOR_OK)
+        self._display.display(self._verdict_line, color=constants.COLOR_ERROR if bad else constants.COLOR_OK)

@@ -100,7 +100,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.jobspec import SpecError, collapse_spec as _collapse_spec
+from ansible_collections.maand.core.plugins.plugin_utils import jobspec
 
 
 def collapse_spec(job, containers=None):
@@ -111,8 +111,8 @@ def collapse_spec(job, containers=None):
     if not isinstance(containers, Mapping) or not all(isinstance(c, Mapping) for c in containers.values()):
         raise AnsibleFilterError("maand.core.collapse_spec: containers must be a dict of name: container spec (dict)")
     try:
-        return _collapse_spec(job, containers).to_dict()
-    except SpecError as exc:
+        return jobspec.collapse_spec(job, containers).to_dict()
+    except jobspec.SpecError as exc:
         raise AnsibleFilterError(f"maand.core.collapse_spec: {exc}") from None
 
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils import gotemplate as _gotemplate
-from ansible_collections.maand.core.plugins.plugin_utils import kv as _kv
+from ansible_collections.maand.core.plugins.plugin_utils import gotemplate
+from ansible_collections.maand.core.plugins.plugin_utils.kv import AllocationData, KVError, render_allocation
 
 _FUNC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -73,8 +73,8 @@ def _allocation(data, job, worker_ip):
                                      " agree" % (field, data[field], field.lower(), value))
         data[field] = value
     try:
-        alloc = _kv.AllocationData.from_mapping(data)
-    except (_kv.KVError, TypeError, ValueError) as exc:
+        alloc = AllocationData.from_mapping(data)
+    except (KVError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("gotemplate: data: %s" % exc) from None
     if not alloc.WorkerIP:
         raise AnsibleFilterError("gotemplate: with job=, give worker_ip= (or data.WorkerIP):"
@@ -82,26 +82,26 @@ def _allocation(data, job, worker_ip):
     return alloc
 
 
-def gotemplate(text, data=None, kv=None, job=None, worker_ip=None, upstream_jobs=None,
-               deleted=None, funcs=None, name="template"):
+def render(text, data=None, kv=None, job=None, worker_ip=None, upstream_jobs=None,
+           deleted=None, funcs=None, name="template"):
     """Render text as Go text/template; with job=, as maand's deploy renders a job's .tpl."""
     if not isinstance(text, str):
         raise AnsibleFilterError("gotemplate: the input must be template text (a string)")
     extra = _funcs(funcs)
     try:
         if job is None:
-            tmpl = _gotemplate.parse(str(text), str(name), extra)
+            tmpl = gotemplate.parse(str(text), str(name), extra)
             return tmpl.execute(_plain(data, "data"))
         alloc = _allocation(data, str(job), None if worker_ip is None else str(worker_ip))
         upstream = [str(j) for j in (upstream_jobs or [])]
-        return _kv.render_allocation(str(text), str(name), alloc, _kv_snapshot(kv), upstream,
-                                     _plain(deleted, "deleted"), extra)
-    except _gotemplate.TemplateError as exc:
+        return render_allocation(str(text), str(name), alloc, _kv_snapshot(kv), upstream,
+                                 _plain(deleted, "deleted"), extra)
+    except gotemplate.TemplateError as exc:
         where = "line %s" % exc.line if exc.line else "template %s" % exc.name
         if exc.column is not None and exc.line:
             where += ", column %s" % exc.column
         raise AnsibleFilterError("gotemplate: %s (%s: %s)" % (exc, where, exc.cause)) from None
-    except _kv.KVError as exc:
+    except KVError as exc:
         raise AnsibleFilterError("gotemplate: %s" % exc) from None
 
 
@@ -109,4 +109,4 @@ class FilterModule:
     """maand.core filters."""
 
     def filters(self):
-        return {"gotemplate": gotemplate}
+        return {"gotemplate": render}

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.plugin_utils.jobspec import PRIORITY_MAX, PRIORITY_MIN, QueuedJob, schedule_order as _schedule_order
+from ansible_collections.maand.core.plugins.plugin_utils import jobspec
 
 
 def schedule_order(jobs):
@@ -59,7 +59,7 @@ def schedule_order(jobs):
     if not isinstance(jobs, list):
         raise AnsibleFilterError(f"maand.core.schedule_order: the input must be a list of jobs, not {type(jobs).__name__}")
     queued = [_queued(i, job) for i, job in enumerate(jobs)]
-    return [jobs[int(q.name)] for q in _schedule_order(queued)]
+    return [jobs[int(q.name)] for q in jobspec.schedule_order(queued)]
 
 
 def _queued(index, job):
@@ -68,14 +68,14 @@ def _queued(index, job):
     label = f"job [{index}]" + (f" ({job['name']})" if "name" in job else "")
     priority = job.get("priority")
     priority = 0 if priority is None else priority
-    if not _is_int(priority) or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+    if not _is_int(priority) or not jobspec.PRIORITY_MIN <= priority <= jobspec.PRIORITY_MAX:
         raise AnsibleFilterError(f"maand.core.schedule_order: {label}: priority must be an integer from "
-                                 f"{PRIORITY_MIN} to {PRIORITY_MAX}, not {priority!r}")
+                                 f"{jobspec.PRIORITY_MIN} to {jobspec.PRIORITY_MAX}, not {priority!r}")
     estimate = job.get("estimated_duration")
     if estimate is not None and (not (_is_int(estimate) or isinstance(estimate, float)) or estimate < 0):
         raise AnsibleFilterError(f"maand.core.schedule_order: {label}: estimated_duration must be seconds >= 0 "
                                  f"or null, not {estimate!r}")
-    return QueuedJob(str(index), priority, None if estimate is None else float(estimate))
+    return jobspec.QueuedJob(str(index), priority, None if estimate is None else float(estimate))
 
 
 def _is_int(value):

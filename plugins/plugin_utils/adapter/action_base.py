@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from ansible import constants as C
+from ansible import constants
 from ansible.plugins.action import ActionBase
 
 from ..deploy import remote
@@ -53,7 +53,7 @@ class MaandAction(ActionBase):
     def worker_python(task_vars, host=None):
         """The python the worker agent runs with: the host's ansible_python_interpreter, else Ansible's
         interpreter_python setting (ansible.cfg, ANSIBLE_PYTHON_INTERPRETER), else python3."""
-        return remote.interpreter(task_vars, host, C.config.get_config_value("INTERPRETER_PYTHON"))
+        return remote.interpreter(task_vars, host, constants.config.get_config_value("INTERPRETER_PYTHON"))
 
     def exec(self, cmd, stdin=None):
         """deploy/remote.Shell over this task's connection: (rc, stdout, stderr) of one command on the host

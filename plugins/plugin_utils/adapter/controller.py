@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ansible import constants as C
+from ansible import constants
 from ansible.utils.display import Display
 
 from ..bucket import ssh_hint, ssh_result_words
@@ -24,7 +24,7 @@ display = Display()
 def watched():
     """Whether the maand.core.deploy stdout callback shows this run (it reads the progress file, so
     the task's own lines go there instead of the screen, where they would break its live line)."""
-    return C.DEFAULT_STDOUT_CALLBACK in ("maand.core.deploy", "deploy")
+    return constants.DEFAULT_STDOUT_CALLBACK in ("maand.core.deploy", "deploy")
 
 
 def show(msg, color=None, stderr=False):
@@ -41,7 +41,7 @@ def run_pid():
 
 
 def ssh_args(task_vars):
-    return support.ssh_args(C.config, task_vars)
+    return support.ssh_args(constants.config, task_vars)
 
 
 def connections(task_vars, hosts=None):
@@ -57,7 +57,7 @@ def python_of(task_vars):
     hostvars = (task_vars or {}).get("hostvars") or {}
     return lambda host: remote.interpreter(
         {"ansible_python_interpreter": (hostvars.get(host) or {}).get("ansible_python_interpreter")},
-        None, C.config.get_config_value("INTERPRETER_PYTHON"))
+        None, constants.config.get_config_value("INTERPRETER_PYTHON"))
 
 
 def deploy_controller(templar, task_vars):

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 
-from ansible import constants as C
+from ansible import constants
 
 TICK = 1.0       # seconds between two redraws of the live line
 EVERY = 15.0     # without a live line: seconds between two printed "still running" lines
@@ -131,4 +131,4 @@ class DeployWatch:
         self._end_live()
         steps = [{"index": s.get("index"), "label": s.get("label")} for s in self._plan.get("steps") or []]
         for line in interrupted_lines(steps, self._started, self._passed, self._step_index):
-            self._display.display(line, color=C.COLOR_WARN, stderr=True)
+            self._display.display(line, color=constants.COLOR_WARN, stderr=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ansible import constants as C, context
+from ansible import constants, context
 
 from .. import ops
 
@@ -91,7 +91,7 @@ class VerbView:
         if not self._json_mode:
             failed = found.outcome == "failed"
             for line in found.lines:
-                self.verb_say(str(line), color=C.COLOR_ERROR if failed and str(line).startswith("FAILED") else None)
+                self.verb_say(str(line), color=constants.COLOR_ERROR if failed and str(line).startswith("FAILED") else None)
         return True
 
     def verb_ok(self, result):
@@ -134,7 +134,7 @@ class VerbView:
         """A changed item of one of our loops (init's files): one line naming it."""
         label = result.result.get("_ansible_item_label", result.result.get("item"))
         if result.result.get("changed") and label is not None:
-            self.verb_say("changed: %s" % label, color=C.COLOR_CHANGED)
+            self.verb_say("changed: %s" % label, color=constants.COLOR_CHANGED)
 
     # --- the end ------------------------------------------------------------------------------------
 

@@ -36,7 +36,8 @@ from .. import hooks
 from ..hooks import commands, points
 from . import adopt, certs
 from . import pin, plan, pre_deploy
-from . import callbacks as _callbacks, progress, record
+from . import progress, record
+from .callbacks import StepCallbacks
 from . import rsync, run, slices, stage
 from . import view
 from ..errors import MaandError
@@ -586,7 +587,7 @@ def callbacks(run_dir, ctl):
     """The callbacks of one step task (deploy/callbacks.StepCallbacks: its gates with the bucket's job commands,
     the pre_deploy hooks due before a step, all in one hook session) over the run's RunContext: its plan, state
     and catalog read once, for the callbacks and for run.advance/finish (cbs.run)."""
-    with _callbacks.StepCallbacks.opened(run.RunContext.read(run_dir), ctl, rerender) as cbs:
+    with StepCallbacks.opened(run.RunContext.read(run_dir), ctl, rerender) as cbs:
         yield cbs
 
 

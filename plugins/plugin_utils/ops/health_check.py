@@ -33,7 +33,7 @@ import socket
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from . import status as _status
+from .status import spec_op, status_ops
 from .. import health
 from ..deploy import remote, rsync
 from ..health import (STATUS_TIMEOUT, Budget, Pending, StatusWatch, Waiter, collect_tails, describe, failure_notes,
@@ -43,7 +43,8 @@ from ..bucket.job_checks import DEFAULT_HEALTH, resolve_health
 from ..bucket.problems import did_you_mean
 from ..catalog import catalog
 from ..errors import MaandError
-from ..hooks import points, run as _run
+from ..hooks import points
+from ..hooks.run import run_event
 from ..hooks.commands import targets
 
 WORKER = "(worker)"
@@ -332,7 +333,7 @@ def status_request(cat: Mapping[str, Any], job: str, host: str) -> str | None:
     allocation there, a job_control job, an environment that cannot be expanded)."""
     allocs = [a for a in cat.get("allocations") or [] if a.get("job") == job and a.get("worker") == host]
     records = {j.get("name"): j for j in cat.get("jobs") or []}
-    ops = _status.status_ops(cat, host, allocs[:1], [job], _status.spec_op(records))
+    ops = status_ops(cat, host, allocs[:1], [job], spec_op(records))
     if not ops or not ops[0].get("target"):
         return None
     return remote.step_request(cat.get("bucket_id"), ops[:1], timeout=STATUS_TIMEOUT, tail=10)
@@ -378,7 +379,7 @@ def command_runner(stack: contextlib.ExitStack, bucket_dir: str, cat: Mapping[st
             holder["ctx"] = stack.enter_context(points.session(bucket_dir, cat, conns, timeout, tail, log=log))
             holder["ctx"].runlog = RunLog.open(bucket_dir, "healthcheck")  # maand's bucket logs
         picked = [t for t in targets(cat, job) if t.worker in hosts]
-        outcome = _run.run_event(holder["ctx"], job, "health_check", picked, concurrency=4)
+        outcome = run_event(holder["ctx"], job, "health_check", picked, concurrency=4)
         out = {}
         for host in hosts:
             failed = [r for r in outcome.results if r.worker == host and not r.ok]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.maand.core.plugins.filter.gotemplate import FilterModule, gotemplate
+from ansible_collections.maand.core.plugins.filter.gotemplate import FilterModule, render
+
+gotemplate = FilterModule().filters()["gotemplate"]  # the filter as a playbook calls it
 
 KV = {"vars/bucket": {"environment": "staging"}, "vars/job/api": {"service_name": "api-gateway"},
       "maand/bucket": {"api_http_port": "30000"},
@@ -14,7 +16,7 @@ KV = {"vars/bucket": {"environment": "staging"}, "vars/job/api": {"service_name"
 
 
 def test_registered_under_its_name():
-    assert FilterModule().filters()["gotemplate"] is gotemplate
+    assert FilterModule().filters()["gotemplate"] is render
 
 
 def test_plain_go_template_over_json_data():
